@@ -1,0 +1,26 @@
+//! Run an engine-JSON scenario from the command line and print the summary
+//! (a development aid; users run scenarios through the `l4slab` CLI).
+fn main() {
+    let path = std::env::args().nth(1).expect("usage: run_json CONFIG.json");
+    let text = std::fs::read_to_string(&path).expect("readable config");
+    let cfg: l4slab_core::ScenarioConfig = serde_json::from_str(&text).expect("valid engine config");
+    let t = std::time::Instant::now();
+    let r = l4slab_core::run(&cfg).expect("run");
+    let wall = t.elapsed().as_secs_f64();
+    for f in &r.flows {
+        println!(
+            "flow {} {:6} goodput {:7.2} Mb/s srtt {:6.2} ms qdelay {:6.2} ms rtx {:5} rto {} tlp {} rec {}",
+            f.id, f.cc, f.goodput_mbps, f.mean_srtt_ms, f.queuing_delay_ms, f.retransmits, f.rto_count, f.tlp_count, f.recoveries
+        );
+    }
+    eprintln!("{:?}", r.flows[0]);
+    let b = &r.bottleneck;
+    println!(
+        "util {:.4} sojourn mean {:.2} p50 {:.2} p99 {:.2} ms drops {} jain {:.4}",
+        b.utilisation, b.sojourn_ms.mean, b.sojourn_ms.p50, b.sojourn_ms.p99, b.drops, r.jain_index
+    );
+    println!(
+        "packets sent {} (data {} acks {}) events {} wall {:.3}s -> {:.2} M pkt/s",
+        r.packets.sent, r.packets.data, r.packets.acks, r.events, wall, r.packets.sent as f64 / wall / 1e6
+    );
+}

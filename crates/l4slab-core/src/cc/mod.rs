@@ -1,0 +1,363 @@
+//! Congestion control: one trait, one file per algorithm.
+//!
+//! The trait mirrors Linux's `struct tcp_congestion_ops` (include/net/tcp.h) so that
+//! each algorithm can be written as the kernel module is: the TCP endpoint owns a
+//! [`CcSock`] (the `tcp_sock` fields a CC reads and writes) and calls the hooks at
+//! the points of `tcp_ack()` given in tcp.md §1.1. A CC that implements
+//! `cong_control` (Prague, BBR) takes over the whole per-ACK window and pacing update;
+//! the others (Reno, CUBIC, DCTCP) provide `ssthresh` + `cong_avoid` and the endpoint
+//! applies PRR and the stack pacing rate around them.
+
+use crate::packet::Ecn;
+use crate::time::{jiffies, Time};
+
+pub mod cubic;
+pub mod reno;
+
+/// `snd_ssthresh` before any congestion event (TCP_INFINITE_SSTHRESH).
+pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+
+/// Linux's congestion-avoidance states (`enum tcp_ca_state`), in kernel order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum CaState {
+    #[default]
+    Open = 0,
+    Disorder = 1,
+    Cwr = 2,
+    Recovery = 3,
+    Loss = 4,
+}
+
+/// `enum tcp_ca_event`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaEvent {
+    /// First transmission when no packet is in flight.
+    TxStart,
+    /// Congestion window restart after idle.
+    CwndRestart,
+    /// End of a cwnd reduction (CWR or Recovery exit).
+    CompleteCwr,
+    /// Retransmission timeout (`tcp_enter_loss`).
+    Loss,
+    /// Receiver: a data segment arrived without CE.
+    EcnNoCe,
+    /// Receiver: a data segment arrived with CE.
+    EcnIsCe,
+}
+
+/// Flags of the current ACK passed to `in_ack_event` (`CA_ACK_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AckEventFlags {
+    /// Not a pure duplicate: the ACK advanced snd_una (`CA_ACK_SLOWPATH` is not modelled).
+    pub window_update: bool,
+    /// The ACK carried an ECN congestion signal (FLAG_ECE; `CA_ACK_ECE`).
+    pub ece: bool,
+}
+
+/// Per-ACK RTT sample for `pkts_acked` (`struct ack_sample`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AckSample {
+    /// Packets newly acknowledged (cumulatively or by SACK).
+    pub pkts_acked: u32,
+    /// RTT of the most recently sent newly acked packet, µs; negative when none.
+    pub rtt_us: i64,
+    /// Packets in flight before this ACK.
+    pub in_flight: u32,
+}
+
+/// Delivery-rate sample of one ACK (`struct rate_sample`, net/ipv4/tcp_rate.c).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RateSample {
+    /// `tp->delivered` when the most recently delivered packet was sent.
+    pub prior_delivered: u64,
+    /// `tp->delivered_mstamp` when that packet was sent (0 = no sample).
+    pub prior_mstamp: Time,
+    /// `tp->delivered_ce` at the same moment.
+    pub prior_delivered_ce: u64,
+    /// Packets delivered over `interval_us`; negative if the sample is invalid.
+    pub delivered: i64,
+    /// CE-marked packets delivered over `interval_us`.
+    pub delivered_ce: i64,
+    /// max(send interval, ACK interval) in µs; negative if invalid.
+    pub interval_us: i64,
+    /// RTT of the most recently sent newly delivered packet (µs), negative if none.
+    pub rtt_us: i64,
+    /// Packets newly marked lost by this ACK.
+    pub losses: u32,
+    /// Packets newly (S)ACKed by this ACK.
+    pub acked_sacked: u32,
+    /// Packets in flight before this ACK.
+    pub prior_in_flight: u32,
+    /// CE marks newly reported by this ACK (AccECN delta, or `acked_sacked` for an RFC 3168 ECE ACK).
+    pub ece_delta: u32,
+    /// The sample is from an application-limited period.
+    pub is_app_limited: bool,
+    /// The most recently delivered packet was a retransmission.
+    pub is_retrans: bool,
+    /// The ACK only acknowledged already-SACKed data or nothing new.
+    pub is_ack_delayed: bool,
+}
+
+/// Requirements a CC places on the connection (`TCP_CONG_*` flags, tcp.md §3.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CcFlags {
+    /// Always request ECN (TCP_CONG_NEEDS_ECN; DCTCP, Prague).
+    pub needs_ecn: bool,
+    /// Request/accept AccECN (TCP_CONG_NEEDS_ACCECN; Prague).
+    pub needs_accecn: bool,
+    /// Send ECT(1) instead of ECT(0) (TCP_CONG_WANTS_ECT_1; Prague).
+    pub wants_ect1: bool,
+    /// Refuse RFC 3168 feedback (TCP_CONG_NO_FALLBACK_RFC3168; Prague).
+    pub no_fallback_rfc3168: bool,
+    /// The CC requires internal pacing even without the fq qdisc (BBR, Prague).
+    pub needs_pacing: bool,
+}
+
+/// The `tcp_sock` state a congestion control reads and writes.
+///
+/// The endpoint refreshes the read-only part before every hook call. A CC writes
+/// only `cwnd`, `ssthresh`, `cwnd_cnt`, `cwnd_clamp` and `pacing_rate`.
+#[derive(Clone, Debug)]
+pub struct CcSock {
+    // --- written by the CC ---
+    /// `snd_cwnd`, packets.
+    pub cwnd: u32,
+    /// `snd_ssthresh`, packets.
+    pub ssthresh: u32,
+    /// `snd_cwnd_cnt`: fractional additive-increase credit.
+    pub cwnd_cnt: u32,
+    /// `snd_cwnd_clamp`.
+    pub cwnd_clamp: u32,
+    /// `sk_pacing_rate`, bytes per second (payload bytes, as Linux).
+    pub pacing_rate: u64,
+    // --- read-only for the CC ---
+    /// Current time.
+    pub now: Time,
+    /// `mss_cache`, payload bytes per full segment.
+    pub mss: u32,
+    /// Smoothed RTT in µs (unscaled; 0 before the first sample).
+    pub srtt_us: u64,
+    /// Windowed minimum RTT in µs (`tcp_min_rtt`); `u32::MAX` before the first sample.
+    pub min_rtt_us: u32,
+    pub packets_out: u32,
+    pub sacked_out: u32,
+    pub lost_out: u32,
+    pub retrans_out: u32,
+    /// Packets delivered (cumulative + SACK) since the connection started.
+    pub delivered: u64,
+    /// Of which reported CE-marked.
+    pub delivered_ce: u64,
+    /// Oldest unacknowledged sequence number (bytes).
+    pub snd_una: u64,
+    /// Next sequence number to send (bytes).
+    pub snd_nxt: u64,
+    pub ca_state: CaState,
+    /// `prior_cwnd` saved at the start of the current reduction.
+    pub prior_cwnd: u32,
+    /// `tp->is_cwnd_limited` (the flow was cwnd-limited in the current window).
+    pub is_cwnd_limited: bool,
+    /// `tp->max_packets_out` in the current window.
+    pub max_packets_out: u32,
+    /// Whether the socket is actually paced (fq or internal pacing).
+    pub paced: bool,
+}
+
+impl CcSock {
+    pub fn new(mss: u32, init_cwnd: u32) -> Self {
+        CcSock {
+            cwnd: init_cwnd,
+            ssthresh: TCP_INFINITE_SSTHRESH,
+            cwnd_cnt: 0,
+            cwnd_clamp: u32::MAX / 2,
+            pacing_rate: 0,
+            now: 0,
+            mss,
+            srtt_us: 0,
+            min_rtt_us: u32::MAX,
+            packets_out: 0,
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            delivered: 0,
+            delivered_ce: 0,
+            snd_una: 0,
+            snd_nxt: 0,
+            ca_state: CaState::Open,
+            prior_cwnd: 0,
+            is_cwnd_limited: false,
+            max_packets_out: 0,
+            paced: false,
+        }
+    }
+
+    /// `tcp_jiffies32`.
+    #[inline]
+    pub fn jiffies(&self) -> u64 {
+        jiffies(self.now)
+    }
+
+    /// `tcp_packets_in_flight` (tcp.md §0.3).
+    #[inline]
+    pub fn in_flight(&self) -> u32 {
+        (self.packets_out + self.retrans_out).saturating_sub(self.sacked_out + self.lost_out)
+    }
+
+    /// `tcp_in_slow_start`.
+    #[inline]
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
+    /// `tcp_is_cwnd_limited` (tcp.md §2.2).
+    #[inline]
+    pub fn is_cwnd_limited(&self) -> bool {
+        if self.is_cwnd_limited {
+            return true;
+        }
+        if self.in_slow_start() {
+            return self.cwnd < 2 * self.max_packets_out;
+        }
+        false
+    }
+
+    /// `tcp_slow_start`: grow by the packets delivered, up to ssthresh; return the
+    /// part of `acked` left over for congestion avoidance (tcp.md §2.2).
+    pub fn slow_start(&mut self, acked: u32) -> u32 {
+        let cwnd = (self.cwnd as u64 + acked as u64).min(self.ssthresh as u64) as u32;
+        let used = cwnd - self.cwnd;
+        self.cwnd = cwnd.min(self.cwnd_clamp);
+        acked - used
+    }
+
+    /// `tcp_cong_avoid_ai`: +1 packet per `w` packets acknowledged (tcp.md §2.2).
+    pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
+        let w = w.max(1);
+        // If credits accumulated at a higher w, apply them gently now.
+        if self.cwnd_cnt >= w {
+            self.cwnd_cnt = 0;
+            self.cwnd += 1;
+        }
+        self.cwnd_cnt += acked;
+        if self.cwnd_cnt >= w {
+            let delta = self.cwnd_cnt / w;
+            self.cwnd_cnt -= delta * w;
+            self.cwnd += delta;
+        }
+        self.cwnd = self.cwnd.min(self.cwnd_clamp);
+    }
+}
+
+/// A congestion-control algorithm (`struct tcp_congestion_ops`).
+///
+/// Hooks default to "not implemented" as in Linux. Exactly one of
+/// (`ssthresh` + `cong_avoid`) or `cong_control` drives the window.
+pub trait CongestionControl: Send {
+    /// Name as in `net.ipv4.tcp_congestion_control` (e.g. "cubic").
+    fn name(&self) -> &'static str;
+
+    /// `TCP_CONG_*` flags.
+    fn flags(&self) -> CcFlags {
+        CcFlags::default()
+    }
+
+    /// Called once when the connection is established.
+    fn init(&mut self, _tp: &mut CcSock) {}
+
+    /// New slow-start threshold on loss/ECE/RTO (required unless `has_cong_control`).
+    fn ssthresh(&mut self, tp: &CcSock) -> u32;
+
+    /// Window growth on an ACK outside a reduction (`cong_avoid`); `acked` packets
+    /// were newly delivered.
+    fn cong_avoid(&mut self, _tp: &mut CcSock, _acked: u32) {}
+
+    /// Whether this CC implements `cong_control` (then `cong_avoid`, PRR and the
+    /// stack pacing update are bypassed: tcp.md §1.1 step 14).
+    fn has_cong_control(&self) -> bool {
+        false
+    }
+
+    /// Full per-ACK control (`cong_control`).
+    fn cong_control(&mut self, _tp: &mut CcSock, _rs: &RateSample) {}
+
+    /// Called before the endpoint changes `ca_state` (`set_state`).
+    fn set_state(&mut self, _tp: &mut CcSock, _new_state: CaState) {}
+
+    /// `cwnd_event`.
+    fn cwnd_event(&mut self, _tp: &mut CcSock, _ev: CaEvent) {}
+
+    /// `in_ack_event`: once per ACK, before the recovery state machine.
+    fn in_ack_event(&mut self, _tp: &mut CcSock, _flags: AckEventFlags) {}
+
+    /// `pkts_acked`: once per ACK that delivered packets.
+    fn pkts_acked(&mut self, _tp: &mut CcSock, _sample: &AckSample) {}
+
+    /// `undo_cwnd`: cwnd to restore when a loss reduction is undone.
+    fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
+        tp.cwnd.max(tp.prior_cwnd)
+    }
+
+    /// Segments per TSO burst (`tso_segs`), `None` to use the stack's autosizing.
+    fn tso_segs(&self, _tp: &CcSock) -> Option<u32> {
+        None
+    }
+
+    /// ECN codepoint for new data when ECN was negotiated.
+    fn ect_codepoint(&self) -> Ecn {
+        if self.flags().wants_ect1 {
+            Ecn::Ect1
+        } else {
+            Ecn::Ect0
+        }
+    }
+}
+
+/// Build a congestion control by its Linux name.
+pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
+    match name {
+        "reno" => Some(Box::new(reno::Reno::default())),
+        "cubic" => Some(Box::new(cubic::Cubic::default())),
+        _ => None,
+    }
+}
+
+/// Names accepted by [`by_name`].
+pub const KNOWN: &[&str] = &["reno", "cubic"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_start_returns_leftover() {
+        let mut tp = CcSock::new(1448, 10);
+        tp.ssthresh = 14;
+        assert_eq!(tp.slow_start(6), 2);
+        assert_eq!(tp.cwnd, 14);
+    }
+
+    #[test]
+    fn cong_avoid_ai_one_per_window() {
+        let mut tp = CcSock::new(1448, 10);
+        for _ in 0..9 {
+            tp.cong_avoid_ai(10, 1);
+        }
+        assert_eq!(tp.cwnd, 10);
+        tp.cong_avoid_ai(10, 1);
+        assert_eq!(tp.cwnd, 11);
+        assert_eq!(tp.cwnd_cnt, 0);
+        // A stretch ACK of 25 packets at w = 11 gives +2 and keeps 3 credits.
+        tp.cong_avoid_ai(11, 25);
+        assert_eq!(tp.cwnd, 13);
+        assert_eq!(tp.cwnd_cnt, 3);
+    }
+
+    #[test]
+    fn in_flight_formula() {
+        let mut tp = CcSock::new(1448, 10);
+        tp.packets_out = 20;
+        tp.sacked_out = 5;
+        tp.lost_out = 3;
+        tp.retrans_out = 2;
+        assert_eq!(tp.in_flight(), 14);
+    }
+}

@@ -1,0 +1,229 @@
+//! The resolved scenario the engine runs.
+//!
+//! The Python front end parses the user's TOML (units as strings, `tc` syntax) and
+//! hands the engine this structure as JSON, with every quantity already in base
+//! units: nanoseconds, bits per second, bytes, packets. Field names end in their
+//! unit. `deny_unknown_fields` makes a front-end/engine mismatch a clear error.
+
+use crate::packet::Ecn;
+use serde::{Deserialize, Serialize};
+
+fn default_bin_ns() -> u64 {
+    100_000_000
+}
+fn default_burst_bytes() -> u64 {
+    // iproute2's default HTB bucket on high-resolution-timer kernels (aqm.md §8.1).
+    1600
+}
+fn default_access_rate_bps() -> u64 {
+    10_000_000_000
+}
+fn default_mss() -> u32 {
+    1448
+}
+fn default_init_cwnd() -> u32 {
+    10
+}
+fn default_rto_min_ns() -> u64 {
+    200_000_000
+}
+fn default_true() -> bool {
+    true
+}
+
+/// A whole simulation run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioConfig {
+    /// Seed of every random choice in the run.
+    #[serde(default)]
+    pub seed: u64,
+    /// Simulated time, ns.
+    pub duration_ns: u64,
+    /// Width of time-series bins, ns (default 100 ms).
+    #[serde(default = "default_bin_ns")]
+    pub bin_ns: u64,
+    /// Start of the summary window, ns (default 0: the whole run, as the studies did).
+    #[serde(default)]
+    pub warmup_ns: u64,
+    /// Each flow's start is delayed by a uniform random amount in [0, start_jitter_ns]
+    /// drawn from the seed (scripts never start iperf clients at the same instant).
+    #[serde(default)]
+    pub start_jitter_ns: u64,
+    /// Keep a per-packet trace of bottleneck sojourn times.
+    #[serde(default)]
+    pub trace_sojourn: bool,
+    pub bottleneck: BottleneckConfig,
+    pub flows: Vec<FlowConfig>,
+}
+
+/// The shaped bottleneck: `htb rate R burst B` with one child qdisc.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BottleneckConfig {
+    pub rate_bps: u64,
+    /// HTB bucket (bytes); 1600 B is tc's default (aqm.md §8.1).
+    #[serde(default = "default_burst_bytes")]
+    pub burst_bytes: u64,
+    /// Senders' NIC line rate: back-to-back packets leave a host this fast.
+    #[serde(default = "default_access_rate_bps")]
+    pub access_rate_bps: u64,
+    pub qdisc: QdiscConfig,
+}
+
+/// The bottleneck's child qdisc, with `tc`'s parameters in base units.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum QdiscConfig {
+    /// `bfifo limit BYTES` (L2 bytes, as `qdisc_pkt_len`).
+    Bfifo { limit_bytes: u64 },
+    /// `pfifo limit PACKETS`.
+    Pfifo { limit_packets: u32 },
+}
+
+/// One sender→receiver pair.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FlowConfig {
+    Tcp(TcpFlowConfig),
+    Udp(UdpFlowConfig),
+}
+
+impl FlowConfig {
+    pub fn path(&self) -> &PathConfig {
+        match self {
+            FlowConfig::Tcp(t) => &t.path,
+            FlowConfig::Udp(u) => &u.path,
+        }
+    }
+}
+
+/// Propagation and timing shared by every flow kind.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathConfig {
+    /// Base RTT, ns (propagation only).
+    pub rtt_ns: u64,
+    /// Sender→bottleneck propagation, ns; default half the RTT. The bottleneck→receiver
+    /// hop is 0 and the reverse path carries the rest.
+    #[serde(default)]
+    pub fwd_delay_ns: Option<u64>,
+    /// When the flow starts, ns.
+    #[serde(default)]
+    pub start_ns: u64,
+    /// When the flow stops sending new data, ns (default: the end of the run).
+    #[serde(default)]
+    pub stop_ns: Option<u64>,
+}
+
+impl PathConfig {
+    pub fn fwd_delay(&self) -> u64 {
+        self.fwd_delay_ns.unwrap_or(self.rtt_ns / 2)
+    }
+    pub fn rev_delay(&self) -> u64 {
+        self.rtt_ns - self.fwd_delay()
+    }
+}
+
+/// A bulk TCP transfer (iperf3-like).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpFlowConfig {
+    /// Congestion control by Linux name ("cubic", "reno").
+    pub cc: String,
+    #[serde(flatten)]
+    pub path: PathConfig,
+    /// Bytes to send (`iperf3 -n`); `None` for an unbounded transfer.
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// `mss_cache` payload bytes (1448: 1500 MTU with timestamps).
+    #[serde(default = "default_mss")]
+    pub mss: u32,
+    /// Initial window, segments (`initcwnd`).
+    #[serde(default = "default_init_cwnd")]
+    pub init_cwnd: u32,
+    /// `tcp_rto_min_us` in ns.
+    #[serde(default = "default_rto_min_ns")]
+    pub rto_min_ns: u64,
+    /// Receive window limit in bytes; `None` = never limiting (tcp.md §2.12).
+    #[serde(default)]
+    pub rwnd_bytes: Option<u64>,
+    /// Receiver delayed ACKs (Linux default on); off = quick-ACK every segment.
+    #[serde(default = "default_true")]
+    pub delayed_ack: bool,
+    /// Drop injection for tests: the first transmission of these segment numbers
+    /// (0-based, in MSS units of sequence space) is lost before the bottleneck.
+    #[serde(default)]
+    pub drop_segments: Vec<u64>,
+}
+
+/// An unresponsive constant-bit-rate UDP source.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdpFlowConfig {
+    #[serde(flatten)]
+    pub path: PathConfig,
+    /// Sending rate in bit/s counted on L2 frames (as the bottleneck counts).
+    pub rate_bps: u64,
+    /// UDP payload bytes per datagram (1472 fills a 1500-byte MTU).
+    pub payload_bytes: u32,
+    /// IP ECN codepoint on every datagram.
+    #[serde(default)]
+    pub ecn: Ecn,
+}
+
+impl ScenarioConfig {
+    /// Checks the engine needs; the front end gives users friendlier messages first.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.duration_ns == 0 {
+            return Err("duration_ns: must be > 0".into());
+        }
+        if self.bin_ns == 0 {
+            return Err("bin_ns: must be > 0".into());
+        }
+        if self.warmup_ns >= self.duration_ns {
+            return Err(format!(
+                "warmup_ns: {} must be shorter than duration_ns {}",
+                self.warmup_ns, self.duration_ns
+            ));
+        }
+        if self.bottleneck.rate_bps == 0 {
+            return Err("bottleneck.rate_bps: must be > 0".into());
+        }
+        if self.bottleneck.access_rate_bps == 0 {
+            return Err("bottleneck.access_rate_bps: must be > 0".into());
+        }
+        if self.flows.is_empty() {
+            return Err("flows: at least one flow is required".into());
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            let p = f.path();
+            if p.fwd_delay() > p.rtt_ns {
+                return Err(format!("flows[{i}].fwd_delay_ns: exceeds rtt_ns"));
+            }
+            match f {
+                FlowConfig::Tcp(t) => {
+                    if crate::cc::by_name(&t.cc).is_none() {
+                        return Err(format!(
+                            "flows[{i}].cc: unknown congestion control {:?} (known: {})",
+                            t.cc,
+                            crate::cc::KNOWN.join(", ")
+                        ));
+                    }
+                    if !(88..=65_000).contains(&t.mss) {
+                        return Err(format!("flows[{i}].mss: {} outside 88..=65000", t.mss));
+                    }
+                    if t.init_cwnd == 0 {
+                        return Err(format!("flows[{i}].init_cwnd: must be >= 1"));
+                    }
+                }
+                FlowConfig::Udp(u) => {
+                    if u.rate_bps == 0 || u.payload_bytes == 0 {
+                        return Err(format!("flows[{i}]: rate_bps and payload_bytes must be > 0"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,47 @@
+//! # l4slab-core
+//!
+//! The packet-level simulation engine of l4slab: a discrete-event simulator of a
+//! dumbbell network whose bottleneck qdiscs, TCP machinery and congestion controls
+//! follow their Linux implementations (specs in `shared/specs/`).
+//!
+//! Layout (one concern per module, in the spirit of smoltcp):
+//! - [`time`], [`rng`]: integer-nanosecond clock; seeded PRNG streams.
+//! - [`event`]: the event queue with a deterministic tie-break.
+//! - [`packet`]: packets, ECN codepoints, TCP header fields.
+//! - [`link`]: the HTB-like token-bucket shaper of the bottleneck.
+//! - [`qdisc`]: the [`qdisc::Qdisc`] trait (enqueue / dequeue / peek, timer) and one file per qdisc.
+//! - [`tcp`]: the TCP sender and receiver (Linux `tcp_input.c` / `tcp_output.c` behaviour).
+//! - [`cc`]: the [`cc::CongestionControl`] trait and one file per algorithm.
+//! - [`source`]: non-TCP traffic sources (constant-rate UDP).
+//! - [`metrics`]: recorders for series, histograms and counters.
+//! - [`sim`]: the network wiring and the event loop; [`run`] is the entry point.
+//! - [`config`], [`results`]: the serde types at the boundary with the Python front end.
+
+pub mod cc;
+pub mod config;
+pub mod event;
+pub mod link;
+pub mod metrics;
+pub mod packet;
+pub mod qdisc;
+pub mod results;
+pub mod rng;
+pub mod sim;
+pub mod source;
+pub mod tcp;
+pub mod time;
+
+pub use config::ScenarioConfig;
+pub use results::RunResults;
+
+/// Engine version; part of a run's identity in the results store.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Validate and run a scenario to completion.
+pub fn run(config: &ScenarioConfig) -> Result<RunResults, String> {
+    config.validate()?;
+    let mut sim = sim::Simulation::new(config)?;
+    sim.run();
+    sim.check_conservation()?;
+    Ok(sim.results())
+}

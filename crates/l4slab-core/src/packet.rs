@@ -1,0 +1,174 @@
+//! Packets as they cross the simulated network.
+//!
+//! A `Packet` is a small `Copy` value: it travels by value through the event queue
+//! and the qdiscs, so the steady state allocates nothing per packet.
+
+use crate::time::Time;
+use serde::{Deserialize, Serialize};
+
+/// Ethernet header bytes counted by `qdisc_pkt_len` (aqm.md §1.1).
+pub const ETH_HLEN: u32 = 14;
+/// IPv4 (20) + TCP (20) header bytes.
+pub const IP_TCP_HLEN: u32 = 40;
+/// Timestamp option, aligned (2 NOP + 10): tcp.md §2.1.
+pub const TCPOLEN_TSTAMP_ALIGNED: u32 = 12;
+/// SACK option: 2 NOP + kind + len, then 8 bytes per block.
+pub const TCPOLEN_SACK_BASE_ALIGNED: u32 = 4;
+pub const TCPOLEN_SACK_PERBLOCK: u32 = 8;
+/// IPv4 (20) + UDP (8) header bytes.
+pub const IP_UDP_HLEN: u32 = 28;
+/// At most 3 SACK blocks fit beside the timestamp option (tcp.md §2.1).
+pub const MAX_SACK_BLOCKS: usize = 3;
+
+/// The IP ECN field (RFC 3168 §5; aqm.md §1.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ecn {
+    #[default]
+    #[serde(alias = "not_ect", alias = "notect")]
+    NotEct = 0b00,
+    #[serde(alias = "ect1", alias = "ect_1")]
+    Ect1 = 0b01,
+    #[serde(alias = "ect0", alias = "ect_0")]
+    Ect0 = 0b10,
+    Ce = 0b11,
+}
+
+impl Ecn {
+    /// ECN-capable transport (ECT(0), ECT(1) or already CE).
+    #[inline]
+    pub fn is_ect(self) -> bool {
+        self != Ecn::NotEct
+    }
+}
+
+/// What a packet carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketKind {
+    /// TCP SYN (client to server).
+    Syn,
+    /// TCP SYN/ACK (server to client).
+    SynAck,
+    /// TCP segment with payload.
+    Data,
+    /// Pure TCP ACK (no payload).
+    Ack,
+    /// UDP datagram of an unresponsive source.
+    Udp,
+}
+
+/// One SACK (or D-SACK) block `[start, end)` in sequence space.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SackBlock {
+    pub start: u64,
+    pub end: u64,
+}
+
+/// TCP header fields that the simulator models.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpHeader {
+    /// First payload byte's sequence number (data) or the sender's current seq (ACK).
+    pub seq: u64,
+    /// Cumulative acknowledgement (receiver to sender).
+    pub ack: u64,
+    /// Timestamp value (TSval) in the sender's TS clock (ms, as Linux's default).
+    pub tsval: u32,
+    /// Timestamp echo reply (TSecr).
+    pub tsecr: u32,
+    /// ECE flag (classic and DCTCP-style feedback).
+    pub ece: bool,
+    /// CWR flag.
+    pub cwr: bool,
+    /// The 3-bit ACE field of AccECN (AE, CWR, ECE) when AccECN is negotiated.
+    pub ace: u8,
+    /// Number of valid entries in `sack`.
+    pub num_sack: u8,
+    /// Whether `sack[0]` is a D-SACK block (RFC 2883).
+    pub dsack: bool,
+    pub sack: [SackBlock; MAX_SACK_BLOCKS],
+}
+
+/// A packet in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet {
+    /// Index of the flow (scenario order).
+    pub flow: u32,
+    pub kind: PacketKind,
+    /// Layer-2 frame length as `qdisc_pkt_len` sees it (payload + headers + 14 B).
+    pub wire_len: u32,
+    /// Transport payload bytes.
+    pub payload: u32,
+    pub ecn: Ecn,
+    /// Whether this is a retransmission (for metrics only; the network does not look).
+    pub retrans: bool,
+    /// Time the packet entered the current qdisc (set by the bottleneck on enqueue).
+    pub enqueue_ts: Time,
+    /// Time the sender's stack handed the packet to its NIC.
+    pub sent_ts: Time,
+    /// Globally unique id, in creation order (tie-breaks and traces).
+    pub id: u64,
+    pub tcp: TcpHeader,
+}
+
+impl Packet {
+    /// An empty packet of `kind` for `flow`; the caller fills in the rest.
+    pub fn new(flow: u32, kind: PacketKind) -> Self {
+        Packet {
+            flow,
+            kind,
+            wire_len: 0,
+            payload: 0,
+            ecn: Ecn::NotEct,
+            retrans: false,
+            enqueue_ts: 0,
+            sent_ts: 0,
+            id: 0,
+            tcp: TcpHeader::default(),
+        }
+    }
+
+    /// Linux's `INET_ECN_set_ce`: mark if ECN-capable. Returns `false` for Not-ECT
+    /// (the caller then drops). An already-CE packet counts as marked (aqm.md §1.2).
+    #[inline]
+    pub fn set_ce(&mut self) -> bool {
+        if self.ecn.is_ect() {
+            self.ecn = Ecn::Ce;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// Wire length of a TCP packet with `payload` bytes and `num_sack` SACK blocks.
+#[inline]
+pub fn tcp_wire_len(payload: u32, num_sack: u8) -> u32 {
+    let sack = if num_sack > 0 {
+        TCPOLEN_SACK_BASE_ALIGNED + TCPOLEN_SACK_PERBLOCK * num_sack as u32
+    } else {
+        0
+    };
+    ETH_HLEN + IP_TCP_HLEN + TCPOLEN_TSTAMP_ALIGNED + sack + payload
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn full_segment_is_1514_bytes() {
+        assert_eq!(tcp_wire_len(1448, 0), 1514);
+        assert_eq!(tcp_wire_len(0, 0), 66);
+        assert_eq!(tcp_wire_len(0, 3), 66 + 28);
+    }
+    #[test]
+    fn set_ce_semantics() {
+        let mut p = Packet::new(0, PacketKind::Data);
+        assert!(!p.set_ce());
+        assert_eq!(p.ecn, Ecn::NotEct);
+        p.ecn = Ecn::Ce;
+        assert!(p.set_ce());
+        p.ecn = Ecn::Ect1;
+        assert!(p.set_ce());
+        assert_eq!(p.ecn, Ecn::Ce);
+    }
+}

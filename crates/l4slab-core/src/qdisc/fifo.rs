@@ -1,0 +1,130 @@
+//! `pfifo` and `bfifo` (Linux `sch_fifo.c`; aqm.md §7): tail drop on a packet or
+//! byte limit, no marking.
+
+use super::{Qdisc, QdiscCtx, QdiscStats};
+use crate::packet::Packet;
+use crate::time::Time;
+use std::collections::VecDeque;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Limit {
+    /// bfifo: backlog + this packet's L2 length must not exceed the limit.
+    Bytes(u64),
+    /// pfifo: queue length must be below the limit.
+    Packets(u32),
+}
+
+/// A drop-tail FIFO.
+pub struct Fifo {
+    queue: VecDeque<Packet>,
+    limit: Limit,
+    stats: QdiscStats,
+}
+
+impl Fifo {
+    /// `bfifo limit BYTES`.
+    pub fn bfifo(limit_bytes: u64) -> Self {
+        Self::with_limit(Limit::Bytes(limit_bytes), (limit_bytes / 64) as usize)
+    }
+
+    /// `pfifo limit PACKETS`.
+    pub fn pfifo(limit_packets: u32) -> Self {
+        Self::with_limit(Limit::Packets(limit_packets), limit_packets as usize)
+    }
+
+    fn with_limit(limit: Limit, capacity: usize) -> Self {
+        Fifo {
+            queue: VecDeque::with_capacity(capacity.clamp(16, 1 << 16)),
+            limit,
+            stats: QdiscStats::default(),
+        }
+    }
+}
+
+impl Qdisc for Fifo {
+    fn kind(&self) -> &'static str {
+        match self.limit {
+            Limit::Bytes(_) => "bfifo",
+            Limit::Packets(_) => "pfifo",
+        }
+    }
+
+    fn enqueue(&mut self, mut pkt: Packet, now: Time, ctx: &mut QdiscCtx) {
+        let fits = match self.limit {
+            Limit::Bytes(limit) => self.stats.backlog_bytes + pkt.wire_len as u64 <= limit,
+            Limit::Packets(limit) => self.queue.len() < limit as usize,
+        };
+        if !fits {
+            // qdisc_drop: counts a drop (and, as Linux's fifo, no overlimit).
+            self.stats.drops += 1;
+            ctx.drop_packet(pkt);
+            return;
+        }
+        pkt.enqueue_ts = now;
+        self.stats.on_enqueue(&pkt);
+        self.queue.push_back(pkt);
+    }
+
+    fn dequeue(&mut self, _now: Time, _ctx: &mut QdiscCtx) -> Option<Packet> {
+        let pkt = self.queue.pop_front()?;
+        self.stats.on_remove(&pkt);
+        self.stats.on_sent(&pkt);
+        Some(pkt)
+    }
+
+    fn peek(&self) -> Option<&Packet> {
+        self.queue.front()
+    }
+
+    fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::PacketKind;
+    use crate::rng;
+
+    fn frame(id: u64, len: u32) -> Packet {
+        let mut p = Packet::new(0, PacketKind::Data);
+        p.wire_len = len;
+        p.id = id;
+        p
+    }
+
+    #[test]
+    fn bfifo_holds_floor_limit_over_frame_size() {
+        // aqm.md §0: bfifo 250 000 B holds 165 full 1514-B frames.
+        let mut q = Fifo::bfifo(250_000);
+        let mut r = rng::stream(1, rng::Stream::Qdisc);
+        let (mut d, mut m) = (Vec::new(), Vec::new());
+        let mut ctx = QdiscCtx { rng: &mut r, dropped: &mut d, marked: &mut m };
+        for i in 0..200 {
+            q.enqueue(frame(i, 1514), i, &mut ctx);
+        }
+        assert_eq!(q.len(), 165);
+        assert_eq!(ctx.dropped.len(), 35);
+        assert_eq!(q.stats().drops, 35);
+        // FIFO order and timestamps.
+        let p = q.dequeue(1000, &mut ctx).unwrap();
+        assert_eq!((p.id, p.enqueue_ts), (0, 0));
+        assert_eq!(q.stats().sent_packets, 1);
+        assert_eq!(q.stats().backlog_bytes, 164 * 1514);
+    }
+
+    #[test]
+    fn pfifo_counts_packets_not_bytes() {
+        let mut q = Fifo::pfifo(3);
+        let mut r = rng::stream(1, rng::Stream::Qdisc);
+        let (mut d, mut m) = (Vec::new(), Vec::new());
+        let mut ctx = QdiscCtx { rng: &mut r, dropped: &mut d, marked: &mut m };
+        for i in 0..5 {
+            q.enqueue(frame(i, if i % 2 == 0 { 66 } else { 1514 }), 0, &mut ctx);
+        }
+        assert_eq!(q.len(), 3);
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[0].id, 3);
+    }
+}

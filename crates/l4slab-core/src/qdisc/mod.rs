@@ -1,0 +1,119 @@
+//! Queueing disciplines behind one trait, after Linux `net/sched`'s
+//! enqueue/dequeue/peek split (`struct Qdisc_ops`).
+//!
+//! A qdisc timestamps packets on enqueue, may drop at enqueue (tail drop, PIE) or at
+//! dequeue (CoDel, DualPI2) and may mark CE. Drops and marks are reported through
+//! [`QdiscCtx`] so the simulator can attribute them to flows; `tc -s`-style counters
+//! live in [`QdiscStats`]. A qdisc with a periodic controller (PIE, DualPI2) exposes
+//! its next timer expiry and is called back at that time.
+
+use crate::config::QdiscConfig;
+use crate::packet::Packet;
+use crate::rng::SimRng;
+use crate::time::Time;
+
+pub mod fifo;
+
+/// Counters as `tc -s qdisc show` prints them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QdiscStats {
+    pub sent_bytes: u64,
+    pub sent_packets: u64,
+    pub drops: u64,
+    pub overlimits: u64,
+    pub requeues: u64,
+    /// CE marks (`ecn_mark` / `ce_mark`), re-marks of CE packets included.
+    pub marks: u64,
+    pub backlog_bytes: u64,
+    pub backlog_packets: u64,
+    /// Largest backlog seen, packets.
+    pub maxq_packets: u64,
+}
+
+impl QdiscStats {
+    /// Account a packet entering the queue.
+    #[inline]
+    pub fn on_enqueue(&mut self, pkt: &Packet) {
+        self.backlog_bytes += pkt.wire_len as u64;
+        self.backlog_packets += 1;
+        self.maxq_packets = self.maxq_packets.max(self.backlog_packets);
+    }
+    /// Account a packet leaving the queue (sent or dropped at dequeue).
+    #[inline]
+    pub fn on_remove(&mut self, pkt: &Packet) {
+        self.backlog_bytes -= pkt.wire_len as u64;
+        self.backlog_packets -= 1;
+    }
+    /// Account a packet handed to the link.
+    #[inline]
+    pub fn on_sent(&mut self, pkt: &Packet) {
+        self.sent_bytes += pkt.wire_len as u64;
+        self.sent_packets += 1;
+    }
+}
+
+/// What a qdisc may use and report during one call.
+pub struct QdiscCtx<'a> {
+    /// The run's qdisc random stream.
+    pub rng: &'a mut SimRng,
+    /// Packets dropped during the call (drained by the simulator).
+    pub dropped: &'a mut Vec<Packet>,
+    /// Flows whose packet was CE-marked during the call (drained by the simulator).
+    pub marked: &'a mut Vec<u32>,
+}
+
+impl QdiscCtx<'_> {
+    /// Report a dropped packet (its ownership ends here).
+    #[inline]
+    pub fn drop_packet(&mut self, pkt: Packet) {
+        self.dropped.push(pkt);
+    }
+    /// Report a CE mark on a packet of `flow`.
+    #[inline]
+    pub fn note_mark(&mut self, flow: u32) {
+        self.marked.push(flow);
+    }
+}
+
+/// A queueing discipline.
+pub trait Qdisc: Send {
+    /// `tc` kind, e.g. "bfifo".
+    fn kind(&self) -> &'static str;
+
+    /// Accept or drop `pkt` arriving at `now`. Dropped packets go to `ctx`.
+    fn enqueue(&mut self, pkt: Packet, now: Time, ctx: &mut QdiscCtx);
+
+    /// Return the next packet to send, applying any dequeue-time AQM action.
+    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx) -> Option<Packet>;
+
+    /// The packet `dequeue` would consider next, without AQM action.
+    fn peek(&self) -> Option<&Packet>;
+
+    /// Counters.
+    fn stats(&self) -> &QdiscStats;
+
+    /// Next time the qdisc's own timer fires, if any.
+    fn next_timer(&self) -> Option<Time> {
+        None
+    }
+
+    /// Timer callback at `now` (the simulator calls it at `next_timer()`).
+    fn on_timer(&mut self, _now: Time, _ctx: &mut QdiscCtx) {}
+
+    /// Packets queued.
+    fn len(&self) -> usize {
+        self.stats().backlog_packets as usize
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Build the qdisc a scenario asks for.
+pub fn build(config: &QdiscConfig) -> Box<dyn Qdisc> {
+    match *config {
+        QdiscConfig::Bfifo { limit_bytes } => Box::new(fifo::Fifo::bfifo(limit_bytes)),
+        QdiscConfig::Pfifo { limit_packets } => Box::new(fifo::Fifo::pfifo(limit_packets)),
+    }
+}

@@ -1,0 +1,159 @@
+//! What a run produces. Serialised to JSON for the Python front end, which turns
+//! the series into pandas DataFrames and writes Parquet.
+
+use serde::Serialize;
+
+/// Distribution summary of a delay, ms.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DelayStats {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+/// Per-flow summary over the measurement window.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FlowSummary {
+    pub id: u32,
+    /// "tcp" or "udp".
+    pub kind: String,
+    /// Congestion control ("udp" for UDP sources).
+    pub cc: String,
+    pub base_rtt_ms: f64,
+    /// Receiver in-order payload rate, Mbit/s (10^6).
+    pub goodput_mbps: f64,
+    /// This flow's L2 bytes leaving the bottleneck, Mbit/s.
+    pub throughput_mbps: f64,
+    /// Mean of the sender's smoothed RTT sampled once per bin (iperf3-like), ms.
+    pub mean_srtt_ms: f64,
+    /// The studies' "queuing delay": mean_srtt_ms − base RTT.
+    pub queuing_delay_ms: f64,
+    /// Mean of all per-ACK RTT samples, ms.
+    pub mean_rtt_ms: f64,
+    /// Segments retransmitted (fast, RACK, TLP and RTO).
+    pub retransmits: u64,
+    pub rto_count: u64,
+    pub tlp_count: u64,
+    /// Entries into fast recovery.
+    pub recoveries: u64,
+    /// Payload bytes delivered in order to the receiving application (whole run).
+    pub bytes_delivered: u64,
+    /// Data packets (or datagrams) sent, incl. retransmissions (whole run).
+    pub packets_sent: u64,
+    /// This flow's packets dropped at the bottleneck (whole run).
+    pub drops: u64,
+    /// This flow's packets CE-marked at the bottleneck (whole run).
+    pub marks: u64,
+    /// ACKs the receiver sent (whole run).
+    pub acks_sent: u64,
+    /// Flow completion time for sized transfers, s (time from start to the last byte acked).
+    pub fct_s: Option<f64>,
+    /// cwnd at the end of the run, packets.
+    pub final_cwnd: u32,
+}
+
+/// Bottleneck summary over the measurement window, with `tc -s` counters for the run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BottleneckSummary {
+    /// L2 bytes sent / (rate × window).
+    pub utilisation: f64,
+    pub sojourn_ms: DelayStats,
+    pub drops: u64,
+    pub marks: u64,
+    /// `tc -s qdisc` statistics (whole run).
+    pub qdisc: QdiscStatsOut,
+}
+
+/// The counters `tc -s qdisc show` prints, plus qdisc-specific extras.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct QdiscStatsOut {
+    pub kind: String,
+    pub sent_bytes: u64,
+    pub sent_packets: u64,
+    pub drops: u64,
+    pub overlimits: u64,
+    pub requeues: u64,
+    pub marks: u64,
+    pub backlog_bytes: u64,
+    pub backlog_packets: u64,
+    /// Largest backlog seen, packets.
+    pub maxq_packets: u64,
+}
+
+/// Packet conservation: sent = delivered + dropped + in_flight (checked by the engine).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PacketCounts {
+    pub sent: u64,
+    pub delivered: u64,
+    pub dropped: u64,
+    pub in_flight: u64,
+    /// Of `sent`: TCP data segments and UDP datagrams (forward direction).
+    pub data: u64,
+    /// Of `sent`: pure ACKs, SYNs and SYN/ACKs.
+    pub acks: u64,
+}
+
+/// Time series of one flow (one value per bin).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FlowSeries {
+    pub goodput_mbps: Vec<f64>,
+    pub throughput_mbps: Vec<f64>,
+    /// Sender srtt at the end of the bin, ms (NaN before the first sample).
+    pub srtt_ms: Vec<f64>,
+    /// Mean of the RTT samples taken in the bin, ms (NaN if none).
+    pub rtt_ms: Vec<f64>,
+    /// cwnd at the end of the bin, packets.
+    pub cwnd: Vec<f64>,
+    pub retransmits: Vec<u64>,
+    pub drops: Vec<u64>,
+    pub marks: Vec<u64>,
+}
+
+/// Bottleneck time series (one value per bin).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BottleneckSeries {
+    pub utilisation: Vec<f64>,
+    /// Mean sojourn of packets dequeued in the bin, ms (NaN if none).
+    pub sojourn_ms: Vec<f64>,
+    /// Backlog at the end of the bin.
+    pub backlog_bytes: Vec<u64>,
+    pub backlog_packets: Vec<u64>,
+    pub drops: Vec<u64>,
+    pub marks: Vec<u64>,
+    /// Packets that arrived at the qdisc in the bin (for drop/mark probability).
+    pub arrivals: Vec<u64>,
+}
+
+/// Per-packet sojourn trace (only with `trace_sojourn`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SojournTrace {
+    /// Dequeue time, s.
+    pub time_s: Vec<f64>,
+    pub flow: Vec<u32>,
+    pub sojourn_ms: Vec<f64>,
+}
+
+/// Everything a run produces.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RunResults {
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub bin_s: f64,
+    pub seed: u64,
+    pub flows: Vec<FlowSummary>,
+    pub bottleneck: BottleneckSummary,
+    pub packets: PacketCounts,
+    /// Events the engine processed.
+    pub events: u64,
+    /// Start time of each bin, s.
+    pub time_s: Vec<f64>,
+    pub flow_series: Vec<FlowSeries>,
+    pub bottleneck_series: BottleneckSeries,
+    pub sojourn_trace: Option<SojournTrace>,
+    /// Per-flow jain's index of goodputs over the window.
+    pub jain_index: f64,
+}

@@ -1,0 +1,51 @@
+//! TCP endpoints as Linux behaves (tcp.md §1–§5): a bulk sender with SACK, RACK-TLP,
+//! PRR, RFC 6298 RTO with Linux's floor, and a receiver with delayed and quick ACKs.
+//!
+//! Sequence numbers are in bytes (u64, ISN 0, data starts at 0); windows in packets.
+//! Endpoints do not see the network: they append packets to an output buffer and
+//! expose their next timer deadline; [`crate::sim`] moves packets and fires timers.
+
+pub mod receiver;
+pub mod rtt;
+pub mod sender;
+
+pub use receiver::TcpReceiver;
+pub use sender::TcpSender;
+
+use crate::time::{Time, NS_PER_MS};
+
+/// `TCP_TIMEOUT_INIT`: RTO before the first RTT sample (tcp.md §2.3).
+pub const TCP_TIMEOUT_INIT_NS: u64 = 1_000 * NS_PER_MS;
+/// `TCP_RTO_MAX` (tcp.md §2.13).
+pub const TCP_RTO_MAX_NS: u64 = 120_000 * NS_PER_MS;
+/// `TCP_TIMEOUT_MIN`: 2 jiffies (RACK reorder timer slack, TLP with > 1 packet out).
+pub const TCP_TIMEOUT_MIN_NS: u64 = 2 * NS_PER_MS;
+/// `TCP_ATO_MIN` = `TCP_DELACK_MIN` = HZ/25 (tcp.md §2.5).
+pub const TCP_ATO_MIN_NS: u64 = 40 * NS_PER_MS;
+/// `TCP_DELACK_MAX` = HZ/5.
+pub const TCP_DELACK_MAX_NS: u64 = 200 * NS_PER_MS;
+/// `TCP_MAX_QUICKACKS`.
+pub const TCP_MAX_QUICKACKS: u32 = 16;
+/// `tcp_reordering` sysctl default.
+pub const TCP_REORDERING: u32 = 3;
+/// `tcp_max_reordering`.
+pub const TCP_MAX_REORDERING: u32 = 300;
+/// `tcp_comp_sack_nr`.
+pub const TCP_COMP_SACK_NR: u32 = 44;
+/// `tcp_comp_sack_delay_ns`.
+pub const TCP_COMP_SACK_DELAY_NS: u64 = NS_PER_MS;
+/// Slack of the SACK-compression hrtimer (`tcp_comp_sack_slack_ns`).
+pub const TCP_COMP_SACK_SLACK_NS: u64 = 10_000;
+/// `TCP_FASTRETRANS_THRESH`.
+pub const TCP_FASTRETRANS_THRESH: u32 = 3;
+/// `tcp_pacing_ss_ratio` / `tcp_pacing_ca_ratio`, percent.
+pub const TCP_PACING_SS_RATIO: u64 = 200;
+pub const TCP_PACING_CA_RATIO: u64 = 120;
+/// Wire length of SYN and SYN/ACK (MSS, SACK-permitted, timestamps, window scale).
+pub const SYN_WIRE_LEN: u32 = 14 + 40 + 20;
+
+/// The TCP timestamp clock: Linux's default TS clock ticks in milliseconds.
+#[inline]
+pub fn ts_clock(now: Time) -> u32 {
+    (now / NS_PER_MS) as u32
+}

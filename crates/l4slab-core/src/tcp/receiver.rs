@@ -1,0 +1,486 @@
+//! The receiving endpoint: in-order and out-of-order data, SACK/D-SACK blocks, and
+//! Linux's ACK policy (tcp.md §1.3, §2.5): an ACK for every second full segment,
+//! quick-ACKs for the first 16 segments and after gaps, immediate ACKs while data is
+//! out of order (then SACK compression), and the 40 ms delayed-ACK timer with `ato`
+//! adaptation.
+
+use super::*;
+use crate::packet::{tcp_wire_len, Packet, PacketKind, SackBlock, MAX_SACK_BLOCKS};
+use crate::time::{Time, NS_PER_US};
+
+/// Receiver state of one connection.
+pub struct TcpReceiver {
+    flow: u32,
+    delayed_ack: bool,
+    /// Next expected sequence number.
+    rcv_nxt: u64,
+    /// `rcv_wup`: rcv_nxt when the last ACK was sent.
+    rcv_wup: u64,
+    /// Out-of-order ranges, sorted and disjoint.
+    ooo: Vec<SackBlock>,
+    /// SACK blocks in most-recent-first order (`tp->selective_acks`).
+    recent: [SackBlock; MAX_SACK_BLOCKS + 1],
+    num_recent: usize,
+    /// Pending D-SACK block for the next ACK.
+    dsack: Option<SackBlock>,
+    /// `icsk_ack.rcv_mss` estimate.
+    rcv_mss: u32,
+    /// `icsk_ack.quick`: remaining quick ACKs.
+    quick: u32,
+    /// `icsk_ack.ato`, ns (0 until the first data segment).
+    ato: u64,
+    /// `icsk_ack.lrcvtime`: last data arrival.
+    lrcvtime: Time,
+    /// `icsk_ack.pending & ICSK_ACK_SCHED`: an ACK is owed.
+    ack_scheduled: bool,
+    /// `ICSK_ACK_NOW`: the next check must ACK at once.
+    ack_now: bool,
+    /// Delayed-ACK timer deadline (`ICSK_ACK_TIMER`).
+    delack_deadline: Option<Time>,
+    /// The receiver's RTO, which bounds `ato` (no RTT samples on a pure receiver: 1 s).
+    rto_ns: u64,
+    /// SACK compression (`compressed_ack`, `dup_ack_counter`, hrtimer).
+    compressed_ack: u32,
+    compressed_ack_rcv_nxt: u64,
+    dup_ack_counter: u32,
+    comp_deadline: Option<Time>,
+    /// `rcv_rtt_est.rtt_us` ×8 from timestamps (`tcp_rcv_rtt_measure_ts`).
+    rcv_rtt_us8: u64,
+    /// `ts_recent`: TSval to echo (RFC 7323 rule).
+    ts_recent: u32,
+    // --- counters ---
+    /// Payload bytes delivered in order to the application.
+    pub bytes_delivered: u64,
+    /// ACKs sent (incl. SYN/ACKs).
+    pub acks_sent: u64,
+    /// Data segments received (incl. duplicates).
+    pub segments_received: u64,
+}
+
+impl TcpReceiver {
+    pub fn new(flow: u32, delayed_ack: bool) -> Self {
+        TcpReceiver {
+            flow,
+            delayed_ack,
+            rcv_nxt: 0,
+            rcv_wup: 0,
+            ooo: Vec::with_capacity(64),
+            recent: [SackBlock::default(); MAX_SACK_BLOCKS + 1],
+            num_recent: 0,
+            dsack: None,
+            rcv_mss: 536,
+            quick: 0,
+            ato: 0,
+            lrcvtime: 0,
+            ack_scheduled: false,
+            ack_now: false,
+            delack_deadline: None,
+            rto_ns: TCP_TIMEOUT_INIT_NS,
+            compressed_ack: 0,
+            compressed_ack_rcv_nxt: 0,
+            dup_ack_counter: 0,
+            comp_deadline: None,
+            rcv_rtt_us8: 0,
+            ts_recent: 0,
+            bytes_delivered: 0,
+            acks_sent: 0,
+            segments_received: 0,
+        }
+    }
+
+    /// Next expected byte.
+    pub fn rcv_nxt(&self) -> u64 {
+        self.rcv_nxt
+    }
+
+    /// Earliest pending timer.
+    pub fn next_timer(&self) -> Option<Time> {
+        match (self.delack_deadline, self.comp_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Handle a packet from the sender.
+    pub fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+        match pkt.kind {
+            PacketKind::Syn => {
+                // Answer every (re)transmitted SYN with a SYN/ACK.
+                self.ts_recent = pkt.tcp.tsval;
+                let mut a = Packet::new(self.flow, PacketKind::SynAck);
+                a.wire_len = SYN_WIRE_LEN;
+                a.tcp.ack = 0;
+                a.tcp.tsval = ts_clock(now);
+                a.tcp.tsecr = self.ts_recent;
+                self.acks_sent += 1;
+                out.push(a);
+            }
+            PacketKind::Data => self.on_data(pkt, now, out),
+            _ => {}
+        }
+    }
+
+    fn on_data(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+        self.segments_received += 1;
+        let seq = pkt.tcp.seq;
+        let end = seq + pkt.payload as u64;
+        // RFC 7323 §4.3 as `tcp_replace_ts_recent`: echo the TSval of the segment
+        // that starts at or below the last ACKed point.
+        if seq <= self.rcv_wup {
+            self.ts_recent = pkt.tcp.tsval;
+        }
+        // `tcp_rcv_rtt_measure_ts`: RTT from our own echoed timestamp.
+        if pkt.tcp.tsecr != 0 {
+            let delta_ms = ts_clock(now).wrapping_sub(pkt.tcp.tsecr) as u64;
+            let m = (delta_ms * 1000).max(1);
+            if self.rcv_rtt_us8 == 0 {
+                self.rcv_rtt_us8 = m << 3;
+            } else {
+                let cur = self.rcv_rtt_us8 as i64;
+                self.rcv_rtt_us8 = (cur + m as i64 - (cur >> 3)).max(1) as u64;
+            }
+        }
+
+        if end <= self.rcv_nxt {
+            // Entirely duplicate: `tcp_send_dupack` with a D-SACK, quick-ACK mode.
+            self.dsack = Some(SackBlock { start: seq, end });
+            self.enter_quickack_mode(TCP_MAX_QUICKACKS);
+            self.send_ack(now, out);
+            return;
+        }
+
+        if seq <= self.rcv_nxt {
+            // In order (possibly overlapping old data).
+            let had_ooo = !self.ooo.is_empty();
+            let advanced = end - self.rcv_nxt;
+            self.rcv_nxt = end;
+            self.bytes_delivered += advanced;
+            if seq < self.rcv_nxt - advanced {
+                // Partially duplicate: D-SACK the old part.
+                self.dsack = Some(SackBlock { start: seq, end: self.rcv_nxt - advanced });
+            }
+            self.event_data_recv(pkt.payload, now);
+            if had_ooo {
+                self.pull_ooo();
+                // RFC 5681 §4.2: ACK at once when the gap is filled.
+                if self.ooo.is_empty() {
+                    self.ack_now = true;
+                }
+            }
+            self.ack_scheduled = true;
+            self.ack_snd_check(now, out);
+        } else {
+            // Out of order: queue, SACK, and ACK (maybe compressed).
+            self.insert_ooo(seq, end);
+            self.ack_scheduled = true;
+            self.ack_snd_check(now, out);
+        }
+    }
+
+    /// `tcp_event_data_recv`: rcv_mss, quick-ACK and ato bookkeeping (tcp.md §2.5).
+    fn event_data_recv(&mut self, len: u32, now: Time) {
+        // tcp_measure_rcv_mss (simplified to the full-segment case).
+        if len >= self.rcv_mss {
+            self.rcv_mss = len;
+        }
+        if self.ato == 0 {
+            // First data segment: quick-ACK mode, ato = TCP_ATO_MIN.
+            self.incr_quickack(TCP_MAX_QUICKACKS);
+            self.ato = TCP_ATO_MIN_NS;
+        } else {
+            let m = now - self.lrcvtime;
+            if m <= TCP_ATO_MIN_NS / 2 {
+                self.ato = (self.ato >> 1) + TCP_ATO_MIN_NS / 2;
+            } else if m < self.ato {
+                self.ato = ((self.ato >> 1) + m).min(self.rto_ns);
+            } else if m > self.rto_ns {
+                self.incr_quickack(TCP_MAX_QUICKACKS);
+            }
+        }
+        self.lrcvtime = now;
+    }
+
+    /// `tcp_incr_quickack`: quick = min(rcv_wnd / (2 rcv_mss), max). The window is
+    /// never limiting here; Linux's initial 64 KB window gives 22 > 16.
+    fn incr_quickack(&mut self, max: u32) {
+        let quickacks = (65_535 / (2 * self.rcv_mss.max(1))).min(max);
+        self.quick = self.quick.max(quickacks);
+    }
+
+    fn enter_quickack_mode(&mut self, max: u32) {
+        self.incr_quickack(max);
+        self.ato = TCP_ATO_MIN_NS;
+    }
+
+    /// `__tcp_ack_snd_check` (tcp.md §2.5).
+    fn ack_snd_check(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if !self.ack_scheduled {
+            return;
+        }
+        let more_than_one_mss = self.rcv_nxt - self.rcv_wup > self.rcv_mss as u64;
+        let quickack_mode = self.quick > 0 || !self.delayed_ack;
+        if more_than_one_mss || quickack_mode || self.ack_now {
+            self.send_ack(now, out);
+            return;
+        }
+        if self.ooo.is_empty() {
+            self.send_delayed_ack(now, out);
+            return;
+        }
+        // Out-of-order data: the first 3 dupACKs for a given rcv_nxt go at once,
+        // later ones are compressed behind an hrtimer.
+        if self.compressed_ack >= TCP_COMP_SACK_NR {
+            self.send_ack(now, out);
+            return;
+        }
+        if self.compressed_ack_rcv_nxt != self.rcv_nxt {
+            self.compressed_ack_rcv_nxt = self.rcv_nxt;
+            self.dup_ack_counter = 0;
+        }
+        if self.dup_ack_counter < TCP_FASTRETRANS_THRESH {
+            self.dup_ack_counter += 1;
+            self.send_ack(now, out);
+            return;
+        }
+        self.compressed_ack += 1;
+        if self.comp_deadline.is_some() {
+            return;
+        }
+        // Delay: 5 % of the RTT estimate (the L4S tree's `rtt/20`), at most 1 ms.
+        let rtt_us = self.rcv_rtt_us8 >> 3;
+        let delay = (rtt_us * NS_PER_US / 20).min(TCP_COMP_SACK_DELAY_NS);
+        self.comp_deadline = Some(now + delay + TCP_COMP_SACK_SLACK_NS);
+    }
+
+    /// `tcp_send_delayed_ack`.
+    fn send_delayed_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let mut ato = self.ato;
+        if ato > TCP_ATO_MIN_NS {
+            // A pure receiver has no srtt: the bound is HZ/2.
+            ato = ato.min(500 * crate::time::NS_PER_MS);
+        }
+        ato = ato.min(TCP_DELACK_MAX_NS);
+        let mut timeout = now + ato;
+        if let Some(pending) = self.delack_deadline {
+            // If the timer is about to expire, ACK now.
+            if pending <= now + (ato >> 2) {
+                self.send_ack(now, out);
+                return;
+            }
+            // Never push an armed timer later.
+            timeout = timeout.min(pending);
+        }
+        self.delack_deadline = Some(timeout);
+    }
+
+    /// Timer callback: delayed ACK and SACK compression.
+    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if let Some(t) = self.comp_deadline {
+            if t <= now {
+                self.comp_deadline = None;
+                if self.compressed_ack > 0 {
+                    self.send_ack(now, out);
+                }
+            }
+        }
+        if let Some(t) = self.delack_deadline {
+            if t <= now {
+                self.delack_deadline = None;
+                if self.ack_scheduled {
+                    // Not in ping-pong mode: inflate ato (tcp_delack_timer_handler).
+                    self.ato = (self.ato << 1).min(self.rto_ns);
+                    self.send_ack(now, out);
+                }
+            }
+        }
+    }
+
+    /// Build and send an ACK for rcv_nxt with SACK blocks (`tcp_send_ack`).
+    fn send_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let mut a = Packet::new(self.flow, PacketKind::Ack);
+        a.tcp.ack = self.rcv_nxt;
+        a.tcp.tsval = ts_clock(now);
+        a.tcp.tsecr = self.ts_recent;
+        let mut n = 0;
+        if let Some(d) = self.dsack.take() {
+            a.tcp.sack[0] = d;
+            a.tcp.dsack = true;
+            n = 1;
+        }
+        for b in self.recent[..self.num_recent].iter() {
+            if n == MAX_SACK_BLOCKS {
+                break;
+            }
+            a.tcp.sack[n] = *b;
+            n += 1;
+        }
+        a.tcp.num_sack = n as u8;
+        a.wire_len = tcp_wire_len(0, a.tcp.num_sack);
+        out.push(a);
+        self.acks_sent += 1;
+        self.on_ack_sent();
+    }
+
+    /// `tcp_event_ack_sent`: leave quick-ACK mode gradually, clear the timers.
+    fn on_ack_sent(&mut self) {
+        if self.quick > 0 {
+            let pkts = if self.ack_scheduled { 1 } else { 0 };
+            if pkts >= self.quick {
+                self.quick = 0;
+                self.ato = TCP_ATO_MIN_NS;
+            } else {
+                self.quick -= pkts;
+            }
+        }
+        self.ack_scheduled = false;
+        self.ack_now = false;
+        self.delack_deadline = None;
+        self.compressed_ack = 0;
+        self.comp_deadline = None;
+        self.rcv_wup = self.rcv_nxt;
+    }
+
+    /// Add `[seq, end)` to the out-of-order set and to the recency list.
+    fn insert_ooo(&mut self, seq: u64, end: u64) {
+        let mut blk = SackBlock { start: seq, end };
+        // Merge with every overlapping/adjacent range.
+        let mut i = 0;
+        let mut dup = false;
+        while i < self.ooo.len() {
+            let r = self.ooo[i];
+            if r.end < blk.start || r.start > blk.end {
+                i += 1;
+                continue;
+            }
+            if r.start <= seq && end <= r.end {
+                dup = true;
+            }
+            blk.start = blk.start.min(r.start);
+            blk.end = blk.end.max(r.end);
+            self.ooo.remove(i);
+        }
+        if dup {
+            // Duplicate of out-of-order data: D-SACK it (tcp_data_queue_ofo).
+            self.dsack = Some(SackBlock { start: seq, end });
+        }
+        let pos = self.ooo.partition_point(|r| r.start < blk.start);
+        self.ooo.insert(pos, blk);
+        // Recency list: the block containing the newest segment goes first
+        // (`tcp_sack_new_ofo_skb`); blocks merged into it disappear.
+        let mut kept = [SackBlock::default(); MAX_SACK_BLOCKS + 1];
+        kept[0] = blk;
+        let mut n = 1;
+        for b in self.recent[..self.num_recent].iter() {
+            let overlaps = !(b.end < blk.start || b.start > blk.end);
+            if !overlaps && n < kept.len() {
+                kept[n] = *b;
+                n += 1;
+            }
+        }
+        self.recent = kept;
+        self.num_recent = n;
+    }
+
+    /// `tcp_ofo_queue`: move now-contiguous ranges into the receive queue.
+    fn pull_ooo(&mut self) {
+        while let Some(first) = self.ooo.first().copied() {
+            if first.start > self.rcv_nxt {
+                break;
+            }
+            if first.end > self.rcv_nxt {
+                self.bytes_delivered += first.end - self.rcv_nxt;
+                self.rcv_nxt = first.end;
+            }
+            self.ooo.remove(0);
+        }
+        // Drop SACK blocks now below rcv_nxt (`tcp_sack_remove`).
+        let mut n = 0;
+        let mut kept = [SackBlock::default(); MAX_SACK_BLOCKS + 1];
+        for b in self.recent[..self.num_recent].iter() {
+            if b.end > self.rcv_nxt {
+                kept[n] = *b;
+                n += 1;
+            }
+        }
+        self.recent = kept;
+        self.num_recent = n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(seq: u64, len: u32) -> Packet {
+        let mut p = Packet::new(0, PacketKind::Data);
+        p.payload = len;
+        p.tcp.seq = seq;
+        p
+    }
+
+    #[test]
+    fn first_segments_are_quick_acked_then_every_second() {
+        let mut r = TcpReceiver::new(0, true);
+        let mut out = Vec::new();
+        let mut t = 0;
+        for i in 0..40u64 {
+            t += 100_000;
+            r.on_packet(&data(i * 1448, 1448), t, &mut out);
+        }
+        // 16 quick ACKs for segments 1..16, then one per 2 segments: 12 for the next 24.
+        assert_eq!(out.len(), 16 + 12);
+        assert!(out.iter().all(|a| a.kind == PacketKind::Ack));
+        assert_eq!(out.last().unwrap().tcp.ack, 40 * 1448);
+    }
+
+    #[test]
+    fn odd_segment_is_acked_by_the_40ms_timer() {
+        let mut r = TcpReceiver::new(0, true);
+        let mut out = Vec::new();
+        for i in 0..17u64 {
+            r.on_packet(&data(i * 1448, 1448), 1000 * (i + 1), &mut out);
+        }
+        assert_eq!(out.len(), 16);
+        let deadline = r.next_timer().expect("delack armed");
+        assert_eq!(deadline, 17_000 + TCP_ATO_MIN_NS);
+        r.on_timer(deadline, &mut out);
+        assert_eq!(out.len(), 17);
+        assert_eq!(out[16].tcp.ack, 17 * 1448);
+    }
+
+    #[test]
+    fn hole_produces_immediate_sack_and_fill_acks_at_once() {
+        let mut r = TcpReceiver::new(0, true);
+        let mut out = Vec::new();
+        for i in 0..20u64 {
+            r.on_packet(&data(i * 1448, 1448), 1000 * (i + 1), &mut out);
+        }
+        out.clear();
+        // Segment 20 lost; 21..23 arrive: each is ACKed at once with a growing SACK block.
+        for i in 21..24u64 {
+            r.on_packet(&data(i * 1448, 1448), 100_000 + i, &mut out);
+        }
+        assert_eq!(out.len(), 3);
+        let last = out.last().unwrap();
+        assert_eq!(last.tcp.ack, 20 * 1448);
+        assert_eq!(last.tcp.num_sack, 1);
+        assert_eq!(last.tcp.sack[0], SackBlock { start: 21 * 1448, end: 24 * 1448 });
+        out.clear();
+        r.on_packet(&data(20 * 1448, 1448), 200_000, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].tcp.ack, 24 * 1448);
+        assert_eq!(out[0].tcp.num_sack, 0);
+    }
+
+    #[test]
+    fn duplicate_segment_gets_dsack() {
+        let mut r = TcpReceiver::new(0, true);
+        let mut out = Vec::new();
+        r.on_packet(&data(0, 1448), 1000, &mut out);
+        out.clear();
+        r.on_packet(&data(0, 1448), 2000, &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].tcp.dsack);
+        assert_eq!(out[0].tcp.sack[0], SackBlock { start: 0, end: 1448 });
+    }
+}

@@ -1,0 +1,46 @@
+//! Thin PyO3 binding of the l4slab engine: JSON in, JSON out.
+//!
+//! The Python package (`l4slab`) resolves scenarios and shapes the results into
+//! DataFrames; this module only crosses the language boundary and releases the GIL
+//! while the engine runs, so a process pool or Dask worker threads run in parallel.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+/// Run one resolved scenario (engine JSON, see `l4slab_core::config`).
+/// Returns `(results_json, engine_wall_seconds)`.
+#[pyfunction]
+fn simulate(py: Python<'_>, config_json: &str) -> PyResult<(String, f64)> {
+    let config: l4slab_core::ScenarioConfig = serde_json::from_str(config_json)
+        .map_err(|e| PyValueError::new_err(format!("engine config: {e}")))?;
+    let out = py.allow_threads(move || {
+        let start = std::time::Instant::now();
+        let res = l4slab_core::run(&config);
+        let wall = start.elapsed().as_secs_f64();
+        res.map(|r| (r, wall))
+    });
+    let (results, wall) = out.map_err(PyValueError::new_err)?;
+    let json = serde_json::to_string(&results)
+        .map_err(|e| PyValueError::new_err(format!("serialising results: {e}")))?;
+    Ok((json, wall))
+}
+
+/// Engine version (part of a run's identity).
+#[pyfunction]
+fn version() -> &'static str {
+    l4slab_core::VERSION
+}
+
+/// Congestion controls the engine knows.
+#[pyfunction]
+fn congestion_controls() -> Vec<&'static str> {
+    l4slab_core::cc::KNOWN.to_vec()
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(congestion_controls, m)?)?;
+    Ok(())
+}
