@@ -14,6 +14,12 @@ fn main() {
         );
     }
     eprintln!("{:?}", r.flows[0]);
+    if std::env::var("L4SLAB_SERIES").is_ok() {
+        for (i, t) in r.time_s.iter().enumerate() {
+            let f = &r.flow_series[0];
+            println!("{t:.3} cwnd {} srtt {:.2} rtx {} drops {} util {:.3}", f.cwnd[i], f.srtt_ms[i], f.retransmits[i], f.drops[i], r.bottleneck_series.utilisation[i]);
+        }
+    }
     let b = &r.bottleneck;
     println!(
         "util {:.4} sojourn mean {:.2} p50 {:.2} p99 {:.2} ms drops {} jain {:.4}",

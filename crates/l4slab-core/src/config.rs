@@ -27,6 +27,9 @@ fn default_init_cwnd() -> u32 {
 fn default_rto_min_ns() -> u64 {
     200_000_000
 }
+fn default_start_jitter_ns() -> u64 {
+    1_000_000
+}
 fn default_true() -> bool {
     true
 }
@@ -48,7 +51,8 @@ pub struct ScenarioConfig {
     pub warmup_ns: u64,
     /// Each flow's start is delayed by a uniform random amount in [0, start_jitter_ns]
     /// drawn from the seed (scripts never start iperf clients at the same instant).
-    #[serde(default)]
+    /// This is the run's source of trial-to-trial variation; 0 makes the seed irrelevant.
+    #[serde(default = "default_start_jitter_ns")]
     pub start_jitter_ns: u64,
     /// Keep a per-packet trace of bottleneck sojourn times.
     #[serde(default)]

@@ -1,0 +1,38 @@
+//! Helpers shared by the scenario tests.
+#![allow(dead_code)]
+
+use l4slab_core::{RunResults, ScenarioConfig};
+use serde_json::{json, Value};
+
+pub const MBIT: u64 = 1_000_000;
+pub const MS: u64 = 1_000_000;
+pub const SEC: u64 = 1_000_000_000;
+
+/// A TCP flow in engine JSON.
+pub fn tcp(cc: &str, rtt_ms: u64) -> Value {
+    json!({"kind": "tcp", "cc": cc, "rtt_ns": rtt_ms * MS})
+}
+
+/// A dumbbell scenario in engine JSON.
+pub fn scenario(rate_mbit: u64, qdisc: Value, flows: Vec<Value>, duration_s: u64) -> Value {
+    json!({
+        "seed": 1,
+        "duration_ns": duration_s * SEC,
+        "bottleneck": {"rate_bps": rate_mbit * MBIT, "qdisc": qdisc},
+        "flows": flows,
+    })
+}
+
+pub fn bfifo(limit_bytes: u64) -> Value {
+    json!({"kind": "bfifo", "limit_bytes": limit_bytes})
+}
+
+/// Run a scenario; `l4slab_core::run` itself checks packet conservation, and we
+/// re-check the reported counts here.
+pub fn run(v: &Value) -> RunResults {
+    let cfg: ScenarioConfig = serde_json::from_value(v.clone()).expect("valid engine config");
+    let r = l4slab_core::run(&cfg).expect("run succeeds");
+    let p = &r.packets;
+    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "packet conservation");
+    r
+}

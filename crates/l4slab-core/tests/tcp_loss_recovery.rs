@@ -1,0 +1,77 @@
+//! Drop-injection tests of loss recovery (tcp.md §2.7): fast retransmit, TLP, and
+//! bursts repaired without a retransmission timeout.
+
+mod common;
+use common::*;
+use serde_json::json;
+
+/// One Reno flow on a large buffer (no congestion losses) with injected drops.
+fn injected(drop: Vec<u64>, bytes: Option<u64>, duration_s: u64) -> l4slab_core::RunResults {
+    let mut f = tcp("reno", 20);
+    f["drop_segments"] = json!(drop);
+    if let Some(b) = bytes {
+        f["bytes"] = json!(b);
+    }
+    run(&scenario(100, bfifo(10_000_000), vec![f], duration_s))
+}
+
+#[test]
+fn single_loss_is_repaired_by_fast_retransmit() {
+    let r = injected(vec![200], None, 3);
+    let f = &r.flows[0];
+    assert_eq!(f.retransmits, 1, "exactly the lost segment is resent");
+    assert_eq!(f.recoveries, 1);
+    assert_eq!(f.rto_count, 0);
+    assert_eq!(r.packets.dropped, 1);
+}
+
+#[test]
+fn tail_loss_is_repaired_by_the_loss_probe() {
+    // A 100-segment transfer whose last 3 segments are lost: no later data can
+    // produce SACKs, so only TLP (RFC 8985 §7) avoids the RTO. The probe (a
+    // retransmission of the last segment) is SACKed and RACK marks the other two.
+    let mss = 1448;
+    let r = injected(vec![97, 98, 99], Some(100 * mss), 3);
+    let f = &r.flows[0];
+    assert_eq!(f.rto_count, 0, "repaired without RTO");
+    assert_eq!(f.tlp_count, 1);
+    assert_eq!(f.retransmits, 3);
+    assert_eq!(f.bytes_delivered, 100 * mss);
+    let fct = f.fct_s.expect("transfer completes");
+    // Handshake + 4 rounds of slow start (≈ 100 ms), the 40 ms delayed ACK of the
+    // odd last in-order segment, the PTO re-armed by it (2·srtt + 2 ms ≈ 50 ms), and
+    // the repair (probe, then PRR releases 97 and 98 one RTT apart: 3 RTTs) ≈ 250 ms.
+    // An RTO instead would fire ≥ 220 ms after that ACK: ≥ 0.36 s.
+    assert!(fct > 0.2 && fct < 0.3, "fct {fct}");
+}
+
+#[test]
+fn single_tail_loss_probe_fires_no_later_than_the_rto() {
+    // With one packet outstanding the PTO is 2·srtt + 200 ms, capped by the RTO
+    // (tcp.md §2.7.6): the probe, not the RTO, repairs the loss.
+    let mss = 1448;
+    let r = injected(vec![99], Some(100 * mss), 3);
+    let f = &r.flows[0];
+    assert_eq!(f.rto_count, 0);
+    assert_eq!(f.tlp_count, 1);
+    assert_eq!(f.retransmits, 1);
+    assert_eq!(f.bytes_delivered, 100 * mss);
+}
+
+#[test]
+fn burst_of_losses_recovers_without_rto() {
+    let r = injected((300..320).collect(), None, 3);
+    let f = &r.flows[0];
+    assert_eq!(f.rto_count, 0, "no spurious RTO");
+    assert_eq!(f.recoveries, 1, "one recovery episode for one window of losses");
+    assert_eq!(f.retransmits, 20);
+}
+
+#[test]
+fn losses_in_two_windows_give_two_recoveries() {
+    let r = injected(vec![200, 2000], None, 4);
+    let f = &r.flows[0];
+    assert_eq!(f.recoveries, 2);
+    assert_eq!(f.retransmits, 2);
+    assert_eq!(f.rto_count, 0);
+}
