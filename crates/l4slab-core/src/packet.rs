@@ -101,8 +101,11 @@ pub struct Packet {
     pub ecn: Ecn,
     /// Whether this is a retransmission (for metrics only; the network does not look).
     pub retrans: bool,
-    /// Time the packet entered the current qdisc (set by the bottleneck on enqueue).
+    /// Time the packet entered the current qdisc (set by the qdisc on enqueue).
     pub enqueue_ts: Time,
+    /// Sub-queue the qdisc put the packet in, indexing `Qdisc::class_names()`
+    /// (DualPI2: 0 = C, 1 = L); 0 for single-queue qdiscs.
+    pub qclass: u8,
     /// Time the sender's stack handed the packet to its NIC.
     pub sent_ts: Time,
     /// Globally unique id, in creation order (tie-breaks and traces).
@@ -121,6 +124,7 @@ impl Packet {
             ecn: Ecn::NotEct,
             retrans: false,
             enqueue_ts: 0,
+            qclass: 0,
             sent_ts: 0,
             id: 0,
             tcp: TcpHeader::default(),

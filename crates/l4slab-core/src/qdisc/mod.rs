@@ -108,6 +108,19 @@ pub trait Qdisc: Send {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Qdisc-specific statistics for `tc -s` output (e.g. DualPI2's `prob`,
+    /// `delay_c`, `delay_l`, `pkts_in_c`, `pkts_in_l`, `step_marks`). Called once at
+    /// the end of a run.
+    fn extra_stats(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+
+    /// Names of the sub-queues a packet's `qclass` refers to (index = class), for
+    /// per-queue sojourn statistics; a single-queue qdisc has one.
+    fn class_names(&self) -> &'static [&'static str] {
+        &["all"]
+    }
 }
 
 /// Build the qdisc a scenario asks for.
