@@ -99,11 +99,21 @@ pub struct Recorder {
     pub window_drops: u64,
     pub window_marks: u64,
     pub sojourn: DelayHistogram,
+    /// Per sub-queue of the qdisc.
+    pub class_sojourn: Vec<DelayHistogram>,
     pub trace: Option<SojournTrace>,
 }
 
 impl Recorder {
-    pub fn new(n_flows: usize, duration: Time, bin_ns: u64, warmup: Time, trace: bool, trace_capacity: usize) -> Self {
+    pub fn new(
+        n_flows: usize,
+        n_classes: usize,
+        duration: Time,
+        bin_ns: u64,
+        warmup: Time,
+        trace: bool,
+        trace_capacity: usize,
+    ) -> Self {
         let n_bins = duration.div_ceil(bin_ns) as usize;
         let flow_series = (0..n_flows)
             .map(|_| FlowSeries {
@@ -151,9 +161,11 @@ impl Recorder {
             window_drops: 0,
             window_marks: 0,
             sojourn: DelayHistogram::new(),
+            class_sojourn: (0..n_classes.max(1)).map(|_| DelayHistogram::new()).collect(),
             trace: trace.then(|| SojournTrace {
                 time_s: Vec::with_capacity(trace_capacity),
                 flow: Vec::with_capacity(trace_capacity),
+                class: Vec::with_capacity(trace_capacity),
                 sojourn_ms: Vec::with_capacity(trace_capacity),
             }),
         }
@@ -166,7 +178,7 @@ impl Recorder {
 
     /// A packet of `flow` left the bottleneck after `sojourn_ns` in the qdisc.
     #[inline]
-    pub fn on_dequeue(&mut self, now: Time, flow: u32, wire_len: u32, sojourn_ns: u64) {
+    pub fn on_dequeue(&mut self, now: Time, flow: u32, class: u8, wire_len: u32, sojourn_ns: u64) {
         let f = flow as usize;
         self.flow_acc[f].bottleneck_bytes += wire_len as u64;
         self.bin_bytes += wire_len as u64;
@@ -176,10 +188,14 @@ impl Recorder {
             self.window_bytes += wire_len as u64;
             self.flow_window_bytes[f] += wire_len as u64;
             self.sojourn.record(sojourn_ns);
+            if let Some(h) = self.class_sojourn.get_mut(class as usize) {
+                h.record(sojourn_ns);
+            }
         }
         if let Some(t) = self.trace.as_mut() {
             t.time_s.push(secs(now));
             t.flow.push(flow);
+            t.class.push(class);
             t.sojourn_ms.push(sojourn_ns as f64 / NS_PER_MS as f64);
         }
     }

@@ -64,8 +64,17 @@ pub struct BottleneckSummary {
     pub sojourn_ms: DelayStats,
     pub drops: u64,
     pub marks: u64,
+    /// Sojourn per sub-queue of the qdisc (DualPI2: "C" and "L"), over the window.
+    pub sojourn_by_class: Vec<ClassSojourn>,
     /// `tc -s qdisc` statistics (whole run).
     pub qdisc: QdiscStatsOut,
+}
+
+/// Sojourn statistics of one sub-queue.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ClassSojourn {
+    pub class: String,
+    pub sojourn_ms: DelayStats,
 }
 
 /// The counters `tc -s qdisc show` prints, plus qdisc-specific extras.
@@ -82,6 +91,8 @@ pub struct QdiscStatsOut {
     pub backlog_packets: u64,
     /// Largest backlog seen, packets.
     pub maxq_packets: u64,
+    /// Qdisc-specific statistics by their `tc -s` names (e.g. DualPI2 `prob`).
+    pub extra: std::collections::BTreeMap<String, f64>,
 }
 
 /// Packet conservation: sent = delivered + dropped + in_flight (checked by the engine).
@@ -134,6 +145,8 @@ pub struct SojournTrace {
     /// Dequeue time, s.
     pub time_s: Vec<f64>,
     pub flow: Vec<u32>,
+    /// Sub-queue index (see `bottleneck.sojourn_by_class`).
+    pub class: Vec<u8>,
     pub sojourn_ms: Vec<f64>,
 }
 

@@ -115,18 +115,20 @@ impl Simulation {
             }
         }
         events.push(cfg.bin_ns.min(end), Action::Sample);
-        let qdisc = qdisc::build(&cfg.bottleneck.qdisc);
+        let mut qdisc_rng = rng::stream(cfg.seed, rng::Stream::Qdisc);
+        let qdisc = qdisc::build(&cfg.bottleneck.qdisc, &mut qdisc_rng);
+        let n_classes = qdisc.class_names().len();
         let mut sim = Simulation {
             cfg: cfg.clone(),
             events,
             shaper: Shaper::new(cfg.bottleneck.rate_bps, cfg.bottleneck.burst_bytes),
             qdisc,
-            qdisc_rng: rng::stream(cfg.seed, rng::Stream::Qdisc),
+            qdisc_rng,
             qdisc_timer_at: None,
             shaper_wake_at: None,
             dropped_buf: Vec::with_capacity(256),
             marked_buf: Vec::with_capacity(256),
-            rec: Recorder::new(flows.len(), end, cfg.bin_ns, cfg.warmup_ns, cfg.trace_sojourn, trace_cap),
+            rec: Recorder::new(flows.len(), n_classes, end, cfg.bin_ns, cfg.warmup_ns, cfg.trace_sojourn, trace_cap),
             flows,
             out: Vec::with_capacity(256),
             counts: Counts::default(),
@@ -338,7 +340,7 @@ impl Simulation {
             self.drain_qdisc_reports(now);
             let Some(pkt) = pkt else { return };
             self.shaper.charge(now, pkt.wire_len);
-            self.rec.on_dequeue(now, pkt.flow, pkt.wire_len, now - pkt.enqueue_ts);
+            self.rec.on_dequeue(now, pkt.flow, pkt.qclass, pkt.wire_len, now - pkt.enqueue_ts);
             // The bottleneck→receiver hop has no delay: deliver now.
             self.on_arrive_receiver(now, pkt);
         }
@@ -509,6 +511,13 @@ impl Simulation {
                 sojourn_ms: self.rec.sojourn.stats_ms(),
                 drops: self.rec.window_drops,
                 marks: self.rec.window_marks,
+                sojourn_by_class: self
+                    .qdisc
+                    .class_names()
+                    .iter()
+                    .zip(self.rec.class_sojourn.iter())
+                    .map(|(name, h)| ClassSojourn { class: name.to_string(), sojourn_ms: h.stats_ms() })
+                    .collect(),
                 qdisc: QdiscStatsOut {
                     kind: self.qdisc.kind().into(),
                     sent_bytes: st.sent_bytes,
@@ -520,6 +529,7 @@ impl Simulation {
                     backlog_bytes: st.backlog_bytes,
                     backlog_packets: st.backlog_packets,
                     maxq_packets: st.maxq_packets,
+                    extra: self.qdisc.extra_stats().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
                 },
             },
             packets: PacketCounts {

@@ -124,7 +124,7 @@ pub trait Qdisc: Send {
 }
 
 /// Build the qdisc a scenario asks for.
-pub fn build(config: &QdiscConfig) -> Box<dyn Qdisc> {
+pub fn build(config: &QdiscConfig, _rng: &mut SimRng) -> Box<dyn Qdisc> {
     match *config {
         QdiscConfig::Bfifo { limit_bytes } => Box::new(fifo::Fifo::bfifo(limit_bytes)),
         QdiscConfig::Pfifo { limit_packets } => Box::new(fifo::Fifo::pfifo(limit_packets)),
