@@ -160,6 +160,10 @@ pub struct CcSock {
     pub max_packets_out: u32,
     /// Whether the socket is actually paced (fq or internal pacing).
     pub paced: bool,
+    /// `tp->lsndtime`: time of the last data transmission.
+    pub lsndtime: Time,
+    /// The negotiated ECN feedback mode.
+    pub ecn_mode: crate::tcp::ecn::EcnMode,
 }
 
 impl CcSock {
@@ -187,6 +191,8 @@ impl CcSock {
             is_cwnd_limited: false,
             max_packets_out: 0,
             paced: false,
+            lsndtime: 0,
+            ecn_mode: crate::tcp::ecn::EcnMode::Off,
         }
     }
 

@@ -5,6 +5,7 @@
 //! Endpoints do not see the network: they append packets to an output buffer and
 //! expose their next timer deadline; [`crate::sim`] moves packets and fires timers.
 
+pub mod ecn;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
