@@ -30,6 +30,12 @@ fn default_rto_min_ns() -> u64 {
 fn default_start_jitter_ns() -> u64 {
     1_000_000
 }
+fn default_tcp_ecn() -> u8 {
+    2
+}
+fn default_tcp_ecn_option() -> u8 {
+    2
+}
 fn default_true() -> bool {
     true
 }
@@ -155,6 +161,19 @@ pub struct TcpFlowConfig {
     /// Receiver delayed ACKs (Linux default on); off = quick-ACK every segment.
     #[serde(default = "default_true")]
     pub delayed_ack: bool,
+    /// Sender host's `net.ipv4.tcp_ecn` (0–5; Linux default 2: accept, don't request).
+    #[serde(default = "default_tcp_ecn")]
+    pub ecn: u8,
+    /// Receiver host's `net.ipv4.tcp_ecn`.
+    #[serde(default = "default_tcp_ecn")]
+    pub receiver_ecn: u8,
+    /// `net.ipv4.tcp_ecn_option` on both hosts (0–3; default 2: AccECN option on every packet).
+    #[serde(default = "default_tcp_ecn_option")]
+    pub ecn_option: u8,
+    /// Congestion control of the receiving socket; it decides DCTCP-style echo and
+    /// whether a listener accepts AccECN (tcp.md §3.4, §3.5.5). Default "cubic".
+    #[serde(default)]
+    pub receiver_cc: Option<String>,
     /// Drop injection for tests: the first transmission of these segment numbers
     /// (0-based, in MSS units of sequence space) is lost before the bottleneck.
     #[serde(default)]
@@ -216,6 +235,20 @@ impl ScenarioConfig {
                     }
                     if !(88..=65_000).contains(&t.mss) {
                         return Err(format!("flows[{i}].mss: {} outside 88..=65000", t.mss));
+                    }
+                    if t.ecn > 5 || t.receiver_ecn > 5 {
+                        return Err(format!("flows[{i}].ecn: tcp_ecn {} / {} outside 0..=5", t.ecn, t.receiver_ecn));
+                    }
+                    if t.ecn_option > 3 {
+                        return Err(format!("flows[{i}].ecn_option: {} outside 0..=3", t.ecn_option));
+                    }
+                    if let Some(rc) = &t.receiver_cc {
+                        if crate::cc::by_name(rc).is_none() {
+                            return Err(format!(
+                                "flows[{i}].receiver_cc: unknown congestion control {rc:?} (known: {})",
+                                crate::cc::KNOWN.join(", ")
+                            ));
+                        }
                     }
                     if t.init_cwnd == 0 {
                         return Err(format!("flows[{i}].init_cwnd: must be >= 1"));

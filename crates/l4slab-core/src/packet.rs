@@ -81,6 +81,8 @@ pub struct TcpHeader {
     pub cwr: bool,
     /// The 3-bit ACE field of AccECN (AE, CWR, ECE) when AccECN is negotiated.
     pub ace: u8,
+    /// AccECN option carried (fields = 0..3), if any.
+    pub accecn: Option<crate::tcp::ecn::AccEcnOption>,
     /// Number of valid entries in `sack`.
     pub num_sack: u8,
     /// Whether `sack[0]` is a D-SACK block (RFC 2883).
@@ -147,12 +149,23 @@ impl Packet {
 /// Wire length of a TCP packet with `payload` bytes and `num_sack` SACK blocks.
 #[inline]
 pub fn tcp_wire_len(payload: u32, num_sack: u8) -> u32 {
-    let sack = if num_sack > 0 {
+    ETH_HLEN + IP_TCP_HLEN + TCPOLEN_TSTAMP_ALIGNED + sack_option_len(num_sack) + payload
+}
+
+/// Bytes of a SACK option with `num_sack` blocks (0 if none).
+#[inline]
+pub fn sack_option_len(num_sack: u8) -> u32 {
+    if num_sack > 0 {
         TCPOLEN_SACK_BASE_ALIGNED + TCPOLEN_SACK_PERBLOCK * num_sack as u32
     } else {
         0
-    };
-    ETH_HLEN + IP_TCP_HLEN + TCPOLEN_TSTAMP_ALIGNED + sack + payload
+    }
+}
+
+/// TCP option space (40 B) left after timestamps and `num_sack` SACK blocks.
+#[inline]
+pub fn option_space_left(num_sack: u8) -> u32 {
+    40 - TCPOLEN_TSTAMP_ALIGNED - sack_option_len(num_sack)
 }
 
 #[cfg(test)]

@@ -84,7 +84,13 @@ impl Simulation {
                     let cc = crate::cc::by_name(&t.cc).ok_or_else(|| format!("flows[{i}].cc: unknown {:?}", t.cc))?;
                     Endpoints::Tcp {
                         sender: TcpSender::new(i as u32, t, cc, stop),
-                        receiver: TcpReceiver::new(i as u32, t.delayed_ack),
+                        receiver: TcpReceiver::new(
+                            i as u32,
+                            t.delayed_ack,
+                            t.receiver_ecn,
+                            t.ecn_option,
+                            t.receiver_cc.as_deref().unwrap_or("cubic"),
+                        ),
                     }
                 }
                 FlowConfig::Udp(u) => Endpoints::Udp { source: UdpSource::new(i as u32, u), delivered_bytes: 0 },

@@ -4,8 +4,10 @@
 //! out of order (then SACK compression), and the 40 ms delayed-ACK timer with `ato`
 //! adaptation.
 
+use super::ecn::{self, AccEcnCounters, AccEcnOption, EcnMode};
 use super::*;
-use crate::packet::{tcp_wire_len, Packet, PacketKind, SackBlock, MAX_SACK_BLOCKS};
+use crate::cc::CcFlags;
+use crate::packet::{option_space_left, tcp_wire_len, Ecn, Packet, PacketKind, SackBlock, MAX_SACK_BLOCKS};
 use crate::time::{Time, NS_PER_US};
 
 /// Receiver state of one connection.
@@ -48,6 +50,28 @@ pub struct TcpReceiver {
     rcv_rtt_us8: u64,
     /// `ts_recent`: TSval to echo (RFC 7323 rule).
     ts_recent: u32,
+    // --- ECN (tcp.md §3) ---
+    /// This host's `tcp_ecn` sysctl and `tcp_ecn_option`.
+    tcp_ecn: u8,
+    ecn_option: u8,
+    /// Flags of the receiving socket's congestion control.
+    cc_flags: CcFlags,
+    /// The receiving socket runs DCTCP: DCTCP-style echo in RFC 3168 mode (§3.4).
+    dctcp_echo: bool,
+    /// Negotiated mode (server side).
+    pub ecn_mode: EcnMode,
+    /// RFC 3168 `TCP_ECN_DEMAND_CWR`: echo ECE on every ACK.
+    demand_cwr: bool,
+    /// RFC 3168 `TCP_ECN_SEEN`.
+    ecn_seen: bool,
+    /// DCTCP receiver: CE state of the last data segment, rcv_nxt before it.
+    dctcp_ce_state: bool,
+    dctcp_prior_rcv_nxt: u64,
+    /// AccECN receive counters.
+    pub accecn: AccEcnCounters,
+    /// Data segments received CE-marked, and their payload bytes.
+    pub ce_packets: u64,
+    pub ce_bytes: u64,
     // --- counters ---
     /// Payload bytes delivered in order to the application.
     pub bytes_delivered: u64,
@@ -58,7 +82,10 @@ pub struct TcpReceiver {
 }
 
 impl TcpReceiver {
-    pub fn new(flow: u32, delayed_ack: bool) -> Self {
+    /// A receiver; `tcp_ecn`/`ecn_option` are this host's sysctls and `cc` its
+    /// socket's congestion control (by Linux name).
+    pub fn new(flow: u32, delayed_ack: bool, tcp_ecn: u8, ecn_option: u8, cc: &str) -> Self {
+        let cc_flags = crate::cc::by_name(cc).map(|c| c.flags()).unwrap_or_default();
         TcpReceiver {
             flow,
             delayed_ack,
@@ -82,6 +109,18 @@ impl TcpReceiver {
             comp_deadline: None,
             rcv_rtt_us8: 0,
             ts_recent: 0,
+            tcp_ecn,
+            ecn_option,
+            cc_flags,
+            dctcp_echo: cc == "dctcp",
+            ecn_mode: EcnMode::Off,
+            demand_cwr: false,
+            ecn_seen: false,
+            dctcp_ce_state: false,
+            dctcp_prior_rcv_nxt: 0,
+            accecn: AccEcnCounters::default(),
+            ce_packets: 0,
+            ce_bytes: 0,
             bytes_delivered: 0,
             acks_sent: 0,
             segments_received: 0,
@@ -105,9 +144,16 @@ impl TcpReceiver {
     pub fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
         match pkt.kind {
             PacketKind::Syn => {
-                // Answer every (re)transmitted SYN with a SYN/ACK.
+                // Answer every (re)transmitted SYN with a SYN/ACK; decide ECN (§3.2).
                 self.ts_recent = pkt.tcp.tsval;
+                let (mode, ace) = ecn::server_accept(pkt.tcp.ace, pkt.ecn, self.tcp_ecn, self.cc_flags);
+                self.ecn_mode = mode;
                 let mut a = Packet::new(self.flow, PacketKind::SynAck);
+                a.tcp.ace = ace;
+                // The SYN/ACK is ECT only if the listener's CC needs ECN (§3.1).
+                if mode != EcnMode::Off {
+                    a.ecn = ecn::syn_codepoint(self.cc_flags);
+                }
                 a.wire_len = SYN_WIRE_LEN;
                 a.tcp.ack = 0;
                 a.tcp.tsval = ts_clock(now);
@@ -124,6 +170,24 @@ impl TcpReceiver {
         self.segments_received += 1;
         let seq = pkt.tcp.seq;
         let end = seq + pkt.payload as u64;
+        if pkt.ecn == Ecn::Ce {
+            self.ce_packets += 1;
+            self.ce_bytes += pkt.payload as u64;
+        }
+        // AccECN receive counters run on every segment (tcp.md §1.3 step 1, §3.5.3).
+        if self.ecn_mode == EcnMode::AccEcn {
+            let edge = self.accecn.on_packet(pkt.ecn, pkt.payload);
+            if edge || self.accecn.pending_ce >= ecn::ACCECN_CE_PENDING_ACK_NOW {
+                self.ack_now = true;
+            }
+        }
+        // RFC 3168: CWR is accepted before the CE check (tcp_ecn_accept_cwr).
+        if self.ecn_mode == EcnMode::Rfc3168 && pkt.tcp.cwr {
+            self.demand_cwr = false;
+            if pkt.payload > 0 {
+                self.ack_now = true;
+            }
+        }
         // RFC 7323 §4.3 as `tcp_replace_ts_recent`: echo the TSval of the segment
         // that starts at or below the last ACKed point.
         if seq <= self.rcv_wup {
@@ -160,6 +224,7 @@ impl TcpReceiver {
                 self.dsack = Some(SackBlock { start: seq, end: self.rcv_nxt - advanced });
             }
             self.event_data_recv(pkt.payload, now);
+            self.ecn_check_ce(pkt.ecn, now, out);
             if had_ooo {
                 self.pull_ooo();
                 // RFC 5681 §4.2: ACK at once when the gap is filled.
@@ -171,6 +236,7 @@ impl TcpReceiver {
             self.ack_snd_check(now, out);
         } else {
             // Out of order: queue, SACK, and ACK (maybe compressed).
+            self.ecn_check_ce(pkt.ecn, now, out);
             self.insert_ooo(seq, end);
             self.ack_scheduled = true;
             self.ack_snd_check(now, out);
@@ -198,6 +264,58 @@ impl TcpReceiver {
             }
         }
         self.lrcvtime = now;
+    }
+
+    /// `tcp_ecn_check_ce` (RFC 3168 mode, tcp.md §3.3) and the DCTCP receiver's
+    /// CE-state machine (§3.4).
+    fn ecn_check_ce(&mut self, ip_ecn: Ecn, now: Time, out: &mut Vec<Packet>) {
+        if self.ecn_mode != EcnMode::Rfc3168 {
+            return;
+        }
+        match ip_ecn {
+            Ecn::NotEct => {
+                // Not-ECT after ECT: probably a retransmission.
+                if self.ecn_seen {
+                    self.enter_quickack_mode(2);
+                }
+            }
+            Ecn::Ce => {
+                if self.dctcp_echo {
+                    self.dctcp_ce_event(true, now, out);
+                }
+                if !self.demand_cwr {
+                    self.enter_quickack_mode(2);
+                    self.demand_cwr = true;
+                }
+                self.ecn_seen = true;
+            }
+            _ => {
+                if self.dctcp_echo {
+                    self.dctcp_ce_event(false, now, out);
+                }
+                self.ecn_seen = true;
+            }
+        }
+    }
+
+    /// `dctcp_ece_ack_update`: on a CE-state change, first ACK the data before this
+    /// segment with the old state if an ACK was being delayed, then ACK at once.
+    fn dctcp_ce_event(&mut self, ce: bool, now: Time, out: &mut Vec<Packet>) {
+        if self.dctcp_ce_state != ce {
+            if self.delack_deadline.is_some() {
+                let old = self.dctcp_ce_state;
+                self.demand_cwr = old;
+                // A special ACK for the prior rcv_nxt: it leaves the delayed-ACK state alone.
+                let mut a = self.build_ack(self.dctcp_prior_rcv_nxt, now);
+                a.tcp.ece = old;
+                out.push(a);
+                self.acks_sent += 1;
+            }
+            self.ack_now = true;
+        }
+        self.dctcp_prior_rcv_nxt = self.rcv_nxt;
+        self.dctcp_ce_state = ce;
+        self.demand_cwr = ce;
     }
 
     /// `tcp_incr_quickack`: quick = min(rcv_wnd / (2 rcv_mss), max). The window is
@@ -297,10 +415,7 @@ impl TcpReceiver {
 
     /// Build and send an ACK for rcv_nxt with SACK blocks (`tcp_send_ack`).
     fn send_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
-        let mut a = Packet::new(self.flow, PacketKind::Ack);
-        a.tcp.ack = self.rcv_nxt;
-        a.tcp.tsval = ts_clock(now);
-        a.tcp.tsecr = self.ts_recent;
+        let mut a = self.build_ack(self.rcv_nxt, now);
         let mut n = 0;
         if let Some(d) = self.dsack.take() {
             a.tcp.sack[0] = d;
@@ -316,9 +431,52 @@ impl TcpReceiver {
         }
         a.tcp.num_sack = n as u8;
         a.wire_len = tcp_wire_len(0, a.tcp.num_sack);
+        self.add_accecn_option(&mut a);
         out.push(a);
         self.acks_sent += 1;
         self.on_ack_sent();
+    }
+
+    /// An ACK for `ack` carrying this receiver's ECN feedback (no SACK yet).
+    fn build_ack(&mut self, ack: u64, now: Time) -> Packet {
+        let mut a = Packet::new(self.flow, PacketKind::Ack);
+        a.tcp.ack = ack;
+        a.tcp.tsval = ts_clock(now);
+        a.tcp.tsecr = self.ts_recent;
+        a.wire_len = tcp_wire_len(0, 0);
+        match self.ecn_mode {
+            EcnMode::Off => {}
+            EcnMode::Rfc3168 => {
+                a.tcp.ece = self.demand_cwr;
+                // Pure ACKs are ECT only from a CC that needs ECN (DCTCP; §3.1).
+                if self.cc_flags.needs_ecn {
+                    a.ecn = if self.cc_flags.wants_ect1 { Ecn::Ect1 } else { Ecn::Ect0 };
+                }
+            }
+            EcnMode::AccEcn => {
+                a.tcp.ace = self.accecn.ace();
+                self.accecn.pending_ce = 0;
+                a.ecn = if self.cc_flags.wants_ect1 { Ecn::Ect1 } else { Ecn::Ect0 };
+            }
+        }
+        a
+    }
+
+    /// Append the AccECN option if the mode and `tcp_ecn_option` ask for it and it
+    /// fits beside the SACK blocks (tcp.md §3.5.2).
+    fn add_accecn_option(&self, a: &mut Packet) {
+        if self.ecn_mode != EcnMode::AccEcn || self.ecn_option < 2 {
+            return;
+        }
+        if let Some(fields) = ecn::accecn_fields_fitting(option_space_left(a.tcp.num_sack)) {
+            a.tcp.accecn = Some(AccEcnOption {
+                fields,
+                e1b: self.accecn.e1b & ecn::ACCECN_FIELD_MASK,
+                ceb: self.accecn.ceb & ecn::ACCECN_FIELD_MASK,
+                e0b: self.accecn.e0b & ecn::ACCECN_FIELD_MASK,
+            });
+            a.wire_len += ecn::accecn_option_len(fields);
+        }
     }
 
     /// `tcp_event_ack_sent`: leave quick-ACK mode gradually, clear the timers.
@@ -420,7 +578,7 @@ mod tests {
 
     #[test]
     fn first_segments_are_quick_acked_then_every_second() {
-        let mut r = TcpReceiver::new(0, true);
+        let mut r = TcpReceiver::new(0, true, 2, 2, "cubic");
         let mut out = Vec::new();
         let mut t = 0;
         for i in 0..40u64 {
@@ -435,7 +593,7 @@ mod tests {
 
     #[test]
     fn odd_segment_is_acked_by_the_40ms_timer() {
-        let mut r = TcpReceiver::new(0, true);
+        let mut r = TcpReceiver::new(0, true, 2, 2, "cubic");
         let mut out = Vec::new();
         for i in 0..17u64 {
             r.on_packet(&data(i * 1448, 1448), 1000 * (i + 1), &mut out);
@@ -450,7 +608,7 @@ mod tests {
 
     #[test]
     fn hole_produces_immediate_sack_and_fill_acks_at_once() {
-        let mut r = TcpReceiver::new(0, true);
+        let mut r = TcpReceiver::new(0, true, 2, 2, "cubic");
         let mut out = Vec::new();
         for i in 0..20u64 {
             r.on_packet(&data(i * 1448, 1448), 1000 * (i + 1), &mut out);
@@ -474,7 +632,7 @@ mod tests {
 
     #[test]
     fn duplicate_segment_gets_dsack() {
-        let mut r = TcpReceiver::new(0, true);
+        let mut r = TcpReceiver::new(0, true, 2, 2, "cubic");
         let mut out = Vec::new();
         r.on_packet(&data(0, 1448), 1000, &mut out);
         out.clear();

@@ -11,6 +11,7 @@
 //! loss reductions (DSACK/Eifel/F-RTO), no TSO/GSO (the studies' hosts switched it
 //! off), no TCP Small Queues (the host queue is the NIC's serialisation only).
 
+use super::ecn::{self, AccEcnSender, EcnMode};
 use super::rtt::RttEstimator;
 use super::*;
 use crate::cc::{
@@ -151,8 +152,21 @@ pub struct TcpSender {
     retransmits_since_rto: u32,
     /// CWR flag to set on the next new data segment (RFC 3168 mode; issue: ECN).
     queue_cwr: bool,
-    /// RFC 3168 ECN negotiated (the ECN feedback modes are not modelled yet: false).
+    /// RFC 3168 ECN negotiated: CWR goes on the first new segment after a reduction.
     ecn_rfc3168: bool,
+    /// This host's `tcp_ecn` and `tcp_ecn_option` sysctls.
+    tcp_ecn: u8,
+    ecn_option: u8,
+    /// ACE value our SYN requested.
+    syn_ace: u8,
+    /// The negotiated mode.
+    ecn_mode: EcnMode,
+    /// AccECN decoding state.
+    accecn: AccEcnSender,
+    /// Option bytes every data segment carries (12 with the AccECN option).
+    data_option_len: u32,
+    /// Newest TSval seen on an ACK (AccECN processes ACKs whose timestamp advanced).
+    last_ack_tsval: u32,
 
     // Rate sampling (tcp_rate.c).
     delivered: u64,
@@ -220,6 +234,13 @@ impl TcpSender {
             retransmits_since_rto: 0,
             queue_cwr: false,
             ecn_rfc3168: false,
+            tcp_ecn: cfg.ecn,
+            ecn_option: cfg.ecn_option,
+            syn_ace: 0,
+            ecn_mode: EcnMode::Off,
+            accecn: AccEcnSender::default(),
+            data_option_len: 0,
+            last_ack_tsval: 0,
             delivered: 0,
             delivered_ce: 0,
             delivered_time: 0,
@@ -273,6 +294,12 @@ impl TcpSender {
         p.wire_len = SYN_WIRE_LEN;
         p.tcp.tsval = ts_clock(now);
         p.retrans = self.syn_retries > 0;
+        // ECN request (tcp.md §3.2); beyond the first SYN retransmission the ECN
+        // flags are stripped (tcp_ecn_fallback), AccECN is still tried on the first.
+        let flags = self.cc.flags();
+        self.syn_ace = if self.syn_retries <= 1 { ecn::client_syn_ace(self.tcp_ecn, flags) } else { 0 };
+        p.tcp.ace = self.syn_ace;
+        p.ecn = ecn::syn_codepoint(flags);
         self.syn_sent_at = now;
         out.push(p);
         // SYN retransmission timer: 1 s, doubling (tcp.md §2.3).
@@ -333,9 +360,16 @@ impl TcpSender {
         }
     }
 
-    fn on_synack(&mut self, _pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+    fn on_synack(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
         self.phase = Phase::Established;
         self.xmit_timer = None;
+        self.ecn_mode = ecn::client_on_synack(pkt.tcp.ace, self.syn_ace, self.cc.flags());
+        self.tp.ecn_mode = self.ecn_mode;
+        self.ecn_rfc3168 = self.ecn_mode == EcnMode::Rfc3168;
+        if self.ecn_mode == EcnMode::AccEcn && self.ecn_option >= 2 {
+            // The AccECN option (3 counters, 12 B aligned) rides on every data segment.
+            self.data_option_len = ecn::accecn_option_len(3);
+        }
         // The SYN's RTT is the first sample (Karn: only if never retransmitted).
         if self.syn_retries == 0 {
             let m = (now - self.syn_sent_at) / NS_PER_US;
@@ -350,6 +384,10 @@ impl TcpSender {
         }
         self.sync_tp(now);
         self.cc.init(&mut self.tp);
+        // A CC may give up ECN/pacing when the handshake did not give it what it
+        // needs (Prague without AccECN becomes Reno).
+        self.paced = self.cc.flags().needs_pacing;
+        self.tp.paced = self.paced;
         self.update_pacing_rate();
         self.write_xmit(now, out, false);
     }
@@ -427,6 +465,29 @@ impl TcpSender {
             self.stats.rtt_sum_us += seq_rtt_us as u64;
             self.stats.rtt_samples += 1;
         }
+        // ECN feedback (tcp.md §1.1 steps 4 and 8, §3.3, §3.5.6).
+        match self.ecn_mode {
+            EcnMode::Rfc3168 if pkt.tcp.ece => {
+                fl |= flag::ECE;
+                self.delivered_ce += acked_sacked as u64;
+                rs.ece_delta = acked_sacked;
+            }
+            EcnMode::AccEcn => {
+                let tsval_advanced = pkt.tcp.tsval > self.last_ack_tsval;
+                if fl & flag::FORWARD_PROGRESS != 0 || tsval_advanced {
+                    let bytes = self.snd_una.saturating_sub(prior_snd_una).max(acked_sacked as u64);
+                    let sack_or_open = pkt.tcp.num_sack > 0 || self.ca_state == CaState::Open || self.ca_state == CaState::Cwr;
+                    let delta = self.accecn.process(pkt.tcp.ace, pkt.tcp.accecn, acked_sacked, bytes, self.tp.mss, sack_or_open);
+                    if delta > 0 {
+                        fl |= flag::ECE;
+                        self.delivered_ce += delta as u64;
+                        rs.ece_delta = delta;
+                    }
+                }
+            }
+            _ => {}
+        }
+        self.last_ack_tsval = self.last_ack_tsval.max(pkt.tcp.tsval);
         self.sync_tp(now);
         if acked_sacked > 0 {
             let sample = AckSample { pkts_acked: acked_sacked, rtt_us: ca_rtt_us, in_flight: prior_in_flight };
@@ -1199,7 +1260,8 @@ impl TcpSender {
             if self.snd_nxt + self.mss as u64 > self.snd_una.saturating_add(self.rwnd_bytes) {
                 break;
             }
-            let len = (self.app_bytes - self.snd_nxt).min(self.mss as u64) as u32;
+            let seg = self.tp.mss.saturating_sub(self.data_option_len).max(1);
+            let len = (self.app_bytes - self.snd_nxt).min(seg as u64) as u32;
             let seq = self.snd_nxt;
             let was_empty = self.packets_out == 0;
             if was_empty {
@@ -1250,13 +1312,29 @@ impl TcpSender {
         }
     }
 
+    /// IP-ECN codepoint of a data segment (tcp.md §3.1).
+    fn data_codepoint(&self, retrans: bool) -> Ecn {
+        let flags = self.cc.flags();
+        match self.ecn_mode {
+            EcnMode::Off => Ecn::NotEct,
+            // RFC 3168 forbids ECT on retransmissions unless the CC needs ECN.
+            EcnMode::Rfc3168 if retrans && !flags.needs_ecn => Ecn::NotEct,
+            _ => self.cc.ect_codepoint(),
+        }
+    }
+
+    /// The negotiated ECN mode.
+    pub fn ecn_mode(&self) -> EcnMode {
+        self.ecn_mode
+    }
+
     /// Put one data segment on the wire, applying EDT pacing bookkeeping.
     fn emit_data(&mut self, seq: u64, len: u32, retrans: bool, now: Time, out: &mut Vec<Packet>) {
         let mut p = Packet::new(self.flow, PacketKind::Data);
         p.payload = len;
-        p.wire_len = tcp_wire_len(len, 0);
+        p.wire_len = tcp_wire_len(len, 0) + self.data_option_len;
         p.retrans = retrans;
-        p.ecn = Ecn::NotEct;
+        p.ecn = self.data_codepoint(retrans);
         p.tcp.seq = seq;
         p.tcp.tsval = ts_clock(now);
         if self.ecn_rfc3168 && !retrans {
@@ -1264,6 +1342,7 @@ impl TcpSender {
         }
         out.push(p);
         self.stats.data_segments_sent += 1;
+        self.tp.lsndtime = now;
         if self.paced {
             // tcp_update_skb_after_send: the first 10 segments are not paced.
             let prior = self.wstamp;
