@@ -161,6 +161,10 @@ pub struct TcpFlowConfig {
     /// Receiver delayed ACKs (Linux default on); off = quick-ACK every segment.
     #[serde(default = "default_true")]
     pub delayed_ack: bool,
+    /// The sender host has `fq` as its egress qdisc, so the stack paces every CC
+    /// (tcp.md §2.10); without it only CCs that need pacing (Prague, BBR) are paced.
+    #[serde(default)]
+    pub fq_pacing: bool,
     /// Sender host's `net.ipv4.tcp_ecn` (0–5; Linux default 2: accept, don't request).
     #[serde(default = "default_tcp_ecn")]
     pub ecn: u8,

@@ -84,3 +84,4 @@ fn udp_source_at_half_the_link_leaves_tcp_the_rest() {
     assert!((u.goodput_mbps - expected).abs() / expected < 0.05, "udp {}", u.goodput_mbps);
     assert!(r.bottleneck.utilisation > 0.95);
 }
+

@@ -187,6 +187,10 @@ pub struct TcpSender {
     /// Internal pacing (EDT): earliest departure of the next packet.
     wstamp: Time,
     paced: bool,
+    /// The host runs fq: pace whatever the CC.
+    fq_pacing: bool,
+    /// Pacing hrtimer: armed when the send loop stopped because `wstamp` was ahead.
+    pacing_timer: Option<Time>,
 
     pub stats: SenderStats,
     start_time: Time,
@@ -194,7 +198,7 @@ pub struct TcpSender {
 
 impl TcpSender {
     pub fn new(flow: u32, cfg: &TcpFlowConfig, cc: Box<dyn CongestionControl>, stop_at: Time) -> Self {
-        let paced = cc.flags().needs_pacing;
+        let paced = cc.flags().needs_pacing || cfg.fq_pacing;
         let mut tp = CcSock::new(cfg.mss, cfg.init_cwnd);
         tp.paced = paced;
         TcpSender {
@@ -254,6 +258,8 @@ impl TcpSender {
             syn_retries: 0,
             wstamp: 0,
             paced,
+            fq_pacing: cfg.fq_pacing,
+            pacing_timer: None,
             stats: SenderStats::default(),
             start_time: 0,
         }
@@ -310,7 +316,7 @@ impl TcpSender {
     /// Earliest pending timer (retransmission/TLP/reorder, or the pacing release).
     pub fn next_timer(&self) -> Option<Time> {
         let rtx = self.xmit_timer.map(|(_, t)| t);
-        let pace = if self.paced && self.wstamp > 0 && self.has_data_to_send() { Some(self.wstamp) } else { None };
+        let pace = self.pacing_timer;
         match (rtx, pace) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -386,9 +392,11 @@ impl TcpSender {
         self.cc.init(&mut self.tp);
         // A CC may give up ECN/pacing when the handshake did not give it what it
         // needs (Prague without AccECN becomes Reno).
-        self.paced = self.cc.flags().needs_pacing;
+        self.paced = self.cc.flags().needs_pacing || self.fq_pacing;
         self.tp.paced = self.paced;
-        self.update_pacing_rate();
+        if !self.cc.has_cong_control() {
+            self.update_pacing_rate();
+        }
         self.write_xmit(now, out, false);
     }
 
@@ -1084,7 +1092,11 @@ impl TcpSender {
                 }
             }
         }
-        if self.paced && self.wstamp <= now {
+        if self.pacing_timer.is_some_and(|t| t <= now) {
+            self.pacing_timer = None;
+            if self.lost_out > self.retrans_out {
+                self.xmit_retransmit_queue(now, out);
+            }
             self.write_xmit(now, out, false);
         }
     }
@@ -1198,6 +1210,7 @@ impl TcpSender {
                 break;
             }
             if self.paced && self.wstamp > now {
+                self.pacing_timer = Some(self.wstamp);
                 break;
             }
             let s = self.rtx[i];
@@ -1251,6 +1264,8 @@ impl TcpSender {
         let mut cwnd_limited = false;
         while self.snd_nxt < self.app_bytes && now < self.stop_at {
             if self.paced && self.wstamp > now && !probe {
+                // tcp_pacing_check: arm the pacing timer for the departure time.
+                self.pacing_timer = Some(self.wstamp);
                 break;
             }
             if !probe && self.in_flight() >= self.tp.cwnd {
