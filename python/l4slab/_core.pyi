@@ -1,0 +1,13 @@
+"""Type stubs of the compiled engine binding (crates/l4slab-py)."""
+
+def simulate(config_json: str) -> tuple[str, float]:
+    """Run a resolved engine config (JSON); return (results JSON, engine wall seconds).
+
+    Raises ValueError when the engine rejects the config or fails during the run.
+    """
+
+def version() -> str:
+    """Engine version."""
+
+def congestion_controls() -> list[str]:
+    """Congestion controls the engine implements, by Linux name."""

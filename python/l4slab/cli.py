@@ -1,0 +1,263 @@
+"""The ``l4slab`` command.
+
+    l4slab run SCENARIO [--out DIR] [--seed N] [--set KEY=VALUE ...]
+    l4slab bench [--json] [--scenario FILE] [--repeat N]
+    l4slab demo --out DIR [--duration 20s] [--jobs N]
+
+User mistakes (an invalid scenario, a missing file) print one line
+``l4slab: error: ...`` on stderr and exit with status 2; engine failures exit 1.
+No traceback is ever printed for either.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from contextlib import ExitStack
+from importlib import resources
+from pathlib import Path
+from typing import Any, Sequence
+
+from . import __version__
+from .errors import EngineError, EngineUnavailableError, ScenarioError
+
+EXIT_OK = 0
+EXIT_ENGINE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="l4slab",
+        description="Packet-level L4S network simulator: TOML scenarios in, summary.json and Parquet out.",
+    )
+    parser.add_argument("--version", action="version", version=f"l4slab {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run_cmd = commands.add_parser(
+        "run",
+        help="run one scenario",
+        description="Run one scenario, print a summary table and (with --out) write the output files.",
+    )
+    run_cmd.add_argument("scenario", metavar="SCENARIO", help="scenario TOML file")
+    run_cmd.add_argument("--out", metavar="DIR", help="write summary.json, scenario.json and Parquet series here")
+    run_cmd.add_argument("--seed", type=int, metavar="N", help="replace the scenario's seed")
+    run_cmd.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a field, e.g. --set bottleneck.rate=50Mbit --set flows[0].cc=reno (repeatable)",
+    )
+
+    bench_cmd = commands.add_parser(
+        "bench",
+        help="measure engine speed on the reference scenario",
+        description="Run a scenario (default: the packaged reference) and report the engine's wall time "
+        "and simulated packets per wall-clock second, data packets and ACKs separately.",
+    )
+    bench_cmd.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    bench_cmd.add_argument("--scenario", metavar="FILE", help="scenario to run instead of the reference")
+    bench_cmd.add_argument(
+        "--repeat", type=int, default=3, metavar="N", help="runs to time (default 3; best is reported)"
+    )
+
+    demo_cmd = commands.add_parser(
+        "demo",
+        help="run a small demo study and write a report",
+        description="CUBIC vs Reno over bfifo at 0.5/1/2/4 BDP, run in parallel; writes each run and report.md.",
+    )
+    demo_cmd.add_argument("--out", metavar="DIR", required=True, help="output directory")
+    demo_cmd.add_argument("--duration", default="20s", metavar="TIME", help="simulated time per run (default 20s)")
+    demo_cmd.add_argument("--jobs", type=int, metavar="N", help="parallel processes (default: number of CPUs)")
+    return parser
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+# --- run ----------------------------------------------------------------------------------------
+
+
+def _command_run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from .runner import run
+    from .scenario import load_scenario, parse_override
+
+    overrides = dict(parse_override(item) for item in args.overrides)
+    if args.seed is not None:
+        overrides["seed"] = args.seed
+    result = run(load_scenario(Path(args.scenario), overrides=overrides))
+    summary = result.summary
+    console = Console(width=None if sys.stdout.isatty() else 120)
+
+    bottleneck = summary["bottleneck"]
+    title = (
+        f"{summary['scenario']}: {summary['duration_s']:g} s, seed {summary['seed']}, "
+        f"htb {bottleneck['rate_mbps']:g}Mbit + {bottleneck['qdisc_config']}"
+    )
+    table = Table(title=title, title_justify="left")
+    show_labels = any(flow.get("label") not in (None, flow["cc"]) for flow in summary["flows"])
+    headers = ["flow", *(["label"] if show_labels else []), "cc", "base RTT ms", "goodput Mb/s", "mean srtt ms"]
+    headers += ["queuing ms", "retrans", "drops", "marks"]
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("label", "cc") else "right")
+    for flow in summary["flows"]:
+        table.add_row(
+            str(flow["id"]),
+            *([str(flow.get("label"))] if show_labels else []),
+            str(flow["cc"]),
+            _fmt(flow.get("base_rtt_ms")),
+            _fmt(flow["goodput_mbps"], 2),
+            _fmt(flow["mean_srtt_ms"]),
+            _fmt(flow["queuing_delay_ms"]),
+            _fmt(flow["retransmits"]),
+            _fmt(flow.get("drops")),
+            _fmt(flow.get("marks")),
+        )
+    console.print(table)
+    sojourn = bottleneck["sojourn_ms"]
+    console.print(
+        f"bottleneck: utilisation {_fmt(bottleneck['utilisation'], 3)}, sojourn mean/p50/p99 "
+        f"{_fmt(sojourn.get('mean'))}/{_fmt(sojourn.get('p50'))}/{_fmt(sojourn.get('p99'))} ms, "
+        f"drops {bottleneck['drops']}, marks {bottleneck['marks']}; Jain index {_fmt(summary['jain_index'], 3)}",
+        soft_wrap=True,
+    )
+    console.print(
+        f"packets: {summary['packets_sent']} sent = {summary['packets_delivered']} delivered + "
+        f"{summary['packets_dropped']} dropped + {summary['packets_in_flight']} in flight; "
+        f"engine {result.wall_s:.3f} s wall",
+        soft_wrap=True,
+    )
+    if args.out:
+        directory = result.write(args.out)
+        console.print(f"wrote {directory}/summary.json and series (see docs/outputs.md)", soft_wrap=True)
+    return EXIT_OK
+
+
+# --- bench ----------------------------------------------------------------------------------------
+
+
+def _command_bench(args: argparse.Namespace) -> int:
+    from .runner import engine_version, simulate_config
+    from .scenario import load_scenario
+
+    if args.repeat < 1:
+        raise ScenarioError(f"--repeat: {args.repeat} is not a positive number of runs; expected e.g. 3")
+    with ExitStack() as stack:
+        if args.scenario:
+            path = Path(args.scenario)
+        else:
+            reference = resources.files("l4slab").joinpath("scenarios", "reference.toml")
+            path = stack.enter_context(resources.as_file(reference))
+        scenario = load_scenario(path)
+    config = scenario.resolve()
+
+    walls: list[float] = []
+    results: dict[str, Any] = {}
+    for _ in range(args.repeat):
+        results, wall_s = simulate_config(config)
+        walls.append(wall_s)
+    best = min(walls)
+    packets = results["packets"]
+    report = {
+        "scenario": scenario.name,
+        "simulated_s": results["duration_s"],
+        "flows": len(results["flows"]),
+        "repeat": args.repeat,
+        "wall_s": best,
+        "wall_s_median": statistics.median(walls),
+        "wall_s_all": walls,
+        "packets": packets["sent"],
+        "data_packets": packets.get("data"),
+        "ack_packets": packets.get("acks"),
+        "packets_per_s": packets["sent"] / best if best > 0 else None,
+        "data_packets_per_s": packets["data"] / best if best > 0 and "data" in packets else None,
+        "ack_packets_per_s": packets["acks"] / best if best > 0 and "acks" in packets else None,
+        "events": results.get("events"),
+        "events_per_s": results["events"] / best if best > 0 and "events" in results else None,
+        "speedup": results["duration_s"] / best if best > 0 else None,
+        "engine_version": engine_version(),
+    }
+    if args.json:
+        print(json.dumps(report))
+        return EXIT_OK
+
+    def rate(value: float | None) -> str:
+        return "–" if value is None else f"{value / 1e6:.2f} M/s"
+
+    print(f"scenario:  {report['scenario']} ({report['simulated_s']:g} s simulated, {report['flows']} flows)")
+    print(
+        f"wall:      {best:.3f} s best of {args.repeat} (median {report['wall_s_median']:.3f} s); "
+        f"{report['speedup']:.0f}x faster than real time"
+    )
+    print(f"packets:   {report['packets']} = {report['data_packets']} data + {report['ack_packets']} ACKs")
+    print(
+        f"packets/s: {rate(report['packets_per_s'])} "
+        f"(data {rate(report['data_packets_per_s'])}, ACKs {rate(report['ack_packets_per_s'])})"
+    )
+    if report["events"] is not None:
+        print(f"events/s:  {rate(report['events_per_s'])} ({report['events']} events)")
+    print(f"engine:    {report['engine_version']}")
+    return EXIT_OK
+
+
+# --- demo ----------------------------------------------------------------------------------------
+
+
+def _command_demo(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from .demo import run_demo
+    from .units import parse_time
+
+    parse_time(args.duration, "--duration")
+    if args.jobs is not None and args.jobs < 1:
+        raise ScenarioError(f"--jobs: {args.jobs} is not a positive number of processes; expected e.g. 2")
+    console = Console(stderr=True)
+    report = run_demo(args.out, duration=args.duration, jobs=args.jobs, console=console)
+    print(f"wrote {report}")
+    return EXIT_OK
+
+
+COMMANDS = {"run": _command_run, "bench": _command_bench, "demo": _command_demo}
+
+
+def _error(message: str) -> None:
+    print(f"l4slab: error: {' '.join(str(message).split())}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``l4slab`` console script; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except ScenarioError as err:
+        _error(str(err))
+        return EXIT_USAGE
+    except (EngineError, EngineUnavailableError) as err:
+        _error(str(err))
+        return EXIT_ENGINE
+    except OSError as err:
+        # e.g. an output directory that cannot be created or written.
+        target = f"{err.filename}: " if getattr(err, "filename", None) else ""
+        _error(f"{target}{err.strerror or err}")
+        return EXIT_ENGINE
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

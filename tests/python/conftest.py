@@ -1,0 +1,152 @@
+"""Shared fixtures: a results dict shaped exactly like the engine's results.rs, and the engine marker."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import pytest
+from l4slab.scenario import scenario_from_toml
+
+
+def engine_available() -> bool:
+    try:
+        return importlib.util.find_spec("l4slab._core") is not None and __import__("l4slab._core") is not None
+    except ImportError:
+        return False
+
+
+requires_engine = pytest.mark.skipif(not engine_available(), reason="l4slab._core (the Rust engine) is not built")
+
+SMALL_SCENARIO = """
+name = "fixture"
+duration = "1s"
+seed = 7
+bin = "500ms"
+[bottleneck]
+rate = "100Mbit"
+qdisc = "bfifo"
+buffer = "2bdp"
+[[flows]]
+cc = "reno"
+rtt = "10ms"
+[[flows]]
+kind = "udp"
+rate = "10%"
+rtt = "10ms"
+label = "cbr"
+"""
+
+
+def _delay_stats(count=10, mean=1.5):
+    return {"count": count, "mean": mean, "p50": 1.0, "p90": 2.0, "p99": 3.0, "p999": 3.5, "max": 4.0}
+
+
+def _flow_summary(flow_id, kind, cc):
+    return {
+        "id": flow_id,
+        "kind": kind,
+        "cc": cc,
+        "base_rtt_ms": 10.0,
+        "goodput_mbps": 40.0 + flow_id,
+        "throughput_mbps": 42.0 + flow_id,
+        "mean_srtt_ms": 12.5 if kind == "tcp" else None,  # serde writes NaN as null
+        "queuing_delay_ms": 2.5 if kind == "tcp" else None,
+        "mean_rtt_ms": 12.7 if kind == "tcp" else None,
+        "retransmits": 3,
+        "rto_count": 0,
+        "tlp_count": 1,
+        "recoveries": 2,
+        "bytes_delivered": 5_000_000,
+        "packets_sent": 3500,
+        "drops": 3,
+        "marks": 0,
+        "acks_sent": 1700 if kind == "tcp" else 0,
+        "fct_s": None,
+        "final_cwnd": 20 if kind == "tcp" else 0,
+    }
+
+
+def _flow_series(bins):
+    return {
+        "goodput_mbps": [40.0] * bins,
+        "throughput_mbps": [42.0] * bins,
+        "srtt_ms": [None] + [12.0] * (bins - 1),
+        "rtt_ms": [12.5] * bins,
+        "cwnd": [10.0] * bins,
+        "retransmits": [1] * bins,
+        "drops": [1] * bins,
+        "marks": [0] * bins,
+    }
+
+
+def make_results(seed=7, bins=2, trace=False):
+    """A results dict following crates/l4slab-core/src/results.rs field by field."""
+    results = {
+        "duration_s": 1.0,
+        "warmup_s": 0.0,
+        "bin_s": 0.5,
+        "seed": seed,
+        "flows": [_flow_summary(0, "tcp", "reno"), _flow_summary(1, "udp", "udp")],
+        "bottleneck": {
+            "utilisation": 0.97,
+            "sojourn_ms": _delay_stats(),
+            "drops": 6,
+            "marks": 0,
+            "sojourn_by_class": [{"class": "all", "sojourn_ms": _delay_stats()}],
+            "qdisc": {
+                "kind": "bfifo",
+                "sent_bytes": 10_000_000,
+                "sent_packets": 6700,
+                "drops": 6,
+                "overlimits": 0,
+                "requeues": 0,
+                "marks": 0,
+                "backlog_bytes": 15140,
+                "backlog_packets": 10,
+                "maxq_packets": 160,
+                "extra": {},
+            },
+        },
+        "packets": {"sent": 10_000, "delivered": 9_984, "dropped": 6, "in_flight": 10, "data": 7_000, "acks": 3_000},
+        "events": 25_000,
+        "time_s": [0.5 * i for i in range(bins)],
+        "flow_series": [_flow_series(bins), _flow_series(bins)],
+        "bottleneck_series": {
+            "utilisation": [0.95] * bins,
+            "sojourn_ms": [None] + [1.5] * (bins - 1),
+            "backlog_bytes": [1514] * bins,
+            "backlog_packets": [1] * bins,
+            "drops": [3] * bins,
+            "marks": [0] * bins,
+            "arrivals": [3350] * bins,
+        },
+        "sojourn_trace": None,
+        "jain_index": 0.99,
+    }
+    if trace:
+        results["sojourn_trace"] = {"time_s": [0.1, 0.2], "flow": [0, 1], "class": [0, 0], "sojourn_ms": [1.0, 2.0]}
+    return results
+
+
+@pytest.fixture
+def small_scenario():
+    return scenario_from_toml(SMALL_SCENARIO)
+
+
+@pytest.fixture
+def fake_result(small_scenario):
+    """A RunResult built without the engine, from the fixture results."""
+    from l4slab.runner import RunResult
+
+    return RunResult(
+        scenario=small_scenario,
+        config=small_scenario.resolve(),
+        raw=make_results(),
+        wall_s=0.01,
+        engine_version="test",
+    )
+
+
+def is_nan(value):
+    return isinstance(value, float) and math.isnan(value)

@@ -1,0 +1,110 @@
+"""The command line: user mistakes exit 2 with one line on stderr and never a traceback."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import requires_engine
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def l4slab(*args, cwd=REPO):
+    return subprocess.run([sys.executable, "-m", "l4slab", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def assert_user_error(completed, *fragments):
+    assert completed.returncode == 2, completed
+    assert "Traceback" not in completed.stderr
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1, completed.stderr
+    assert lines[0].startswith("l4slab: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_missing_scenario_file(tmp_path):
+    assert_user_error(l4slab("run", str(tmp_path / "absent.toml")), "absent.toml: no such scenario file")
+
+
+def test_invalid_toml(tmp_path):
+    path = tmp_path / "broken.toml"
+    path.write_text("duration = \n")
+    assert_user_error(l4slab("run", str(path)), "invalid TOML")
+
+
+def test_unknown_key_with_suggestion(tmp_path):
+    path = tmp_path / "typo.toml"
+    path.write_text('durration = "1s"\n[bottleneck]\nrate = "10Mbit"\n[[flows]]\nrtt = "10ms"\n')
+    assert_user_error(l4slab("run", str(path)), "durration: unknown key (did you mean 'duration'?)")
+
+
+def test_bad_unit(tmp_path):
+    path = tmp_path / "unit.toml"
+    path.write_text('duration = "1s"\n[bottleneck]\nrate = "10Mbps"\n[[flows]]\nrtt = "10ms"\n')
+    assert_user_error(l4slab("run", str(path)), "bottleneck.rate: '10Mbps' is ambiguous")
+
+
+def test_bad_override():
+    assert_user_error(
+        l4slab("run", "examples/reference.toml", "--set", "flows[0].rtt=10"), "flows[0].rtt: 10 is not a time"
+    )
+    assert_user_error(l4slab("run", "examples/reference.toml", "--set", "nonsense"), "is not key=value")
+
+
+def test_bad_bench_and_demo_arguments(tmp_path):
+    assert_user_error(l4slab("bench", "--repeat", "0"), "--repeat")
+    assert_user_error(l4slab("bench", "--scenario", str(tmp_path / "absent.toml")), "no such scenario file")
+    assert_user_error(l4slab("demo", "--out", str(tmp_path), "--duration", "20"), "--duration: '20' is not a time")
+
+
+def test_argparse_errors_exit_2_without_traceback():
+    completed = l4slab("run")
+    assert completed.returncode == 2 and "Traceback" not in completed.stderr
+    completed = l4slab("frobnicate")
+    assert completed.returncode == 2 and "Traceback" not in completed.stderr
+
+
+@requires_engine
+def test_run_writes_outputs(tmp_path):
+    completed = l4slab(
+        "run", "examples/reference.toml", "--out", str(tmp_path / "ref"), "--seed", "3", "--set", "duration=2s"
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "goodput" in completed.stdout
+    assert (tmp_path / "ref" / "summary.json").exists()
+
+
+@requires_engine
+def test_bench_json(tmp_path):
+    import json
+
+    path = tmp_path / "short.toml"
+    path.write_text(
+        'name = "short"\nduration = "2s"\n'
+        '[bottleneck]\nrate = "100Mbit"\nqdisc = "bfifo limit 250000"\n'
+        '[[flows]]\nrtt = "10ms"\ncount = 2\n'
+    )
+    completed = l4slab("bench", "--json", "--scenario", str(path), "--repeat", "2")
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout)  # exactly one JSON object
+    assert {
+        "wall_s",
+        "packets",
+        "packets_per_s",
+        "data_packets",
+        "ack_packets",
+        "data_packets_per_s",
+        "ack_packets_per_s",
+    } <= report.keys()
+    assert report["packets"] == report["data_packets"] + report["ack_packets"]
+    assert report["packets_per_s"] == pytest.approx(report["packets"] / report["wall_s"])
+    assert len(report["wall_s_all"]) == 2
+
+
+@requires_engine
+def test_bench_text_on_the_packaged_reference():
+    completed = l4slab("bench", "--repeat", "1")
+    assert completed.returncode == 0, completed.stderr
+    assert "reference" in completed.stdout and "packets/s" in completed.stdout and "ACKs" in completed.stdout

@@ -1,0 +1,182 @@
+"""Summary schema, DataFrames and atomic writing, from a results fixture (no engine needed)."""
+
+import json
+import os
+
+import l4slab.output as output
+import pandas as pd
+import pytest
+from conftest import is_nan, make_results
+from l4slab.output import atomic_write, write_json, write_parquet, write_run
+from l4slab.runner import RunResult
+
+SUMMARY_TOP_KEYS = {
+    "scenario",
+    "seed",
+    "duration_s",
+    "flows",
+    "bottleneck",
+    "packets_sent",
+    "packets_delivered",
+    "packets_dropped",
+    "packets_in_flight",
+    "jain_index",
+    "engine_version",
+}
+SUMMARY_FLOW_KEYS = {"id", "cc", "goodput_mbps", "mean_srtt_ms", "queuing_delay_ms", "retransmits"}
+SUMMARY_BOTTLENECK_KEYS = {"utilisation", "sojourn_ms", "drops", "marks"}
+
+
+def check_summary_schema(summary):
+    """The fixed part of summary.json (docs/outputs.md); extra keys are allowed."""
+    assert SUMMARY_TOP_KEYS <= summary.keys()
+    assert isinstance(summary["scenario"], str) and isinstance(summary["seed"], int)
+    for flow in summary["flows"]:
+        assert SUMMARY_FLOW_KEYS <= flow.keys()
+    assert SUMMARY_BOTTLENECK_KEYS <= summary["bottleneck"].keys()
+    assert {"mean", "p50", "p99"} <= summary["bottleneck"]["sojourn_ms"].keys()
+    json.dumps(summary, allow_nan=False)
+
+
+def test_summary_schema(fake_result):
+    summary = fake_result.summary
+    check_summary_schema(summary)
+    assert summary["scenario"] == "fixture" and summary["seed"] == 7 and summary["engine_version"] == "test"
+    assert summary["packets_sent"] == 10_000 and summary["packets_data"] == 7_000 and summary["packets_acks"] == 3_000
+    assert summary["bottleneck"]["qdisc_config"] == "bfifo limit 250000"
+    assert summary["bottleneck"]["rate_mbps"] == 100
+    assert [f["label"] for f in summary["flows"]] == ["reno", "cbr"]
+    assert [f["group"] for f in summary["flows"]] == [0, 1]
+    assert summary["flows"][1]["mean_srtt_ms"] is None
+
+
+def test_frames(fake_result):
+    flows = fake_result.flows
+    assert list(flows["id"]) == [0, 1] and flows["fct_s"].dtype == "float64"
+    series = fake_result.flow_series
+    assert list(series.columns[:2]) == ["time_s", "flow"]
+    assert {"goodput_mbps", "throughput_mbps", "srtt_ms", "rtt_ms", "cwnd", "retransmits", "drops", "marks"} <= set(
+        series.columns
+    )
+    assert len(series) == 4 and series["flow"].tolist() == [0, 0, 1, 1]
+    assert is_nan(series["srtt_ms"].iloc[0]) and series["retransmits"].dtype == "int64"
+    bottleneck = fake_result.bottleneck_series
+    assert list(bottleneck.columns) == [
+        "time_s",
+        "utilisation",
+        "sojourn_ms",
+        "backlog_bytes",
+        "backlog_packets",
+        "drops",
+        "marks",
+        "arrivals",
+    ]
+    assert fake_result.sojourn is None
+
+
+def test_sojourn_frame(small_scenario):
+    result = RunResult(small_scenario, small_scenario.resolve(), make_results(trace=True), 0.01, "test")
+    assert list(result.sojourn.columns) == ["time_s", "flow", "class", "sojourn_ms"]
+
+
+def test_write_run(tmp_path, fake_result):
+    directory = write_run(fake_result, tmp_path / "run")
+    names = sorted(p.name for p in directory.iterdir())
+    assert names == sorted(
+        [
+            "scenario.json",
+            "flows.parquet",
+            "flow_series.parquet",
+            "bottleneck_series.parquet",
+            "meta.json",
+            "summary.json",
+        ]
+    )
+    summary = json.loads((directory / "summary.json").read_text())
+    assert summary == fake_result.summary
+    assert json.loads((directory / "scenario.json").read_text()) == fake_result.config
+    assert "wall_s" in json.loads((directory / "meta.json").read_text())
+    pd.testing.assert_frame_equal(pd.read_parquet(directory / "flow_series.parquet"), fake_result.flow_series)
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(directory / "bottleneck_series.parquet"), fake_result.bottleneck_series
+    )
+    assert len(pd.read_parquet(directory / "flows.parquet")) == 2
+    mode = (directory / "summary.json").stat().st_mode & 0o777
+    assert mode == 0o666 & ~_umask()
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_stale_trace_is_removed(tmp_path, small_scenario, fake_result):
+    traced = RunResult(small_scenario, small_scenario.resolve(), make_results(trace=True), 0.01, "test")
+    write_run(traced, tmp_path)
+    assert (tmp_path / "sojourn.parquet").exists()
+    write_run(fake_result, tmp_path)
+    assert not (tmp_path / "sojourn.parquet").exists()
+
+
+def leftovers(directory):
+    return [p.name for p in directory.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path):
+    target = tmp_path / "data.bin"
+
+    def failing_writer(path):
+        with open(path, "wb") as handle:
+            handle.write(b"half of the data")
+        raise RuntimeError("disk on fire")
+
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        atomic_write(target, failing_writer)
+    assert not target.exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_atomic_write_keeps_previous_content(tmp_path):
+    target = tmp_path / "summary.json"
+    write_json(target, {"version": 1})
+
+    def failing_writer(path):
+        path.write_text('{"version": 2, "trunc')
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(target, failing_writer)
+    assert json.loads(target.read_text()) == {"version": 1}
+    assert leftovers(tmp_path) == []
+
+
+def test_parquet_writer_failing_midway(tmp_path, monkeypatch):
+    target = tmp_path / "series.parquet"
+    frame = pd.DataFrame({"a": range(1000)})
+
+    def broken_to_parquet(self, path, **kwargs):
+        with open(path, "wb") as handle:
+            handle.write(b"PAR1 partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", broken_to_parquet)
+    with pytest.raises(OSError):
+        write_parquet(target, frame)
+    assert not target.exists() and leftovers(tmp_path) == []
+
+
+def test_write_run_failing_midway_leaves_no_summary(tmp_path, fake_result, monkeypatch):
+    real_write_parquet = output.write_parquet
+
+    def failing_on_series(path, frame):
+        if path.name == "flow_series.parquet":
+            raise OSError(28, "No space left on device")
+        return real_write_parquet(path, frame)
+
+    write_run(fake_result, tmp_path)  # an earlier complete run in the same directory
+    monkeypatch.setattr(output, "write_parquet", failing_on_series)
+    with pytest.raises(OSError):
+        write_run(fake_result, tmp_path)
+    assert not (tmp_path / "summary.json").exists()  # the directory is visibly incomplete
+    assert leftovers(tmp_path) == []
