@@ -228,6 +228,12 @@ impl ScenarioConfig {
             if p.fwd_delay() > p.rtt_ns {
                 return Err(format!("flows[{i}].fwd_delay_ns: exceeds rtt_ns"));
             }
+            if p.start_ns >= self.duration_ns {
+                return Err(format!("flows[{i}].start_ns: {} is not before the end of the run", p.start_ns));
+            }
+            if p.stop_ns.is_some_and(|s| s <= p.start_ns) {
+                return Err(format!("flows[{i}].stop_ns: must be after start_ns"));
+            }
             match f {
                 FlowConfig::Tcp(t) => {
                     if crate::cc::by_name(&t.cc).is_none() {

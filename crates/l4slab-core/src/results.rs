@@ -1,5 +1,8 @@
 //! What a run produces. Serialised to JSON for the Python front end, which turns
 //! the series into pandas DataFrames and writes Parquet.
+//!
+//! Conventions: flows are identified by their index in the scenario's `flows` list;
+//! values that do not exist (a mean over no samples) are NaN in Rust and `null` in JSON.
 
 use serde::Serialize;
 
@@ -18,7 +21,10 @@ pub struct DelayStats {
 /// Per-flow summary over the measurement window.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FlowSummary {
+    /// Index of the flow in the scenario's `flows` list.
     pub id: u32,
+    /// Actual start time (configured start plus the random start offset), s.
+    pub start_s: f64,
     /// "tcp" or "udp".
     pub kind: String,
     /// Congestion control ("udp" for UDP sources).

@@ -466,6 +466,7 @@ impl Simulation {
             let base_rtt_ms = f.base_rtt as f64 / NS_PER_MS as f64;
             let mut s = FlowSummary {
                 id: fi as u32,
+                start_s: secs(f.start),
                 base_rtt_ms,
                 goodput_mbps: goodput,
                 throughput_mbps: self.rec.flow_window_bytes[fi] as f64 * 8.0 / window_s / 1e6,
