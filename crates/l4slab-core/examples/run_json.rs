@@ -25,6 +25,10 @@ fn main() {
         "util {:.4} sojourn mean {:.2} p50 {:.2} p99 {:.2} ms drops {} jain {:.4}",
         b.utilisation, b.sojourn_ms.mean, b.sojourn_ms.p50, b.sojourn_ms.p99, b.drops, r.jain_index
     );
+    for c in &b.sojourn_by_class {
+        println!("  class {} sojourn mean {:.3} p99 {:.3} ms (n={})", c.class, c.sojourn_ms.mean, c.sojourn_ms.p99, c.sojourn_ms.count);
+    }
+    println!("  qdisc {:?}", b.qdisc);
     println!(
         "packets sent {} (data {} acks {}) events {} wall {:.3}s -> {:.2} M pkt/s",
         r.packets.sent, r.packets.data, r.packets.acks, r.events, wall, r.packets.sent as f64 / wall / 1e6

@@ -89,6 +89,20 @@ pub enum QdiscConfig {
     Bfifo { limit_bytes: u64 },
     /// `pfifo limit PACKETS`.
     Pfifo { limit_packets: u32 },
+    /// `dualpi2 ...` (RFC 9332 as Linux `sch_dualpi2`).
+    Dualpi2(crate::qdisc::dualpi2::DualPi2Params),
+}
+
+impl QdiscConfig {
+    /// Parameter checks of the qdisc (one-line errors).
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            QdiscConfig::Bfifo { limit_bytes } if *limit_bytes == 0 => Err("limit_bytes: must be > 0".into()),
+            QdiscConfig::Pfifo { limit_packets } if *limit_packets == 0 => Err("limit_packets: must be > 0".into()),
+            QdiscConfig::Dualpi2(p) => p.validate(),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// One sender→receiver pair.
@@ -220,6 +234,7 @@ impl ScenarioConfig {
         if self.bottleneck.access_rate_bps == 0 {
             return Err("bottleneck.access_rate_bps: must be > 0".into());
         }
+        self.bottleneck.qdisc.validate().map_err(|e| format!("bottleneck.qdisc.{e}"))?;
         if self.flows.is_empty() {
             return Err("flows: at least one flow is required".into());
         }

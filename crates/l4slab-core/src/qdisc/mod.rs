@@ -12,6 +12,7 @@ use crate::packet::Packet;
 use crate::rng::SimRng;
 use crate::time::Time;
 
+pub mod dualpi2;
 pub mod fifo;
 
 /// Counters as `tc -s qdisc show` prints them.
@@ -124,9 +125,10 @@ pub trait Qdisc: Send {
 }
 
 /// Build the qdisc a scenario asks for.
-pub fn build(config: &QdiscConfig, _rng: &mut SimRng) -> Box<dyn Qdisc> {
-    match *config {
-        QdiscConfig::Bfifo { limit_bytes } => Box::new(fifo::Fifo::bfifo(limit_bytes)),
-        QdiscConfig::Pfifo { limit_packets } => Box::new(fifo::Fifo::pfifo(limit_packets)),
+pub fn build(config: &QdiscConfig, rng: &mut SimRng) -> Box<dyn Qdisc> {
+    match config {
+        QdiscConfig::Bfifo { limit_bytes } => Box::new(fifo::Fifo::bfifo(*limit_bytes)),
+        QdiscConfig::Pfifo { limit_packets } => Box::new(fifo::Fifo::pfifo(*limit_packets)),
+        QdiscConfig::Dualpi2(p) => Box::new(dualpi2::DualPi2::new(p.clone(), rng)),
     }
 }

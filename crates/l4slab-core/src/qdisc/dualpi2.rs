@@ -1,0 +1,1300 @@
+//! `dualpi2`: the DualQ Coupled AQM (RFC 9332) as Linux `sch_dualpi2` implements it
+//! (aqm.md §2). Two FIFOs share one packet limit: the L queue (ECT(1)/CE by default)
+//! and the C queue (everything else). A credit-based byte WRR (90/10 by default)
+//! serves them; a PI controller updated every `tupdate` on the larger head-of-line
+//! waiting time gives the base probability p'; at dequeue C packets are marked or
+//! dropped with p' squared (two random draws) and L packets are marked with k times p'
+//! (coupling), and L packets are also step-marked on their own sojourn time.
+//!
+//! Two kernel versions are modelled (aqm.md §2.1, switch `variant`):
+//! * `mainline` (DP2-ML, Linux 6.18 `net/sched/sch_dualpi2.c`): `memlimit`,
+//!   `min_qlen_step` (default 0 = always apply the step), separate step attributes.
+//! * `l4steam` (DP2-T, the L4STeam testing kernel of 2023-24 used by the seed paper):
+//!   no memlimit, step applied only to packets that found more than one packet in
+//!   the L queue at enqueue.
+//!
+//! Linux follows RFC 9332 App. A only loosely; where they differ this module follows
+//! Linux (aqm.md §2.11): independent random draws instead of the RFC's
+//! deterministic accumulator, a step at 1 ms instead of a 0.8–1.2 ms ramp, overload
+//! at k·p' > 1 for both queues, packet (not byte) limit, a 16 ms update period, no
+//! PI action below 2 MTU of backlog, and a credit-based WRR scheduler.
+//!
+//! Not modelled: tc filters and `skb->priority` classification (hence no "LLLL"
+//! class, and no Not-ECT packet can reach the L queue, so the step's Not-ECT drop is
+//! unreachable though implemented), GSO splitting (`split_gso` is accepted but the
+//! simulator only carries MTU frames), the `max_rtt`/`typical_rtt` tc helper, and
+//! hrtimer callback latency (the PI update runs exactly every `tupdate`).
+
+use super::{Qdisc, QdiscCtx, QdiscStats};
+use crate::packet::{Ecn, Packet};
+use crate::rng::SimRng;
+use crate::time::{Time, NS_PER_MS, NS_PER_SEC, NS_PER_US};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// `psched_mtu(dev)` on Ethernet: 1500 + 14 (aqm.md §1.1).
+pub const PSCHED_MTU: u32 = 1514;
+/// `MAX_PROB`: the u32 probability scale, 2^32 - 1 == 1.0 (aqm.md §2.2).
+pub const MAX_PROB: u32 = u32::MAX;
+/// alpha/beta cross netlink in units of 1/256 Hz (`ALPHA_BETA_SHIFT` = 8) and are
+/// kept internally in units of 1/64 (`ALPHA_BETA_GRANULARITY` = 6), so the scaling
+/// shift is 8 - 6 = 2 (aqm.md §2.2, DP2-T/ML `dualpi2_scale_alpha_beta`).
+const ALPHA_BETA_GRANULARITY: u32 = 6;
+const ALPHA_BETA_SCALING: u32 = 8 - ALPHA_BETA_GRANULARITY;
+/// Kernel limit on the netlink alpha/beta value (2^31 - 1, in 1/256 Hz).
+const ALPHA_BETA_MAX_NL: u32 = (1 << 31) - 1;
+/// tc's own bound on the float it parses (`(2 << 23) - 1`, in Hz).
+const TC_ALPHA_BETA_MAX: f64 = ((2u32 << 23) - 1) as f64;
+/// Kernel defaults when tc sends no alpha/beta: 41/256 Hz and 819/256 Hz.
+pub const DEFAULT_ALPHA_NL: u32 = 41;
+pub const DEFAULT_BETA_NL: u32 = 819;
+/// Modelled `skb->truesize` of a forwarded frame, charged against `memlimit`
+/// (aqm.md §1.1, §12.5: the testbed NIC's value is unknown). 2304 B =
+/// SKB_TRUESIZE of a 2-KB receive fragment (2048 + aligned `struct sk_buff`), a
+/// common value for drivers that build skbs around 2-KB buffers. Assumption.
+pub const DEFAULT_SKB_TRUESIZE: u32 = 2304;
+
+/// Which kernel's DualPI2 to reproduce (aqm.md §2.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum DualPi2Variant {
+    /// DP2-ML: upstream Linux (6.18 tree; L4STeam 6.6 backport).
+    #[default]
+    #[serde(rename = "mainline")]
+    Mainline,
+    /// DP2-T: L4STeam testing kernel (2023-24), as in the seed experiment.
+    #[serde(rename = "l4steam")]
+    L4STeam,
+}
+
+/// Which ECN codepoints go to the L queue (`ect & mask != 0`, aqm.md §2.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum DualPi2EcnMask {
+    /// `l4s_ect` (mask 0x1): ECT(1) and CE.
+    #[default]
+    #[serde(rename = "l4s_ect")]
+    L4sEct,
+    /// mask 0x2 (mainline only): ECT(0) and CE.
+    #[serde(rename = "cla_ect")]
+    ClaEct,
+    /// `any_ect` (mask 0x3): every ECN-capable or CE packet.
+    #[serde(rename = "any_ect")]
+    AnyEct,
+}
+
+impl DualPi2EcnMask {
+    fn bits(self) -> u8 {
+        match self {
+            DualPi2EcnMask::L4sEct => 0b01,
+            DualPi2EcnMask::ClaEct => 0b10,
+            DualPi2EcnMask::AnyEct => 0b11,
+        }
+    }
+}
+
+/// `tc qdisc add ... dualpi2 ...` parameters (aqm.md §2.2), in base units.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DualPi2Params {
+    /// `limit`: packets in both queues together; tail drop beyond. Default 10 000.
+    pub limit_packets: u32,
+    /// `memlimit` (mainline only): bytes of skb truesize in both queues. `None` =
+    /// the kernel rule `limit x 2 x psched_mtu` (30 280 000 B for limit 10 000).
+    pub memlimit_bytes: Option<u64>,
+    /// `target`: PI reference queue delay, ns (tc carries whole µs). Default 15 ms.
+    pub target_ns: u64,
+    /// `tupdate`: PI update period, ns (whole µs). Default 16 ms.
+    pub tupdate_ns: u64,
+    /// `alpha`, Hz: integral gain as typed to tc. tc sends trunc(alpha x 256) (as a
+    /// C float), so `alpha 0.16` gives 40/256. `None` (default) = not given, i.e. the
+    /// kernel default 41/256 = 0.16015625 Hz (internal a_i = 44).
+    pub alpha: Option<f64>,
+    /// `beta`, Hz: proportional gain, same encoding. `None` (default) = kernel
+    /// default 819/256 = 3.19921875 Hz (internal b_i = 879).
+    pub beta: Option<f64>,
+    /// `step_thresh TIME`: L-queue step marking threshold on the packet's sojourn,
+    /// ns (whole µs). Default 1 ms. Unused when `step_thresh_packets` is set.
+    pub step_thresh_ns: u64,
+    /// `step_thresh Npkt`: threshold on the L queue length (after the packet leaves)
+    /// instead of time. Default `None` (time threshold). Under `l4steam` the kernel
+    /// multiplies the attribute by 1000 even in packet mode (DP2-T source quirk), so
+    /// N packets act as 1000 x N there.
+    pub step_thresh_packets: Option<u32>,
+    /// `min_qlen_step` (mainline only): the step applies to a packet only if the L
+    /// queue held at least this many packets when it arrived. Default 0 (always).
+    /// The l4steam variant instead hard-codes "more than 1 packet".
+    pub min_qlen_step: u32,
+    /// `coupling_factor` k: p_CL = k x p'. Default 2.
+    pub coupling_factor: u8,
+    /// `drop_on_overload` (true, default) or `overflow` (false).
+    pub drop_on_overload: bool,
+    /// `drop_dequeue` (true, default): PI mark/drop at dequeue; false =
+    /// `drop_enqueue`. The step is always applied at dequeue.
+    pub drop_dequeue: bool,
+    /// `classic_protection`: C-queue WRR weight in percent (wc; wl = 100 - wc).
+    /// Default 10.
+    pub classic_protection: u8,
+    /// `l4s_ect` (default) / `any_ect` (/ mainline's mask 2): L-queue classifier.
+    pub ecn_mask: DualPi2EcnMask,
+    /// `split_gso` / `no_split_gso`. Default true. No effect: the simulator carries
+    /// MTU-sized frames only (aqm.md §1.6).
+    pub split_gso: bool,
+    /// Kernel version to reproduce: "mainline" (default) or "l4steam".
+    pub variant: DualPi2Variant,
+    /// Model parameter, not a tc one: skb truesize charged per packet against
+    /// `memlimit` (mainline). Default 2304 B (assumption, aqm.md §12.5).
+    pub skb_truesize_bytes: u32,
+}
+
+impl Default for DualPi2Params {
+    fn default() -> Self {
+        DualPi2Params {
+            limit_packets: 10_000,
+            memlimit_bytes: None,
+            target_ns: 15 * NS_PER_MS,
+            tupdate_ns: 16 * NS_PER_MS,
+            alpha: None,
+            beta: None,
+            step_thresh_ns: NS_PER_MS,
+            step_thresh_packets: None,
+            min_qlen_step: 0,
+            coupling_factor: 2,
+            drop_on_overload: true,
+            drop_dequeue: true,
+            classic_protection: 10,
+            ecn_mask: DualPi2EcnMask::L4sEct,
+            split_gso: true,
+            variant: DualPi2Variant::Mainline,
+            skb_truesize_bytes: DEFAULT_SKB_TRUESIZE,
+        }
+    }
+}
+
+/// tc's float-to-netlink conversion of alpha/beta: `(uint32_t)(strtof(arg) * 256)`,
+/// computed in single precision and truncated (aqm.md §2.2, IP2-L4S).
+pub fn tc_alpha_beta_to_nl(hz: f64) -> u32 {
+    ((hz as f32) * 256.0f32) as u32
+}
+
+/// The kernel's `dualpi2_scale_alpha_beta`: netlink units (1/256 Hz) to internal
+/// gain per ns in units of 2^-6 of the u32 probability scale:
+/// floor((nl x (2^32 - 1) >> 2) / 1e9) (aqm.md §2.2: 41 -> 44, 819 -> 879).
+pub fn scale_alpha_beta(nl: u32) -> u32 {
+    let tmp = (nl as u64 * MAX_PROB as u64) >> ALPHA_BETA_SCALING;
+    (tmp / NS_PER_SEC) as u32
+}
+
+impl DualPi2Params {
+    /// Netlink value of alpha (1/256 Hz).
+    pub fn alpha_nl(&self) -> u32 {
+        self.alpha.map_or(DEFAULT_ALPHA_NL, tc_alpha_beta_to_nl)
+    }
+    /// Netlink value of beta (1/256 Hz).
+    pub fn beta_nl(&self) -> u32 {
+        self.beta.map_or(DEFAULT_BETA_NL, tc_alpha_beta_to_nl)
+    }
+    /// Internal integral gain a_i.
+    pub fn a_i(&self) -> u32 {
+        scale_alpha_beta(self.alpha_nl())
+    }
+    /// Internal proportional gain b_i.
+    pub fn b_i(&self) -> u32 {
+        scale_alpha_beta(self.beta_nl())
+    }
+
+    /// The memory limit in force (mainline): explicit, else `limit x 2 x MTU`
+    /// saturated to u32 (DP2-ML `get_memory_limit`).
+    pub fn memory_limit(&self) -> u32 {
+        match self.memlimit_bytes {
+            Some(m) => m as u32,
+            None => (self.limit_packets as u64 * 2 * PSCHED_MTU as u64).min(u32::MAX as u64) as u32,
+        }
+    }
+
+    /// Check ranges as tc and the kernel's netlink policy would.
+    pub fn validate(&self) -> Result<(), String> {
+        let ml = self.variant == DualPi2Variant::Mainline;
+        if self.limit_packets == 0 {
+            return Err("limit_packets: 0 is out of range (allowed 1..=4294967295)".into());
+        }
+        if let Some(m) = self.memlimit_bytes {
+            if !ml {
+                return Err(format!("memlimit_bytes: {m} is not supported by variant l4steam (allowed: unset)"));
+            }
+            if m == 0 || m > u32::MAX as u64 {
+                return Err(format!("memlimit_bytes: {m} is out of range (allowed 1..=4294967295)"));
+            }
+        }
+        // tc carries times as whole µs in u32 attributes (aqm.md §2.2).
+        let us_time = |name: &str, v: u64, min_us: u64, max_ns: u64| -> Result<(), String> {
+            if !v.is_multiple_of(NS_PER_US) || v < min_us * NS_PER_US || v > max_ns {
+                Err(format!(
+                    "{name}: {v} is out of range (allowed whole microseconds, {}..={max_ns} ns)",
+                    min_us * NS_PER_US
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        us_time("target_ns", self.target_ns, 1, u32::MAX as u64 * NS_PER_US)?;
+        // tupdate and step_thresh are stored as u32 ns in the kernel.
+        let u32_ns_max = (u32::MAX as u64 / NS_PER_US) * NS_PER_US;
+        us_time("tupdate_ns", self.tupdate_ns, 1, u32_ns_max)?;
+        us_time("step_thresh_ns", self.step_thresh_ns, 1, u32_ns_max)?;
+        for (name, v) in [("alpha", self.alpha), ("beta", self.beta)] {
+            if let Some(x) = v {
+                let nl = tc_alpha_beta_to_nl(x);
+                let min_nl = if ml { 1 } else { 0 };
+                if !x.is_finite() || !(0.0..=TC_ALPHA_BETA_MAX).contains(&x) || nl < min_nl || nl > ALPHA_BETA_MAX_NL {
+                    return Err(format!(
+                        "{name}: {x} is out of range (allowed {}..<8388608 Hz, sent as trunc(x*256))",
+                        if ml { "1/256" } else { "0" }
+                    ));
+                }
+            }
+        }
+        if let Some(n) = self.step_thresh_packets {
+            if n == 0 {
+                return Err("step_thresh_packets: 0 is out of range (allowed 1..=4294967295)".into());
+            }
+        }
+        if !ml && self.min_qlen_step != 0 {
+            return Err(format!(
+                "min_qlen_step: {} is not supported by variant l4steam (allowed 0; l4steam applies the step when qlen(L) > 1)",
+                self.min_qlen_step
+            ));
+        }
+        if self.coupling_factor == 0 {
+            return Err("coupling_factor: 0 is out of range (allowed 1..=255)".into());
+        }
+        if self.classic_protection > 100 {
+            return Err(format!("classic_protection: {} is out of range (allowed 0..=100)", self.classic_protection));
+        }
+        if !ml && self.ecn_mask == DualPi2EcnMask::ClaEct {
+            return Err("ecn_mask: cla_ect is not supported by variant l4steam (allowed l4s_ect, any_ect)".into());
+        }
+        if self.skb_truesize_bytes == 0 {
+            return Err("skb_truesize_bytes: 0 is out of range (allowed 1..=4294967295)".into());
+        }
+        Ok(())
+    }
+}
+
+/// Class of a queued packet (`dualpi2_skb_cb.classified`); only the two reachable
+/// without tc filters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    Classic = 0,
+    L4s = 1,
+}
+
+/// A queued packet and its control block (aqm.md §2.12).
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    pkt: Packet,
+    /// ECN codepoint read at enqueue (`cb->ect`), before any mark.
+    ect: Ecn,
+    class: Class,
+    /// Step eligibility decided at enqueue (aqm.md §2.4 step 4).
+    apply_step: bool,
+}
+
+/// How the step threshold is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// Sojourn time, ns.
+    Time(u64),
+    /// L queue length after removing the packet.
+    Packets(u32),
+}
+
+/// The DualPI2 qdisc.
+pub struct DualPi2 {
+    params: DualPi2Params,
+    // Configuration in kernel units.
+    limit: u32,
+    memory_limit: u32,
+    target: u64,
+    tupdate: u64,
+    a_i: u32,
+    b_i: u32,
+    step: Step,
+    k: u8,
+    ecn_mask: u8,
+    wc: i32,
+    wl: i32,
+    credit_init: i32,
+    truesize: u32,
+    // Queues.
+    c: VecDeque<Entry>,
+    l: VecDeque<Entry>,
+    // PI state.
+    prob: u32,
+    last_qdelay: u64,
+    next_update: Time,
+    // WRR credit (sign: > 0 means C is next when both are backlogged).
+    credit: i32,
+    // Mainline memory accounting.
+    memory_used: u32,
+    max_memory_used: u32,
+    // `tc -s` counters.
+    packets_in_c: u64,
+    packets_in_l: u64,
+    maxq: u64,
+    ecn_mark: u64,
+    step_marks: u64,
+    /// Drops counted on the L child (step drops of Not-ECT L packets).
+    l_drops: u64,
+    /// Latest time seen, for the dump-time `delay_c`/`delay_l` of `extra_stats`.
+    last_now: Time,
+    stats: QdiscStats,
+}
+
+impl DualPi2 {
+    /// Build from validated parameters; the qdisc is created at t = 0, so the first
+    /// PI update fires at `tupdate` (aqm.md §1.3: hrtimer started at init + tupdate).
+    pub fn new(params: DualPi2Params, _rng: &mut SimRng) -> Self {
+        let ml = params.variant == DualPi2Variant::Mainline;
+        let step = match params.step_thresh_packets {
+            // DP2-T multiplies the STEP_THRESH attribute by NSEC_PER_USEC even when
+            // the STEP_PACKETS flag is set, so `step_thresh 5pkt` becomes a 5000-packet
+            // threshold there (source quirk of DP2-T 0a468c0f; truncated to u32).
+            Some(n) if !ml => Step::Packets((n as u64 * NS_PER_US) as u32),
+            Some(n) => Step::Packets(n),
+            None => Step::Time(params.step_thresh_ns),
+        };
+        let wc = params.classic_protection as i32;
+        let wl = 100 - wc;
+        // aqm.md §2.6: init = psched_mtu x (wc - wl) = -121 120 by default.
+        let credit_init = PSCHED_MTU as i32 * (wc - wl);
+        let cap = (params.limit_packets as usize).clamp(16, 1 << 14);
+        DualPi2 {
+            limit: params.limit_packets,
+            memory_limit: params.memory_limit(),
+            target: params.target_ns,
+            tupdate: params.tupdate_ns,
+            a_i: params.a_i(),
+            b_i: params.b_i(),
+            step,
+            k: params.coupling_factor,
+            ecn_mask: params.ecn_mask.bits(),
+            wc,
+            wl,
+            credit_init,
+            truesize: params.skb_truesize_bytes,
+            c: VecDeque::with_capacity(cap),
+            l: VecDeque::with_capacity(cap),
+            prob: 0,
+            last_qdelay: 0,
+            next_update: params.tupdate_ns,
+            credit: credit_init,
+            memory_used: 0,
+            max_memory_used: 0,
+            packets_in_c: 0,
+            packets_in_l: 0,
+            maxq: 0,
+            ecn_mark: 0,
+            step_marks: 0,
+            l_drops: 0,
+            last_now: 0,
+            stats: QdiscStats::default(),
+            params,
+        }
+    }
+
+    /// Current base probability p' as the kernel's u32 (`pi2_prob`).
+    pub fn prob(&self) -> u32 {
+        self.prob
+    }
+
+    /// WRR credit.
+    pub fn credit(&self) -> i32 {
+        self.credit
+    }
+
+    /// Internal gains (a_i, b_i).
+    pub fn gains(&self) -> (u32, u32) {
+        (self.a_i, self.b_i)
+    }
+
+    /// The parameters this qdisc was built with.
+    pub fn params(&self) -> &DualPi2Params {
+        &self.params
+    }
+
+    /// aqm.md §2.7 step 2: overload iff k x prob > 2^32 - 1 (64-bit product).
+    pub fn is_overloaded(&self) -> bool {
+        self.prob as u64 * self.k as u64 > MAX_PROB as u64
+    }
+
+    fn is_mainline(&self) -> bool {
+        self.params.variant == DualPi2Variant::Mainline
+    }
+
+    /// `dualpi2_roll`: true iff a uniform u32 is <= p (aqm.md §1.4).
+    #[inline]
+    fn roll(p: u32, rng: &mut SimRng) -> bool {
+        rng.next_u32() <= p
+    }
+
+    /// `dualpi2_mark`: set CE if ECN-capable (re-marks of CE count), bump
+    /// `ecn_mark` and report the mark (aqm.md §1.2, §2.7).
+    fn mark(&mut self, pkt: &mut Packet, ctx: &mut QdiscCtx) -> bool {
+        if pkt.set_ce() {
+            self.ecn_mark += 1;
+            self.stats.marks += 1;
+            ctx.note_mark(pkt.flow);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// aqm.md §2.7 `must_drop`: the PI-based decision for one packet, given the
+    /// qdisc backlog in bytes (excluding the packet at dequeue, before adding it at
+    /// enqueue). Marks the packet when that is the outcome; true = drop it.
+    fn must_drop(&mut self, e: &mut Entry, backlog: u64, ctx: &mut QdiscCtx) -> bool {
+        // §2.7.1: no action with less than 2 MTU queued (Linux only; not in RFC 9332).
+        if backlog < 2 * PSCHED_MTU as u64 {
+            return false;
+        }
+        let prob = self.prob;
+        let local_l_prob = prob as u64 * self.k as u64;
+        let overload = self.is_overloaded();
+        match e.class {
+            // §2.7.3: p_C = p'^2 via two independent draws; Not-ECT or overload -> drop.
+            Class::Classic => {
+                if Self::roll(prob, ctx.rng) && Self::roll(prob, ctx.rng) {
+                    if overload || e.ect == Ecn::NotEct {
+                        return true;
+                    }
+                    self.mark(&mut e.pkt, ctx);
+                }
+                false
+            }
+            Class::L4s => {
+                if overload {
+                    // §2.7.4: on overload with drop_on_overload, drop w.p. p'^2 and
+                    // mark every other L packet (p_CL saturates); in overflow mode
+                    // (unreachable: prob is capped at MAX/k) mark without drawing.
+                    if self.params.drop_on_overload && Self::roll(prob, ctx.rng) && Self::roll(prob, ctx.rng) {
+                        return true;
+                    }
+                    self.mark(&mut e.pkt, ctx);
+                    return false;
+                }
+                // §2.7.4: p_CL = k x p' (fits in u32 as not overloaded).
+                if Self::roll(local_l_prob as u32, ctx.rng) {
+                    if e.ect == Ecn::NotEct {
+                        return true;
+                    }
+                    self.mark(&mut e.pkt, ctx);
+                }
+                false
+            }
+        }
+    }
+
+    /// aqm.md §2.8 step AQM on a packet leaving the L queue; true = drop it
+    /// (Not-ECT above the step, DP2-T/ML).
+    fn step_aqm(&mut self, e: &mut Entry, now: Time, ctx: &mut QdiscCtx) -> bool {
+        let above = match self.step {
+            Step::Time(th) => now.saturating_sub(e.pkt.enqueue_ts) > th,
+            // L queue length after removing this packet.
+            Step::Packets(th) => self.l.len() as u64 > th as u64,
+        };
+        if e.apply_step && above {
+            if e.ect == Ecn::NotEct {
+                return true;
+            }
+            if self.mark(&mut e.pkt, ctx) {
+                self.step_marks += 1;
+            }
+        }
+        false
+    }
+
+    /// aqm.md §2.9 `calculate_probability` (DP2-T/ML integer arithmetic).
+    fn calculate_probability(&mut self, now: Time) -> u32 {
+        // Head-of-line waiting times (0 for an empty queue). Linux tracks head
+        // enqueue timestamps with 0 meaning "empty"; the queue front is equivalent
+        // (and avoids the sentinel clash with a packet enqueued at t = 0).
+        let qdelay_c = self.c.front().map_or(0, |e| now.saturating_sub(e.pkt.enqueue_ts));
+        let qdelay_l = self.l.front().map_or(0, |e| now.saturating_sub(e.pkt.enqueue_ts));
+        let qdelay = qdelay_c.max(qdelay_l);
+        // delta = (qdelay - target) a_i + (qdelay - last_qdelay) b_i in s64 (the
+        // kernel notes overflow beyond ~4.2 s of delay change; wrap like it).
+        let delta = (qdelay as i64)
+            .wrapping_sub(self.target as i64)
+            .wrapping_mul(self.a_i as i64)
+            .wrapping_add((qdelay as i64).wrapping_sub(self.last_qdelay as i64).wrapping_mul(self.b_i as i64));
+        self.last_qdelay = qdelay;
+        // Scale by 2^-6 and add to the u32 prob; the kernel truncates the sum to
+        // u32 and saturates only when the u32 addition wraps.
+        let step = (delta.unsigned_abs() >> ALPHA_BETA_GRANULARITY) as u32;
+        let new_prob = if delta > 0 {
+            let n = self.prob.wrapping_add(step);
+            if n < self.prob {
+                MAX_PROB
+            } else {
+                n
+            }
+        } else {
+            let n = self.prob.wrapping_sub(step);
+            if n > self.prob {
+                0
+            } else {
+                n
+            }
+        };
+        // §2.9.5: overflow mode caps p_CL at 100 %.
+        if !self.params.drop_on_overload {
+            new_prob.min(MAX_PROB / self.k as u32)
+        } else {
+            new_prob
+        }
+    }
+
+    /// Index of the queue the WRR would serve next (aqm.md §2.6), or None if empty.
+    fn pick(&self) -> Option<Class> {
+        if !self.l.is_empty() && (self.c.is_empty() || self.credit <= 0) {
+            Some(Class::L4s)
+        } else if !self.c.is_empty() {
+            Some(Class::Classic)
+        } else {
+            None
+        }
+    }
+
+    #[cfg(test)]
+    fn set_prob(&mut self, p: u32) {
+        self.prob = p;
+    }
+}
+
+impl Qdisc for DualPi2 {
+    fn kind(&self) -> &'static str {
+        "dualpi2"
+    }
+
+    fn enqueue(&mut self, mut pkt: Packet, now: Time, ctx: &mut QdiscCtx) {
+        self.last_now = self.last_now.max(now);
+        // aqm.md §2.3: classify on the ECN field read at enqueue.
+        let ect = pkt.ecn;
+        let class = if (ect as u8) & self.ecn_mask != 0 { Class::L4s } else { Class::Classic };
+        pkt.qclass = class as u8;
+        let qlen = self.c.len() + self.l.len();
+        // §2.4.1: shared packet limit (+ truesize memlimit in mainline) -> tail drop.
+        let over_mem = self.is_mainline() && self.memory_used as u64 + self.truesize as u64 > self.memory_limit as u64;
+        if qlen >= self.limit as usize || over_mem {
+            self.stats.overlimits += 1;
+            self.stats.drops += 1;
+            ctx.drop_packet(pkt);
+            return;
+        }
+        let mut e = Entry { pkt, ect, class, apply_step: false };
+        // §2.4.2: drop_enqueue mode runs the PI decision on the backlog before adding.
+        if !self.params.drop_dequeue && self.must_drop(&mut e, self.stats.backlog_bytes, ctx) {
+            self.stats.drops += 1;
+            ctx.drop_packet(e.pkt);
+            return;
+        }
+        // §2.4.3: timestamp, memory, maxq (qlen before adding).
+        e.pkt.enqueue_ts = now;
+        if self.is_mainline() {
+            self.memory_used = self.memory_used.wrapping_add(self.truesize);
+            self.max_memory_used = self.max_memory_used.max(self.memory_used);
+        }
+        self.maxq = self.maxq.max(qlen as u64);
+        self.stats.on_enqueue(&e.pkt);
+        match class {
+            Class::L4s => {
+                // §2.4.4: step eligibility from the L queue length before appending:
+                // DP2-T "qlen(L) > 1", DP2-ML "qlen(L) >= min_qlen_step".
+                let ql = self.l.len() as u64;
+                e.apply_step = if self.is_mainline() { ql >= self.params.min_qlen_step as u64 } else { ql > 1 };
+                self.packets_in_l += 1;
+                self.l.push_back(e);
+            }
+            Class::Classic => {
+                self.packets_in_c += 1;
+                self.c.push_back(e);
+            }
+        }
+    }
+
+    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx) -> Option<Packet> {
+        // aqm.md §2.5: `now` read once per call; drops retry within the call.
+        self.last_now = self.last_now.max(now);
+        loop {
+            // §2.6: WRR pick; credit change only if the other queue is non-empty.
+            let both = !self.c.is_empty() && !self.l.is_empty();
+            let mut e = match self.pick() {
+                Some(Class::L4s) => self.l.pop_front().expect("L non-empty"),
+                Some(Class::Classic) => self.c.pop_front().expect("C non-empty"),
+                None => {
+                    // Both empty: reset the credit.
+                    self.credit = self.credit_init;
+                    return None;
+                }
+            };
+            let len = e.pkt.wire_len as i32;
+            let credit_change = match (both, e.class) {
+                (false, _) => 0,
+                (true, Class::L4s) => self.wc.wrapping_mul(len),
+                (true, Class::Classic) => (-self.wl).wrapping_mul(len),
+            };
+            if self.is_mainline() {
+                self.memory_used = self.memory_used.wrapping_sub(self.truesize);
+            }
+            self.stats.on_remove(&e.pkt);
+            // §2.5.3: PI decision on the remaining backlog; a drop skips the credit.
+            if self.params.drop_dequeue && self.must_drop(&mut e, self.stats.backlog_bytes, ctx) {
+                self.stats.drops += 1;
+                ctx.drop_packet(e.pkt);
+                continue;
+            }
+            // §2.5.4: step AQM for L-queue packets (after surviving the PI decision).
+            if e.class == Class::L4s && self.step_aqm(&mut e, now, ctx) {
+                self.l_drops += 1;
+                self.stats.drops += 1;
+                ctx.drop_packet(e.pkt);
+                continue;
+            }
+            // §2.5.5: apply the credit change and send.
+            self.credit = self.credit.wrapping_add(credit_change);
+            self.stats.on_sent(&e.pkt);
+            return Some(e.pkt);
+        }
+    }
+
+    fn peek(&self) -> Option<&Packet> {
+        match self.pick()? {
+            Class::L4s => self.l.front().map(|e| &e.pkt),
+            Class::Classic => self.c.front().map(|e| &e.pkt),
+        }
+    }
+
+    fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+
+    fn next_timer(&self) -> Option<Time> {
+        Some(self.next_update)
+    }
+
+    /// aqm.md §2.9: PI update every tupdate; re-armed at callback time + tupdate.
+    fn on_timer(&mut self, now: Time, _ctx: &mut QdiscCtx) {
+        if now < self.next_update {
+            return;
+        }
+        self.last_now = self.last_now.max(now);
+        self.prob = self.calculate_probability(now);
+        self.next_update = now + self.tupdate;
+    }
+
+    /// `tc -s qdisc show` xstats (aqm.md §2.10). `delay_c`/`delay_l` are computed at
+    /// the latest time the qdisc saw (the trait passes no dump time), truncated to
+    /// whole µs as the kernel reports them.
+    fn extra_stats(&self) -> Vec<(&'static str, f64)> {
+        let delay_ms = |q: &VecDeque<Entry>| {
+            q.front().map_or(0, |e| self.last_now.saturating_sub(e.pkt.enqueue_ts) / NS_PER_US) as f64 / 1000.0
+        };
+        let mut v = vec![
+            ("prob", self.prob as f64 / MAX_PROB as f64),
+            ("delay_c_ms", delay_ms(&self.c)),
+            ("delay_l_ms", delay_ms(&self.l)),
+            ("pkts_in_c", self.packets_in_c as f64),
+            ("pkts_in_l", self.packets_in_l as f64),
+            ("maxq", self.maxq as f64),
+            ("ecn_mark", self.ecn_mark as f64),
+            ("step_marks", self.step_marks as f64),
+            ("credit", self.credit as f64),
+            ("l_drops", self.l_drops as f64),
+        ];
+        if self.is_mainline() {
+            v.push(("memory_used", self.memory_used as f64));
+            v.push(("max_memory_used", self.max_memory_used as f64));
+            v.push(("memory_limit", self.memory_limit as f64));
+        }
+        v
+    }
+
+    fn class_names(&self) -> &'static [&'static str] {
+        &["C", "L"]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::PacketKind;
+    use crate::rng;
+
+    const FRAME: u32 = 1514;
+    const MS: u64 = NS_PER_MS;
+
+    /// Owns what a `QdiscCtx` borrows.
+    struct H {
+        rng: SimRng,
+        dropped: Vec<Packet>,
+        marked: Vec<u32>,
+    }
+
+    impl H {
+        fn new(seed: u64) -> Self {
+            H { rng: rng::stream(seed, rng::Stream::Qdisc), dropped: Vec::new(), marked: Vec::new() }
+        }
+        fn ctx(&mut self) -> QdiscCtx<'_> {
+            QdiscCtx { rng: &mut self.rng, dropped: &mut self.dropped, marked: &mut self.marked }
+        }
+    }
+
+    fn frame(id: u64, ecn: Ecn, len: u32) -> Packet {
+        let mut p = Packet::new(id as u32, PacketKind::Data);
+        p.id = id;
+        p.ecn = ecn;
+        p.wire_len = len;
+        p
+    }
+
+    fn qdisc(params: DualPi2Params) -> DualPi2 {
+        params.validate().expect("valid params");
+        DualPi2::new(params, &mut rng::stream(0, rng::Stream::Qdisc))
+    }
+
+    fn extra(q: &DualPi2, name: &str) -> f64 {
+        q.extra_stats().into_iter().find(|(k, _)| *k == name).map(|(_, v)| v).expect(name)
+    }
+
+    /// Probability that `roll(p)` fires: P(r <= p) for uniform u32 r.
+    fn p_roll(p: u32) -> f64 {
+        (p as f64 + 1.0) / 4_294_967_296.0
+    }
+
+    /// Binomial tolerance: a fraction of n Bernoulli(p) trials has standard
+    /// deviation sqrt(p(1-p)/n); 5 sigma gives a two-sided false-failure
+    /// probability of about 5.7e-7 (and the seeded stream makes the test
+    /// deterministic anyway).
+    fn tol5(p: f64, n: u64) -> f64 {
+        5.0 * (p * (1.0 - p) / n as f64).sqrt()
+    }
+
+    /// Keep at least 40 frames of `ecn` queued (so the 2-MTU rule never applies) and
+    /// dequeue at t = 0 (sojourn 0: no step) until `n` packets were decided.
+    /// Returns (marked, dropped, passed unmarked).
+    fn steady(q: &mut DualPi2, h: &mut H, ecn: Ecn, n: u64) -> (u64, u64, u64) {
+        let (mut marked, mut passed, mut id) = (0u64, 0u64, 0u64);
+        let drops0 = q.stats().drops;
+        while marked + passed + (q.stats().drops - drops0) < n {
+            while q.len() < 40 {
+                q.enqueue(frame(id, ecn, FRAME), 0, &mut h.ctx());
+                id += 1;
+            }
+            let p = q.dequeue(0, &mut h.ctx()).expect("backlogged");
+            if p.ecn == Ecn::Ce {
+                marked += 1;
+            } else {
+                assert_eq!(p.ecn, ecn);
+                passed += 1;
+            }
+        }
+        (marked, q.stats().drops - drops0, passed)
+    }
+
+    #[test]
+    fn vector1_wrr_order_and_credit() {
+        // aqm.md §11 vector 1 / §2.6: both queues backlogged with 1514-B frames
+        // from reset: L x9, C x1, repeating; credit after the first C = -121 120.
+        let mut q = qdisc(DualPi2Params::default());
+        let mut h = H::new(1);
+        for i in 0..40 {
+            q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
+            q.enqueue(frame(100 + i, Ecn::Ect0, FRAME), 0, &mut h.ctx());
+        }
+        assert_eq!(q.credit(), -121_120);
+        let mut order = String::new();
+        let mut credits = Vec::new();
+        for _ in 0..30 {
+            let p = q.dequeue(0, &mut h.ctx()).unwrap();
+            order.push(if p.qclass == 1 { 'L' } else { 'C' });
+            credits.push(q.credit());
+        }
+        assert_eq!(order, "LLLLLLLLLC".repeat(3));
+        // +15 140 per L packet, -136 260 per C packet.
+        assert_eq!(credits[7], 0);
+        assert_eq!(credits[8], 15_140);
+        assert_eq!(credits[9], -121_120);
+        assert_eq!(credits[19], -121_120);
+        assert_eq!(q.stats().marks + q.stats().drops, 0, "prob = 0: no AQM action");
+    }
+
+    #[test]
+    fn wrr_credit_frozen_with_one_queue_and_reset_when_empty() {
+        // aqm.md §11 vector 1 / §2.6: one queue empty -> the other is served every
+        // time and the credit is frozen; a dequeue finding both empty resets it.
+        let mut q = qdisc(DualPi2Params::default());
+        let mut h = H::new(1);
+        for i in 0..2 {
+            q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
+        }
+        for i in 0..3 {
+            q.enqueue(frame(10 + i, Ecn::NotEct, FRAME), 0, &mut h.ctx());
+        }
+        assert_eq!(q.dequeue(0, &mut h.ctx()).unwrap().qclass, 1);
+        assert_eq!(q.credit(), -121_120 + 15_140);
+        assert_eq!(q.dequeue(0, &mut h.ctx()).unwrap().qclass, 1);
+        assert_eq!(q.credit(), -90_840);
+        for _ in 0..3 {
+            assert_eq!(q.dequeue(0, &mut h.ctx()).unwrap().qclass, 0);
+            assert_eq!(q.credit(), -90_840);
+        }
+        assert!(q.dequeue(0, &mut h.ctx()).is_none());
+        assert_eq!(q.credit(), -121_120);
+    }
+
+    #[test]
+    fn alpha_beta_fixed_point_as_tc_and_kernel() {
+        // aqm.md §2.2: kernel defaults 41/256 and 819/256 -> a_i = 44, b_i = 879.
+        let d = DualPi2Params::default();
+        assert_eq!((d.alpha_nl(), d.beta_nl()), (41, 819));
+        assert_eq!((d.a_i(), d.b_i()), (44, 879));
+        assert_eq!(qdisc(d).gains(), (44, 879));
+        // `tc ... alpha 0.16 beta 3.2` truncates to 40 and 819: a_i = 42.
+        let tc = DualPi2Params { alpha: Some(0.16), beta: Some(3.2), ..Default::default() };
+        assert_eq!((tc.alpha_nl(), tc.beta_nl()), (40, 819));
+        assert_eq!((tc.a_i(), tc.b_i()), (42, 879));
+        let exact = DualPi2Params { alpha: Some(0.16015625), ..Default::default() };
+        assert_eq!(exact.a_i(), 44);
+    }
+
+    #[test]
+    fn vector2_pi_integer_path() {
+        // aqm.md §11 vector 2: a_i 44, b_i 879, target 15 ms, head waiting time held
+        // at 16 ms at every update: +220 437 500 then +687 500 per update.
+        let mut q = qdisc(DualPi2Params::default());
+        let mut h = H::new(1);
+        assert_eq!(q.next_timer(), Some(16 * MS), "first expiry = creation + tupdate");
+        q.enqueue(frame(0, Ecn::Ect0, FRAME), 0, &mut h.ctx());
+        q.on_timer(16 * MS, &mut h.ctx());
+        assert_eq!(q.prob(), 220_437_500);
+        assert!((q.prob() as f64 / MAX_PROB as f64 - 0.051325).abs() < 1e-6);
+        for k in 1..=10u64 {
+            assert_eq!(q.next_timer(), Some(16 * MS * (k + 1)));
+            // A new head arrives at 16k ms; the old one leaves just before the
+            // update (one frame left: below 2 MTU, so no PI action at dequeue).
+            q.enqueue(frame(k, Ecn::Ect0, FRAME), 16 * MS * k, &mut h.ctx());
+            let p = q.dequeue(16 * MS * (k + 1) - 1, &mut h.ctx()).unwrap();
+            assert_eq!((p.id, p.ecn), (k - 1, Ecn::Ect0));
+            q.on_timer(16 * MS * (k + 1), &mut h.ctx());
+            assert_eq!(q.prob(), 220_437_500 + 687_500 * k as u32);
+        }
+    }
+
+    #[test]
+    fn pi_uses_larger_head_wait_and_clamps() {
+        let mut h = H::new(1);
+        // aqm.md §2.9 step 1: the max of the C and L head waiting times.
+        let mut q = qdisc(DualPi2Params::default());
+        q.enqueue(frame(0, Ecn::Ect0, FRAME), 6 * MS, &mut h.ctx()); // C head waits 10 ms
+        q.enqueue(frame(1, Ecn::Ect1, FRAME), 0, &mut h.ctx()); // L head waits 16 ms
+        q.on_timer(16 * MS, &mut h.ctx());
+        assert_eq!(q.prob(), 220_437_500);
+        // Queues empty at the next update: delta = -15e6*44 - 16e6*879 -> clamp at 0.
+        q.dequeue(16 * MS, &mut h.ctx());
+        q.dequeue(16 * MS, &mut h.ctx());
+        q.on_timer(32 * MS, &mut h.ctx());
+        assert_eq!(q.prob(), 0);
+        q.on_timer(48 * MS, &mut h.ctx());
+        assert_eq!(q.prob(), 0);
+        // Saturation at MAX_PROB when the u32 addition wraps.
+        q.set_prob(MAX_PROB - 10);
+        q.enqueue(frame(2, Ecn::Ect0, FRAME), 48 * MS, &mut h.ctx());
+        q.on_timer(48 * MS + 20 * MS, &mut h.ctx());
+        assert_eq!(q.prob(), MAX_PROB);
+        // Kernel quirk (DP2-T/ML): the scaled step is truncated to u32 before the
+        // wrap check, so one update adding >= 2^32 is taken modulo 2^32. Head wait
+        // 300 ms from prob 0: (285e6*44 + 300e6*879)/64 = 4 316 250 000 -> 21 282 704.
+        let mut q2 = qdisc(DualPi2Params { tupdate_ns: 300 * MS, ..Default::default() });
+        q2.enqueue(frame(0, Ecn::Ect0, FRAME), 0, &mut h.ctx());
+        assert_eq!(q2.next_timer(), Some(300 * MS));
+        q2.on_timer(300 * MS, &mut h.ctx());
+        assert_eq!(q2.prob(), 21_282_704);
+    }
+
+    #[test]
+    fn overflow_mode_caps_prob_at_one_over_k() {
+        // aqm.md §2.9 step 5 / §2.7.4: overflow mode caps prob at MAX/k.
+        let mut q = qdisc(DualPi2Params { drop_on_overload: false, ..Default::default() });
+        let mut h = H::new(3);
+        q.set_prob(MAX_PROB - 10);
+        q.enqueue(frame(0, Ecn::Ect0, FRAME), 0, &mut h.ctx());
+        q.on_timer(16 * MS, &mut h.ctx());
+        assert_eq!(q.prob(), MAX_PROB / 2);
+        assert!(!q.is_overloaded());
+        q.dequeue(16 * MS, &mut h.ctx());
+        // Classic ECT(0) packets are then marked, never force-dropped.
+        let n = 20_000;
+        let (marked, dropped, _) = steady(&mut q, &mut h, Ecn::Ect0, n);
+        assert_eq!(dropped, 0);
+        let pc = p_roll(MAX_PROB / 2).powi(2);
+        assert!((marked as f64 / n as f64 - pc).abs() < tol5(pc, n), "marked {marked}");
+    }
+
+    #[test]
+    fn vector3_overload_boundary() {
+        // aqm.md §11 vector 3 (k = 2).
+        let mut q = qdisc(DualPi2Params::default());
+        q.set_prob(2_147_483_647);
+        assert!(!q.is_overloaded());
+        q.set_prob(2_147_483_648);
+        assert!(q.is_overloaded());
+
+        // Not overloaded at p' = 0.5: p_CL = 1 - 2^-32, so every L packet is marked
+        // and none dropped.
+        let mut h = H::new(7);
+        let mut q = qdisc(DualPi2Params::default());
+        q.set_prob(2_147_483_647);
+        let (marked, dropped, passed) = steady(&mut q, &mut h, Ecn::Ect1, 5_000);
+        assert_eq!((dropped, passed), (0, 0));
+        assert_eq!(marked, 5_000);
+
+        // Overloaded: L behaves like C (drop w.p. p'^2) and every survivor is marked;
+        // C ECT(0) packets are dropped w.p. p'^2 and never marked.
+        let n = 20_000;
+        let pd = p_roll(2_147_483_648).powi(2);
+        let mut q = qdisc(DualPi2Params::default());
+        q.set_prob(2_147_483_648);
+        let (marked, dropped, passed) = steady(&mut q, &mut h, Ecn::Ect1, n);
+        assert_eq!(passed, 0);
+        assert_eq!(marked + dropped, n);
+        assert!((dropped as f64 / n as f64 - pd).abs() < tol5(pd, n), "L dropped {dropped}");
+        let mut q = qdisc(DualPi2Params::default());
+        q.set_prob(2_147_483_648);
+        let (marked, dropped, _) = steady(&mut q, &mut h, Ecn::Ect0, n);
+        assert_eq!(marked, 0);
+        assert!((dropped as f64 / n as f64 - pd).abs() < tol5(pd, n), "C dropped {dropped}");
+
+        // The boundary is strict (k x prob > MAX_PROB). With k = 2 the product is even
+        // and MAX_PROB odd, so check it where it can bite: k = 3, MAX_PROB = 3 x
+        // 1 431 655 765. At that prob p_CL = 1 exactly (no drop); one more -> overload,
+        // L packets dropped w.p. p'^2 ~ 1/9.
+        let k3 = DualPi2Params { coupling_factor: 3, ..Default::default() };
+        let mut q = qdisc(k3.clone());
+        q.set_prob(1_431_655_765);
+        assert!(!q.is_overloaded());
+        assert_eq!(steady(&mut q, &mut h, Ecn::Ect1, 5_000), (5_000, 0, 0));
+        let mut q = qdisc(k3);
+        q.set_prob(1_431_655_766);
+        assert!(q.is_overloaded());
+        let (marked, dropped, passed) = steady(&mut q, &mut h, Ecn::Ect1, n);
+        let pd = p_roll(1_431_655_766).powi(2);
+        assert_eq!((passed, marked + dropped), (0, n));
+        assert!((dropped as f64 / n as f64 - pd).abs() < tol5(pd, n), "k=3 L dropped {dropped}");
+    }
+
+    #[test]
+    fn coupling_observed_at_dequeue() {
+        // aqm.md §2.7 / §2.9: with prob fixed at p' = 0.1, C ECT(0) packets are
+        // marked w.p. p'^2 = (p_CL/k)^2 and L packets w.p. p_CL = k p'.
+        let prob = (0.1 * MAX_PROB as f64) as u32;
+        let n = 200_000u64;
+        let mut h = H::new(11);
+        let mut qc = qdisc(DualPi2Params::default());
+        qc.set_prob(prob);
+        let (mc, dc, _) = steady(&mut qc, &mut h, Ecn::Ect0, n);
+        let mut ql = qdisc(DualPi2Params::default());
+        ql.set_prob(prob);
+        let (ml, dl, _) = steady(&mut ql, &mut h, Ecn::Ect1, n);
+        assert_eq!((dc, dl), (0, 0), "ECT packets are marked, not dropped");
+        let (fc, fl) = (mc as f64 / n as f64, ml as f64 / n as f64);
+        let pc = p_roll(prob).powi(2); // two draws
+        let pcl = p_roll(2 * prob); // one draw at k x prob
+        assert!((fc - pc).abs() < tol5(pc, n), "C marked {fc} vs {pc}");
+        assert!((fl - pcl).abs() < tol5(pcl, n), "L marked {fl} vs {pcl}");
+        // The coupling law between the measured fractions: fc ~ (fl/k)^2. By the delta
+        // method sd((fl/k)^2) = 2 (fl/k) sd(fl) / k; the two estimates are independent.
+        let k = 2.0;
+        let sd_c = (pc * (1.0 - pc) / n as f64).sqrt();
+        let sd_l = 2.0 * (pcl / k) * (pcl * (1.0 - pcl) / n as f64).sqrt() / k;
+        let tol = 5.0 * (sd_c * sd_c + sd_l * sd_l).sqrt();
+        assert!((fc - (fl / k).powi(2)).abs() < tol, "coupling {fc} vs {}", (fl / k).powi(2));
+        eprintln!(
+            "coupling: fC {fc:.5} (exp {pc:.5} +- {:.5}), fL {fl:.5} (exp {pcl:.5} +- {:.5})",
+            tol5(pc, n),
+            tol5(pcl, n)
+        );
+        assert_eq!(extra(&qc, "ecn_mark"), mc as f64);
+        assert_eq!(qc.stats().marks, mc);
+        assert_eq!(extra(&ql, "step_marks"), 0.0);
+    }
+
+    #[test]
+    fn not_ect_classic_dropped_like_ect0_marked() {
+        // aqm.md §2.7.3: a firing p_C draw drops a Not-ECT packet and marks ECT(0).
+        let prob = (0.1 * MAX_PROB as f64) as u32;
+        let n = 200_000u64;
+        let mut h = H::new(13);
+        let mut q = qdisc(DualPi2Params::default());
+        q.set_prob(prob);
+        let (marked, dropped, _) = steady(&mut q, &mut h, Ecn::NotEct, n);
+        assert_eq!(marked, 0);
+        assert_eq!(h.marked.len(), 0);
+        assert_eq!(h.dropped.len() as u64, dropped);
+        let pc = p_roll(prob).powi(2);
+        let fd = dropped as f64 / n as f64;
+        assert!((fd - pc).abs() < tol5(pc, n), "dropped {fd} vs {pc}");
+        let mut q0 = qdisc(DualPi2Params::default());
+        q0.set_prob(prob);
+        let (m0, _, _) = steady(&mut q0, &mut h, Ecn::Ect0, n);
+        // Difference of two independent fractions: sd = sqrt(2) sd(one).
+        let fm = m0 as f64 / n as f64;
+        assert!((fd - fm).abs() < 2f64.sqrt() * tol5(pc, n), "dropped {fd} vs marked {fm}");
+    }
+
+    #[test]
+    fn no_pi_action_below_two_mtu() {
+        // aqm.md §2.7.1: no PI mark/drop while the backlog left behind the departing
+        // packet is < 2 x 1514 B.
+        let mut h = H::new(5);
+        // C at prob = MAX (overloaded: every C draw fires and drops).
+        let mut q = qdisc(DualPi2Params::default());
+        q.set_prob(MAX_PROB);
+        for i in 0..3 {
+            q.enqueue(frame(i, Ecn::Ect0, FRAME), 0, &mut h.ctx());
+        }
+        // #0 leaves 3028 B behind -> dropped; #1 leaves 1514 B -> untouched.
+        let p = q.dequeue(0, &mut h.ctx()).unwrap();
+        assert_eq!((p.id, p.ecn), (1, Ecn::Ect0));
+        assert_eq!(h.dropped.iter().map(|p| p.id).collect::<Vec<_>>(), vec![0]);
+        let p = q.dequeue(0, &mut h.ctx()).unwrap();
+        assert_eq!((p.id, p.ecn), (2, Ecn::Ect0));
+        assert_eq!(q.stats().drops, 1);
+
+        // L at p' = 0.5 (p_CL ~ 1): marked iff >= 3028 B remain.
+        let mut q = qdisc(DualPi2Params::default());
+        q.set_prob(2_147_483_647);
+        for (i, len) in [FRAME, FRAME, FRAME].into_iter().enumerate() {
+            q.enqueue(frame(i as u64, Ecn::Ect1, len), 0, &mut h.ctx());
+        }
+        assert_eq!(q.dequeue(0, &mut h.ctx()).unwrap().ecn, Ecn::Ce);
+        assert_eq!(q.dequeue(0, &mut h.ctx()).unwrap().ecn, Ecn::Ect1);
+        assert_eq!(q.dequeue(0, &mut h.ctx()).unwrap().ecn, Ecn::Ect1);
+        // Byte-exact: 1514 + 1513 = 3027 B left -> no action.
+        for (i, len) in [FRAME, FRAME, FRAME - 1].into_iter().enumerate() {
+            q.enqueue(frame(i as u64, Ecn::Ect1, len), 0, &mut h.ctx());
+        }
+        assert_eq!(q.dequeue(0, &mut h.ctx()).unwrap().ecn, Ecn::Ect1);
+        assert_eq!(extra(&q, "ecn_mark"), 1.0);
+
+        // The step is not subject to the 2-MTU rule (§2.8): a lone L packet that
+        // waited 2 ms is step-marked (mainline: always eligible).
+        let mut q = qdisc(DualPi2Params::default());
+        q.enqueue(frame(9, Ecn::Ect1, FRAME), 0, &mut h.ctx());
+        assert_eq!(q.dequeue(2 * MS, &mut h.ctx()).unwrap().ecn, Ecn::Ce);
+        assert_eq!(extra(&q, "step_marks"), 1.0);
+    }
+
+    #[test]
+    fn step_marks_only_l_packets_above_threshold() {
+        // aqm.md §2.8: mark an L packet iff its own sojourn > 1 ms (strict), measured
+        // with the dequeue call's `now`; C packets are never step-marked.
+        let mut q = qdisc(DualPi2Params::default());
+        let mut h = H::new(2);
+        for i in 0..5 {
+            q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
+            q.enqueue(frame(10 + i, Ecn::Ect0, FRAME), 0, &mut h.ctx());
+        }
+        // WRR from reset serves the 5 L packets first (credit stays <= 0).
+        let times = [999_999, 1_000_000, 1_000_001, 2 * MS, 3 * MS];
+        let got: Vec<Ecn> = times.iter().map(|&t| q.dequeue(t, &mut h.ctx()).unwrap()).map(|p| p.ecn).collect();
+        assert_eq!(got, vec![Ecn::Ect1, Ecn::Ect1, Ecn::Ce, Ecn::Ce, Ecn::Ce]);
+        for t in 1..=5 {
+            let p = q.dequeue(50 * MS * t, &mut h.ctx()).unwrap();
+            assert_eq!((p.qclass, p.ecn), (0, Ecn::Ect0), "C never step-marked");
+        }
+        assert_eq!(extra(&q, "step_marks"), 3.0);
+        assert_eq!(extra(&q, "ecn_mark"), 3.0);
+        assert_eq!(q.stats().marks, 3);
+        assert_eq!(h.marked, vec![2, 3, 4]);
+    }
+
+    #[test]
+    fn step_floor_l4steam_vs_mainline_min_qlen_step() {
+        // aqm.md §2.4.4 / §2.8: DP2-T applies the step only to packets that found
+        // qlen(L) > 1 at enqueue; DP2-ML to those finding qlen(L) >= min_qlen_step.
+        let run = |params: DualPi2Params| -> Vec<Ecn> {
+            let mut q = qdisc(params);
+            let mut h = H::new(4);
+            for i in 0..4 {
+                q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
+            }
+            (0..4).map(|_| q.dequeue(5 * MS, &mut h.ctx()).unwrap().ecn).collect()
+        };
+        let (e, c) = (Ecn::Ect1, Ecn::Ce);
+        let t = DualPi2Params { variant: DualPi2Variant::L4STeam, ..Default::default() };
+        assert_eq!(run(t), vec![e, e, c, c]);
+        assert_eq!(run(DualPi2Params::default()), vec![c, c, c, c]);
+        assert_eq!(run(DualPi2Params { min_qlen_step: 2, ..Default::default() }), vec![e, e, c, c]);
+    }
+
+    #[test]
+    fn step_in_packets() {
+        // aqm.md §2.8: measure = L queue length after removing the packet, strict >.
+        let run = |params: DualPi2Params| -> Vec<Ecn> {
+            let mut q = qdisc(params);
+            let mut h = H::new(4);
+            for i in 0..5 {
+                q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
+            }
+            (0..5).map(|_| q.dequeue(0, &mut h.ctx()).unwrap().ecn).collect()
+        };
+        let (e, c) = (Ecn::Ect1, Ecn::Ce);
+        let ml = DualPi2Params { step_thresh_packets: Some(2), ..Default::default() };
+        assert_eq!(run(ml), vec![c, c, e, e, e]);
+        // DP2-T source quirk: the packet threshold is multiplied by 1000.
+        let t = DualPi2Params { step_thresh_packets: Some(2), variant: DualPi2Variant::L4STeam, ..Default::default() };
+        assert_eq!(run(t), vec![e; 5]);
+    }
+
+    #[test]
+    fn classification_and_counters() {
+        // aqm.md §2.3: ECT(1) and CE -> L with l4s_ect; any_ect adds ECT(0).
+        let mut h = H::new(1);
+        let mut q = qdisc(DualPi2Params::default());
+        for (i, ecn) in [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce].into_iter().enumerate() {
+            q.enqueue(frame(i as u64, ecn, 100), 0, &mut h.ctx());
+        }
+        assert_eq!((extra(&q, "pkts_in_c"), extra(&q, "pkts_in_l")), (2.0, 2.0));
+        let mut seen: Vec<(u64, u8)> =
+            (0..4).map(|_| q.dequeue(0, &mut h.ctx()).unwrap()).map(|p| (p.id, p.qclass)).collect();
+        seen.sort();
+        assert_eq!(seen, vec![(0, 0), (1, 1), (2, 0), (3, 1)]);
+        assert_eq!(q.class_names(), &["C", "L"]);
+
+        let mut q = qdisc(DualPi2Params { ecn_mask: DualPi2EcnMask::AnyEct, ..Default::default() });
+        for (i, ecn) in [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce].into_iter().enumerate() {
+            q.enqueue(frame(i as u64, ecn, 100), 0, &mut h.ctx());
+        }
+        assert_eq!((extra(&q, "pkts_in_c"), extra(&q, "pkts_in_l")), (1.0, 3.0));
+    }
+
+    #[test]
+    fn shared_tail_drop_limit_and_memlimit() {
+        // aqm.md §2.4.1: one packet limit for both queues; overlimit + drop.
+        let mut h = H::new(1);
+        let mut q = qdisc(DualPi2Params { limit_packets: 5, ..Default::default() });
+        for i in 0..3 {
+            q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
+            q.enqueue(frame(10 + i, Ecn::Ect0, FRAME), 0, &mut h.ctx());
+        }
+        assert_eq!(q.len(), 5);
+        assert_eq!((q.stats().drops, q.stats().overlimits), (1, 1));
+        assert_eq!(h.dropped[0].id, 12);
+        assert_eq!(extra(&q, "maxq"), 4.0, "maxq = qlen before adding");
+        assert_eq!(q.stats().maxq_packets, 5);
+
+        // Mainline memlimit on truesize (default 2304 B per skb).
+        let mut q = qdisc(DualPi2Params { memlimit_bytes: Some(3 * 2304), ..Default::default() });
+        for i in 0..4 {
+            q.enqueue(frame(i, Ecn::Ect0, 66), 0, &mut h.ctx());
+        }
+        assert_eq!(q.len(), 3);
+        assert_eq!(extra(&q, "memory_used"), 3.0 * 2304.0);
+        q.dequeue(0, &mut h.ctx());
+        assert_eq!(extra(&q, "memory_used"), 2.0 * 2304.0);
+        assert_eq!(extra(&q, "max_memory_used"), 3.0 * 2304.0);
+        assert_eq!(DualPi2Params::default().memory_limit(), 30_280_000);
+    }
+
+    #[test]
+    fn drop_enqueue_mode_decides_at_enqueue() {
+        // aqm.md §2.4.2: PI decision at enqueue on the backlog before adding; none at
+        // dequeue (the step still runs at dequeue).
+        let mut h = H::new(1);
+        let mut q = qdisc(DualPi2Params { drop_dequeue: false, ..Default::default() });
+        q.set_prob(2_147_483_647);
+        for i in 0..4 {
+            q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
+        }
+        let got: Vec<Ecn> = (0..4).map(|_| q.dequeue(0, &mut h.ctx()).unwrap().ecn).collect();
+        assert_eq!(got, vec![Ecn::Ect1, Ecn::Ect1, Ecn::Ce, Ecn::Ce]);
+        // Overloaded C Not-ECT: dropped at enqueue once >= 3028 B are queued.
+        q.set_prob(MAX_PROB);
+        for i in 0..4 {
+            q.enqueue(frame(i, Ecn::NotEct, FRAME), 0, &mut h.ctx());
+        }
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.stats().drops, 2);
+        assert_eq!(q.stats().overlimits, 0);
+    }
+
+    #[test]
+    fn dequeue_drop_retries_in_same_call_without_credit() {
+        // aqm.md §2.5: a drop at dequeue makes the same call pick the next packet;
+        // dropped packets do not change the WRR credit.
+        let mut h = H::new(1);
+        let mut q = qdisc(DualPi2Params::default());
+        for i in 0..4 {
+            q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
+        }
+        q.enqueue(frame(10, Ecn::Ect0, FRAME), 0, &mut h.ctx());
+        q.set_prob(MAX_PROB); // overloaded: L packets dropped w.p. 1 above 2 MTU
+        let p = q.dequeue(0, &mut h.ctx()).unwrap();
+        assert_eq!(p.id, 3);
+        assert_eq!(h.dropped.iter().map(|p| p.id).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!(q.credit(), -121_120 + 15_140);
+        assert_eq!(q.stats().drops, 3);
+        assert_eq!((q.stats().backlog_packets, q.stats().backlog_bytes), (1, FRAME as u64));
+        assert_eq!(q.stats().sent_packets, 1);
+    }
+
+    #[test]
+    fn timer_schedule_and_extra_stats() {
+        let mut h = H::new(1);
+        let mut q = qdisc(DualPi2Params { target_ns: 5 * MS, ..Default::default() });
+        assert_eq!(q.next_timer(), Some(16 * MS));
+        q.on_timer(10 * MS, &mut h.ctx()); // early call: ignored
+        assert_eq!(q.next_timer(), Some(16 * MS));
+        q.enqueue(frame(0, Ecn::Ect0, FRAME), MS, &mut h.ctx());
+        q.enqueue(frame(1, Ecn::Ect1, FRAME), 12 * MS, &mut h.ctx());
+        q.on_timer(16 * MS, &mut h.ctx());
+        assert_eq!(q.next_timer(), Some(32 * MS));
+        // qdelay 15 ms: (10e6*44 + 15e6*879)/64 = 212 890 625.
+        assert_eq!(q.prob(), 212_890_625);
+        assert!((extra(&q, "prob") - 212_890_625.0 / MAX_PROB as f64).abs() < 1e-12);
+        assert_eq!(extra(&q, "delay_c_ms"), 15.0);
+        assert_eq!(extra(&q, "delay_l_ms"), 4.0);
+        assert_eq!(extra(&q, "credit"), -121_120.0);
+    }
+
+    #[test]
+    fn params_validate_and_serde() {
+        assert!(DualPi2Params::default().validate().is_ok());
+        let bad = |p: DualPi2Params, field: &str| {
+            let e = p.validate().unwrap_err();
+            assert!(e.starts_with(field), "{e}");
+        };
+        bad(DualPi2Params { limit_packets: 0, ..Default::default() }, "limit_packets:");
+        bad(DualPi2Params { coupling_factor: 0, ..Default::default() }, "coupling_factor:");
+        bad(DualPi2Params { classic_protection: 101, ..Default::default() }, "classic_protection:");
+        bad(DualPi2Params { target_ns: 15_000_001, ..Default::default() }, "target_ns:");
+        bad(DualPi2Params { tupdate_ns: 0, ..Default::default() }, "tupdate_ns:");
+        bad(DualPi2Params { alpha: Some(0.001), ..Default::default() }, "alpha:");
+        bad(DualPi2Params { beta: Some(-1.0), ..Default::default() }, "beta:");
+        let t = DualPi2Params { variant: DualPi2Variant::L4STeam, ..Default::default() };
+        assert!(DualPi2Params { alpha: Some(0.001), ..t.clone() }.validate().is_ok(), "DP2-T accepts alpha 0");
+        bad(DualPi2Params { min_qlen_step: 1, ..t.clone() }, "min_qlen_step:");
+        bad(DualPi2Params { memlimit_bytes: Some(1000), ..t.clone() }, "memlimit_bytes:");
+        bad(DualPi2Params { ecn_mask: DualPi2EcnMask::ClaEct, ..t }, "ecn_mask:");
+
+        let p: DualPi2Params =
+            serde_json::from_str(r#"{"target_ns": 5000000, "variant": "l4steam", "ecn_mask": "any_ect"}"#).unwrap();
+        assert_eq!(p.target_ns, 5 * MS);
+        assert_eq!(p.variant, DualPi2Variant::L4STeam);
+        assert_eq!(p.ecn_mask, DualPi2EcnMask::AnyEct);
+        assert_eq!(p.limit_packets, 10_000);
+        assert!(serde_json::from_str::<DualPi2Params>(r#"{"tagret_ns": 1}"#).is_err());
+        let back: DualPi2Params = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(back, p);
+    }
+}
