@@ -91,6 +91,15 @@ pub enum QdiscConfig {
     Pfifo { limit_packets: u32 },
     /// `dualpi2 ...` (RFC 9332 as Linux `sch_dualpi2`).
     Dualpi2(crate::qdisc::dualpi2::DualPi2Params),
+    /// `pie ...` (RFC 8033 as Linux `sch_pie`).
+    Pie(crate::qdisc::pie::PieParams),
+    /// `fq ...` (Linux `sch_fq`; `orphan_mask 0` makes it the studies' "FIFO+ECN").
+    Fq(crate::qdisc::fq::FqParams),
+    /// `codel ...` (RFC 8289 as Linux `sch_codel`).
+    Codel(crate::qdisc::codel::CodelParams),
+    /// `fq_codel ...` (RFC 8290 as Linux `sch_fq_codel`; with `ce_threshold_selector
+    /// 0x01/0x01` the L4S-aware variant).
+    FqCodel(crate::qdisc::fq_codel::FqCodelParams),
 }
 
 impl QdiscConfig {
@@ -100,6 +109,10 @@ impl QdiscConfig {
             QdiscConfig::Bfifo { limit_bytes } if *limit_bytes == 0 => Err("limit_bytes: must be > 0".into()),
             QdiscConfig::Pfifo { limit_packets } if *limit_packets == 0 => Err("limit_packets: must be > 0".into()),
             QdiscConfig::Dualpi2(p) => p.validate(),
+            QdiscConfig::Pie(p) => p.validate(),
+            QdiscConfig::Fq(p) => p.validate(),
+            QdiscConfig::Codel(p) => p.validate(),
+            QdiscConfig::FqCodel(p) => p.validate(),
             _ => Ok(()),
         }
     }

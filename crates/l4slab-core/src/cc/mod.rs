@@ -12,6 +12,8 @@ use crate::packet::Ecn;
 use crate::time::{jiffies, Time};
 
 pub mod cubic;
+pub mod dctcp;
+pub mod prague;
 pub mod reno;
 
 /// `snd_ssthresh` before any congestion event (TCP_INFINITE_SSTHRESH).
@@ -322,12 +324,15 @@ pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
     match name {
         "reno" => Some(Box::new(reno::Reno::default())),
         "cubic" => Some(Box::new(cubic::Cubic::default())),
+        "dctcp" => Some(Box::new(dctcp::Dctcp::default())),
+        "prague" => Some(Box::new(prague::Prague::default())),
+        "prague-v06" => Some(Box::new(prague::Prague::new(prague::PragueParams::v06()))),
         _ => None,
     }
 }
 
 /// Names accepted by [`by_name`].
-pub const KNOWN: &[&str] = &["reno", "cubic"];
+pub const KNOWN: &[&str] = &["reno", "cubic", "dctcp", "prague", "prague-v06"];
 
 #[cfg(test)]
 mod tests {

@@ -12,8 +12,12 @@ use crate::packet::Packet;
 use crate::rng::SimRng;
 use crate::time::Time;
 
+pub mod codel;
 pub mod dualpi2;
 pub mod fifo;
+pub mod fq;
+pub mod fq_codel;
+pub mod pie;
 
 /// Counters as `tc -s qdisc show` prints them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -130,5 +134,9 @@ pub fn build(config: &QdiscConfig, rng: &mut SimRng) -> Box<dyn Qdisc> {
         QdiscConfig::Bfifo { limit_bytes } => Box::new(fifo::Fifo::bfifo(*limit_bytes)),
         QdiscConfig::Pfifo { limit_packets } => Box::new(fifo::Fifo::pfifo(*limit_packets)),
         QdiscConfig::Dualpi2(p) => Box::new(dualpi2::DualPi2::new(p.clone(), rng)),
+        QdiscConfig::Pie(p) => Box::new(pie::Pie::new(p.clone())),
+        QdiscConfig::Codel(p) => Box::new(codel::Codel::new(p.clone())),
+        QdiscConfig::FqCodel(p) => Box::new(fq_codel::FqCodel::new(p.clone(), rng)),
+        QdiscConfig::Fq(p) => Box::new(fq::Fq::new(p.clone(), rng)),
     }
 }

@@ -1,0 +1,912 @@
+//! CoDel (Linux `include/net/codel.h` + `codel_impl.h`, `net/sched/sch_codel.c`;
+//! aqm.md §4).
+//!
+//! The first half of this file is the CoDel core shared by the `codel` qdisc below and
+//! by `fq_codel` (one instance of [`CodelVars`] per flow bucket there): the per-queue
+//! state, the `should_drop` test, the dequeue state machine, Linux's Newton-step
+//! approximation of 1/sqrt(count) and the control law, all in the kernel's
+//! 1.024 µs "codel time" (ns >> 10, u32, wrap-safe signed comparisons; aqm.md §1.3).
+//! Where Linux and RFC 8289 differ, this follows Linux (the comments say where).
+
+use super::{Qdisc, QdiscCtx, QdiscStats};
+use crate::packet::Packet;
+use crate::time::Time;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+// ---------------------------------------------------------------------------------
+// Shared CoDel core
+// ---------------------------------------------------------------------------------
+
+/// Linux `codel_time_t`: ns >> 10 truncated to u32 (1.024 µs units, wraps after
+/// ~4398 s; compared with signed differences, so intervals must stay below 2^31 units).
+pub type CodelTime = u32;
+
+/// `CODEL_SHIFT`: codel time = ns >> 10 (aqm.md §1.3).
+pub const CODEL_SHIFT: u32 = 10;
+
+/// `REC_INV_SQRT_SHIFT`: rec_inv_sqrt is kept in 16 bits, used as Q0.32 after
+/// shifting left by 16 (aqm.md §4.5).
+const REC_INV_SQRT_SHIFT: u32 = 16;
+
+/// `psched_mtu` of an Ethernet device: 1500 + 14 (aqm.md §1.1).
+pub const PSCHED_MTU: u32 = 1514;
+
+/// Largest time parameter accepted (100 s): keeps 16 x interval below 2^31 codel
+/// units so the wrap-safe comparisons of the re-entry rule stay meaningful.
+pub const MAX_TIME_PARAM_NS: u64 = 100_000_000_000;
+
+/// Smallest target/interval accepted: one codel unit (a smaller value would become 0).
+pub const MIN_TIME_PARAM_NS: u64 = 1 << CODEL_SHIFT;
+
+/// `codel_get_time()` at simulated time `ns` (aqm.md §1.3: ns >> 10 as u32).
+#[inline]
+pub fn codel_time(ns: Time) -> CodelTime {
+    (ns >> CODEL_SHIFT) as u32
+}
+
+/// Codel units to ns.
+#[inline]
+pub fn codel_time_to_ns(t: CodelTime) -> u64 {
+    (t as u64) << CODEL_SHIFT
+}
+
+/// `codel_time_after(a, b)`: (s32)(a - b) > 0.
+#[inline]
+fn time_after(a: CodelTime, b: CodelTime) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
+/// `codel_time_after_eq(a, b)`: (s32)(a - b) >= 0.
+#[inline]
+fn time_after_eq(a: CodelTime, b: CodelTime) -> bool {
+    (a.wrapping_sub(b) as i32) >= 0
+}
+
+/// `codel_time_before(a, b)`: (s32)(a - b) < 0.
+#[inline]
+fn time_before(a: CodelTime, b: CodelTime) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+/// The CoDel parameters of one qdisc in internal units (Linux `struct codel_params`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodelConfig {
+    /// Target sojourn, codel units (5 ms -> 4882; aqm.md §4.1).
+    pub target: CodelTime,
+    /// Interval, codel units (100 ms -> 97 656).
+    pub interval: CodelTime,
+    /// ce_threshold in codel units; `None` = disabled (Linux: INT_MAX).
+    pub ce_threshold: Option<CodelTime>,
+    /// ce_threshold_selector value, compared with (ECN field & mask) (aqm.md §5.4).
+    pub ce_threshold_selector: u8,
+    /// ce_threshold_selector mask; 0 = the threshold applies to every packet.
+    pub ce_threshold_mask: u8,
+    /// Mark ECT/CE packets instead of dropping them.
+    pub ecn: bool,
+    /// Minimum qdisc backlog (bytes) for a drop/mark: psched_mtu (aqm.md §4.3).
+    pub mtu: u32,
+}
+
+impl CodelConfig {
+    /// Convert tc-style parameters in ns to codel units. Linux converts the user's µs
+    /// with `(us * 1000) >> 10`; for whole-µs values this is exactly `ns >> 10`.
+    pub fn from_ns(
+        target_ns: u64,
+        interval_ns: u64,
+        ecn: bool,
+        ce_threshold_ns: Option<u64>,
+        ce_threshold_selector: Option<(u8, u8)>,
+        mtu_bytes: u32,
+    ) -> Self {
+        let (sel, mask) = ce_threshold_selector.unwrap_or((0, 0));
+        CodelConfig {
+            target: codel_time(target_ns),
+            interval: codel_time(interval_ns),
+            ce_threshold: ce_threshold_ns.map(codel_time),
+            ce_threshold_selector: sel,
+            ce_threshold_mask: mask,
+            ecn,
+            mtu: mtu_bytes,
+        }
+    }
+}
+
+/// Per-queue CoDel state (Linux `struct codel_vars`). All-zero at creation
+/// (`codel_vars_init` memsets it, so rec_inv_sqrt starts at 0 until the first
+/// dropping episode sets it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CodelVars {
+    /// Packets dropped/marked since entering the dropping state (plus, in fq_codel,
+    /// fat-flow batch drops).
+    pub count: u32,
+    /// `count` at the last entry into the dropping state.
+    pub lastcount: u32,
+    /// In the dropping state.
+    pub dropping: bool,
+    /// 1/sqrt(count) in Q0.16 (aqm.md §4.5).
+    pub rec_inv_sqrt: u16,
+    /// Time the sojourn went (and stayed) above target, plus interval; 0 = below.
+    pub first_above_time: CodelTime,
+    /// Time of the next drop/mark when dropping.
+    pub drop_next: CodelTime,
+    /// Sojourn of the last packet examined, codel units.
+    pub ldelay: CodelTime,
+}
+
+impl CodelVars {
+    /// One Newton-Raphson step r <- r (3 - count r^2) / 2 in Linux's fixed point
+    /// (`codel_Newton_step`; aqm.md §4.5). Intermediate products wrap exactly as the
+    /// kernel's u64 arithmetic does (matters only for a stale r after fq_codel's
+    /// fat-flow drop inflated `count`).
+    pub fn newton_step(&mut self) {
+        let invsqrt = (self.rec_inv_sqrt as u32) << REC_INV_SQRT_SHIFT; // Q0.32
+        let invsqrt2 = ((invsqrt as u64 * invsqrt as u64) >> 32) as u32;
+        let mut val = (3u64 << 32).wrapping_sub(self.count as u64 * invsqrt2 as u64);
+        val >>= 2; // keep the next product in 64 bits
+        val = val.wrapping_mul(invsqrt as u64) >> (32 - 2 + 1);
+        self.rec_inv_sqrt = (val >> REC_INV_SQRT_SHIFT) as u16;
+    }
+}
+
+/// `codel_control_law`: t + interval x rec_inv_sqrt / 2^16, via
+/// `reciprocal_scale(interval, rec_inv_sqrt << 16)` (aqm.md §4.4).
+#[inline]
+pub fn control_law(t: CodelTime, interval: CodelTime, rec_inv_sqrt: u16) -> CodelTime {
+    let scale = (rec_inv_sqrt as u32) << REC_INV_SQRT_SHIFT;
+    t.wrapping_add(((interval as u64 * scale as u64) >> 32) as u32)
+}
+
+/// Counters kept by the CoDel core (Linux `struct codel_stats`), per qdisc.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CodelStats {
+    /// Largest packet seen at dequeue, bytes.
+    pub maxpacket: u32,
+    /// Packets dropped by the CoDel law.
+    pub drop_count: u64,
+    /// Bytes dropped by the CoDel law.
+    pub drop_len: u64,
+    /// CoDel-law CE marks.
+    pub ecn_mark: u64,
+    /// ce_threshold CE marks.
+    pub ce_mark: u64,
+}
+
+/// What the CoDel dequeue needs from the qdisc that owns the queue (the callbacks
+/// `dequeue_func`, `drop_func` and the `backlog` pointer of `codel_dequeue`).
+pub trait CodelQueue {
+    /// Remove this queue's head packet, updating the qdisc's accounting (backlog,
+    /// qlen, per-bucket backlog...). `None` if the queue is empty.
+    fn dequeue_head(&mut self) -> Option<Packet>;
+    /// The backlog (bytes) the minimum-backlog rule looks at, after the removal:
+    /// the whole qdisc's backlog, also in fq_codel (aqm.md §4.3, §5.3 step 3).
+    fn backlog_bytes(&self) -> u64;
+    /// Drop a packet already removed by `dequeue_head`.
+    fn drop(&mut self, pkt: Packet);
+    /// Account a CE-marked packet: called once per packet and dequeue call even if
+    /// both the CoDel law and ce_threshold marked it (Linux then counts both
+    /// `ecn_mark` and `ce_mark`, which [`CodelStats`] does too).
+    fn mark(&mut self, pkt: &Packet);
+}
+
+/// `codel_should_drop` (aqm.md §4.3) for `pkt` (already removed from the queue)
+/// at codel time `now`, with `backlog` bytes left in the qdisc.
+pub fn should_drop(
+    pkt: Option<&Packet>,
+    now: CodelTime,
+    backlog: u64,
+    cfg: &CodelConfig,
+    vars: &mut CodelVars,
+    stats: &mut CodelStats,
+) -> bool {
+    let Some(pkt) = pkt else {
+        // aqm.md §4.3: no packet -> forget the above-target episode.
+        vars.first_above_time = 0;
+        return false;
+    };
+    // Sojourn in codel units: both ends truncated to 1.024 µs, as Linux stamps
+    // codel_get_time() at enqueue and reads it again at dequeue (aqm.md §1.3).
+    vars.ldelay = now.wrapping_sub(codel_time(pkt.enqueue_ts));
+    stats.maxpacket = stats.maxpacket.max(pkt.wire_len);
+    // aqm.md §4.3: below target, or at most one MTU left in the qdisc -> reset.
+    if time_before(vars.ldelay, cfg.target) || backlog <= cfg.mtu as u64 {
+        vars.first_above_time = 0;
+        return false;
+    }
+    if vars.first_above_time == 0 {
+        // Just went above: drop only if it stays above for an interval.
+        vars.first_above_time = now.wrapping_add(cfg.interval);
+        false
+    } else {
+        // Strictly after first_above_time (wrap-safe).
+        time_after(now, vars.first_above_time)
+    }
+}
+
+/// `codel_dequeue`: the CoDel state machine (aqm.md §4.4), then ce_threshold
+/// marking (§4.4 step 5, §5.4). Returns the packet to send, if any; CoDel drops go
+/// through `q.drop`, marks through `q.mark`. `now_ns` is read once per call.
+pub fn codel_dequeue<Q: CodelQueue>(
+    q: &mut Q,
+    now_ns: Time,
+    cfg: &CodelConfig,
+    vars: &mut CodelVars,
+    stats: &mut CodelStats,
+) -> Option<Packet> {
+    // Step 1.
+    let Some(first) = q.dequeue_head() else {
+        vars.dropping = false;
+        return None;
+    };
+    let now = codel_time(now_ns);
+    let mut skb = Some(first);
+    // Whether the packet to be returned got a CoDel-law mark in this call.
+    let mut law_marked = false;
+    // Step 2.
+    let drop = should_drop(skb.as_ref(), now, q.backlog_bytes(), cfg, vars, stats);
+    'end: {
+        if vars.dropping {
+            // Step 3.
+            if !drop {
+                // Sojourn below target (or backlog <= mtu): leave the dropping state.
+                vars.dropping = false;
+            } else {
+                // Drop (or mark) while it is time; a large backlog can need several
+                // drops in one call, but at most one mark (aqm.md §4.7.3).
+                while vars.dropping && time_after_eq(now, vars.drop_next) {
+                    // `count` may wrap; Linux does not care either (no divide).
+                    vars.count = vars.count.wrapping_add(1);
+                    vars.newton_step();
+                    let mut pkt = skb.take().expect("dropping loop always holds a packet");
+                    if cfg.ecn && pkt.set_ce() {
+                        // aqm.md §4.4: mark, advance drop_next, return this packet.
+                        stats.ecn_mark += 1;
+                        q.mark(&pkt);
+                        law_marked = true;
+                        vars.drop_next = control_law(vars.drop_next, cfg.interval, vars.rec_inv_sqrt);
+                        skb = Some(pkt);
+                        break 'end;
+                    }
+                    stats.drop_len += pkt.wire_len as u64;
+                    stats.drop_count += 1;
+                    q.drop(pkt);
+                    skb = q.dequeue_head();
+                    if !should_drop(skb.as_ref(), now, q.backlog_bytes(), cfg, vars, stats) {
+                        vars.dropping = false;
+                    } else {
+                        // Next drop one control-law step after the previous schedule
+                        // (not after `now`).
+                        vars.drop_next = control_law(vars.drop_next, cfg.interval, vars.rec_inv_sqrt);
+                    }
+                }
+            }
+        } else if drop {
+            // Step 4: enter the dropping state.
+            let mut pkt = skb.take().expect("drop implies a packet");
+            if cfg.ecn && pkt.set_ce() {
+                stats.ecn_mark += 1;
+                q.mark(&pkt);
+                law_marked = true;
+                skb = Some(pkt);
+            } else {
+                stats.drop_len += pkt.wire_len as u64;
+                stats.drop_count += 1;
+                q.drop(pkt);
+                skb = q.dequeue_head();
+                // Evaluated for its side effects (ldelay, first_above_time) only: the
+                // next packet is returned even if it is above target (aqm.md §4.7.2).
+                let _ = should_drop(skb.as_ref(), now, q.backlog_bytes(), cfg, vars, stats);
+            }
+            vars.dropping = true;
+            // aqm.md §4.4 / §4.7.4 re-entry rule (Linux; RFC 8289 §5 follows it):
+            // restart from count - lastcount if the last episode ended recently.
+            let delta = vars.count.wrapping_sub(vars.lastcount);
+            if delta > 1 && time_before(now.wrapping_sub(vars.drop_next), cfg.interval.wrapping_mul(16)) {
+                vars.count = delta;
+                // One Newton step from the stale rec_inv_sqrt (Linux does not reset it).
+                vars.newton_step();
+            } else {
+                vars.count = 1;
+                vars.rec_inv_sqrt = (!0u32 >> REC_INV_SQRT_SHIFT) as u16; // 0xFFFF ~ 1.0
+            }
+            vars.lastcount = vars.count;
+            vars.drop_next = control_law(now, cfg.interval, vars.rec_inv_sqrt);
+        }
+    }
+    // Step 5 (aqm.md §4.4, §5.4): ce_threshold step marking of the returned packet,
+    // on the ldelay of the last packet examined (which is this one), strictly above
+    // the threshold, only if the selector matches; no effect on the CoDel state.
+    if let (Some(pkt), Some(thr)) = (skb.as_mut(), cfg.ce_threshold) {
+        if time_after(vars.ldelay, thr) {
+            // The DS-field byte is DSCP << 2 | ECN; the simulator carries no DSCP
+            // (0), so the selector effectively looks at the ECN field.
+            let dsfield = pkt.ecn as u8;
+            let selected = cfg.ce_threshold_mask == 0
+                || (dsfield & cfg.ce_threshold_mask) == cfg.ce_threshold_selector;
+            if selected && pkt.set_ce() {
+                // Linux counts ce_mark even when the CoDel law has just marked this
+                // packet (it is CE now, so a 0x01/0x01 selector matches too); the
+                // simulator reports one marked packet once (`q.mark`).
+                stats.ce_mark += 1;
+                if !law_marked {
+                    q.mark(pkt);
+                }
+            }
+        }
+    }
+    skb
+}
+
+// ---------------------------------------------------------------------------------
+// The `codel` qdisc (sch_codel.c)
+// ---------------------------------------------------------------------------------
+
+/// `tc qdisc ... codel` parameters (aqm.md §4.1), Linux defaults.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CodelParams {
+    /// `limit`: tail drop when the queue holds this many packets. Default 1000.
+    pub limit_packets: u32,
+    /// `target`: acceptable standing sojourn. Default 5 ms.
+    pub target_ns: u64,
+    /// `interval`: sliding window / control-law base. Default 100 ms.
+    pub interval_ns: u64,
+    /// `ecn` / `noecn`: mark ECT/CE packets instead of dropping. Default off for
+    /// sch_codel (aqm.md §4.1).
+    pub ecn: bool,
+    /// `ce_threshold`: CE-mark every departing packet whose sojourn exceeds this,
+    /// independent of the CoDel law. Default disabled (`None`).
+    pub ce_threshold_ns: Option<u64>,
+    /// Not a tc keyword: the device's psched_mtu, the minimum qdisc backlog below
+    /// which CoDel never drops. Default 1514 (Ethernet).
+    pub mtu_bytes: u32,
+}
+
+impl Default for CodelParams {
+    fn default() -> Self {
+        CodelParams {
+            limit_packets: 1000,
+            target_ns: 5_000_000,
+            interval_ns: 100_000_000,
+            ecn: false,
+            ce_threshold_ns: None,
+            mtu_bytes: PSCHED_MTU,
+        }
+    }
+}
+
+/// Shared range checks of the CoDel time parameters.
+pub(crate) fn validate_codel_times(
+    target_ns: u64,
+    interval_ns: u64,
+    ce_threshold_ns: Option<u64>,
+) -> Result<(), String> {
+    let range = MIN_TIME_PARAM_NS..=MAX_TIME_PARAM_NS;
+    if !range.contains(&target_ns) {
+        return Err(format!(
+            "target_ns: {target_ns} is out of range (allowed {MIN_TIME_PARAM_NS}..={MAX_TIME_PARAM_NS})"
+        ));
+    }
+    if !range.contains(&interval_ns) {
+        return Err(format!(
+            "interval_ns: {interval_ns} is out of range (allowed {MIN_TIME_PARAM_NS}..={MAX_TIME_PARAM_NS})"
+        ));
+    }
+    if let Some(ce) = ce_threshold_ns {
+        if ce > MAX_TIME_PARAM_NS {
+            return Err(format!("ce_threshold_ns: {ce} is out of range (allowed 0..={MAX_TIME_PARAM_NS})"));
+        }
+    }
+    Ok(())
+}
+
+/// Shared range check of the minimum-backlog MTU (psched_mtu clamp, aqm.md §4.1).
+pub(crate) fn validate_mtu(mtu_bytes: u32) -> Result<(), String> {
+    if !(256..=1 << 20).contains(&mtu_bytes) {
+        return Err(format!("mtu_bytes: {mtu_bytes} is out of range (allowed 256..=1048576)"));
+    }
+    Ok(())
+}
+
+impl CodelParams {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=1_000_000).contains(&self.limit_packets) {
+            return Err(format!(
+                "limit_packets: {} is out of range (allowed 1..=1000000)",
+                self.limit_packets
+            ));
+        }
+        validate_codel_times(self.target_ns, self.interval_ns, self.ce_threshold_ns)?;
+        validate_mtu(self.mtu_bytes)
+    }
+}
+
+/// The `codel` qdisc: one FIFO under one CoDel instance.
+pub struct Codel {
+    params: CodelParams,
+    cfg: CodelConfig,
+    queue: VecDeque<Packet>,
+    vars: CodelVars,
+    cstats: CodelStats,
+    /// Tail drops (`drop_overlimit`).
+    drop_overlimit: u64,
+    stats: QdiscStats,
+    /// Codel time of the last dequeue call (for the relative `drop_next` statistic).
+    last_now: CodelTime,
+}
+
+/// The FIFO of the codel qdisc seen by the CoDel core.
+struct CodelFifo<'a, 'c> {
+    queue: &'a mut VecDeque<Packet>,
+    stats: &'a mut QdiscStats,
+    ctx: &'a mut QdiscCtx<'c>,
+}
+
+impl CodelQueue for CodelFifo<'_, '_> {
+    fn dequeue_head(&mut self) -> Option<Packet> {
+        let pkt = self.queue.pop_front()?;
+        // sch_codel's dequeue_func lowers the qdisc backlog before should_drop runs.
+        self.stats.on_remove(&pkt);
+        Some(pkt)
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.stats.backlog_bytes
+    }
+    fn drop(&mut self, pkt: Packet) {
+        self.stats.drops += 1;
+        self.ctx.drop_packet(pkt);
+    }
+    fn mark(&mut self, pkt: &Packet) {
+        self.stats.marks += 1;
+        self.ctx.note_mark(pkt.flow);
+    }
+}
+
+impl Codel {
+    pub fn new(params: CodelParams) -> Self {
+        let cfg = CodelConfig::from_ns(
+            params.target_ns,
+            params.interval_ns,
+            params.ecn,
+            params.ce_threshold_ns,
+            None, // sch_codel has no selector: ce_threshold applies to all packets
+            params.mtu_bytes,
+        );
+        let cap = (params.limit_packets as usize).clamp(16, 1 << 16);
+        Codel {
+            params,
+            cfg,
+            queue: VecDeque::with_capacity(cap),
+            vars: CodelVars::default(),
+            cstats: CodelStats::default(),
+            drop_overlimit: 0,
+            stats: QdiscStats::default(),
+            last_now: 0,
+        }
+    }
+
+    pub fn params(&self) -> &CodelParams {
+        &self.params
+    }
+
+    /// The CoDel state (for tests and diagnostics).
+    pub fn vars(&self) -> &CodelVars {
+        &self.vars
+    }
+
+    /// The CoDel core counters.
+    pub fn codel_stats(&self) -> &CodelStats {
+        &self.cstats
+    }
+}
+
+impl Qdisc for Codel {
+    fn kind(&self) -> &'static str {
+        "codel"
+    }
+
+    fn enqueue(&mut self, mut pkt: Packet, now: Time, ctx: &mut QdiscCtx) {
+        // aqm.md §4.2: tail drop when qlen >= limit.
+        if self.queue.len() >= self.params.limit_packets as usize {
+            self.drop_overlimit += 1;
+            self.stats.drops += 1;
+            ctx.drop_packet(pkt);
+            return;
+        }
+        pkt.enqueue_ts = now;
+        pkt.qclass = 0;
+        self.stats.on_enqueue(&pkt);
+        self.queue.push_back(pkt);
+    }
+
+    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx) -> Option<Packet> {
+        self.last_now = codel_time(now);
+        let mut fifo = CodelFifo { queue: &mut self.queue, stats: &mut self.stats, ctx };
+        let pkt = codel_dequeue(&mut fifo, now, &self.cfg, &mut self.vars, &mut self.cstats)?;
+        self.stats.on_sent(&pkt);
+        Some(pkt)
+    }
+
+    fn peek(&self) -> Option<&Packet> {
+        self.queue.front()
+    }
+
+    fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+
+    /// `tc -s` codel xstats (aqm.md §4.6). `ldelay_ms` is the sojourn of the last
+    /// packet examined; `drop_next` is µs from the last dequeue call to the next
+    /// scheduled drop while dropping (0 otherwise), as tc prints it.
+    fn extra_stats(&self) -> Vec<(&'static str, f64)> {
+        let drop_next_us = if self.vars.dropping {
+            let delta = self.vars.drop_next.wrapping_sub(self.last_now) as i32;
+            (delta as i64 * (1 << CODEL_SHIFT)) as f64 / 1000.0
+        } else {
+            0.0
+        };
+        vec![
+            ("count", self.vars.count as f64),
+            ("lastcount", self.vars.lastcount as f64),
+            ("ldelay_ms", codel_time_to_ns(self.vars.ldelay) as f64 / 1e6),
+            ("drop_next", drop_next_us),
+            ("ecn_mark", self.cstats.ecn_mark as f64),
+            ("ce_mark", self.cstats.ce_mark as f64),
+            ("drop_overlimit", self.drop_overlimit as f64),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{Ecn, PacketKind};
+    use crate::rng;
+
+    const MS: u64 = 1_000_000;
+
+    fn frame(id: u64, ecn: Ecn) -> Packet {
+        let mut p = Packet::new(0, PacketKind::Data);
+        p.wire_len = 1514;
+        p.id = id;
+        p.ecn = ecn;
+        p
+    }
+
+    struct Harness {
+        rng: rng::SimRng,
+        dropped: Vec<Packet>,
+        marked: Vec<u32>,
+    }
+
+    impl Harness {
+        fn new() -> Self {
+            Harness { rng: rng::stream(1, rng::Stream::Qdisc), dropped: Vec::new(), marked: Vec::new() }
+        }
+        fn ctx(&mut self) -> QdiscCtx<'_> {
+            QdiscCtx { rng: &mut self.rng, dropped: &mut self.dropped, marked: &mut self.marked }
+        }
+    }
+
+    /// Linux's r after `count - 1` Newton steps from 0xFFFF (aqm.md §4.5 table).
+    fn r_after(count: u32) -> u16 {
+        let mut v = CodelVars { count: 1, rec_inv_sqrt: 0xFFFF, ..Default::default() };
+        while v.count < count {
+            v.count += 1;
+            v.newton_step();
+        }
+        v.rec_inv_sqrt
+    }
+
+    #[test]
+    fn unit_conversions() {
+        // aqm.md §4.1: 5 ms = 4882 units, 100 ms = 97 656 units.
+        let c = CodelConfig::from_ns(5 * MS, 100 * MS, false, None, None, 1514);
+        assert_eq!(c.target, 4882);
+        assert_eq!(c.interval, 97_656);
+        // Wrap-safe comparisons across the u32 wrap.
+        assert!(time_after(3, u32::MAX - 2));
+        assert!(time_before(u32::MAX - 2, 3));
+        assert!(time_after_eq(7, 7) && !time_after(7, 7));
+    }
+
+    #[test]
+    fn newton_table_matches_spec() {
+        // aqm.md §4.5 table (r as a fraction of 2^16).
+        let expect = [(1, 0.99998), (2, 0.50002), (3, 0.5625), (4, 0.4878), (5, 0.4415), (8, 0.3515), (15, 0.2578)];
+        for (count, r) in expect {
+            let got = r_after(count) as f64 / 65536.0;
+            assert!((got - r).abs() < 1e-4, "count {count}: r = {got}, spec {r}");
+        }
+        // control_law with interval 100 ms at count 1: 99.998 ms.
+        let gap = control_law(0, 97_656, 0xFFFF);
+        assert_eq!(gap, 97_654);
+    }
+
+    /// A persistently over-target queue: `depth` packets, dequeued every `step` ns
+    /// and refilled after each dequeue, so every sojourn is depth x step (10 ms here)
+    /// and CoDel acts at the dequeue instant nearest after each control-law time.
+    /// Returns the times (ns) of CoDel drops or marks, in order.
+    fn run_fluid(q: &mut Codel, h: &mut Harness, ecn: Ecn, t0: Time, until: Time) -> Vec<Time> {
+        const STEP: u64 = 10 * 1024; // 10 codel units: control-law times are hit within 10.24 µs
+        let mut events = Vec::new();
+        let mut id = 1_000_000 + t0;
+        let mut t = t0;
+        while t < until {
+            let (d0, m0) = (h.dropped.len(), h.marked.len());
+            let got = q.dequeue(t, &mut h.ctx());
+            assert!(got.is_some());
+            let n = (h.dropped.len() - d0) + (h.marked.len() - m0);
+            for _ in 0..n {
+                events.push(t);
+            }
+            // Keep the queue at its depth: one arrival per departure and drop.
+            for _ in 0..(1 + h.dropped.len() - d0) {
+                id += 1;
+                q.enqueue(frame(id, ecn), t, &mut h.ctx());
+            }
+            t += STEP;
+        }
+        events
+    }
+
+    fn fill(q: &mut Codel, h: &mut Harness, n: u64, ecn: Ecn, at: Time) {
+        for i in 0..n {
+            q.enqueue(frame(i, ecn), at, &mut h.ctx());
+        }
+    }
+
+    #[test]
+    fn vector4_drop_spacing_in_one_episode() {
+        // aqm.md §11 vector 4: gaps 100.0, 50.0, 56.2, 48.8, 44.2, 40.4, 37.5, 35.2,
+        // 33.2, 31.5 ms (Linux Newton approximation) within 0.1 ms.
+        let mut q = Codel::new(CodelParams::default());
+        let mut h = Harness::new();
+        // 1000 packets x 10.24 µs = 10.24 ms of sojourn > 5 ms target.
+        fill(&mut q, &mut h, 1000, Ecn::NotEct, 0);
+        let drops = run_fluid(&mut q, &mut h, Ecn::NotEct, 0, 600 * MS);
+        assert_eq!(drops.len(), 11, "drops at {drops:?}");
+        let gaps: Vec<f64> = drops.windows(2).map(|w| (w[1] - w[0]) as f64 / 1e6).collect();
+        let spec = [100.0, 50.0, 56.2, 48.8, 44.2, 40.4, 37.5, 35.2, 33.2, 31.5];
+        for (g, s) in gaps.iter().zip(spec) {
+            assert!((g - s).abs() <= 0.1, "gaps {gaps:?} vs spec {spec:?}");
+        }
+        // Sojourn first exceeds 5 ms at ~5 ms; first drop one interval later.
+        assert!((drops[0] as f64 / 1e6 - 105.0).abs() < 0.1, "first drop at {}", drops[0]);
+        assert_eq!(q.vars().count, 11);
+        assert_eq!(q.vars().lastcount, 1);
+        assert!(q.vars().dropping);
+        assert_eq!(q.stats().drops, 11);
+        assert_eq!(q.codel_stats().drop_count, 11);
+        assert_eq!(h.dropped.len(), 11);
+        assert!(h.marked.is_empty());
+    }
+
+    /// Drain everything at one instant: sojourns stay high, but the last packets
+    /// leave at most one MTU behind, so CoDel leaves the dropping state.
+    fn drain(q: &mut Codel, h: &mut Harness, at: Time) {
+        while q.dequeue(at, &mut h.ctx()).is_some() {}
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn reentry_count_within_16_intervals() {
+        // aqm.md §4.4 step 4 / §4.7.4.
+        let mut q = Codel::new(CodelParams::default());
+        let mut h = Harness::new();
+        fill(&mut q, &mut h, 1000, Ecn::NotEct, 0);
+        let e1 = run_fluid(&mut q, &mut h, Ecn::NotEct, 0, 600 * MS);
+        assert_eq!(e1.len(), 11);
+        let drop_next = q.vars().drop_next;
+        drain(&mut q, &mut h, 600 * MS);
+        assert!(!q.vars().dropping);
+        assert_eq!(q.vars().count, 11);
+        // Refill 100 ms later; the queue is above target again 5 ms after, and the
+        // next drop is one interval after that: 210 ms after drop_next < 1.6 s.
+        let t1 = 700 * MS;
+        fill(&mut q, &mut h, 1000, Ecn::NotEct, t1);
+        let e2 = run_fluid(&mut q, &mut h, Ecn::NotEct, t1, t1 + 106 * MS);
+        assert_eq!(e2.len(), 1);
+        assert!(codel_time(e2[0]).wrapping_sub(drop_next) < 16 * 97_656);
+        // count = count - lastcount = 11 - 1 = 10, one Newton step from the stale r.
+        assert_eq!(q.vars().count, 10);
+        assert_eq!(q.vars().lastcount, 10);
+        let mut expect = CodelVars { count: 10, rec_inv_sqrt: r_after(11), ..Default::default() };
+        expect.newton_step();
+        assert_eq!(q.vars().rec_inv_sqrt, expect.rec_inv_sqrt);
+        assert_eq!(q.vars().drop_next, control_law(codel_time(e2[0]), 97_656, expect.rec_inv_sqrt));
+
+        // A third episode entered more than 16 intervals after drop_next: count = 1
+        // (delta = 10 - 10 = 0 would also give 1, so first grow count again).
+        let e3 = run_fluid(&mut q, &mut h, Ecn::NotEct, t1 + 106 * MS, t1 + 200 * MS);
+        assert!(e3.len() >= 2);
+        let t_end = t1 + 200 * MS;
+        drain(&mut q, &mut h, t_end);
+        assert!(q.vars().count - q.vars().lastcount > 1); // only the time test says no
+        let t2 = t_end + 2_000 * MS; // 2 s > 16 x 100 ms
+        fill(&mut q, &mut h, 1000, Ecn::NotEct, t2);
+        let e4 = run_fluid(&mut q, &mut h, Ecn::NotEct, t2, t2 + 106 * MS);
+        assert_eq!(e4.len(), 1);
+        assert_eq!(q.vars().count, 1);
+        assert_eq!(q.vars().rec_inv_sqrt, 0xFFFF);
+    }
+
+    #[test]
+    fn no_drop_below_target() {
+        // aqm.md §4.3: sojourn 4.9 ms < 5 ms for 1 s -> never above target.
+        let mut q = Codel::new(CodelParams::default());
+        let mut h = Harness::new();
+        fill(&mut q, &mut h, 480, Ecn::NotEct, 0); // 480 x 10.24 µs = 4.92 ms
+        let drops = run_fluid(&mut q, &mut h, Ecn::NotEct, 0, 1_000 * MS);
+        assert!(drops.is_empty());
+        assert_eq!(q.vars().first_above_time, 0);
+        assert!((4.9..5.0).contains(&(codel_time_to_ns(q.vars().ldelay) as f64 / 1e6)));
+        // Boundary: ldelay == target counts as above (only "< target" resets).
+        let mut q = Codel::new(CodelParams::default());
+        fill(&mut q, &mut h, 3, Ecn::NotEct, 0);
+        q.dequeue(4882 * 1024, &mut h.ctx()).unwrap();
+        assert_eq!(q.vars().first_above_time, 4882 + 97_656);
+    }
+
+    #[test]
+    fn no_drop_with_at_most_one_mtu_left() {
+        // aqm.md §4.3 / §4.7.5: packets wait 1 s (far above target), one dequeue
+        // every 200 ms (> interval apart): a drop needs more than 1514 B left in
+        // the qdisc after removing the packet examined.
+        for (last_len, expect_drops) in [(1514u32, 0u64), (1515, 1)] {
+            let mut q = Codel::new(CodelParams::default());
+            let mut h = Harness::new();
+            for (i, len) in [1514, 1514, last_len].into_iter().enumerate() {
+                let mut p = frame(i as u64, Ecn::NotEct);
+                p.wire_len = len;
+                q.enqueue(p, 0, &mut h.ctx());
+            }
+            // 1 s: 1514 + last_len left -> above target, first_above_time = 1.1 s.
+            assert_eq!(q.dequeue(1_000 * MS, &mut h.ctx()).unwrap().id, 0);
+            assert_ne!(q.vars().first_above_time, 0);
+            // 1.2 s: last_len left after the head: drop only if > 1514 B.
+            let p = q.dequeue(1_200 * MS, &mut h.ctx()).unwrap();
+            assert_eq!(q.stats().drops, expect_drops, "last_len {last_len}");
+            assert_eq!(p.id, 1 + expect_drops);
+            assert_eq!(q.vars().dropping, expect_drops == 1);
+        }
+        // A long-lived 2-packet queue never drops.
+        let mut q = Codel::new(CodelParams::default());
+        let mut h = Harness::new();
+        let mut t = 0;
+        for i in 0..20 {
+            q.enqueue(frame(2 * i, Ecn::NotEct), t, &mut h.ctx());
+            q.enqueue(frame(2 * i + 1, Ecn::NotEct), t, &mut h.ctx());
+            t += 1_000 * MS;
+            assert!(q.dequeue(t, &mut h.ctx()).is_some());
+            assert!(q.dequeue(t + 200 * MS, &mut h.ctx()).is_some());
+        }
+        assert_eq!(q.stats().drops, 0);
+    }
+
+    #[test]
+    fn ecn_marks_ect_and_drops_not_ect_at_the_same_instants() {
+        // aqm.md §4.7.3: in ECN mode ECT packets are marked where Not-ECT ones are
+        // dropped, and a marking episode advances drop_next exactly like drops.
+        let run = |ecn_mode: bool, codepoint: Ecn| {
+            let mut q = Codel::new(CodelParams { ecn: ecn_mode, ..Default::default() });
+            let mut h = Harness::new();
+            fill(&mut q, &mut h, 1000, codepoint, 0);
+            let ev = run_fluid(&mut q, &mut h, codepoint, 0, 600 * MS);
+            (ev, q.codel_stats().ecn_mark, q.stats().drops, q.stats().marks, h.marked.len())
+        };
+        let (marks_ect1, ecn_mark, drops, marks, noted) = run(true, Ecn::Ect1);
+        assert_eq!((ecn_mark, drops, marks, noted), (11, 0, 11, 11));
+        let (marks_ect0, ..) = run(true, Ecn::Ect0);
+        let (drops_notect, ecn_mark, drops, marks, _) = run(true, Ecn::NotEct);
+        assert_eq!((ecn_mark, drops, marks), (0, 11, 0));
+        let (drops_noecn, ..) = run(false, Ecn::Ect0); // noecn: ECT packets dropped
+        assert_eq!(marks_ect1.len(), 11);
+        assert_eq!(marks_ect1, drops_notect);
+        assert_eq!(marks_ect0, drops_notect);
+        assert_eq!(drops_noecn, drops_notect);
+    }
+
+    #[test]
+    fn ecn_marks_at_most_one_per_dequeue_but_drops_several() {
+        // aqm.md §4.4 step 3: when several drop times have passed, the drop loop
+        // drops several packets in one call; ECN mode marks one and returns it.
+        for (ecn, per_call) in [(Ecn::NotEct, 2usize), (Ecn::Ect0, 1)] {
+            let mut q = Codel::new(CodelParams { ecn: true, ..Default::default() });
+            let mut h = Harness::new();
+            fill(&mut q, &mut h, 200, ecn, 0);
+            q.dequeue(10 * MS, &mut h.ctx()).unwrap(); // first_above_time = 110 ms
+            q.dequeue(111 * MS, &mut h.ctx()).unwrap(); // enter: drop_next ~ 211 ms
+            let before = h.dropped.len() + h.marked.len();
+            // At 262 ms both the 211 ms and the ~261 ms drop times have passed.
+            q.dequeue(262 * MS, &mut h.ctx()).unwrap();
+            assert_eq!(h.dropped.len() + h.marked.len() - before, per_call, "{ecn:?}");
+        }
+    }
+
+    #[test]
+    fn ce_threshold_marks_only_above_threshold() {
+        // aqm.md §4.4 step 5: ldelay > ce_threshold (strictly, in codel units).
+        // ce_threshold 1 ms = 976 units.
+        let p = CodelParams { ce_threshold_ns: Some(MS), ..Default::default() };
+        assert_eq!(Codel::new(p.clone()).cfg.ce_threshold, Some(976));
+        let mut q = Codel::new(p);
+        let mut h = Harness::new();
+        for (i, ecn) in [Ecn::Ect0, Ecn::Ect0, Ecn::NotEct, Ecn::Ect1, Ecn::Ce].into_iter().enumerate() {
+            q.enqueue(frame(i as u64, ecn), 0, &mut h.ctx());
+        }
+        q.enqueue(frame(5, Ecn::Ect0), 2 * MS, &mut h.ctx());
+        let a = q.dequeue(976 * 1024, &mut h.ctx()).unwrap(); // ldelay 976: not above
+        assert_eq!(a.ecn, Ecn::Ect0);
+        let b = q.dequeue(977 * 1024, &mut h.ctx()).unwrap(); // 977 > 976: marked
+        assert_eq!(b.ecn, Ecn::Ce);
+        let c = q.dequeue(2 * MS, &mut h.ctx()).unwrap(); // Not-ECT: untouched, not dropped
+        assert_eq!(c.ecn, Ecn::NotEct);
+        assert_eq!(q.dequeue(2 * MS, &mut h.ctx()).unwrap().ecn, Ecn::Ce); // ECT(1)
+        assert_eq!(q.dequeue(2 * MS, &mut h.ctx()).unwrap().ecn, Ecn::Ce); // CE re-mark counts
+        assert_eq!(q.codel_stats().ce_mark, 3);
+        assert_eq!(q.codel_stats().ecn_mark, 0);
+        assert_eq!(q.stats().marks, 3);
+        assert_eq!(h.marked.len(), 3);
+        assert_eq!(q.stats().drops, 0);
+        // Below the threshold: nothing.
+        assert_eq!(q.dequeue(2 * MS + 900_000, &mut h.ctx()).unwrap().ecn, Ecn::Ect0);
+        assert_eq!(q.codel_stats().ce_mark, 3);
+    }
+
+    #[test]
+    fn tail_drop_at_limit() {
+        // aqm.md §4.2: tail drop when qlen >= limit.
+        let mut q = Codel::new(CodelParams { limit_packets: 5, ..Default::default() });
+        let mut h = Harness::new();
+        fill(&mut q, &mut h, 8, Ecn::NotEct, 0);
+        assert_eq!(q.len(), 5);
+        assert_eq!(q.stats().drops, 3);
+        assert_eq!(h.dropped.iter().map(|p| p.id).collect::<Vec<_>>(), vec![5, 6, 7]);
+        let xs = q.extra_stats();
+        assert!(xs.contains(&("drop_overlimit", 3.0)));
+        assert_eq!(q.stats().backlog_bytes, 5 * 1514);
+    }
+
+    #[test]
+    fn codel_time_wraps_like_linux() {
+        // Stamps and now on either side of the u32 codel-time wrap (~4398 s).
+        let wrap_ns: u64 = 1 << 42;
+        let mut q = Codel::new(CodelParams { ce_threshold_ns: Some(MS), ..Default::default() });
+        let mut h = Harness::new();
+        let t0 = wrap_ns - 500_000; // 0.5 ms before the wrap
+        for i in 0..3 {
+            q.enqueue(frame(i, Ecn::Ect0), t0, &mut h.ctx());
+        }
+        let p = q.dequeue(wrap_ns + 1_000_000, &mut h.ctx()).unwrap(); // 1.5 ms sojourn
+        assert_eq!(p.ecn, Ecn::Ce);
+        assert!((1.49..1.51).contains(&(codel_time_to_ns(q.vars().ldelay) as f64 / 1e6)));
+    }
+
+    #[test]
+    fn extra_stats_and_validation() {
+        let mut q = Codel::new(CodelParams::default());
+        let mut h = Harness::new();
+        fill(&mut q, &mut h, 1000, Ecn::NotEct, 0);
+        run_fluid(&mut q, &mut h, Ecn::NotEct, 0, 200 * MS);
+        let xs: std::collections::HashMap<_, _> = q.extra_stats().into_iter().collect();
+        assert_eq!(xs["count"], q.vars().count as f64);
+        assert_eq!(xs["lastcount"], 1.0);
+        assert!((xs["ldelay_ms"] - 10.24).abs() < 0.01);
+        assert!(xs["drop_next"] > 0.0 && xs["drop_next"] <= 100_000.0);
+        assert_eq!(xs["ecn_mark"], 0.0);
+        assert_eq!(xs["ce_mark"], 0.0);
+        assert_eq!(xs["drop_overlimit"], 0.0);
+
+        assert!(CodelParams::default().validate().is_ok());
+        let e = CodelParams { limit_packets: 0, ..Default::default() }.validate().unwrap_err();
+        assert!(e.starts_with("limit_packets: 0 is out of range"), "{e}");
+        let e = CodelParams { target_ns: 0, ..Default::default() }.validate().unwrap_err();
+        assert!(e.starts_with("target_ns: 0 is out of range"), "{e}");
+        let e = CodelParams { mtu_bytes: 100, ..Default::default() }.validate().unwrap_err();
+        assert!(e.starts_with("mtu_bytes: 100 is out of range"), "{e}");
+        let p: CodelParams = serde_json::from_str(r#"{"limit_packets": 84, "ecn": true}"#).unwrap();
+        assert_eq!((p.limit_packets, p.ecn, p.target_ns), (84, true, 5_000_000));
+        assert!(serde_json::from_str::<CodelParams>(r#"{"limt": 1}"#).is_err());
+    }
+}
