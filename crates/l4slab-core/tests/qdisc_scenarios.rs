@@ -53,3 +53,75 @@ fn dualpi2_keeps_l4s_udp_at_half_the_link_below_1ms() {
     let tcp_goodput: f64 = r.flows[1..].iter().map(|f| f.goodput_mbps).sum();
     assert!(tcp_goodput > 40.0, "CUBIC goodput {tcp_goodput}");
 }
+
+/// Four long-lived flows of `cc` (classic ECN requested when `ecn`) through `qdisc`,
+/// measured after a 10 s warm-up (the DualQ paper's T_w = 5 + rate·rtt/100 s).
+fn four_flows(qdisc: Value, cc: &str, ecn: bool) -> l4slab_core::RunResults {
+    let flows = (0..4)
+        .map(|_| {
+            let mut f = tcp(cc, 10);
+            f["ecn"] = json!(if ecn { 1 } else { 0 });
+            f
+        })
+        .collect();
+    let mut s = scenario(100, qdisc, flows, 40);
+    s["warmup_ns"] = json!(10 * SEC);
+    run(&s)
+}
+
+fn assert_holds_target(r: &l4slab_core::RunResults, target_ms: f64, ecn: bool, what: &str) {
+    let b = &r.bottleneck;
+    let m = b.sojourn_ms.mean;
+    assert!((m - target_ms).abs() <= 0.4 * target_ms, "{what}: mean sojourn {m} ms vs target {target_ms}");
+    assert!(b.utilisation >= 0.90, "{what}: utilisation {}", b.utilisation);
+    if ecn {
+        // ECN-capable traffic is marked instead of dropped (no tail drops here either).
+        assert_eq!(b.drops, 0, "{what}: drops with ECN");
+        assert!(b.marks > 0, "{what}: no marks");
+    } else {
+        assert!(b.drops > 0 && b.marks == 0, "{what}: drops {} marks {}", b.drops, b.marks);
+    }
+}
+
+#[test]
+fn pie_holds_four_flows_near_its_15ms_target() {
+    for cc in ["cubic", "reno"] {
+        for ecn in [false, true] {
+            let r = four_flows(json!({"kind": "pie", "ecn": ecn}), cc, ecn);
+            assert_holds_target(&r, 15.0, ecn, &format!("pie {cc} ecn={ecn}"));
+        }
+    }
+}
+
+#[test]
+fn codel_holds_four_flows_near_its_5ms_target() {
+    for cc in ["cubic", "reno"] {
+        for ecn in [false, true] {
+            let r = four_flows(json!({"kind": "codel", "ecn": ecn}), cc, ecn);
+            assert_holds_target(&r, 5.0, ecn, &format!("codel {cc} ecn={ecn}"));
+        }
+    }
+}
+
+#[test]
+fn fq_codel_shares_fairly_between_10ms_and_80ms_rtt() {
+    // Per-flow queues remove the RTT bias a shared FIFO gives CUBIC.
+    let r = run(&scenario(100, json!({"kind": "fq_codel"}), vec![tcp("cubic", 10), tcp("cubic", 80)], 40));
+    let ratio = r.flows[0].goodput_mbps / r.flows[1].goodput_mbps;
+    assert!((ratio - 1.0).abs() <= 0.25, "rate ratio {ratio}");
+}
+
+#[test]
+fn fq_with_orphan_mask_0_is_one_shared_queue() {
+    // The studies' "FIFO+ECN": forwarded packets have no socket, so fq hashes them
+    // with orphan_mask; 0 puts every flow in one queue (aqm.md §6.2).
+    let q = |mask: u32| json!({"kind": "fq", "orphan_mask": mask, "limit_packets": 167, "flow_limit_packets": 167});
+    let flows = || vec![tcp("cubic", 10), tcp("cubic", 10), tcp("reno", 10)];
+    let one = run(&scenario(100, q(0), flows(), 10));
+    let many = run(&scenario(100, q(1023), flows(), 10));
+    let n = |r: &l4slab_core::RunResults| r.bottleneck.qdisc.extra["flows"];
+    assert_eq!(n(&one), 1.0);
+    assert_eq!(n(&many), 3.0);
+    // One queue of 167 frames: sojourn never exceeds 167 × 121.12 µs ≈ 20.2 ms.
+    assert!(one.bottleneck.sojourn_ms.max <= 20.3, "max sojourn {}", one.bottleneck.sojourn_ms.max);
+}
