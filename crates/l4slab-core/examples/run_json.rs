@@ -17,7 +17,7 @@ fn main() {
     if std::env::var("L4SLAB_SERIES").is_ok() {
         for (i, t) in r.time_s.iter().enumerate() {
             let f = &r.flow_series[0];
-            println!("{t:.3} cwnd {} srtt {:.2} rtx {} drops {} util {:.3}", f.cwnd[i], f.srtt_ms[i], f.retransmits[i], f.drops[i], r.bottleneck_series.utilisation[i]);
+            println!("{t:.3} cwnd {} srtt {:.2} rtx {} drops {} ce {} alpha {:.3} util {:.3} soj {:.3}", f.cwnd[i], f.srtt_ms[i], f.retransmits[i], f.drops[i], f.ce_packets[i], f.alpha[i], r.bottleneck_series.utilisation[i], r.bottleneck_series.sojourn_ms[i]);
         }
     }
     let b = &r.bottleneck;

@@ -65,6 +65,7 @@ pub struct FlowCumulative {
     pub retransmits: u64,
     pub rtt_sum_us: u64,
     pub rtt_samples: u64,
+    pub ce_packets: u64,
 }
 
 /// All recorders of a run.
@@ -122,6 +123,8 @@ impl Recorder {
                 srtt_ms: Vec::with_capacity(n_bins),
                 rtt_ms: Vec::with_capacity(n_bins),
                 cwnd: Vec::with_capacity(n_bins),
+                alpha: Vec::with_capacity(n_bins),
+                ce_packets: Vec::with_capacity(n_bins),
                 retransmits: Vec::with_capacity(n_bins),
                 drops: Vec::with_capacity(n_bins),
                 marks: Vec::with_capacity(n_bins),

@@ -60,6 +60,17 @@ pub struct FlowSummary {
     pub fct_s: Option<f64>,
     /// cwnd at the end of the run, packets.
     pub final_cwnd: u32,
+    /// Negotiated ECN mode: "off", "rfc3168" or "accecn".
+    pub ecn_mode: String,
+    /// CE-marked data packets and their payload bytes seen by the receiver (whole run).
+    pub ce_packets: u64,
+    pub ce_bytes: u64,
+    /// Mean payload bytes per data packet sent (Prague's segment sizing shrinks it).
+    pub mean_payload_bytes: f64,
+    /// ACKs per data packet received (the receiver's ACK ratio).
+    pub acks_per_packet: f64,
+    /// Goodput over the flow's L2 throughput at the bottleneck (header overhead).
+    pub goodput_efficiency: f64,
 }
 
 /// Bottleneck summary over the measurement window, with `tc -s` counters for the run.
@@ -125,6 +136,10 @@ pub struct FlowSeries {
     pub rtt_ms: Vec<f64>,
     /// cwnd at the end of the bin, packets.
     pub cwnd: Vec<f64>,
+    /// The CC's α at the end of the bin (DCTCP, Prague; NaN otherwise).
+    pub alpha: Vec<f64>,
+    /// CE-marked data packets the receiver got in the bin.
+    pub ce_packets: Vec<u64>,
     pub retransmits: Vec<u64>,
     pub drops: Vec<u64>,
     pub marks: Vec<u64>,

@@ -380,6 +380,7 @@ impl Simulation {
                 retransmits: sender.stats.retransmits,
                 rtt_sum_us: sender.stats.rtt_sum_us,
                 rtt_samples: sender.stats.rtt_samples,
+                ce_packets: receiver.ce_packets,
             },
             Endpoints::Udp { delivered_bytes, .. } => FlowCumulative { bytes_delivered: *delivered_bytes, ..Default::default() },
         }
@@ -394,12 +395,16 @@ impl Simulation {
             let cum = self.cumulative(fi);
             let prev = self.rec.flow_prev[fi];
             let acc = self.rec.flow_acc[fi];
-            let (srtt_ms, cwnd) = match &self.flows[fi].ends {
+            let (srtt_ms, cwnd, alpha) = match &self.flows[fi].ends {
                 Endpoints::Tcp { sender, .. } => {
                     let s = sender.srtt_us();
-                    (if s > 0 { s as f64 / 1000.0 } else { f64::NAN }, sender.cwnd() as f64)
+                    (
+                        if s > 0 { s as f64 / 1000.0 } else { f64::NAN },
+                        sender.cwnd() as f64,
+                        sender.cc_alpha().unwrap_or(f64::NAN),
+                    )
                 }
-                _ => (f64::NAN, f64::NAN),
+                _ => (f64::NAN, f64::NAN, f64::NAN),
             };
             let rtt_n = cum.rtt_samples - prev.rtt_samples;
             let series = &mut self.rec.flow_series[fi];
@@ -408,6 +413,8 @@ impl Simulation {
             series.srtt_ms.push(srtt_ms);
             series.rtt_ms.push(if rtt_n > 0 { (cum.rtt_sum_us - prev.rtt_sum_us) as f64 / rtt_n as f64 / 1000.0 } else { f64::NAN });
             series.cwnd.push(cwnd);
+            series.alpha.push(alpha);
+            series.ce_packets.push(cum.ce_packets - prev.ce_packets);
             series.retransmits.push(cum.retransmits - prev.retransmits);
             series.drops.push(acc.drops);
             series.marks.push(acc.marks);
@@ -491,6 +498,24 @@ impl Simulation {
                     s.acks_sent = receiver.acks_sent;
                     s.fct_s = st.completed_at.map(|t| secs(t - f.start));
                     s.final_cwnd = sender.cwnd();
+                    s.ecn_mode = match sender.ecn_mode() {
+                        crate::tcp::ecn::EcnMode::Off => "off",
+                        crate::tcp::ecn::EcnMode::Rfc3168 => "rfc3168",
+                        crate::tcp::ecn::EcnMode::AccEcn => "accecn",
+                    }
+                    .into();
+                    s.ce_packets = receiver.ce_packets;
+                    s.ce_bytes = receiver.ce_bytes;
+                    s.mean_payload_bytes = if st.data_segments_sent > 0 {
+                        st.payload_bytes_sent as f64 / st.data_segments_sent as f64
+                    } else {
+                        f64::NAN
+                    };
+                    s.acks_per_packet = if receiver.segments_received > 0 {
+                        receiver.acks_sent as f64 / receiver.segments_received as f64
+                    } else {
+                        f64::NAN
+                    };
                 }
                 Endpoints::Udp { source, .. } => {
                     s.kind = "udp".into();
@@ -501,6 +526,7 @@ impl Simulation {
                     s.packets_sent = source.datagrams_sent;
                 }
             }
+            s.goodput_efficiency = if s.throughput_mbps > 0.0 { s.goodput_mbps / s.throughput_mbps } else { f64::NAN };
             flows.push(s);
         }
         let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_mbps).collect();

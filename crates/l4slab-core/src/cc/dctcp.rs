@@ -120,6 +120,10 @@ impl Dctcp {
 }
 
 impl CongestionControl for Dctcp {
+    fn alpha(&self) -> Option<f64> {
+        Some(Dctcp::alpha(self))
+    }
+
     fn name(&self) -> &'static str {
         if self.reno {
             "dctcp-reno"

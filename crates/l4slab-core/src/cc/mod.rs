@@ -309,6 +309,12 @@ pub trait CongestionControl: Send {
         None
     }
 
+    /// The congestion-extent estimate α in [0, 1] of scalable CCs (DCTCP, Prague),
+    /// for metrics; `None` for CCs without one.
+    fn alpha(&self) -> Option<f64> {
+        None
+    }
+
     /// ECN codepoint for new data when ECN was negotiated.
     fn ect_codepoint(&self) -> Ecn {
         if self.flags().wants_ect1 {

@@ -916,6 +916,10 @@ impl Prague {
 }
 
 impl CongestionControl for Prague {
+    fn alpha(&self) -> Option<f64> {
+        Some(Prague::alpha(self))
+    }
+
     fn name(&self) -> &'static str {
         if self.reno {
             "prague-reno"

@@ -107,6 +107,8 @@ pub struct SenderStats {
     pub rtt_sum_us: u64,
     pub rtt_samples: u64,
     pub dsacks: u64,
+    /// Payload bytes of all data segments sent.
+    pub payload_bytes_sent: u64,
     /// Time the last byte of a sized transfer was acknowledged.
     pub completed_at: Option<Time>,
 }
@@ -273,6 +275,21 @@ impl TcpSender {
     /// Smoothed RTT in µs (0 before the first sample).
     pub fn srtt_us(&self) -> u64 {
         self.rtt.srtt_us()
+    }
+
+    /// The CC's α (DCTCP, Prague), if it has one.
+    pub fn cc_alpha(&self) -> Option<f64> {
+        self.cc.alpha()
+    }
+
+    /// Current payload bytes per full segment (Prague may shrink it).
+    pub fn segment_payload(&self) -> u32 {
+        self.tp.mss.saturating_sub(self.data_option_len)
+    }
+
+    /// Data payload bytes sent (incl. retransmissions).
+    pub fn payload_bytes_sent(&self) -> u64 {
+        self.stats.payload_bytes_sent
     }
 
     /// cwnd in packets.
@@ -1357,6 +1374,7 @@ impl TcpSender {
         }
         out.push(p);
         self.stats.data_segments_sent += 1;
+        self.stats.payload_bytes_sent += len as u64;
         self.tp.lsndtime = now;
         if self.paced {
             // tcp_update_skb_after_send: the first 10 segments are not paced.
