@@ -192,6 +192,10 @@ pub struct TcpFlowConfig {
     /// (tcp.md §2.10); without it only CCs that need pacing (Prague, BBR) are paced.
     #[serde(default)]
     pub fq_pacing: bool,
+    /// Module parameters of the congestion control (fields of its `XxxParams`,
+    /// e.g. `{"segment_sizing": {"scheme": "logarithmic", "k": 4.0}}` for Prague).
+    #[serde(default)]
+    pub cc_params: Option<serde_json::Value>,
     /// Sender host's `net.ipv4.tcp_ecn` (0–5; Linux default 2: accept, don't request).
     #[serde(default = "default_tcp_ecn")]
     pub ecn: u8,
@@ -270,6 +274,9 @@ impl ScenarioConfig {
                             t.cc,
                             crate::cc::KNOWN.join(", ")
                         ));
+                    }
+                    if let Err(e) = crate::cc::build(&t.cc, t.cc_params.as_ref()) {
+                        return Err(format!("flows[{i}].cc_params: {e}"));
                     }
                     if !(88..=65_000).contains(&t.mss) {
                         return Err(format!("flows[{i}].mss: {} outside 88..=65000", t.mss));

@@ -81,7 +81,7 @@ impl Simulation {
             let stop = path.stop_ns.unwrap_or(end).min(end);
             let ends = match fc {
                 FlowConfig::Tcp(t) => {
-                    let cc = crate::cc::by_name(&t.cc).ok_or_else(|| format!("flows[{i}].cc: unknown {:?}", t.cc))?;
+                    let cc = crate::cc::build(&t.cc, t.cc_params.as_ref()).map_err(|e| format!("flows[{i}].cc: {e}"))?;
                     Endpoints::Tcp {
                         sender: TcpSender::new(i as u32, t, cc, stop),
                         receiver: TcpReceiver::new(

@@ -35,7 +35,8 @@ const USEC_PER_MSEC: u64 = 1000;
 const USEC_PER_SEC: u64 = 1_000_000;
 
 /// CUBIC module parameters (tcp.md §5.1); `Default` gives the Linux defaults.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct CubicParams {
     /// `fast_convergence` (default on).
     pub fast_convergence: bool,

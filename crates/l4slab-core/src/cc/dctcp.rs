@@ -25,7 +25,8 @@ use crate::tcp::ecn::EcnMode;
 pub const DCTCP_MAX_ALPHA: u32 = 1024;
 
 /// DCTCP module parameters (tcp.md §6.1); `Default` gives the Linux defaults.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct DctcpParams {
     /// `dctcp_shift_g`: EWMA gain g = 2^-shift_g (default 4 ⇒ 1/16).
     pub shift_g: u32,

@@ -73,7 +73,8 @@ fn mss_to_mtu(mss: u32) -> u32 {
 }
 
 /// Which Prague to model (tcp.md §0.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PragueVersion {
     /// MODULE_VERSION "0.7" [P7] (reference).
     #[default]
@@ -83,7 +84,8 @@ pub enum PragueVersion {
 }
 
 /// v0.6 `prague_rtt_scaling` heuristics (§7.16). v0.7 always behaves as `Rate`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum RttScaling {
     /// 0: no RTT independence.
     None,
@@ -98,7 +100,8 @@ pub enum RttScaling {
 
 /// Segment (MTU) sizing rule, applied at each α update when RTT-independent and not
 /// in loss (§7.11, §7.12). Only v0.7 resizes segments.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase", tag = "scheme")]
 pub enum SegmentSizing {
     /// P7's rule: MTU = ⌈bytes per virtual RTT / 2⌉ (§7.11).
     #[default]
@@ -114,7 +117,8 @@ pub enum SegmentSizing {
 }
 
 /// Prague module parameters (tcp.md §7.2, §7.15, §7.16); `Default` = v0.7 defaults.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct PragueParams {
     pub version: PragueVersion,
     /// `prague_burst_shift`: max GSO burst = 2^-shift s of data at the pacing rate (12).

@@ -1,0 +1,99 @@
+//! L4S behaviour end to end: AccECN + Prague over DualPI2, L4S-aware FQ-CoDel and
+//! FIFO+ECN against the published PAM 2025 panels (shared/studies/pam2025.md:
+//! 100 Mbit/s, 10 ms, 2 BDP, Prague vs CUBIC), DCTCP over a step marker, fallbacks.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+
+fn prague() -> Value {
+    let mut f = tcp("prague", 10);
+    f["receiver_ecn"] = json!(3); // the receiver accepts AccECN (tcp_ecn=3)
+    f
+}
+
+fn cubic(ecn: bool) -> Value {
+    let mut f = tcp("cubic", 10);
+    f["ecn"] = json!(if ecn { 1 } else { 0 });
+    f
+}
+
+fn share(r: &l4slab_core::RunResults, i: usize) -> f64 {
+    r.flows[i].goodput_mbps / 100.0
+}
+
+#[test]
+fn prague_alone_over_dualpi2_gets_the_link_with_a_sub_ms_queue() {
+    let r = run(&scenario(100, json!({"kind": "dualpi2"}), vec![prague()], 30));
+    let f = &r.flows[0];
+    assert_eq!(f.ecn_mode, "accecn");
+    assert_eq!(f.drops, 0, "no loss: everything is marked");
+    assert!(f.marks > 0);
+    assert!(r.bottleneck.utilisation >= 0.95, "utilisation {}", r.bottleneck.utilisation);
+    let l = &r.bottleneck.sojourn_by_class.iter().find(|c| c.class == "L").unwrap().sojourn_ms;
+    // Seed 001 §V: alone, Prague's P99 is "slightly above 1 ms" (step marking only).
+    assert!(l.p99 <= 2.0, "L P99 {}", l.p99);
+    // The queue stays below the 1 ms step threshold on average. (The seed reports a
+    // mean below 0.5 ms; see the issue notes for this open gap.)
+    assert!(l.mean <= 1.0, "L mean {}", l.mean);
+}
+
+#[test]
+fn pam_fifo_ecn_prague_starves_ecn_cubic() {
+    // Published (fifo_ecn, 2 BDP, CUBIC with ECN): Prague 90.3 (CUBIC 4.6) Mbit/s.
+    let q = json!({"kind": "fq", "orphan_mask": 0, "limit_packets": 167, "flow_limit_packets": 167, "ce_threshold_ns": 5 * MS});
+    let r = run(&scenario(100, q, vec![prague(), cubic(true)], 60));
+    assert!(share(&r, 0) > 0.80, "Prague share {}", share(&r, 0));
+}
+
+#[test]
+fn pam_fifo_ecn_prague_is_starved_by_non_ecn_cubic() {
+    // Published (fifo_ecn, 2 BDP, CUBIC without ECN): Prague 0.4 (CUBIC 95.2) Mbit/s.
+    let q = json!({"kind": "fq", "orphan_mask": 0, "limit_packets": 167, "flow_limit_packets": 167, "ce_threshold_ns": 5 * MS});
+    let r = run(&scenario(100, q, vec![prague(), cubic(false)], 60));
+    assert!(share(&r, 0) < 0.20, "Prague share {}", share(&r, 0));
+}
+
+#[test]
+fn pam_dualpi2_shares_and_isolates() {
+    // Published (dualpi2 target 5ms, CUBIC without ECN): 42.3 (52.7), delay 0.4 / 5.2 ms.
+    let r = run(&scenario(100, json!({"kind": "dualpi2", "target_ns": 5 * MS}), vec![prague(), cubic(false)], 60));
+    for i in 0..2 {
+        assert!((0.30..=0.70).contains(&share(&r, i)), "flow {i} share {}", share(&r, i));
+    }
+    assert!(r.flows[0].queuing_delay_ms < 1.0, "Prague queuing delay {}", r.flows[0].queuing_delay_ms);
+    assert!((3.0..=8.0).contains(&r.flows[1].queuing_delay_ms), "CUBIC queuing delay {}", r.flows[1].queuing_delay_ms);
+}
+
+#[test]
+fn pam_l4s_aware_fq_codel_gives_prague_low_delay() {
+    // Published (fq_codel_l4s, 2 BDP, CUBIC without ECN): 46.3 (48.2), delay 1.3 / 4.3 ms.
+    let q = json!({"kind": "fq_codel", "limit_packets": 167, "ecn": true, "ce_threshold_ns": MS, "ce_threshold_selector": [1, 1]});
+    let r = run(&scenario(100, q, vec![prague(), cubic(false)], 60));
+    assert!(r.flows[0].queuing_delay_ms <= 2.0, "Prague queuing delay {}", r.flows[0].queuing_delay_ms);
+    assert!((share(&r, 0) - share(&r, 1)).abs() < 0.1, "shares {} {}", share(&r, 0), share(&r, 1));
+}
+
+#[test]
+fn dctcp_fills_the_link_over_a_1ms_step_marker() {
+    let mut f = tcp("dctcp", 1);
+    f["receiver_cc"] = json!("dctcp"); // DCTCP-style echo at the receiver
+    let q = json!({"kind": "fq", "orphan_mask": 0, "ce_threshold_ns": MS});
+    let r = run(&scenario(100, q, vec![f], 20));
+    assert_eq!(r.flows[0].ecn_mode, "rfc3168");
+    assert!(r.flows[0].throughput_mbps >= 95.0, "throughput {}", r.flows[0].throughput_mbps);
+    let s = &r.bottleneck.sojourn_ms;
+    assert!(s.p50 >= 0.5 && s.p50 <= 1.0 && s.p99 <= 1.2, "sojourn p50 {} p99 {}", s.p50, s.p99);
+}
+
+#[test]
+fn prague_without_an_accecn_receiver_falls_back_to_not_ect_reno() {
+    // A classic receiver (tcp_ecn=2) answers the AccECN SYN with classic ECN, which
+    // Prague refuses: no ECN at all, so a marking AQM has to drop it.
+    let r = run(&scenario(100, json!({"kind": "codel", "ecn": true}), vec![tcp("prague", 10)], 10));
+    let f = &r.flows[0];
+    assert_eq!(f.ecn_mode, "off");
+    assert_eq!(f.marks, 0);
+    assert!(f.drops > 0);
+    assert!(r.bottleneck.utilisation > 0.9);
+}
