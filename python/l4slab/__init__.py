@@ -6,6 +6,7 @@ Quick use::
     result = l4slab.run("examples/reference.toml", duration="10s")
     result.flows            # one row per flow (pandas)
     result.flow_series      # per-flow time series, long format
+    l4slab.rebin(result.bottleneck_series, "1s")   # 1-s mark/drop probability
     result.write("results/ref")
 
 See README.md for the scenario format and docs/outputs.md for the output files.
@@ -22,13 +23,14 @@ except _metadata.PackageNotFoundError:  # running from a source tree that was ne
 
 from .errors import EngineError, EngineUnavailableError, ScenarioError
 from .output import write_run
-from .runner import RunResult, run
+from .runner import RunResult, rebin, run
 from .scenario import Scenario, load_scenario
 
 __all__ = [
     "__version__",
     "run",
     "RunResult",
+    "rebin",
     "load_scenario",
     "Scenario",
     "write_run",

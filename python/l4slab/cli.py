@@ -1,7 +1,7 @@
 """The ``l4slab`` command.
 
     l4slab run SCENARIO [--out DIR] [--seed N] [--set KEY=VALUE ...]
-    l4slab bench [--json] [--scenario FILE] [--repeat N]
+    l4slab bench [--json] [--scenario FILE] [--repeat N] [--duration TIME] [--qdisc all|KIND,...]
     l4slab demo --out DIR [--duration 20s] [--jobs N]
 
 User mistakes (an invalid scenario, a missing file) print one line
@@ -27,6 +27,17 @@ EXIT_OK = 0
 EXIT_ENGINE = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+
+#: ``bench --qdisc``: each qdisc at the PAM 2025 study's configuration for a 2-BDP
+#: buffer (aqm.md §0; 250000 B / 167 packets at 100 Mbit/s × 10 ms).
+BENCH_QDISCS = {
+    "bfifo": "bfifo limit 2bdp",
+    "fq": "fq limit 2bdp flow_limit 2bdp orphan_mask 0 ce_threshold 5ms",
+    "pie": "pie limit 2bdp target 5ms",
+    "codel": "codel limit 2bdp target 5ms ecn",
+    "fq_codel": "fq_codel limit 2bdp target 5ms ecn",
+    "dualpi2": "dualpi2 target 5ms",
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,6 +76,15 @@ def _parser() -> argparse.ArgumentParser:
     bench_cmd.add_argument(
         "--repeat", type=int, default=3, metavar="N", help="runs to time (default 3; best is reported)"
     )
+    bench_cmd.add_argument(
+        "--duration", metavar="TIME", help="simulated time per run instead of the scenario's, e.g. 10s"
+    )
+    bench_cmd.add_argument(
+        "--qdisc",
+        metavar="all|KIND,...",
+        help="run the scenario once per qdisc at its PAM 2025 configuration for 2 BDP "
+        f"({', '.join(BENCH_QDISCS)}) and print a table; --json prints a JSON list",
+    )
 
     demo_cmd = commands.add_parser(
         "demo",
@@ -92,7 +112,7 @@ def _command_run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from .runner import run
+    from .runner import run, tc_stats_lines
     from .scenario import load_scenario, parse_override
 
     overrides = dict(parse_override(item) for item in args.overrides)
@@ -134,6 +154,8 @@ def _command_run(args: argparse.Namespace) -> int:
         f"drops {bottleneck['drops']}, marks {bottleneck['marks']}; Jain index {_fmt(summary['jain_index'], 3)}",
         soft_wrap=True,
     )
+    for line in tc_stats_lines(bottleneck):
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
     console.print(
         f"packets: {summary['packets_sent']} sent = {summary['packets_delivered']} delivered + "
         f"{summary['packets_dropped']} dropped + {summary['packets_in_flight']} in flight; "
@@ -149,12 +171,14 @@ def _command_run(args: argparse.Namespace) -> int:
 # --- bench ----------------------------------------------------------------------------------------
 
 
-def _command_bench(args: argparse.Namespace) -> int:
-    from .runner import engine_version, simulate_config
+def _bench_scenario(args: argparse.Namespace):
+    """The scenario to time: ``--scenario`` or the packaged reference, with ``--duration``."""
     from .scenario import load_scenario
+    from .units import parse_time
 
     if args.repeat < 1:
         raise ScenarioError(f"--repeat: {args.repeat} is not a positive number of runs; expected e.g. 3")
+    duration = parse_time(args.duration, "--duration") if args.duration is not None else None
     with ExitStack() as stack:
         if args.scenario:
             path = Path(args.scenario)
@@ -162,13 +186,32 @@ def _command_bench(args: argparse.Namespace) -> int:
             reference = resources.files("l4slab").joinpath("scenarios", "reference.toml")
             path = stack.enter_context(resources.as_file(reference))
         scenario = load_scenario(path)
-    config = scenario.resolve()
+    if duration is not None:
+        scenario = scenario.model_copy(update={"duration": duration})
+        scenario.check()
+    return scenario
+
+
+def _time_config(config: dict[str, Any], repeat: int) -> tuple[dict[str, Any], list[float]]:
+    from .runner import simulate_config
 
     walls: list[float] = []
     results: dict[str, Any] = {}
-    for _ in range(args.repeat):
+    for _ in range(repeat):
         results, wall_s = simulate_config(config)
         walls.append(wall_s)
+    return results, walls
+
+
+def _command_bench(args: argparse.Namespace) -> int:
+    from .runner import engine_version
+
+    scenario = _bench_scenario(args)
+    if args.qdisc is not None:
+        return _bench_qdiscs(args, scenario)
+    config = scenario.resolve()
+
+    results, walls = _time_config(config, args.repeat)
     best = min(walls)
     packets = results["packets"]
     report = {
@@ -210,6 +253,67 @@ def _command_bench(args: argparse.Namespace) -> int:
     if report["events"] is not None:
         print(f"events/s:  {rate(report['events_per_s'])} ({report['events']} events)")
     print(f"engine:    {report['engine_version']}")
+    return EXIT_OK
+
+
+def _bench_kinds(selection: str) -> list[str]:
+    if selection.strip() == "all":
+        return list(BENCH_QDISCS)
+    kinds = [kind.strip() for kind in selection.split(",") if kind.strip()]
+    for kind in kinds:
+        if kind not in BENCH_QDISCS:
+            raise ScenarioError(f"--qdisc: {kind!r} is not one of all, {', '.join(BENCH_QDISCS)}")
+    if not kinds:
+        raise ScenarioError(f"--qdisc: empty; expected all or some of {', '.join(BENCH_QDISCS)}")
+    return list(dict.fromkeys(kinds))
+
+
+def _bench_qdiscs(args: argparse.Namespace, scenario) -> int:
+    """``bench --qdisc``: the scenario once per qdisc at its PAM configuration; a table or a JSON list."""
+    from .qdisc import describe_engine_qdisc, parse_qdisc
+    from .runner import engine_version
+
+    version = engine_version()
+    rows: list[dict[str, Any]] = []
+    for kind in _bench_kinds(args.qdisc):
+        bottleneck = scenario.bottleneck.model_copy(update={"qdisc": parse_qdisc(BENCH_QDISCS[kind]), "buffer": None})
+        config = scenario.model_copy(update={"bottleneck": bottleneck}).resolve()
+        results, walls = _time_config(config, args.repeat)
+        best = min(walls)
+        packets = results["packets"]["sent"]
+        rows.append(
+            {
+                "qdisc": kind,
+                "config": describe_engine_qdisc(config["bottleneck"]["qdisc"]),
+                "scenario": scenario.name,
+                "simulated_s": results["duration_s"],
+                "repeat": args.repeat,
+                "wall_s": best,
+                "wall_s_median": statistics.median(walls),
+                "packets": packets,
+                "packets_per_s": packets / best if best > 0 else None,
+                "events_per_s": results["events"] / best if best > 0 and "events" in results else None,
+                "speedup": results["duration_s"] / best if best > 0 else None,
+                "engine_version": version,
+            }
+        )
+    baseline = next((row["packets_per_s"] for row in rows if row["qdisc"] == "bfifo"), None)
+    for row in rows:
+        pps = row["packets_per_s"]
+        row["speed_vs_bfifo"] = pps / baseline if baseline and pps is not None else None
+    if args.json:
+        print(json.dumps(rows))
+        return EXIT_OK
+
+    simulated = rows[0]["simulated_s"] if rows else 0
+    print(f"scenario: {scenario.name} ({simulated:g} s simulated), best of {args.repeat}; engine {version}")
+    header = f"{'qdisc':<9} {'wall s':>8} {'packets/s':>11} {'vs bfifo':>9}  config"
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        pps = "–" if row["packets_per_s"] is None else f"{row['packets_per_s'] / 1e6:.2f} M"
+        relative = "–" if row["speed_vs_bfifo"] is None else f"{row['speed_vs_bfifo']:.2f}x"
+        print(f"{row['qdisc']:<9} {row['wall_s']:>8.3f} {pps:>11} {relative:>9}  {row['config']}")
     return EXIT_OK
 
 

@@ -6,8 +6,14 @@ results JSON (``crates/l4slab-core/src/results.rs``) in a :class:`RunResult`:
 
 * ``summary``: the dict written as ``summary.json`` (fixed schema, docs/outputs.md);
 * ``flows``: one row per flow; ``flow_series``: long table, one row per flow and bin;
-* ``bottleneck_series``: one row per bin; ``sojourn``: per-packet trace or None;
+* ``bottleneck_series``: one row per bin, with the mark and drop probability per bin;
+* ``classes``: sojourn per sub-queue of the qdisc (DualPI2 "C" and "L", else "all");
+* ``qdisc_stats``: the ``tc -s qdisc`` counters and the qdisc's extras;
+* ``sojourn``: per-packet trace or None;
 * ``raw``: the results dict as the engine returned it; ``wall_s``: engine wall time.
+
+:func:`rebin` aggregates either series into wider bins, e.g. the studies' 1-s mark
+and drop probability: ``rebin(result.bottleneck_series, "1s")``.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import pandas as pd
 from .errors import EngineError, EngineUnavailableError, ScenarioError
 from .qdisc import describe_engine_qdisc
 from .scenario import Scenario, coerce_scenario
+from .units import UnitError, time_ns
 
 __all__ = [
     "RunResult",
@@ -33,6 +40,8 @@ __all__ = [
     "engine",
     "engine_version",
     "build_summary",
+    "rebin",
+    "tc_stats_lines",
     "SUMMARY_SCHEMA",
 ]
 
@@ -198,9 +207,135 @@ def flow_series_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def _add_probabilities(frame: pd.DataFrame) -> pd.DataFrame:
+    """``mark_prob`` = marks / arrivals and ``drop_prob`` = drops / arrivals (NaN without arrivals)."""
+    if "arrivals" in frame:
+        arrivals = frame["arrivals"].astype(np.float64).where(frame["arrivals"] > 0)
+        for counter in ("marks", "drops"):
+            if counter in frame:
+                frame[f"{counter[:-1]}_prob"] = frame[counter] / arrivals
+    return frame
+
+
 def bottleneck_series_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per bin: time_s, utilisation, sojourn_ms, backlog_*, drops, marks, arrivals."""
-    return _series_frame(raw["time_s"], raw["bottleneck_series"])
+    """One row per bin: time_s, utilisation, sojourn_ms, backlog_*, drops, marks, arrivals,
+    mark_prob, drop_prob."""
+    return _add_probabilities(_series_frame(raw["time_s"], raw["bottleneck_series"]))
+
+
+def classes_frame(bottleneck: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per sub-queue of the qdisc: class, count, mean_ms, p50_ms, ..., max_ms."""
+    rows = []
+    for entry in bottleneck.get("sojourn_by_class") or []:
+        stats = entry.get("sojourn_ms") or {}
+        rows.append({"class": entry["class"], **{k if k == "count" else f"{k}_ms": v for k, v in stats.items()}})
+    frame = pd.DataFrame(rows)
+    for name in frame.columns:
+        if name != "class":
+            frame[name] = _column(frame[name].tolist())
+    return frame
+
+
+def qdisc_stats_series(bottleneck: Mapping[str, Any]) -> pd.Series:
+    """The ``tc -s qdisc`` counters and the qdisc's extras (``extra_`` prefix only on a name clash)."""
+    stats = dict(bottleneck.get("qdisc") or {})
+    extra = stats.pop("extra", None) or {}
+    for name, value in extra.items():
+        stats[name if name not in stats else f"extra_{name}"] = value
+    return pd.Series(stats, dtype=object)
+
+
+# --- re-binning --------------------------------------------------------------------------------
+
+#: How each series column is aggregated into a wider bin: counters are summed, states
+#: at the end of a bin take the last value, rates and per-bin means are averaged.
+_SUM_COLUMNS = {"drops", "marks", "arrivals", "retransmits", "ce_packets"}
+_LAST_COLUMNS = {"backlog_bytes", "backlog_packets", "srtt_ms", "cwnd", "alpha"}
+
+
+def rebin(frame: pd.DataFrame, width: str | float = "1s", *, bin_s: float | None = None) -> pd.DataFrame:
+    """Aggregate a bottleneck or flow series into bins of ``width`` (``"1s"`` or seconds).
+
+    Counters (drops, marks, arrivals, retransmits, ce_packets) are summed, states at
+    the end of a bin (backlog, srtt, cwnd, alpha) keep the last value, rates and
+    per-bin means (utilisation, goodput, sojourn, rtt) are averaged over the bins
+    that have a value, and ``mark_prob``/``drop_prob`` are recomputed from the sums:
+    with ``width = "1s"`` they are the studies' 1-s mark and drop probability. A flow
+    series (with a ``flow`` column) is re-binned per flow. ``width`` must be a whole
+    multiple of the series' bin (``bin_s``, inferred from ``time_s`` when not given).
+    """
+    if isinstance(width, str):
+        try:
+            width_s = time_ns(width) / 1e9
+        except UnitError as err:
+            raise ScenarioError(f"rebin width: {err}") from None
+    else:
+        width_s = float(width)
+    if frame.empty:
+        return frame.copy()
+    if bin_s is None:
+        times = np.unique(frame["time_s"].to_numpy())
+        bin_s = float(times[1] - times[0]) if len(times) > 1 else width_s
+    factor = round(width_s / bin_s)
+    if width_s <= 0 or factor < 1 or not math.isclose(factor * bin_s, width_s, rel_tol=1e-9):
+        raise ScenarioError(f"rebin width: {width_s:g} s is not a whole multiple of the series' {bin_s:g} s bins")
+    keys = ["flow"] if "flow" in frame else []
+    work = frame.copy()
+    work["time_s"] = (np.round(work["time_s"].to_numpy() / bin_s).astype(np.int64) // factor) * width_s
+    aggregations: dict[str, str] = {}
+    for name in work.columns:
+        if name == "time_s" or name in keys or name in ("mark_prob", "drop_prob"):
+            continue
+        aggregations[name] = "sum" if name in _SUM_COLUMNS else "last" if name in _LAST_COLUMNS else "mean"
+    grouped = work.groupby([*keys, "time_s"], sort=True).agg(aggregations).reset_index()
+    ordered = ["time_s", *keys, *aggregations]
+    return _add_probabilities(grouped[ordered].sort_values([*keys, "time_s"], ignore_index=True))
+
+
+# --- tc -s text --------------------------------------------------------------------------------
+
+
+def _stat(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def tc_stats_lines(bottleneck: Mapping[str, Any], *, per_line: int = 6) -> list[str]:
+    """A ``tc -s qdisc show``-like block for a summary's ``bottleneck``: counters, the
+    qdisc's extras and, for multi-queue qdiscs (DualPI2), one sojourn line per class."""
+    stats = bottleneck.get("qdisc") or {}
+    lines = [f"qdisc {bottleneck.get('qdisc_config') or stats.get('kind', '?')} (tc -s, whole run)"]
+    if stats:
+        lines.append(
+            f" Sent {stats.get('sent_bytes', 0)} bytes {stats.get('sent_packets', 0)} pkt "
+            f"(dropped {stats.get('drops', 0)}, overlimits {stats.get('overlimits', 0)} "
+            f"requeues {stats.get('requeues', 0)})"
+        )
+        lines.append(
+            f" backlog {stats.get('backlog_bytes', 0)}b {stats.get('backlog_packets', 0)}p "
+            f"requeues {stats.get('requeues', 0)}"
+        )
+        lines.append(f" marks {stats.get('marks', 0)} maxq {stats.get('maxq_packets', 0)}p")
+        extra = list((stats.get("extra") or {}).items())
+        for start in range(0, len(extra), per_line):
+            lines.append(" " + " ".join(f"{name} {_stat(value)}" for name, value in extra[start : start + per_line]))
+    classes = bottleneck.get("sojourn_by_class") or []
+    if len(classes) > 1:
+        for entry in classes:
+            sojourn = entry.get("sojourn_ms") or {}
+
+            def ms(key: str, sojourn: Mapping[str, Any] = sojourn) -> str:
+                value = sojourn.get(key)
+                return "–" if value is None else f"{value:.3g}"
+
+            lines.append(
+                f" class {entry['class']}: {sojourn.get('count', 0)} pkts, sojourn mean/p50/p99/max "
+                f"{ms('mean')}/{ms('p50')}/{ms('p99')}/{ms('max')} ms"
+            )
+    return lines
 
 
 def sojourn_frame(raw: Mapping[str, Any]) -> pd.DataFrame | None:
@@ -244,6 +379,16 @@ class RunResult:
     @cached_property
     def bottleneck_series(self) -> pd.DataFrame:
         return bottleneck_series_frame(self.raw)
+
+    @cached_property
+    def classes(self) -> pd.DataFrame:
+        """Sojourn per sub-queue of the qdisc over the window (DualPI2: "C" and "L")."""
+        return classes_frame(self.summary["bottleneck"])
+
+    @cached_property
+    def qdisc_stats(self) -> pd.Series:
+        """The ``tc -s qdisc`` counters and the qdisc's extras (whole run)."""
+        return qdisc_stats_series(self.summary["bottleneck"])
 
     @cached_property
     def sojourn(self) -> pd.DataFrame | None:

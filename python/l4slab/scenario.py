@@ -57,6 +57,8 @@ __all__ = [
     "apply_overrides",
     "parse_override",
     "UDP_IP_UDP_HEADER_BYTES",
+    "TCP_ECN_WORDS",
+    "RECEIVER_DEFAULTS",
 ]
 
 #: IPv4 (20 B) + UDP (8 B) headers: a UDP flow's payload is ``packet_size - 28``.
@@ -95,6 +97,33 @@ BufferAmount = Annotated[Union[int, BdpMultiple], _unit_validator(units.buffer)]
 RateOrPercent = Annotated[Union[int, Percent], _unit_validator(units.rate_or_percent)]
 QdiscField = Annotated[QdiscRequest, PlainValidator(_qdisc_validator)]
 StrictCount = Annotated[int, Field(strict=True, ge=1)]
+
+#: ``net.ipv4.tcp_ecn`` by friendly name (numbers 0–5 are accepted as they are).
+TCP_ECN_WORDS = {"off": 0, "classic": 1, "accecn": 3}
+TCP_ECN_EXAMPLES = "2, 'off' (0), 'classic' (1), 'accecn' (3)"
+#: Receiver defaults a testbed would have for CCs that need a particular feedback
+#: (sent only when the user left them unset): Prague needs an AccECN receiver, DCTCP a
+#: DCTCP receiver that echoes CE DCTCP-style over classic ECN.
+RECEIVER_DEFAULTS: dict[str, dict[str, Any]] = {
+    "prague": {"receiver_ecn": 3},
+    "prague-v06": {"receiver_ecn": 3},
+    "dctcp": {"receiver_cc": "dctcp", "receiver_ecn": 1},
+}
+
+
+def _tcp_ecn(value: Any) -> int:
+    """``net.ipv4.tcp_ecn``: 0–5, or off / classic / accecn."""
+    if isinstance(value, str) and value.strip().lower() in TCP_ECN_WORDS:
+        return TCP_ECN_WORDS[value.strip().lower()]
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 5:
+        return value
+    raise UnitError(f"{value!r} is not a tcp_ecn mode; expected 0..5 or e.g. {TCP_ECN_EXAMPLES}")
+
+
+TcpEcnMode = Annotated[int, _unit_validator(_tcp_ecn)]
+
 
 _ECN_ALIASES = {
     "not-ect": "not-ect",
@@ -142,7 +171,9 @@ class TcpFlow(_FlowCommon):
     """A bulk TCP transfer (iperf3-like)."""
 
     kind: Literal["tcp"] = "tcp"
-    cc: str = Field("cubic", description="congestion control by its Linux name", examples=["cubic", "reno"])
+    cc: str = Field(
+        "cubic", description="congestion control by its Linux name", examples=["cubic", "reno", "dctcp", "prague"]
+    )
     bytes: SizeBytes | None = Field(
         None, description="bytes to send (iperf3 -n); unbounded if absent", examples=["10mb"]
     )
@@ -152,12 +183,29 @@ class TcpFlow(_FlowCommon):
     rwnd: SizeBytes | None = Field(None, description="receive window limit", examples=["4mb"])
     delayed_ack: Annotated[bool, Field(strict=True)] | None = Field(None, examples=[True])
     drop_segments: list[Annotated[int, Field(strict=True, ge=0)]] | None = Field(None, examples=[[10, 11]])
+    ecn: TcpEcnMode | None = Field(
+        None, description="sender's net.ipv4.tcp_ecn (Linux default 2)", examples=[2, "accecn", "classic", "off"]
+    )
+    receiver_ecn: TcpEcnMode | None = Field(
+        None,
+        description="receiver's net.ipv4.tcp_ecn (default 2; 3 for prague, 1 for dctcp)",
+        examples=[2, "accecn", "classic", "off"],
+    )
+    ecn_option: Annotated[int, Field(strict=True, ge=0, le=3)] | None = Field(
+        None, description="net.ipv4.tcp_ecn_option on both hosts (default 2)", examples=[2]
+    )
+    receiver_cc: str | None = Field(
+        None, description="receiving socket's congestion control (default cubic; dctcp for dctcp)", examples=["dctcp"]
+    )
+    fq_pacing: Annotated[bool, Field(strict=True)] | None = Field(
+        None, description="the sender host has fq as its qdisc, so every CC is paced", examples=[True]
+    )
 
-    @field_validator("cc")
+    @field_validator("cc", "receiver_cc")
     @classmethod
-    def _known_cc(cls, value: str) -> str:
+    def _known_cc(cls, value: str | None) -> str | None:
         known = known_congestion_controls()
-        if known is not None and value not in known:
+        if value is not None and known is not None and value not in known:
             close = difflib.get_close_matches(value, known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise PydanticCustomError(
@@ -357,6 +405,13 @@ class Scenario(_Strict):
         _set_if_given(config, "rwnd_bytes", flow.rwnd)
         _set_if_given(config, "delayed_ack", flow.delayed_ack)
         _set_if_given(config, "drop_segments", flow.drop_segments)
+        _set_if_given(config, "fq_pacing", flow.fq_pacing)
+        _set_if_given(config, "ecn", flow.ecn)
+        _set_if_given(config, "ecn_option", flow.ecn_option)
+        receiver = {**RECEIVER_DEFAULTS.get(flow.cc, {})}
+        _set_if_given(receiver, "receiver_ecn", flow.receiver_ecn)
+        _set_if_given(receiver, "receiver_cc", flow.receiver_cc)
+        config.update(sorted(receiver.items()))
         return config
 
 

@@ -57,6 +57,8 @@ def test_bad_bench_and_demo_arguments(tmp_path):
     assert_user_error(l4slab("bench", "--repeat", "0"), "--repeat")
     assert_user_error(l4slab("bench", "--scenario", str(tmp_path / "absent.toml")), "no such scenario file")
     assert_user_error(l4slab("demo", "--out", str(tmp_path), "--duration", "20"), "--duration: '20' is not a time")
+    assert_user_error(l4slab("bench", "--duration", "2"), "--duration: '2' is not a time")
+    assert_user_error(l4slab("bench", "--qdisc", "red"), "--qdisc: 'red' is not one of all, bfifo, fq, pie,")
 
 
 def test_argparse_errors_exit_2_without_traceback():
@@ -108,3 +110,59 @@ def test_bench_text_on_the_packaged_reference():
     completed = l4slab("bench", "--repeat", "1")
     assert completed.returncode == 0, completed.stderr
     assert "reference" in completed.stdout and "packets/s" in completed.stdout and "ACKs" in completed.stdout
+
+
+@requires_engine
+def test_bench_qdisc_all_json():
+    import json
+
+    completed = l4slab("bench", "--qdisc", "all", "--json", "--duration", "1s", "--repeat", "1")
+    assert completed.returncode == 0, completed.stderr
+    rows = json.loads(completed.stdout)  # exactly one JSON list
+    assert [row["qdisc"] for row in rows] == ["bfifo", "fq", "pie", "codel", "fq_codel", "dualpi2"]
+    assert [row["config"] for row in rows] == [
+        "bfifo limit 250000",
+        "fq limit 167 flow_limit 167 orphan_mask 0 ce_threshold 5ms",
+        "pie limit 167 target 5ms noecn",
+        "codel limit 167 target 5ms interval 100ms ecn",
+        "fq_codel limit 167 target 5ms interval 100ms ecn",
+        "dualpi2 limit 10000 target 5ms",
+    ]
+    for row in rows:
+        assert {"wall_s", "packets", "packets_per_s", "speed_vs_bfifo", "simulated_s", "engine_version"} <= row.keys()
+        assert row["simulated_s"] == 1.0 and row["scenario"] == "reference" and row["repeat"] == 1
+        assert row["packets_per_s"] == pytest.approx(row["packets"] / row["wall_s"])
+        assert row["speed_vs_bfifo"] == pytest.approx(row["packets_per_s"] / rows[0]["packets_per_s"])
+    assert rows[0]["speed_vs_bfifo"] == 1.0
+
+
+@requires_engine
+def test_bench_qdisc_table_and_subset():
+    completed = l4slab("bench", "--qdisc", "dualpi2,bfifo", "--duration", "500ms", "--repeat", "1")
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    assert "qdisc" in lines[1] and "wall s" in lines[1] and "packets/s" in lines[1] and "vs bfifo" in lines[1]
+    assert lines[3].startswith("dualpi2") and lines[4].startswith("bfifo") and "1.00x" in lines[4]
+
+
+@requires_engine
+def test_bench_duration_keeps_the_json_shape():
+    import json
+
+    report = json.loads(l4slab("bench", "--json", "--duration", "1s", "--repeat", "1").stdout)
+    assert report["simulated_s"] == 1.0 and {"wall_s", "packets_per_s", "speedup"} <= report.keys()
+
+
+@requires_engine
+def test_run_prints_a_tc_s_block_with_classes(tmp_path):
+    path = tmp_path / "dualpi2.toml"
+    path.write_text(
+        'duration = "1s"\n[bottleneck]\nrate = "100Mbit"\nqdisc = "dualpi2 target 5ms"\n'
+        '[[flows]]\ncc = "prague"\nrtt = "10ms"\n[[flows]]\ncc = "cubic"\nrtt = "10ms"\n'
+    )
+    completed = l4slab("run", str(path))
+    assert completed.returncode == 0, completed.stderr
+    out = completed.stdout
+    assert "qdisc dualpi2 limit 10000 target 5ms (tc -s, whole run)" in out
+    assert " Sent " in out and " backlog " in out and "maxq" in out and "prob " in out
+    assert " class C: " in out and " class L: " in out

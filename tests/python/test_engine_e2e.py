@@ -91,3 +91,109 @@ def test_demo_writes_report(tmp_path):
     assert len(runs) == len(DEMO_BUFFERS)
     for run_dir in runs:
         assert (run_dir / "summary.json").exists()
+
+
+#: Every AQM at its PAM 2025 configuration for 2 BDP (aqm.md §0), plus non-default knobs.
+AQM_RUNS = [
+    (
+        "fq limit 2bdp flow_limit 2bdp orphan_mask 0 ce_threshold 5ms",
+        "fq limit 167 flow_limit 167 orphan_mask 0 ce_threshold 5ms",
+    ),
+    ("fq limit 167 flow_limit 167 ce_threshold 5ms fastpath", "fq limit 167 flow_limit 167 ce_threshold 5ms fastpath"),
+    ("pie limit 167 target 5ms noecn", "pie limit 167 target 5ms noecn"),
+    (
+        "pie limit 167 target 5ms ecn bytemode dq_rate_estimator",
+        "pie limit 167 target 5ms ecn bytemode dq_rate_estimator",
+    ),
+    ("codel limit 167 target 5ms interval 100ms noecn", "codel limit 167 target 5ms interval 100ms noecn"),
+    ("codel limit 167 target 5ms interval 100ms ecn", "codel limit 167 target 5ms interval 100ms ecn"),
+    ("fq_codel limit 167 target 5ms interval 100ms ecn", "fq_codel limit 167 target 5ms interval 100ms ecn"),
+    (
+        "fq_codel limit 167 target 5ms interval 100ms ecn ce_threshold 1ms ce_threshold_selector 0x01/0x01",
+        "fq_codel limit 167 target 5ms interval 100ms ecn ce_threshold 1ms ce_threshold_selector 0x01/0x01",
+    ),
+    ("dualpi2 target 5ms", "dualpi2 limit 10000 target 5ms"),
+    (
+        "dualpi2 target 5ms alpha 0.16 beta 3.2 step_thresh 5pkt any_ect variant l4steam",
+        "dualpi2 limit 10000 target 5ms alpha 0.16 beta 3.2 step_thresh 5pkt any_ect variant l4steam",
+    ),
+]
+
+MIXED = """
+name = "mixed"
+duration = "2s"
+seed = 5
+[bottleneck]
+rate = "100Mbit"
+qdisc = "bfifo"
+[[flows]]
+cc = "cubic"
+rtt = "10ms"
+[[flows]]
+cc = "cubic"
+rtt = "10ms"
+ecn = "classic"
+[[flows]]
+cc = "prague"
+rtt = "10ms"
+[[flows]]
+cc = "dctcp"
+rtt = "10ms"
+"""
+
+
+@pytest.mark.parametrize("qdisc, described", AQM_RUNS)
+def test_each_aqm_runs_end_to_end_with_packet_conservation(qdisc, described):
+    result = l4slab.run(MIXED, bottleneck__qdisc=qdisc)
+    summary = result.summary
+    check_summary_schema(summary)
+    bottleneck = summary["bottleneck"]
+    assert bottleneck["qdisc_config"] == described
+    assert result.config["bottleneck"]["qdisc"]["kind"] == qdisc.split()[0]
+    assert (
+        summary["packets_sent"]
+        == summary["packets_delivered"] + summary["packets_dropped"] + summary["packets_in_flight"]
+    )
+    assert summary["packets_delivered"] > 0 and bottleneck["utilisation"] > 0.5
+    stats = bottleneck["qdisc"]
+    assert stats["kind"] == qdisc.split()[0] and stats["sent_packets"] > 0 and isinstance(stats["extra"], dict)
+    assert stats["extra"], "each AQM reports its tc -s extras"
+    assert sum(f["drops"] for f in summary["flows"]) + sum(f["marks"] for f in summary["flows"]) > 0
+    classes = bottleneck["sojourn_by_class"]
+    if qdisc.startswith("dualpi2"):
+        assert [c["class"] for c in classes] == ["C", "L"]
+        assert result.classes["class"].tolist() == ["C", "L"]
+    else:
+        assert [c["class"] for c in classes] == ["all"]
+    frame = result.bottleneck_series
+    assert {"mark_prob", "drop_prob"} <= set(frame.columns)
+    assert l4slab.rebin(frame, "1s")["arrivals"].sum() == frame["arrivals"].sum()
+
+
+def test_friendly_ecn_defaults_negotiate_in_the_engine():
+    """Prague gets AccECN and DCTCP classic ECN with DCTCP feedback without extra settings."""
+    result = l4slab.run(MIXED, bottleneck__qdisc="dualpi2 target 5ms")
+    flows = result.summary["flows"]
+    if "ecn_mode" not in flows[0]:
+        pytest.skip("engine does not report ecn_mode")
+    assert [f["ecn_mode"] for f in flows] == ["off", "rfc3168", "accecn", "rfc3168"]
+    assert flows[2]["marks"] > 0 and flows[3]["marks"] > 0
+    off = l4slab.run(MIXED, bottleneck__qdisc="dualpi2 target 5ms", flows__2__receiver_ecn="off")
+    assert off.summary["flows"][2]["ecn_mode"] != "accecn"
+
+
+def test_every_accepted_parameter_is_accepted_by_the_engine():
+    texts = [
+        "fq limit 50 flow_limit 20 quantum 1514 initial_quantum 0 refill_delay 1ms orphan_mask 0 buckets 64 "
+        "ce_threshold 0s fastpath",
+        "pie limit 50 target 1ms tupdate 2ms alpha 0 beta 32 ecn bytemode dq_rate_estimator",
+        "codel limit 50 target 1ms interval 10ms ecn ce_threshold 500us",
+        "fq_codel limit 50 flows 1 quantum 256 target 1ms interval 10ms noecn ce_threshold 1ms "
+        "ce_threshold_selector 0x02/0x03 memory_limit 1mb drop_batch 1",
+        "dualpi2 limit 50 memlimit 100000 target 1ms tupdate 2ms alpha 0.5 beta 5 step_thresh 3pkt min_qlen_step 1 "
+        "coupling_factor 1 overflow drop_enqueue cla_ect classic_protection 0 no_split_gso",
+        "dualpi2 limit 50 alpha 0 step_thresh 100us drop_enqueue any_ect variant l4steam",
+    ]
+    for text in texts:
+        result = l4slab.run(MIXED, duration="300ms", bottleneck__qdisc=text)
+        assert result.summary["packets_delivered"] > 0

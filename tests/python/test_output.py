@@ -70,7 +70,11 @@ def test_frames(fake_result):
         "drops",
         "marks",
         "arrivals",
+        "mark_prob",
+        "drop_prob",
     ]
+    assert bottleneck["drop_prob"].tolist() == pytest.approx([3 / 3350] * 2)
+    assert bottleneck["mark_prob"].tolist() == [0.0, 0.0]
     assert fake_result.sojourn is None
 
 
@@ -180,3 +184,108 @@ def test_write_run_failing_midway_leaves_no_summary(tmp_path, fake_result, monke
         write_run(fake_result, tmp_path)
     assert not (tmp_path / "summary.json").exists()  # the directory is visibly incomplete
     assert leftovers(tmp_path) == []
+
+
+def dualpi2_bottleneck():
+    """A summary's bottleneck entry of a two-class qdisc (DualPI2), as results.rs writes it."""
+    return {
+        "rate_mbps": 100.0,
+        "qdisc_config": "dualpi2 limit 10000 target 5ms",
+        "sojourn_by_class": [
+            {"class": "C", "sojourn_ms": {"count": 10, "mean": 4.5, "p50": 4.4, "p99": 9.9, "max": 10.5}},
+            {"class": "L", "sojourn_ms": {"count": 5, "mean": 0.08, "p50": 0.07, "p99": 0.2, "max": None}},
+        ],
+        "qdisc": {
+            "kind": "dualpi2",
+            "sent_bytes": 1514 * 15,
+            "sent_packets": 15,
+            "drops": 1,
+            "overlimits": 0,
+            "requeues": 0,
+            "marks": 3,
+            "backlog_bytes": 3028,
+            "backlog_packets": 2,
+            "maxq_packets": 7,
+            "extra": {"prob": 0.0125, "pkts_in_c": 11.0, "pkts_in_l": 5.0, "step_marks": 2.0, "drops": 9.0},
+        },
+    }
+
+
+def test_tc_stats_lines():
+    from l4slab.runner import tc_stats_lines
+
+    lines = tc_stats_lines(dualpi2_bottleneck(), per_line=3)
+    assert lines[0] == "qdisc dualpi2 limit 10000 target 5ms (tc -s, whole run)"
+    assert lines[1] == " Sent 22710 bytes 15 pkt (dropped 1, overlimits 0 requeues 0)"
+    assert lines[2] == " backlog 3028b 2p requeues 0"
+    assert lines[3] == " marks 3 maxq 7p"
+    assert lines[4] == " prob 0.0125 pkts_in_c 11 pkts_in_l 5"
+    assert lines[5] == " step_marks 2 drops 9"
+    assert lines[6] == " class C: 10 pkts, sojourn mean/p50/p99/max 4.5/4.4/9.9/10.5 ms"
+    assert lines[7] == " class L: 5 pkts, sojourn mean/p50/p99/max 0.08/0.07/0.2/– ms"
+    # A single-queue qdisc has no per-class lines.
+    single = {**dualpi2_bottleneck(), "sojourn_by_class": [{"class": "all", "sojourn_ms": {"count": 1}}]}
+    assert not any(line.startswith(" class") for line in tc_stats_lines(single))
+
+
+def test_classes_and_qdisc_stats_frames():
+    from l4slab.runner import classes_frame, qdisc_stats_series
+
+    classes = classes_frame(dualpi2_bottleneck())
+    assert classes["class"].tolist() == ["C", "L"]
+    assert list(classes.columns) == ["class", "count", "mean_ms", "p50_ms", "p99_ms", "max_ms"]
+    assert classes["count"].dtype == "int64" and is_nan(classes["max_ms"].iloc[1])
+    stats = qdisc_stats_series(dualpi2_bottleneck())
+    assert stats["sent_packets"] == 15 and stats["prob"] == 0.0125 and stats["pkts_in_l"] == 5.0
+    assert stats["drops"] == 1 and stats["extra_drops"] == 9.0  # an extra never hides a counter
+
+
+def test_result_exposes_classes_and_qdisc_stats(fake_result):
+    assert fake_result.classes["class"].tolist() == ["all"]
+    assert fake_result.qdisc_stats["kind"] == "bfifo" and fake_result.qdisc_stats["maxq_packets"] == 160
+
+
+def series(bins, **columns):
+    return pd.DataFrame({"time_s": [round(0.1 * i, 10) for i in range(bins)], **columns})
+
+
+def test_rebin_bottleneck_series_to_one_second():
+    from l4slab import rebin
+
+    frame = series(
+        25,
+        utilisation=[1.0] * 10 + [0.5] * 10 + [1.0] * 5,
+        sojourn_ms=[float("nan")] + [2.0] * 24,
+        backlog_packets=list(range(25)),
+        drops=[1] * 25,
+        marks=[0] * 10 + [2] * 15,
+        arrivals=[100] * 25,
+    )
+    frame["mark_prob"] = frame["marks"] / frame["arrivals"]
+    out = rebin(frame, "1s")
+    assert out["time_s"].tolist() == [0.0, 1.0, 2.0]
+    assert out["utilisation"].tolist() == [1.0, 0.5, 1.0]
+    assert out["sojourn_ms"].tolist() == [2.0, 2.0, 2.0]  # NaN bins are left out of the mean
+    assert out["backlog_packets"].tolist() == [9, 19, 24]  # state at the end of the bin
+    assert out["drops"].tolist() == [10, 10, 5] and out["arrivals"].tolist() == [1000, 1000, 500]
+    assert out["mark_prob"].tolist() == [0.0, 0.02, 0.02]  # recomputed from the sums
+    assert out["drop_prob"].tolist() == [0.01, 0.01, 0.01]
+    assert list(out.columns[-2:]) == ["mark_prob", "drop_prob"]
+    assert rebin(frame, 0.5)["drops"].tolist() == [5, 5, 5, 5, 5]
+
+
+def test_rebin_flow_series_per_flow(fake_result):
+    from l4slab import rebin
+
+    out = rebin(fake_result.flow_series, "1s")
+    assert out["flow"].tolist() == [0, 1] and out["time_s"].tolist() == [0.0, 0.0]
+    assert out["retransmits"].tolist() == [2, 2] and out["goodput_mbps"].tolist() == [40.0, 40.0]
+    assert out["srtt_ms"].tolist() == [12.0, 12.0]
+
+
+@pytest.mark.parametrize("width, message", [("250ms", "is not a whole multiple"), ("1", "is not a time with a unit")])
+def test_rebin_errors(width, message):
+    from l4slab import ScenarioError, rebin
+
+    with pytest.raises(ScenarioError, match=message):
+        rebin(series(20, drops=[1] * 20), width, bin_s=0.1 if width == "1" else 0.2)

@@ -60,8 +60,11 @@ def test_structured_form():
 @pytest.mark.parametrize(
     "value, message",
     [
-        ("fifo", "bottleneck.qdisc: unknown qdisc 'fifo' (did you mean 'pfifo'?); supported: bfifo, pfifo"),
-        ("codel target 5ms", "bottleneck.qdisc: 'codel' is not simulated yet; supported: bfifo, pfifo"),
+        (
+            "fifo",
+            "bottleneck.qdisc: unknown qdisc 'fifo' (did you mean 'pfifo'?); "
+            "supported: bfifo, pfifo, fq, pie, codel, fq_codel, dualpi2",
+        ),
         ("bfifo limt 3", "bottleneck.qdisc: bfifo has no parameter 'limt' (did you mean 'limit'?); bfifo takes: limit"),
         ("bfifo limit", "bottleneck.qdisc: bfifo parameter 'limit' needs a value, e.g. 'bfifo limit 1514000'"),
         ("bfifo limit 1 limit 2", "bottleneck.qdisc: bfifo parameter 'limit' given twice in 'bfifo limit 1 limit 2'"),
@@ -93,6 +96,6 @@ def test_range_and_bdp_errors():
 
 
 def test_registry_describes_resolved_configs():
-    assert set(REGISTRY) == {"bfifo", "pfifo"}
+    assert set(REGISTRY) == {"bfifo", "pfifo", "fq", "pie", "codel", "fq_codel", "dualpi2"}
     for text in ("bfifo limit 250000", "pfifo limit 167"):
         assert describe_engine_qdisc(resolve(text)) == text

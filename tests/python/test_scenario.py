@@ -104,6 +104,87 @@ def test_expert_knobs_reach_the_engine():
     assert config["bottleneck"]["burst_bytes"] == 3000 and config["bottleneck"]["access_rate_bps"] == 10**9
 
 
+def tcp_flow(**fields):
+    """The engine config of one TCP flow with ``fields`` set."""
+    data = {"duration": "1s", "bottleneck": {"rate": "100Mbit"}, "flows": [{"rtt": "10ms", **fields}]}
+    return scenario_from_dict(data).resolve()["flows"][0]
+
+
+def test_tcp_ecn_options_reach_the_engine():
+    flow = tcp_flow(ecn="classic", receiver_ecn=1, ecn_option=0, receiver_cc="reno", fq_pacing=True)
+    assert flow == {
+        "kind": "tcp",
+        "cc": "cubic",
+        "rtt_ns": 10_000_000,
+        "start_ns": 0,
+        "fq_pacing": True,
+        "ecn": 1,
+        "ecn_option": 0,
+        "receiver_cc": "reno",
+        "receiver_ecn": 1,
+    }
+    # Linux numbers 0–5 as they are; the friendly words off / classic / accecn.
+    assert [tcp_flow(ecn=value)["ecn"] for value in (0, 1, 2, 3, 4, 5, "off", "classic", "accecn", "AccECN")] == [
+        0,
+        1,
+        2,
+        3,
+        4,
+        5,
+        0,
+        1,
+        3,
+        3,
+    ]
+    # Unset options are not sent: the engine's Linux defaults apply (tcp_ecn 2, option 2, no pacing).
+    assert tcp_flow() == {"kind": "tcp", "cc": "cubic", "rtt_ns": 10_000_000, "start_ns": 0}
+
+
+@pytest.mark.parametrize(
+    "cc, fields, receiver",
+    [
+        ("prague", {}, {"receiver_ecn": 3}),
+        ("prague-v06", {}, {"receiver_ecn": 3}),
+        ("prague", {"receiver_ecn": "off"}, {"receiver_ecn": 0}),
+        ("dctcp", {}, {"receiver_cc": "dctcp", "receiver_ecn": 1}),
+        ("dctcp", {"receiver_cc": "cubic"}, {"receiver_cc": "cubic", "receiver_ecn": 1}),
+        ("dctcp", {"receiver_ecn": 3}, {"receiver_cc": "dctcp", "receiver_ecn": 3}),
+        ("cubic", {}, {}),
+        ("reno", {}, {}),
+    ],
+)
+def test_friendly_receiver_defaults(cc, fields, receiver):
+    """Prague gets an AccECN receiver and DCTCP a DCTCP receiver with classic ECN, unless given."""
+    pytest.importorskip("l4slab._core")
+    flow = tcp_flow(cc=cc, **fields)
+    assert {k: v for k, v in flow.items() if k.startswith("receiver_")} == receiver
+
+
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        ({"flows[0].ecn": 6}, "flows[0].ecn: 6 is not a tcp_ecn mode; expected 0..5 or e.g. 2, 'off' (0)"),
+        ({"flows[0].ecn": "on"}, "flows[0].ecn: 'on' is not a tcp_ecn mode"),
+        ({"flows[0].receiver_ecn": True}, "flows[0].receiver_ecn: True is not a tcp_ecn mode"),
+        ({"flows[0].ecn_option": 4}, "flows[0].ecn_option: 4 is invalid: input should be less than or equal to 3"),
+        ({"flows[0].fq_pacing": "yes"}, "flows[0].fq_pacing: 'yes' is invalid: input should be a valid boolean"),
+        (
+            {"flows[0].receiver_ecm": 3},
+            "flows[0].receiver_ecm: unknown key in a tcp flow (did you mean 'receiver_ecn'?",
+        ),
+    ],
+)
+def test_tcp_option_errors(overrides, expected):
+    assert error_of(**overrides).startswith(expected)
+
+
+def test_receiver_cc_is_checked_against_the_engine():
+    pytest.importorskip("l4slab._core")
+    assert error_of(**{"flows[0].receiver_cc": "bbr"}).startswith(
+        "flows[0].receiver_cc: 'bbr' is not a known congestion control; known: reno, cubic, dctcp, prague, prague-v06"
+    )
+
+
 def test_buffer_with_bdp():
     data = apply_overrides(BASE, {"bottleneck.qdisc": "pfifo", "bottleneck.buffer": "2bdp"})
     assert scenario_from_dict(data).resolve()["bottleneck"]["qdisc"] == {"kind": "pfifo", "limit_packets": 167}
