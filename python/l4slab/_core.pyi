@@ -11,3 +11,5 @@ def version() -> str:
 
 def congestion_controls() -> list[str]:
     """Congestion controls the engine implements, by Linux name."""
+def check(config_json: str) -> None:
+    """Validate a resolved engine config; raises ValueError with a one-line message."""

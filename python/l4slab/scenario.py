@@ -139,6 +139,21 @@ _ECN_ALIASES = {
 }
 
 
+def _engine_check(config: dict[str, Any]) -> None:
+    """Let the engine validate what only it knows (e.g. ``cc_params``); its one-line
+    message becomes a user error. Skipped when the engine is not built."""
+    try:
+        from . import _core
+    except ImportError:
+        return
+    import json
+
+    try:
+        _core.check(json.dumps(config, allow_nan=False))
+    except ValueError as err:
+        raise ScenarioError(" ".join(str(err).split())) from None
+
+
 @lru_cache(maxsize=1)
 def known_congestion_controls() -> tuple[str, ...] | None:
     """The engine's congestion controls, or None when the engine is not built."""
@@ -199,6 +214,11 @@ class TcpFlow(_FlowCommon):
     )
     fq_pacing: Annotated[bool, Field(strict=True)] | None = Field(
         None, description="the sender host has fq as its qdisc, so every CC is paced", examples=[True]
+    )
+    cc_params: dict[str, Any] | None = Field(
+        None,
+        description="module parameters of the congestion control (checked by the engine)",
+        examples=[{"segment_sizing": {"scheme": "logarithmic", "k": 4.0}}, {"beta": 717}],
     )
 
     @field_validator("cc", "receiver_cc")
@@ -362,6 +382,11 @@ class Scenario(_Strict):
     def resolve(self) -> dict[str, Any]:
         """The engine config (config.rs ``ScenarioConfig``) as a JSON-ready dict."""
         self.check()
+        config = self._engine_config()
+        _engine_check(config)
+        return config
+
+    def _engine_config(self) -> dict[str, Any]:
         bdp, bdp_reason = self.bdp_bytes()
         qdisc = resolve_qdisc(
             self.bottleneck.qdisc,
@@ -406,6 +431,7 @@ class Scenario(_Strict):
         _set_if_given(config, "delayed_ack", flow.delayed_ack)
         _set_if_given(config, "drop_segments", flow.drop_segments)
         _set_if_given(config, "fq_pacing", flow.fq_pacing)
+        _set_if_given(config, "cc_params", flow.cc_params)
         _set_if_given(config, "ecn", flow.ecn)
         _set_if_given(config, "ecn_option", flow.ecn_option)
         receiver = {**RECEIVER_DEFAULTS.get(flow.cc, {})}

@@ -25,6 +25,15 @@ fn simulate(py: Python<'_>, config_json: &str) -> PyResult<(String, f64)> {
     Ok((json, wall))
 }
 
+/// Validate a resolved scenario without running it; raises ValueError with a
+/// one-line message naming the field.
+#[pyfunction]
+fn check(config_json: &str) -> PyResult<()> {
+    let config: l4slab_core::ScenarioConfig = serde_json::from_str(config_json)
+        .map_err(|e| PyValueError::new_err(format!("engine config: {e}")))?;
+    config.validate().map_err(PyValueError::new_err)
+}
+
 /// Engine version (part of a run's identity).
 #[pyfunction]
 fn version() -> &'static str {
@@ -40,6 +49,7 @@ fn congestion_controls() -> Vec<&'static str> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(congestion_controls, m)?)?;
     Ok(())
