@@ -453,12 +453,10 @@ impl CodelQueue for CodelFifo<'_, '_> {
         self.stats.backlog_bytes
     }
     fn drop(&mut self, pkt: Packet) {
-        self.stats.drops += 1;
-        self.ctx.drop_packet(pkt);
+        self.ctx.drop_counted(&mut self.stats, pkt);
     }
     fn mark(&mut self, pkt: &Packet) {
-        self.stats.marks += 1;
-        self.ctx.note_mark(pkt.flow);
+        self.ctx.mark_counted(&mut self.stats, pkt.flow);
     }
 }
 
@@ -509,8 +507,7 @@ impl Qdisc for Codel {
         // aqm.md §4.2: tail drop when qlen >= limit.
         if self.queue.len() >= self.params.limit_packets as usize {
             self.drop_overlimit += 1;
-            self.stats.drops += 1;
-            ctx.drop_packet(pkt);
+            ctx.drop_counted(&mut self.stats, pkt);
             return;
         }
         pkt.enqueue_ts = now;
@@ -561,7 +558,6 @@ impl Qdisc for Codel {
 mod tests {
     use super::*;
     use crate::packet::{Ecn, PacketKind};
-    use crate::rng;
 
     const MS: u64 = 1_000_000;
 
@@ -573,20 +569,7 @@ mod tests {
         p
     }
 
-    struct Harness {
-        rng: rng::SimRng,
-        dropped: Vec<Packet>,
-        marked: Vec<u32>,
-    }
-
-    impl Harness {
-        fn new() -> Self {
-            Harness { rng: rng::stream(1, rng::Stream::Qdisc), dropped: Vec::new(), marked: Vec::new() }
-        }
-        fn ctx(&mut self) -> QdiscCtx<'_> {
-            QdiscCtx { rng: &mut self.rng, dropped: &mut self.dropped, marked: &mut self.marked }
-        }
-    }
+    use crate::qdisc::testutil::Harness;
 
     /// Linux's r after `count - 1` Newton steps from 0xFFFF (aqm.md §4.5 table).
     fn r_after(count: u32) -> u16 {

@@ -441,8 +441,7 @@ impl DualPi2 {
     fn mark(&mut self, pkt: &mut Packet, ctx: &mut QdiscCtx) -> bool {
         if pkt.set_ce() {
             self.ecn_mark += 1;
-            self.stats.marks += 1;
-            ctx.note_mark(pkt.flow);
+            ctx.mark_counted(&mut self.stats, pkt.flow);
             true
         } else {
             false
@@ -587,15 +586,13 @@ impl Qdisc for DualPi2 {
         let over_mem = self.is_mainline() && self.memory_used as u64 + self.truesize as u64 > self.memory_limit as u64;
         if qlen >= self.limit as usize || over_mem {
             self.stats.overlimits += 1;
-            self.stats.drops += 1;
-            ctx.drop_packet(pkt);
+            ctx.drop_counted(&mut self.stats, pkt);
             return;
         }
         let mut e = Entry { pkt, ect, class, apply_step: false };
         // §2.4.2: drop_enqueue mode runs the PI decision on the backlog before adding.
         if !self.params.drop_dequeue && self.must_drop(&mut e, self.stats.backlog_bytes, ctx) {
-            self.stats.drops += 1;
-            ctx.drop_packet(e.pkt);
+            ctx.drop_counted(&mut self.stats, e.pkt);
             return;
         }
         // §2.4.3: timestamp, memory, maxq (qlen before adding).
@@ -649,15 +646,13 @@ impl Qdisc for DualPi2 {
             self.stats.on_remove(&e.pkt);
             // §2.5.3: PI decision on the remaining backlog; a drop skips the credit.
             if self.params.drop_dequeue && self.must_drop(&mut e, self.stats.backlog_bytes, ctx) {
-                self.stats.drops += 1;
-                ctx.drop_packet(e.pkt);
+                ctx.drop_counted(&mut self.stats, e.pkt);
                 continue;
             }
             // §2.5.4: step AQM for L-queue packets (after surviving the PI decision).
             if e.class == Class::L4s && self.step_aqm(&mut e, now, ctx) {
                 self.l_drops += 1;
-                self.stats.drops += 1;
-                ctx.drop_packet(e.pkt);
+                ctx.drop_counted(&mut self.stats, e.pkt);
                 continue;
             }
             // §2.5.5: apply the credit change and send.
@@ -734,20 +729,7 @@ mod tests {
     const MS: u64 = NS_PER_MS;
 
     /// Owns what a `QdiscCtx` borrows.
-    struct H {
-        rng: SimRng,
-        dropped: Vec<Packet>,
-        marked: Vec<u32>,
-    }
-
-    impl H {
-        fn new(seed: u64) -> Self {
-            H { rng: rng::stream(seed, rng::Stream::Qdisc), dropped: Vec::new(), marked: Vec::new() }
-        }
-        fn ctx(&mut self) -> QdiscCtx<'_> {
-            QdiscCtx { rng: &mut self.rng, dropped: &mut self.dropped, marked: &mut self.marked }
-        }
-    }
+    use crate::qdisc::testutil::Harness as H;
 
     fn frame(id: u64, ecn: Ecn, len: u32) -> Packet {
         let mut p = Packet::new(id as u32, PacketKind::Data);
@@ -806,7 +788,7 @@ mod tests {
         // aqm.md §11 vector 1 / §2.6: both queues backlogged with 1514-B frames
         // from reset: L x9, C x1, repeating; credit after the first C = -121 120.
         let mut q = qdisc(DualPi2Params::default());
-        let mut h = H::new(1);
+        let mut h = H::with_seed(1);
         for i in 0..40 {
             q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
             q.enqueue(frame(100 + i, Ecn::Ect0, FRAME), 0, &mut h.ctx());
@@ -833,7 +815,7 @@ mod tests {
         // aqm.md §11 vector 1 / §2.6: one queue empty -> the other is served every
         // time and the credit is frozen; a dequeue finding both empty resets it.
         let mut q = qdisc(DualPi2Params::default());
-        let mut h = H::new(1);
+        let mut h = H::with_seed(1);
         for i in 0..2 {
             q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
         }
@@ -872,7 +854,7 @@ mod tests {
         // aqm.md §11 vector 2: a_i 44, b_i 879, target 15 ms, head waiting time held
         // at 16 ms at every update: +220 437 500 then +687 500 per update.
         let mut q = qdisc(DualPi2Params::default());
-        let mut h = H::new(1);
+        let mut h = H::with_seed(1);
         assert_eq!(q.next_timer(), Some(16 * MS), "first expiry = creation + tupdate");
         q.enqueue(frame(0, Ecn::Ect0, FRAME), 0, &mut h.ctx());
         q.on_timer(16 * MS, &mut h.ctx());
@@ -892,7 +874,7 @@ mod tests {
 
     #[test]
     fn pi_uses_larger_head_wait_and_clamps() {
-        let mut h = H::new(1);
+        let mut h = H::with_seed(1);
         // aqm.md §2.9 step 1: the max of the C and L head waiting times.
         let mut q = qdisc(DualPi2Params::default());
         q.enqueue(frame(0, Ecn::Ect0, FRAME), 6 * MS, &mut h.ctx()); // C head waits 10 ms
@@ -925,7 +907,7 @@ mod tests {
     fn overflow_mode_caps_prob_at_one_over_k() {
         // aqm.md §2.9 step 5 / §2.7.4: overflow mode caps prob at MAX/k.
         let mut q = qdisc(DualPi2Params { drop_on_overload: false, ..Default::default() });
-        let mut h = H::new(3);
+        let mut h = H::with_seed(3);
         q.set_prob(MAX_PROB - 10);
         q.enqueue(frame(0, Ecn::Ect0, FRAME), 0, &mut h.ctx());
         q.on_timer(16 * MS, &mut h.ctx());
@@ -951,7 +933,7 @@ mod tests {
 
         // Not overloaded at p' = 0.5: p_CL = 1 - 2^-32, so every L packet is marked
         // and none dropped.
-        let mut h = H::new(7);
+        let mut h = H::with_seed(7);
         let mut q = qdisc(DualPi2Params::default());
         q.set_prob(2_147_483_647);
         let (marked, dropped, passed) = steady(&mut q, &mut h, Ecn::Ect1, 5_000);
@@ -998,7 +980,7 @@ mod tests {
         // marked w.p. p'^2 = (p_CL/k)^2 and L packets w.p. p_CL = k p'.
         let prob = (0.1 * MAX_PROB as f64) as u32;
         let n = 200_000u64;
-        let mut h = H::new(11);
+        let mut h = H::with_seed(11);
         let mut qc = qdisc(DualPi2Params::default());
         qc.set_prob(prob);
         let (mc, dc, _) = steady(&mut qc, &mut h, Ecn::Ect0, n);
@@ -1033,7 +1015,7 @@ mod tests {
         // aqm.md §2.7.3: a firing p_C draw drops a Not-ECT packet and marks ECT(0).
         let prob = (0.1 * MAX_PROB as f64) as u32;
         let n = 200_000u64;
-        let mut h = H::new(13);
+        let mut h = H::with_seed(13);
         let mut q = qdisc(DualPi2Params::default());
         q.set_prob(prob);
         let (marked, dropped, _) = steady(&mut q, &mut h, Ecn::NotEct, n);
@@ -1055,7 +1037,7 @@ mod tests {
     fn no_pi_action_below_two_mtu() {
         // aqm.md §2.7.1: no PI mark/drop while the backlog left behind the departing
         // packet is < 2 x 1514 B.
-        let mut h = H::new(5);
+        let mut h = H::with_seed(5);
         // C at prob = MAX (overloaded: every C draw fires and drops).
         let mut q = qdisc(DualPi2Params::default());
         q.set_prob(MAX_PROB);
@@ -1099,7 +1081,7 @@ mod tests {
         // aqm.md §2.8: mark an L packet iff its own sojourn > 1 ms (strict), measured
         // with the dequeue call's `now`; C packets are never step-marked.
         let mut q = qdisc(DualPi2Params::default());
-        let mut h = H::new(2);
+        let mut h = H::with_seed(2);
         for i in 0..5 {
             q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
             q.enqueue(frame(10 + i, Ecn::Ect0, FRAME), 0, &mut h.ctx());
@@ -1124,7 +1106,7 @@ mod tests {
         // qlen(L) > 1 at enqueue; DP2-ML to those finding qlen(L) >= min_qlen_step.
         let run = |params: DualPi2Params| -> Vec<Ecn> {
             let mut q = qdisc(params);
-            let mut h = H::new(4);
+            let mut h = H::with_seed(4);
             for i in 0..4 {
                 q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
             }
@@ -1142,7 +1124,7 @@ mod tests {
         // aqm.md §2.8: measure = L queue length after removing the packet, strict >.
         let run = |params: DualPi2Params| -> Vec<Ecn> {
             let mut q = qdisc(params);
-            let mut h = H::new(4);
+            let mut h = H::with_seed(4);
             for i in 0..5 {
                 q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
             }
@@ -1159,7 +1141,7 @@ mod tests {
     #[test]
     fn classification_and_counters() {
         // aqm.md §2.3: ECT(1) and CE -> L with l4s_ect; any_ect adds ECT(0).
-        let mut h = H::new(1);
+        let mut h = H::with_seed(1);
         let mut q = qdisc(DualPi2Params::default());
         for (i, ecn) in [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce].into_iter().enumerate() {
             q.enqueue(frame(i as u64, ecn, 100), 0, &mut h.ctx());
@@ -1181,7 +1163,7 @@ mod tests {
     #[test]
     fn shared_tail_drop_limit_and_memlimit() {
         // aqm.md §2.4.1: one packet limit for both queues; overlimit + drop.
-        let mut h = H::new(1);
+        let mut h = H::with_seed(1);
         let mut q = qdisc(DualPi2Params { limit_packets: 5, ..Default::default() });
         for i in 0..3 {
             q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
@@ -1210,7 +1192,7 @@ mod tests {
     fn drop_enqueue_mode_decides_at_enqueue() {
         // aqm.md §2.4.2: PI decision at enqueue on the backlog before adding; none at
         // dequeue (the step still runs at dequeue).
-        let mut h = H::new(1);
+        let mut h = H::with_seed(1);
         let mut q = qdisc(DualPi2Params { drop_dequeue: false, ..Default::default() });
         q.set_prob(2_147_483_647);
         for i in 0..4 {
@@ -1232,7 +1214,7 @@ mod tests {
     fn dequeue_drop_retries_in_same_call_without_credit() {
         // aqm.md §2.5: a drop at dequeue makes the same call pick the next packet;
         // dropped packets do not change the WRR credit.
-        let mut h = H::new(1);
+        let mut h = H::with_seed(1);
         let mut q = qdisc(DualPi2Params::default());
         for i in 0..4 {
             q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
@@ -1250,7 +1232,7 @@ mod tests {
 
     #[test]
     fn timer_schedule_and_extra_stats() {
-        let mut h = H::new(1);
+        let mut h = H::with_seed(1);
         let mut q = qdisc(DualPi2Params { target_ns: 5 * MS, ..Default::default() });
         assert_eq!(q.next_timer(), Some(16 * MS));
         q.on_timer(10 * MS, &mut h.ctx()); // early call: ignored

@@ -56,8 +56,7 @@ impl Qdisc for Fifo {
         };
         if !fits {
             // qdisc_drop: counts a drop (and, as Linux's fifo, no overlimit).
-            self.stats.drops += 1;
-            ctx.drop_packet(pkt);
+            ctx.drop_counted(&mut self.stats, pkt);
             return;
         }
         pkt.enqueue_ts = now;

@@ -306,8 +306,7 @@ impl Fq {
     }
 
     fn drop_packet(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
-        self.stats.drops += 1;
-        ctx.drop_packet(pkt);
+        ctx.drop_counted(&mut self.stats, pkt);
     }
 
     /// Number of flows currently allocated (`flows` of `tc -s`).
@@ -419,8 +418,7 @@ impl Qdisc for Fq {
             if (now.wrapping_sub(pkt.enqueue_ts).wrapping_sub(self.ce_threshold) as i64) > 0 {
                 self.stat_ce_mark += 1;
                 if pkt.set_ce() {
-                    self.stats.marks += 1;
-                    ctx.note_mark(pkt.flow);
+                    ctx.mark_counted(&mut self.stats, pkt.flow);
                 }
             }
             if f.queue.is_empty() {
@@ -481,7 +479,6 @@ impl Qdisc for Fq {
 mod tests {
     use super::*;
     use crate::packet::{Ecn, PacketKind};
-    use crate::rng;
 
     /// 1514-B frame time at 100 Mbit/s (aqm.md §8.2).
     const T_FRAME: Time = 121_120;
@@ -494,19 +491,7 @@ mod tests {
         p
     }
 
-    struct Bufs {
-        rng: rng::SimRng,
-        dropped: Vec<Packet>,
-        marked: Vec<u32>,
-    }
-    impl Bufs {
-        fn new() -> Self {
-            Bufs { rng: rng::stream(1, rng::Stream::Qdisc), dropped: Vec::new(), marked: Vec::new() }
-        }
-        fn ctx(&mut self) -> QdiscCtx<'_> {
-            QdiscCtx { rng: &mut self.rng, dropped: &mut self.dropped, marked: &mut self.marked }
-        }
-    }
+    use crate::qdisc::testutil::Harness as Bufs;
 
     fn make(params: FqParams, b: &mut Bufs) -> Fq {
         params.validate().unwrap();

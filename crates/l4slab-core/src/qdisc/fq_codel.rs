@@ -171,12 +171,10 @@ impl CodelQueue for BucketQueue<'_, '_> {
         self.stats.backlog_bytes
     }
     fn drop(&mut self, pkt: Packet) {
-        self.stats.drops += 1;
-        self.ctx.drop_packet(pkt);
+        self.ctx.drop_counted(&mut self.stats, pkt);
     }
     fn mark(&mut self, pkt: &Packet) {
-        self.stats.marks += 1;
-        self.ctx.note_mark(pkt.flow);
+        self.ctx.mark_counted(&mut self.stats, pkt.flow);
     }
 }
 
@@ -291,8 +289,7 @@ impl FqCodel {
             flow.backlog -= pkt.wire_len as u64;
             self.memory_usage -= truesize(pkt.wire_len);
             self.stats.on_remove(&pkt);
-            self.stats.drops += 1;
-            ctx.drop_packet(pkt);
+            ctx.drop_counted(&mut self.stats, pkt);
             i += 1;
             if i >= max_packets || len >= threshold {
                 break;
@@ -468,24 +465,11 @@ mod tests {
         p
     }
 
-    struct Harness {
-        rng: rng::SimRng,
-        dropped: Vec<Packet>,
-        marked: Vec<u32>,
-    }
-
-    impl Harness {
-        fn new() -> Self {
-            Harness { rng: rng::stream(7, rng::Stream::Qdisc), dropped: Vec::new(), marked: Vec::new() }
-        }
-        fn ctx(&mut self) -> QdiscCtx<'_> {
-            QdiscCtx { rng: &mut self.rng, dropped: &mut self.dropped, marked: &mut self.marked }
-        }
-    }
+    use crate::qdisc::testutil::Harness;
 
     fn build(params: FqCodelParams) -> (FqCodel, Harness) {
         let mut r = rng::stream(42, rng::Stream::Qdisc);
-        (FqCodel::new(params, &mut r), Harness::new())
+        (FqCodel::new(params, &mut r), Harness::with_seed(7))
     }
 
     /// Flow ids 0..n, asserting they sit in distinct buckets under this perturbation.

@@ -18,6 +18,8 @@ pub mod fifo;
 pub mod fq;
 pub mod fq_codel;
 pub mod pie;
+#[cfg(test)]
+pub(crate) mod testutil;
 
 /// Counters as `tc -s qdisc show` prints them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -77,6 +79,20 @@ impl QdiscCtx<'_> {
     #[inline]
     pub fn note_mark(&mut self, flow: u32) {
         self.marked.push(flow);
+    }
+
+    /// Drop `pkt`: count it in the qdisc's `tc -s` drops and report it.
+    #[inline]
+    pub fn drop_counted(&mut self, stats: &mut QdiscStats, pkt: Packet) {
+        stats.drops += 1;
+        self.drop_packet(pkt);
+    }
+
+    /// A CE mark on a packet of `flow`: count it in the `tc -s` marks and report it.
+    #[inline]
+    pub fn mark_counted(&mut self, stats: &mut QdiscStats, flow: u32) {
+        stats.marks += 1;
+        self.note_mark(flow);
     }
 }
 

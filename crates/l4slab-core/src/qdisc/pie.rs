@@ -395,8 +395,7 @@ impl Qdisc for Pie {
         // and set-CE succeeds (ECT(0)/ECT(1)/CE). accu_prob is not reset here.
         if !accept && self.params.ecn && self.prob <= MAX_PROB / 10 && pkt.set_ce() {
             self.ecn_mark += 1;
-            self.stats.marks += 1;
-            ctx.note_mark(pkt.flow);
+            ctx.mark_counted(&mut self.stats, pkt.flow);
             accept = true;
         }
         if !accept {
@@ -473,8 +472,7 @@ impl Pie {
     fn drop_packet(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
         self.dropped += 1;
         self.accu_prob = 0;
-        self.stats.drops += 1;
-        ctx.drop_packet(pkt);
+        ctx.drop_counted(&mut self.stats, pkt);
     }
 }
 
@@ -482,7 +480,6 @@ impl Pie {
 mod tests {
     use super::*;
     use crate::packet::{Ecn, PacketKind};
-    use crate::rng::{self, SimRng};
 
     const FRAME: u32 = 1514;
 
@@ -494,19 +491,7 @@ mod tests {
         p
     }
 
-    struct Bufs {
-        rng: SimRng,
-        dropped: Vec<Packet>,
-        marked: Vec<u32>,
-    }
-    impl Bufs {
-        fn new() -> Self {
-            Bufs { rng: rng::stream(1, rng::Stream::Qdisc), dropped: Vec::new(), marked: Vec::new() }
-        }
-        fn ctx(&mut self) -> QdiscCtx<'_> {
-            QdiscCtx { rng: &mut self.rng, dropped: &mut self.dropped, marked: &mut self.marked }
-        }
-    }
+    use crate::qdisc::testutil::Harness as Bufs;
 
     #[test]
     fn defaults_and_fixed_point_constants() {
