@@ -277,7 +277,7 @@ impl Simulation {
         let f = &mut self.flows[fi];
         if let Endpoints::Tcp { receiver, .. } = &f.ends {
             if let Some(t) = receiver.next_timer() {
-                if f.receiver_timer_at.map_or(true, |s| t < s) {
+                if f.receiver_timer_at.is_none_or(|s| t < s) {
                     f.receiver_timer_at = Some(t);
                     self.events.push(t, Action::ReceiverTimer { flow });
                 }
@@ -289,7 +289,7 @@ impl Simulation {
         let f = &mut self.flows[fi];
         if let Endpoints::Tcp { sender, .. } = &f.ends {
             if let Some(t) = sender.next_timer() {
-                if f.sender_timer_at.map_or(true, |s| t < s) {
+                if f.sender_timer_at.is_none_or(|s| t < s) {
                     f.sender_timer_at = Some(t);
                     self.events.push(t, Action::SenderTimer { flow: fi as u32 });
                 }
@@ -318,7 +318,7 @@ impl Simulation {
 
     fn arm_qdisc_timer(&mut self) {
         if let Some(t) = self.qdisc.next_timer() {
-            if self.qdisc_timer_at.map_or(true, |s| t < s) {
+            if self.qdisc_timer_at.is_none_or(|s| t < s) {
                 self.qdisc_timer_at = Some(t);
                 self.events.push(t, Action::QdiscTimer);
             }

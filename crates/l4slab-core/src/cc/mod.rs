@@ -328,7 +328,7 @@ pub trait CongestionControl: Send {
 /// Build a congestion control by its Linux name.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
     match name {
-        "reno" => Some(Box::new(reno::Reno::default())),
+        "reno" => Some(Box::new(reno::Reno)),
         "cubic" => Some(Box::new(cubic::Cubic::default())),
         "dctcp" => Some(Box::new(dctcp::Dctcp::default())),
         "prague" => Some(Box::new(prague::Prague::default())),
@@ -351,7 +351,7 @@ pub fn build(name: &str, params: Option<&serde_json::Value>) -> Result<Box<dyn C
             if params.is_some_and(|p| p.as_object().is_some_and(|o| !o.is_empty())) {
                 return Err("reno has no parameters".into());
             }
-            Box::new(reno::Reno::default())
+            Box::new(reno::Reno)
         }
         "cubic" => Box::new(cubic::Cubic::new(parse(params)?)),
         "dctcp" => Box::new(dctcp::Dctcp::new(parse(params)?)),

@@ -171,10 +171,10 @@ impl CodelQueue for BucketQueue<'_, '_> {
         self.stats.backlog_bytes
     }
     fn drop(&mut self, pkt: Packet) {
-        self.ctx.drop_counted(&mut self.stats, pkt);
+        self.ctx.drop_counted(self.stats, pkt);
     }
     fn mark(&mut self, pkt: &Packet) {
-        self.ctx.mark_counted(&mut self.stats, pkt.flow);
+        self.ctx.mark_counted(self.stats, pkt.flow);
     }
 }
 

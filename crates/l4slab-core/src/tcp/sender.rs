@@ -751,13 +751,12 @@ impl TcpSender {
         // D. Exit a reduction once high_seq is acknowledged.
         if self.ca_state != CaState::Open && self.snd_una >= self.high_seq {
             match self.ca_state {
-                CaState::Cwr => {
+                CaState::Cwr
                     // Exit only past high_seq, so the receiver has seen CWR.
-                    if self.snd_una != self.high_seq {
+                    if self.snd_una != self.high_seq => {
                         self.end_cwnd_reduction(now);
                         self.set_ca_state(CaState::Open);
                     }
-                }
                 CaState::Recovery => {
                     // No undo is modelled: end the reduction (tcp_try_undo_recovery
                     // falls through to Open, then tcp_end_cwnd_reduction).
