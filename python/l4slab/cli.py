@@ -3,6 +3,10 @@
     l4slab run SCENARIO [--out DIR] [--seed N] [--set KEY=VALUE ...]
     l4slab bench [--json] [--scenario FILE] [--repeat N] [--duration TIME] [--qdisc all|KIND,...]
     l4slab demo --out DIR [--duration 20s] [--jobs N]
+    l4slab study run FILE [--out DIR] [--executor local|dask-local|dask://HOST:PORT] [--jobs N] [--emit-jobs FILE]
+    l4slab study status DIR
+    l4slab study run-one DIR RUN_ID
+    l4slab query DIR "SQL" [--csv]
 
 User mistakes (an invalid scenario, a missing file) print one line
 ``l4slab: error: ...`` on stderr and exit with status 2; engine failures exit 1.
@@ -94,7 +98,47 @@ def _parser() -> argparse.ArgumentParser:
     demo_cmd.add_argument("--out", metavar="DIR", required=True, help="output directory")
     demo_cmd.add_argument("--duration", default="20s", metavar="TIME", help="simulated time per run (default 20s)")
     demo_cmd.add_argument("--jobs", type=int, metavar="N", help="parallel processes (default: number of CPUs)")
+    _study_parsers(commands)
     return parser
+
+
+def _study_parsers(commands) -> None:
+    study_cmd = commands.add_parser(
+        "study",
+        help="run a study (a sweep of many runs) and inspect its progress",
+        description="Studies: a TOML file of factors over a base scenario, run as one resumable command "
+        "(docs/studies.md).",
+    )
+    study = study_cmd.add_subparsers(dest="study_command", required=True, metavar="SUBCOMMAND")
+    run_cmd = study.add_parser("run", help="validate a study file and run every run without a result")
+    run_cmd.add_argument("file", metavar="FILE", help="study TOML file")
+    run_cmd.add_argument("--out", metavar="DIR", help="study directory (default results/<study name>)")
+    run_cmd.add_argument(
+        "--executor", default="local", metavar="local|dask-local|dask://HOST:PORT",
+        help="where runs execute (default local: a process pool)",
+    )  # fmt: skip
+    run_cmd.add_argument("--jobs", type=int, metavar="N", help="processes / Dask workers (default: every core)")
+    run_cmd.add_argument(
+        "--emit-jobs", metavar="FILE",
+        help="run nothing: write one `l4slab study run-one DIR ID` line per pending run (SLURM arrays, GNU parallel)",
+    )  # fmt: skip
+    run_cmd.add_argument("--no-progress", action="store_true", help="no progress bar")
+    status_cmd = study.add_parser("status", help="done/pending/failed counts per factor value")
+    status_cmd.add_argument("dir", metavar="DIR", help="study directory")
+    one_cmd = study.add_parser("run-one", help="run one planned run of a study directory (for job arrays)")
+    one_cmd.add_argument("dir", metavar="DIR", help="study directory")
+    one_cmd.add_argument("run_id", metavar="RUN_ID", help="run id (a line of --emit-jobs)")
+    one_cmd.add_argument("--force", action="store_true", help="run even if a valid result exists")
+
+    query_cmd = commands.add_parser(
+        "query",
+        help="SQL over a study's DuckDB catalog",
+        description="Run SQL over DIR/catalog.duckdb: tables runs, flows, bottleneck, classes, summaries; "
+        "views flow_series, bottleneck_series.",
+    )
+    query_cmd.add_argument("dir", metavar="DIR", help="study directory")
+    query_cmd.add_argument("sql", metavar="SQL", help="e.g. \"SELECT * FROM summaries WHERE metric = 'goodput_mbps'\"")
+    query_cmd.add_argument("--csv", action="store_true", help="print CSV instead of a table")
 
 
 def _fmt(value: Any, digits: int = 1) -> str:
@@ -335,7 +379,71 @@ def _command_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"run": _command_run, "bench": _command_bench, "demo": _command_demo}
+# --- study / query --------------------------------------------------------------------------------
+
+
+def _command_study(args: argparse.Namespace) -> int:
+    from . import study
+
+    if args.study_command == "run":
+        if args.emit_jobs:
+            directory, count = study.emit_jobs(args.file, args.emit_jobs, out=args.out)
+            print(f"wrote {count} job line(s) to {args.emit_jobs} (study directory {directory})")
+            return EXIT_OK
+        report = study.run(
+            args.file,
+            out=args.out,
+            executor=args.executor,
+            jobs=args.jobs,
+            progress=not args.no_progress and sys.stderr.isatty(),
+        )
+        print(
+            f"{report.directory}: {report.total} runs: {report.skipped} already done, {report.done} run now, "
+            f"{report.failed} failed; catalog {report.directory}/catalog.duckdb"
+        )
+        for rid, error in list(report.errors.items())[:5]:
+            _error(f"run {rid[:12]}: {error}")
+        return EXIT_ENGINE if report.failed else EXIT_OK
+    if args.study_command == "status":
+        frame = study.status(args.dir)
+        _print_frame(frame, csv=False)
+        return EXIT_OK
+    error = study.run_one(args.dir, args.run_id, force=args.force)
+    if error is not None:
+        _error(f"run {args.run_id[:12]}: {error}")
+        return EXIT_ENGINE
+    return EXIT_OK
+
+
+def _print_frame(frame, *, csv: bool) -> None:
+    if csv:
+        sys.stdout.write(frame.to_csv(index=False))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_edge=False)
+    for column in frame.columns:
+        table.add_column(str(column), justify="right" if frame[column].dtype.kind in "iuf" else "left")
+    for row in frame.itertuples(index=False):
+        table.add_row(*(_fmt(v, 4) if isinstance(v, float) else str(v) for v in row))
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
+
+
+def _command_query(args: argparse.Namespace) -> int:
+    from . import study
+
+    _print_frame(study.query(args.dir, args.sql), csv=args.csv)
+    return EXIT_OK
+
+
+COMMANDS = {
+    "run": _command_run,
+    "bench": _command_bench,
+    "demo": _command_demo,
+    "study": _command_study,
+    "query": _command_query,
+}
 
 
 def _error(message: str) -> None:

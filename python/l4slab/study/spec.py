@@ -1,0 +1,418 @@
+"""Study files: parsing, validation and expansion into runs.
+
+A study file is TOML::
+
+    [study]
+    name = "pam-queues"
+    seed = 1                 # study seed: every trial's seed is derived from it
+    trials = 10              # runs per point
+    metrics = ["goodput_mbps", "queuing_delay_ms"]   # optional: metrics to summarise (default: all)
+
+    [base]                   # a scenario (the scenario file schema); or: base = "scenario.toml"
+    duration = "60s"
+    ...
+
+    [factors]                # each a list of values, applied by dotted path; cartesian product
+    "bottleneck.qdisc" = "@pam2025.queues"           # a preset (see PRESETS)
+    "bottleneck.buffer" = ["0.5bdp", "1bdp", "2bdp"]
+    "flows.1.ecn" = [0, 1]
+
+    [zip]                    # groups of factors varied together (one dimension each)
+    pair = {"flows.0.cc" = ["prague", "dctcp"], "flows.1.cc" = ["cubic", "reno"]}
+
+    exclude = [{"bottleneck.qdisc" = "dualpi2", "flows.1.ecn" = 1}]   # drop matching points
+    filter = [{"bottleneck.buffer" = ["1bdp", "2bdp"]}]              # keep only matching points
+
+(``exclude``/``filter`` go before the first table header or inside ``[study]``.) A rule
+matches a point when every factor it names has the given value (or one of the given
+values, for a list).
+
+:func:`load_study` validates everything before anything runs: every point's scenario
+is resolved into its engine config up front, so an unknown factor path, a bad unit in
+any value or an empty product is one :class:`~l4slab.errors.ScenarioError` line.
+
+Seeds: trial ``t`` of point ``key`` gets
+``int.from_bytes(sha256(f"l4slab.study/1\\n{study_seed}\\n{key}\\n{t}")[:8]) >> 1`` (63 bits),
+where ``key`` is the point's canonical JSON: stable across machines and Python versions.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Mapping
+
+from .. import units
+from ..errors import ScenarioError
+from ..scenario import apply_overrides, scenario_from_dict
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["StudySpec", "Point", "RunSpec", "load_study", "study_from_dict", "trial_seed", "run_id", "PRESETS"]
+
+SEED_DOMAIN = "l4slab.study/1"
+TOP_KEYS = ("study", "base", "factors", "zip", "exclude", "filter")
+STUDY_KEYS = ("name", "seed", "trials", "metrics", "exclude", "filter")
+
+# --- presets ---------------------------------------------------------------------------------
+
+#: PAM 2025 queue types (shared/studies/pam2025.md, specs/aqm.md §0): label → tc template.
+#: ``{B}``: byte limit n·BDP; ``{P}``: packet limit int(n·BDP/1500)+1; ``{T}``: threshold.
+PAM2025_QUEUES: dict[str, str] = {
+    "fifo": "bfifo limit {B}",
+    "pie": "pie limit {P} target {T} noecn",
+    "codel": "codel limit {P} target {T} interval 100ms noecn",
+    "fifo_ecn": "fq limit {P} flow_limit {P} orphan_mask 0 ce_threshold {T}",
+    "codel_ecn": "codel limit {P} target {T} interval 100ms ecn",
+    "fq": "fq limit {P} flow_limit {P} ce_threshold {T}",
+    "fq_codel": "fq_codel limit {P} target {T} interval 100ms ecn",
+    "fq_codel_l4s": "fq_codel limit {P} target {T} interval 100ms ecn ce_threshold 1ms ce_threshold_selector 0x01/0x01",
+    "dualpi2": "dualpi2 target {T}",  # PAM kept dualpi2's default limit (10000) in every buffer column
+}
+PRESETS = {"pam2025.queues": PAM2025_QUEUES}
+PRESET_PATH = "bottleneck.qdisc"
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A preset factor: its values are labels, turned into tc strings per point."""
+
+    name: str
+    labels: tuple[str, ...]
+    target: str = "5ms"
+
+    def qdisc(self, label: str, buffer_bytes: int) -> str:
+        """The tc string of ``label`` for a buffer of ``buffer_bytes`` (PAM: int(n·BDP))."""
+        packets = buffer_bytes // 1500 + 1
+        return PRESETS[self.name][label].format(B=buffer_bytes, P=packets, T=self.target)
+
+
+def _parse_preset(where: str, value: Any) -> Preset | None:
+    """``"@pam2025.queues"`` or ``{preset = "pam2025.queues", target = "1ms", only = [...]}``."""
+    if isinstance(value, str) and value.startswith("@"):
+        spec: dict[str, Any] = {"preset": value[1:]}
+    elif isinstance(value, Mapping) and "preset" in value:
+        spec = dict(value)
+    else:
+        return None
+    name = str(spec.pop("preset")).lstrip("@")
+    if name not in PRESETS:
+        raise ScenarioError(f"{where}: unknown preset '@{name}'; known: {', '.join('@' + p for p in PRESETS)}")
+    table = PRESETS[name]
+    only = spec.pop("only", list(table))
+    target = spec.pop("target", "5ms")
+    if spec:
+        raise ScenarioError(f"{where}: unknown preset option {sorted(spec)[0]!r}; allowed: preset, only, target")
+    if isinstance(only, str) or not isinstance(only, list) or not only:
+        raise ScenarioError(f"{where}.only: {only!r} is not a non-empty list of labels; known: {', '.join(table)}")
+    for label in only:
+        if label not in table:
+            raise ScenarioError(f"{where}.only: {label!r} is not a queue of @{name}; known: {', '.join(table)}")
+    try:
+        target_ns = units.time_ns(target)
+    except units.UnitError as err:
+        raise ScenarioError(f"{where}.target: {err}") from None
+    return Preset(name, tuple(only), units.format_time(target_ns))
+
+
+# --- model -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One varied setting: its dotted path, its catalog column and its values."""
+
+    path: str
+    values: tuple[Any, ...]
+    preset: Preset | None = None
+
+    @property
+    def column(self) -> str:
+        return column_name(self.path)
+
+
+@dataclass
+class Point:
+    """One point of the product: factor values (path → value), its scenario and config."""
+
+    index: int
+    values: dict[str, Any]
+    key: str
+    scenario: dict[str, Any]
+    config: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: a point, a trial and its seed; ``id`` is the content hash of config + engine."""
+
+    id: str
+    point: int
+    trial: int
+    seed: int
+
+
+@dataclass
+class StudySpec:
+    """A validated, fully expanded study."""
+
+    name: str
+    seed: int
+    trials: int
+    metrics: list[str] | None
+    factors: list[Factor]
+    points: list[Point]
+    runs: list[RunSpec] = field(default_factory=list)
+    source_text: str = ""
+    engine_version: str = ""
+
+    def config(self, run: RunSpec) -> dict[str, Any]:
+        """The engine config of ``run`` (the point's config with the trial's seed)."""
+        return {**self.points[run.point].config, "seed": run.seed}
+
+
+def column_name(path: str) -> str:
+    """Catalog column of a factor path: ``"flows.1.ecn"`` / ``"flows[1].ecn"`` → ``flows_1_ecn``."""
+    return re.sub(r"_+", "_", re.sub(r"[^0-9A-Za-z_]", "_", path)).strip("_") or "factor"
+
+
+def canonical_json(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def trial_seed(study_seed: int, point_key: str, trial: int) -> int:
+    """Deterministic 63-bit seed of a trial (sha256; no Python ``hash()``)."""
+    digest = hashlib.sha256(f"{SEED_DOMAIN}\n{study_seed}\n{point_key}\n{trial}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def run_id(config: Mapping[str, Any], engine_version: str) -> str:
+    """sha256 of the canonical JSON of the resolved engine config plus the engine version."""
+    return hashlib.sha256(f"{canonical_json(config)}\n{engine_version}".encode()).hexdigest()
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+
+def _values(where: str, value: Any) -> tuple[tuple[Any, ...], Preset | None]:
+    preset = _parse_preset(where, value)
+    if preset is not None:
+        return preset.labels, preset
+    if not isinstance(value, list) or not value:
+        raise ScenarioError(f'{where}: {value!r} is not a non-empty list of values; expected e.g. ["1bdp", "2bdp"]')
+    keys = [canonical_json(v) for v in value]
+    if len(set(keys)) != len(keys):
+        raise ScenarioError(f"{where}: repeated value in {value!r}")
+    return tuple(value), None
+
+
+def _rules(where: str, rules: Any, known: set[str]) -> list[dict[str, list[Any]]]:
+    if rules is None:
+        return []
+    if isinstance(rules, Mapping):
+        rules = [rules]
+    if not isinstance(rules, list):
+        raise ScenarioError(f'{where}: {rules!r} is not a list of tables; expected e.g. [{{"flows.1.ecn" = 1}}]')
+    parsed = []
+    for i, rule in enumerate(rules):
+        if not isinstance(rule, Mapping) or not rule:
+            raise ScenarioError(f"{where}[{i}]: {rule!r} is not a table of factor = value")
+        for name in rule:
+            if name not in known:
+                raise ScenarioError(f"{where}[{i}]: {name!r} is not a factor; factors: {', '.join(sorted(known))}")
+        parsed.append({name: (list(v) if isinstance(v, list) else [v]) for name, v in rule.items()})
+    return parsed
+
+
+def _matches(point: Mapping[str, Any], rule: Mapping[str, list[Any]]) -> bool:
+    return all(canonical_json(point[name]) in {canonical_json(v) for v in allowed} for name, allowed in rule.items())
+
+
+def _check_keys(where: str, table: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    for key in table:
+        if key not in allowed:
+            raise ScenarioError(f"{where}{key}: unknown key; allowed: {', '.join(allowed)}")
+
+
+def _base_scenario(data: Mapping[str, Any], root: Path) -> dict[str, Any]:
+    base = data.get("base")
+    if base is None:
+        raise ScenarioError('base: missing; add a [base] scenario table or base = "scenario.toml"')
+    if isinstance(base, str):
+        path = (root / base) if not os.path.isabs(base) else Path(base)
+        try:
+            scenario = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ScenarioError(f"base: {str(path)!r}: no such scenario file") from None
+        except tomllib.TOMLDecodeError as err:
+            raise ScenarioError(f"base: {path}: invalid TOML: {err}") from None
+        scenario.setdefault("name", path.stem)
+        return scenario
+    if not isinstance(base, Mapping):
+        raise ScenarioError(f"base: {base!r} is not a scenario table or a path")
+    return copy.deepcopy(dict(base))
+
+
+def _apply_point(base: dict[str, Any], values: Mapping[str, Any], factors: list[Factor]) -> dict[str, Any]:
+    plain = {f.path: values[f.path] for f in factors if f.preset is None}
+    data = apply_overrides(base, plain)
+    for factor in factors:
+        if factor.preset is None:
+            continue
+        bottleneck = data.get("bottleneck")
+        if not isinstance(bottleneck, dict):
+            raise ScenarioError(f"factors.{factor.path}: the base scenario has no [bottleneck] table")
+        buffer = bottleneck.pop("buffer", None)
+        if buffer is None:
+            raise ScenarioError(
+                f"factors.{factor.path}: @{factor.preset.name} needs a buffer; add a factor "
+                '"bottleneck.buffer" = ["1bdp", ...] or bottleneck.buffer to the base'
+            )
+        try:
+            amount = units.buffer(buffer)
+        except units.UnitError as err:
+            raise ScenarioError(f"bottleneck.buffer: {err}") from None
+        if isinstance(amount, units.BdpMultiple):
+            probe = apply_overrides(data, {"bottleneck.qdisc": "pfifo"})
+            bdp, reason = scenario_from_dict(probe).bdp_bytes()
+            if bdp is None:
+                raise ScenarioError(f"bottleneck.buffer: {str(amount)!r} needs the BDP, but {reason}")
+            amount = int(amount.factor * Fraction(bdp))
+        bottleneck["qdisc"] = factor.preset.qdisc(values[factor.path], int(amount))
+    return data
+
+
+def study_from_dict(data: Mapping[str, Any], *, root: Path = Path("."), source_text: str = "") -> StudySpec:
+    """Validate and expand a parsed study; every point's scenario is resolved here."""
+    from ..runner import engine_version
+
+    _check_keys("", data, TOP_KEYS)
+    meta = data.get("study", {})
+    if not isinstance(meta, Mapping):
+        raise ScenarioError("study: not a table; expected [study] with name, seed, trials")
+    _check_keys("study.", meta, STUDY_KEYS)
+    name = meta.get("name", "study")
+    seed = meta.get("seed", 1)
+    trials = meta.get("trials", 1)
+    if not isinstance(name, str) or not re.fullmatch(r"[\w.+-]+", name):
+        raise ScenarioError(f"study.name: {name!r} is not a name of letters, digits, '_', '-', '.', '+'")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ScenarioError(f"study.seed: {seed!r} is not an integer in 0..2^63-1")
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise ScenarioError(f"study.trials: {trials!r} is not a positive integer; expected e.g. 10")
+    metrics = meta.get("metrics")
+    if metrics is not None:
+        from .summary import check_metrics
+
+        check_metrics(metrics)
+
+    base = _base_scenario(data, root)
+    factors: list[Factor] = []
+    dimensions: list[list[dict[str, Any]]] = []
+    raw_factors = data.get("factors", {})
+    if not isinstance(raw_factors, Mapping):
+        raise ScenarioError('factors: not a table; expected [factors] with "path" = [values]')
+    for path, value in raw_factors.items():
+        values, preset = _values(f"factors.{path}", value)
+        if preset is not None and path != PRESET_PATH:
+            raise ScenarioError(f"factors.{path}: presets apply to {PRESET_PATH!r} only")
+        factors.append(Factor(path, values, preset))
+        dimensions.append([{path: v} for v in values])
+    raw_zip = data.get("zip", {})
+    if not isinstance(raw_zip, Mapping):
+        raise ScenarioError('zip: not a table; expected [zip] group = {"path" = [...], "path2" = [...]}')
+    for group, members in raw_zip.items():
+        if not isinstance(members, Mapping) or len(members) < 1:
+            raise ScenarioError(f"zip.{group}: not a table of factor = [values]")
+        columns = []
+        for path, value in members.items():
+            if _parse_preset(f"zip.{group}.{path}", value) is not None:
+                raise ScenarioError(f"zip.{group}.{path}: presets cannot be zipped; put it in [factors]")
+            values, _ = _values(f"zip.{group}.{path}", value)
+            factors.append(Factor(path, values))
+            columns.append((path, values))
+        lengths = {len(values) for _, values in columns}
+        if len(lengths) > 1:
+            shown = ", ".join(f"{path}: {len(values)}" for path, values in columns)
+            raise ScenarioError(f"zip.{group}: lists of different lengths ({shown}); zipped factors need equal lengths")
+        dimensions.append([{path: values[i] for path, values in columns} for i in range(lengths.pop())])
+    paths = [f.path for f in factors]
+    duplicates = sorted({p for p in paths if paths.count(p) > 1})
+    if duplicates:
+        raise ScenarioError(f"factors: {duplicates[0]!r} is varied twice (in [factors] and [zip], or two zip groups)")
+    columns = [f.column for f in factors]
+    if len(set(columns)) != len(columns):
+        raise ScenarioError(f"factors: two factor paths map to the same catalog column ({columns})")
+
+    known = set(paths)
+    excludes = _rules("exclude", data.get("exclude", meta.get("exclude")), known)
+    filters = _rules("filter", data.get("filter", meta.get("filter")), known)
+    combos = []
+    for parts in itertools.product(*dimensions):
+        values: dict[str, Any] = {}
+        for part in parts:
+            values.update(part)
+        ordered = {path: values[path] for path in paths}
+        if any(_matches(ordered, rule) for rule in excludes):
+            continue
+        if filters and not any(_matches(ordered, rule) for rule in filters):
+            continue
+        combos.append(ordered)
+    if not combos:
+        raise ScenarioError("study: no points left: the factors' product is empty after exclude/filter")
+
+    version = engine_version()
+    points: list[Point] = []
+    runs: list[RunSpec] = []
+    seen: dict[str, str] = {}
+    for index, values in enumerate(combos):
+        key = canonical_json([[path, values[path]] for path in paths])
+        label = ", ".join(f"{p}={v}" for p, v in values.items()) or "base"
+        try:
+            scenario_data = _apply_point(base, values, factors)
+            scenario_data.setdefault("name", name)
+            config = scenario_from_dict(scenario_data).resolve()
+        except ScenarioError as err:
+            raise ScenarioError(f"point {label}: {err}") from None
+        config.pop("seed", None)
+        point = Point(index, values, key, scenario_data, config)
+        points.append(point)
+        for trial in range(trials):
+            seed_t = trial_seed(seed, key, trial)
+            rid = run_id({**config, "seed": seed_t}, version)
+            if rid in seen:
+                raise ScenarioError(f"point {label}: trial {trial} is the same run as {seen[rid]}")
+            seen[rid] = f"point {label} trial {trial}"
+            runs.append(RunSpec(rid, index, trial, seed_t))
+    return StudySpec(name, seed, trials, metrics, factors, points, runs, source_text, version)
+
+
+def load_study(path: str | os.PathLike[str]) -> StudySpec:
+    """Read, validate and expand a study file (see the module docstring)."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(f"{file}: no such study file") from None
+    except IsADirectoryError:
+        raise ScenarioError(f"{file}: is a directory, not a study file") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ScenarioError(f"{file}: invalid TOML: {err}") from None
+    if "study" in data and isinstance(data["study"], dict):
+        data["study"].setdefault("name", file.stem)
+    else:
+        data.setdefault("study", {"name": file.stem})
+    return study_from_dict(data, root=file.parent, source_text=text)

@@ -1,0 +1,163 @@
+"""Per-point summaries over trials: mean and 95 % confidence interval (Student t).
+
+For every point, every numeric per-flow metric (grouped by flow id) and every numeric
+bottleneck/run metric gets one row of the long table ``summaries``:
+
+``point, <factor columns>, scope ('flow' | 'bottleneck'), flow, label, cc, metric,
+n, mean, std, ci95_low, ci95_high, ci95_half``
+
+``ci95_half = t(0.975, n-1) · std / sqrt(n)`` (sample standard deviation; NaN when
+n < 2). NaN samples (e.g. the srtt of a UDP flow) are left out of ``n``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ScenarioError
+
+__all__ = ["t_quantile", "summarise", "check_metrics", "FLOW_METRICS", "BOTTLENECK_METRICS"]
+
+#: Numeric per-flow metrics of summary.json (docs/outputs.md).
+FLOW_METRICS = (
+    "base_rtt_ms", "goodput_mbps", "throughput_mbps", "mean_srtt_ms", "queuing_delay_ms", "mean_rtt_ms",
+    "retransmits", "rto_count", "tlp_count", "recoveries", "bytes_delivered", "packets_sent", "drops",
+    "marks", "acks_sent", "fct_s", "final_cwnd",
+)  # fmt: skip
+#: Numeric columns of the bottleneck table (store.bottleneck_row); qdisc_* extras are open-ended.
+BOTTLENECK_METRICS = (
+    "rate_mbps", "utilisation", "drops", "marks", "jain_index", "packets_sent", "packets_delivered",
+    "packets_dropped", "packets_in_flight", "packets_data", "packets_acks", "events", "sojourn_count",
+    "sojourn_mean_ms", "sojourn_p50_ms", "sojourn_p90_ms", "sojourn_p99_ms", "sojourn_p999_ms", "sojourn_max_ms",
+)  # fmt: skip
+#: Identity columns that are numeric but not metrics.
+_KEYS = {"id", "group", "flow", "trial", "seed", "point", "wall_s"}
+
+
+def check_metrics(metrics: Any) -> None:
+    """``[study] metrics``: a list of known metric names (``qdisc_*`` extras are accepted)."""
+    if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
+        raise ScenarioError(f"study.metrics: {metrics!r} is not a list of metric names; expected e.g. ['goodput_mbps']")
+    known = set(FLOW_METRICS) | set(BOTTLENECK_METRICS)
+    for metric in metrics:
+        if metric not in known and not metric.startswith("qdisc_"):
+            raise ScenarioError(
+                f"study.metrics: {metric!r} is not a metric; known: {', '.join(sorted(known))}, qdisc_*"
+            )
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularised incomplete beta (Numerical Recipes' betacf)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    ln = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    front = math.exp(ln)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def _t_cdf(t: float, df: float) -> float:
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """Quantile of Student's t distribution (bisection on the CDF; |error| < 1e-12)."""
+    if not 0.0 < p < 1.0 or df <= 0:
+        raise ValueError("t_quantile: need 0 < p < 1 and df > 0")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    low, high = 0.0, 1.0
+    while _t_cdf(high, df) < p:
+        high *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (low + high)
+        if _t_cdf(mid, df) < p:
+            low = mid
+        else:
+            high = mid
+        if high - low < 1e-13:
+            break
+    return 0.5 * (low + high)
+
+
+def _numeric_metrics(frame: pd.DataFrame, wanted: Sequence[str] | None) -> list[str]:
+    names = []
+    for name in frame.columns:
+        if name in _KEYS or not pd.api.types.is_numeric_dtype(frame[name]) or pd.api.types.is_bool_dtype(frame[name]):
+            continue
+        if wanted is None or name in wanted:
+            names.append(name)
+    return names
+
+
+def _stats(values: np.ndarray) -> dict[str, float]:
+    values = values[~np.isnan(values)]
+    n = len(values)
+    mean = float(values.mean()) if n else math.nan
+    std = float(values.std(ddof=1)) if n > 1 else math.nan
+    half = t_quantile(0.975, n - 1) * std / math.sqrt(n) if n > 1 else math.nan
+    return {"n": n, "mean": mean, "std": std, "ci95_low": mean - half, "ci95_high": mean + half, "ci95_half": half}
+
+
+def _long(frame: pd.DataFrame, keys: list[str], metrics: list[str], scope: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    if frame.empty:
+        return rows
+    for group_key, group in frame.groupby(keys, sort=True, dropna=False):
+        ident = dict(zip(keys, group_key if isinstance(group_key, tuple) else (group_key,), strict=True))
+        for metric in metrics:
+            values = group[metric].to_numpy(dtype=np.float64, na_value=np.nan)
+            rows.append({**ident, "scope": scope, "metric": metric, **_stats(values)})
+    return rows
+
+
+def summarise(
+    flows: pd.DataFrame,
+    bottleneck: pd.DataFrame,
+    factor_columns: Sequence[str],
+    metrics: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """The long per-point summary table (see the module docstring) from the catalog's
+    ``flows`` and ``bottleneck`` tables (one row per run and flow / per run)."""
+    point_keys = ["point", *factor_columns]
+    rows = _long(flows, [*point_keys, "id", "label", "cc"], _numeric_metrics(flows, metrics), "flow")
+    for row in rows:
+        row["flow"] = row.pop("id")
+    rows += _long(bottleneck, point_keys, _numeric_metrics(bottleneck, metrics), "bottleneck")
+    columns = [*point_keys, "scope", "flow", "label", "cc", "metric", "n", "mean", "std", "ci95_low", "ci95_high"]
+    columns.append("ci95_half")
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["flow"] = frame["flow"].astype("Int64")
+    return frame
