@@ -28,6 +28,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 __all__ = [
     "PAM_CAPACITY_MBPS",
@@ -304,45 +305,13 @@ def ccdf_from_histogram(edges: Sequence[float], counts: Sequence[float]) -> tupl
 # --- confidence intervals -----------------------------------------------------------------------
 
 
-def _t_cdf(t: float, df: int) -> float:
-    """Student t CDF for integer ``df`` (closed form, Abramowitz & Stegun 26.7.3/26.7.4)."""
-    theta = math.atan(abs(t) / math.sqrt(df))
-    s, c2 = math.sin(theta), math.cos(theta) ** 2
-    if df % 2 == 1:
-        term, total = math.cos(theta), 0.0
-        for k in range(1, (df - 1) // 2 + 1):  # cosθ + 2/3 cos³θ + 2·4/(3·5) cos⁵θ + ...
-            total += term
-            term *= c2 * (2 * k) / (2 * k + 1)
-        a = (2.0 / math.pi) * (theta + (s * total if df > 1 else 0.0))
-    else:
-        term, total = 1.0, 0.0
-        for k in range(1, df // 2 + 1):  # 1 + 1/2 cos²θ + 1·3/(2·4) cos⁴θ + ...
-            total += term
-            term *= c2 * (2 * k - 1) / (2 * k)
-        a = s * total
-    return 0.5 + 0.5 * a if t >= 0 else 0.5 - 0.5 * a
 
 
-def t_quantile(p: float, df: int) -> float:
-    """Quantile of Student's t with integer ``df`` ≥ 1 (scipy if installed, else bisection on
-    the closed-form CDF; |error| < 1e-10). ``t_quantile(0.975, 4)`` = 2.776."""
-    if not 0.0 < p < 1.0 or df < 1:
-        raise ValueError(f"t_quantile: need 0 < p < 1 and df >= 1, got p={p}, df={df}")
-    try:
-        from scipy import stats  # type: ignore[import-not-found]
-
-        return float(stats.t.ppf(p, df))
-    except ImportError:
-        pass
-    if p < 0.5:
-        return -t_quantile(1.0 - p, df)
-    low, high = 0.0, 1.0
-    while _t_cdf(high, int(df)) < p:
-        high *= 2.0
-    while high - low > 1e-12 * max(1.0, high):
-        mid = 0.5 * (low + high)
-        low, high = (mid, high) if _t_cdf(mid, int(df)) < p else (low, mid)
-    return 0.5 * (low + high)
+def t_quantile(p: float, df: float) -> float:
+    """Quantile of Student's t (scipy): ``t_quantile(0.975, 4)`` = 2.776."""
+    if not 0.0 < p < 1.0 or df <= 0:
+        raise ValueError(f"t_quantile: need 0 < p < 1 and df > 0, got p={p}, df={df}")
+    return float(stats.t.ppf(p, df))
 
 
 @dataclass(frozen=True)

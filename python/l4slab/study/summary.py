@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from ..analysis.metrics import t_quantile
 from ..errors import ScenarioError
 
 __all__ = ["t_quantile", "summarise", "check_metrics", "FLOW_METRICS", "BOTTLENECK_METRICS"]
@@ -48,68 +49,6 @@ def check_metrics(metrics: Any) -> None:
             raise ScenarioError(
                 f"study.metrics: {metric!r} is not a metric; known: {', '.join(sorted(known))}, qdisc_*"
             )
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the regularised incomplete beta (Numerical Recipes' betacf)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    ln = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    front = math.exp(ln)
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def _t_cdf(t: float, df: float) -> float:
-    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t >= 0 else tail
-
-
-def t_quantile(p: float, df: float) -> float:
-    """Quantile of Student's t distribution (bisection on the CDF; |error| < 1e-12)."""
-    if not 0.0 < p < 1.0 or df <= 0:
-        raise ValueError("t_quantile: need 0 < p < 1 and df > 0")
-    if p < 0.5:
-        return -t_quantile(1.0 - p, df)
-    low, high = 0.0, 1.0
-    while _t_cdf(high, df) < p:
-        high *= 2.0
-    for _ in range(200):
-        mid = 0.5 * (low + high)
-        if _t_cdf(mid, df) < p:
-            low = mid
-        else:
-            high = mid
-        if high - low < 1e-13:
-            break
-    return 0.5 * (low + high)
 
 
 def _numeric_metrics(frame: pd.DataFrame, wanted: Sequence[str] | None) -> list[str]:
