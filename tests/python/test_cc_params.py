@@ -1,9 +1,8 @@
 """Congestion-control module parameters (``cc_params``) reach the engine, and a bad
 one is a one-line user error."""
 
-import pytest
-
 import l4slab
+import pytest
 from l4slab.errors import ScenarioError
 
 pytest.importorskip("l4slab._core")
