@@ -111,7 +111,9 @@ def _study_parsers(commands) -> None:
     )
     study = study_cmd.add_subparsers(dest="study_command", required=True, metavar="SUBCOMMAND")
     run_cmd = study.add_parser("run", help="validate a study file and run every run without a result")
-    run_cmd.add_argument("file", metavar="FILE", help="study TOML file")
+    run_cmd.add_argument(
+        "file", metavar="FILE", help="study TOML file, or a built-in study name (e.g. pam2025-prague-cubic)"
+    )
     run_cmd.add_argument("--out", metavar="DIR", help="study directory (default results/<study name>)")
     run_cmd.add_argument(
         "--executor", default="local", metavar="local|dask-local|dask://HOST:PORT",
@@ -123,6 +125,9 @@ def _study_parsers(commands) -> None:
         help="run nothing: write one `l4slab study run-one DIR ID` line per pending run (SLURM arrays, GNU parallel)",
     )  # fmt: skip
     run_cmd.add_argument("--no-progress", action="store_true", help="no progress bar")
+    report_cmd = study.add_parser("report", help="figures and a Markdown summary (DIR/report/report.md)")
+    report_cmd.add_argument("dir", metavar="DIR", help="study directory")
+    study.add_parser("list", help="the built-in studies")
     status_cmd = study.add_parser("status", help="done/pending/failed counts per factor value")
     status_cmd.add_argument("dir", metavar="DIR", help="study directory")
     one_cmd = study.add_parser("run-one", help="run one planned run of a study directory (for job arrays)")
@@ -404,6 +409,15 @@ def _command_study(args: argparse.Namespace) -> int:
         for rid, error in list(report.errors.items())[:5]:
             _error(f"run {rid[:12]}: {error}")
         return EXIT_ENGINE if report.failed else EXIT_OK
+    if args.study_command == "report":
+        from .study.report import report as write_report
+
+        print(f"wrote {write_report(args.dir)}")
+        return EXIT_OK
+    if args.study_command == "list":
+        for name in study.builtin_studies():
+            print(name)
+        return EXIT_OK
     if args.study_command == "status":
         frame = study.status(args.dir)
         _print_frame(frame, csv=False)

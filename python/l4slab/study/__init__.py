@@ -25,9 +25,9 @@ import pandas as pd
 from ..errors import ScenarioError
 from ..output import write_json, write_text
 from . import store
-from .spec import StudySpec, load_study
+from .spec import StudySpec, builtin_studies, load_study
 
-__all__ = ["run", "run_one", "emit_jobs", "plan", "status", "load", "query", "StudyData", "load_study"]
+__all__ = ["builtin_studies", "run", "run_one", "emit_jobs", "plan", "status", "load", "query", "StudyData", "load_study"]
 
 PLAN_SCHEMA = "l4slab.study.plan/1"
 

@@ -398,9 +398,22 @@ def study_from_dict(data: Mapping[str, Any], *, root: Path = Path("."), source_t
     return StudySpec(name, seed, trials, metrics, factors, points, runs, source_text, version)
 
 
+def builtin_studies() -> list[str]:
+    """Names of the studies shipped with l4slab (``python/l4slab/studies/*.toml``)."""
+    from importlib.resources import files
+
+    return sorted(p.name.removesuffix(".toml") for p in files("l4slab").joinpath("studies").iterdir()
+                  if p.name.endswith(".toml"))  # fmt: skip
+
+
 def load_study(path: str | os.PathLike[str]) -> StudySpec:
-    """Read, validate and expand a study file (see the module docstring)."""
+    """Read, validate and expand a study file, or a built-in study by name (see the
+    module docstring)."""
     file = Path(path)
+    if not file.exists() and str(path) in builtin_studies():
+        from importlib.resources import files
+
+        file = Path(str(files("l4slab").joinpath("studies", f"{path}.toml")))
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -1,0 +1,159 @@
+"""``l4slab study report DIR``: figures and a Markdown summary of a finished study.
+
+Every study gets per-point tables (mean ± 95 % CI over trials of each flow's goodput and
+queuing delay, and of the bottleneck's utilisation and sojourn) and a bar chart per
+flow label. A study whose factors are the PAM 2025 ones (``@pam2025.queues``,
+``bottleneck.buffer``, the classic flow's ``ecn``) also gets the paper's heatmap tables,
+simulated and published side by side, and the comparison: differences per cell,
+harm-label agreement and the mean absolute throughput error.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..analysis import metrics
+from ..analysis.published import QUEUE_ORDER, compare, load_published
+from ..output import write_text
+from . import load
+
+__all__ = ["report", "pam_cells_from_study"]
+
+_PAM_FACTORS = ("bottleneck_qdisc", "bottleneck_buffer", "flows_1_ecn")
+
+
+def _fmt(mean: float, half: float, digits: int = 1) -> str:
+    if pd.isna(mean):
+        return "–"
+    if pd.isna(half):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {half:.{digits}f}"
+
+
+def _markdown_table(frame: pd.DataFrame) -> str:
+    cols = [str(c) for c in frame.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for _, row in frame.iterrows():
+        lines.append("| " + " | ".join("" if pd.isna(v) else str(v) for v in row.tolist()) + " |")
+    return "\n".join(lines)
+
+
+def _factor_columns(runs: pd.DataFrame) -> list[str]:
+    fixed = {"run_id", "point", "trial", "seed", "status", "wall_s", "error", "in_plan"}
+    return [c for c in runs.columns if c not in fixed]
+
+
+def pam_cells_from_study(flows: pd.DataFrame) -> pd.DataFrame:
+    """The PAM table cells (mean and CI over trials) from a PAM-shaped study's flows."""
+    frame = flows.assign(
+        queue=flows["bottleneck_qdisc"].astype(str),
+        buffer_bdp=flows["bottleneck_buffer"].map(lambda b: float(str(b).removesuffix("bdp"))),
+        classic=flows["flows_1_ecn"].map(lambda e: "cubic_ecn" if str(e) in ("1", "classic") else "cubic"),
+    )
+    return metrics.pam_cells(frame, ("queue", "buffer_bdp", "classic"))
+
+
+def _pam_section(flows: pd.DataFrame, out: Path) -> list[str]:
+    from ..analysis import figures
+
+    cells = pam_cells_from_study(flows)
+    published = load_published()
+    lines = ["## PAM 2025 reproduction", ""]
+    for classic, title in (("cubic", "CUBIC without ECN"), ("cubic_ecn", "CUBIC with classic ECN")):
+        sim = cells[cells["classic"] == classic]
+        if sim.empty:
+            continue
+        for name, data in (("simulated", sim), ("published", published[published["classic"] == classic])):
+            fig = figures.pam_heatmap(data, title=f"Prague (CUBIC) Mbit/s, {title}: {name}", delays=True)
+            figures.save(fig, out / f"pam_{classic}_{name}")
+        lines += [
+            f"### {title}",
+            "",
+            f"![simulated](pam_{classic}_simulated.png) ![published](pam_{classic}_published.png)",
+            "",
+        ]
+    result = compare(cells)
+    table = result.table
+    s = result.summary
+    lines += [
+        f"Cells compared: {int(s['cells'])}; harm-label agreement: **{s['harm_agreement']:.0%}**; "
+        f"mean absolute throughput error: **{s['tput_mae_mbps']:.1f} Mbit/s** (over both flows).",
+        "",
+    ]
+    shown = table.assign(
+        queue=pd.Categorical(table["queue"], QUEUE_ORDER, ordered=True),
+    ).sort_values(["classic", "queue", "buffer_bdp"])
+    rows = pd.DataFrame(
+        {
+            "classic": shown["classic"],
+            "queue": shown["queue"].astype(str),
+            "buffer (BDP)": shown["buffer_bdp"],
+            "L4S sim (pub)": [f"{a:.1f} ({b:.1f})" for a, b in zip(shown["l4s_mbps_sim"], shown["l4s_mbps_pub"])],
+            "classic sim (pub)": [
+                f"{a:.1f} ({b:.1f})" for a, b in zip(shown["classic_mbps_sim"], shown["classic_mbps_pub"])
+            ],
+            "L4S delay sim (pub) ms": [
+                f"{a:.1f} ({b:.1f})" for a, b in zip(shown["l4s_qdelay_ms_sim"], shown["l4s_qdelay_ms_pub"])
+            ],
+            "harm sim / pub": [f"{a} / {b}" for a, b in zip(shown["harm_sim"], shown["harm_pub"])],
+            "agree": ["yes" if a else "**no**" for a in shown["harm_agree"]],
+        }
+    )
+    lines += [_markdown_table(rows), ""]
+    write_text(out / "pam_comparison.csv", table.to_csv(index=False))
+    return lines
+
+
+def report(directory: str | os.PathLike[str]) -> Path:
+    """Write ``DIR/report/report.md`` with its figures; returns the Markdown path."""
+    from ..analysis import figures
+
+    directory = Path(directory)
+    data = load(directory)
+    out = directory / "report"
+    out.mkdir(exist_ok=True)
+    runs, flows, bottleneck = data.runs, data.flows, data.bottleneck
+    factors = _factor_columns(runs)
+    done = runs[runs["status"] == "done"] if "status" in runs else runs
+    lines = [
+        f"# Study report: {directory.name}",
+        "",
+        f"{len(done)} of {len(runs)} runs done; factors: {', '.join(factors) or '(none)'}.",
+        "",
+    ]
+    if all(f in flows.columns for f in _PAM_FACTORS) and set(flows["cc"]) >= {"prague", "cubic"}:
+        lines += _pam_section(flows, out)
+
+    # Per point and flow label: goodput and queuing delay, mean ± 95 % CI over trials.
+    flows = flows.assign(queuing_delay_ms=metrics.srtt_queue_delay(flows))
+    keys = [*factors, "label"]
+    agg = metrics.aggregate(flows, keys, columns=["goodput_mbps", "queuing_delay_ms", "retransmits"])
+    table = agg[keys].copy()
+    table["goodput (Mbit/s)"] = [_fmt(m, h) for m, h in zip(agg["goodput_mbps"], agg["goodput_mbps_ci"])]
+    table["queuing delay (ms)"] = [_fmt(m, h) for m, h in zip(agg["queuing_delay_ms"], agg["queuing_delay_ms_ci"])]
+    table["retransmits"] = [_fmt(m, h, 0) for m, h in zip(agg["retransmits"], agg["retransmits_ci"])]
+    table["n"] = agg["n"]
+    lines += ["## Flows (mean ± 95 % CI over trials)", "", _markdown_table(table), ""]
+
+    bcols = [c for c in ("utilisation", "sojourn_mean_ms", "sojourn_p99_ms", "drops", "marks") if c in bottleneck]
+    if factors and bcols:
+        bagg = metrics.aggregate(bottleneck, factors, columns=bcols)
+        btable = bagg[factors].copy()
+        for c in bcols:
+            btable[c] = [_fmt(m, h, 3 if c == "utilisation" else 1) for m, h in zip(bagg[c], bagg[f"{c}_ci"])]
+        lines += ["## Bottleneck (mean ± 95 % CI over trials)", "", _markdown_table(btable), ""]
+
+    if factors:
+        point = agg.assign(point=agg[factors].astype(str).agg(" ".join, axis=1))
+        fig = figures.flow_bars(
+            point, x="point", value="goodput_mbps", ci="goodput_mbps_ci", hue="label", title="Goodput per point"
+        )
+        figures.save(fig, out / "goodput")
+        lines += ["## Goodput per point", "", "![goodput](goodput.png)", ""]
+    path = out / "report.md"
+    write_text(path, "\n".join(lines) + "\n")
+    return path

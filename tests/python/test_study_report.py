@@ -1,0 +1,66 @@
+"""``l4slab study report``: the generic tables and, for a PAM-shaped study, the heatmaps and
+the comparison with the published panels; built-in studies by name."""
+
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("l4slab._core")
+
+from l4slab.study import builtin_studies, load_study  # noqa: E402
+
+PAM_MINI = """
+[study]
+name = "pam-mini"
+seed = 3
+trials = 2
+
+[base]
+duration = "2s"
+[base.bottleneck]
+rate = "100Mbit"
+bdp_rtt = "10ms"
+[[base.flows]]
+label = "prague"
+cc = "prague"
+rtt = "10ms"
+[[base.flows]]
+label = "cubic"
+cc = "cubic"
+rtt = "10ms"
+
+[factors]
+"bottleneck.qdisc" = {preset = "pam2025.queues", only = ["fifo_ecn", "dualpi2"]}
+"bottleneck.buffer" = ["2bdp"]
+"flows.1.ecn" = [1]
+"""
+
+
+def test_builtin_pam_study_is_listed_and_expands_to_the_full_matrix():
+    assert "pam2025-prague-cubic" in builtin_studies()
+    spec = load_study("pam2025-prague-cubic")
+    # 9 queue types × 5 buffers × {CUBIC, CUBIC+ECN} × 10 trials.
+    assert len(spec.points) == 90
+    assert spec.trials == 10
+
+
+def test_report_compares_with_the_published_panels(tmp_path):
+    study_file = tmp_path / "pam-mini.toml"
+    study_file.write_text(PAM_MINI)
+    out = tmp_path / "out"
+    cli = [sys.executable, "-m", "l4slab"]
+    subprocess.run([*cli, "study", "run", str(study_file), "--out", str(out), "--no-progress"], check=True)
+    done = subprocess.run([*cli, "study", "report", str(out)], check=True, capture_output=True, text=True)
+    assert "report.md" in done.stdout
+    report = (out / "report" / "report.md").read_text()
+    assert "## PAM 2025 reproduction" in report
+    assert "harm-label agreement" in report
+    # Both cells are in the comparison table with the published values beside them:
+    # fifo_ecn 2 BDP with ECN-CUBIC was published as 90.3 (4.6), dualpi2 as 42.7 (52.3).
+    assert "(90.3)" in report and "(42.7)" in report
+    for stem in ("pam_cubic_ecn_simulated", "pam_cubic_ecn_published", "goodput"):
+        assert (out / "report" / f"{stem}.png").stat().st_size > 1000
+        assert (out / "report" / f"{stem}.svg").stat().st_size > 1000
+    rows = (out / "report" / "pam_comparison.csv").read_text().splitlines()
+    assert len(rows) == 1 + 2
