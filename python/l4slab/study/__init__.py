@@ -27,7 +27,9 @@ from ..output import write_json, write_text
 from . import store
 from .spec import StudySpec, builtin_studies, load_study
 
-__all__ = ["builtin_studies", "run", "run_one", "emit_jobs", "plan", "status", "load", "query", "StudyData", "load_study"]
+__all__ = [
+    "builtin_studies", "run", "run_one", "emit_jobs", "plan", "status", "load", "query", "StudyData", "load_study",
+]  # fmt: skip
 
 PLAN_SCHEMA = "l4slab.study.plan/1"
 

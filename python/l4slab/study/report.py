@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -92,14 +91,14 @@ def _pam_section(flows: pd.DataFrame, out: Path) -> list[str]:
             "classic": shown["classic"],
             "queue": shown["queue"].astype(str),
             "buffer (BDP)": shown["buffer_bdp"],
-            "L4S sim (pub)": [f"{a:.1f} ({b:.1f})" for a, b in zip(shown["l4s_mbps_sim"], shown["l4s_mbps_pub"])],
+            "L4S sim (pub)": [f"{a:.1f} ({b:.1f})" for a, b in zip(shown["l4s_mbps_sim"], shown["l4s_mbps_pub"], strict=False)],
             "classic sim (pub)": [
-                f"{a:.1f} ({b:.1f})" for a, b in zip(shown["classic_mbps_sim"], shown["classic_mbps_pub"])
+                f"{a:.1f} ({b:.1f})" for a, b in zip(shown["classic_mbps_sim"], shown["classic_mbps_pub"], strict=False)
             ],
             "L4S delay sim (pub) ms": [
-                f"{a:.1f} ({b:.1f})" for a, b in zip(shown["l4s_qdelay_ms_sim"], shown["l4s_qdelay_ms_pub"])
+                f"{a:.1f} ({b:.1f})" for a, b in zip(shown["l4s_qdelay_ms_sim"], shown["l4s_qdelay_ms_pub"], strict=False)
             ],
-            "harm sim / pub": [f"{a} / {b}" for a, b in zip(shown["harm_sim"], shown["harm_pub"])],
+            "harm sim / pub": [f"{a} / {b}" for a, b in zip(shown["harm_sim"], shown["harm_pub"], strict=False)],
             "agree": ["yes" if a else "**no**" for a in shown["harm_agree"]],
         }
     )
@@ -133,9 +132,9 @@ def report(directory: str | os.PathLike[str]) -> Path:
     keys = [*factors, "label"]
     agg = metrics.aggregate(flows, keys, columns=["goodput_mbps", "queuing_delay_ms", "retransmits"])
     table = agg[keys].copy()
-    table["goodput (Mbit/s)"] = [_fmt(m, h) for m, h in zip(agg["goodput_mbps"], agg["goodput_mbps_ci"])]
-    table["queuing delay (ms)"] = [_fmt(m, h) for m, h in zip(agg["queuing_delay_ms"], agg["queuing_delay_ms_ci"])]
-    table["retransmits"] = [_fmt(m, h, 0) for m, h in zip(agg["retransmits"], agg["retransmits_ci"])]
+    table["goodput (Mbit/s)"] = [_fmt(m, h) for m, h in zip(agg["goodput_mbps"], agg["goodput_mbps_ci"], strict=False)]
+    table["queuing delay (ms)"] = [_fmt(m, h) for m, h in zip(agg["queuing_delay_ms"], agg["queuing_delay_ms_ci"], strict=False)]
+    table["retransmits"] = [_fmt(m, h, 0) for m, h in zip(agg["retransmits"], agg["retransmits_ci"], strict=False)]
     table["n"] = agg["n"]
     lines += ["## Flows (mean ± 95 % CI over trials)", "", _markdown_table(table), ""]
 
@@ -144,7 +143,7 @@ def report(directory: str | os.PathLike[str]) -> Path:
         bagg = metrics.aggregate(bottleneck, factors, columns=bcols)
         btable = bagg[factors].copy()
         for c in bcols:
-            btable[c] = [_fmt(m, h, 3 if c == "utilisation" else 1) for m, h in zip(bagg[c], bagg[f"{c}_ci"])]
+            btable[c] = [_fmt(m, h, 3 if c == "utilisation" else 1) for m, h in zip(bagg[c], bagg[f"{c}_ci"], strict=False)]
         lines += ["## Bottleneck (mean ± 95 % CI over trials)", "", _markdown_table(btable), ""]
 
     if factors:
