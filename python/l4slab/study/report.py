@@ -91,14 +91,17 @@ def _pam_section(flows: pd.DataFrame, out: Path) -> list[str]:
             "classic": shown["classic"],
             "queue": shown["queue"].astype(str),
             "buffer (BDP)": shown["buffer_bdp"],
-            "L4S sim (pub)": [f"{a:.1f} ({b:.1f})" for a, b in zip(shown["l4s_mbps_sim"], shown["l4s_mbps_pub"], strict=False)],
+            "L4S sim (pub)": [
+                f"{a:.1f} ({b:.1f})" for a, b in zip(shown["l4s_mbps_sim"], shown["l4s_mbps_pub"], strict=True)
+            ],
             "classic sim (pub)": [
-                f"{a:.1f} ({b:.1f})" for a, b in zip(shown["classic_mbps_sim"], shown["classic_mbps_pub"], strict=False)
+                f"{a:.1f} ({b:.1f})" for a, b in zip(shown["classic_mbps_sim"], shown["classic_mbps_pub"], strict=True)
             ],
             "L4S delay sim (pub) ms": [
-                f"{a:.1f} ({b:.1f})" for a, b in zip(shown["l4s_qdelay_ms_sim"], shown["l4s_qdelay_ms_pub"], strict=False)
+                f"{a:.1f} ({b:.1f})"
+                for a, b in zip(shown["l4s_qdelay_ms_sim"], shown["l4s_qdelay_ms_pub"], strict=True)
             ],
-            "harm sim / pub": [f"{a} / {b}" for a, b in zip(shown["harm_sim"], shown["harm_pub"], strict=False)],
+            "harm sim / pub": [f"{a} / {b}" for a, b in zip(shown["harm_sim"], shown["harm_pub"], strict=True)],
             "agree": ["yes" if a else "**no**" for a in shown["harm_agree"]],
         }
     )
@@ -132,9 +135,11 @@ def report(directory: str | os.PathLike[str]) -> Path:
     keys = [*factors, "label"]
     agg = metrics.aggregate(flows, keys, columns=["goodput_mbps", "queuing_delay_ms", "retransmits"])
     table = agg[keys].copy()
-    table["goodput (Mbit/s)"] = [_fmt(m, h) for m, h in zip(agg["goodput_mbps"], agg["goodput_mbps_ci"], strict=False)]
-    table["queuing delay (ms)"] = [_fmt(m, h) for m, h in zip(agg["queuing_delay_ms"], agg["queuing_delay_ms_ci"], strict=False)]
-    table["retransmits"] = [_fmt(m, h, 0) for m, h in zip(agg["retransmits"], agg["retransmits_ci"], strict=False)]
+    table["goodput (Mbit/s)"] = [_fmt(m, h) for m, h in zip(agg["goodput_mbps"], agg["goodput_mbps_ci"], strict=True)]
+    table["queuing delay (ms)"] = [
+        _fmt(m, h) for m, h in zip(agg["queuing_delay_ms"], agg["queuing_delay_ms_ci"], strict=True)
+    ]
+    table["retransmits"] = [_fmt(m, h, 0) for m, h in zip(agg["retransmits"], agg["retransmits_ci"], strict=True)]
     table["n"] = agg["n"]
     lines += ["## Flows (mean ± 95 % CI over trials)", "", _markdown_table(table), ""]
 
@@ -143,7 +148,9 @@ def report(directory: str | os.PathLike[str]) -> Path:
         bagg = metrics.aggregate(bottleneck, factors, columns=bcols)
         btable = bagg[factors].copy()
         for c in bcols:
-            btable[c] = [_fmt(m, h, 3 if c == "utilisation" else 1) for m, h in zip(bagg[c], bagg[f"{c}_ci"], strict=False)]
+            btable[c] = [
+                _fmt(m, h, 3 if c == "utilisation" else 1) for m, h in zip(bagg[c], bagg[f"{c}_ci"], strict=True)
+            ]
         lines += ["## Bottleneck (mean ± 95 % CI over trials)", "", _markdown_table(btable), ""]
 
     if factors:
