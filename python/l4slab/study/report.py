@@ -160,6 +160,42 @@ def report(directory: str | os.PathLike[str]) -> Path:
         )
         figures.save(fig, out / "goodput")
         lines += ["## Goodput per point", "", "![goodput](goodput.png)", ""]
+    lines += _time_series_section(data, factors, out)
     path = out / "report.md"
     write_text(path, "\n".join(lines) + "\n")
     return path
+
+
+#: Points shown with time series (the first ones of the plan; the rest are in the tables).
+MAX_SERIES_POINTS = 4
+
+
+def _time_series_section(data, factors: list[str], out: Path) -> list[str]:
+    """Goodput, sRTT and bottleneck queue over time for the first points: the mean across
+    trials with a 95 % confidence band."""
+    from ..analysis import figures
+
+    runs = data.runs[data.runs["status"] == "done"] if "status" in data.runs else data.runs
+    if runs.empty:
+        return []
+    lines = ["## Time series (mean and 95 % CI over trials)", ""]
+    labels = data.flows[["run_id", "id", "label"]].rename(columns={"id": "flow"})
+    for n, (point, group) in enumerate(runs.groupby("point", sort=True)):
+        if n >= MAX_SERIES_POINTS:
+            break
+        name = " ".join(str(group[f].iloc[0]) for f in factors) or f"point {point}"
+        ids = group["run_id"].tolist()
+        fs = data.series("flow_series", ids).merge(labels, on=["run_id", "flow"], how="left")
+        bs = data.series("bottleneck_series", ids)
+        stem = f"series_point{point}"
+        row = []
+        for value, ylabel, frame, grp in (
+            ("goodput_mbps", "goodput (Mbit/s)", fs, "label"),
+            ("srtt_ms", "sRTT (ms)", fs, "label"),
+            ("sojourn_ms", "bottleneck sojourn (ms)", bs, None),
+        ):
+            fig = figures.time_series(frame, value=value, group=grp, ylabel=ylabel, title=name)
+            figures.save(fig, out / f"{stem}_{value}")
+            row.append(f"![{value}]({stem}_{value}.png)")
+        lines += [f"### {name}", "", " ".join(row), ""]
+    return lines
