@@ -130,11 +130,21 @@ def report(directory: str | os.PathLike[str]) -> Path:
     if all(f in flows.columns for f in _PAM_FACTORS) and set(flows["cc"]) >= {"prague", "cubic"}:
         lines += _pam_section(flows, out)
 
-    # Per point and flow label: goodput and queuing delay, mean ± 95 % CI over trials.
+    # Per point and flow label: goodput, share of the link and harm label (share vs the
+    # fair share 1/N; harmed < 0.4·fair, harmful > 1.6·fair), queuing delay (mean sRTT −
+    # base RTT), mean ± 95 % CI over trials.
     flows = flows.assign(queuing_delay_ms=metrics.srtt_queue_delay(flows))
+    if "rate_mbps" in bottleneck:
+        flows = flows.merge(bottleneck[["run_id", "rate_mbps"]], on="run_id", how="left")
+        flows = metrics.add_harm(flows, capacity_mbps="rate_mbps")
+    else:
+        flows = metrics.add_harm(flows)
     keys = [*factors, "label"]
-    agg = metrics.aggregate(flows, keys, columns=["goodput_mbps", "queuing_delay_ms", "retransmits"])
+    cols = ["goodput_mbps", "share", "fair_share", "queuing_delay_ms", "retransmits"]
+    agg = metrics.aggregate(flows, keys, columns=cols)
     table = agg[keys].copy()
+    table["share of link"] = [_fmt(100 * m, 100 * h) + " %" for m, h in zip(agg["share"], agg["share_ci"], strict=True)]
+    table["harm"] = metrics.harm_labels(agg["share"], agg["fair_share"]).values
     table["goodput (Mbit/s)"] = [_fmt(m, h) for m, h in zip(agg["goodput_mbps"], agg["goodput_mbps_ci"], strict=True)]
     table["queuing delay (ms)"] = [
         _fmt(m, h) for m, h in zip(agg["queuing_delay_ms"], agg["queuing_delay_ms_ci"], strict=True)
@@ -143,13 +153,18 @@ def report(directory: str | os.PathLike[str]) -> Path:
     table["n"] = agg["n"]
     lines += ["## Flows (mean ± 95 % CI over trials)", "", _markdown_table(table), ""]
 
-    bcols = [c for c in ("utilisation", "sojourn_mean_ms", "sojourn_p99_ms", "drops", "marks") if c in bottleneck]
+    bcols = [
+        c
+        for c in ("utilisation", "jain_index", "sojourn_mean_ms", "sojourn_p99_ms", "drops", "marks")
+        if c in bottleneck
+    ]
     if factors and bcols:
         bagg = metrics.aggregate(bottleneck, factors, columns=bcols)
         btable = bagg[factors].copy()
         for c in bcols:
             btable[c] = [
-                _fmt(m, h, 3 if c == "utilisation" else 1) for m, h in zip(bagg[c], bagg[f"{c}_ci"], strict=True)
+                _fmt(m, h, 3 if c in ("utilisation", "jain_index") else 1)
+                for m, h in zip(bagg[c], bagg[f"{c}_ci"], strict=True)
             ]
         lines += ["## Bottleneck (mean ± 95 % CI over trials)", "", _markdown_table(btable), ""]
 
