@@ -475,17 +475,12 @@ impl CongestionControl for Cubic {
     }
 
     /// `cubictcp_cong_avoid` (§5.3).
-    fn cong_avoid(&mut self, tp: &mut CcSock, mut acked: u32) {
-        // §2.2: only while cwnd-limited.
-        if !tp.is_cwnd_limited() {
+    fn cong_avoid(&mut self, tp: &mut CcSock, acked: u32) {
+        // §2.2, §5.3: only while cwnd-limited; slow start first, only the leftover goes
+        // to the cubic update.
+        let acked = tp.acked_after_slow_start(acked);
+        if acked == 0 {
             return;
-        }
-        // §5.3: slow start first, only the leftover goes to the cubic update.
-        if tp.in_slow_start() {
-            acked = tp.slow_start(acked);
-            if acked == 0 {
-                return;
-            }
         }
         let cwnd = tp.cwnd;
         self.update(tp, cwnd, acked);

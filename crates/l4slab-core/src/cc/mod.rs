@@ -237,6 +237,19 @@ impl CcSock {
         acked - used
     }
 
+    /// The common head of every `cong_avoid` (tcp.md §2.2): no growth unless
+    /// cwnd-limited, slow start first. Returns the packets left over for congestion
+    /// avoidance (0: nothing more to do on this ACK).
+    pub fn acked_after_slow_start(&mut self, acked: u32) -> u32 {
+        if !self.is_cwnd_limited() {
+            return 0;
+        }
+        if self.in_slow_start() {
+            return self.slow_start(acked);
+        }
+        acked
+    }
+
     /// `tcp_cong_avoid_ai`: +1 packet per `w` packets acknowledged (tcp.md §2.2).
     pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
         let w = w.max(1);

@@ -7,18 +7,12 @@
 use super::*;
 
 /// `tcp_reno_cong_avoid` (tcp.md §4, §2.2).
-pub fn reno_cong_avoid(tp: &mut CcSock, mut acked: u32) {
-    // §2.2: grow only while cwnd-limited.
-    if !tp.is_cwnd_limited() {
+pub fn reno_cong_avoid(tp: &mut CcSock, acked: u32) {
+    // §2.2/§4: only while cwnd-limited; slow start grows by the packets delivered (no
+    // ABC L=2 cap), up to ssthresh; the leftover goes to congestion avoidance.
+    let acked = tp.acked_after_slow_start(acked);
+    if acked == 0 {
         return;
-    }
-    // §2.2/§4: slow start grows by the packets delivered (no ABC L=2 cap), up to
-    // ssthresh; the leftover of this ACK goes to congestion avoidance.
-    if tp.in_slow_start() {
-        acked = tp.slow_start(acked);
-        if acked == 0 {
-            return;
-        }
     }
     // §4: congestion avoidance, +1 packet per cwnd packets delivered.
     let w = tp.cwnd;
