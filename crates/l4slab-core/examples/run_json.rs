@@ -13,7 +13,6 @@ fn main() {
             f.id, f.cc, f.goodput_mbps, f.mean_srtt_ms, f.queuing_delay_ms, f.retransmits, f.rto_count, f.tlp_count, f.recoveries
         );
     }
-    eprintln!("{:?}", r.flows[0]);
     if std::env::var("L4SLAB_SERIES").is_ok() {
         for (i, t) in r.time_s.iter().enumerate() {
             let f = &r.flow_series[0];
