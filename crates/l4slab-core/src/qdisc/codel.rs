@@ -557,16 +557,12 @@ impl Qdisc for Codel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{Ecn, PacketKind};
+    use crate::packet::Ecn;
 
     const MS: u64 = 1_000_000;
 
     fn frame(id: u64, ecn: Ecn) -> Packet {
-        let mut p = Packet::new(0, PacketKind::Data);
-        p.wire_len = 1514;
-        p.id = id;
-        p.ecn = ecn;
-        p
+        crate::qdisc::testutil::packet(0, id, 1514, ecn)
     }
 
     use crate::qdisc::testutil::Harness;

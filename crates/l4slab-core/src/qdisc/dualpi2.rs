@@ -722,7 +722,6 @@ impl Qdisc for DualPi2 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::PacketKind;
     use crate::rng;
 
     const FRAME: u32 = 1514;
@@ -732,11 +731,7 @@ mod tests {
     use crate::qdisc::testutil::Harness as H;
 
     fn frame(id: u64, ecn: Ecn, len: u32) -> Packet {
-        let mut p = Packet::new(id as u32, PacketKind::Data);
-        p.id = id;
-        p.ecn = ecn;
-        p.wire_len = len;
-        p
+        crate::qdisc::testutil::packet(id as u32, id, len, ecn)
     }
 
     fn qdisc(params: DualPi2Params) -> DualPi2 {

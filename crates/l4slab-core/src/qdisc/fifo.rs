@@ -83,14 +83,10 @@ impl Qdisc for Fifo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::PacketKind;
     use crate::rng;
 
     fn frame(id: u64, len: u32) -> Packet {
-        let mut p = Packet::new(0, PacketKind::Data);
-        p.wire_len = len;
-        p.id = id;
-        p
+        crate::qdisc::testutil::packet(0, id, len, crate::packet::Ecn::NotEct)
     }
 
     #[test]

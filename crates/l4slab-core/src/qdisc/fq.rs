@@ -478,17 +478,13 @@ impl Qdisc for Fq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{Ecn, PacketKind};
+    use crate::packet::Ecn;
 
     /// 1514-B frame time at 100 Mbit/s (aqm.md §8.2).
     const T_FRAME: Time = 121_120;
 
     fn pkt(flow: u32, id: u64, len: u32, ecn: Ecn) -> Packet {
-        let mut p = Packet::new(flow, PacketKind::Data);
-        p.wire_len = len;
-        p.id = id;
-        p.ecn = ecn;
-        p
+        crate::qdisc::testutil::packet(flow, id, len, ecn)
     }
 
     use crate::qdisc::testutil::Harness as Bufs;

@@ -452,17 +452,13 @@ impl Qdisc for FqCodel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{Ecn, PacketKind};
+    use crate::packet::Ecn;
     use crate::rng;
 
     const MS: u64 = 1_000_000;
 
     fn pkt(flow: u32, id: u64, len: u32, ecn: Ecn) -> Packet {
-        let mut p = Packet::new(flow, PacketKind::Data);
-        p.wire_len = len;
-        p.id = id;
-        p.ecn = ecn;
-        p
+        crate::qdisc::testutil::packet(flow, id, len, ecn)
     }
 
     use crate::qdisc::testutil::Harness;

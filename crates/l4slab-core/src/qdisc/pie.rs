@@ -479,16 +479,12 @@ impl Pie {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{Ecn, PacketKind};
+    use crate::packet::Ecn;
 
     const FRAME: u32 = 1514;
 
     fn frame(id: u64, ecn: Ecn) -> Packet {
-        let mut p = Packet::new(0, PacketKind::Data);
-        p.wire_len = FRAME;
-        p.id = id;
-        p.ecn = ecn;
-        p
+        crate::qdisc::testutil::packet(0, id, FRAME, ecn)
     }
 
     use crate::qdisc::testutil::Harness as Bufs;

@@ -1,7 +1,7 @@
 //! Shared helpers of the qdisc unit tests.
 
 use super::QdiscCtx;
-use crate::packet::Packet;
+use crate::packet::{Ecn, Packet, PacketKind};
 use crate::rng::{self, SimRng};
 
 /// Owns what a [`QdiscCtx`] borrows, so a test can drive a qdisc and then inspect
@@ -25,4 +25,13 @@ impl Harness {
     pub fn ctx(&mut self) -> QdiscCtx<'_> {
         QdiscCtx { rng: &mut self.rng, dropped: &mut self.dropped, marked: &mut self.marked }
     }
+}
+
+/// A data packet of `flow` with id `id`, L2 length `len` and codepoint `ecn`.
+pub fn packet(flow: u32, id: u64, len: u32, ecn: Ecn) -> Packet {
+    let mut p = Packet::new(flow, PacketKind::Data);
+    p.wire_len = len;
+    p.id = id;
+    p.ecn = ecn;
+    p
 }
