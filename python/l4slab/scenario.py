@@ -215,6 +215,12 @@ class TcpFlow(_FlowCommon):
     fq_pacing: Annotated[bool, Field(strict=True)] | None = Field(
         None, description="the sender host has fq as its qdisc, so every CC is paced", examples=[True]
     )
+    tso: Annotated[bool, Field(strict=True)] | None = Field(
+        None,
+        description="TSO/GSO on the sender (ethtool -K tso/gso; Linux default on): paced senders emit "
+        "bursts of tso_segs segments; off, one segment per skb (the PAM 2025 testbed)",
+        examples=[False],
+    )
     cc_params: dict[str, Any] | None = Field(
         None,
         description="module parameters of the congestion control (checked by the engine)",
@@ -431,6 +437,7 @@ class Scenario(_Strict):
         _set_if_given(config, "delayed_ack", flow.delayed_ack)
         _set_if_given(config, "drop_segments", flow.drop_segments)
         _set_if_given(config, "fq_pacing", flow.fq_pacing)
+        _set_if_given(config, "tso", flow.tso)
         _set_if_given(config, "cc_params", flow.cc_params)
         _set_if_given(config, "ecn", flow.ecn)
         _set_if_given(config, "ecn_option", flow.ecn_option)

@@ -12,10 +12,16 @@ fn prague() -> Value {
     f
 }
 
+/// A flow as on the PAM 2025 testbed: GSO/TSO off on every interface.
+fn pam(mut f: Value) -> Value {
+    f["tso"] = json!(false);
+    f
+}
+
 fn cubic(ecn: bool) -> Value {
     let mut f = tcp("cubic", 10);
     f["ecn"] = json!(if ecn { 1 } else { 0 });
-    f
+    pam(f)
 }
 
 fn share(r: &l4slab_core::RunResults, i: usize) -> f64 {
@@ -24,13 +30,28 @@ fn share(r: &l4slab_core::RunResults, i: usize) -> f64 {
 
 #[test]
 fn prague_alone_over_dualpi2_gets_the_link_with_a_sub_ms_queue() {
-    let r = run(&scenario(100, json!({"kind": "dualpi2"}), vec![prague()], 30));
+    let r = run(&scenario(
+        100,
+        json!({"kind": "dualpi2"}),
+        vec![prague()],
+        30,
+    ));
     let f = &r.flows[0];
     assert_eq!(f.ecn_mode, "accecn");
     assert_eq!(f.drops, 0, "no loss: everything is marked");
     assert!(f.marks > 0);
-    assert!(r.bottleneck.utilisation >= 0.95, "utilisation {}", r.bottleneck.utilisation);
-    let l = &r.bottleneck.sojourn_by_class.iter().find(|c| c.class == "L").unwrap().sojourn_ms;
+    assert!(
+        r.bottleneck.utilisation >= 0.95,
+        "utilisation {}",
+        r.bottleneck.utilisation
+    );
+    let l = &r
+        .bottleneck
+        .sojourn_by_class
+        .iter()
+        .find(|c| c.class == "L")
+        .unwrap()
+        .sojourn_ms;
     // Seed 001 §V: alone, Prague's P99 is "slightly above 1 ms" (step marking only).
     assert!(l.p99 <= 2.0, "L P99 {}", l.p99);
     // The queue stays below the 1 ms step threshold on average. (The seed reports a
@@ -42,7 +63,7 @@ fn prague_alone_over_dualpi2_gets_the_link_with_a_sub_ms_queue() {
 fn pam_fifo_ecn_prague_starves_ecn_cubic() {
     // Published (fifo_ecn, 2 BDP, CUBIC with ECN): Prague 90.3 (CUBIC 4.6) Mbit/s.
     let q = json!({"kind": "fq", "orphan_mask": 0, "limit_packets": 167, "flow_limit_packets": 167, "ce_threshold_ns": 5 * MS});
-    let r = run(&scenario(100, q, vec![prague(), cubic(true)], 60));
+    let r = run(&scenario(100, q, vec![pam(prague()), cubic(true)], 60));
     assert!(share(&r, 0) > 0.80, "Prague share {}", share(&r, 0));
 }
 
@@ -50,28 +71,54 @@ fn pam_fifo_ecn_prague_starves_ecn_cubic() {
 fn pam_fifo_ecn_prague_is_starved_by_non_ecn_cubic() {
     // Published (fifo_ecn, 2 BDP, CUBIC without ECN): Prague 0.4 (CUBIC 95.2) Mbit/s.
     let q = json!({"kind": "fq", "orphan_mask": 0, "limit_packets": 167, "flow_limit_packets": 167, "ce_threshold_ns": 5 * MS});
-    let r = run(&scenario(100, q, vec![prague(), cubic(false)], 60));
+    let r = run(&scenario(100, q, vec![pam(prague()), cubic(false)], 60));
     assert!(share(&r, 0) < 0.20, "Prague share {}", share(&r, 0));
 }
 
 #[test]
 fn pam_dualpi2_shares_and_isolates() {
     // Published (dualpi2 target 5ms, CUBIC without ECN): 42.3 (52.7), delay 0.4 / 5.2 ms.
-    let r = run(&scenario(100, json!({"kind": "dualpi2", "target_ns": 5 * MS}), vec![prague(), cubic(false)], 60));
+    let r = run(&scenario(
+        100,
+        json!({"kind": "dualpi2", "target_ns": 5 * MS}),
+        vec![pam(prague()), cubic(false)],
+        60,
+    ));
     for i in 0..2 {
-        assert!((0.30..=0.70).contains(&share(&r, i)), "flow {i} share {}", share(&r, i));
+        assert!(
+            (0.30..=0.70).contains(&share(&r, i)),
+            "flow {i} share {}",
+            share(&r, i)
+        );
     }
-    assert!(r.flows[0].queuing_delay_ms < 1.0, "Prague queuing delay {}", r.flows[0].queuing_delay_ms);
-    assert!((3.0..=8.0).contains(&r.flows[1].queuing_delay_ms), "CUBIC queuing delay {}", r.flows[1].queuing_delay_ms);
+    assert!(
+        r.flows[0].queuing_delay_ms < 1.0,
+        "Prague queuing delay {}",
+        r.flows[0].queuing_delay_ms
+    );
+    assert!(
+        (3.0..=8.0).contains(&r.flows[1].queuing_delay_ms),
+        "CUBIC queuing delay {}",
+        r.flows[1].queuing_delay_ms
+    );
 }
 
 #[test]
 fn pam_l4s_aware_fq_codel_gives_prague_low_delay() {
     // Published (fq_codel_l4s, 2 BDP, CUBIC without ECN): 46.3 (48.2), delay 1.3 / 4.3 ms.
     let q = json!({"kind": "fq_codel", "limit_packets": 167, "ecn": true, "ce_threshold_ns": MS, "ce_threshold_selector": [1, 1]});
-    let r = run(&scenario(100, q, vec![prague(), cubic(false)], 60));
-    assert!(r.flows[0].queuing_delay_ms <= 2.0, "Prague queuing delay {}", r.flows[0].queuing_delay_ms);
-    assert!((share(&r, 0) - share(&r, 1)).abs() < 0.1, "shares {} {}", share(&r, 0), share(&r, 1));
+    let r = run(&scenario(100, q, vec![pam(prague()), cubic(false)], 60));
+    assert!(
+        r.flows[0].queuing_delay_ms <= 2.0,
+        "Prague queuing delay {}",
+        r.flows[0].queuing_delay_ms
+    );
+    assert!(
+        (share(&r, 0) - share(&r, 1)).abs() < 0.1,
+        "shares {} {}",
+        share(&r, 0),
+        share(&r, 1)
+    );
 }
 
 #[test]
@@ -81,16 +128,30 @@ fn dctcp_fills_the_link_over_a_1ms_step_marker() {
     let q = json!({"kind": "fq", "orphan_mask": 0, "ce_threshold_ns": MS});
     let r = run(&scenario(100, q, vec![f], 20));
     assert_eq!(r.flows[0].ecn_mode, "rfc3168");
-    assert!(r.flows[0].throughput_mbps >= 95.0, "throughput {}", r.flows[0].throughput_mbps);
+    assert!(
+        r.flows[0].throughput_mbps >= 95.0,
+        "throughput {}",
+        r.flows[0].throughput_mbps
+    );
     let s = &r.bottleneck.sojourn_ms;
-    assert!(s.p50 >= 0.5 && s.p50 <= 1.0 && s.p99 <= 1.2, "sojourn p50 {} p99 {}", s.p50, s.p99);
+    assert!(
+        s.p50 >= 0.5 && s.p50 <= 1.0 && s.p99 <= 1.2,
+        "sojourn p50 {} p99 {}",
+        s.p50,
+        s.p99
+    );
 }
 
 #[test]
 fn prague_without_an_accecn_receiver_falls_back_to_not_ect_reno() {
     // A classic receiver (tcp_ecn=2) answers the AccECN SYN with classic ECN, which
     // Prague refuses: no ECN at all, so a marking AQM has to drop it.
-    let r = run(&scenario(100, json!({"kind": "codel", "ecn": true}), vec![tcp("prague", 10)], 10));
+    let r = run(&scenario(
+        100,
+        json!({"kind": "codel", "ecn": true}),
+        vec![tcp("prague", 10)],
+        10,
+    ));
     let f = &r.flows[0];
     assert_eq!(f.ecn_mode, "off");
     assert_eq!(f.marks, 0);

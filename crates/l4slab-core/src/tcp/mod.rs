@@ -42,6 +42,14 @@ pub const TCP_FASTRETRANS_THRESH: u32 = 3;
 /// `tcp_pacing_ss_ratio` / `tcp_pacing_ca_ratio`, percent.
 pub const TCP_PACING_SS_RATIO: u64 = 200;
 pub const TCP_PACING_CA_RATIO: u64 = 120;
+/// `sk_pacing_shift`: TSO autosizing aims at 2^-10 s (≈1 ms) of data per skb.
+pub const SK_PACING_SHIFT: u32 = 10;
+/// `tcp_tso_rtt_log`: autosizing adds GSO_MAX_SIZE >> (min_rtt_us >> 9).
+pub const TCP_TSO_RTT_LOG: u32 = 9;
+/// `GSO_LEGACY_MAX_SIZE` (64 KB), the default `gso_max_size` of a device.
+pub const GSO_MAX_SIZE: u64 = 65_536;
+/// `tcp_min_tso_segs`.
+pub const TCP_MIN_TSO_SEGS: u32 = 2;
 /// Wire length of SYN and SYN/ACK (MSS, SACK-permitted, timestamps, window scale).
 pub const SYN_WIRE_LEN: u32 = 14 + 40 + 20;
 

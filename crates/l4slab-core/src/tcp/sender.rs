@@ -7,9 +7,12 @@
 //! the rate sample, then congestion control (`cong_control`, or PRR / `cong_avoid`
 //! and the stack pacing rate), retransmissions and new data.
 //!
-//! Simplifications (documented in the README): no SYN/data reordering, no undo of
-//! loss reductions (DSACK/Eifel/F-RTO), no TSO/GSO (the studies' hosts switched it
-//! off), no TCP Small Queues (the host queue is the NIC's serialisation only).
+//! TSO/GSO (on by default, as Linux): an skb of up to `tso_segs` segments leaves
+//! back to back and pacing acts per skb; GSO off gives one segment per skb.
+//!
+//! Simplifications (docs/engine.md): no SYN/data reordering, no undo of loss
+//! reductions (DSACK/Eifel/F-RTO), no TSO deferral, GRO or TCP Small Queues (the
+//! host queue is the NIC's serialisation only).
 
 use super::ecn::{self, AccEcnSender, EcnMode};
 use super::rtt::RttEstimator;
@@ -191,6 +194,8 @@ pub struct TcpSender {
     paced: bool,
     /// The host runs fq: pace whatever the CC.
     fq_pacing: bool,
+    /// TSO/GSO on: skbs of up to `tso_segs` segments (tcp.md §2.11).
+    tso: bool,
     /// Pacing hrtimer: armed when the send loop stopped because `wstamp` was ahead.
     pacing_timer: Option<Time>,
 
@@ -199,7 +204,12 @@ pub struct TcpSender {
 }
 
 impl TcpSender {
-    pub fn new(flow: u32, cfg: &TcpFlowConfig, cc: Box<dyn CongestionControl>, stop_at: Time) -> Self {
+    pub fn new(
+        flow: u32,
+        cfg: &TcpFlowConfig,
+        cc: Box<dyn CongestionControl>,
+        stop_at: Time,
+    ) -> Self {
         let paced = cc.flags().needs_pacing || cfg.fq_pacing;
         let mut tp = CcSock::new(cfg.mss, cfg.init_cwnd);
         tp.paced = paced;
@@ -234,7 +244,10 @@ impl TcpSender {
             prr_out: 0,
             reordering: TCP_REORDERING,
             reord_seen: 0,
-            rack: Rack { reo_wnd_steps: 1, ..Rack::default() },
+            rack: Rack {
+                reo_wnd_steps: 1,
+                ..Rack::default()
+            },
             tlp_high_seq: 0,
             tlp_retrans: false,
             retransmits_since_rto: 0,
@@ -261,6 +274,7 @@ impl TcpSender {
             wstamp: 0,
             paced,
             fq_pacing: cfg.fq_pacing,
+            tso: cfg.tso,
             pacing_timer: None,
             stats: SenderStats::default(),
             start_time: 0,
@@ -302,7 +316,10 @@ impl TcpSender {
     pub fn should_inject_drop(&self, pkt: &Packet) -> bool {
         !pkt.retrans
             && !self.drop_segments.is_empty()
-            && self.drop_segments.binary_search(&(pkt.tcp.seq / self.mss as u64)).is_ok()
+            && self
+                .drop_segments
+                .binary_search(&(pkt.tcp.seq / self.mss as u64))
+                .is_ok()
     }
 
     /// Open the connection: send the SYN.
@@ -320,7 +337,11 @@ impl TcpSender {
         // ECN request (tcp.md §3.2); beyond the first SYN retransmission the ECN
         // flags are stripped (tcp_ecn_fallback), AccECN is still tried on the first.
         let flags = self.cc.flags();
-        self.syn_ace = if self.syn_retries <= 1 { ecn::client_syn_ace(self.tcp_ecn, flags) } else { 0 };
+        self.syn_ace = if self.syn_retries <= 1 {
+            ecn::client_syn_ace(self.tcp_ecn, flags)
+        } else {
+            0
+        };
         p.tcp.ace = self.syn_ace;
         p.ecn = ecn::syn_codepoint(flags);
         self.syn_sent_at = now;
@@ -424,12 +445,19 @@ impl TcpSender {
             return; // acks unsent data: ignore
         }
         let prior_snd_una = self.snd_una;
-        let prior_fack = if self.sacked_out > 0 { self.fack } else { self.snd_una };
+        let prior_fack = if self.sacked_out > 0 {
+            self.fack
+        } else {
+            self.snd_una
+        };
         let prior_in_flight = self.in_flight();
         let prior_delivered = self.delivered;
         let prior_lost = self.lost_out;
         let mut fl: u32 = 0;
-        let mut rs = RateSample { prior_in_flight, ..RateSample::default() };
+        let mut rs = RateSample {
+            prior_in_flight,
+            ..RateSample::default()
+        };
         let mut first_sack_xmit: Option<Time> = None;
         let mut last_sack_xmit: Option<Time> = None;
 
@@ -486,7 +514,8 @@ impl TcpSender {
             // A single packet acked with no SACK/ECE is probably a delayed ACK.
             let delayed = acked_sacked == 1 && fl & (flag::DATA_SACKED | flag::ECE) == 0;
             self.rtt.update_min_rtt(ca_rtt_us, delayed);
-            self.rtt.sample(seq_rtt_us as u64, self.snd_una, self.snd_nxt);
+            self.rtt
+                .sample(seq_rtt_us as u64, self.snd_una, self.snd_nxt);
             self.stats.rtt_sum_us += seq_rtt_us as u64;
             self.stats.rtt_samples += 1;
         }
@@ -500,9 +529,21 @@ impl TcpSender {
             EcnMode::AccEcn => {
                 let tsval_advanced = pkt.tcp.tsval > self.last_ack_tsval;
                 if fl & flag::FORWARD_PROGRESS != 0 || tsval_advanced {
-                    let bytes = self.snd_una.saturating_sub(prior_snd_una).max(acked_sacked as u64);
-                    let sack_or_open = pkt.tcp.num_sack > 0 || self.ca_state == CaState::Open || self.ca_state == CaState::Cwr;
-                    let delta = self.accecn.process(pkt.tcp.ace, pkt.tcp.accecn, acked_sacked, bytes, self.tp.mss, sack_or_open);
+                    let bytes = self
+                        .snd_una
+                        .saturating_sub(prior_snd_una)
+                        .max(acked_sacked as u64);
+                    let sack_or_open = pkt.tcp.num_sack > 0
+                        || self.ca_state == CaState::Open
+                        || self.ca_state == CaState::Cwr;
+                    let delta = self.accecn.process(
+                        pkt.tcp.ace,
+                        pkt.tcp.accecn,
+                        acked_sacked,
+                        bytes,
+                        self.tp.mss,
+                        sack_or_open,
+                    );
                     if delta > 0 {
                         fl |= flag::ECE;
                         self.delivered_ce += delta as u64;
@@ -515,14 +556,21 @@ impl TcpSender {
         self.last_ack_tsval = self.last_ack_tsval.max(pkt.tcp.tsval);
         self.sync_tp(now);
         if acked_sacked > 0 {
-            let sample = AckSample { pkts_acked: acked_sacked, rtt_us: ca_rtt_us, in_flight: prior_in_flight };
+            let sample = AckSample {
+                pkts_acked: acked_sacked,
+                rtt_us: ca_rtt_us,
+                in_flight: prior_in_flight,
+            };
             self.cc.pkts_acked(&mut self.tp, &sample);
         }
 
         // in_ack_event (DCTCP's α update happens here, before the state machine).
         self.cc.in_ack_event(
             &mut self.tp,
-            AckEventFlags { window_update: fl & flag::SND_UNA_ADVANCED != 0, ece: fl & flag::ECE != 0 },
+            AckEventFlags {
+                window_update: fl & flag::SND_UNA_ADVANCED != 0,
+                ece: fl & flag::ECE != 0,
+            },
         );
 
         // TLP bookkeeping (tcp_process_tlp_ack).
@@ -532,7 +580,8 @@ impl TcpSender {
 
         // Recovery state machine on dubious ACKs.
         let mut rexmit = 0u8;
-        let dubious = fl & flag::NOT_DUP == 0 || fl & flag::CA_ALERT != 0 || self.ca_state != CaState::Open;
+        let dubious =
+            fl & flag::NOT_DUP == 0 || fl & flag::CA_ALERT != 0 || self.ca_state != CaState::Open;
         if dubious {
             fl = self.fastretrans_alert(prior_snd_una, fl, now, &mut rexmit);
         }
@@ -557,7 +606,12 @@ impl TcpSender {
 
     /// Tag SACKed segments; returns (flags, earliest and latest xmit of newly SACKed
     /// never-retransmitted segments).
-    fn sacktag(&mut self, pkt: &Packet, now: Time, rs: &mut RateSample) -> (u32, Option<Time>, Option<Time>) {
+    fn sacktag(
+        &mut self,
+        pkt: &Packet,
+        now: Time,
+        rs: &mut RateSample,
+    ) -> (u32, Option<Time>, Option<Time>) {
         let mut fl = 0;
         let mut first: Option<Time> = None;
         let mut last: Option<Time> = None;
@@ -620,7 +674,13 @@ impl TcpSender {
 
     /// Remove cumulatively acknowledged segments; returns (flags, first and last xmit
     /// of newly acked never-retransmitted segments).
-    fn clean_rtx_queue(&mut self, ack: u64, now: Time, prior_fack: u64, rs: &mut RateSample) -> (u32, Option<Time>, Option<Time>) {
+    fn clean_rtx_queue(
+        &mut self,
+        ack: u64,
+        now: Time,
+        prior_fack: u64,
+        rs: &mut RateSample,
+    ) -> (u32, Option<Time>, Option<Time>) {
         let mut fl = 0;
         let mut first: Option<Time> = None;
         let mut last: Option<Time> = None;
@@ -743,7 +803,13 @@ impl TcpSender {
     // --------------------------------------------------------- state machine
 
     /// `tcp_fastretrans_alert` (tcp.md §2.6). Returns the updated flags.
-    fn fastretrans_alert(&mut self, _prior_snd_una: u64, mut fl: u32, now: Time, rexmit: &mut u8) -> u32 {
+    fn fastretrans_alert(
+        &mut self,
+        _prior_snd_una: u64,
+        mut fl: u32,
+        now: Time,
+        rexmit: &mut u8,
+    ) -> u32 {
         let ece = fl & flag::ECE != 0;
         if ece {
             self.prior_ssthresh = 0; // forbid undo of an ECN reduction
@@ -818,10 +884,16 @@ impl TcpSender {
 
     /// `tcp_rack_reo_wnd` in µs.
     fn rack_reo_wnd_us(&self) -> u64 {
-        if self.reord_seen == 0 && (self.ca_state >= CaState::Recovery || self.sacked_out >= self.reordering) {
+        if self.reord_seen == 0
+            && (self.ca_state >= CaState::Recovery || self.sacked_out >= self.reordering)
+        {
             return 0;
         }
-        let min_rtt = if self.rtt.min_rtt_us == u32::MAX { 0 } else { self.rtt.min_rtt_us as u64 };
+        let min_rtt = if self.rtt.min_rtt_us == u32::MAX {
+            0
+        } else {
+            self.rtt.min_rtt_us as u64
+        };
         ((min_rtt >> 2) * self.rack.reo_wnd_steps as u64).min(self.rtt.srtt_us())
     }
 
@@ -894,7 +966,8 @@ impl TcpSender {
 
     /// `tcp_try_keep_open`.
     fn try_keep_open(&mut self) {
-        let any_retrans_done = self.retrans_out > 0 || self.rtx.front().is_some_and(|s| s.has(EVER_RETRANS));
+        let any_retrans_done =
+            self.retrans_out > 0 || self.rtx.front().is_some_and(|s| s.has(EVER_RETRANS));
         let state = if self.sacked_out + self.lost_out > 0 || any_retrans_done {
             CaState::Disorder
         } else {
@@ -976,7 +1049,14 @@ impl TcpSender {
     }
 
     /// `tcp_cong_control` (tcp.md §1.1 step 14).
-    fn cong_control(&mut self, fl: u32, acked_sacked: u32, losses: u32, rs: &RateSample, now: Time) {
+    fn cong_control(
+        &mut self,
+        fl: u32,
+        acked_sacked: u32,
+        losses: u32,
+        rs: &RateSample,
+        now: Time,
+    ) {
         self.sync_tp(now);
         if self.cc.has_cong_control() {
             self.cc.cong_control(&mut self.tp, rs);
@@ -1009,10 +1089,12 @@ impl TcpSender {
         let ssthresh = self.tp.ssthresh as i64;
         let delta = ssthresh - in_flight;
         let mut sndcnt: i64 = if delta < 0 {
-            let dividend = ssthresh as u64 * self.prr_delivered as u64 + self.tp.prior_cwnd as u64 - 1;
+            let dividend =
+                ssthresh as u64 * self.prr_delivered as u64 + self.tp.prior_cwnd as u64 - 1;
             (dividend / self.tp.prior_cwnd as u64) as i64 - self.prr_out as i64
         } else {
-            let mut s = (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
+            let mut s =
+                (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
             if fl & flag::SND_UNA_ADVANCED != 0 && newly_lost == 0 {
                 s += 1;
             }
@@ -1027,7 +1109,11 @@ impl TcpSender {
     fn update_pacing_rate(&mut self) {
         let srtt_us8 = self.rtt.srtt_us8;
         let mut rate: u64 = self.mss as u64 * ((1_000_000 / 100) << 3);
-        let ratio = if self.tp.cwnd < self.tp.ssthresh / 2 { TCP_PACING_SS_RATIO } else { TCP_PACING_CA_RATIO };
+        let ratio = if self.tp.cwnd < self.tp.ssthresh / 2 {
+            TCP_PACING_SS_RATIO
+        } else {
+            TCP_PACING_CA_RATIO
+        };
         rate *= ratio;
         rate *= self.tp.cwnd.max(self.packets_out) as u64;
         if srtt_us8 > 0 {
@@ -1062,7 +1148,10 @@ impl TcpSender {
             return;
         }
         let mut rto = self.rtt.rto_ns;
-        if matches!(self.xmit_timer, Some((XmitTimer::ReorderTimeout, _)) | Some((XmitTimer::LossProbe, _))) {
+        if matches!(
+            self.xmit_timer,
+            Some((XmitTimer::ReorderTimeout, _)) | Some((XmitTimer::LossProbe, _))
+        ) {
             let delta = self.rto_delta_ns(now).max(1) as u64;
             rto = round_up_to_jiffy(delta);
         }
@@ -1071,18 +1160,28 @@ impl TcpSender {
 
     /// `tcp_schedule_loss_probe` (tcp.md §2.7.6).
     fn schedule_loss_probe(&mut self, now: Time, advancing_rto: bool) -> bool {
-        if self.packets_out == 0 || !(self.ca_state == CaState::Open || self.ca_state == CaState::Cwr) {
+        if self.packets_out == 0
+            || !(self.ca_state == CaState::Open || self.ca_state == CaState::Cwr)
+        {
             return false;
         }
         let srtt_us8 = self.rtt.srtt_us8;
         let mut timeout = if srtt_us8 > 0 {
             let mut t = round_up_to_jiffy((srtt_us8 >> 2) * NS_PER_US);
-            t += if self.packets_out == 1 { self.rtt.rto_min_us * NS_PER_US } else { TCP_TIMEOUT_MIN_NS };
+            t += if self.packets_out == 1 {
+                self.rtt.rto_min_us * NS_PER_US
+            } else {
+                TCP_TIMEOUT_MIN_NS
+            };
             t
         } else {
             TCP_TIMEOUT_INIT_NS
         };
-        let rto_delta = if advancing_rto { self.rtt.rto_ns as i64 } else { self.rto_delta_ns(now) };
+        let rto_delta = if advancing_rto {
+            self.rtt.rto_ns as i64
+        } else {
+            self.rto_delta_ns(now)
+        };
         if rto_delta > 0 {
             timeout = timeout.min(round_up_to_jiffy(rto_delta as u64));
         }
@@ -1103,7 +1202,9 @@ impl TcpSender {
                     }
                     (Phase::Established, XmitTimer::Retrans) => self.retransmit_timer(now, out),
                     (Phase::Established, XmitTimer::LossProbe) => self.send_loss_probe(now, out),
-                    (Phase::Established, XmitTimer::ReorderTimeout) => self.rack_reo_timeout(now, out),
+                    (Phase::Established, XmitTimer::ReorderTimeout) => {
+                        self.rack_reo_timeout(now, out)
+                    }
                     _ => {}
                 }
             }
@@ -1259,6 +1360,7 @@ impl TcpSender {
         s.first_tx = ftx;
         self.stats.retransmits += 1;
         self.emit_data(seq, len, true, now, out);
+        self.skb_sent(len as u64, now);
     }
 
     /// Rate-sample state stamped on a segment at transmission (`tcp_rate_skb_sent`).
@@ -1267,7 +1369,12 @@ impl TcpSender {
             self.first_tx_time = now;
             self.delivered_time = now;
         }
-        (self.delivered, self.delivered_ce, self.delivered_time, self.first_tx_time)
+        (
+            self.delivered,
+            self.delivered_ce,
+            self.delivered_time,
+            self.first_tx_time,
+        )
     }
 
     /// `tcp_write_xmit` for new data (tcp.md §1.2). `probe` sends one segment
@@ -1278,15 +1385,33 @@ impl TcpSender {
         }
         let mut sent_any = false;
         let mut cwnd_limited = false;
+        let max_segs = self.tso_segs();
+        // The skb being built: segments it may still take, payload bytes so far.
+        // Its segments leave back to back; pacing acts per skb.
+        let mut skb_room = 0u32;
+        let mut skb_bytes = 0u64;
         while self.snd_nxt < self.app_bytes && now < self.stop_at {
-            if self.paced && self.wstamp > now && !probe {
-                // tcp_pacing_check: arm the pacing timer for the departure time.
-                self.pacing_timer = Some(self.wstamp);
-                break;
-            }
-            if !probe && self.in_flight() >= self.tp.cwnd {
-                cwnd_limited = true;
-                break;
+            if skb_room == 0 {
+                if skb_bytes > 0 {
+                    self.skb_sent(std::mem::take(&mut skb_bytes), now);
+                }
+                if self.paced && self.wstamp > now && !probe {
+                    // tcp_pacing_check: arm the pacing timer for the departure time.
+                    self.pacing_timer = Some(self.wstamp);
+                    break;
+                }
+                let in_flight = self.in_flight();
+                if !probe && in_flight >= self.tp.cwnd {
+                    cwnd_limited = true;
+                    break;
+                }
+                // tcp_cwnd_test: one skb takes at most half the cwnd.
+                let quota = if probe {
+                    1
+                } else {
+                    (self.tp.cwnd - in_flight).min((self.tp.cwnd >> 1).max(1))
+                };
+                skb_room = max_segs.min(quota).max(1);
             }
             if self.snd_nxt + self.mss as u64 > self.snd_una.saturating_add(self.rwnd_bytes) {
                 break;
@@ -1320,6 +1445,8 @@ impl TcpSender {
                 self.prr_out += 1;
             }
             self.emit_data(seq, len, false, now, out);
+            skb_room -= 1;
+            skb_bytes += len as u64;
             // tcp_event_new_data_sent: start the RTO if this is the only flight.
             if was_empty || matches!(self.xmit_timer, Some((XmitTimer::LossProbe, _))) {
                 self.rearm_rto(now);
@@ -1329,11 +1456,17 @@ impl TcpSender {
                 break;
             }
         }
+        if skb_bytes > 0 {
+            self.skb_sent(skb_bytes, now);
+        }
         if self.in_flight() >= self.tp.cwnd {
             cwnd_limited = true;
         }
         // tcp_cwnd_validate.
-        if self.snd_una >= self.cwnd_usage_seq || cwnd_limited || (!self.is_cwnd_limited && self.packets_out > self.max_packets_out) {
+        if self.snd_una >= self.cwnd_usage_seq
+            || cwnd_limited
+            || (!self.is_cwnd_limited && self.packets_out > self.max_packets_out)
+        {
             self.is_cwnd_limited = cwnd_limited;
             self.max_packets_out = self.packets_out;
             self.cwnd_usage_seq = self.snd_nxt;
@@ -1375,18 +1508,44 @@ impl TcpSender {
         self.stats.data_segments_sent += 1;
         self.stats.payload_bytes_sent += len as u64;
         self.tp.lsndtime = now;
-        if self.paced {
-            // tcp_update_skb_after_send: the first 10 segments are not paced.
-            let prior = self.wstamp;
-            self.wstamp = self.wstamp.max(now);
-            let rate = self.tp.pacing_rate;
-            if rate > 0 && self.stats.data_segments_sent > 10 {
-                let skb_len = (len + 32) as u64;
-                let mut len_ns = skb_len * NS_PER_SEC / rate;
-                let credit = self.wstamp - prior.min(self.wstamp);
-                len_ns -= (len_ns / 2).min(credit);
-                self.wstamp += len_ns;
-            }
+    }
+
+    /// Segments per skb (`tcp_tso_segs`, tcp.md §2.11): 1 without TSO/GSO; else the
+    /// CC's `tso_segs` hook (Prague, §7.9), else autosizing: ≈1 ms of data at the
+    /// pacing rate plus a 64 KB term that halves every 512 µs of min RTT, ≥ 2.
+    fn tso_segs(&self) -> u32 {
+        if !self.tso {
+            return 1;
+        }
+        // No skb grows beyond the device's gso_max_size (`tcp_xmit_size_goal`).
+        let size_goal = (GSO_MAX_SIZE / self.tp.mss.max(1) as u64).max(1) as u32;
+        if let Some(segs) = self.cc.tso_segs(&self.tp) {
+            return segs.clamp(1, size_goal);
+        }
+        let mut bytes = self.tp.pacing_rate >> SK_PACING_SHIFT;
+        let r = self.tp.min_rtt_us >> TCP_TSO_RTT_LOG;
+        if r < 32 {
+            bytes += GSO_MAX_SIZE >> r;
+        }
+        let segs = bytes.min(GSO_MAX_SIZE) / self.tp.mss.max(1) as u64;
+        (segs as u32).max(TCP_MIN_TSO_SEGS).min(size_goal)
+    }
+
+    /// EDT bookkeeping after an skb of `bytes` payload left (`tcp_update_skb_after_send`,
+    /// tcp.md §2.10): the next departure moves on by bytes/rate, less up to half of
+    /// it as credit when the stack ran late; the first 10 segments are not paced.
+    fn skb_sent(&mut self, bytes: u64, now: Time) {
+        if !self.paced {
+            return;
+        }
+        let prior = self.wstamp;
+        self.wstamp = self.wstamp.max(now);
+        let rate = self.tp.pacing_rate;
+        if rate > 0 && self.stats.data_segments_sent >= 10 {
+            let mut len_ns = bytes * NS_PER_SEC / rate;
+            let credit = self.wstamp - prior;
+            len_ns -= (len_ns / 2).min(credit);
+            self.wstamp += len_ns;
         }
     }
 }
@@ -1395,4 +1554,117 @@ impl TcpSender {
 #[inline]
 fn rack_sent_after(t1: Time, t2: Time, seq1: u64, seq2: u64) -> bool {
     t1 > t2 || (t1 == t2 && seq1 > seq2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::CcFlags;
+
+    /// A paced CC whose `tso_segs` hook returns a fixed burst.
+    struct FixedBurst(Option<u32>);
+
+    impl CongestionControl for FixedBurst {
+        fn name(&self) -> &'static str {
+            "fixed-burst"
+        }
+        fn flags(&self) -> CcFlags {
+            CcFlags {
+                needs_pacing: true,
+                ..CcFlags::default()
+            }
+        }
+        fn ssthresh(&mut self, tp: &CcSock) -> u32 {
+            tp.cwnd
+        }
+        fn tso_segs(&self, _tp: &CcSock) -> Option<u32> {
+            self.0
+        }
+    }
+
+    /// An established sender past its 10 unpaced segments, cwnd 100, pacing at
+    /// `rate` payload bytes/s, 10 ms min RTT.
+    fn sender(burst: Option<u32>, tso: bool, rate: u64) -> TcpSender {
+        let cfg: TcpFlowConfig = serde_json::from_value(
+            serde_json::json!({"cc": "fixed-burst", "rtt_ns": 10_000_000u64, "tso": tso}),
+        )
+        .unwrap();
+        let mut s = TcpSender::new(0, &cfg, Box::new(FixedBurst(burst)), Time::MAX);
+        s.phase = Phase::Established;
+        s.tp.cwnd = 100;
+        s.tp.pacing_rate = rate;
+        s.tp.min_rtt_us = 10_000;
+        s.stats.data_segments_sent = 10;
+        s.wstamp = 1_000_000; // on time at t = 1 ms: no late-sender credit
+        s
+    }
+
+    #[test]
+    fn a_tso_skb_leaves_back_to_back_and_is_paced_as_one() {
+        let rate = 12_500_000; // 100 Mbit/s of payload
+        let mut s = sender(Some(4), true, rate);
+        let mut out = Vec::new();
+        s.write_xmit(1_000_000, &mut out, false);
+        assert_eq!(out.len(), 4, "one skb of tso_segs segments");
+        let bytes: u64 = out.iter().map(|p| p.payload as u64).sum();
+        assert_eq!(
+            s.wstamp,
+            1_000_000 + bytes * NS_PER_SEC / rate,
+            "EDT moves by the skb's bytes / rate"
+        );
+        assert_eq!(s.pacing_timer, Some(s.wstamp));
+        // Nothing more until the departure time, then the next skb.
+        out.clear();
+        s.write_xmit(s.wstamp - 1, &mut out, false);
+        assert!(out.is_empty());
+        s.write_xmit(s.wstamp, &mut out, false);
+        assert_eq!(out.len(), 4);
+    }
+
+    #[test]
+    fn a_late_sender_gets_up_to_half_an_skb_of_credit() {
+        let rate = 12_500_000;
+        let mut s = sender(Some(4), true, rate);
+        let mut out = Vec::new();
+        s.write_xmit(5_000_000, &mut out, false); // 4 ms late
+        let bytes: u64 = out.iter().map(|p| p.payload as u64).sum();
+        let len_ns = bytes * NS_PER_SEC / rate;
+        assert_eq!(s.wstamp, 5_000_000 + len_ns - len_ns / 2);
+    }
+
+    #[test]
+    fn without_tso_every_skb_is_one_segment() {
+        let mut s = sender(Some(4), false, 12_500_000);
+        let mut out = Vec::new();
+        s.write_xmit(1_000_000, &mut out, false);
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            s.wstamp,
+            1_000_000 + out[0].payload as u64 * NS_PER_SEC / 12_500_000
+        );
+    }
+
+    #[test]
+    fn tso_autosizing_is_1ms_of_data_plus_the_min_rtt_term() {
+        // tcp.md §2.11: pacing_rate >> 10, + 64 KB >> (min_rtt_us >> 9), ≤ 64 KB, ≥ 2.
+        let s = sender(None, true, 125_000_000); // 1 Gbit/s: 122 070 B per 2^-10 s → capped at 64 KB
+        assert_eq!(s.tso_segs(), (65_536 / 1448) as u32);
+        let s = sender(None, true, 12_500_000); // 100 Mbit/s: 12 207 B, min RTT 10 ms adds 64 KB >> 19 = 0
+        assert_eq!(s.tso_segs(), 12_207 / 1448);
+        let mut s = sender(None, true, 12_500_000);
+        s.tp.min_rtt_us = 1_000; // 64 KB >> 1 = 32 KB more
+        assert_eq!(s.tso_segs(), (12_207 + 32_768) / 1448);
+        let s = sender(None, true, 125_000); // 1 Mbit/s: 122 B → the 2-segment floor
+        assert_eq!(s.tso_segs(), TCP_MIN_TSO_SEGS);
+    }
+
+    #[test]
+    fn one_skb_takes_at_most_half_the_cwnd() {
+        // tcp_cwnd_test: quota = min(cwnd/2, cwnd − in_flight).
+        let mut s = sender(Some(40), true, 12_500_000);
+        s.tp.cwnd = 20;
+        let mut out = Vec::new();
+        s.write_xmit(1_000_000, &mut out, false);
+        assert_eq!(out.len(), 10);
+    }
 }
