@@ -250,14 +250,14 @@ def qdisc_stats_series(bottleneck: Mapping[str, Any]) -> pd.Series:
 #: How each series column is aggregated into a wider bin: counters are summed, states
 #: at the end of a bin take the last value, rates and per-bin means are averaged.
 _SUM_COLUMNS = {"drops", "marks", "arrivals", "retransmits", "ce_packets"}
-_LAST_COLUMNS = {"backlog_bytes", "backlog_packets", "srtt_ms", "cwnd", "alpha"}
+_LAST_COLUMNS = {"backlog_bytes", "backlog_packets", "srtt_ms", "cwnd", "alpha", "pacing_rate_mbps"}
 
 
 def rebin(frame: pd.DataFrame, width: str | float = "1s", *, bin_s: float | None = None) -> pd.DataFrame:
     """Aggregate a bottleneck or flow series into bins of ``width`` (``"1s"`` or seconds).
 
     Counters (drops, marks, arrivals, retransmits, ce_packets) are summed, states at
-    the end of a bin (backlog, srtt, cwnd, alpha) keep the last value, rates and
+    the end of a bin (backlog, srtt, cwnd, alpha, pacing rate) keep the last value, rates and
     per-bin means (utilisation, goodput, sojourn, rtt) are averaged over the bins
     that have a value, and ``mark_prob``/``drop_prob`` are recomputed from the sums:
     with ``width = "1s"`` they are the studies' 1-s mark and drop probability. A flow

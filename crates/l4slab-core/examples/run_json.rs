@@ -12,8 +12,8 @@ fn main() {
     let wall = t.elapsed().as_secs_f64();
     for f in &r.flows {
         println!(
-            "flow {} {:6} goodput {:7.3} Mb/s srtt {:6.2} ms qdelay {:6.2} ms rtx {:5} rto {} tlp {} rec {} drops {} marks {} payload {:.0} B",
-            f.id, f.cc, f.goodput_mbps, f.mean_srtt_ms, f.queuing_delay_ms, f.retransmits, f.rto_count, f.tlp_count, f.recoveries, f.drops, f.marks, f.mean_payload_bytes
+            "flow {} {:6} goodput {:7.3} Mb/s srtt {:6.2} ms qdelay {:6.2} ms rtx {:5} rto {} tlp {} rec {} drops {} marks {} payload {:.0} B sd {:.0} pacing {:.4} Mb/s",
+            f.id, f.cc, f.goodput_mbps, f.mean_srtt_ms, f.queuing_delay_ms, f.retransmits, f.rto_count, f.tlp_count, f.recoveries, f.drops, f.marks, f.mean_payload_bytes, f.payload_sd_bytes, f.mean_pacing_rate_mbps
         );
     }
     if std::env::var("L4SLAB_SERIES").is_ok() {

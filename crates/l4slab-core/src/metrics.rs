@@ -67,6 +67,8 @@ pub struct FlowCumulative {
     pub rtt_sum_us: u64,
     pub rtt_samples: u64,
     pub ce_packets: u64,
+    pub segments_sent: u64,
+    pub payload_bytes_sent: u64,
 }
 
 /// All recorders of a run.
@@ -125,6 +127,8 @@ impl Recorder {
                 rtt_ms: Vec::with_capacity(n_bins),
                 cwnd: Vec::with_capacity(n_bins),
                 alpha: Vec::with_capacity(n_bins),
+                pacing_rate_mbps: Vec::with_capacity(n_bins),
+                payload_bytes: Vec::with_capacity(n_bins),
                 ce_packets: Vec::with_capacity(n_bins),
                 retransmits: Vec::with_capacity(n_bins),
                 drops: Vec::with_capacity(n_bins),

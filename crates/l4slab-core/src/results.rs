@@ -65,8 +65,13 @@ pub struct FlowSummary {
     /// CE-marked data packets and their payload bytes seen by the receiver (whole run).
     pub ce_packets: u64,
     pub ce_bytes: u64,
-    /// Mean payload bytes per data packet sent (Prague's segment sizing shrinks it).
+    /// Mean payload bytes per data packet sent (Prague's segment sizing shrinks it)
+    /// and its standard deviation (whole run).
     pub mean_payload_bytes: f64,
+    pub payload_sd_bytes: f64,
+    /// Pacing rate at the moment each data packet was sent, averaged over the
+    /// packets, Mbit/s (whole run; the input of S2's segment-sizing formulas).
+    pub mean_pacing_rate_mbps: f64,
     /// ACKs per data packet received (the receiver's ACK ratio).
     pub acks_per_packet: f64,
     /// Goodput over the flow's L2 throughput at the bottleneck (header overhead).
@@ -138,6 +143,11 @@ pub struct FlowSeries {
     pub cwnd: Vec<f64>,
     /// The CC's α at the end of the bin (DCTCP, Prague; NaN otherwise).
     pub alpha: Vec<f64>,
+    /// The socket's pacing rate at the end of the bin, Mbit/s (`sk_pacing_rate`;
+    /// computed whether or not the sender is paced).
+    pub pacing_rate_mbps: Vec<f64>,
+    /// Mean payload of the data segments sent in the bin, bytes (NaN if none).
+    pub payload_bytes: Vec<f64>,
     /// CE-marked data packets the receiver got in the bin.
     pub ce_packets: Vec<u64>,
     pub retransmits: Vec<u64>,

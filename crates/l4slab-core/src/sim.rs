@@ -424,6 +424,8 @@ impl Simulation {
                 rtt_sum_us: sender.stats.rtt_sum_us,
                 rtt_samples: sender.stats.rtt_samples,
                 ce_packets: receiver.ce_packets,
+                segments_sent: sender.stats.data_segments_sent,
+                payload_bytes_sent: sender.stats.payload_bytes_sent,
             },
             Endpoints::Udp {
                 delivered_bytes, ..
@@ -443,17 +445,19 @@ impl Simulation {
             let cum = self.cumulative(fi);
             let prev = self.rec.flow_prev[fi];
             let acc = self.rec.flow_acc[fi];
-            let (srtt_ms, cwnd, alpha) = match &self.flows[fi].ends {
+            let (srtt_ms, cwnd, alpha, pacing_mbps) = match &self.flows[fi].ends {
                 Endpoints::Tcp { sender, .. } => {
                     let s = sender.srtt_us();
                     (
                         if s > 0 { s as f64 / 1000.0 } else { f64::NAN },
                         sender.cwnd() as f64,
                         sender.cc_alpha().unwrap_or(f64::NAN),
+                        sender.tp.pacing_rate as f64 * 8.0 / 1e6,
                     )
                 }
-                _ => (f64::NAN, f64::NAN, f64::NAN),
+                _ => (f64::NAN, f64::NAN, f64::NAN, f64::NAN),
             };
+            let segs = cum.segments_sent - prev.segments_sent;
             let rtt_n = cum.rtt_samples - prev.rtt_samples;
             let series = &mut self.rec.flow_series[fi];
             series
@@ -468,6 +472,12 @@ impl Simulation {
             });
             series.cwnd.push(cwnd);
             series.alpha.push(alpha);
+            series.pacing_rate_mbps.push(pacing_mbps);
+            series.payload_bytes.push(if segs > 0 {
+                (cum.payload_bytes_sent - prev.payload_bytes_sent) as f64 / segs as f64
+            } else {
+                f64::NAN
+            });
             series.ce_packets.push(cum.ce_packets - prev.ce_packets);
             series.retransmits.push(cum.retransmits - prev.retransmits);
             series.drops.push(acc.drops);
@@ -570,11 +580,20 @@ impl Simulation {
                     .into();
                     s.ce_packets = receiver.ce_packets;
                     s.ce_bytes = receiver.ce_bytes;
-                    s.mean_payload_bytes = if st.data_segments_sent > 0 {
-                        st.payload_bytes_sent as f64 / st.data_segments_sent as f64
-                    } else {
-                        f64::NAN
-                    };
+                    let n = st.data_segments_sent as f64;
+                    s.mean_payload_bytes = st.payload_bytes_sent as f64 / n;
+                    s.payload_sd_bytes = (st.payload_sq_sum as f64 / n
+                        - s.mean_payload_bytes.powi(2))
+                    .max(0.0)
+                    .sqrt();
+                    s.mean_pacing_rate_mbps = st.pacing_rate_sum as f64 / n * 8.0 / 1e6;
+                    if st.data_segments_sent == 0 {
+                        (
+                            s.mean_payload_bytes,
+                            s.payload_sd_bytes,
+                            s.mean_pacing_rate_mbps,
+                        ) = (f64::NAN, f64::NAN, f64::NAN);
+                    }
                     s.acks_per_packet = if receiver.segments_received > 0 {
                         receiver.acks_sent as f64 / receiver.segments_received as f64
                     } else {

@@ -158,3 +158,78 @@ fn prague_without_an_accecn_receiver_falls_back_to_not_ect_reno() {
     assert!(f.drops > 0);
     assert!(r.bottleneck.utilisation > 0.9);
 }
+
+/// One Prague flow at 200 kbit/s, 20 ms over DualPI2 with a segment-sizing scheme;
+/// returns (mean payload, mean formula value) over the 25-ms bins after 10 s.
+fn prague_segment_sizing(scheme: Value, formula: impl Fn(f64, f64) -> f64) -> (f64, f64) {
+    let mut f = prague();
+    f["rtt_ns"] = json!(20 * MS);
+    f["cc_params"] = json!({"segment_sizing": scheme});
+    let mut sc = scenario(1, json!({"kind": "dualpi2"}), vec![f], 60);
+    sc["bottleneck"]["rate_bps"] = json!(200_000);
+    sc["bin_ns"] = json!(25 * MS);
+    let r = run(&sc);
+    let s = &r.flow_series[0];
+    let (mut payload, mut expected, mut n) = (0.0, 0.0, 0.0);
+    for i in 0..r.time_s.len() {
+        if r.time_s[i] >= 10.0 && s.payload_bytes[i].is_finite() {
+            payload += s.payload_bytes[i];
+            expected += formula(s.pacing_rate_mbps[i] * 1e6, s.srtt_ms[i] / 1e3);
+            n += 1.0;
+        }
+    }
+    (payload / n, expected / n)
+}
+
+#[test]
+fn prague_segment_sizes_follow_each_schemes_formula_at_200kbit() {
+    // tcp.md §7.11 (default: MTU = ⌈r·max(srtt, 25 ms)/2⌉) and §7.12 (S2: S(x),
+    // x = (r − 100 kb/s)/900 kb/s, within [150 B, MSS]); MSS = 1436 with AccECN.
+    let (s_min, s_max) = (150.0, 1436.0);
+    let x = |r: f64| (r.clamp(1e5, 1e6) - 1e5) / 9e5;
+    let s2 = move |f: f64| s_min + (s_max - s_min) * f;
+    let cases: Vec<(&str, Value, Box<dyn Fn(f64, f64) -> f64>)> = vec![
+        (
+            "fixed",
+            json!({"scheme": "fixed"}),
+            Box::new(move |_, _| s_max),
+        ),
+        (
+            "default",
+            json!({"scheme": "default"}),
+            Box::new(move |r, srtt| {
+                ((r / 8.0 * srtt.max(0.025) / 2.0).ceil() - 64.0).clamp(s_min, s_max)
+            }),
+        ),
+        (
+            "linear",
+            json!({"scheme": "linear"}),
+            Box::new(move |r, _| s2(x(r))),
+        ),
+        (
+            "exponential",
+            json!({"scheme": "exponential", "p": 2.0}),
+            Box::new(move |r, _| s2(x(r).powi(2))),
+        ),
+        (
+            "logarithmic",
+            json!({"scheme": "logarithmic", "k": 4.0}),
+            Box::new(move |r, _| s2((1.0 + 4.0 * x(r)).ln() / 5f64.ln())),
+        ),
+    ];
+    let mut means = Vec::new();
+    for (name, scheme, formula) in cases {
+        let (payload, expected) = prague_segment_sizing(scheme, formula);
+        assert!(
+            (payload / expected - 1.0).abs() <= 0.10,
+            "{name}: mean payload {payload:.0} B, formula {expected:.0} B"
+        );
+        means.push((name, payload));
+    }
+    // S2 Fig. 2 at 200 kbit/s: exponential < linear < logarithmic < default < fixed.
+    let by_name = |n: &str| means.iter().find(|m| m.0 == n).unwrap().1;
+    assert!(by_name("exponential") < by_name("linear"));
+    assert!(by_name("linear") < by_name("logarithmic"));
+    assert!(by_name("logarithmic") < by_name("default"));
+    assert!(by_name("default") < by_name("fixed"));
+}

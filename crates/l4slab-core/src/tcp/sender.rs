@@ -110,8 +110,11 @@ pub struct SenderStats {
     pub rtt_sum_us: u64,
     pub rtt_samples: u64,
     pub dsacks: u64,
-    /// Payload bytes of all data segments sent.
+    /// Payload bytes of all data segments sent, and the sum of their squares.
     pub payload_bytes_sent: u64,
+    pub payload_sq_sum: u128,
+    /// Sum over data segments sent of the pacing rate at that moment, bytes/s.
+    pub pacing_rate_sum: u128,
     /// Time the last byte of a sized transfer was acknowledged.
     pub completed_at: Option<Time>,
 }
@@ -1507,6 +1510,8 @@ impl TcpSender {
         out.push(p);
         self.stats.data_segments_sent += 1;
         self.stats.payload_bytes_sent += len as u64;
+        self.stats.payload_sq_sum += (len as u128) * (len as u128);
+        self.stats.pacing_rate_sum += self.tp.pacing_rate as u128;
         self.tp.lsndtime = now;
     }
 
