@@ -1,6 +1,7 @@
 """``l4slab study report``: the generic tables and, for a PAM-shaped study, the heatmaps and
 the comparison with the published panels; built-in studies by name."""
 
+import json
 import subprocess
 import sys
 
@@ -43,6 +44,15 @@ def test_builtin_pam_study_is_listed_and_expands_to_the_full_matrix():
     # 9 queue types × 5 buffers × {CUBIC, CUBIC+ECN} × 10 trials.
     assert len(spec.points) == 90
     assert spec.trials == 10
+
+
+def test_builtin_segment_sizing_study_sweeps_schemes_rates_and_rtts():
+    assert "s2-segment-sizing" in builtin_studies()
+    spec = load_study("s2-segment-sizing")
+    # 5 link rates × 3 base RTTs × 5 sizing schemes.
+    assert len(spec.points) == 75
+    schemes = {json.dumps(p.values["flows.0.cc_params"], sort_keys=True) for p in spec.points}
+    assert len(schemes) == 5
 
 
 def test_report_compares_with_the_published_panels(tmp_path):
