@@ -1,12 +1,9 @@
 //! Run an engine-JSON scenario from the command line and print the summary
 //! (a development aid; users run scenarios through the `l4slab` CLI).
 fn main() {
-    let path = std::env::args()
-        .nth(1)
-        .expect("usage: run_json CONFIG.json");
+    let path = std::env::args().nth(1).expect("usage: run_json CONFIG.json");
     let text = std::fs::read_to_string(&path).expect("readable config");
-    let cfg: l4slab_core::ScenarioConfig =
-        serde_json::from_str(&text).expect("valid engine config");
+    let cfg: l4slab_core::ScenarioConfig = serde_json::from_str(&text).expect("valid engine config");
     let t = std::time::Instant::now();
     let r = l4slab_core::run(&cfg).expect("run");
     let wall = t.elapsed().as_secs_f64();

@@ -106,12 +106,8 @@ impl QdiscConfig {
     /// Parameter checks of the qdisc (one-line errors).
     pub fn validate(&self) -> Result<(), String> {
         match self {
-            QdiscConfig::Bfifo { limit_bytes } if *limit_bytes == 0 => {
-                Err("limit_bytes: must be > 0".into())
-            }
-            QdiscConfig::Pfifo { limit_packets } if *limit_packets == 0 => {
-                Err("limit_packets: must be > 0".into())
-            }
+            QdiscConfig::Bfifo { limit_bytes } if *limit_bytes == 0 => Err("limit_bytes: must be > 0".into()),
+            QdiscConfig::Pfifo { limit_packets } if *limit_packets == 0 => Err("limit_packets: must be > 0".into()),
             QdiscConfig::Dualpi2(p) => p.validate(),
             QdiscConfig::Pie(p) => p.validate(),
             QdiscConfig::Fq(p) => p.validate(),
@@ -249,10 +245,7 @@ impl ScenarioConfig {
             return Err("bin_ns: must be > 0".into());
         }
         if self.warmup_ns >= self.duration_ns {
-            return Err(format!(
-                "warmup_ns: {} must be shorter than duration_ns {}",
-                self.warmup_ns, self.duration_ns
-            ));
+            return Err(format!("warmup_ns: {} must be shorter than duration_ns {}", self.warmup_ns, self.duration_ns));
         }
         if self.bottleneck.rate_bps == 0 {
             return Err("bottleneck.rate_bps: must be > 0".into());
@@ -260,10 +253,7 @@ impl ScenarioConfig {
         if self.bottleneck.access_rate_bps == 0 {
             return Err("bottleneck.access_rate_bps: must be > 0".into());
         }
-        self.bottleneck
-            .qdisc
-            .validate()
-            .map_err(|e| format!("bottleneck.qdisc.{e}"))?;
+        self.bottleneck.qdisc.validate().map_err(|e| format!("bottleneck.qdisc.{e}"))?;
         if self.flows.is_empty() {
             return Err("flows: at least one flow is required".into());
         }
@@ -273,10 +263,7 @@ impl ScenarioConfig {
                 return Err(format!("flows[{i}].fwd_delay_ns: exceeds rtt_ns"));
             }
             if p.start_ns >= self.duration_ns {
-                return Err(format!(
-                    "flows[{i}].start_ns: {} is not before the end of the run",
-                    p.start_ns
-                ));
+                return Err(format!("flows[{i}].start_ns: {} is not before the end of the run", p.start_ns));
             }
             if p.stop_ns.is_some_and(|s| s <= p.start_ns) {
                 return Err(format!("flows[{i}].stop_ns: must be after start_ns"));
@@ -297,16 +284,10 @@ impl ScenarioConfig {
                         return Err(format!("flows[{i}].mss: {} outside 88..=65000", t.mss));
                     }
                     if t.ecn > 5 || t.receiver_ecn > 5 {
-                        return Err(format!(
-                            "flows[{i}].ecn: tcp_ecn {} / {} outside 0..=5",
-                            t.ecn, t.receiver_ecn
-                        ));
+                        return Err(format!("flows[{i}].ecn: tcp_ecn {} / {} outside 0..=5", t.ecn, t.receiver_ecn));
                     }
                     if t.ecn_option > 3 {
-                        return Err(format!(
-                            "flows[{i}].ecn_option: {} outside 0..=3",
-                            t.ecn_option
-                        ));
+                        return Err(format!("flows[{i}].ecn_option: {} outside 0..=3", t.ecn_option));
                     }
                     if let Some(rc) = &t.receiver_cc {
                         if crate::cc::by_name(rc).is_none() {
@@ -322,9 +303,7 @@ impl ScenarioConfig {
                 }
                 FlowConfig::Udp(u) => {
                     if u.rate_bps == 0 || u.payload_bytes == 0 {
-                        return Err(format!(
-                            "flows[{i}]: rate_bps and payload_bytes must be > 0"
-                        ));
+                        return Err(format!("flows[{i}]: rate_bps and payload_bytes must be > 0"));
                     }
                 }
             }

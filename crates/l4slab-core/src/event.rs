@@ -55,10 +55,7 @@ impl PartialOrd for Entry {
 impl Ord for Entry {
     // Reversed: BinaryHeap is a max-heap, we pop the earliest (time, seq).
     fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .time
-            .cmp(&self.time)
-            .then_with(|| other.seq.cmp(&self.seq))
+        other.time.cmp(&self.time).then_with(|| other.seq.cmp(&self.seq))
     }
 }
 
@@ -71,22 +68,14 @@ pub struct EventQueue {
 
 impl EventQueue {
     pub fn with_capacity(n: usize) -> Self {
-        EventQueue {
-            heap: BinaryHeap::with_capacity(n),
-            seq: 0,
-            processed: 0,
-        }
+        EventQueue { heap: BinaryHeap::with_capacity(n), seq: 0, processed: 0 }
     }
 
     /// Schedule `action` at `time`.
     #[inline]
     pub fn push(&mut self, time: Time, action: Action) {
         self.seq += 1;
-        self.heap.push(Entry {
-            time,
-            seq: self.seq,
-            action,
-        });
+        self.heap.push(Entry { time, seq: self.seq, action });
     }
 
     /// Remove and return the earliest event.
@@ -113,12 +102,7 @@ impl EventQueue {
         self.heap
             .iter()
             .filter(|e| {
-                matches!(
-                    e.action,
-                    Action::ArriveBottleneck(_)
-                        | Action::ArriveReceiver(_)
-                        | Action::ArriveSender(_)
-                )
+                matches!(e.action, Action::ArriveBottleneck(_) | Action::ArriveReceiver(_) | Action::ArriveSender(_))
             })
             .count() as u64
     }

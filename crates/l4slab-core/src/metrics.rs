@@ -16,8 +16,7 @@ pub struct DelayHistogram {
 impl DelayHistogram {
     pub fn new() -> Self {
         // Up to 1 hour of delay; memory is bounded (~100 KB).
-        let hist =
-            Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
+        let hist = Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
         DelayHistogram { hist, sum_ns: 0 }
     }
 
@@ -169,9 +168,7 @@ impl Recorder {
             window_drops: 0,
             window_marks: 0,
             sojourn: DelayHistogram::new(),
-            class_sojourn: (0..n_classes.max(1))
-                .map(|_| DelayHistogram::new())
-                .collect(),
+            class_sojourn: (0..n_classes.max(1)).map(|_| DelayHistogram::new()).collect(),
             trace: trace.then(|| SojournTrace {
                 time_s: Vec::with_capacity(trace_capacity),
                 flow: Vec::with_capacity(trace_capacity),

@@ -64,9 +64,7 @@ mod tests {
     use super::*;
     #[test]
     fn same_seed_same_numbers_different_streams_differ() {
-        let a: Vec<u64> = (0..4)
-            .map(|_| stream(7, Stream::Qdisc).next_u64())
-            .collect();
+        let a: Vec<u64> = (0..4).map(|_| stream(7, Stream::Qdisc).next_u64()).collect();
         assert!(a.windows(2).all(|w| w[0] == w[1]));
         let mut x = stream(7, Stream::Qdisc);
         let mut y = stream(7, Stream::StartJitter);

@@ -19,14 +19,8 @@ use crate::tcp::{TcpReceiver, TcpSender};
 use crate::time::{secs, tx_time, Time, NS_PER_MS, NS_PER_US};
 
 enum Endpoints {
-    Tcp {
-        sender: TcpSender,
-        receiver: TcpReceiver,
-    },
-    Udp {
-        source: UdpSource,
-        delivered_bytes: u64,
-    },
+    Tcp { sender: TcpSender, receiver: TcpReceiver },
+    Udp { source: UdpSource, delivered_bytes: u64 },
 }
 
 struct Flow {
@@ -87,8 +81,8 @@ impl Simulation {
             let stop = path.stop_ns.unwrap_or(end).min(end);
             let ends = match fc {
                 FlowConfig::Tcp(t) => {
-                    let cc = crate::cc::build(&t.cc, t.cc_params.as_ref())
-                        .map_err(|e| format!("flows[{i}].cc: {e}"))?;
+                    let cc =
+                        crate::cc::build(&t.cc, t.cc_params.as_ref()).map_err(|e| format!("flows[{i}].cc: {e}"))?;
                     Endpoints::Tcp {
                         sender: TcpSender::new(i as u32, t, cc, stop),
                         receiver: TcpReceiver::new(
@@ -100,10 +94,7 @@ impl Simulation {
                         ),
                     }
                 }
-                FlowConfig::Udp(u) => Endpoints::Udp {
-                    source: UdpSource::new(i as u32, u),
-                    delivered_bytes: 0,
-                },
+                FlowConfig::Udp(u) => Endpoints::Udp { source: UdpSource::new(i as u32, u), delivered_bytes: 0 },
             };
             flows.push(Flow {
                 ends,
@@ -120,8 +111,7 @@ impl Simulation {
         }
         // Rough trace capacity: packets the bottleneck can carry in the run.
         let trace_cap = if cfg.trace_sojourn {
-            (cfg.bottleneck.rate_bps as u128 * cfg.duration_ns as u128 / 8 / 1_000_000_000 / 1000)
-                as usize
+            (cfg.bottleneck.rate_bps as u128 * cfg.duration_ns as u128 / 8 / 1_000_000_000 / 1000) as usize
         } else {
             0
         };
@@ -145,15 +135,7 @@ impl Simulation {
             shaper_wake_at: None,
             dropped_buf: Vec::with_capacity(256),
             marked_buf: Vec::with_capacity(256),
-            rec: Recorder::new(
-                flows.len(),
-                n_classes,
-                end,
-                cfg.bin_ns,
-                cfg.warmup_ns,
-                cfg.trace_sojourn,
-                trace_cap,
-            ),
+            rec: Recorder::new(flows.len(), n_classes, end, cfg.bin_ns, cfg.warmup_ns, cfg.trace_sojourn, trace_cap),
             flows,
             out: Vec::with_capacity(256),
             counts: Counts::default(),
@@ -267,9 +249,7 @@ impl Simulation {
             let depart = now.max(f.tx_nic_free) + tx_time(pkt.wire_len as u64, self.access_rate);
             f.tx_nic_free = depart;
             let inject = match &f.ends {
-                Endpoints::Tcp { sender, .. } => {
-                    pkt.kind == PacketKind::Data && sender.should_inject_drop(&pkt)
-                }
+                Endpoints::Tcp { sender, .. } => pkt.kind == PacketKind::Data && sender.should_inject_drop(&pkt),
                 _ => false,
             };
             if inject {
@@ -277,8 +257,7 @@ impl Simulation {
                 self.counts.dropped += 1;
                 continue;
             }
-            self.events
-                .push(depart + f.fwd_delay, Action::ArriveBottleneck(pkt));
+            self.events.push(depart + f.fwd_delay, Action::ArriveBottleneck(pkt));
         }
         self.out = drain;
         self.arm_sender_timer(fi);
@@ -297,8 +276,7 @@ impl Simulation {
             let f = &mut self.flows[fi];
             let depart = now.max(f.rx_nic_free) + tx_time(pkt.wire_len as u64, self.access_rate);
             f.rx_nic_free = depart;
-            self.events
-                .push(depart + f.rev_delay, Action::ArriveSender(pkt));
+            self.events.push(depart + f.rev_delay, Action::ArriveSender(pkt));
         }
         self.out = drain;
         let f = &mut self.flows[fi];
@@ -326,11 +304,8 @@ impl Simulation {
 
     fn on_arrive_bottleneck(&mut self, now: Time, pkt: Packet) {
         self.rec.bin_arrivals += 1;
-        let mut ctx = QdiscCtx {
-            rng: &mut self.qdisc_rng,
-            dropped: &mut self.dropped_buf,
-            marked: &mut self.marked_buf,
-        };
+        let mut ctx =
+            QdiscCtx { rng: &mut self.qdisc_rng, dropped: &mut self.dropped_buf, marked: &mut self.marked_buf };
         self.qdisc.enqueue(pkt, now, &mut ctx);
         self.drain_qdisc_reports(now);
         self.try_send(now);
@@ -372,22 +347,13 @@ impl Simulation {
                 self.events.push(t, Action::ShaperWake);
                 return;
             }
-            let mut ctx = QdiscCtx {
-                rng: &mut self.qdisc_rng,
-                dropped: &mut self.dropped_buf,
-                marked: &mut self.marked_buf,
-            };
+            let mut ctx =
+                QdiscCtx { rng: &mut self.qdisc_rng, dropped: &mut self.dropped_buf, marked: &mut self.marked_buf };
             let pkt = self.qdisc.dequeue(now, &mut ctx);
             self.drain_qdisc_reports(now);
             let Some(pkt) = pkt else { return };
             self.shaper.charge(now, pkt.wire_len);
-            self.rec.on_dequeue(
-                now,
-                pkt.flow,
-                pkt.qclass,
-                pkt.wire_len,
-                now - pkt.enqueue_ts,
-            );
+            self.rec.on_dequeue(now, pkt.flow, pkt.qclass, pkt.wire_len, now - pkt.enqueue_ts);
             // The bottleneck→receiver hop has no delay: deliver now.
             self.on_arrive_receiver(now, pkt);
         }
@@ -401,9 +367,7 @@ impl Simulation {
                 receiver.on_packet(&pkt, now, &mut self.out);
                 self.flush_receiver(now, pkt.flow);
             }
-            Endpoints::Udp {
-                delivered_bytes, ..
-            } => *delivered_bytes += pkt.payload as u64,
+            Endpoints::Udp { delivered_bytes, .. } => *delivered_bytes += pkt.payload as u64,
         }
     }
 
@@ -427,12 +391,9 @@ impl Simulation {
                 segments_sent: sender.stats.data_segments_sent,
                 payload_bytes_sent: sender.stats.payload_bytes_sent,
             },
-            Endpoints::Udp {
-                delivered_bytes, ..
-            } => FlowCumulative {
-                bytes_delivered: *delivered_bytes,
-                ..Default::default()
-            },
+            Endpoints::Udp { delivered_bytes, .. } => {
+                FlowCumulative { bytes_delivered: *delivered_bytes, ..Default::default() }
+            }
         }
     }
 
@@ -460,9 +421,7 @@ impl Simulation {
             let segs = cum.segments_sent - prev.segments_sent;
             let rtt_n = cum.rtt_samples - prev.rtt_samples;
             let series = &mut self.rec.flow_series[fi];
-            series
-                .goodput_mbps
-                .push(mbps(cum.bytes_delivered - prev.bytes_delivered));
+            series.goodput_mbps.push(mbps(cum.bytes_delivered - prev.bytes_delivered));
             series.throughput_mbps.push(mbps(acc.bottleneck_bytes));
             series.srtt_ms.push(srtt_ms);
             series.rtt_ms.push(if rtt_n > 0 {
@@ -495,8 +454,7 @@ impl Simulation {
         }
         let rate = self.shaper.rate_bps() as f64;
         let b = &mut self.rec.bottleneck_series;
-        b.utilisation
-            .push(self.rec.bin_bytes as f64 * 8.0 / width_s / rate);
+        b.utilisation.push(self.rec.bin_bytes as f64 * 8.0 / width_s / rate);
         b.sojourn_ms.push(if self.rec.bin_sojourn_n > 0 {
             self.rec.bin_sojourn_sum_ns as f64 / self.rec.bin_sojourn_n as f64 / NS_PER_MS as f64
         } else {
@@ -516,8 +474,7 @@ impl Simulation {
         self.rec.bin_arrivals = 0;
         self.rec.bin_index += 1;
         if now < self.end {
-            self.events
-                .push((now + self.rec.bin_ns).min(self.end), Action::Sample);
+            self.events.push((now + self.rec.bin_ns).min(self.end), Action::Sample);
         }
     }
 
@@ -535,11 +492,7 @@ impl Simulation {
             let w = self.rec.flow_at_warmup[fi];
             let goodput = (cum.bytes_delivered - w.bytes_delivered) as f64 * 8.0 / window_s / 1e6;
             let srtt_n = self.rec.flow_srtt_n[fi];
-            let mean_srtt = if srtt_n > 0 {
-                self.rec.flow_srtt_sum[fi] / srtt_n as f64
-            } else {
-                f64::NAN
-            };
+            let mean_srtt = if srtt_n > 0 { self.rec.flow_srtt_sum[fi] / srtt_n as f64 } else { f64::NAN };
             let base_rtt_ms = f.base_rtt as f64 / NS_PER_MS as f64;
             let mut s = FlowSummary {
                 id: fi as u32,
@@ -582,17 +535,11 @@ impl Simulation {
                     s.ce_bytes = receiver.ce_bytes;
                     let n = st.data_segments_sent as f64;
                     s.mean_payload_bytes = st.payload_bytes_sent as f64 / n;
-                    s.payload_sd_bytes = (st.payload_sq_sum as f64 / n
-                        - s.mean_payload_bytes.powi(2))
-                    .max(0.0)
-                    .sqrt();
+                    s.payload_sd_bytes = (st.payload_sq_sum as f64 / n - s.mean_payload_bytes.powi(2)).max(0.0).sqrt();
                     s.mean_pacing_rate_mbps = st.pacing_rate_sum as f64 / n * 8.0 / 1e6;
                     if st.data_segments_sent == 0 {
-                        (
-                            s.mean_payload_bytes,
-                            s.payload_sd_bytes,
-                            s.mean_pacing_rate_mbps,
-                        ) = (f64::NAN, f64::NAN, f64::NAN);
+                        (s.mean_payload_bytes, s.payload_sd_bytes, s.mean_pacing_rate_mbps) =
+                            (f64::NAN, f64::NAN, f64::NAN);
                     }
                     s.acks_per_packet = if receiver.segments_received > 0 {
                         receiver.acks_sent as f64 / receiver.segments_received as f64
@@ -609,11 +556,7 @@ impl Simulation {
                     s.packets_sent = source.datagrams_sent;
                 }
             }
-            s.goodput_efficiency = if s.throughput_mbps > 0.0 {
-                s.goodput_mbps / s.throughput_mbps
-            } else {
-                f64::NAN
-            };
+            s.goodput_efficiency = if s.throughput_mbps > 0.0 { s.goodput_mbps / s.throughput_mbps } else { f64::NAN };
             flows.push(s);
         }
         let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_mbps).collect();
@@ -627,9 +570,7 @@ impl Simulation {
             seed: self.cfg.seed,
             flows,
             bottleneck: BottleneckSummary {
-                utilisation: self.rec.window_bytes as f64 * 8.0
-                    / window_s
-                    / self.shaper.rate_bps() as f64,
+                utilisation: self.rec.window_bytes as f64 * 8.0 / window_s / self.shaper.rate_bps() as f64,
                 sojourn_ms: self.rec.sojourn.stats_ms(),
                 drops: self.rec.window_drops,
                 marks: self.rec.window_marks,
@@ -638,10 +579,7 @@ impl Simulation {
                     .class_names()
                     .iter()
                     .zip(self.rec.class_sojourn.iter())
-                    .map(|(name, h)| ClassSojourn {
-                        class: name.to_string(),
-                        sojourn_ms: h.stats_ms(),
-                    })
+                    .map(|(name, h)| ClassSojourn { class: name.to_string(), sojourn_ms: h.stats_ms() })
                     .collect(),
                 qdisc: QdiscStatsOut {
                     kind: self.qdisc.kind().into(),
@@ -654,12 +592,7 @@ impl Simulation {
                     backlog_bytes: st.backlog_bytes,
                     backlog_packets: st.backlog_packets,
                     maxq_packets: st.maxq_packets,
-                    extra: self
-                        .qdisc
-                        .extra_stats()
-                        .into_iter()
-                        .map(|(k, v)| (k.to_string(), v))
-                        .collect(),
+                    extra: self.qdisc.extra_stats().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
                 },
             },
             packets: PacketCounts {
@@ -671,9 +604,7 @@ impl Simulation {
                 acks: self.counts.acks,
             },
             events: self.events.processed(),
-            time_s: (0..self.rec.bin_index)
-                .map(|i| secs(i as u64 * self.rec.bin_ns))
-                .collect(),
+            time_s: (0..self.rec.bin_index).map(|i| secs(i as u64 * self.rec.bin_ns)).collect(),
             flow_series: self.rec.flow_series.clone(),
             bottleneck_series: self.rec.bottleneck_series.clone(),
             sojourn_trace: self.rec.trace.clone(),

@@ -30,28 +30,13 @@ fn share(r: &l4slab_core::RunResults, i: usize) -> f64 {
 
 #[test]
 fn prague_alone_over_dualpi2_gets_the_link_with_a_sub_ms_queue() {
-    let r = run(&scenario(
-        100,
-        json!({"kind": "dualpi2"}),
-        vec![prague()],
-        30,
-    ));
+    let r = run(&scenario(100, json!({"kind": "dualpi2"}), vec![prague()], 30));
     let f = &r.flows[0];
     assert_eq!(f.ecn_mode, "accecn");
     assert_eq!(f.drops, 0, "no loss: everything is marked");
     assert!(f.marks > 0);
-    assert!(
-        r.bottleneck.utilisation >= 0.95,
-        "utilisation {}",
-        r.bottleneck.utilisation
-    );
-    let l = &r
-        .bottleneck
-        .sojourn_by_class
-        .iter()
-        .find(|c| c.class == "L")
-        .unwrap()
-        .sojourn_ms;
+    assert!(r.bottleneck.utilisation >= 0.95, "utilisation {}", r.bottleneck.utilisation);
+    let l = &r.bottleneck.sojourn_by_class.iter().find(|c| c.class == "L").unwrap().sojourn_ms;
     // Seed 001 §V: alone, Prague's P99 is "slightly above 1 ms" (step marking only).
     assert!(l.p99 <= 2.0, "L P99 {}", l.p99);
     // The queue stays below the 1 ms step threshold on average. (The seed reports a
@@ -78,29 +63,12 @@ fn pam_fifo_ecn_prague_is_starved_by_non_ecn_cubic() {
 #[test]
 fn pam_dualpi2_shares_and_isolates() {
     // Published (dualpi2 target 5ms, CUBIC without ECN): 42.3 (52.7), delay 0.4 / 5.2 ms.
-    let r = run(&scenario(
-        100,
-        json!({"kind": "dualpi2", "target_ns": 5 * MS}),
-        vec![pam(prague()), cubic(false)],
-        60,
-    ));
+    let r = run(&scenario(100, json!({"kind": "dualpi2", "target_ns": 5 * MS}), vec![pam(prague()), cubic(false)], 60));
     for i in 0..2 {
-        assert!(
-            (0.30..=0.70).contains(&share(&r, i)),
-            "flow {i} share {}",
-            share(&r, i)
-        );
+        assert!((0.30..=0.70).contains(&share(&r, i)), "flow {i} share {}", share(&r, i));
     }
-    assert!(
-        r.flows[0].queuing_delay_ms < 1.0,
-        "Prague queuing delay {}",
-        r.flows[0].queuing_delay_ms
-    );
-    assert!(
-        (3.0..=8.0).contains(&r.flows[1].queuing_delay_ms),
-        "CUBIC queuing delay {}",
-        r.flows[1].queuing_delay_ms
-    );
+    assert!(r.flows[0].queuing_delay_ms < 1.0, "Prague queuing delay {}", r.flows[0].queuing_delay_ms);
+    assert!((3.0..=8.0).contains(&r.flows[1].queuing_delay_ms), "CUBIC queuing delay {}", r.flows[1].queuing_delay_ms);
 }
 
 #[test]
@@ -108,17 +76,8 @@ fn pam_l4s_aware_fq_codel_gives_prague_low_delay() {
     // Published (fq_codel_l4s, 2 BDP, CUBIC without ECN): 46.3 (48.2), delay 1.3 / 4.3 ms.
     let q = json!({"kind": "fq_codel", "limit_packets": 167, "ecn": true, "ce_threshold_ns": MS, "ce_threshold_selector": [1, 1]});
     let r = run(&scenario(100, q, vec![pam(prague()), cubic(false)], 60));
-    assert!(
-        r.flows[0].queuing_delay_ms <= 2.0,
-        "Prague queuing delay {}",
-        r.flows[0].queuing_delay_ms
-    );
-    assert!(
-        (share(&r, 0) - share(&r, 1)).abs() < 0.1,
-        "shares {} {}",
-        share(&r, 0),
-        share(&r, 1)
-    );
+    assert!(r.flows[0].queuing_delay_ms <= 2.0, "Prague queuing delay {}", r.flows[0].queuing_delay_ms);
+    assert!((share(&r, 0) - share(&r, 1)).abs() < 0.1, "shares {} {}", share(&r, 0), share(&r, 1));
 }
 
 #[test]
@@ -128,30 +87,16 @@ fn dctcp_fills_the_link_over_a_1ms_step_marker() {
     let q = json!({"kind": "fq", "orphan_mask": 0, "ce_threshold_ns": MS});
     let r = run(&scenario(100, q, vec![f], 20));
     assert_eq!(r.flows[0].ecn_mode, "rfc3168");
-    assert!(
-        r.flows[0].throughput_mbps >= 95.0,
-        "throughput {}",
-        r.flows[0].throughput_mbps
-    );
+    assert!(r.flows[0].throughput_mbps >= 95.0, "throughput {}", r.flows[0].throughput_mbps);
     let s = &r.bottleneck.sojourn_ms;
-    assert!(
-        s.p50 >= 0.5 && s.p50 <= 1.0 && s.p99 <= 1.2,
-        "sojourn p50 {} p99 {}",
-        s.p50,
-        s.p99
-    );
+    assert!(s.p50 >= 0.5 && s.p50 <= 1.0 && s.p99 <= 1.2, "sojourn p50 {} p99 {}", s.p50, s.p99);
 }
 
 #[test]
 fn prague_without_an_accecn_receiver_falls_back_to_not_ect_reno() {
     // A classic receiver (tcp_ecn=2) answers the AccECN SYN with classic ECN, which
     // Prague refuses: no ECN at all, so a marking AQM has to drop it.
-    let r = run(&scenario(
-        100,
-        json!({"kind": "codel", "ecn": true}),
-        vec![tcp("prague", 10)],
-        10,
-    ));
+    let r = run(&scenario(100, json!({"kind": "codel", "ecn": true}), vec![tcp("prague", 10)], 10));
     let f = &r.flows[0];
     assert_eq!(f.ecn_mode, "off");
     assert_eq!(f.marks, 0);
@@ -163,11 +108,7 @@ fn prague_without_an_accecn_receiver_falls_back_to_not_ect_reno() {
 /// (segment-sizing.md: kernel 5.15 with the L4STeam DualPI2, 300 KB ≈ 200 packets,
 /// 1 ms step). Returns the mean payload and the mean formula value over the 25-ms
 /// bins after 10 s, and the retransmissions of the whole run.
-fn prague_segment_sizing(
-    scheme: &Value,
-    seed: u64,
-    formula: &dyn Fn(f64, f64) -> f64,
-) -> (f64, f64, u64) {
+fn prague_segment_sizing(scheme: &Value, seed: u64, formula: &dyn Fn(f64, f64) -> f64) -> (f64, f64, u64) {
     let mut f = prague();
     f["rtt_ns"] = json!(20 * MS);
     f["cc_params"] = json!({ "segment_sizing": scheme });
@@ -198,28 +139,14 @@ fn prague_segment_sizes_follow_each_schemes_formula_at_200kbit() {
     let s2 = move |f: f64| s_min + (s_max - s_min) * f;
     type Formula = Box<dyn Fn(f64, f64) -> f64>;
     let cases: Vec<(&str, Value, Formula)> = vec![
-        (
-            "fixed",
-            json!({"scheme": "fixed"}),
-            Box::new(move |_, _| s_max),
-        ),
+        ("fixed", json!({"scheme": "fixed"}), Box::new(move |_, _| s_max)),
         (
             "default",
             json!({"scheme": "default"}),
-            Box::new(move |r, srtt| {
-                ((r / 8.0 * srtt.max(0.025) / 2.0).ceil() - 64.0).clamp(s_min, s_max)
-            }),
+            Box::new(move |r, srtt| ((r / 8.0 * srtt.max(0.025) / 2.0).ceil() - 64.0).clamp(s_min, s_max)),
         ),
-        (
-            "linear",
-            json!({"scheme": "linear"}),
-            Box::new(move |r, _| s2(x(r))),
-        ),
-        (
-            "exponential",
-            json!({"scheme": "exponential", "p": 2.0}),
-            Box::new(move |r, _| s2(x(r).powi(2))),
-        ),
+        ("linear", json!({"scheme": "linear"}), Box::new(move |r, _| s2(x(r)))),
+        ("exponential", json!({"scheme": "exponential", "p": 2.0}), Box::new(move |r, _| s2(x(r).powi(2)))),
         (
             "logarithmic",
             json!({"scheme": "logarithmic", "k": 4.0}),
@@ -231,10 +158,7 @@ fn prague_segment_sizes_follow_each_schemes_formula_at_200kbit() {
         let (mut payload, mut rtx) = (0.0, 0);
         for seed in 1..=3 {
             let (p, e, r) = prague_segment_sizing(scheme, seed, formula.as_ref());
-            assert!(
-                (p / e - 1.0).abs() <= 0.10,
-                "{name} seed {seed}: mean payload {p:.0} B, formula {e:.0} B"
-            );
+            assert!((p / e - 1.0).abs() <= 0.10, "{name} seed {seed}: mean payload {p:.0} B, formula {e:.0} B");
             payload += p / 3.0;
             rtx += r;
         }
@@ -246,20 +170,12 @@ fn prague_segment_sizes_follow_each_schemes_formula_at_200kbit() {
     assert!(get("exponential").1 < get("linear").1);
     assert!(get("linear").1 < get("logarithmic").1);
     assert!(get("logarithmic").1 < get("default").1);
-    assert!(
-        get("default").1 >= 0.9 * get("fixed").1,
-        "default {:.0} B",
-        get("default").1
-    );
+    assert!(get("default").1 >= 0.9 * get("fixed").1, "default {:.0} B", get("default").1);
     // S2 Fig. 3: the pacing-rate-driven schemes retransmit less than the fixed
     // baseline: DualPI2's overload drops need 2 MTU of backlog, which small packets
     // at the same rate reach less often.
     let fixed = get("fixed").2;
     for name in ["linear", "exponential", "logarithmic"] {
-        assert!(
-            get(name).2 < fixed,
-            "{name}: {} retransmissions vs fixed {fixed}",
-            get(name).2
-        );
+        assert!(get(name).2 < fixed, "{name}: {} retransmissions vs fixed {fixed}", get(name).2);
     }
 }

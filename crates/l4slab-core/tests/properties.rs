@@ -29,9 +29,15 @@ fn arb_scenario() -> impl Strategy<Value = serde_json::Value> {
                 })
                 .collect();
             if udp {
-                fl.push(json!({"kind": "udp", "rtt_ns": rtt_ms * MS, "rate_bps": rate * MBIT / 3, "payload_bytes": 1000}));
+                fl.push(
+                    json!({"kind": "udp", "rtt_ns": rtt_ms * MS, "rate_bps": rate * MBIT / 3, "payload_bytes": 1000}),
+                );
             }
-            let q = if seed % 2 == 0 { bfifo(limit) } else { json!({"kind": "pfifo", "limit_packets": (limit / 1514).max(2)}) };
+            let q = if seed % 2 == 0 {
+                bfifo(limit)
+            } else {
+                json!({"kind": "pfifo", "limit_packets": (limit / 1514).max(2)})
+            };
             let mut s = scenario(rate, q, fl, 2);
             s["seed"] = json!(seed);
             s

@@ -16,12 +16,7 @@ fn drop_probability(r: &l4slab_core::RunResults) -> f64 {
 }
 
 fn class<'a>(r: &'a l4slab_core::RunResults, name: &str) -> &'a l4slab_core::results::DelayStats {
-    &r.bottleneck
-        .sojourn_by_class
-        .iter()
-        .find(|c| c.class == name)
-        .expect("class exists")
-        .sojourn_ms
+    &r.bottleneck.sojourn_by_class.iter().find(|c| c.class == name).expect("class exists").sojourn_ms
 }
 
 #[test]
@@ -30,11 +25,7 @@ fn dualpi2_holds_four_cubic_flows_at_its_15ms_target() {
     let r = run(&scenario(100, json!({"kind": "dualpi2"}), flows, 30));
     let c = class(&r, "C");
     assert!((10.0..=20.0).contains(&c.mean), "C sojourn {}", c.mean);
-    assert!(
-        r.bottleneck.utilisation >= 0.95,
-        "utilisation {}",
-        r.bottleneck.utilisation
-    );
+    assert!(r.bottleneck.utilisation >= 0.95, "utilisation {}", r.bottleneck.utilisation);
     assert!(r.jain_index > 0.95, "jain {}", r.jain_index);
 }
 
@@ -81,26 +72,14 @@ fn four_flows(qdisc: Value, cc: &str, ecn: bool) -> l4slab_core::RunResults {
 fn assert_holds_target(r: &l4slab_core::RunResults, target_ms: f64, ecn: bool, what: &str) {
     let b = &r.bottleneck;
     let m = b.sojourn_ms.mean;
-    assert!(
-        (m - target_ms).abs() <= 0.4 * target_ms,
-        "{what}: mean sojourn {m} ms vs target {target_ms}"
-    );
-    assert!(
-        b.utilisation >= 0.90,
-        "{what}: utilisation {}",
-        b.utilisation
-    );
+    assert!((m - target_ms).abs() <= 0.4 * target_ms, "{what}: mean sojourn {m} ms vs target {target_ms}");
+    assert!(b.utilisation >= 0.90, "{what}: utilisation {}", b.utilisation);
     if ecn {
         // ECN-capable traffic is marked instead of dropped (no tail drops here either).
         assert_eq!(b.drops, 0, "{what}: drops with ECN");
         assert!(b.marks > 0, "{what}: no marks");
     } else {
-        assert!(
-            b.drops > 0 && b.marks == 0,
-            "{what}: drops {} marks {}",
-            b.drops,
-            b.marks
-        );
+        assert!(b.drops > 0 && b.marks == 0, "{what}: drops {} marks {}", b.drops, b.marks);
     }
 }
 
@@ -127,12 +106,7 @@ fn codel_holds_four_flows_near_its_5ms_target() {
 #[test]
 fn fq_codel_shares_fairly_between_10ms_and_80ms_rtt() {
     // Per-flow queues remove the RTT bias a shared FIFO gives CUBIC.
-    let r = run(&scenario(
-        100,
-        json!({"kind": "fq_codel"}),
-        vec![tcp("cubic", 10), tcp("cubic", 80)],
-        40,
-    ));
+    let r = run(&scenario(100, json!({"kind": "fq_codel"}), vec![tcp("cubic", 10), tcp("cubic", 80)], 40));
     let ratio = r.flows[0].goodput_mbps / r.flows[1].goodput_mbps;
     assert!((ratio - 1.0).abs() <= 0.25, "rate ratio {ratio}");
 }
@@ -149,9 +123,5 @@ fn fq_with_orphan_mask_0_is_one_shared_queue() {
     assert_eq!(n(&one), 1.0);
     assert_eq!(n(&many), 3.0);
     // One queue of 167 frames: sojourn never exceeds 167 × 121.12 µs ≈ 20.2 ms.
-    assert!(
-        one.bottleneck.sojourn_ms.max <= 20.3,
-        "max sojourn {}",
-        one.bottleneck.sojourn_ms.max
-    );
+    assert!(one.bottleneck.sojourn_ms.max <= 20.3, "max sojourn {}", one.bottleneck.sojourn_ms.max);
 }

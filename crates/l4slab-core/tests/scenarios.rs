@@ -7,20 +7,11 @@ use serde_json::json;
 #[test]
 fn reference_two_cubic_flows_share_a_2bdp_fifo() {
     // Issue acceptance: 2 CUBIC, 100 Mbit/s, 10 ms, bfifo 250 000 B (2 BDP), 60 s.
-    let r = run(&scenario(
-        100,
-        bfifo(250_000),
-        vec![tcp("cubic", 10), tcp("cubic", 10)],
-        60,
-    ));
+    let r = run(&scenario(100, bfifo(250_000), vec![tcp("cubic", 10), tcp("cubic", 10)], 60));
     let b = &r.bottleneck;
     assert!(b.utilisation >= 0.97, "utilisation {}", b.utilisation);
     assert!(r.jain_index >= 0.95, "jain {}", r.jain_index);
-    assert!(
-        (5.0..=20.0).contains(&b.sojourn_ms.mean),
-        "sojourn {}",
-        b.sojourn_ms.mean
-    );
+    assert!((5.0..=20.0).contains(&b.sojourn_ms.mean), "sojourn {}", b.sojourn_ms.mean);
     // Goodput cannot exceed the payload share of the link: 100 · 1448/1514.
     let total: f64 = r.flows.iter().map(|f| f.goodput_mbps).sum();
     assert!(total <= 95.65 && total > 92.0, "total goodput {total}");
@@ -34,11 +25,7 @@ fn reno_fills_a_1bdp_fifo_with_a_sawtooth_of_wmax_over_2_rtts() {
     s["bin_ns"] = json!(10 * MS);
     let r = run(&s);
     // A 1-BDP buffer keeps a Reno flow's link busy through the halving.
-    assert!(
-        r.bottleneck.utilisation >= 0.99,
-        "utilisation {}",
-        r.bottleneck.utilisation
-    );
+    assert!(r.bottleneck.utilisation >= 0.99, "utilisation {}", r.bottleneck.utilisation);
 
     // Sawtooth: find cwnd reductions after slow start and compare each period, in
     // RTTs, with W_max/2 (one +1 per RTT from W_max/2 back to W_max).
@@ -47,9 +34,7 @@ fn reno_fills_a_1bdp_fifo_with_a_sawtooth_of_wmax_over_2_rtts() {
     let rtx = &r.flow_series[0].retransmits;
     // Loss episodes after the slow-start overshoot has settled (t ≥ 1 s): bins with
     // retransmissions after a quiet bin.
-    let drops: Vec<usize> = (100..rtx.len())
-        .filter(|&i| rtx[i] > 0 && rtx[i - 1] == 0)
-        .collect();
+    let drops: Vec<usize> = (100..rtx.len()).filter(|&i| rtx[i] > 0 && rtx[i - 1] == 0).collect();
     assert!(drops.len() >= 6, "too few reductions: {drops:?}");
     let mut checked = 0;
     for w in drops.windows(2) {
@@ -59,28 +44,17 @@ fn reno_fills_a_1bdp_fifo_with_a_sawtooth_of_wmax_over_2_rtts() {
         let mean_rtt_s = srtt[a..b].iter().sum::<f64>() / (b - a) as f64 / 1000.0;
         let rounds = period_s / mean_rtt_s;
         let expected = w_max / 2.0;
-        assert!(
-            (rounds / expected - 1.0).abs() <= 0.15,
-            "period {rounds:.1} RTTs vs W_max/2 = {expected:.1}"
-        );
+        assert!((rounds / expected - 1.0).abs() <= 0.15, "period {rounds:.1} RTTs vs W_max/2 = {expected:.1}");
         checked += 1;
     }
     assert!(checked >= 4);
     // W_max ≈ BDP + buffer = 82.6 + 82 frames (±5 %): loss happens when the FIFO overflows.
-    let w_max = cwnd[drops[3] - 2..=drops[3]]
-        .iter()
-        .cloned()
-        .fold(0.0, f64::max);
+    let w_max = cwnd[drops[3] - 2..=drops[3]].iter().cloned().fold(0.0, f64::max);
     assert!((w_max - 165.0).abs() <= 0.05 * 165.0, "W_max {w_max}");
 }
 
 fn jittered(seed: u64) -> serde_json::Value {
-    let mut s = scenario(
-        100,
-        bfifo(125_000),
-        vec![tcp("cubic", 10), tcp("reno", 20)],
-        5,
-    );
+    let mut s = scenario(100, bfifo(125_000), vec![tcp("cubic", 10), tcp("reno", 20)], 5);
     s["seed"] = json!(seed);
     s["start_jitter_ns"] = json!(5 * MS);
     s
@@ -103,19 +77,10 @@ fn different_seed_gives_different_results() {
 #[test]
 fn udp_source_at_half_the_link_leaves_tcp_the_rest() {
     let udp = json!({"kind": "udp", "rtt_ns": 10 * MS, "rate_bps": 50 * MBIT, "payload_bytes": 1472, "ecn": "ect1"});
-    let r = run(&scenario(
-        100,
-        bfifo(250_000),
-        vec![udp, tcp("cubic", 10)],
-        20,
-    ));
+    let r = run(&scenario(100, bfifo(250_000), vec![udp, tcp("cubic", 10)], 20));
     // UDP offered 50 Mbit/s of L2 frames: its goodput is 50·1472/1514.
     let u = &r.flows[0];
     let expected = 50.0 * 1472.0 / 1514.0;
-    assert!(
-        (u.goodput_mbps - expected).abs() / expected < 0.05,
-        "udp {}",
-        u.goodput_mbps
-    );
+    assert!((u.goodput_mbps - expected).abs() / expected < 0.05, "udp {}", u.goodput_mbps);
     assert!(r.bottleneck.utilisation > 0.95);
 }

@@ -63,10 +63,7 @@ fn burst_of_losses_recovers_without_rto() {
     let r = injected((300..320).collect(), None, 3);
     let f = &r.flows[0];
     assert_eq!(f.rto_count, 0, "no spurious RTO");
-    assert_eq!(
-        f.recoveries, 1,
-        "one recovery episode for one window of losses"
-    );
+    assert_eq!(f.recoveries, 1, "one recovery episode for one window of losses");
     assert_eq!(f.retransmits, 20);
 }
 

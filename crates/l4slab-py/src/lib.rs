@@ -11,8 +11,8 @@ use pyo3::prelude::*;
 /// Returns `(results_json, engine_wall_seconds)`.
 #[pyfunction]
 fn simulate(py: Python<'_>, config_json: &str) -> PyResult<(String, f64)> {
-    let config: l4slab_core::ScenarioConfig = serde_json::from_str(config_json)
-        .map_err(|e| PyValueError::new_err(format!("engine config: {e}")))?;
+    let config: l4slab_core::ScenarioConfig =
+        serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(format!("engine config: {e}")))?;
     let out = py.allow_threads(move || {
         let start = std::time::Instant::now();
         let res = l4slab_core::run(&config);
@@ -20,8 +20,8 @@ fn simulate(py: Python<'_>, config_json: &str) -> PyResult<(String, f64)> {
         res.map(|r| (r, wall))
     });
     let (results, wall) = out.map_err(PyValueError::new_err)?;
-    let json = serde_json::to_string(&results)
-        .map_err(|e| PyValueError::new_err(format!("serialising results: {e}")))?;
+    let json =
+        serde_json::to_string(&results).map_err(|e| PyValueError::new_err(format!("serialising results: {e}")))?;
     Ok((json, wall))
 }
 
@@ -29,8 +29,8 @@ fn simulate(py: Python<'_>, config_json: &str) -> PyResult<(String, f64)> {
 /// one-line message naming the field.
 #[pyfunction]
 fn check(config_json: &str) -> PyResult<()> {
-    let config: l4slab_core::ScenarioConfig = serde_json::from_str(config_json)
-        .map_err(|e| PyValueError::new_err(format!("engine config: {e}")))?;
+    let config: l4slab_core::ScenarioConfig =
+        serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(format!("engine config: {e}")))?;
     config.validate().map_err(PyValueError::new_err)
 }
 

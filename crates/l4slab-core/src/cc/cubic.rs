@@ -153,8 +153,7 @@ impl Cubic {
         assert!(params.beta < BICTCP_BETA_SCALE, "beta must be < 1024");
         assert!(params.bic_scale > 0, "bic_scale must be > 0");
         // §5.1: beta_scale = 8·(1024+β)/3/(1024−β) (15 for β = 717).
-        let beta_scale =
-            8 * (BICTCP_BETA_SCALE + params.beta) / 3 / (BICTCP_BETA_SCALE - params.beta);
+        let beta_scale = 8 * (BICTCP_BETA_SCALE + params.beta) / 3 / (BICTCP_BETA_SCALE - params.beta);
         // §5.1: cube_rtt_scale = bic_scale·10 (= 1024·C = 410).
         let cube_rtt_scale = params.bic_scale * 10;
         // §5.3 step 5: cube_factor = 2^(10+3·10) / cube_rtt_scale, so that
@@ -279,10 +278,7 @@ impl Cubic {
                     self.bic_origin_point = cwnd;
                 } else {
                     // K = ∛((W_max − cwnd)/C), in 1/1024 s.
-                    self.bic_k = cubic_root(
-                        self.cube_factor
-                            .wrapping_mul((self.last_max_cwnd - cwnd) as u64),
-                    );
+                    self.bic_k = cubic_root(self.cube_factor.wrapping_mul((self.last_max_cwnd - cwnd) as u64));
                     self.bic_origin_point = self.last_max_cwnd;
                 }
             }
@@ -296,10 +292,7 @@ impl Cubic {
             let k = self.bic_k as u64;
             let offs = k.abs_diff(t);
             // C·(t−K)³ in packets: cube_rtt_scale·offs³ / 2^(10+3·BICTCP_HZ).
-            let delta = ((self.cube_rtt_scale as u64)
-                .wrapping_mul(offs)
-                .wrapping_mul(offs)
-                .wrapping_mul(offs)
+            let delta = ((self.cube_rtt_scale as u64).wrapping_mul(offs).wrapping_mul(offs).wrapping_mul(offs)
                 >> (10 + 3 * BICTCP_HZ)) as u32;
             let bic_target = if t < k {
                 self.bic_origin_point.wrapping_sub(delta)
@@ -309,11 +302,7 @@ impl Cubic {
 
             // §5.3 step 6: cnt = cwnd/(target − cwnd), or 100·cwnd (almost no
             // growth) at/above the target.
-            self.cnt = if bic_target > cwnd {
-                cwnd / (bic_target - cwnd)
-            } else {
-                100u32.wrapping_mul(cwnd)
-            };
+            self.cnt = if bic_target > cwnd { cwnd / (bic_target - cwnd) } else { 100u32.wrapping_mul(cwnd) };
 
             // §5.3 step 6: no congestion event yet: at least +5 % per RTT.
             if self.last_max_cwnd == 0 && self.cnt > 20 {
@@ -558,11 +547,7 @@ mod tests {
     const MSS: u32 = 1448;
 
     fn sample(rtt_us: i64) -> AckSample {
-        AckSample {
-            pkts_acked: 1,
-            rtt_us,
-            in_flight: 0,
-        }
+        AckSample { pkts_acked: 1, rtt_us, in_flight: 0 }
     }
 
     /// A socket in congestion avoidance at `cwnd`.
@@ -585,13 +570,7 @@ mod tests {
 
     /// Congestion avoidance at a constant RTT, one ACK per packet, ACKs spread
     /// evenly over each RTT. Calls `f(t_since_start_ns, cwnd)` after each round.
-    fn run_ca(
-        cc: &mut Cubic,
-        tp: &mut CcSock,
-        rtt_ns: u64,
-        dur_ns: u64,
-        mut f: impl FnMut(u64, u32),
-    ) {
+    fn run_ca(cc: &mut Cubic, tp: &mut CcSock, rtt_ns: u64, dur_ns: u64, mut f: impl FnMut(u64, u32)) {
         let start = tp.now;
         while tp.now - start < dur_ns {
             let n = tp.cwnd as u64;
@@ -650,10 +629,7 @@ mod tests {
         cc.ssthresh(&tp);
         assert_eq!(cc.last_max_cwnd(), 120);
         // Without fast convergence, W_max = cwnd even below the old W_max.
-        let mut cc = Cubic::new(CubicParams {
-            fast_convergence: false,
-            ..Default::default()
-        });
+        let mut cc = Cubic::new(CubicParams { fast_convergence: false, ..Default::default() });
         tp.cwnd = 100;
         cc.ssthresh(&tp);
         tp.cwnd = 80;
@@ -685,10 +661,7 @@ mod tests {
         for x in 64u64..(1 << 20) {
             let r = cubic_root(x) as f64;
             let c = (x as f64).cbrt();
-            assert!(
-                (r - c).abs() <= 0.01 * c + 1.0,
-                "cubic_root({x}) = {r}, cbrt = {c}"
-            );
+            assert!((r - c).abs() <= 0.01 * c + 1.0, "cubic_root({x}) = {r}, cbrt = {c}");
         }
         // Small values are rounded to the nearest integer.
         for x in 0u64..64 {
@@ -704,10 +677,7 @@ mod tests {
     /// W(t) = 0.4·(t − K)³ + 100 with K = ∛(100·0.3/0.4) ≈ 4.217 s.
     #[test]
     fn cubic_curve_returns_to_wmax_at_k() {
-        let params = CubicParams {
-            tcp_friendliness: false,
-            ..Default::default()
-        };
+        let params = CubicParams { tcp_friendliness: false, ..Default::default() };
         let mut cc = Cubic::new(params);
         let mut tp = ca_sock(100);
         tp.now = 5 * NS_PER_SEC;
@@ -717,9 +687,7 @@ mod tests {
         assert!((k_s - 4.2172).abs() < 0.01);
 
         let mut trace: Vec<(f64, u32)> = Vec::new();
-        run_ca(&mut cc, &mut tp, 10 * NS_PER_MS, 9 * NS_PER_SEC, |t, w| {
-            trace.push((t as f64 / 1e9, w))
-        });
+        run_ca(&mut cc, &mut tp, 10 * NS_PER_MS, 9 * NS_PER_SEC, |t, w| trace.push((t as f64 / 1e9, w)));
         assert_eq!(cc.bic_k(), cubic_root(cc.cube_factor * 30));
         assert!((cc.bic_k() as f64 / 1024.0 - k_s).abs() < 0.005);
 
@@ -730,28 +698,17 @@ mod tests {
         // Concave approach, plateau, convex probing, each ≈ on the model curve.
         for t in [0.5, 1.0, 2.0, 3.0, 4.217, 5.5, 6.5, 7.5, 8.5] {
             let w = cwnd_at(t) as f64;
-            assert!(
-                (w - model(t)).abs() <= 2.5,
-                "t = {t}: cwnd {w}, model {:.1}",
-                model(t)
-            );
+            assert!((w - model(t)).abs() <= 2.5, "t = {t}: cwnd {w}, model {:.1}", model(t));
         }
         // Around t = K the window sits at W_max.
-        assert!(
-            (99..=101).contains(&cwnd_at(k_s)),
-            "cwnd(K) = {}",
-            cwnd_at(k_s)
-        );
+        assert!((99..=101).contains(&cwnd_at(k_s)), "cwnd(K) = {}", cwnd_at(k_s));
         assert!((98..=102).contains(&cwnd_at(k_s - 1.0)));
         assert!((98..=102).contains(&cwnd_at(k_s + 1.0)));
         // The curve is symmetric about K: the midpoint of the crossings of
         // W_max ∓ 10 estimates K within 10 %.
         let (t90, t110) = (first_at(90), first_at(110));
         let k_est = (t90 + t110) / 2.0;
-        assert!(
-            (k_est - k_s).abs() < 0.1 * k_s,
-            "K estimate {k_est} vs {k_s}"
-        );
+        assert!((k_est - k_s).abs() < 0.1 * k_s, "K estimate {k_est} vs {k_s}");
         // Model crossings: K ∓ ∛(10/0.4) = 1.29 s and 7.14 s.
         assert!((t90 - 1.293).abs() < 0.2, "t90 = {t90}");
         assert!((t110 - 7.141).abs() < 0.2, "t110 = {t110}");
@@ -767,39 +724,26 @@ mod tests {
         tp.now = 5 * NS_PER_SEC;
         reduce_from(&mut cc, &mut tp, 100, 10_000);
         let mut trace: Vec<(f64, u32)> = Vec::new();
-        run_ca(&mut cc, &mut tp, 10 * NS_PER_MS, 2 * NS_PER_SEC, |t, w| {
-            trace.push((t as f64 / 1e9, w))
-        });
+        run_ca(&mut cc, &mut tp, 10 * NS_PER_MS, 2 * NS_PER_SEC, |t, w| trace.push((t as f64 / 1e9, w)));
         let first_at = |w: u32| trace.iter().find(|&&(_, c)| c >= w).unwrap().0;
         let t100 = first_at(100);
         assert!((t100 - 0.5625).abs() < 0.1 * 0.5625, "t(100) = {t100}");
         // Growth rate ≈ 0.533 packet/RTT between 80 and 100 (±10 %).
         let rate = 20.0 / ((first_at(100) - first_at(80)) / 0.010);
-        assert!(
-            (rate - 8.0 / 15.0).abs() < 0.1 * 8.0 / 15.0,
-            "rate {rate} pkt/RTT"
-        );
+        assert!((rate - 8.0 / 15.0).abs() < 0.1 * 8.0 / 15.0, "rate {rate} pkt/RTT");
         // Past W_max the Reno estimate keeps growing linearly (cubic is ≈ flat):
         // at 2 s, cwnd ≈ 70 + 200·8/15 = 176.
         let w2 = trace.last().unwrap().1;
         assert!((170..=180).contains(&w2), "cwnd at 2 s = {w2}");
 
         // The pure cubic curve is still at ≈ 80 at t = 0.56 s.
-        let mut cc = Cubic::new(CubicParams {
-            tcp_friendliness: false,
-            ..Default::default()
-        });
+        let mut cc = Cubic::new(CubicParams { tcp_friendliness: false, ..Default::default() });
         let mut tp = ca_sock(100);
         tp.now = 5 * NS_PER_SEC;
         reduce_from(&mut cc, &mut tp, 100, 10_000);
         let mut w_cubic = 0;
-        run_ca(&mut cc, &mut tp, 10 * NS_PER_MS, 570 * NS_PER_MS, |_, w| {
-            w_cubic = w
-        });
-        assert!(
-            (79..=83).contains(&w_cubic),
-            "cubic-only cwnd at 0.57 s = {w_cubic}"
-        );
+        run_ca(&mut cc, &mut tp, 10 * NS_PER_MS, 570 * NS_PER_MS, |_, w| w_cubic = w);
+        assert!((79..=83).contains(&w_cubic), "cubic-only cwnd at 0.57 s = {w_cubic}");
     }
 
     /// At a long RTT (200 ms) the cubic term wins: the window is back at W_max by
@@ -814,13 +758,7 @@ mod tests {
         // K = ∛(300/0.4) = 9.09 s; Reno would need 300/(8/15) RTTs = 112 s.
         let k_s = 750f64.cbrt();
         let mut w_at_k = 0;
-        run_ca(
-            &mut cc,
-            &mut tp,
-            200 * NS_PER_MS,
-            (k_s * 1e9) as u64,
-            |_, w| w_at_k = w,
-        );
+        run_ca(&mut cc, &mut tp, 200 * NS_PER_MS, (k_s * 1e9) as u64, |_, w| w_at_k = w);
         assert!((990..=1010).contains(&w_at_k), "cwnd at K = {w_at_k}");
         assert!(cc.tcp_cwnd() < 800, "Reno estimate {}", cc.tcp_cwnd());
     }
@@ -861,10 +799,7 @@ mod tests {
 
     #[test]
     fn hz32_throttle_keeps_cnt() {
-        let mut cc = Cubic::new(CubicParams {
-            tcp_friendliness: false,
-            ..Default::default()
-        });
+        let mut cc = Cubic::new(CubicParams { tcp_friendliness: false, ..Default::default() });
         let mut tp = ca_sock(100);
         tp.now = 5 * NS_PER_SEC;
         reduce_from(&mut cc, &mut tp, 100, 10_000);
@@ -973,17 +908,10 @@ mod tests {
         assert_eq!(tp.ssthresh, TCP_INFINITE_SSTHRESH);
         assert_eq!(cc.end_seq, 1);
         // initial_ssthresh only applies with HyStart off.
-        let mut cc = Cubic::new(CubicParams {
-            initial_ssthresh: 40,
-            ..Default::default()
-        });
+        let mut cc = Cubic::new(CubicParams { initial_ssthresh: 40, ..Default::default() });
         cc.init(&mut tp);
         assert_eq!(tp.ssthresh, TCP_INFINITE_SSTHRESH);
-        let mut cc = Cubic::new(CubicParams {
-            initial_ssthresh: 40,
-            hystart: false,
-            ..Default::default()
-        });
+        let mut cc = Cubic::new(CubicParams { initial_ssthresh: 40, hystart: false, ..Default::default() });
         cc.init(&mut tp);
         assert_eq!(tp.ssthresh, 40);
     }
@@ -1029,13 +957,7 @@ mod tests {
         let mut cc = Cubic::default();
         let mut tp = CcSock::new(MSS, 10);
         tp.now = NS_PER_SEC;
-        let hit = run_slow_start(
-            &mut cc,
-            &mut tp,
-            6,
-            |r| if r < 2 { 10_000 } else { 15_000 },
-            |_| 50_000,
-        );
+        let hit = run_slow_start(&mut cc, &mut tp, 6, |r| if r < 2 { 10_000 } else { 15_000 }, |_| 50_000);
         // Threshold = 10 ms + clamp(10 ms/8, 4 ms, 16 ms) = 14 ms < 15 ms. The test runs
         // from the 9th sample of round 2 (8 samples first): cwnd = 40 + 8 = 48.
         assert_eq!(hit, Some((48, 2, 8)));
@@ -1062,13 +984,7 @@ mod tests {
         let mut cc = Cubic::default();
         let mut tp = CcSock::new(MSS, 10);
         tp.now = NS_PER_SEC;
-        let hit = run_slow_start(
-            &mut cc,
-            &mut tp,
-            6,
-            |r| if r < 2 { 10_000 } else { 14_000 },
-            burst,
-        );
+        let hit = run_slow_start(&mut cc, &mut tp, 6, |r| if r < 2 { 10_000 } else { 14_000 }, burst);
         assert_eq!(hit, None);
     }
 
@@ -1076,19 +992,10 @@ mod tests {
     fn hystart_delay_threshold_clamp() {
         // delay_min 200 ms: threshold = 200 + min(25, 16) = 216 ms.
         let run = |late: u64| {
-            let mut cc = Cubic::new(CubicParams {
-                hystart_detect: HYSTART_DELAY,
-                ..Default::default()
-            });
+            let mut cc = Cubic::new(CubicParams { hystart_detect: HYSTART_DELAY, ..Default::default() });
             let mut tp = CcSock::new(MSS, 10);
             tp.now = NS_PER_SEC;
-            run_slow_start(
-                &mut cc,
-                &mut tp,
-                5,
-                |r| if r < 2 { 200_000 } else { late },
-                |_| 50_000,
-            )
+            run_slow_start(&mut cc, &mut tp, 5, |r| if r < 2 { 200_000 } else { late }, |_| 50_000)
         };
         assert_eq!(run(216_000), None);
         assert_eq!(run(216_001), Some((48, 2, 8)));
@@ -1098,19 +1005,10 @@ mod tests {
     fn hystart_below_low_window_does_nothing() {
         // RTT jumps while cwnd < 16: no exit in that round (round 0: cwnd 10..19,
         // the test is skipped while cwnd < 16 and needs 8 samples first).
-        let mut cc = Cubic::new(CubicParams {
-            hystart_low_window: 1000,
-            ..Default::default()
-        });
+        let mut cc = Cubic::new(CubicParams { hystart_low_window: 1000, ..Default::default() });
         let mut tp = CcSock::new(MSS, 10);
         tp.now = NS_PER_SEC;
-        let hit = run_slow_start(
-            &mut cc,
-            &mut tp,
-            5,
-            |r| if r < 1 { 10_000 } else { 30_000 },
-            |_| 50_000,
-        );
+        let hit = run_slow_start(&mut cc, &mut tp, 5, |r| if r < 1 { 10_000 } else { 30_000 }, |_| 50_000);
         assert_eq!(hit, None);
     }
 
@@ -1123,13 +1021,7 @@ mod tests {
         let mut cc = Cubic::default();
         let mut tp = CcSock::new(MSS, 10);
         tp.now = NS_PER_SEC;
-        let hit = run_slow_start(
-            &mut cc,
-            &mut tp,
-            6,
-            |_| 10_000,
-            |n| 10 * NS_PER_MS / n as u64,
-        );
+        let hit = run_slow_start(&mut cc, &mut tp, 6, |_| 10_000, |n| 10 * NS_PER_MS / n as u64);
         assert_eq!(hit, Some((31, 1, 11)));
         assert_eq!(tp.ssthresh, 31);
         // Paced socket: threshold = delay_min + cushion (10 ms + 1 ms here), which a
@@ -1140,28 +1032,13 @@ mod tests {
         tp.paced = true;
         tp.pacing_rate = 12_500_000; // 4·65215 B / 12.5 MB/s = 20.9 ms → capped at 1 ms
         assert_eq!(cc.hystart_ack_delay(&tp), 1000);
-        let hit = run_slow_start(
-            &mut cc,
-            &mut tp,
-            5,
-            |_| 10_000,
-            |n| 10 * NS_PER_MS / n as u64,
-        );
+        let hit = run_slow_start(&mut cc, &mut tp, 5, |_| 10_000, |n| 10 * NS_PER_MS / n as u64);
         assert_eq!(hit, None);
         // Only the delay test: no exit either.
-        let mut cc = Cubic::new(CubicParams {
-            hystart_detect: HYSTART_DELAY,
-            ..Default::default()
-        });
+        let mut cc = Cubic::new(CubicParams { hystart_detect: HYSTART_DELAY, ..Default::default() });
         let mut tp = CcSock::new(MSS, 10);
         tp.now = NS_PER_SEC;
-        let hit = run_slow_start(
-            &mut cc,
-            &mut tp,
-            5,
-            |_| 10_000,
-            |n| 10 * NS_PER_MS / n as u64,
-        );
+        let hit = run_slow_start(&mut cc, &mut tp, 5, |_| 10_000, |n| 10 * NS_PER_MS / n as u64);
         assert_eq!(hit, None);
     }
 

@@ -36,10 +36,7 @@ pub struct DctcpParams {
 
 impl Default for DctcpParams {
     fn default() -> Self {
-        DctcpParams {
-            shift_g: 4,
-            alpha_on_init: DCTCP_MAX_ALPHA,
-        }
+        DctcpParams { shift_g: 4, alpha_on_init: DCTCP_MAX_ALPHA }
     }
 }
 
@@ -69,15 +66,7 @@ impl Default for Dctcp {
 impl Dctcp {
     pub fn new(params: DctcpParams) -> Self {
         let alpha = params.alpha_on_init.min(DCTCP_MAX_ALPHA);
-        Dctcp {
-            params,
-            alpha,
-            next_seq: 0,
-            old_delivered: 0,
-            old_delivered_ce: 0,
-            loss_cwnd: 0,
-            reno: false,
-        }
+        Dctcp { params, alpha, next_seq: 0, old_delivered: 0, old_delivered_ce: 0, loss_cwnd: 0, reno: false }
     }
 
     /// α as a fraction in [0, 1] (for metrics).
@@ -147,10 +136,7 @@ impl CongestionControl for Dctcp {
     /// §6.1: NEEDS_ECN only (classic negotiation, ECT(0) on all packets);
     /// nothing once fallen back to dctcp-reno.
     fn flags(&self) -> CcFlags {
-        CcFlags {
-            needs_ecn: !self.reno,
-            ..CcFlags::default()
-        }
+        CcFlags { needs_ecn: !self.reno, ..CcFlags::default() }
     }
 
     /// `dctcp_init`.
@@ -237,13 +223,7 @@ mod tests {
         tp.delivered += n;
         tp.delivered_ce += ce;
         tp.snd_una = d.next_seq;
-        d.in_ack_event(
-            tp,
-            AckEventFlags {
-                window_update: true,
-                ece: ce > 0,
-            },
-        );
+        d.in_ack_event(tp, AckEventFlags { window_update: true, ece: ce > 0 });
     }
 
     #[test]
@@ -295,11 +275,7 @@ mod tests {
                 round(&mut d, &mut tp, n_pkts, f_num);
                 let exact = f + (1.0 - f) * (15.0f64 / 16.0).powi(n);
                 // Each step truncates ≤ 1 unit twice; the error accumulates to < 16/1024.
-                assert!(
-                    (d.alpha() - exact).abs() <= 16.0 / 1024.0,
-                    "F={f} n={n}: {} vs {exact}",
-                    d.alpha()
-                );
+                assert!((d.alpha() - exact).abs() <= 16.0 / 1024.0, "F={f} n={n}: {} vs {exact}", d.alpha());
             }
         }
         // Exact kernel numbers for F = 1/4 (ce term = (1 << 6)/4 = 16):
@@ -324,10 +300,7 @@ mod tests {
 
     #[test]
     fn small_alpha_decays_to_zero_mainline() {
-        let mut d = Dctcp::new(DctcpParams {
-            shift_g: 4,
-            alpha_on_init: 15,
-        });
+        let mut d = Dctcp::new(DctcpParams { shift_g: 4, alpha_on_init: 15 });
         let mut tp = ecn_sock(10);
         d.init(&mut tp);
         assert_eq!(d.alpha_raw(), 15);

@@ -352,13 +352,8 @@ pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
 
 /// Build a congestion control by name with module parameters given as JSON (the
 /// fields of its `XxxParams`, Linux defaults for those not given).
-pub fn build(
-    name: &str,
-    params: Option<&serde_json::Value>,
-) -> Result<Box<dyn CongestionControl>, String> {
-    fn parse<T: serde::de::DeserializeOwned + Default>(
-        p: Option<&serde_json::Value>,
-    ) -> Result<T, String> {
+pub fn build(name: &str, params: Option<&serde_json::Value>) -> Result<Box<dyn CongestionControl>, String> {
+    fn parse<T: serde::de::DeserializeOwned + Default>(p: Option<&serde_json::Value>) -> Result<T, String> {
         match p {
             None => Ok(T::default()),
             Some(v) => serde_json::from_value(v.clone()).map_err(|e| e.to_string()),
@@ -375,24 +370,15 @@ pub fn build(
         "dctcp" => Box::new(dctcp::Dctcp::new(parse(params)?)),
         "prague" => Box::new(prague::Prague::new(parse(params)?)),
         "prague-v06" => {
-            let mut p =
-                serde_json::to_value(prague::PragueParams::v06()).map_err(|e| e.to_string())?;
-            if let (Some(obj), Some(over)) = (p.as_object_mut(), params.and_then(|v| v.as_object()))
-            {
+            let mut p = serde_json::to_value(prague::PragueParams::v06()).map_err(|e| e.to_string())?;
+            if let (Some(obj), Some(over)) = (p.as_object_mut(), params.and_then(|v| v.as_object())) {
                 for (k, v) in over {
                     obj.insert(k.clone(), v.clone());
                 }
             }
-            Box::new(prague::Prague::new(
-                serde_json::from_value(p).map_err(|e| e.to_string())?,
-            ))
+            Box::new(prague::Prague::new(serde_json::from_value(p).map_err(|e| e.to_string())?))
         }
-        other => {
-            return Err(format!(
-                "unknown congestion control {other:?} (known: {})",
-                KNOWN.join(", ")
-            ))
-        }
+        other => return Err(format!("unknown congestion control {other:?} (known: {})", KNOWN.join(", "))),
     })
 }
 

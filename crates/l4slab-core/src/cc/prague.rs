@@ -174,11 +174,7 @@ impl Default for PragueParams {
 impl PragueParams {
     /// v0.6 module defaults (§7.16): 500-round transition, RATE scaling, fallback off.
     pub fn v06() -> Self {
-        PragueParams {
-            version: PragueVersion::V06,
-            rtt_transition: 500,
-            ..PragueParams::default()
-        }
+        PragueParams { version: PragueVersion::V06, rtt_transition: 500, ..PragueParams::default() }
     }
 }
 
@@ -305,15 +301,13 @@ impl ClassicEcnDetector {
         let adj_us = DET_INIT_ADJ_US >> (DET_MAX_MDEV_BITS - self.g_mdev_shift);
         let mut c = self.classic_ecn as i128;
         // c += 0.5·lg(σ/V0), the integer log carrying its mantissa to the next round.
-        let mdev = (mdev_us as u128 * self.rest_mdev as u128 + adj_us as u128).min(u64::MAX as u128)
-            as u64;
+        let mdev = (mdev_us as u128 * self.rest_mdev as u128 + adj_us as u128).min(u64::MAX as u128) as u64;
         let mdev_lg = ilog2(mdev).max(self.g_mdev_shift) - self.g_mdev_shift;
         self.rest_mdev = mdev >> mdev_lg;
         c += ((mdev_lg as i128) << (bits - DET_V)) - Self::v0_lg(bits) as i128;
         if srtt_us > min_rtt_us as u64 {
             // c += 0.5·max(0, lg(d/D0)), d = standing queue.
-            let depth = ((srtt_us - min_rtt_us as u64) as u128 * self.rest_depth as u128
-                + (adj_us >> 1) as u128)
+            let depth = ((srtt_us - min_rtt_us as u64) as u128 * self.rest_depth as u128 + (adj_us >> 1) as u128)
                 .min(u64::MAX as u128) as u64;
             let depth_lg = ilog2(depth).max(self.g_srtt_shift) - self.g_srtt_shift;
             self.rest_depth = depth >> depth_lg;
@@ -578,11 +572,7 @@ impl Prague {
 
     /// `prague_ai_ack_increase` (§7.3, §7.8; v0.6 heuristics §7.16).
     fn refresh_ai(&mut self, tp: &CcSock) {
-        self.ai = if self.v06() {
-            self.ai_v06(tp)
-        } else {
-            self.ai_v07(tp)
-        };
+        self.ai = if self.v06() { self.ai_v06(tp) } else { self.ai_v07(tp) };
     }
 
     fn ai_v07(&self, tp: &CcSock) -> u64 {
@@ -705,10 +695,7 @@ impl Prague {
 
     /// S2 §4 segment size (payload bytes) for a pacing rate in bytes/s (§7.12).
     pub fn s2_segment_size(&self, rate_bytes: u64) -> u32 {
-        let s_max = self
-            .mtu_cache
-            .saturating_sub(MSS_TO_MTU)
-            .max(self.params.sizing_s_min) as f64;
+        let s_max = self.mtu_cache.saturating_sub(MSS_TO_MTU).max(self.params.sizing_s_min) as f64;
         let s_min = self.params.sizing_s_min as f64;
         let r_min = self.params.sizing_r_min_bps as f64;
         let r_max = (self.params.sizing_r_max_bps as f64).max(r_min + 1.0);
@@ -732,9 +719,7 @@ impl Prague {
             _ => mss_to_mtu(self.s2_segment_size(self.rate)) as u64,
         };
         // prague_valid_mtu: clamp to [mss_to_mtu(150), initial MTU].
-        let mtu = target
-            .min(self.mtu_cache as u64)
-            .max(mss_to_mtu(MIN_MSS) as u64);
+        let mtu = target.min(self.mtu_cache as u64).max(mss_to_mtu(MIN_MSS) as u64);
         if mtu == mtu_used {
             return;
         }
@@ -843,8 +828,7 @@ impl Prague {
             if srtt > 0 {
                 rate /= srtt;
             }
-            rate =
-                ((rate as u128 * self.frac as u128 + (ONE_CWND as u128 >> 1)) >> CWND_UNIT) as u64;
+            rate = ((rate as u128 * self.frac as u128 + (ONE_CWND as u128 >> 1)) >> CWND_UNIT) as u64;
         } else {
             if self.rate_based(tp) {
                 // ±4/128 wobble: + in the first half of the vRTT since the α update.
@@ -896,9 +880,7 @@ impl Prague {
         self.cwr_stamp_us = Self::now_us(tp);
         let bits = self.alpha_bits();
         let mut alpha = self.upscaled_alpha >> PRAGUE_SHIFT_G;
-        if self.params.ecn_fallback == 1
-            && self.det.classic_ecn > ClassicEcnDetector::l_sticky(bits)
-        {
+        if self.params.ecn_fallback == 1 && self.det.classic_ecn > ClassicEcnDetector::l_sticky(bits) {
             alpha = self.det.alpha_floor(alpha, bits);
         }
         if self.rate_based(tp) {
@@ -956,13 +938,7 @@ impl CongestionControl for Prague {
         if self.reno {
             return CcFlags::default();
         }
-        CcFlags {
-            needs_ecn: true,
-            needs_accecn: true,
-            wants_ect1: true,
-            no_fallback_rfc3168: true,
-            needs_pacing: true,
-        }
+        CcFlags { needs_ecn: true, needs_accecn: true, wants_ect1: true, no_fallback_rfc3168: true, needs_pacing: true }
     }
 
     /// `prague_init` (§7.3).
@@ -976,11 +952,7 @@ impl CongestionControl for Prague {
         self.alpha_stamp_us = Self::now_us(tp);
         self.cwr_stamp_us = 0;
         self.alpha_mode = !self.v06() && self.params.alpha_mode & 1 == 1;
-        self.upscaled_alpha = if self.v06() || self.alpha_mode {
-            self.max_alpha() << PRAGUE_SHIFT_G
-        } else {
-            0
-        };
+        self.upscaled_alpha = if self.v06() || self.alpha_mode { self.max_alpha() << PRAGUE_SHIFT_G } else { 0 };
         self.frac = (tp.cwnd as u64) << CWND_UNIT;
         self.max_tso_burst = 1;
         self.in_loss = false;
@@ -988,16 +960,8 @@ impl CongestionControl for Prague {
         self.loss_cwnd = 0;
         self.rate_mode = false;
         self.round = 0;
-        self.mtu_cache = if tp.mss > 0 {
-            mss_to_mtu(tp.mss)
-        } else {
-            MTU_SYS as u32
-        };
-        self.hsrtt = if srtt > 0 {
-            srtt << HSRTT_SHIFT
-        } else {
-            1 << (HSRTT_SHIFT + 3)
-        };
+        self.mtu_cache = if tp.mss > 0 { mss_to_mtu(tp.mss) } else { MTU_SYS as u32 };
+        self.hsrtt = if srtt > 0 { srtt << HSRTT_SHIFT } else { 1 << (HSRTT_SHIFT + 3) };
         if self.v06() {
             if srtt > 0 {
                 self.update_pacing_rate(tp);
@@ -1145,12 +1109,7 @@ mod tests {
     }
 
     fn rs(acked: u32, ce: u32) -> RateSample {
-        RateSample {
-            acked_sacked: acked,
-            ece_delta: ce,
-            delivered: acked as i64,
-            ..RateSample::default()
-        }
+        RateSample { acked_sacked: acked, ece_delta: ce, delivered: acked as i64, ..RateSample::default() }
     }
 
     /// One ACK: `acked` packets newly delivered, `ce` of them CE; the stack enters CWR
@@ -1171,30 +1130,13 @@ mod tests {
     fn defaults_and_flags() {
         let p = PragueParams::default();
         assert_eq!(p.version, PragueVersion::V07);
-        assert_eq!(
-            (
-                p.burst_shift,
-                p.max_tso_segs,
-                p.rtt_transition,
-                p.rtt_target_us
-            ),
-            (12, 0, 4, 25_000)
-        );
-        assert_eq!(
-            (p.alpha_mode, p.cwnd_mode, p.cwnd_transit, p.ecn_fallback),
-            (0, 2, 4, 0)
-        );
+        assert_eq!((p.burst_shift, p.max_tso_segs, p.rtt_transition, p.rtt_target_us), (12, 0, 4, 25_000));
+        assert_eq!((p.alpha_mode, p.cwnd_mode, p.cwnd_transit, p.ecn_fallback), (0, 2, 4, 0));
         assert_eq!(p.segment_sizing, SegmentSizing::Default);
         assert_eq!(PragueParams::v06().rtt_transition, 500);
         let (pr, tp) = setup(PragueParams::default(), 10, 10_000);
         let f = pr.flags();
-        assert!(
-            f.needs_ecn
-                && f.needs_accecn
-                && f.wants_ect1
-                && f.no_fallback_rfc3168
-                && f.needs_pacing
-        );
+        assert!(f.needs_ecn && f.needs_accecn && f.wants_ect1 && f.no_fallback_rfc3168 && f.needs_pacing);
         assert_eq!(pr.ect_codepoint(), Ecn::Ect1);
         assert!(pr.has_cong_control());
         assert_eq!(pr.name(), "prague");
@@ -1266,14 +1208,7 @@ mod tests {
         assert_eq!(p.frac, 12 << 20);
 
         // alpha_mode 1: α₀ = 1, the CWR entry halves instead (frac·(1 − 1/2)).
-        let (mut p, mut tp) = setup(
-            PragueParams {
-                alpha_mode: 1,
-                ..PragueParams::default()
-            },
-            10,
-            10_000,
-        );
+        let (mut p, mut tp) = setup(PragueParams { alpha_mode: 1, ..PragueParams::default() }, 10, 10_000);
         assert_eq!(p.alpha(), 1.0);
         ack(&mut p, &mut tp, 2, 2);
         assert_eq!(p.frac, 5 << 20);
@@ -1306,23 +1241,12 @@ mod tests {
         // round (the 25 ms rounds cover 5 RTTs of marks).
         let n = updates.len() as i32;
         let expect = 0.25 * (1.0 - (15.0f64 / 16.0).powi(n));
-        assert!(
-            (p.alpha() - expect).abs() < 1e-6,
-            "{} vs {expect}",
-            p.alpha()
-        );
+        assert!((p.alpha() - expect).abs() < 1e-6, "{} vs {expect}", p.alpha());
     }
 
     #[test]
     fn reduction_frac_times_one_minus_half_alpha_at_most_every_25ms() {
-        let (mut p, mut tp) = setup(
-            PragueParams {
-                cwnd_mode: 0,
-                ..PragueParams::default()
-            },
-            100,
-            5_000,
-        );
+        let (mut p, mut tp) = setup(PragueParams { cwnd_mode: 0, ..PragueParams::default() }, 100, 5_000);
         steady(&mut p, &mut tp, 100);
         p.upscaled_alpha = (1u64 << 23) << PRAGUE_SHIFT_G; // α = 0.5
         tp.now = 100 * NS_PER_MS;
@@ -1376,21 +1300,13 @@ mod tests {
         for _ in 0..20 {
             ack(&mut p, &mut tp, 1, 0);
         }
-        assert!(
-            (p.frac_cwnd() - f0 - 0.04).abs() < 1e-4,
-            "{}",
-            p.frac_cwnd() - f0
-        );
+        assert!((p.frac_cwnd() - f0 - 0.04).abs() < 1e-4, "{}", p.frac_cwnd() - f0);
         // One virtual RTT (25 ms = 5 RTTs): +0.2 packet = +1500 B·(5/25) per 5 ms,
         // i.e. the rate grows by one 1500-B packet per 25 ms per 25 ms.
         for _ in 0..80 {
             ack(&mut p, &mut tp, 1, 0);
         }
-        assert!(
-            (p.frac_cwnd() - f0 - 0.2).abs() < 1e-3,
-            "{}",
-            p.frac_cwnd() - f0
-        );
+        assert!((p.frac_cwnd() - f0 - 0.2).abs() < 1e-3, "{}", p.frac_cwnd() - f0);
         // CE-marked packets earn nothing.
         let f1 = p.frac;
         ack(&mut p, &mut tp, 4, 4);
@@ -1413,11 +1329,7 @@ mod tests {
         // One ACK at frac = 20: (1/20)·(1500/750) = 0.1 packet of 750 B.
         let f0 = p.frac_cwnd();
         ack(&mut p, &mut tp, 1, 0);
-        assert!(
-            (p.frac_cwnd() - f0 - 0.1).abs() < 1e-5,
-            "{}",
-            p.frac_cwnd() - f0
-        );
+        assert!((p.frac_cwnd() - f0 - 0.1).abs() < 1e-5, "{}", p.frac_cwnd() - f0);
     }
 
     #[test]
@@ -1528,14 +1440,7 @@ mod tests {
         p.update_pacing_rate(&mut tp);
         assert_eq!(p.tso_segs(&tp), Some(1));
         // prague_max_tso_segs caps.
-        let (mut p, mut tp) = setup(
-            PragueParams {
-                max_tso_segs: 8,
-                ..PragueParams::default()
-            },
-            10,
-            10_000,
-        );
+        let (mut p, mut tp) = setup(PragueParams { max_tso_segs: 8, ..PragueParams::default() }, 10, 10_000);
         tp.ssthresh = 10;
         p.frac = 833 << 20;
         p.update_pacing_rate(&mut tp);
@@ -1544,14 +1449,7 @@ mod tests {
 
     #[test]
     fn loss_halves_blocks_ai_and_undo_restores() {
-        let (mut p, mut tp) = setup(
-            PragueParams {
-                cwnd_mode: 0,
-                ..PragueParams::default()
-            },
-            40,
-            10_000,
-        );
+        let (mut p, mut tp) = setup(PragueParams { cwnd_mode: 0, ..PragueParams::default() }, 40, 10_000);
         steady(&mut p, &mut tp, 40);
         tp.is_cwnd_limited = true;
         p.next_seq = u64::MAX;
@@ -1604,14 +1502,7 @@ mod tests {
         assert_eq!(tp.mss, 298 - 52);
         // Window mode, same rate: frac = 1/3 packet of 1500 B at 20 ms;
         // bytes per vRTT = frac·1500·25/20 = 625 B ⇒ MTU 312 B ⇒ payload 260 B.
-        let (mut p, mut tp) = setup(
-            PragueParams {
-                cwnd_mode: 0,
-                ..PragueParams::default()
-            },
-            2,
-            20_000,
-        );
+        let (mut p, mut tp) = setup(PragueParams { cwnd_mode: 0, ..PragueParams::default() }, 2, 20_000);
         steady(&mut p, &mut tp, 2);
         p.frac = ONE_CWND / 3;
         assert_eq!(p.frac_to_rate(&tp), 24_999);
@@ -1654,29 +1545,15 @@ mod tests {
         // r = 550 kb/s ⇒ x = (550 − 100)/(1000 − 100) = 0.5; S_min 150, S_max 1448.
         let cases = [
             (SegmentSizing::Fixed, 1448),
-            (SegmentSizing::Linear, 799), // 150 + 1298·0.5
-            (SegmentSizing::Exponential { p: 2.0 }, 475), // 150 + 1298·0.25 = 474.5
+            (SegmentSizing::Linear, 799),                  // 150 + 1298·0.5
+            (SegmentSizing::Exponential { p: 2.0 }, 475),  // 150 + 1298·0.25 = 474.5
             (SegmentSizing::Logarithmic { k: 4.0 }, 1036), // 150 + 1298·ln 3/ln 5 = 1036.02
         ];
         for (scheme, want) in cases {
-            let (mut p, mut tp) = setup(
-                PragueParams {
-                    segment_sizing: scheme,
-                    ..PragueParams::default()
-                },
-                4,
-                20_000,
-            );
+            let (mut p, mut tp) = setup(PragueParams { segment_sizing: scheme, ..PragueParams::default() }, 4, 20_000);
             assert_eq!(p.s2_segment_size(68_750), want, "{scheme:?}");
             // Clipping of r to [r_min, r_max].
-            assert_eq!(
-                p.s2_segment_size(6_000),
-                if scheme == SegmentSizing::Fixed {
-                    1448
-                } else {
-                    150
-                }
-            );
+            assert_eq!(p.s2_segment_size(6_000), if scheme == SegmentSizing::Fixed { 1448 } else { 150 });
             assert_eq!(p.s2_segment_size(1_000_000), 1448);
             // Applied at the α update through tp.mss.
             steady(&mut p, &mut tp, 4);
@@ -1753,22 +1630,14 @@ mod tests {
         assert!(ClassicEcnDetector::d0_lg(24).abs_diff(16 * ClassicEcnDetector::d0_lg(20)) <= 16);
 
         // Mode 1 applies the floor at CWR: α = 0.1 ⇒ reduction 0.3125.
-        let params = PragueParams {
-            ecn_fallback: 1,
-            cwnd_mode: 0,
-            ..PragueParams::default()
-        };
+        let params = PragueParams { ecn_fallback: 1, cwnd_mode: 0, ..PragueParams::default() };
         let (mut p, mut tp) = setup(params, 64, 10_000);
         steady(&mut p, &mut tp, 64);
         p.round = 0;
         p.upscaled_alpha = ((1u64 << 24) / 10) << 4;
         p.det.classic_ecn = ClassicEcnDetector::c_sticky(24);
         p.set_state(&mut tp, CaState::Cwr);
-        assert!(
-            (p.frac_cwnd() - 64.0 * (1.0 - 0.3125)).abs() < 1e-3,
-            "{}",
-            p.frac_cwnd()
-        );
+        assert!((p.frac_cwnd() - 64.0 * (1.0 - 0.3125)).abs() < 1e-3, "{}", p.frac_cwnd());
     }
 
     #[test]
@@ -1776,8 +1645,6 @@ mod tests {
         assert_eq!(by_name("prague").unwrap().name(), "prague");
         assert_eq!(by_name("prague-v06").unwrap().name(), "prague");
         assert_eq!(by_name("dctcp").unwrap().name(), "dctcp");
-        assert!(
-            KNOWN.contains(&"prague") && KNOWN.contains(&"dctcp") && KNOWN.contains(&"prague-v06")
-        );
+        assert!(KNOWN.contains(&"prague") && KNOWN.contains(&"dctcp") && KNOWN.contains(&"prague-v06"));
     }
 }

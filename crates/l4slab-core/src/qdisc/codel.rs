@@ -263,8 +263,7 @@ pub fn codel_dequeue<Q: CodelQueue>(
                         stats.ecn_mark += 1;
                         q.mark(&pkt);
                         law_marked = true;
-                        vars.drop_next =
-                            control_law(vars.drop_next, cfg.interval, vars.rec_inv_sqrt);
+                        vars.drop_next = control_law(vars.drop_next, cfg.interval, vars.rec_inv_sqrt);
                         skb = Some(pkt);
                         break 'end;
                     }
@@ -277,8 +276,7 @@ pub fn codel_dequeue<Q: CodelQueue>(
                     } else {
                         // Next drop one control-law step after the previous schedule
                         // (not after `now`).
-                        vars.drop_next =
-                            control_law(vars.drop_next, cfg.interval, vars.rec_inv_sqrt);
+                        vars.drop_next = control_law(vars.drop_next, cfg.interval, vars.rec_inv_sqrt);
                     }
                 }
             }
@@ -303,12 +301,7 @@ pub fn codel_dequeue<Q: CodelQueue>(
             // aqm.md §4.4 / §4.7.4 re-entry rule (Linux; RFC 8289 §5 follows it):
             // restart from count - lastcount if the last episode ended recently.
             let delta = vars.count.wrapping_sub(vars.lastcount);
-            if delta > 1
-                && time_before(
-                    now.wrapping_sub(vars.drop_next),
-                    cfg.interval.wrapping_mul(16),
-                )
-            {
+            if delta > 1 && time_before(now.wrapping_sub(vars.drop_next), cfg.interval.wrapping_mul(16)) {
                 vars.count = delta;
                 // One Newton step from the stale rec_inv_sqrt (Linux does not reset it).
                 vars.newton_step();
@@ -328,8 +321,7 @@ pub fn codel_dequeue<Q: CodelQueue>(
             // The DS-field byte is DSCP << 2 | ECN; the simulator carries no DSCP
             // (0), so the selector effectively looks at the ECN field.
             let dsfield = pkt.ecn as u8;
-            let selected = cfg.ce_threshold_mask == 0
-                || (dsfield & cfg.ce_threshold_mask) == cfg.ce_threshold_selector;
+            let selected = cfg.ce_threshold_mask == 0 || (dsfield & cfg.ce_threshold_mask) == cfg.ce_threshold_selector;
             if selected && pkt.set_ce() {
                 // Linux counts ce_mark even when the CoDel law has just marked this
                 // packet (it is CE now, so a 0x01/0x01 selector matches too); the
@@ -401,9 +393,7 @@ pub(crate) fn validate_codel_times(
     }
     if let Some(ce) = ce_threshold_ns {
         if ce > MAX_TIME_PARAM_NS {
-            return Err(format!(
-                "ce_threshold_ns: {ce} is out of range (allowed 0..={MAX_TIME_PARAM_NS})"
-            ));
+            return Err(format!("ce_threshold_ns: {ce} is out of range (allowed 0..={MAX_TIME_PARAM_NS})"));
         }
     }
     Ok(())
@@ -412,9 +402,7 @@ pub(crate) fn validate_codel_times(
 /// Shared range check of the minimum-backlog MTU (psched_mtu clamp, aqm.md §4.1).
 pub(crate) fn validate_mtu(mtu_bytes: u32) -> Result<(), String> {
     if !(256..=1 << 20).contains(&mtu_bytes) {
-        return Err(format!(
-            "mtu_bytes: {mtu_bytes} is out of range (allowed 256..=1048576)"
-        ));
+        return Err(format!("mtu_bytes: {mtu_bytes} is out of range (allowed 256..=1048576)"));
     }
     Ok(())
 }
@@ -422,10 +410,7 @@ pub(crate) fn validate_mtu(mtu_bytes: u32) -> Result<(), String> {
 impl CodelParams {
     pub fn validate(&self) -> Result<(), String> {
         if !(1..=1_000_000).contains(&self.limit_packets) {
-            return Err(format!(
-                "limit_packets: {} is out of range (allowed 1..=1000000)",
-                self.limit_packets
-            ));
+            return Err(format!("limit_packets: {} is out of range (allowed 1..=1000000)", self.limit_packets));
         }
         validate_codel_times(self.target_ns, self.interval_ns, self.ce_threshold_ns)?;
         validate_mtu(self.mtu_bytes)
@@ -529,11 +514,7 @@ impl Qdisc for Codel {
 
     fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx) -> Option<Packet> {
         self.last_now = codel_time(now);
-        let mut fifo = CodelFifo {
-            queue: &mut self.queue,
-            stats: &mut self.stats,
-            ctx,
-        };
+        let mut fifo = CodelFifo { queue: &mut self.queue, stats: &mut self.stats, ctx };
         let pkt = codel_dequeue(&mut fifo, now, &self.cfg, &mut self.vars, &mut self.cstats)?;
         self.stats.on_sent(&pkt);
         Some(pkt)
@@ -584,11 +565,7 @@ mod tests {
 
     /// Linux's r after `count - 1` Newton steps from 0xFFFF (aqm.md §4.5 table).
     fn r_after(count: u32) -> u16 {
-        let mut v = CodelVars {
-            count: 1,
-            rec_inv_sqrt: 0xFFFF,
-            ..Default::default()
-        };
+        let mut v = CodelVars { count: 1, rec_inv_sqrt: 0xFFFF, ..Default::default() };
         while v.count < count {
             v.count += 1;
             v.newton_step();
@@ -611,15 +588,7 @@ mod tests {
     #[test]
     fn newton_table_matches_spec() {
         // aqm.md §4.5 table (r as a fraction of 2^16).
-        let expect = [
-            (1, 0.99998),
-            (2, 0.50002),
-            (3, 0.5625),
-            (4, 0.4878),
-            (5, 0.4415),
-            (8, 0.3515),
-            (15, 0.2578),
-        ];
+        let expect = [(1, 0.99998), (2, 0.50002), (3, 0.5625), (4, 0.4878), (5, 0.4415), (8, 0.3515), (15, 0.2578)];
         for (count, r) in expect {
             let got = r_after(count) as f64 / 65536.0;
             assert!((got - r).abs() < 1e-4, "count {count}: r = {got}, spec {r}");
@@ -672,20 +641,13 @@ mod tests {
         fill(&mut q, &mut h, 1000, Ecn::NotEct, 0);
         let drops = run_fluid(&mut q, &mut h, Ecn::NotEct, 0, 600 * MS);
         assert_eq!(drops.len(), 11, "drops at {drops:?}");
-        let gaps: Vec<f64> = drops
-            .windows(2)
-            .map(|w| (w[1] - w[0]) as f64 / 1e6)
-            .collect();
+        let gaps: Vec<f64> = drops.windows(2).map(|w| (w[1] - w[0]) as f64 / 1e6).collect();
         let spec = [100.0, 50.0, 56.2, 48.8, 44.2, 40.4, 37.5, 35.2, 33.2, 31.5];
         for (g, s) in gaps.iter().zip(spec) {
             assert!((g - s).abs() <= 0.1, "gaps {gaps:?} vs spec {spec:?}");
         }
         // Sojourn first exceeds 5 ms at ~5 ms; first drop one interval later.
-        assert!(
-            (drops[0] as f64 / 1e6 - 105.0).abs() < 0.1,
-            "first drop at {}",
-            drops[0]
-        );
+        assert!((drops[0] as f64 / 1e6 - 105.0).abs() < 0.1, "first drop at {}", drops[0]);
         assert_eq!(q.vars().count, 11);
         assert_eq!(q.vars().lastcount, 1);
         assert!(q.vars().dropping);
@@ -724,17 +686,10 @@ mod tests {
         // count = count - lastcount = 11 - 1 = 10, one Newton step from the stale r.
         assert_eq!(q.vars().count, 10);
         assert_eq!(q.vars().lastcount, 10);
-        let mut expect = CodelVars {
-            count: 10,
-            rec_inv_sqrt: r_after(11),
-            ..Default::default()
-        };
+        let mut expect = CodelVars { count: 10, rec_inv_sqrt: r_after(11), ..Default::default() };
         expect.newton_step();
         assert_eq!(q.vars().rec_inv_sqrt, expect.rec_inv_sqrt);
-        assert_eq!(
-            q.vars().drop_next,
-            control_law(codel_time(e2[0]), 97_656, expect.rec_inv_sqrt)
-        );
+        assert_eq!(q.vars().drop_next, control_law(codel_time(e2[0]), 97_656, expect.rec_inv_sqrt));
 
         // A third episode entered more than 16 intervals after drop_next: count = 1
         // (delta = 10 - 10 = 0 would also give 1, so first grow count again).
@@ -809,20 +764,11 @@ mod tests {
         // aqm.md §4.7.3: in ECN mode ECT packets are marked where Not-ECT ones are
         // dropped, and a marking episode advances drop_next exactly like drops.
         let run = |ecn_mode: bool, codepoint: Ecn| {
-            let mut q = Codel::new(CodelParams {
-                ecn: ecn_mode,
-                ..Default::default()
-            });
+            let mut q = Codel::new(CodelParams { ecn: ecn_mode, ..Default::default() });
             let mut h = Harness::new();
             fill(&mut q, &mut h, 1000, codepoint, 0);
             let ev = run_fluid(&mut q, &mut h, codepoint, 0, 600 * MS);
-            (
-                ev,
-                q.codel_stats().ecn_mark,
-                q.stats().drops,
-                q.stats().marks,
-                h.marked.len(),
-            )
+            (ev, q.codel_stats().ecn_mark, q.stats().drops, q.stats().marks, h.marked.len())
         };
         let (marks_ect1, ecn_mark, drops, marks, noted) = run(true, Ecn::Ect1);
         assert_eq!((ecn_mark, drops, marks, noted), (11, 0, 11, 11));
@@ -841,10 +787,7 @@ mod tests {
         // aqm.md §4.4 step 3: when several drop times have passed, the drop loop
         // drops several packets in one call; ECN mode marks one and returns it.
         for (ecn, per_call) in [(Ecn::NotEct, 2usize), (Ecn::Ect0, 1)] {
-            let mut q = Codel::new(CodelParams {
-                ecn: true,
-                ..Default::default()
-            });
+            let mut q = Codel::new(CodelParams { ecn: true, ..Default::default() });
             let mut h = Harness::new();
             fill(&mut q, &mut h, 200, ecn, 0);
             q.dequeue(10 * MS, &mut h.ctx()).unwrap(); // first_above_time = 110 ms
@@ -852,11 +795,7 @@ mod tests {
             let before = h.dropped.len() + h.marked.len();
             // At 262 ms both the 211 ms and the ~261 ms drop times have passed.
             q.dequeue(262 * MS, &mut h.ctx()).unwrap();
-            assert_eq!(
-                h.dropped.len() + h.marked.len() - before,
-                per_call,
-                "{ecn:?}"
-            );
+            assert_eq!(h.dropped.len() + h.marked.len() - before, per_call, "{ecn:?}");
         }
     }
 
@@ -864,17 +803,11 @@ mod tests {
     fn ce_threshold_marks_only_above_threshold() {
         // aqm.md §4.4 step 5: ldelay > ce_threshold (strictly, in codel units).
         // ce_threshold 1 ms = 976 units.
-        let p = CodelParams {
-            ce_threshold_ns: Some(MS),
-            ..Default::default()
-        };
+        let p = CodelParams { ce_threshold_ns: Some(MS), ..Default::default() };
         assert_eq!(Codel::new(p.clone()).cfg.ce_threshold, Some(976));
         let mut q = Codel::new(p);
         let mut h = Harness::new();
-        for (i, ecn) in [Ecn::Ect0, Ecn::Ect0, Ecn::NotEct, Ecn::Ect1, Ecn::Ce]
-            .into_iter()
-            .enumerate()
-        {
+        for (i, ecn) in [Ecn::Ect0, Ecn::Ect0, Ecn::NotEct, Ecn::Ect1, Ecn::Ce].into_iter().enumerate() {
             q.enqueue(frame(i as u64, ecn), 0, &mut h.ctx());
         }
         q.enqueue(frame(5, Ecn::Ect0), 2 * MS, &mut h.ctx());
@@ -892,28 +825,19 @@ mod tests {
         assert_eq!(h.marked.len(), 3);
         assert_eq!(q.stats().drops, 0);
         // Below the threshold: nothing.
-        assert_eq!(
-            q.dequeue(2 * MS + 900_000, &mut h.ctx()).unwrap().ecn,
-            Ecn::Ect0
-        );
+        assert_eq!(q.dequeue(2 * MS + 900_000, &mut h.ctx()).unwrap().ecn, Ecn::Ect0);
         assert_eq!(q.codel_stats().ce_mark, 3);
     }
 
     #[test]
     fn tail_drop_at_limit() {
         // aqm.md §4.2: tail drop when qlen >= limit.
-        let mut q = Codel::new(CodelParams {
-            limit_packets: 5,
-            ..Default::default()
-        });
+        let mut q = Codel::new(CodelParams { limit_packets: 5, ..Default::default() });
         let mut h = Harness::new();
         fill(&mut q, &mut h, 8, Ecn::NotEct, 0);
         assert_eq!(q.len(), 5);
         assert_eq!(q.stats().drops, 3);
-        assert_eq!(
-            h.dropped.iter().map(|p| p.id).collect::<Vec<_>>(),
-            vec![5, 6, 7]
-        );
+        assert_eq!(h.dropped.iter().map(|p| p.id).collect::<Vec<_>>(), vec![5, 6, 7]);
         let xs = q.extra_stats();
         assert!(xs.contains(&("drop_overlimit", 3.0)));
         assert_eq!(q.stats().backlog_bytes, 5 * 1514);
@@ -923,10 +847,7 @@ mod tests {
     fn codel_time_wraps_like_linux() {
         // Stamps and now on either side of the u32 codel-time wrap (~4398 s).
         let wrap_ns: u64 = 1 << 42;
-        let mut q = Codel::new(CodelParams {
-            ce_threshold_ns: Some(MS),
-            ..Default::default()
-        });
+        let mut q = Codel::new(CodelParams { ce_threshold_ns: Some(MS), ..Default::default() });
         let mut h = Harness::new();
         let t0 = wrap_ns - 500_000; // 0.5 ms before the wrap
         for i in 0..3 {
@@ -953,26 +874,11 @@ mod tests {
         assert_eq!(xs["drop_overlimit"], 0.0);
 
         assert!(CodelParams::default().validate().is_ok());
-        let e = CodelParams {
-            limit_packets: 0,
-            ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
+        let e = CodelParams { limit_packets: 0, ..Default::default() }.validate().unwrap_err();
         assert!(e.starts_with("limit_packets: 0 is out of range"), "{e}");
-        let e = CodelParams {
-            target_ns: 0,
-            ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
+        let e = CodelParams { target_ns: 0, ..Default::default() }.validate().unwrap_err();
         assert!(e.starts_with("target_ns: 0 is out of range"), "{e}");
-        let e = CodelParams {
-            mtu_bytes: 100,
-            ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
+        let e = CodelParams { mtu_bytes: 100, ..Default::default() }.validate().unwrap_err();
         assert!(e.starts_with("mtu_bytes: 100 is out of range"), "{e}");
         let p: CodelParams = serde_json::from_str(r#"{"limit_packets": 84, "ecn": true}"#).unwrap();
         assert_eq!((p.limit_packets, p.ecn, p.target_ns), (84, true, 5_000_000));

@@ -218,14 +218,10 @@ impl DualPi2Params {
         }
         if let Some(m) = self.memlimit_bytes {
             if !ml {
-                return Err(format!(
-                    "memlimit_bytes: {m} is not supported by variant l4steam (allowed: unset)"
-                ));
+                return Err(format!("memlimit_bytes: {m} is not supported by variant l4steam (allowed: unset)"));
             }
             if m == 0 || m > u32::MAX as u64 {
-                return Err(format!(
-                    "memlimit_bytes: {m} is out of range (allowed 1..=4294967295)"
-                ));
+                return Err(format!("memlimit_bytes: {m} is out of range (allowed 1..=4294967295)"));
             }
         }
         // tc carries times as whole µs in u32 attributes (aqm.md §2.2).
@@ -248,11 +244,7 @@ impl DualPi2Params {
             if let Some(x) = v {
                 let nl = tc_alpha_beta_to_nl(x);
                 let min_nl = if ml { 1 } else { 0 };
-                if !x.is_finite()
-                    || !(0.0..=TC_ALPHA_BETA_MAX).contains(&x)
-                    || nl < min_nl
-                    || nl > ALPHA_BETA_MAX_NL
-                {
+                if !x.is_finite() || !(0.0..=TC_ALPHA_BETA_MAX).contains(&x) || nl < min_nl || nl > ALPHA_BETA_MAX_NL {
                     return Err(format!(
                         "{name}: {x} is out of range (allowed {}..<8388608 Hz, sent as trunc(x*256))",
                         if ml { "1/256" } else { "0" }
@@ -262,9 +254,7 @@ impl DualPi2Params {
         }
         if let Some(n) = self.step_thresh_packets {
             if n == 0 {
-                return Err(
-                    "step_thresh_packets: 0 is out of range (allowed 1..=4294967295)".into(),
-                );
+                return Err("step_thresh_packets: 0 is out of range (allowed 1..=4294967295)".into());
             }
         }
         if !ml && self.min_qlen_step != 0 {
@@ -277,16 +267,10 @@ impl DualPi2Params {
             return Err("coupling_factor: 0 is out of range (allowed 1..=255)".into());
         }
         if self.classic_protection > 100 {
-            return Err(format!(
-                "classic_protection: {} is out of range (allowed 0..=100)",
-                self.classic_protection
-            ));
+            return Err(format!("classic_protection: {} is out of range (allowed 0..=100)", self.classic_protection));
         }
         if !ml && self.ecn_mask == DualPi2EcnMask::ClaEct {
-            return Err(
-                "ecn_mask: cla_ect is not supported by variant l4steam (allowed l4s_ect, any_ect)"
-                    .into(),
-            );
+            return Err("ecn_mask: cla_ect is not supported by variant l4steam (allowed l4s_ect, any_ect)".into());
         }
         if self.skb_truesize_bytes == 0 {
             return Err("skb_truesize_bytes: 0 is out of range (allowed 1..=4294967295)".into());
@@ -491,10 +475,7 @@ impl DualPi2 {
                     // §2.7.4: on overload with drop_on_overload, drop w.p. p'^2 and
                     // mark every other L packet (p_CL saturates); in overflow mode
                     // (unreachable: prob is capped at MAX/k) mark without drawing.
-                    if self.params.drop_on_overload
-                        && Self::roll(prob, ctx.rng)
-                        && Self::roll(prob, ctx.rng)
-                    {
+                    if self.params.drop_on_overload && Self::roll(prob, ctx.rng) && Self::roll(prob, ctx.rng) {
                         return true;
                     }
                     self.mark(&mut e.pkt, ctx);
@@ -536,25 +517,15 @@ impl DualPi2 {
         // Head-of-line waiting times (0 for an empty queue). Linux tracks head
         // enqueue timestamps with 0 meaning "empty"; the queue front is equivalent
         // (and avoids the sentinel clash with a packet enqueued at t = 0).
-        let qdelay_c = self
-            .c
-            .front()
-            .map_or(0, |e| now.saturating_sub(e.pkt.enqueue_ts));
-        let qdelay_l = self
-            .l
-            .front()
-            .map_or(0, |e| now.saturating_sub(e.pkt.enqueue_ts));
+        let qdelay_c = self.c.front().map_or(0, |e| now.saturating_sub(e.pkt.enqueue_ts));
+        let qdelay_l = self.l.front().map_or(0, |e| now.saturating_sub(e.pkt.enqueue_ts));
         let qdelay = qdelay_c.max(qdelay_l);
         // delta = (qdelay - target) a_i + (qdelay - last_qdelay) b_i in s64 (the
         // kernel notes overflow beyond ~4.2 s of delay change; wrap like it).
         let delta = (qdelay as i64)
             .wrapping_sub(self.target as i64)
             .wrapping_mul(self.a_i as i64)
-            .wrapping_add(
-                (qdelay as i64)
-                    .wrapping_sub(self.last_qdelay as i64)
-                    .wrapping_mul(self.b_i as i64),
-            );
+            .wrapping_add((qdelay as i64).wrapping_sub(self.last_qdelay as i64).wrapping_mul(self.b_i as i64));
         self.last_qdelay = qdelay;
         // Scale by 2^-6 and add to the u32 prob; the kernel truncates the sum to
         // u32 and saturates only when the u32 addition wraps.
@@ -608,27 +579,17 @@ impl Qdisc for DualPi2 {
         self.last_now = self.last_now.max(now);
         // aqm.md §2.3: classify on the ECN field read at enqueue.
         let ect = pkt.ecn;
-        let class = if (ect as u8) & self.ecn_mask != 0 {
-            Class::L4s
-        } else {
-            Class::Classic
-        };
+        let class = if (ect as u8) & self.ecn_mask != 0 { Class::L4s } else { Class::Classic };
         pkt.qclass = class as u8;
         let qlen = self.c.len() + self.l.len();
         // §2.4.1: shared packet limit (+ truesize memlimit in mainline) -> tail drop.
-        let over_mem = self.is_mainline()
-            && self.memory_used as u64 + self.truesize as u64 > self.memory_limit as u64;
+        let over_mem = self.is_mainline() && self.memory_used as u64 + self.truesize as u64 > self.memory_limit as u64;
         if qlen >= self.limit as usize || over_mem {
             self.stats.overlimits += 1;
             ctx.drop_counted(&mut self.stats, pkt);
             return;
         }
-        let mut e = Entry {
-            pkt,
-            ect,
-            class,
-            apply_step: false,
-        };
+        let mut e = Entry { pkt, ect, class, apply_step: false };
         // §2.4.2: drop_enqueue mode runs the PI decision on the backlog before adding.
         if !self.params.drop_dequeue && self.must_drop(&mut e, self.stats.backlog_bytes, ctx) {
             ctx.drop_counted(&mut self.stats, e.pkt);
@@ -647,11 +608,7 @@ impl Qdisc for DualPi2 {
                 // §2.4.4: step eligibility from the L queue length before appending:
                 // DP2-T "qlen(L) > 1", DP2-ML "qlen(L) >= min_qlen_step".
                 let ql = self.l.len() as u64;
-                e.apply_step = if self.is_mainline() {
-                    ql >= self.params.min_qlen_step as u64
-                } else {
-                    ql > 1
-                };
+                e.apply_step = if self.is_mainline() { ql >= self.params.min_qlen_step as u64 } else { ql > 1 };
                 self.packets_in_l += 1;
                 self.l.push_back(e);
             }
@@ -735,10 +692,7 @@ impl Qdisc for DualPi2 {
     /// whole µs as the kernel reports them.
     fn extra_stats(&self) -> Vec<(&'static str, f64)> {
         let delay_ms = |q: &VecDeque<Entry>| {
-            q.front().map_or(0, |e| {
-                self.last_now.saturating_sub(e.pkt.enqueue_ts) / NS_PER_US
-            }) as f64
-                / 1000.0
+            q.front().map_or(0, |e| self.last_now.saturating_sub(e.pkt.enqueue_ts) / NS_PER_US) as f64 / 1000.0
         };
         let mut v = vec![
             ("prob", self.prob as f64 / MAX_PROB as f64),
@@ -786,11 +740,7 @@ mod tests {
     }
 
     fn extra(q: &DualPi2, name: &str) -> f64 {
-        q.extra_stats()
-            .into_iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v)
-            .expect(name)
+        q.extra_stats().into_iter().find(|(k, _)| *k == name).map(|(_, v)| v).expect(name)
     }
 
     /// Probability that `roll(p)` fires: P(r <= p) for uniform u32 r.
@@ -852,11 +802,7 @@ mod tests {
         assert_eq!(credits[8], 15_140);
         assert_eq!(credits[9], -121_120);
         assert_eq!(credits[19], -121_120);
-        assert_eq!(
-            q.stats().marks + q.stats().drops,
-            0,
-            "prob = 0: no AQM action"
-        );
+        assert_eq!(q.stats().marks + q.stats().drops, 0, "prob = 0: no AQM action");
     }
 
     #[test]
@@ -891,17 +837,10 @@ mod tests {
         assert_eq!((d.a_i(), d.b_i()), (44, 879));
         assert_eq!(qdisc(d).gains(), (44, 879));
         // `tc ... alpha 0.16 beta 3.2` truncates to 40 and 819: a_i = 42.
-        let tc = DualPi2Params {
-            alpha: Some(0.16),
-            beta: Some(3.2),
-            ..Default::default()
-        };
+        let tc = DualPi2Params { alpha: Some(0.16), beta: Some(3.2), ..Default::default() };
         assert_eq!((tc.alpha_nl(), tc.beta_nl()), (40, 819));
         assert_eq!((tc.a_i(), tc.b_i()), (42, 879));
-        let exact = DualPi2Params {
-            alpha: Some(0.16015625),
-            ..Default::default()
-        };
+        let exact = DualPi2Params { alpha: Some(0.16015625), ..Default::default() };
         assert_eq!(exact.a_i(), 44);
     }
 
@@ -911,11 +850,7 @@ mod tests {
         // at 16 ms at every update: +220 437 500 then +687 500 per update.
         let mut q = qdisc(DualPi2Params::default());
         let mut h = H::with_seed(1);
-        assert_eq!(
-            q.next_timer(),
-            Some(16 * MS),
-            "first expiry = creation + tupdate"
-        );
+        assert_eq!(q.next_timer(), Some(16 * MS), "first expiry = creation + tupdate");
         q.enqueue(frame(0, Ecn::Ect0, FRAME), 0, &mut h.ctx());
         q.on_timer(16 * MS, &mut h.ctx());
         assert_eq!(q.prob(), 220_437_500);
@@ -956,10 +891,7 @@ mod tests {
         // Kernel quirk (DP2-T/ML): the scaled step is truncated to u32 before the
         // wrap check, so one update adding >= 2^32 is taken modulo 2^32. Head wait
         // 300 ms from prob 0: (285e6*44 + 300e6*879)/64 = 4 316 250 000 -> 21 282 704.
-        let mut q2 = qdisc(DualPi2Params {
-            tupdate_ns: 300 * MS,
-            ..Default::default()
-        });
+        let mut q2 = qdisc(DualPi2Params { tupdate_ns: 300 * MS, ..Default::default() });
         q2.enqueue(frame(0, Ecn::Ect0, FRAME), 0, &mut h.ctx());
         assert_eq!(q2.next_timer(), Some(300 * MS));
         q2.on_timer(300 * MS, &mut h.ctx());
@@ -969,10 +901,7 @@ mod tests {
     #[test]
     fn overflow_mode_caps_prob_at_one_over_k() {
         // aqm.md §2.9 step 5 / §2.7.4: overflow mode caps prob at MAX/k.
-        let mut q = qdisc(DualPi2Params {
-            drop_on_overload: false,
-            ..Default::default()
-        });
+        let mut q = qdisc(DualPi2Params { drop_on_overload: false, ..Default::default() });
         let mut h = H::with_seed(3);
         q.set_prob(MAX_PROB - 10);
         q.enqueue(frame(0, Ecn::Ect0, FRAME), 0, &mut h.ctx());
@@ -985,10 +914,7 @@ mod tests {
         let (marked, dropped, _) = steady(&mut q, &mut h, Ecn::Ect0, n);
         assert_eq!(dropped, 0);
         let pc = p_roll(MAX_PROB / 2).powi(2);
-        assert!(
-            (marked as f64 / n as f64 - pc).abs() < tol5(pc, n),
-            "marked {marked}"
-        );
+        assert!((marked as f64 / n as f64 - pc).abs() < tol5(pc, n), "marked {marked}");
     }
 
     #[test]
@@ -1018,27 +944,18 @@ mod tests {
         let (marked, dropped, passed) = steady(&mut q, &mut h, Ecn::Ect1, n);
         assert_eq!(passed, 0);
         assert_eq!(marked + dropped, n);
-        assert!(
-            (dropped as f64 / n as f64 - pd).abs() < tol5(pd, n),
-            "L dropped {dropped}"
-        );
+        assert!((dropped as f64 / n as f64 - pd).abs() < tol5(pd, n), "L dropped {dropped}");
         let mut q = qdisc(DualPi2Params::default());
         q.set_prob(2_147_483_648);
         let (marked, dropped, _) = steady(&mut q, &mut h, Ecn::Ect0, n);
         assert_eq!(marked, 0);
-        assert!(
-            (dropped as f64 / n as f64 - pd).abs() < tol5(pd, n),
-            "C dropped {dropped}"
-        );
+        assert!((dropped as f64 / n as f64 - pd).abs() < tol5(pd, n), "C dropped {dropped}");
 
         // The boundary is strict (k x prob > MAX_PROB). With k = 2 the product is even
         // and MAX_PROB odd, so check it where it can bite: k = 3, MAX_PROB = 3 x
         // 1 431 655 765. At that prob p_CL = 1 exactly (no drop); one more -> overload,
         // L packets dropped w.p. p'^2 ~ 1/9.
-        let k3 = DualPi2Params {
-            coupling_factor: 3,
-            ..Default::default()
-        };
+        let k3 = DualPi2Params { coupling_factor: 3, ..Default::default() };
         let mut q = qdisc(k3.clone());
         q.set_prob(1_431_655_765);
         assert!(!q.is_overloaded());
@@ -1049,10 +966,7 @@ mod tests {
         let (marked, dropped, passed) = steady(&mut q, &mut h, Ecn::Ect1, n);
         let pd = p_roll(1_431_655_766).powi(2);
         assert_eq!((passed, marked + dropped), (0, n));
-        assert!(
-            (dropped as f64 / n as f64 - pd).abs() < tol5(pd, n),
-            "k=3 L dropped {dropped}"
-        );
+        assert!((dropped as f64 / n as f64 - pd).abs() < tol5(pd, n), "k=3 L dropped {dropped}");
     }
 
     #[test]
@@ -1080,11 +994,7 @@ mod tests {
         let sd_c = (pc * (1.0 - pc) / n as f64).sqrt();
         let sd_l = 2.0 * (pcl / k) * (pcl * (1.0 - pcl) / n as f64).sqrt() / k;
         let tol = 5.0 * (sd_c * sd_c + sd_l * sd_l).sqrt();
-        assert!(
-            (fc - (fl / k).powi(2)).abs() < tol,
-            "coupling {fc} vs {}",
-            (fl / k).powi(2)
-        );
+        assert!((fc - (fl / k).powi(2)).abs() < tol, "coupling {fc} vs {}", (fl / k).powi(2));
         eprintln!(
             "coupling: fC {fc:.5} (exp {pc:.5} +- {:.5}), fL {fl:.5} (exp {pcl:.5} +- {:.5})",
             tol5(pc, n),
@@ -1115,10 +1025,7 @@ mod tests {
         let (m0, _, _) = steady(&mut q0, &mut h, Ecn::Ect0, n);
         // Difference of two independent fractions: sd = sqrt(2) sd(one).
         let fm = m0 as f64 / n as f64;
-        assert!(
-            (fd - fm).abs() < 2f64.sqrt() * tol5(pc, n),
-            "dropped {fd} vs marked {fm}"
-        );
+        assert!((fd - fm).abs() < 2f64.sqrt() * tol5(pc, n), "dropped {fd} vs marked {fm}");
     }
 
     #[test]
@@ -1176,11 +1083,7 @@ mod tests {
         }
         // WRR from reset serves the 5 L packets first (credit stays <= 0).
         let times = [999_999, 1_000_000, 1_000_001, 2 * MS, 3 * MS];
-        let got: Vec<Ecn> = times
-            .iter()
-            .map(|&t| q.dequeue(t, &mut h.ctx()).unwrap())
-            .map(|p| p.ecn)
-            .collect();
+        let got: Vec<Ecn> = times.iter().map(|&t| q.dequeue(t, &mut h.ctx()).unwrap()).map(|p| p.ecn).collect();
         assert_eq!(got, vec![Ecn::Ect1, Ecn::Ect1, Ecn::Ce, Ecn::Ce, Ecn::Ce]);
         for t in 1..=5 {
             let p = q.dequeue(50 * MS * t, &mut h.ctx()).unwrap();
@@ -1202,24 +1105,13 @@ mod tests {
             for i in 0..4 {
                 q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
             }
-            (0..4)
-                .map(|_| q.dequeue(5 * MS, &mut h.ctx()).unwrap().ecn)
-                .collect()
+            (0..4).map(|_| q.dequeue(5 * MS, &mut h.ctx()).unwrap().ecn).collect()
         };
         let (e, c) = (Ecn::Ect1, Ecn::Ce);
-        let t = DualPi2Params {
-            variant: DualPi2Variant::L4STeam,
-            ..Default::default()
-        };
+        let t = DualPi2Params { variant: DualPi2Variant::L4STeam, ..Default::default() };
         assert_eq!(run(t), vec![e, e, c, c]);
         assert_eq!(run(DualPi2Params::default()), vec![c, c, c, c]);
-        assert_eq!(
-            run(DualPi2Params {
-                min_qlen_step: 2,
-                ..Default::default()
-            }),
-            vec![e, e, c, c]
-        );
+        assert_eq!(run(DualPi2Params { min_qlen_step: 2, ..Default::default() }), vec![e, e, c, c]);
     }
 
     #[test]
@@ -1231,22 +1123,13 @@ mod tests {
             for i in 0..5 {
                 q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
             }
-            (0..5)
-                .map(|_| q.dequeue(0, &mut h.ctx()).unwrap().ecn)
-                .collect()
+            (0..5).map(|_| q.dequeue(0, &mut h.ctx()).unwrap().ecn).collect()
         };
         let (e, c) = (Ecn::Ect1, Ecn::Ce);
-        let ml = DualPi2Params {
-            step_thresh_packets: Some(2),
-            ..Default::default()
-        };
+        let ml = DualPi2Params { step_thresh_packets: Some(2), ..Default::default() };
         assert_eq!(run(ml), vec![c, c, e, e, e]);
         // DP2-T source quirk: the packet threshold is multiplied by 1000.
-        let t = DualPi2Params {
-            step_thresh_packets: Some(2),
-            variant: DualPi2Variant::L4STeam,
-            ..Default::default()
-        };
+        let t = DualPi2Params { step_thresh_packets: Some(2), variant: DualPi2Variant::L4STeam, ..Default::default() };
         assert_eq!(run(t), vec![e; 5]);
     }
 
@@ -1255,29 +1138,18 @@ mod tests {
         // aqm.md §2.3: ECT(1) and CE -> L with l4s_ect; any_ect adds ECT(0).
         let mut h = H::with_seed(1);
         let mut q = qdisc(DualPi2Params::default());
-        for (i, ecn) in [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce]
-            .into_iter()
-            .enumerate()
-        {
+        for (i, ecn) in [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce].into_iter().enumerate() {
             q.enqueue(frame(i as u64, ecn, 100), 0, &mut h.ctx());
         }
         assert_eq!((extra(&q, "pkts_in_c"), extra(&q, "pkts_in_l")), (2.0, 2.0));
-        let mut seen: Vec<(u64, u8)> = (0..4)
-            .map(|_| q.dequeue(0, &mut h.ctx()).unwrap())
-            .map(|p| (p.id, p.qclass))
-            .collect();
+        let mut seen: Vec<(u64, u8)> =
+            (0..4).map(|_| q.dequeue(0, &mut h.ctx()).unwrap()).map(|p| (p.id, p.qclass)).collect();
         seen.sort();
         assert_eq!(seen, vec![(0, 0), (1, 1), (2, 0), (3, 1)]);
         assert_eq!(q.class_names(), &["C", "L"]);
 
-        let mut q = qdisc(DualPi2Params {
-            ecn_mask: DualPi2EcnMask::AnyEct,
-            ..Default::default()
-        });
-        for (i, ecn) in [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce]
-            .into_iter()
-            .enumerate()
-        {
+        let mut q = qdisc(DualPi2Params { ecn_mask: DualPi2EcnMask::AnyEct, ..Default::default() });
+        for (i, ecn) in [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce].into_iter().enumerate() {
             q.enqueue(frame(i as u64, ecn, 100), 0, &mut h.ctx());
         }
         assert_eq!((extra(&q, "pkts_in_c"), extra(&q, "pkts_in_l")), (1.0, 3.0));
@@ -1287,10 +1159,7 @@ mod tests {
     fn shared_tail_drop_limit_and_memlimit() {
         // aqm.md §2.4.1: one packet limit for both queues; overlimit + drop.
         let mut h = H::with_seed(1);
-        let mut q = qdisc(DualPi2Params {
-            limit_packets: 5,
-            ..Default::default()
-        });
+        let mut q = qdisc(DualPi2Params { limit_packets: 5, ..Default::default() });
         for i in 0..3 {
             q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
             q.enqueue(frame(10 + i, Ecn::Ect0, FRAME), 0, &mut h.ctx());
@@ -1302,10 +1171,7 @@ mod tests {
         assert_eq!(q.stats().maxq_packets, 5);
 
         // Mainline memlimit on truesize (default 2304 B per skb).
-        let mut q = qdisc(DualPi2Params {
-            memlimit_bytes: Some(3 * 2304),
-            ..Default::default()
-        });
+        let mut q = qdisc(DualPi2Params { memlimit_bytes: Some(3 * 2304), ..Default::default() });
         for i in 0..4 {
             q.enqueue(frame(i, Ecn::Ect0, 66), 0, &mut h.ctx());
         }
@@ -1322,17 +1188,12 @@ mod tests {
         // aqm.md §2.4.2: PI decision at enqueue on the backlog before adding; none at
         // dequeue (the step still runs at dequeue).
         let mut h = H::with_seed(1);
-        let mut q = qdisc(DualPi2Params {
-            drop_dequeue: false,
-            ..Default::default()
-        });
+        let mut q = qdisc(DualPi2Params { drop_dequeue: false, ..Default::default() });
         q.set_prob(2_147_483_647);
         for i in 0..4 {
             q.enqueue(frame(i, Ecn::Ect1, FRAME), 0, &mut h.ctx());
         }
-        let got: Vec<Ecn> = (0..4)
-            .map(|_| q.dequeue(0, &mut h.ctx()).unwrap().ecn)
-            .collect();
+        let got: Vec<Ecn> = (0..4).map(|_| q.dequeue(0, &mut h.ctx()).unwrap().ecn).collect();
         assert_eq!(got, vec![Ecn::Ect1, Ecn::Ect1, Ecn::Ce, Ecn::Ce]);
         // Overloaded C Not-ECT: dropped at enqueue once >= 3028 B are queued.
         q.set_prob(MAX_PROB);
@@ -1357,26 +1218,17 @@ mod tests {
         q.set_prob(MAX_PROB); // overloaded: L packets dropped w.p. 1 above 2 MTU
         let p = q.dequeue(0, &mut h.ctx()).unwrap();
         assert_eq!(p.id, 3);
-        assert_eq!(
-            h.dropped.iter().map(|p| p.id).collect::<Vec<_>>(),
-            vec![0, 1, 2]
-        );
+        assert_eq!(h.dropped.iter().map(|p| p.id).collect::<Vec<_>>(), vec![0, 1, 2]);
         assert_eq!(q.credit(), -121_120 + 15_140);
         assert_eq!(q.stats().drops, 3);
-        assert_eq!(
-            (q.stats().backlog_packets, q.stats().backlog_bytes),
-            (1, FRAME as u64)
-        );
+        assert_eq!((q.stats().backlog_packets, q.stats().backlog_bytes), (1, FRAME as u64));
         assert_eq!(q.stats().sent_packets, 1);
     }
 
     #[test]
     fn timer_schedule_and_extra_stats() {
         let mut h = H::with_seed(1);
-        let mut q = qdisc(DualPi2Params {
-            target_ns: 5 * MS,
-            ..Default::default()
-        });
+        let mut q = qdisc(DualPi2Params { target_ns: 5 * MS, ..Default::default() });
         assert_eq!(q.next_timer(), Some(16 * MS));
         q.on_timer(10 * MS, &mut h.ctx()); // early call: ignored
         assert_eq!(q.next_timer(), Some(16 * MS));
@@ -1399,101 +1251,27 @@ mod tests {
             let e = p.validate().unwrap_err();
             assert!(e.starts_with(field), "{e}");
         };
-        bad(
-            DualPi2Params {
-                limit_packets: 0,
-                ..Default::default()
-            },
-            "limit_packets:",
-        );
-        bad(
-            DualPi2Params {
-                coupling_factor: 0,
-                ..Default::default()
-            },
-            "coupling_factor:",
-        );
-        bad(
-            DualPi2Params {
-                classic_protection: 101,
-                ..Default::default()
-            },
-            "classic_protection:",
-        );
-        bad(
-            DualPi2Params {
-                target_ns: 15_000_001,
-                ..Default::default()
-            },
-            "target_ns:",
-        );
-        bad(
-            DualPi2Params {
-                tupdate_ns: 0,
-                ..Default::default()
-            },
-            "tupdate_ns:",
-        );
-        bad(
-            DualPi2Params {
-                alpha: Some(0.001),
-                ..Default::default()
-            },
-            "alpha:",
-        );
-        bad(
-            DualPi2Params {
-                beta: Some(-1.0),
-                ..Default::default()
-            },
-            "beta:",
-        );
-        let t = DualPi2Params {
-            variant: DualPi2Variant::L4STeam,
-            ..Default::default()
-        };
-        assert!(
-            DualPi2Params {
-                alpha: Some(0.001),
-                ..t.clone()
-            }
-            .validate()
-            .is_ok(),
-            "DP2-T accepts alpha 0"
-        );
-        bad(
-            DualPi2Params {
-                min_qlen_step: 1,
-                ..t.clone()
-            },
-            "min_qlen_step:",
-        );
-        bad(
-            DualPi2Params {
-                memlimit_bytes: Some(1000),
-                ..t.clone()
-            },
-            "memlimit_bytes:",
-        );
-        bad(
-            DualPi2Params {
-                ecn_mask: DualPi2EcnMask::ClaEct,
-                ..t
-            },
-            "ecn_mask:",
-        );
+        bad(DualPi2Params { limit_packets: 0, ..Default::default() }, "limit_packets:");
+        bad(DualPi2Params { coupling_factor: 0, ..Default::default() }, "coupling_factor:");
+        bad(DualPi2Params { classic_protection: 101, ..Default::default() }, "classic_protection:");
+        bad(DualPi2Params { target_ns: 15_000_001, ..Default::default() }, "target_ns:");
+        bad(DualPi2Params { tupdate_ns: 0, ..Default::default() }, "tupdate_ns:");
+        bad(DualPi2Params { alpha: Some(0.001), ..Default::default() }, "alpha:");
+        bad(DualPi2Params { beta: Some(-1.0), ..Default::default() }, "beta:");
+        let t = DualPi2Params { variant: DualPi2Variant::L4STeam, ..Default::default() };
+        assert!(DualPi2Params { alpha: Some(0.001), ..t.clone() }.validate().is_ok(), "DP2-T accepts alpha 0");
+        bad(DualPi2Params { min_qlen_step: 1, ..t.clone() }, "min_qlen_step:");
+        bad(DualPi2Params { memlimit_bytes: Some(1000), ..t.clone() }, "memlimit_bytes:");
+        bad(DualPi2Params { ecn_mask: DualPi2EcnMask::ClaEct, ..t }, "ecn_mask:");
 
-        let p: DualPi2Params = serde_json::from_str(
-            r#"{"target_ns": 5000000, "variant": "l4steam", "ecn_mask": "any_ect"}"#,
-        )
-        .unwrap();
+        let p: DualPi2Params =
+            serde_json::from_str(r#"{"target_ns": 5000000, "variant": "l4steam", "ecn_mask": "any_ect"}"#).unwrap();
         assert_eq!(p.target_ns, 5 * MS);
         assert_eq!(p.variant, DualPi2Variant::L4STeam);
         assert_eq!(p.ecn_mask, DualPi2EcnMask::AnyEct);
         assert_eq!(p.limit_packets, 10_000);
         assert!(serde_json::from_str::<DualPi2Params>(r#"{"tagret_ns": 1}"#).is_err());
-        let back: DualPi2Params =
-            serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        let back: DualPi2Params = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
         assert_eq!(back, p);
     }
 }

@@ -33,11 +33,7 @@ impl Fifo {
     }
 
     fn with_limit(limit: Limit, capacity: usize) -> Self {
-        Fifo {
-            queue: VecDeque::with_capacity(capacity.clamp(16, 1 << 16)),
-            limit,
-            stats: QdiscStats::default(),
-        }
+        Fifo { queue: VecDeque::with_capacity(capacity.clamp(16, 1 << 16)), limit, stats: QdiscStats::default() }
     }
 }
 
@@ -95,11 +91,7 @@ mod tests {
         let mut q = Fifo::bfifo(250_000);
         let mut r = rng::stream(1, rng::Stream::Qdisc);
         let (mut d, mut m) = (Vec::new(), Vec::new());
-        let mut ctx = QdiscCtx {
-            rng: &mut r,
-            dropped: &mut d,
-            marked: &mut m,
-        };
+        let mut ctx = QdiscCtx { rng: &mut r, dropped: &mut d, marked: &mut m };
         for i in 0..200 {
             q.enqueue(frame(i, 1514), i, &mut ctx);
         }
@@ -118,11 +110,7 @@ mod tests {
         let mut q = Fifo::pfifo(3);
         let mut r = rng::stream(1, rng::Stream::Qdisc);
         let (mut d, mut m) = (Vec::new(), Vec::new());
-        let mut ctx = QdiscCtx {
-            rng: &mut r,
-            dropped: &mut d,
-            marked: &mut m,
-        };
+        let mut ctx = QdiscCtx { rng: &mut r, dropped: &mut d, marked: &mut m };
         for i in 0..5 {
             q.enqueue(frame(i, if i % 2 == 0 { 66 } else { 1514 }), 0, &mut ctx);
         }

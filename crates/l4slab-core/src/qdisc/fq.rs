@@ -83,10 +83,7 @@ impl FqParams {
     pub fn validate(&self) -> Result<(), String> {
         const MAX_US_NS: u64 = u32::MAX as u64 * NS_PER_US;
         if self.limit_packets == 0 {
-            return Err(format!(
-                "limit_packets: {} is out of range (allowed 1..=4294967295)",
-                self.limit_packets
-            ));
+            return Err(format!("limit_packets: {} is out of range (allowed 1..=4294967295)", self.limit_packets));
         }
         if self.flow_limit_packets == 0 {
             return Err(format!(
@@ -95,10 +92,7 @@ impl FqParams {
             ));
         }
         if self.quantum_bytes == 0 || self.quantum_bytes > 1 << 20 {
-            return Err(format!(
-                "quantum_bytes: {} is out of range (allowed 1..=1048576)",
-                self.quantum_bytes
-            ));
+            return Err(format!("quantum_bytes: {} is out of range (allowed 1..=1048576)", self.quantum_bytes));
         }
         if self.initial_quantum_bytes > i32::MAX as u32 {
             return Err(format!(
@@ -107,22 +101,14 @@ impl FqParams {
             ));
         }
         if self.refill_delay_ns > MAX_US_NS {
-            return Err(format!(
-                "refill_delay_ns: {} is out of range (allowed 0..={MAX_US_NS})",
-                self.refill_delay_ns
-            ));
+            return Err(format!("refill_delay_ns: {} is out of range (allowed 0..={MAX_US_NS})", self.refill_delay_ns));
         }
         if !(2..=256 * 1024).contains(&self.buckets) {
-            return Err(format!(
-                "buckets: {} is out of range (allowed 2..=262144)",
-                self.buckets
-            ));
+            return Err(format!("buckets: {} is out of range (allowed 2..=262144)", self.buckets));
         }
         if let Some(t) = self.ce_threshold_ns {
             if t > MAX_US_NS {
-                return Err(format!(
-                    "ce_threshold_ns: {t} is out of range (allowed 0..={MAX_US_NS})"
-                ));
+                return Err(format!("ce_threshold_ns: {t} is out of range (allowed 0..={MAX_US_NS})"));
             }
         }
         Ok(())
@@ -308,8 +294,7 @@ impl Fq {
             slot
         } else {
             let mut flow = flow;
-            flow.queue =
-                VecDeque::with_capacity((self.params.flow_limit_packets as usize).clamp(16, 256));
+            flow.queue = VecDeque::with_capacity((self.params.flow_limit_packets as usize).clamp(16, 256));
             self.flows.push(flow);
             (self.flows.len() - 1) as u32
         };
@@ -339,11 +324,7 @@ impl Qdisc for Fq {
         pkt.qclass = 0;
         // aqm.md §6.3 step 1: total limit (≥ 6.7: the band's count, which excludes
         // the fast-path FIFO; identical when the fast path is not modelled).
-        let counted = if self.params.fastpath {
-            self.flow_pkts
-        } else {
-            self.total_qlen()
-        };
+        let counted = if self.params.fastpath { self.flow_pkts } else { self.total_qlen() };
         if counted >= self.params.limit_packets as u64 {
             self.drop_packet(pkt, ctx);
             return;
@@ -434,11 +415,7 @@ impl Qdisc for Fq {
             // aqm.md §6.4 step 4: CE step on sojourn (time_to_send = enqueue time,
             // time_next_packet = 0 without pacing): mark iff now − t > ce_threshold.
             // ce_mark counts even when set-CE fails on Not-ECT (aqm.md §1.2).
-            if (now
-                .wrapping_sub(pkt.enqueue_ts)
-                .wrapping_sub(self.ce_threshold) as i64)
-                > 0
-            {
+            if (now.wrapping_sub(pkt.enqueue_ts).wrapping_sub(self.ce_threshold) as i64) > 0 {
                 self.stat_ce_mark += 1;
                 if pkt.set_ce() {
                     ctx.mark_counted(&mut self.stats, pkt.flow);
@@ -534,9 +511,7 @@ mod tests {
     /// Two flow ids with distinct orphan keys (collisions are possible by design).
     fn distinct_flows(q: &Fq) -> (u32, u32) {
         let k0 = q.orphan_key(&pkt(0, 0, 1514, Ecn::NotEct));
-        let other = (1..)
-            .find(|&f| q.orphan_key(&pkt(f, 0, 1514, Ecn::NotEct)) != k0)
-            .unwrap();
+        let other = (1..).find(|&f| q.orphan_key(&pkt(f, 0, 1514, Ecn::NotEct)) != k0).unwrap();
         (0, other)
     }
 
@@ -545,32 +520,15 @@ mod tests {
         let p = FqParams::default();
         assert_eq!(p.validate(), Ok(()));
         assert_eq!(
-            (
-                p.limit_packets,
-                p.flow_limit_packets,
-                p.quantum_bytes,
-                p.initial_quantum_bytes
-            ),
+            (p.limit_packets, p.flow_limit_packets, p.quantum_bytes, p.initial_quantum_bytes),
             (10_000, 100, 3028, 15_140)
         );
-        assert_eq!(
-            (p.orphan_mask, p.buckets, p.ce_threshold_ns),
-            (1023, 1024, None)
-        );
+        assert_eq!((p.orphan_mask, p.buckets, p.ce_threshold_ns), (1023, 1024, None));
         let mut b = Bufs::new();
         let q = make(p, &mut b);
-        assert_eq!(
-            (q.buckets_log, q.refill_delay_jiffies, q.ce_threshold),
-            (10, 40, 4_294_967_295_000)
-        );
-        let bad = FqParams {
-            quantum_bytes: 0,
-            ..FqParams::default()
-        };
-        assert_eq!(
-            bad.validate().unwrap_err(),
-            "quantum_bytes: 0 is out of range (allowed 1..=1048576)"
-        );
+        assert_eq!((q.buckets_log, q.refill_delay_jiffies, q.ce_threshold), (10, 40, 4_294_967_295_000));
+        let bad = FqParams { quantum_bytes: 0, ..FqParams::default() };
+        assert_eq!(bad.validate().unwrap_err(), "quantum_bytes: 0 is out of range (allowed 1..=1048576)");
     }
 
     #[test]
@@ -578,20 +536,10 @@ mod tests {
         // aqm.md §6.2 / §6.5: orphan_mask 0 -> one flow, strict FIFO order, and the
         // effective limit is min(limit, flow_limit).
         let mut b = Bufs::new();
-        let mut q = make(
-            FqParams {
-                orphan_mask: 0,
-                ..FqParams::default()
-            },
-            &mut b,
-        );
+        let mut q = make(FqParams { orphan_mask: 0, ..FqParams::default() }, &mut b);
         for i in 0..150u64 {
             let len = if i % 3 == 0 { 66 } else { 1514 };
-            q.enqueue(
-                pkt((i % 5) as u32, i, len, Ecn::NotEct),
-                i * 1000,
-                &mut b.ctx(),
-            );
+            q.enqueue(pkt((i % 5) as u32, i, len, Ecn::NotEct), i * 1000, &mut b.ctx());
         }
         assert_eq!(q.len(), 100); // flow_limit 100 < limit 10 000
         assert_eq!(b.dropped.len(), 50);
@@ -625,13 +573,7 @@ mod tests {
         }
         assert_eq!(order, expect);
         // 1000-B packets: 3028 B of credit buys 4 packets (3028 → 28 → −972).
-        let mut q = make(
-            FqParams {
-                initial_quantum_bytes: 0,
-                ..FqParams::default()
-            },
-            &mut b,
-        );
+        let mut q = make(FqParams { initial_quantum_bytes: 0, ..FqParams::default() }, &mut b);
         for i in 0..8u64 {
             q.enqueue(pkt(fa, i, 1000, Ecn::NotEct), 0, &mut b.ctx());
             q.enqueue(pkt(fb, 100 + i, 1000, Ecn::NotEct), 0, &mut b.ctx());
@@ -639,15 +581,7 @@ mod tests {
         let order: Vec<u32> = drain(&mut q, &mut b, 0).iter().map(|p| p.flow).collect();
         // Deficits carry over: A 3028→−972 (4), B (4), A −972+3028 = 2056→−944 (3),
         // B (3), then the last one each.
-        let expect = [
-            vec![fa; 4],
-            vec![fb; 4],
-            vec![fa; 3],
-            vec![fb; 3],
-            vec![fa],
-            vec![fb],
-        ]
-        .concat();
+        let expect = [vec![fa; 4], vec![fb; 4], vec![fa; 3], vec![fb; 3], vec![fa], vec![fb]].concat();
         assert_eq!(order, expect);
         assert_eq!(q.extra_stats()[1], ("inactive_flows", 2.0));
     }
@@ -674,13 +608,7 @@ mod tests {
     fn flow_limit_drops_only_the_offending_flow() {
         // aqm.md §6.3 step 4.
         let mut b = Bufs::new();
-        let mut q = make(
-            FqParams {
-                flow_limit_packets: 5,
-                ..FqParams::default()
-            },
-            &mut b,
-        );
+        let mut q = make(FqParams { flow_limit_packets: 5, ..FqParams::default() }, &mut b);
         let (fa, fb) = distinct_flows(&q);
         for i in 0..10u64 {
             q.enqueue(pkt(fa, i, 1514, Ecn::NotEct), 0, &mut b.ctx());
@@ -689,30 +617,18 @@ mod tests {
             }
         }
         assert_eq!(q.len(), 9);
-        assert_eq!(
-            b.dropped.iter().map(|p| p.id).collect::<Vec<_>>(),
-            vec![5, 6, 7, 8, 9]
-        );
+        assert_eq!(b.dropped.iter().map(|p| p.id).collect::<Vec<_>>(), vec![5, 6, 7, 8, 9]);
         assert!(b.dropped.iter().all(|p| p.flow == fa));
         assert_eq!((q.stat_flows_plimit, q.stats.drops), (5, 5));
         // Total limit applies across flows.
-        let mut q = make(
-            FqParams {
-                limit_packets: 6,
-                ..FqParams::default()
-            },
-            &mut b,
-        );
+        let mut q = make(FqParams { limit_packets: 6, ..FqParams::default() }, &mut b);
         b.dropped.clear();
         for i in 0..4u64 {
             q.enqueue(pkt(fa, i, 1514, Ecn::NotEct), 0, &mut b.ctx());
             q.enqueue(pkt(fb, 100 + i, 1514, Ecn::NotEct), 0, &mut b.ctx());
         }
         assert_eq!(q.len(), 6);
-        assert_eq!(
-            b.dropped.iter().map(|p| p.id).collect::<Vec<_>>(),
-            vec![3, 103]
-        );
+        assert_eq!(b.dropped.iter().map(|p| p.id).collect::<Vec<_>>(), vec![3, 103]);
         assert_eq!(q.stat_flows_plimit, 0);
     }
 
@@ -746,14 +662,8 @@ mod tests {
 
         // Boundary: a sojourn of exactly 5 ms is not marked, 5 ms + 1 ns is. A Not-ECT
         // frame is left untouched but still counted in ce_mark (aqm.md §6.4 step 4).
-        let mut q = make(
-            FqParams {
-                orphan_mask: 0,
-                ce_threshold_ns: Some(5 * NS_PER_MS),
-                ..FqParams::default()
-            },
-            &mut b,
-        );
+        let mut q =
+            make(FqParams { orphan_mask: 0, ce_threshold_ns: Some(5 * NS_PER_MS), ..FqParams::default() }, &mut b);
         q.enqueue(pkt(0, 1, 1514, Ecn::Ect0), 0, &mut b.ctx());
         q.enqueue(pkt(0, 2, 1514, Ecn::Ect0), 0, &mut b.ctx());
         q.enqueue(pkt(0, 3, 1514, Ecn::NotEct), 0, &mut b.ctx());
@@ -784,11 +694,7 @@ mod tests {
         let mut checked = 0;
         while next_dep < 200 * NS_PER_MS {
             if next_arr <= next_dep {
-                q.enqueue(
-                    pkt((id % 3) as u32, id, 1514, Ecn::Ect1),
-                    next_arr,
-                    &mut b.ctx(),
-                );
+                q.enqueue(pkt((id % 3) as u32, id, 1514, Ecn::Ect1), next_arr, &mut b.ctx());
                 id += 1;
                 next_arr += 100_000;
             } else {
@@ -809,13 +715,7 @@ mod tests {
         // (40 jiffies) gets credit max(credit, quantum); age = jiffies | 1.
         for (arrive_ms, expect) in [(45u64, 486i32), (46, 3028)] {
             let mut b = Bufs::new();
-            let mut q = make(
-                FqParams {
-                    initial_quantum_bytes: 2000,
-                    ..FqParams::default()
-                },
-                &mut b,
-            );
+            let mut q = make(FqParams { initial_quantum_bytes: 2000, ..FqParams::default() }, &mut b);
             let (fa, fb) = distinct_flows(&q);
             q.enqueue(pkt(fa, 0, 1514, Ecn::NotEct), 0, &mut b.ctx());
             for i in 0..5u64 {
@@ -823,22 +723,13 @@ mod tests {
             }
             // 1 ms: A (2000 -> 486); 2 ms: A empty new -> old, B1; 3 ms: B2;
             // 4 ms: B refilled -> old tail, A empty on old -> detached (age 4|1 = 5), B3.
-            let flows: Vec<u32> = (1..=4)
-                .map(|k| q.dequeue(k * NS_PER_MS, &mut b.ctx()).unwrap().flow)
-                .collect();
+            let flows: Vec<u32> = (1..=4).map(|k| q.dequeue(k * NS_PER_MS, &mut b.ctx()).unwrap().flow).collect();
             assert_eq!(flows, vec![fa, fb, fb, fb]);
             let sa = q.index[&q.orphan_key(&pkt(fa, 0, 0, Ecn::NotEct))];
             assert_eq!(q.flows[sa as usize].link, Link::Detached);
             assert_eq!(q.flows[sa as usize].age, 5);
-            q.enqueue(
-                pkt(fa, 1, 1514, Ecn::NotEct),
-                arrive_ms * NS_PER_MS,
-                &mut b.ctx(),
-            );
-            assert_eq!(
-                q.flows[sa as usize].credit, expect,
-                "arrival at {arrive_ms} ms"
-            );
+            q.enqueue(pkt(fa, 1, 1514, Ecn::NotEct), arrive_ms * NS_PER_MS, &mut b.ctx());
+            assert_eq!(q.flows[sa as usize].credit, expect, "arrival at {arrive_ms} ms");
             assert_eq!(q.flows[sa as usize].link, Link::New);
         }
     }
@@ -848,14 +739,7 @@ mod tests {
         // Flows detached for more than 3 s are freed when another lookup hits their
         // bucket; a re-created flow starts again with initial_quantum.
         let mut b = Bufs::new();
-        let mut q = make(
-            FqParams {
-                buckets: 2,
-                initial_quantum_bytes: 1514,
-                ..FqParams::default()
-            },
-            &mut b,
-        );
+        let mut q = make(FqParams { buckets: 2, initial_quantum_bytes: 1514, ..FqParams::default() }, &mut b);
         let ka = q.orphan_key(&pkt(0, 0, 0, Ecn::NotEct));
         let fb = (1..)
             .find(|&f| {
@@ -869,36 +753,22 @@ mod tests {
         }
         // 1 ms: A (credit 0). 2 ms: A refilled -> old; B1 (credit 0). 3 ms: B refilled
         // -> old; A empty on old -> detached (age 3|1 = 3); B2. 4 ms: B3.
-        let flows: Vec<u32> = (1..=4)
-            .map(|k| q.dequeue(k * NS_PER_MS, &mut b.ctx()).unwrap().flow)
-            .collect();
+        let flows: Vec<u32> = (1..=4).map(|k| q.dequeue(k * NS_PER_MS, &mut b.ctx()).unwrap().flow).collect();
         assert_eq!(flows, vec![0, fb, fb, fb]);
         let sa = q.index[&ka];
         assert_eq!(q.flows[sa as usize].link, Link::Detached);
         assert_eq!(q.flows[sa as usize].age, 3);
         assert_eq!((q.flow_count(), q.stat_gc_flows), (2, 0));
         // Not yet a candidate at jiffies = age + 3000.
-        q.enqueue(
-            pkt(fb, 4, 1514, Ecn::NotEct),
-            3_003 * NS_PER_MS,
-            &mut b.ctx(),
-        );
+        q.enqueue(pkt(fb, 4, 1514, Ecn::NotEct), 3_003 * NS_PER_MS, &mut b.ctx());
         assert_eq!((q.flow_count(), q.stat_gc_flows), (2, 0));
         // One jiffy later B's lookup collects A.
-        q.enqueue(
-            pkt(fb, 5, 1514, Ecn::NotEct),
-            3_004 * NS_PER_MS,
-            &mut b.ctx(),
-        );
+        q.enqueue(pkt(fb, 5, 1514, Ecn::NotEct), 3_004 * NS_PER_MS, &mut b.ctx());
         assert_eq!((q.flow_count(), q.stat_gc_flows), (1, 1));
         assert!(!q.index.contains_key(&ka));
         // Re-created A starts with initial_quantum again (an old flow refilled after
         // refill_delay would have had max(3028, credit) = 3028).
-        q.enqueue(
-            pkt(0, 6, 1514, Ecn::NotEct),
-            3_008 * NS_PER_MS,
-            &mut b.ctx(),
-        );
+        q.enqueue(pkt(0, 6, 1514, Ecn::NotEct), 3_008 * NS_PER_MS, &mut b.ctx());
         let sa = q.index[&ka];
         assert_eq!(q.flows[sa as usize].credit, 1514);
         assert_eq!(q.flow_count(), 2);
@@ -925,10 +795,7 @@ mod tests {
         assert_eq!((q.internal.len(), q.len()), (8, 11));
         assert_eq!(b.dropped.len(), 1);
         let out = drain(&mut q, &mut b, 10 * NS_PER_MS);
-        assert_eq!(
-            out.iter().map(|p| p.id).collect::<Vec<_>>(),
-            (0..11).collect::<Vec<_>>()
-        );
+        assert_eq!(out.iter().map(|p| p.id).collect::<Vec<_>>(), (0..11).collect::<Vec<_>>());
         assert!(out[..8].iter().all(|p| p.ecn == Ecn::Ect0));
         assert!(out[8..].iter().all(|p| p.ecn == Ecn::Ce));
         assert!(q.extra_stats().contains(&("fastpath_packets", 8.0)));

@@ -5,8 +5,7 @@
 //! is dropped from the head of the fattest bucket.
 
 use super::codel::{
-    codel_dequeue, validate_codel_times, validate_mtu, CodelConfig, CodelQueue, CodelStats,
-    CodelVars, PSCHED_MTU,
+    codel_dequeue, validate_codel_times, validate_mtu, CodelConfig, CodelQueue, CodelStats, CodelVars, PSCHED_MTU,
 };
 use super::{Qdisc, QdiscCtx, QdiscStats};
 use crate::packet::Packet;
@@ -87,24 +86,15 @@ impl Default for FqCodelParams {
 impl FqCodelParams {
     pub fn validate(&self) -> Result<(), String> {
         if !(1..=1_000_000).contains(&self.limit_packets) {
-            return Err(format!(
-                "limit_packets: {} is out of range (allowed 1..=1000000)",
-                self.limit_packets
-            ));
+            return Err(format!("limit_packets: {} is out of range (allowed 1..=1000000)", self.limit_packets));
         }
         // Linux: 0 < flows <= 65536.
         if !(1..=65_536).contains(&self.flows) {
-            return Err(format!(
-                "flows: {} is out of range (allowed 1..=65536)",
-                self.flows
-            ));
+            return Err(format!("flows: {} is out of range (allowed 1..=65536)", self.flows));
         }
         // Linux clamps quantum to >= 256 and rejects > 1 MiB; reject both here.
         if !(256..=1 << 20).contains(&self.quantum_bytes) {
-            return Err(format!(
-                "quantum_bytes: {} is out of range (allowed 256..=1048576)",
-                self.quantum_bytes
-            ));
+            return Err(format!("quantum_bytes: {} is out of range (allowed 256..=1048576)", self.quantum_bytes));
         }
         validate_codel_times(self.target_ns, self.interval_ns, self.ce_threshold_ns)?;
         // Linux caps memory_limit at 2^31.
@@ -115,10 +105,7 @@ impl FqCodelParams {
             ));
         }
         if !(1..=65_536).contains(&self.drop_batch_size) {
-            return Err(format!(
-                "drop_batch_size: {} is out of range (allowed 1..=65536)",
-                self.drop_batch_size
-            ));
+            return Err(format!("drop_batch_size: {} is out of range (allowed 1..=65536)", self.drop_batch_size));
         }
         validate_mtu(self.mtu_bytes)
     }
@@ -404,19 +391,9 @@ impl Qdisc for FqCodel {
                 continue;
             }
             // Step 3: per-bucket CoDel; the minimum-backlog rule sees the qdisc backlog.
-            let Flow {
-                queue,
-                backlog,
-                cvars,
-                ..
-            } = &mut *flow;
-            let mut bq = BucketQueue {
-                queue,
-                backlog,
-                memory_usage: &mut self.memory_usage,
-                stats: &mut self.stats,
-                ctx,
-            };
+            let Flow { queue, backlog, cvars, .. } = &mut *flow;
+            let mut bq =
+                BucketQueue { queue, backlog, memory_usage: &mut self.memory_usage, stats: &mut self.stats, ctx };
             let pkt = codel_dequeue(&mut bq, now, &self.cfg, cvars, &mut self.cstats);
             match pkt {
                 None => {
@@ -495,11 +472,7 @@ mod tests {
     }
 
     fn xstat(q: &FqCodel, k: &str) -> f64 {
-        q.extra_stats()
-            .into_iter()
-            .find(|(n, _)| *n == k)
-            .unwrap()
-            .1
+        q.extra_stats().into_iter().find(|(n, _)| *n == k).unwrap().1
     }
 
     #[test]
@@ -513,27 +486,18 @@ mod tests {
         let q2 = FqCodel::new(FqCodelParams::default(), &mut r2);
         assert!((0..100).any(|f| q.bucket_of(f) != q2.bucket_of(f)));
         // With one bucket every flow shares it (and its FIFO order).
-        let (mut q1, mut h) = build(FqCodelParams {
-            flows: 1,
-            ..Default::default()
-        });
+        let (mut q1, mut h) = build(FqCodelParams { flows: 1, ..Default::default() });
         for i in 0..4 {
             q1.enqueue(pkt(i as u32, i, 1514, Ecn::Ect0), 0, &mut h.ctx());
         }
-        let order: Vec<u64> = (0..4)
-            .map(|_| q1.dequeue(0, &mut h.ctx()).unwrap().id)
-            .collect();
+        let order: Vec<u64> = (0..4).map(|_| q1.dequeue(0, &mut h.ctx()).unwrap().id).collect();
         assert_eq!(order, vec![0, 1, 2, 3]);
         // 1000 flows in 1024 buckets: ~1000 x (1 - e^-1000/1024)/... collisions exist
         // but most flows are alone (expected distinct buckets ~ 640).
         let mut b: Vec<usize> = (0..1000).map(|f| q.bucket_of(f)).collect();
         b.sort();
         b.dedup();
-        assert!(
-            (580..700).contains(&b.len()),
-            "{} distinct buckets",
-            b.len()
-        );
+        assert!((580..700).contains(&b.len()), "{} distinct buckets", b.len());
     }
 
     #[test]
@@ -546,66 +510,39 @@ mod tests {
         for i in 0..2 {
             q.enqueue(pkt(f[0], i, 1514, Ecn::Ect0), 0, &mut h.ctx());
         }
-        assert_eq!(
-            (xstat(&q, "new_flows_len"), xstat(&q, "old_flows_len")),
-            (1.0, 0.0)
-        );
+        assert_eq!((xstat(&q, "new_flows_len"), xstat(&q, "old_flows_len")), (1.0, 0.0));
         // A's first packet from new_flows uses its quantum (deficit 0), so the next
         // call moves A to old_flows and serves it from there.
         assert_eq!(q.dequeue(0, &mut h.ctx()).unwrap().id, 0);
         assert_eq!(q.dequeue(0, &mut h.ctx()).unwrap().id, 1);
-        assert_eq!(
-            (xstat(&q, "new_flows_len"), xstat(&q, "old_flows_len")),
-            (0.0, 1.0)
-        );
+        assert_eq!((xstat(&q, "new_flows_len"), xstat(&q, "old_flows_len")), (0.0, 1.0));
         // A is empty but still on old_flows: its next packet does not make it new.
         q.enqueue(pkt(f[0], 2, 1514, Ecn::Ect0), 0, &mut h.ctx());
-        assert_eq!(
-            (xstat(&q, "new_flows_len"), xstat(&q, "new_flow_count")),
-            (0.0, 1.0)
-        );
+        assert_eq!((xstat(&q, "new_flows_len"), xstat(&q, "new_flow_count")), (0.0, 1.0));
         // B arrives later than A's packet but is served first.
         q.enqueue(pkt(f[1], 100, 1514, Ecn::Ect0), 1_000, &mut h.ctx());
-        assert_eq!(
-            (xstat(&q, "new_flows_len"), xstat(&q, "new_flow_count")),
-            (1.0, 2.0)
-        );
+        assert_eq!((xstat(&q, "new_flows_len"), xstat(&q, "new_flow_count")), (1.0, 2.0));
         assert_eq!(q.peek().unwrap().id, 100);
         assert_eq!(q.dequeue(2_000, &mut h.ctx()).unwrap().id, 100);
         // B (deficit 0) goes behind A on old_flows; A gets a quantum and goes behind
         // B; B is empty and leaves the lists; A is served.
         assert_eq!(q.dequeue(2_000, &mut h.ctx()).unwrap().id, 2);
-        assert_eq!(
-            (xstat(&q, "new_flows_len"), xstat(&q, "old_flows_len")),
-            (0.0, 1.0)
-        );
+        assert_eq!((xstat(&q, "new_flows_len"), xstat(&q, "old_flows_len")), (0.0, 1.0));
         // A small packet of a sparse flow C also jumps ahead; C keeps 1448 B deficit.
         q.enqueue(pkt(f[0], 3, 1514, Ecn::Ect0), 3_000, &mut h.ctx());
         q.enqueue(pkt(f[2], 200, 66, Ecn::NotEct), 4_000, &mut h.ctx());
         assert_eq!(q.dequeue(5_000, &mut h.ctx()).unwrap().id, 200);
-        assert_eq!(
-            (xstat(&q, "new_flows_len"), xstat(&q, "old_flows_len")),
-            (1.0, 1.0)
-        );
+        assert_eq!((xstat(&q, "new_flows_len"), xstat(&q, "old_flows_len")), (1.0, 1.0));
         // Empty C moves from new_flows to the tail of old_flows (old_flows is
         // non-empty: no starvation of old flows), A (deficit 0) gets a quantum and
         // goes behind C, C leaves the lists from old_flows, A is served.
         assert_eq!(q.dequeue(5_000, &mut h.ctx()).unwrap().id, 3);
-        assert_eq!(
-            (xstat(&q, "new_flows_len"), xstat(&q, "old_flows_len")),
-            (0.0, 1.0)
-        );
+        assert_eq!((xstat(&q, "new_flows_len"), xstat(&q, "old_flows_len")), (0.0, 1.0));
         assert!(q.dequeue(5_000, &mut h.ctx()).is_none());
-        assert_eq!(
-            (xstat(&q, "new_flows_len"), xstat(&q, "old_flows_len")),
-            (0.0, 0.0)
-        );
+        assert_eq!((xstat(&q, "new_flows_len"), xstat(&q, "old_flows_len")), (0.0, 0.0));
         // A returns as a new flow.
         q.enqueue(pkt(f[0], 300, 1514, Ecn::Ect0), 6_000, &mut h.ctx());
-        assert_eq!(
-            (xstat(&q, "new_flows_len"), xstat(&q, "new_flow_count")),
-            (1.0, 4.0)
-        );
+        assert_eq!((xstat(&q, "new_flows_len"), xstat(&q, "new_flow_count")), (1.0, 4.0));
         assert_eq!(q.stats().drops, 0);
     }
 
@@ -643,10 +580,7 @@ mod tests {
         // aqm.md §11 vector 8: limit 167; 160 + 7 frames; arrival 168 drops
         // min(64, half of 160 frames' bytes = 80 frames) = 64 from the fat head.
         for arrival_flow in [1usize, 0] {
-            let (mut q, mut h) = build(FqCodelParams {
-                limit_packets: 167,
-                ..Default::default()
-            });
+            let (mut q, mut h) = build(FqCodelParams { limit_packets: 167, ..Default::default() });
             let f = distinct(&q, 2);
             let (fat, thin) = (q.bucket_of(f[0]), q.bucket_of(f[1]));
             for i in 0..160 {
@@ -660,10 +594,7 @@ mod tests {
             q.enqueue(pkt(f[arrival_flow], 5000, 1514, Ecn::Ect0), 0, &mut h.ctx());
             assert_eq!(h.dropped.len(), 64);
             // From the head of the fat bucket, in order.
-            assert_eq!(
-                h.dropped.iter().map(|p| p.id).collect::<Vec<_>>(),
-                (0..64).collect::<Vec<u64>>()
-            );
+            assert_eq!(h.dropped.iter().map(|p| p.id).collect::<Vec<_>>(), (0..64).collect::<Vec<u64>>());
             assert_eq!(q.len(), 168 - 64);
             assert_eq!(q.stats().drops, 64);
             assert_eq!(xstat(&q, "drop_overlimit"), 64.0);
@@ -684,10 +615,7 @@ mod tests {
     #[test]
     fn batch_drop_stops_at_half_the_backlog() {
         // 20 frames in the fat bucket: half = 10 frames < 64.
-        let (mut q, mut h) = build(FqCodelParams {
-            limit_packets: 22,
-            ..Default::default()
-        });
+        let (mut q, mut h) = build(FqCodelParams { limit_packets: 22, ..Default::default() });
         let f = distinct(&q, 2);
         for i in 0..20 {
             q.enqueue(pkt(f[0], i, 1514, Ecn::Ect0), 0, &mut h.ctx());
@@ -702,10 +630,7 @@ mod tests {
     #[test]
     fn memory_limit_triggers_the_batch_drop() {
         // 10 frames of truesize 2304 fit in 23 040 B; the 11th overflows.
-        let (mut q, mut h) = build(FqCodelParams {
-            memory_limit_bytes: 10 * 2304,
-            ..Default::default()
-        });
+        let (mut q, mut h) = build(FqCodelParams { memory_limit_bytes: 10 * 2304, ..Default::default() });
         let f = distinct(&q, 1);
         for i in 0..11 {
             q.enqueue(pkt(f[0], i, 1514, Ecn::Ect0), 0, &mut h.ctx());
@@ -763,10 +688,7 @@ mod tests {
         assert_eq!(q.stats().drops, 0);
 
         // Without a selector the same threshold marks ECT(0) too.
-        let (mut q, mut h) = build(FqCodelParams {
-            ce_threshold_ns: Some(MS),
-            ..Default::default()
-        });
+        let (mut q, mut h) = build(FqCodelParams { ce_threshold_ns: Some(MS), ..Default::default() });
         q.enqueue(pkt(0, 0, 1514, Ecn::Ect0), 0, &mut h.ctx());
         assert_eq!(q.dequeue(2 * MS, &mut h.ctx()).unwrap().ecn, Ecn::Ce);
     }
@@ -799,10 +721,7 @@ mod tests {
             id += 1;
             t += STEP;
         }
-        let gaps: Vec<f64> = marks
-            .windows(2)
-            .map(|w| (w[1] - w[0]) as f64 / 1e6)
-            .collect();
+        let gaps: Vec<f64> = marks.windows(2).map(|w| (w[1] - w[0]) as f64 / 1e6).collect();
         assert!((marks[0] as f64 / 1e6 - 105.0).abs() < 0.1, "{marks:?}");
         for (g, s) in gaps.iter().zip([100.0, 50.0, 56.2]) {
             assert!((g - s).abs() <= 0.1, "{gaps:?}");
@@ -821,10 +740,7 @@ mod tests {
     fn codel_min_backlog_uses_the_whole_qdisc() {
         // aqm.md §5.3 step 3 / §5.6.2: a bucket holding a single packet is
         // CoDel-dropped when other buckets hold more than one MTU (noecn).
-        let (mut q, mut h) = build(FqCodelParams {
-            ecn: false,
-            ..Default::default()
-        });
+        let (mut q, mut h) = build(FqCodelParams { ecn: false, ..Default::default() });
         let f = distinct(&q, 2);
         let a = q.bucket_of(f[0]);
         q.enqueue(pkt(f[0], 1, 1514, Ecn::NotEct), 0, &mut h.ctx());
@@ -833,10 +749,7 @@ mod tests {
         }
         // A1 waits 10 ms > target with 3 x 1514 B left in the qdisc: above target.
         assert_eq!(q.dequeue(10 * MS, &mut h.ctx()).unwrap().id, 1);
-        assert_eq!(
-            q.bucket_vars(a).first_above_time,
-            ((10 * MS) >> 10) as u32 + 97_656
-        );
+        assert_eq!(q.bucket_vars(a).first_above_time, ((10 * MS) >> 10) as u32 + 97_656);
         q.enqueue(pkt(f[0], 2, 1514, Ecn::NotEct), 100 * MS, &mut h.ctx());
         // A moves to old_flows, B (new) is served; then A2 (alone in its bucket,
         // 20 ms sojourn, 3028 B left in the qdisc) is dropped and B served again.
@@ -847,10 +760,7 @@ mod tests {
         assert_eq!(q.bucket_vars(a).count, 1);
         assert_eq!(q.codel_stats().drop_count, 1);
         // Alone in the qdisc, the same pattern never drops (backlog <= 1 MTU).
-        let (mut q, mut h) = build(FqCodelParams {
-            ecn: false,
-            ..Default::default()
-        });
+        let (mut q, mut h) = build(FqCodelParams { ecn: false, ..Default::default() });
         for k in 0..10 {
             q.enqueue(pkt(f[0], k, 1514, Ecn::NotEct), k * 100 * MS, &mut h.ctx());
             assert!(q.dequeue(k * 100 * MS + 50 * MS, &mut h.ctx()).is_some());
@@ -861,33 +771,13 @@ mod tests {
     #[test]
     fn validation_and_serde() {
         assert!(FqCodelParams::default().validate().is_ok());
-        let e = FqCodelParams {
-            flows: 0,
-            ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
+        let e = FqCodelParams { flows: 0, ..Default::default() }.validate().unwrap_err();
         assert!(e.starts_with("flows: 0 is out of range"), "{e}");
-        let e = FqCodelParams {
-            quantum_bytes: 100,
-            ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
+        let e = FqCodelParams { quantum_bytes: 100, ..Default::default() }.validate().unwrap_err();
         assert!(e.starts_with("quantum_bytes: 100 is out of range"), "{e}");
-        let e = FqCodelParams {
-            drop_batch_size: 0,
-            ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
+        let e = FqCodelParams { drop_batch_size: 0, ..Default::default() }.validate().unwrap_err();
         assert!(e.starts_with("drop_batch_size: 0 is out of range"), "{e}");
-        let e = FqCodelParams {
-            interval_ns: 0,
-            ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
+        let e = FqCodelParams { interval_ns: 0, ..Default::default() }.validate().unwrap_err();
         assert!(e.starts_with("interval_ns: 0 is out of range"), "{e}");
         let p: FqCodelParams = serde_json::from_str(
             r#"{"limit_packets": 167, "ce_threshold_ns": 1000000, "ce_threshold_selector": [1, 1]}"#,

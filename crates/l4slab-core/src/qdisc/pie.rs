@@ -94,34 +94,19 @@ impl PieParams {
     pub fn validate(&self) -> Result<(), String> {
         const MAX_US_NS: u64 = u32::MAX as u64 * NS_PER_US;
         if self.limit_packets == 0 {
-            return Err(format!(
-                "limit_packets: {} is out of range (allowed 1..=4294967295)",
-                self.limit_packets
-            ));
+            return Err(format!("limit_packets: {} is out of range (allowed 1..=4294967295)", self.limit_packets));
         }
         if self.target_ns > MAX_US_NS {
-            return Err(format!(
-                "target_ns: {} is out of range (allowed 0..={MAX_US_NS})",
-                self.target_ns
-            ));
+            return Err(format!("target_ns: {} is out of range (allowed 0..={MAX_US_NS})", self.target_ns));
         }
         if self.tupdate_ns == 0 || self.tupdate_ns > MAX_US_NS {
-            return Err(format!(
-                "tupdate_ns: {} is out of range (allowed 1..={MAX_US_NS})",
-                self.tupdate_ns
-            ));
+            return Err(format!("tupdate_ns: {} is out of range (allowed 1..={MAX_US_NS})", self.tupdate_ns));
         }
         if self.alpha > 32 {
-            return Err(format!(
-                "alpha: {} is out of range (allowed 0..=32, units of 1/16)",
-                self.alpha
-            ));
+            return Err(format!("alpha: {} is out of range (allowed 0..=32, units of 1/16)", self.alpha));
         }
         if self.beta > 32 {
-            return Err(format!(
-                "beta: {} is out of range (allowed 0..=32, units of 1/16)",
-                self.beta
-            ));
+            return Err(format!("beta: {} is out of range (allowed 0..=32, units of 1/16)", self.beta));
         }
         Ok(())
     }
@@ -263,11 +248,7 @@ impl Pie {
         if !self.params.dq_rate_estimator {
             // Timestamp mode: sojourn of this packet, 0 once the queue is empty.
             self.qdelay = now_t.wrapping_sub(ns_to_ticks(pkt.enqueue_ts));
-            dtime = if self.dq_tstamp != DTIME_INVALID {
-                now_t.wrapping_sub(self.dq_tstamp) as u32
-            } else {
-                0
-            };
+            dtime = if self.dq_tstamp != DTIME_INVALID { now_t.wrapping_sub(self.dq_tstamp) as u32 } else { 0 };
             self.dq_tstamp = now_t;
             if backlog == 0 {
                 self.qdelay = 0;
@@ -295,11 +276,8 @@ impl Pie {
                 return;
             }
             let rate = count / dtime;
-            self.avg_dq_rate = if self.avg_dq_rate == 0 {
-                rate
-            } else {
-                (self.avg_dq_rate - (self.avg_dq_rate >> 3)) + (rate >> 3)
-            };
+            self.avg_dq_rate =
+                if self.avg_dq_rate == 0 { rate } else { (self.avg_dq_rate - (self.avg_dq_rate >> 3)) + (rate >> 3) };
             if backlog < QUEUE_THRESHOLD {
                 self.dq_count = DQCOUNT_INVALID;
             } else {
@@ -321,9 +299,7 @@ impl Pie {
             qdelay_old = self.qdelay;
             self.qdelay_old = self.qdelay;
             // Little's law; u32 arithmetic as Linux.
-            qdelay = (backlog << PIE_SCALE)
-                .checked_div(self.avg_dq_rate)
-                .unwrap_or(0) as u64;
+            qdelay = (backlog << PIE_SCALE).checked_div(self.avg_dq_rate).unwrap_or(0) as u64;
         } else {
             qdelay = self.qdelay;
             qdelay_old = self.qdelay_old;
@@ -477,10 +453,7 @@ impl Qdisc for Pie {
         };
         vec![
             ("prob", self.prob_fraction()),
-            (
-                "delay_ms",
-                (self.qdelay << PSCHED_SHIFT) as f64 / NS_PER_MS as f64,
-            ),
+            ("delay_ms", (self.qdelay << PSCHED_SHIFT) as f64 / NS_PER_MS as f64),
             ("avg_dq_rate", avg_dq_rate),
             ("packets_in", self.packets_in as f64),
             ("dropped", self.dropped as f64),
@@ -525,14 +498,8 @@ mod tests {
         assert_eq!(BURST_TICKS, 2_343_750);
         assert_eq!(q.burst_time, BURST_TICKS);
         assert_eq!(PSCHED_TICKS_PER_SEC, 15_625_000);
-        let bad = PieParams {
-            alpha: 33,
-            ..PieParams::default()
-        };
-        assert_eq!(
-            bad.validate().unwrap_err(),
-            "alpha: 33 is out of range (allowed 0..=32, units of 1/16)"
-        );
+        let bad = PieParams { alpha: 33, ..PieParams::default() };
+        assert_eq!(bad.validate().unwrap_err(), "alpha: 33 is out of range (allowed 0..=32, units of 1/16)");
     }
 
     #[test]
@@ -540,10 +507,7 @@ mod tests {
         // aqm.md §1.3 / §3.1: first update HZ/2 = 500 ms after creation, then every
         // tupdate rounded up to whole jiffies (15.2 ms -> 16 ms).
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams {
-            tupdate_ns: 15_200_000,
-            ..PieParams::default()
-        });
+        let mut q = Pie::new(PieParams { tupdate_ns: 15_200_000, ..PieParams::default() });
         assert_eq!(q.next_timer(), Some(500_000_000));
         q.on_timer(500_000_000, &mut b.ctx());
         assert_eq!(q.next_timer(), Some(516_000_000));
@@ -662,11 +626,7 @@ mod tests {
         assert_eq!(q.burst_time, BURST_TICKS);
         assert_eq!(q.accu_prob, 0);
 
-        let mut q = Pie::new(PieParams {
-            alpha: 0,
-            beta: 0,
-            ..PieParams::default()
-        });
+        let mut q = Pie::new(PieParams { alpha: 0, beta: 0, ..PieParams::default() });
         q.prob = MAX_PROB / 2;
         q.calculate_probability(0);
         // q = q_old = 0, empty: p −= p/64.
@@ -687,10 +647,7 @@ mod tests {
         // aqm.md §3.2 step 3 / RFC 8033 §5.1: a drop decision on an ECT packet is a
         // mark iff p ≤ 10 %; above it the ECT packet is dropped.
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams {
-            ecn: true,
-            ..PieParams::default()
-        });
+        let mut q = Pie::new(PieParams { ecn: true, ..PieParams::default() });
         prefill(&mut q, &mut b, 3);
         q.burst_time = 0;
         q.qdelay = q.target; // not below target/2
@@ -793,10 +750,7 @@ mod tests {
             q.dequeue(k * ms, &mut b.ctx()).unwrap();
             q.enqueue(frame(k, Ecn::NotEct), k * ms + ms / 2, &mut b.ctx());
             if k < 150 {
-                assert!(
-                    b.dropped.is_empty(),
-                    "dropped during burst allowance at {k} ms"
-                );
+                assert!(b.dropped.is_empty(), "dropped during burst allowance at {k} ms");
                 assert_eq!(q.burst_time, BURST_TICKS - k * 15_625);
             }
         }
@@ -808,18 +762,12 @@ mod tests {
     #[test]
     fn tail_drop_at_limit_counts_overlimit() {
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams {
-            limit_packets: 5,
-            ..PieParams::default()
-        });
+        let mut q = Pie::new(PieParams { limit_packets: 5, ..PieParams::default() });
         for i in 0..8 {
             q.enqueue(frame(i, Ecn::NotEct), 0, &mut b.ctx());
         }
         assert_eq!(q.len(), 5);
-        assert_eq!(
-            (q.overlimit, q.dropped, q.stats.drops, q.packets_in),
-            (3, 3, 3, 5)
-        );
+        assert_eq!((q.overlimit, q.dropped, q.stats.drops, q.packets_in), (3, 3, 3, 5));
         assert_eq!(q.maxq, 4); // qlen before the add, as Linux
         let ex = q.extra_stats();
         assert!(ex.contains(&("overlimit", 3.0)) && ex.contains(&("packets_in", 5.0)));
@@ -845,10 +793,7 @@ mod tests {
     fn bytemode_scales_probability_by_size() {
         // aqm.md §3.2 step 2d: local_p = size × (p / 1514).
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams {
-            bytemode: true,
-            ..PieParams::default()
-        });
+        let mut q = Pie::new(PieParams { bytemode: true, ..PieParams::default() });
         prefill(&mut q, &mut b, 2);
         q.burst_time = 0;
         q.qdelay = q.target;
@@ -865,10 +810,7 @@ mod tests {
         // ticks). The cycle starts at the first dequeue (t0 = 0, backlog ≥ 16 KiB)
         // and completes at the 11th (16 654 B ≥ 16 384), 10 gaps later.
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams {
-            dq_rate_estimator: true,
-            ..PieParams::default()
-        });
+        let mut q = Pie::new(PieParams { dq_rate_estimator: true, ..PieParams::default() });
         for i in 0..40 {
             q.enqueue(frame(i, Ecn::NotEct), 0, &mut b.ctx());
         }
@@ -886,12 +828,7 @@ mod tests {
         // Timer: qdelay = (backlog << 8) / rate = (28·1514·256)/225 ticks.
         q.on_timer(500_000_000, &mut b.ctx());
         assert_eq!(q.qdelay, (28 * 1514 * 256 / 225) as u64);
-        let rate = q
-            .extra_stats()
-            .iter()
-            .find(|e| e.0 == "avg_dq_rate")
-            .unwrap()
-            .1;
+        let rate = q.extra_stats().iter().find(|e| e.0 == "avg_dq_rate").unwrap().1;
         assert_eq!(rate, ((225u64 * 15_625_000) >> 8) as f64);
     }
 
@@ -937,15 +874,8 @@ mod tests {
         let mean_ms = soj as f64 / n_deq as f64 / 1e6;
         let drop_frac = n_drop as f64 / n_arr as f64;
         assert!((13.0..17.0).contains(&mean_ms), "mean sojourn {mean_ms} ms");
-        assert!(
-            (0.085..0.10).contains(&drop_frac),
-            "drop fraction {drop_frac}"
-        );
-        assert!(
-            (0.10..0.25).contains(&q.prob_fraction()),
-            "prob {}",
-            q.prob_fraction()
-        );
+        assert!((0.085..0.10).contains(&drop_frac), "drop fraction {drop_frac}");
+        assert!((0.10..0.25).contains(&q.prob_fraction()), "prob {}", q.prob_fraction());
         assert_eq!(q.overlimit, 0);
     }
 }

@@ -19,19 +19,11 @@ impl Harness {
     }
 
     pub fn with_seed(seed: u64) -> Self {
-        Harness {
-            rng: rng::stream(seed, rng::Stream::Qdisc),
-            dropped: Vec::new(),
-            marked: Vec::new(),
-        }
+        Harness { rng: rng::stream(seed, rng::Stream::Qdisc), dropped: Vec::new(), marked: Vec::new() }
     }
 
     pub fn ctx(&mut self) -> QdiscCtx<'_> {
-        QdiscCtx {
-            rng: &mut self.rng,
-            dropped: &mut self.dropped,
-            marked: &mut self.marked,
-        }
+        QdiscCtx { rng: &mut self.rng, dropped: &mut self.dropped, marked: &mut self.marked }
     }
 }
 

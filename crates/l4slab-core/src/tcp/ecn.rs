@@ -264,8 +264,7 @@ impl AccEcnSender {
                     } else {
                         // Estimate the CE packets from the byte share, then add the
                         // whole wraps of 8 it implies on top of d.
-                        let est =
-                            (ceb * delivered_pkts as u64).div_ceil(delivered_bytes.max(1)) as u32;
+                        let est = (ceb * delivered_pkts as u64).div_ceil(delivered_bytes.max(1)) as u32;
                         safe.min(d + (est & !7))
                     }
                 }
@@ -297,13 +296,7 @@ mod tests {
     use super::*;
 
     fn flags(needs_ecn: bool, accecn: bool, ect1: bool, nofb: bool) -> CcFlags {
-        CcFlags {
-            needs_ecn,
-            needs_accecn: accecn,
-            wants_ect1: ect1,
-            no_fallback_rfc3168: nofb,
-            needs_pacing: ect1,
-        }
+        CcFlags { needs_ecn, needs_accecn: accecn, wants_ect1: ect1, no_fallback_rfc3168: nofb, needs_pacing: ect1 }
     }
 
     /// Negotiate between a client and a server; returns (client mode, server mode).
@@ -311,11 +304,7 @@ mod tests {
         let req = client_syn_ace(c_sysctl, c_cc);
         let (smode, synack) = server_accept(req, syn_codepoint(c_cc), s_sysctl, s_cc);
         let cmode = client_on_synack(synack, req, c_cc);
-        let smode = if cmode == EcnMode::Off {
-            EcnMode::Off
-        } else {
-            smode
-        };
+        let smode = if cmode == EcnMode::Off { EcnMode::Off } else { smode };
         (cmode, smode)
     }
 
@@ -325,51 +314,27 @@ mod tests {
         let prague = flags(true, true, true, true);
         let dctcp = flags(true, false, false, false);
         // tcp_ecn: 3 = AccECN client, 1 = classic client, 2 = accept classic only, 0 = none.
-        assert_eq!(
-            negotiate(3, plain, 3, plain),
-            (EcnMode::AccEcn, EcnMode::AccEcn)
-        );
-        assert_eq!(
-            negotiate(3, plain, 2, plain),
-            (EcnMode::Rfc3168, EcnMode::Rfc3168)
-        );
+        assert_eq!(negotiate(3, plain, 3, plain), (EcnMode::AccEcn, EcnMode::AccEcn));
+        assert_eq!(negotiate(3, plain, 2, plain), (EcnMode::Rfc3168, EcnMode::Rfc3168));
         assert_eq!(negotiate(3, plain, 0, plain), (EcnMode::Off, EcnMode::Off));
-        assert_eq!(
-            negotiate(1, plain, 3, plain),
-            (EcnMode::Rfc3168, EcnMode::Rfc3168)
-        );
-        assert_eq!(
-            negotiate(1, plain, 2, plain),
-            (EcnMode::Rfc3168, EcnMode::Rfc3168)
-        );
+        assert_eq!(negotiate(1, plain, 3, plain), (EcnMode::Rfc3168, EcnMode::Rfc3168));
+        assert_eq!(negotiate(1, plain, 2, plain), (EcnMode::Rfc3168, EcnMode::Rfc3168));
         assert_eq!(negotiate(2, plain, 2, plain), (EcnMode::Off, EcnMode::Off));
         // Prague needs AccECN: a classic server makes it refuse ECN altogether.
-        assert_eq!(
-            negotiate(2, prague, 3, plain),
-            (EcnMode::AccEcn, EcnMode::AccEcn)
-        );
+        assert_eq!(negotiate(2, prague, 3, plain), (EcnMode::AccEcn, EcnMode::AccEcn));
         assert_eq!(negotiate(2, prague, 2, plain), (EcnMode::Off, EcnMode::Off));
         assert_eq!(negotiate(2, prague, 0, plain), (EcnMode::Off, EcnMode::Off));
         // A Prague listener accepts AccECN whatever its sysctl.
-        assert_eq!(
-            negotiate(2, prague, 2, prague),
-            (EcnMode::AccEcn, EcnMode::AccEcn)
-        );
+        assert_eq!(negotiate(2, prague, 2, prague), (EcnMode::AccEcn, EcnMode::AccEcn));
         // DCTCP requests classic ECN regardless of the sysctl.
-        assert_eq!(
-            negotiate(0, dctcp, 2, plain),
-            (EcnMode::Rfc3168, EcnMode::Rfc3168)
-        );
+        assert_eq!(negotiate(0, dctcp, 2, plain), (EcnMode::Rfc3168, EcnMode::Rfc3168));
         assert_eq!(negotiate(0, dctcp, 0, plain), (EcnMode::Off, EcnMode::Off));
     }
 
     #[test]
     fn synack_reflects_the_syn_codepoint() {
         let plain = CcFlags::default();
-        assert_eq!(
-            server_accept(SYN_ACE_ACCECN, Ecn::NotEct, 3, plain).1,
-            0b010
-        );
+        assert_eq!(server_accept(SYN_ACE_ACCECN, Ecn::NotEct, 3, plain).1, 0b010);
         assert_eq!(server_accept(SYN_ACE_ACCECN, Ecn::Ect1, 3, plain).1, 0b011);
         assert_eq!(server_accept(SYN_ACE_ACCECN, Ecn::Ect0, 3, plain).1, 0b100);
         assert_eq!(server_accept(SYN_ACE_ACCECN, Ecn::Ce, 3, plain).1, 0b110);
@@ -394,12 +359,7 @@ mod tests {
         for i in 0..20 {
             r.on_packet(if i % 2 == 0 { Ecn::Ce } else { Ecn::Ect1 }, 1000);
         }
-        let opt = AccEcnOption {
-            fields: 3,
-            e1b: r.e1b,
-            ceb: r.ceb,
-            e0b: r.e0b,
-        };
+        let opt = AccEcnOption { fields: 3, e1b: r.e1b, ceb: r.ceb, e0b: r.e0b };
         // With the option's CE byte count the wrap is resolved: 10, not 2.
         let n = s.process(r.ace(), Some(opt), 20, 20_000, 1000, true);
         assert_eq!(n, 10);

@@ -7,9 +7,7 @@
 use super::ecn::{self, AccEcnCounters, AccEcnOption, EcnMode};
 use super::*;
 use crate::cc::CcFlags;
-use crate::packet::{
-    option_space_left, tcp_wire_len, Ecn, Packet, PacketKind, SackBlock, MAX_SACK_BLOCKS,
-};
+use crate::packet::{option_space_left, tcp_wire_len, Ecn, Packet, PacketKind, SackBlock, MAX_SACK_BLOCKS};
 use crate::time::{Time, NS_PER_US};
 
 /// Receiver state of one connection.
@@ -87,9 +85,7 @@ impl TcpReceiver {
     /// A receiver; `tcp_ecn`/`ecn_option` are this host's sysctls and `cc` its
     /// socket's congestion control (by Linux name).
     pub fn new(flow: u32, delayed_ack: bool, tcp_ecn: u8, ecn_option: u8, cc: &str) -> Self {
-        let cc_flags = crate::cc::by_name(cc)
-            .map(|c| c.flags())
-            .unwrap_or_default();
+        let cc_flags = crate::cc::by_name(cc).map(|c| c.flags()).unwrap_or_default();
         TcpReceiver {
             flow,
             delayed_ack,
@@ -150,8 +146,7 @@ impl TcpReceiver {
             PacketKind::Syn => {
                 // Answer every (re)transmitted SYN with a SYN/ACK; decide ECN (§3.2).
                 self.ts_recent = pkt.tcp.tsval;
-                let (mode, ace) =
-                    ecn::server_accept(pkt.tcp.ace, pkt.ecn, self.tcp_ecn, self.cc_flags);
+                let (mode, ace) = ecn::server_accept(pkt.tcp.ace, pkt.ecn, self.tcp_ecn, self.cc_flags);
                 self.ecn_mode = mode;
                 let mut a = Packet::new(self.flow, PacketKind::SynAck);
                 a.tcp.ace = ace;
@@ -226,10 +221,7 @@ impl TcpReceiver {
             self.bytes_delivered += advanced;
             if seq < self.rcv_nxt - advanced {
                 // Partially duplicate: D-SACK the old part.
-                self.dsack = Some(SackBlock {
-                    start: seq,
-                    end: self.rcv_nxt - advanced,
-                });
+                self.dsack = Some(SackBlock { start: seq, end: self.rcv_nxt - advanced });
             }
             self.event_data_recv(pkt.payload, now);
             self.ecn_check_ce(pkt.ecn, now, out);
@@ -458,21 +450,13 @@ impl TcpReceiver {
                 a.tcp.ece = self.demand_cwr;
                 // Pure ACKs are ECT only from a CC that needs ECN (DCTCP; §3.1).
                 if self.cc_flags.needs_ecn {
-                    a.ecn = if self.cc_flags.wants_ect1 {
-                        Ecn::Ect1
-                    } else {
-                        Ecn::Ect0
-                    };
+                    a.ecn = if self.cc_flags.wants_ect1 { Ecn::Ect1 } else { Ecn::Ect0 };
                 }
             }
             EcnMode::AccEcn => {
                 a.tcp.ace = self.accecn.ace();
                 self.accecn.pending_ce = 0;
-                a.ecn = if self.cc_flags.wants_ect1 {
-                    Ecn::Ect1
-                } else {
-                    Ecn::Ect0
-                };
+                a.ecn = if self.cc_flags.wants_ect1 { Ecn::Ect1 } else { Ecn::Ect0 };
             }
         }
         a
@@ -638,13 +622,7 @@ mod tests {
         let last = out.last().unwrap();
         assert_eq!(last.tcp.ack, 20 * 1448);
         assert_eq!(last.tcp.num_sack, 1);
-        assert_eq!(
-            last.tcp.sack[0],
-            SackBlock {
-                start: 21 * 1448,
-                end: 24 * 1448
-            }
-        );
+        assert_eq!(last.tcp.sack[0], SackBlock { start: 21 * 1448, end: 24 * 1448 });
         out.clear();
         r.on_packet(&data(20 * 1448, 1448), 200_000, &mut out);
         assert_eq!(out.len(), 1);
@@ -661,12 +639,6 @@ mod tests {
         r.on_packet(&data(0, 1448), 2000, &mut out);
         assert_eq!(out.len(), 1);
         assert!(out[0].tcp.dsack);
-        assert_eq!(
-            out[0].tcp.sack[0],
-            SackBlock {
-                start: 0,
-                end: 1448
-            }
-        );
+        assert_eq!(out[0].tcp.sack[0], SackBlock { start: 0, end: 1448 });
     }
 }

@@ -18,8 +18,7 @@ use super::ecn::{self, AccEcnSender, EcnMode};
 use super::rtt::RttEstimator;
 use super::*;
 use crate::cc::{
-    AckEventFlags, AckSample, CaEvent, CaState, CcSock, CongestionControl, RateSample,
-    TCP_INFINITE_SSTHRESH,
+    AckEventFlags, AckSample, CaEvent, CaState, CcSock, CongestionControl, RateSample, TCP_INFINITE_SSTHRESH,
 };
 use crate::config::TcpFlowConfig;
 use crate::packet::{tcp_wire_len, Ecn, Packet, PacketKind};
@@ -207,12 +206,7 @@ pub struct TcpSender {
 }
 
 impl TcpSender {
-    pub fn new(
-        flow: u32,
-        cfg: &TcpFlowConfig,
-        cc: Box<dyn CongestionControl>,
-        stop_at: Time,
-    ) -> Self {
+    pub fn new(flow: u32, cfg: &TcpFlowConfig, cc: Box<dyn CongestionControl>, stop_at: Time) -> Self {
         let paced = cc.flags().needs_pacing || cfg.fq_pacing;
         let mut tp = CcSock::new(cfg.mss, cfg.init_cwnd);
         tp.paced = paced;
@@ -247,10 +241,7 @@ impl TcpSender {
             prr_out: 0,
             reordering: TCP_REORDERING,
             reord_seen: 0,
-            rack: Rack {
-                reo_wnd_steps: 1,
-                ..Rack::default()
-            },
+            rack: Rack { reo_wnd_steps: 1, ..Rack::default() },
             tlp_high_seq: 0,
             tlp_retrans: false,
             retransmits_since_rto: 0,
@@ -319,10 +310,7 @@ impl TcpSender {
     pub fn should_inject_drop(&self, pkt: &Packet) -> bool {
         !pkt.retrans
             && !self.drop_segments.is_empty()
-            && self
-                .drop_segments
-                .binary_search(&(pkt.tcp.seq / self.mss as u64))
-                .is_ok()
+            && self.drop_segments.binary_search(&(pkt.tcp.seq / self.mss as u64)).is_ok()
     }
 
     /// Open the connection: send the SYN.
@@ -340,11 +328,7 @@ impl TcpSender {
         // ECN request (tcp.md §3.2); beyond the first SYN retransmission the ECN
         // flags are stripped (tcp_ecn_fallback), AccECN is still tried on the first.
         let flags = self.cc.flags();
-        self.syn_ace = if self.syn_retries <= 1 {
-            ecn::client_syn_ace(self.tcp_ecn, flags)
-        } else {
-            0
-        };
+        self.syn_ace = if self.syn_retries <= 1 { ecn::client_syn_ace(self.tcp_ecn, flags) } else { 0 };
         p.tcp.ace = self.syn_ace;
         p.ecn = ecn::syn_codepoint(flags);
         self.syn_sent_at = now;
@@ -448,19 +432,12 @@ impl TcpSender {
             return; // acks unsent data: ignore
         }
         let prior_snd_una = self.snd_una;
-        let prior_fack = if self.sacked_out > 0 {
-            self.fack
-        } else {
-            self.snd_una
-        };
+        let prior_fack = if self.sacked_out > 0 { self.fack } else { self.snd_una };
         let prior_in_flight = self.in_flight();
         let prior_delivered = self.delivered;
         let prior_lost = self.lost_out;
         let mut fl: u32 = 0;
-        let mut rs = RateSample {
-            prior_in_flight,
-            ..RateSample::default()
-        };
+        let mut rs = RateSample { prior_in_flight, ..RateSample::default() };
         let mut first_sack_xmit: Option<Time> = None;
         let mut last_sack_xmit: Option<Time> = None;
 
@@ -517,8 +494,7 @@ impl TcpSender {
             // A single packet acked with no SACK/ECE is probably a delayed ACK.
             let delayed = acked_sacked == 1 && fl & (flag::DATA_SACKED | flag::ECE) == 0;
             self.rtt.update_min_rtt(ca_rtt_us, delayed);
-            self.rtt
-                .sample(seq_rtt_us as u64, self.snd_una, self.snd_nxt);
+            self.rtt.sample(seq_rtt_us as u64, self.snd_una, self.snd_nxt);
             self.stats.rtt_sum_us += seq_rtt_us as u64;
             self.stats.rtt_samples += 1;
         }
@@ -532,13 +508,9 @@ impl TcpSender {
             EcnMode::AccEcn => {
                 let tsval_advanced = pkt.tcp.tsval > self.last_ack_tsval;
                 if fl & flag::FORWARD_PROGRESS != 0 || tsval_advanced {
-                    let bytes = self
-                        .snd_una
-                        .saturating_sub(prior_snd_una)
-                        .max(acked_sacked as u64);
-                    let sack_or_open = pkt.tcp.num_sack > 0
-                        || self.ca_state == CaState::Open
-                        || self.ca_state == CaState::Cwr;
+                    let bytes = self.snd_una.saturating_sub(prior_snd_una).max(acked_sacked as u64);
+                    let sack_or_open =
+                        pkt.tcp.num_sack > 0 || self.ca_state == CaState::Open || self.ca_state == CaState::Cwr;
                     let delta = self.accecn.process(
                         pkt.tcp.ace,
                         pkt.tcp.accecn,
@@ -559,21 +531,14 @@ impl TcpSender {
         self.last_ack_tsval = self.last_ack_tsval.max(pkt.tcp.tsval);
         self.sync_tp(now);
         if acked_sacked > 0 {
-            let sample = AckSample {
-                pkts_acked: acked_sacked,
-                rtt_us: ca_rtt_us,
-                in_flight: prior_in_flight,
-            };
+            let sample = AckSample { pkts_acked: acked_sacked, rtt_us: ca_rtt_us, in_flight: prior_in_flight };
             self.cc.pkts_acked(&mut self.tp, &sample);
         }
 
         // in_ack_event (DCTCP's α update happens here, before the state machine).
         self.cc.in_ack_event(
             &mut self.tp,
-            AckEventFlags {
-                window_update: fl & flag::SND_UNA_ADVANCED != 0,
-                ece: fl & flag::ECE != 0,
-            },
+            AckEventFlags { window_update: fl & flag::SND_UNA_ADVANCED != 0, ece: fl & flag::ECE != 0 },
         );
 
         // TLP bookkeeping (tcp_process_tlp_ack).
@@ -583,8 +548,7 @@ impl TcpSender {
 
         // Recovery state machine on dubious ACKs.
         let mut rexmit = 0u8;
-        let dubious =
-            fl & flag::NOT_DUP == 0 || fl & flag::CA_ALERT != 0 || self.ca_state != CaState::Open;
+        let dubious = fl & flag::NOT_DUP == 0 || fl & flag::CA_ALERT != 0 || self.ca_state != CaState::Open;
         if dubious {
             fl = self.fastretrans_alert(prior_snd_una, fl, now, &mut rexmit);
         }
@@ -609,12 +573,7 @@ impl TcpSender {
 
     /// Tag SACKed segments; returns (flags, earliest and latest xmit of newly SACKed
     /// never-retransmitted segments).
-    fn sacktag(
-        &mut self,
-        pkt: &Packet,
-        now: Time,
-        rs: &mut RateSample,
-    ) -> (u32, Option<Time>, Option<Time>) {
+    fn sacktag(&mut self, pkt: &Packet, now: Time, rs: &mut RateSample) -> (u32, Option<Time>, Option<Time>) {
         let mut fl = 0;
         let mut first: Option<Time> = None;
         let mut last: Option<Time> = None;
@@ -806,13 +765,7 @@ impl TcpSender {
     // --------------------------------------------------------- state machine
 
     /// `tcp_fastretrans_alert` (tcp.md §2.6). Returns the updated flags.
-    fn fastretrans_alert(
-        &mut self,
-        _prior_snd_una: u64,
-        mut fl: u32,
-        now: Time,
-        rexmit: &mut u8,
-    ) -> u32 {
+    fn fastretrans_alert(&mut self, _prior_snd_una: u64, mut fl: u32, now: Time, rexmit: &mut u8) -> u32 {
         let ece = fl & flag::ECE != 0;
         if ece {
             self.prior_ssthresh = 0; // forbid undo of an ECN reduction
@@ -887,16 +840,10 @@ impl TcpSender {
 
     /// `tcp_rack_reo_wnd` in µs.
     fn rack_reo_wnd_us(&self) -> u64 {
-        if self.reord_seen == 0
-            && (self.ca_state >= CaState::Recovery || self.sacked_out >= self.reordering)
-        {
+        if self.reord_seen == 0 && (self.ca_state >= CaState::Recovery || self.sacked_out >= self.reordering) {
             return 0;
         }
-        let min_rtt = if self.rtt.min_rtt_us == u32::MAX {
-            0
-        } else {
-            self.rtt.min_rtt_us as u64
-        };
+        let min_rtt = if self.rtt.min_rtt_us == u32::MAX { 0 } else { self.rtt.min_rtt_us as u64 };
         ((min_rtt >> 2) * self.rack.reo_wnd_steps as u64).min(self.rtt.srtt_us())
     }
 
@@ -969,13 +916,9 @@ impl TcpSender {
 
     /// `tcp_try_keep_open`.
     fn try_keep_open(&mut self) {
-        let any_retrans_done =
-            self.retrans_out > 0 || self.rtx.front().is_some_and(|s| s.has(EVER_RETRANS));
-        let state = if self.sacked_out + self.lost_out > 0 || any_retrans_done {
-            CaState::Disorder
-        } else {
-            CaState::Open
-        };
+        let any_retrans_done = self.retrans_out > 0 || self.rtx.front().is_some_and(|s| s.has(EVER_RETRANS));
+        let state =
+            if self.sacked_out + self.lost_out > 0 || any_retrans_done { CaState::Disorder } else { CaState::Open };
         if self.ca_state != state {
             self.set_ca_state(state);
             self.high_seq = self.snd_nxt;
@@ -1052,14 +995,7 @@ impl TcpSender {
     }
 
     /// `tcp_cong_control` (tcp.md §1.1 step 14).
-    fn cong_control(
-        &mut self,
-        fl: u32,
-        acked_sacked: u32,
-        losses: u32,
-        rs: &RateSample,
-        now: Time,
-    ) {
+    fn cong_control(&mut self, fl: u32, acked_sacked: u32, losses: u32, rs: &RateSample, now: Time) {
         self.sync_tp(now);
         if self.cc.has_cong_control() {
             self.cc.cong_control(&mut self.tp, rs);
@@ -1092,12 +1028,10 @@ impl TcpSender {
         let ssthresh = self.tp.ssthresh as i64;
         let delta = ssthresh - in_flight;
         let mut sndcnt: i64 = if delta < 0 {
-            let dividend =
-                ssthresh as u64 * self.prr_delivered as u64 + self.tp.prior_cwnd as u64 - 1;
+            let dividend = ssthresh as u64 * self.prr_delivered as u64 + self.tp.prior_cwnd as u64 - 1;
             (dividend / self.tp.prior_cwnd as u64) as i64 - self.prr_out as i64
         } else {
-            let mut s =
-                (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
+            let mut s = (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
             if fl & flag::SND_UNA_ADVANCED != 0 && newly_lost == 0 {
                 s += 1;
             }
@@ -1112,11 +1046,7 @@ impl TcpSender {
     fn update_pacing_rate(&mut self) {
         let srtt_us8 = self.rtt.srtt_us8;
         let mut rate: u64 = self.mss as u64 * ((1_000_000 / 100) << 3);
-        let ratio = if self.tp.cwnd < self.tp.ssthresh / 2 {
-            TCP_PACING_SS_RATIO
-        } else {
-            TCP_PACING_CA_RATIO
-        };
+        let ratio = if self.tp.cwnd < self.tp.ssthresh / 2 { TCP_PACING_SS_RATIO } else { TCP_PACING_CA_RATIO };
         rate *= ratio;
         rate *= self.tp.cwnd.max(self.packets_out) as u64;
         if srtt_us8 > 0 {
@@ -1151,10 +1081,7 @@ impl TcpSender {
             return;
         }
         let mut rto = self.rtt.rto_ns;
-        if matches!(
-            self.xmit_timer,
-            Some((XmitTimer::ReorderTimeout, _)) | Some((XmitTimer::LossProbe, _))
-        ) {
+        if matches!(self.xmit_timer, Some((XmitTimer::ReorderTimeout, _)) | Some((XmitTimer::LossProbe, _))) {
             let delta = self.rto_delta_ns(now).max(1) as u64;
             rto = round_up_to_jiffy(delta);
         }
@@ -1163,28 +1090,18 @@ impl TcpSender {
 
     /// `tcp_schedule_loss_probe` (tcp.md §2.7.6).
     fn schedule_loss_probe(&mut self, now: Time, advancing_rto: bool) -> bool {
-        if self.packets_out == 0
-            || !(self.ca_state == CaState::Open || self.ca_state == CaState::Cwr)
-        {
+        if self.packets_out == 0 || !(self.ca_state == CaState::Open || self.ca_state == CaState::Cwr) {
             return false;
         }
         let srtt_us8 = self.rtt.srtt_us8;
         let mut timeout = if srtt_us8 > 0 {
             let mut t = round_up_to_jiffy((srtt_us8 >> 2) * NS_PER_US);
-            t += if self.packets_out == 1 {
-                self.rtt.rto_min_us * NS_PER_US
-            } else {
-                TCP_TIMEOUT_MIN_NS
-            };
+            t += if self.packets_out == 1 { self.rtt.rto_min_us * NS_PER_US } else { TCP_TIMEOUT_MIN_NS };
             t
         } else {
             TCP_TIMEOUT_INIT_NS
         };
-        let rto_delta = if advancing_rto {
-            self.rtt.rto_ns as i64
-        } else {
-            self.rto_delta_ns(now)
-        };
+        let rto_delta = if advancing_rto { self.rtt.rto_ns as i64 } else { self.rto_delta_ns(now) };
         if rto_delta > 0 {
             timeout = timeout.min(round_up_to_jiffy(rto_delta as u64));
         }
@@ -1205,9 +1122,7 @@ impl TcpSender {
                     }
                     (Phase::Established, XmitTimer::Retrans) => self.retransmit_timer(now, out),
                     (Phase::Established, XmitTimer::LossProbe) => self.send_loss_probe(now, out),
-                    (Phase::Established, XmitTimer::ReorderTimeout) => {
-                        self.rack_reo_timeout(now, out)
-                    }
+                    (Phase::Established, XmitTimer::ReorderTimeout) => self.rack_reo_timeout(now, out),
                     _ => {}
                 }
             }
@@ -1372,12 +1287,7 @@ impl TcpSender {
             self.first_tx_time = now;
             self.delivered_time = now;
         }
-        (
-            self.delivered,
-            self.delivered_ce,
-            self.delivered_time,
-            self.first_tx_time,
-        )
+        (self.delivered, self.delivered_ce, self.delivered_time, self.first_tx_time)
     }
 
     /// `tcp_write_xmit` for new data (tcp.md §1.2). `probe` sends one segment
@@ -1409,11 +1319,7 @@ impl TcpSender {
                     break;
                 }
                 // tcp_cwnd_test: one skb takes at most half the cwnd.
-                let quota = if probe {
-                    1
-                } else {
-                    (self.tp.cwnd - in_flight).min((self.tp.cwnd >> 1).max(1))
-                };
+                let quota = if probe { 1 } else { (self.tp.cwnd - in_flight).min((self.tp.cwnd >> 1).max(1)) };
                 skb_room = max_segs.min(quota).max(1);
             }
             if self.snd_nxt + self.mss as u64 > self.snd_una.saturating_add(self.rwnd_bytes) {
@@ -1574,10 +1480,7 @@ mod tests {
             "fixed-burst"
         }
         fn flags(&self) -> CcFlags {
-            CcFlags {
-                needs_pacing: true,
-                ..CcFlags::default()
-            }
+            CcFlags { needs_pacing: true, ..CcFlags::default() }
         }
         fn ssthresh(&mut self, tp: &CcSock) -> u32 {
             tp.cwnd
@@ -1590,10 +1493,9 @@ mod tests {
     /// An established sender past its 10 unpaced segments, cwnd 100, pacing at
     /// `rate` payload bytes/s, 10 ms min RTT.
     fn sender(burst: Option<u32>, tso: bool, rate: u64) -> TcpSender {
-        let cfg: TcpFlowConfig = serde_json::from_value(
-            serde_json::json!({"cc": "fixed-burst", "rtt_ns": 10_000_000u64, "tso": tso}),
-        )
-        .unwrap();
+        let cfg: TcpFlowConfig =
+            serde_json::from_value(serde_json::json!({"cc": "fixed-burst", "rtt_ns": 10_000_000u64, "tso": tso}))
+                .unwrap();
         let mut s = TcpSender::new(0, &cfg, Box::new(FixedBurst(burst)), Time::MAX);
         s.phase = Phase::Established;
         s.tp.cwnd = 100;
@@ -1612,11 +1514,7 @@ mod tests {
         s.write_xmit(1_000_000, &mut out, false);
         assert_eq!(out.len(), 4, "one skb of tso_segs segments");
         let bytes: u64 = out.iter().map(|p| p.payload as u64).sum();
-        assert_eq!(
-            s.wstamp,
-            1_000_000 + bytes * NS_PER_SEC / rate,
-            "EDT moves by the skb's bytes / rate"
-        );
+        assert_eq!(s.wstamp, 1_000_000 + bytes * NS_PER_SEC / rate, "EDT moves by the skb's bytes / rate");
         assert_eq!(s.pacing_timer, Some(s.wstamp));
         // Nothing more until the departure time, then the next skb.
         out.clear();
@@ -1643,10 +1541,7 @@ mod tests {
         let mut out = Vec::new();
         s.write_xmit(1_000_000, &mut out, false);
         assert_eq!(out.len(), 1);
-        assert_eq!(
-            s.wstamp,
-            1_000_000 + out[0].payload as u64 * NS_PER_SEC / 12_500_000
-        );
+        assert_eq!(s.wstamp, 1_000_000 + out[0].payload as u64 * NS_PER_SEC / 12_500_000);
     }
 
     #[test]

@@ -33,10 +33,6 @@ pub fn run(v: &Value) -> RunResults {
     let cfg: ScenarioConfig = serde_json::from_value(v.clone()).expect("valid engine config");
     let r = l4slab_core::run(&cfg).expect("run succeeds");
     let p = &r.packets;
-    assert_eq!(
-        p.sent,
-        p.delivered + p.dropped + p.in_flight,
-        "packet conservation"
-    );
+    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "packet conservation");
     r
 }
