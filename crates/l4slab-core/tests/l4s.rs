@@ -39,9 +39,29 @@ fn prague_alone_over_dualpi2_gets_the_link_with_a_sub_ms_queue() {
     let l = &r.bottleneck.sojourn_by_class.iter().find(|c| c.class == "L").unwrap().sojourn_ms;
     // Seed 001 §V: alone, Prague's P99 is "slightly above 1 ms" (step marking only).
     assert!(l.p99 <= 2.0, "L P99 {}", l.p99);
-    // The queue stays below the 1 ms step threshold on average. (The seed reports a
-    // mean below 0.5 ms; see the issue notes for this open gap.)
+    // The queue stays below the 1 ms step threshold on average. Alone, v0.7 sits at
+    // ≈0.8 ms: its RTT-independent increase (1 packet per ~62 ms at 10 ms) and α of
+    // ≈0.07 give cuts of ≈3 packets (0.4 ms), so the queue swings 0.6–1.05 ms. The
+    // seed's "mean below 0.5 ms" is for runs beside a Classic flow (test below).
     assert!(l.mean <= 1.0, "L mean {}", l.mean);
+}
+
+#[test]
+fn prague_beside_cubic_over_dualpi2_keeps_the_l_queue_below_half_a_ms() {
+    // Seed 001 §V-E (Fig. 8, 40 Mbit/s): with a Classic flow, Prague's mean queue
+    // delay is below 0.5 ms and its P99 below 1 ms (step plus coupled marking).
+    for rtt in [5, 100] {
+        let mut p = prague();
+        p["rtt_ns"] = json!(rtt * MS);
+        let mut c = tcp("cubic", rtt);
+        c["rtt_ns"] = json!(rtt * MS);
+        let mut sc = scenario(40, json!({"kind": "dualpi2"}), vec![p, c], 40);
+        sc["warmup_ns"] = json!(10 * SEC);
+        let r = run(&sc);
+        let l = &r.bottleneck.sojourn_by_class.iter().find(|c| c.class == "L").unwrap().sojourn_ms;
+        assert!(l.mean < 0.5 && l.p99 < 1.0, "{rtt} ms: L mean {} P99 {}", l.mean, l.p99);
+        assert!(r.bottleneck.utilisation > 0.95, "{rtt} ms: utilisation {}", r.bottleneck.utilisation);
+    }
 }
 
 #[test]
