@@ -429,23 +429,30 @@ class Scenario(_Strict):
                 "ecn": flow.ecn,
             }
         config: dict[str, Any] = {"kind": "tcp", "cc": flow.cc, **path}
-        _set_if_given(config, "bytes", flow.bytes)
-        _set_if_given(config, "mss", flow.mss)
-        _set_if_given(config, "init_cwnd", flow.init_cwnd)
-        _set_if_given(config, "rto_min_ns", flow.rto_min)
-        _set_if_given(config, "rwnd_bytes", flow.rwnd)
-        _set_if_given(config, "delayed_ack", flow.delayed_ack)
-        _set_if_given(config, "drop_segments", flow.drop_segments)
-        _set_if_given(config, "fq_pacing", flow.fq_pacing)
-        _set_if_given(config, "tso", flow.tso)
-        _set_if_given(config, "cc_params", flow.cc_params)
-        _set_if_given(config, "ecn", flow.ecn)
-        _set_if_given(config, "ecn_option", flow.ecn_option)
+        for engine_key, field_name in _TCP_ENGINE_FIELDS.items():
+            _set_if_given(config, engine_key, getattr(flow, field_name))
         receiver = {**RECEIVER_DEFAULTS.get(flow.cc, {})}
         _set_if_given(receiver, "receiver_ecn", flow.receiver_ecn)
         _set_if_given(receiver, "receiver_cc", flow.receiver_cc)
         config.update(sorted(receiver.items()))
         return config
+
+
+#: Optional TCP knobs: engine config key → TcpFlow field (already in engine units).
+_TCP_ENGINE_FIELDS = {
+    "bytes": "bytes",
+    "mss": "mss",
+    "init_cwnd": "init_cwnd",
+    "rto_min_ns": "rto_min",
+    "rwnd_bytes": "rwnd",
+    "delayed_ack": "delayed_ack",
+    "drop_segments": "drop_segments",
+    "fq_pacing": "fq_pacing",
+    "tso": "tso",
+    "cc_params": "cc_params",
+    "ecn": "ecn",
+    "ecn_option": "ecn_option",
+}
 
 
 def _set_if_given(target: dict[str, Any], key: str, value: Any) -> None:
@@ -572,18 +579,24 @@ def scenario_from_toml(text: str, *, source: str = "scenario", overrides: Mappin
     return scenario_from_dict(data)
 
 
-def load_scenario(path: str | os.PathLike[str], *, overrides: Mapping[str, Any] | None = None) -> Scenario:
-    """Load and validate a scenario file; its name defaults to the file's stem."""
-    file = Path(path)
+def read_toml_file(file: Path, what: str) -> tuple[dict[str, Any], str]:
+    """Parse a TOML file, returning its tables and its text; a missing, unreadable or
+    malformed ``what`` file ("scenario", "study") is a one-line :class:`ScenarioError`."""
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ScenarioError(f"{file}: no such scenario file") from None
+        raise ScenarioError(f"{file}: no such {what} file") from None
     except IsADirectoryError:
-        raise ScenarioError(f"{file}: is a directory, not a scenario file") from None
+        raise ScenarioError(f"{file}: is a directory, not a {what} file") from None
     except UnicodeDecodeError:
         raise ScenarioError(f"{file}: not a UTF-8 text file") from None
-    data = _parse_toml(text, str(file))
+    return _parse_toml(text, str(file)), text
+
+
+def load_scenario(path: str | os.PathLike[str], *, overrides: Mapping[str, Any] | None = None) -> Scenario:
+    """Load and validate a scenario file; its name defaults to the file's stem."""
+    file = Path(path)
+    data, _ = read_toml_file(file, "scenario")
     if overrides:
         data = apply_overrides(data, overrides)
     return scenario_from_dict(data, default_name=file.stem)

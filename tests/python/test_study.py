@@ -341,3 +341,24 @@ def test_t_quantile():
     assert t_quantile(0.975, 1) == pytest.approx(12.7062047, abs=1e-6)
     assert t_quantile(0.975, 9) == pytest.approx(2.2621572, abs=1e-6)
     assert t_quantile(0.975, 1e6) == pytest.approx(1.959966, abs=1e-5)
+
+
+def test_unreadable_study_and_base_files_are_one_line_errors(tmp_path):
+    from l4slab.study import load_study
+
+    latin1 = tmp_path / "latin1.toml"
+    latin1.write_bytes(b'[study]\nname = "caf\xe9"\n')
+    no_base = tmp_path / "no-base.toml"
+    no_base.write_text('base = "missing.toml"\n[study]\n')
+    dir_base = tmp_path / "dir-base.toml"
+    (tmp_path / "adir").mkdir()
+    dir_base.write_text('base = "adir"\n[study]\n')
+    cases = (
+        (latin1, "latin1.toml: not a UTF-8 text file"),
+        (no_base, "base: " + str(tmp_path / "missing.toml") + ": no such scenario file"),
+        (dir_base, "is a directory, not a scenario file"),
+    )
+    for path, expected in cases:
+        with pytest.raises(ScenarioError) as info:
+            load_study(path)
+        assert "\n" not in str(info.value) and expected in str(info.value), str(info.value)

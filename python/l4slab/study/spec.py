@@ -44,7 +44,6 @@ import itertools
 import json
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -52,12 +51,7 @@ from typing import Any, Mapping
 
 from .. import units
 from ..errors import ScenarioError
-from ..scenario import apply_overrides, scenario_from_dict
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from ..scenario import apply_overrides, read_toml_file, scenario_from_dict
 
 __all__ = ["StudySpec", "Point", "RunSpec", "load_study", "study_from_dict", "trial_seed", "run_id", "PRESETS"]
 
@@ -252,11 +246,9 @@ def _base_scenario(data: Mapping[str, Any], root: Path) -> dict[str, Any]:
     if isinstance(base, str):
         path = (root / base) if not os.path.isabs(base) else Path(base)
         try:
-            scenario = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ScenarioError(f"base: {str(path)!r}: no such scenario file") from None
-        except tomllib.TOMLDecodeError as err:
-            raise ScenarioError(f"base: {path}: invalid TOML: {err}") from None
+            scenario, _ = read_toml_file(path, "scenario")
+        except ScenarioError as err:
+            raise ScenarioError(f"base: {err}") from None
         scenario.setdefault("name", path.stem)
         return scenario
     if not isinstance(base, Mapping):
@@ -414,16 +406,7 @@ def load_study(path: str | os.PathLike[str]) -> StudySpec:
         from importlib.resources import files
 
         file = Path(str(files("l4slab").joinpath("studies", f"{path}.toml")))
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(f"{file}: no such study file") from None
-    except IsADirectoryError:
-        raise ScenarioError(f"{file}: is a directory, not a study file") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ScenarioError(f"{file}: invalid TOML: {err}") from None
+    data, text = read_toml_file(file, "study")
     if "study" in data and isinstance(data["study"], dict):
         data["study"].setdefault("name", file.stem)
     else:

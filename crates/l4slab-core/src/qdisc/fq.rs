@@ -13,7 +13,7 @@
 //! priority bands (every packet has priority 0 → band 1, so band selection never
 //! changes the order). The ≥ 6.7 internal fast-path queue is optional (`fastpath`).
 
-use super::{Qdisc, QdiscCtx, QdiscStats};
+use super::{flow_hash, Qdisc, QdiscCtx, QdiscStats};
 use crate::packet::Packet;
 use crate::rng::SimRng;
 use crate::time::{jiffies, Time, HZ, NS_PER_JIFFY, NS_PER_MS, NS_PER_US};
@@ -162,19 +162,6 @@ pub struct Fq {
     stat_ce_mark: u64,
     stat_flows_plimit: u64,
     stat_fastpath_packets: u64,
-}
-
-/// Packet flow hash standing in for `skb_get_hash` (jhash of the 5-tuple with a boot
-/// random): murmur3's finaliser of the flow id mixed with the perturbation. It is a
-/// bijection of `flow ^ perturbation`, so distinct flows collide only after masking.
-#[inline]
-fn flow_hash(flow: u32, perturbation: u32) -> u32 {
-    let mut h = flow.wrapping_mul(0x9E37_79B1) ^ perturbation;
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85EB_CA6B);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xC2B2_AE35);
-    h ^ (h >> 16)
 }
 
 impl Fq {

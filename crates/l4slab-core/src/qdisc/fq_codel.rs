@@ -7,7 +7,7 @@
 use super::codel::{
     codel_dequeue, validate_codel_times, validate_mtu, CodelConfig, CodelQueue, CodelStats, CodelVars, PSCHED_MTU,
 };
-use super::{Qdisc, QdiscCtx, QdiscStats};
+use super::{flow_hash, Qdisc, QdiscCtx, QdiscStats};
 use crate::packet::Packet;
 use crate::rng::SimRng;
 use crate::time::Time;
@@ -175,21 +175,6 @@ impl CodelQueue for BucketQueue<'_, '_> {
     fn mark(&mut self, pkt: &Packet) {
         self.ctx.mark_counted(self.stats, pkt.flow);
     }
-}
-
-/// 32-bit hash of a flow id under a perturbation key (stands in for
-/// `skb_get_hash`, a keyed jhash of the 5-tuple). A bijection of `flow` for a fixed
-/// key (multiply by an odd constant, xor the key, murmur3 finaliser), so distinct
-/// flows only share a bucket through `reciprocal_scale`, with probability ~1/flows.
-#[inline]
-fn flow_hash(flow: u32, perturbation: u32) -> u32 {
-    let mut h = flow.wrapping_mul(0x9E37_79B1) ^ perturbation;
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85EB_CA6B);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xC2B2_AE35);
-    h ^= h >> 16;
-    h
 }
 
 impl FqCodel {

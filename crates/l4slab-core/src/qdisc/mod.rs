@@ -156,3 +156,18 @@ pub fn build(config: &QdiscConfig, rng: &mut SimRng) -> Box<dyn Qdisc> {
         QdiscConfig::Fq(p) => Box::new(fq::Fq::new(p.clone(), rng)),
     }
 }
+
+/// Packet flow hash for the flow-queueing qdiscs (fq, fq_codel), standing in for
+/// `skb_get_hash` (a keyed jhash of the 5-tuple): the flow id times an odd constant,
+/// xor the perturbation key, then murmur3's finaliser. A bijection of `flow` for a
+/// fixed key, so distinct flows share a bucket only through the final masking or
+/// `reciprocal_scale`.
+#[inline]
+pub(crate) fn flow_hash(flow: u32, perturbation: u32) -> u32 {
+    let mut h = flow.wrapping_mul(0x9E37_79B1) ^ perturbation;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85EB_CA6B);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xC2B2_AE35);
+    h ^ (h >> 16)
+}
