@@ -26,6 +26,7 @@ pub mod packet;
 pub mod qdisc;
 pub mod results;
 pub mod rng;
+pub mod schema;
 pub mod sim;
 pub mod source;
 pub mod tcp;

@@ -1,0 +1,110 @@
+//! The engine's self-description: every qdisc's and congestion control's parameters
+//! (engine field, default, range, unit, one-line doc), the TCP flow knobs, the CC
+//! descriptors and the metric names the results carry.
+//!
+//! This is the single source of truth the Python front end reads (through the
+//! binding's `schema()`): it derives its registries, defaults, validation messages
+//! and metric lists from here and keeps only `tc` spelling of its own.
+
+use serde::Serialize;
+
+/// What kind of value a parameter holds, which fixes its unit in the engine config.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamKind {
+    /// Nanoseconds (engine field ends in `_ns`; `tc` writes a time).
+    TimeNs,
+    /// Bytes (`_bytes`).
+    Bytes,
+    /// Packets (`_packets` or a bare `limit`).
+    Packets,
+    /// Bits per second (`_bps`).
+    RateBps,
+    /// An integer without unit.
+    Int,
+    /// A real number.
+    Float,
+    /// A flag.
+    Bool,
+    /// One of `choices`.
+    Choice,
+    /// A nested object (e.g. Prague's segment-sizing rule); `doc` says its shape.
+    Object,
+}
+
+/// One parameter of a qdisc, a congestion control or a TCP flow.
+#[derive(Clone, Debug, Serialize)]
+pub struct ParamSpec {
+    /// Field name in the engine config (e.g. `target_ns`).
+    pub name: &'static str,
+    pub kind: ParamKind,
+    /// Linux's default, in the engine's unit; `null` when unset means "derived"
+    /// (the doc says from what).
+    pub default: serde_json::Value,
+    /// Inclusive bounds in the engine's unit, if any.
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    /// Allowed values of a `Choice`.
+    pub choices: Vec<&'static str>,
+    /// One line: what it does, and the primary source of its default.
+    pub doc: &'static str,
+}
+
+impl ParamSpec {
+    /// A parameter without bounds or choices.
+    pub fn new(name: &'static str, kind: ParamKind, default: serde_json::Value, doc: &'static str) -> Self {
+        ParamSpec { name, kind, default, min: None, max: None, choices: Vec::new(), doc }
+    }
+    /// Inclusive range.
+    pub fn range(mut self, min: f64, max: f64) -> Self {
+        self.min = Some(min);
+        self.max = Some(max);
+        self
+    }
+    /// Allowed values.
+    pub fn choices(mut self, choices: &[&'static str]) -> Self {
+        self.choices = choices.to_vec();
+        self
+    }
+}
+
+/// A qdisc the engine implements.
+#[derive(Clone, Debug, Serialize)]
+pub struct QdiscSpec {
+    /// `tc` kind (`dualpi2`).
+    pub kind: &'static str,
+    pub doc: &'static str,
+    pub params: Vec<ParamSpec>,
+    /// Sub-queues reported in per-class statistics (DualPI2: `C`, `L`).
+    pub classes: Vec<&'static str>,
+}
+
+/// A congestion control the engine implements.
+#[derive(Clone, Debug, Serialize)]
+pub struct CcSpec {
+    /// Linux name (`tcp_congestion_ops.name`, as `sysctl net.ipv4.tcp_congestion_control`).
+    pub name: &'static str,
+    pub doc: &'static str,
+    /// A scalable (L4S) congestion control: sends ECT(1) and reacts to CE in proportion.
+    pub l4s: bool,
+    /// `TCP_CONG_*` flags (`needs_ecn`, `needs_accecn`, `wants_ect1`, `no_fallback_rfc3168`, `needs_pacing`).
+    pub flags: Vec<&'static str>,
+    /// Defaults for the receiving host that a testbed running this CC used
+    /// (`receiver_ecn`, `receiver_cc`), applied only where a flow leaves them unset.
+    pub receiver_defaults: serde_json::Value,
+    /// Module parameters (`cc_params`).
+    pub params: Vec<ParamSpec>,
+}
+
+/// Everything the front end reads.
+#[derive(Clone, Debug, Serialize)]
+pub struct EngineSchema {
+    pub version: &'static str,
+    pub qdiscs: Vec<QdiscSpec>,
+    pub congestion_controls: Vec<CcSpec>,
+    /// Knobs of a TCP flow (`TcpFlowConfig`).
+    pub tcp_flow: Vec<ParamSpec>,
+    /// Metric names per result table: `flow_summary`, `flow_series`, `bottleneck_summary`,
+    /// `bottleneck_series`.
+    pub metrics: serde_json::Value,
+}
