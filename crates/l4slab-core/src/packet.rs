@@ -57,6 +57,17 @@ pub enum PacketKind {
     Udp,
 }
 
+/// The AccECN option (TCP option kind 172/174, RFC 9768 §3.2.3) as carried on a
+/// packet; kind 174 orders the counters E1B, CEB, E0B.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AccEcnOption {
+    /// Number of counters present (0–3); None = no option on this packet.
+    pub fields: u8,
+    pub e1b: u32,
+    pub ceb: u32,
+    pub e0b: u32,
+}
+
 /// One SACK (or D-SACK) block `[start, end)` in sequence space.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SackBlock {
@@ -82,7 +93,7 @@ pub struct TcpHeader {
     /// The 3-bit ACE field of AccECN (AE, CWR, ECE) when AccECN is negotiated.
     pub ace: u8,
     /// AccECN option carried (fields = 0..3), if any.
-    pub accecn: Option<crate::tcp::ecn::AccEcnOption>,
+    pub accecn: Option<AccEcnOption>,
     /// Number of valid entries in `sack`.
     pub num_sack: u8,
     /// Whether `sack[0]` is a D-SACK block (RFC 2883).

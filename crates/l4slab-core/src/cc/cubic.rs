@@ -79,6 +79,83 @@ impl Default for CubicParams {
     }
 }
 
+/// `cubic` in the registry (Linux's default congestion control).
+pub const DESCRIPTOR: super::registry::CcDescriptor = super::registry::CcDescriptor {
+    name: "cubic",
+    doc: "CUBIC with HyStart (net/ipv4/tcp_cubic.c; RFC 9438): Linux's default.",
+    l4s: false,
+    flags: CcFlags {
+        needs_ecn: false,
+        needs_accecn: false,
+        wants_ect1: false,
+        no_fallback_rfc3168: false,
+        needs_pacing: false,
+    },
+    receiver: super::registry::ReceiverDefaults { receiver_ecn: None, receiver_cc: None },
+    build: |p| Ok(Box::new(Cubic::new(super::registry::parse_params("cubic", CubicParams::default(), p)?))),
+    params: param_specs,
+};
+
+fn param_specs() -> Vec<crate::schema::ParamSpec> {
+    use crate::schema::{ParamKind::*, ParamSpec as P};
+    let d = CubicParams::default();
+    vec![
+        P::new(
+            "fast_convergence",
+            Bool,
+            d.fast_convergence.into(),
+            "fast_convergence: release bandwidth faster on successive losses (tcp_cubic.c: on)",
+        ),
+        P::new("beta", Int, d.beta.into(), "beta: multiplicative decrease factor in 1/1024 (tcp_cubic.c: 717 ≈ 0.7)")
+            .range(1.0, 1023.0),
+        P::new(
+            "initial_ssthresh",
+            Int,
+            d.initial_ssthresh.into(),
+            "initial_ssthresh: packets, 0 = unset; used only with HyStart off (tcp_cubic.c: 0)",
+        ),
+        P::new(
+            "bic_scale",
+            Int,
+            d.bic_scale.into(),
+            "bic_scale: cubic constant C = bic_scale·10/1024 (tcp_cubic.c: 41 ⇒ C ≈ 0.4)",
+        )
+        .range(1.0, 1e6),
+        P::new(
+            "tcp_friendliness",
+            Bool,
+            d.tcp_friendliness.into(),
+            "tcp_friendliness: Reno-friendly region (tcp_cubic.c: on)",
+        ),
+        P::new("hystart", Bool, d.hystart.into(), "hystart: HyStart slow-start exit (tcp_cubic.c: on)"),
+        P::new(
+            "hystart_detect",
+            Int,
+            d.hystart_detect.into(),
+            "hystart_detect: bit 1 ACK train, bit 2 delay increase (tcp_cubic.c: 3)",
+        )
+        .range(0.0, 3.0),
+        P::new(
+            "hystart_low_window",
+            Int,
+            d.hystart_low_window.into(),
+            "hystart_low_window: HyStart runs only from this cwnd, packets (tcp_cubic.c: 16)",
+        ),
+        P::new(
+            "hystart_ack_delta_us",
+            Int,
+            d.hystart_ack_delta_us.into(),
+            "hystart_ack_delta_us: max ACK spacing in an ACK train, µs (tcp_cubic.c: 2000)",
+        ),
+        P::new(
+            "gso_max_size",
+            Bytes,
+            d.gso_max_size.into(),
+            "sk_gso_max_size for hystart_ack_delay: 65536 − (MAX_TCP_HEADER + 1) on x86-64",
+        ),
+    ]
+}
+
 /// Linux `cubic` (`struct bictcp` state + the module's precomputed scale factors).
 #[derive(Clone, Debug)]
 pub struct Cubic {

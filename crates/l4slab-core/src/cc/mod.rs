@@ -14,6 +14,7 @@ use crate::time::{jiffies, Time};
 pub mod cubic;
 pub mod dctcp;
 pub mod prague;
+pub mod registry;
 pub mod reno;
 
 /// `snd_ssthresh` before any congestion event (TCP_INFINITE_SSTHRESH).
@@ -28,6 +29,20 @@ pub enum CaState {
     Cwr = 2,
     Recovery = 3,
     Loss = 4,
+}
+
+/// The ECN feedback mode a connection negotiated (the L4STeam tree's
+/// `tcp_ecn_mode_rfc3168()` / `tcp_ecn_mode_accecn()`). It lives here, not in `tcp::ecn`, because
+/// [`CcSock`] carries it: `cc` must not depend on `tcp`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EcnMode {
+    #[default]
+    Off,
+    /// Classic RFC 3168 feedback (ECE until CWR; DCTCP-style if the receiver's CC is DCTCP).
+    Rfc3168,
+    /// Accurate ECN (RFC 9768).
+    AccEcn,
 }
 
 /// `enum tcp_ca_event`.
@@ -115,6 +130,25 @@ pub struct CcFlags {
     pub needs_pacing: bool,
 }
 
+/// The receive-side state a CC's `CA_EVENT_ECN_IS_CE` / `CA_EVENT_ECN_NO_CE`
+/// handler reads and writes, as `dctcp_ece_ack_update` (net/ipv4/tcp_dctcp.h) does
+/// on the `tcp_sock` of a receiving socket. The receiver fills the read part before
+/// [`CongestionControl::cwnd_event`] and applies the written part afterwards.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RcvAckState {
+    /// `tp->rcv_nxt` after the segment that raised the event.
+    pub rcv_nxt: u64,
+    /// `icsk_ack.pending & ICSK_ACK_TIMER`: a delayed ACK is pending.
+    pub delack_pending: bool,
+    /// `tp->ecn_flags & TCP_ECN_DEMAND_CWR`: RFC 3168 ECE on the ACKs from now on.
+    pub demand_cwr: bool,
+    /// Written: set `ICSK_ACK_NOW` (ACK this segment at once).
+    pub ack_now: bool,
+    /// Written: `__tcp_send_ack(sk, ack)` with ECE = `ece`, sent at once, before
+    /// the ACK of this segment.
+    pub send_ack: Option<(u64, bool)>,
+}
+
 /// The `tcp_sock` state a congestion control reads and writes.
 ///
 /// The endpoint refreshes the read-only part before every hook call. A CC writes
@@ -165,7 +199,9 @@ pub struct CcSock {
     /// `tp->lsndtime`: time of the last data transmission.
     pub lsndtime: Time,
     /// The negotiated ECN feedback mode.
-    pub ecn_mode: crate::tcp::ecn::EcnMode,
+    pub ecn_mode: EcnMode,
+    /// Receive side, for the CE events of a receiving socket's CC.
+    pub rcv: RcvAckState,
 }
 
 impl CcSock {
@@ -194,7 +230,8 @@ impl CcSock {
             max_packets_out: 0,
             paced: false,
             lsndtime: 0,
-            ecn_mode: crate::tcp::ecn::EcnMode::Off,
+            ecn_mode: EcnMode::Off,
+            rcv: RcvAckState::default(),
         }
     }
 
@@ -338,52 +375,20 @@ pub trait CongestionControl: Send {
     }
 }
 
-/// Build a congestion control by its Linux name.
+/// Build a congestion control by its Linux name with its module defaults (a view
+/// of [`registry::TABLE`]).
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
-    match name {
-        "reno" => Some(Box::new(reno::Reno)),
-        "cubic" => Some(Box::new(cubic::Cubic::default())),
-        "dctcp" => Some(Box::new(dctcp::Dctcp::default())),
-        "prague" => Some(Box::new(prague::Prague::default())),
-        "prague-v06" => Some(Box::new(prague::Prague::new(prague::PragueParams::v06()))),
-        _ => None,
-    }
+    registry::find(name).and_then(|d| (d.build)(None).ok())
 }
 
 /// Build a congestion control by name with module parameters given as JSON (the
 /// fields of its `XxxParams`, Linux defaults for those not given).
 pub fn build(name: &str, params: Option<&serde_json::Value>) -> Result<Box<dyn CongestionControl>, String> {
-    fn parse<T: serde::de::DeserializeOwned + Default>(p: Option<&serde_json::Value>) -> Result<T, String> {
-        match p {
-            None => Ok(T::default()),
-            Some(v) => serde_json::from_value(v.clone()).map_err(|e| e.to_string()),
-        }
-    }
-    Ok(match name {
-        "reno" => {
-            if params.is_some_and(|p| p.as_object().is_some_and(|o| !o.is_empty())) {
-                return Err("reno has no parameters".into());
-            }
-            Box::new(reno::Reno)
-        }
-        "cubic" => Box::new(cubic::Cubic::new(parse(params)?)),
-        "dctcp" => Box::new(dctcp::Dctcp::new(parse(params)?)),
-        "prague" => Box::new(prague::Prague::new(parse(params)?)),
-        "prague-v06" => {
-            let mut p = serde_json::to_value(prague::PragueParams::v06()).map_err(|e| e.to_string())?;
-            if let (Some(obj), Some(over)) = (p.as_object_mut(), params.and_then(|v| v.as_object())) {
-                for (k, v) in over {
-                    obj.insert(k.clone(), v.clone());
-                }
-            }
-            Box::new(prague::Prague::new(serde_json::from_value(p).map_err(|e| e.to_string())?))
-        }
-        other => return Err(format!("unknown congestion control {other:?} (known: {})", KNOWN.join(", "))),
-    })
+    registry::build(name, params)
 }
 
-/// Names accepted by [`by_name`].
-pub const KNOWN: &[&str] = &["reno", "cubic", "dctcp", "prague", "prague-v06"];
+/// Names accepted by [`by_name`] and [`build`].
+pub use registry::{specs, KNOWN};
 
 #[cfg(test)]
 mod tests {
