@@ -3,7 +3,7 @@
 //! The trait mirrors Linux's `struct tcp_congestion_ops` (include/net/tcp.h) so that
 //! each algorithm can be written as the kernel module is: the TCP endpoint owns a
 //! [`CcSock`] (the `tcp_sock` fields a CC reads and writes) and calls the hooks at
-//! the points of `tcp_ack()` given in tcp.md §1.1. A CC that implements
+//! the points of `tcp_ack()` (net/ipv4/tcp_input.c) where Linux calls them. A CC that implements
 //! `cong_control` (Prague, BBR) takes over the whole per-ACK window and pacing update;
 //! the others (Reno, CUBIC, DCTCP) provide `ssthresh` + `cong_avoid` and the endpoint
 //! applies PRR and the stack pacing rate around them.
@@ -115,7 +115,9 @@ pub struct RateSample {
     pub is_ack_delayed: bool,
 }
 
-/// Requirements a CC places on the connection (`TCP_CONG_*` flags, tcp.md §3.2).
+/// Requirements a CC places on the connection (`TCP_CONG_*` flags of `tcp_congestion_ops`).
+///
+/// Which flags each CC sets is in its [`registry::CcDescriptor`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CcFlags {
     /// Always request ECN (TCP_CONG_NEEDS_ECN; DCTCP, Prague).
@@ -241,7 +243,7 @@ impl CcSock {
         jiffies(self.now)
     }
 
-    /// `tcp_packets_in_flight` (tcp.md §0.3).
+    /// `tcp_packets_in_flight` (include/net/tcp.h): out + retrans − sacked − lost.
     #[inline]
     pub fn in_flight(&self) -> u32 {
         (self.packets_out + self.retrans_out).saturating_sub(self.sacked_out + self.lost_out)
@@ -253,7 +255,7 @@ impl CcSock {
         self.cwnd < self.ssthresh
     }
 
-    /// `tcp_is_cwnd_limited` (tcp.md §2.2).
+    /// `tcp_is_cwnd_limited` (include/net/tcp.h).
     #[inline]
     pub fn is_cwnd_limited(&self) -> bool {
         if self.is_cwnd_limited {
@@ -266,7 +268,7 @@ impl CcSock {
     }
 
     /// `tcp_slow_start`: grow by the packets delivered, up to ssthresh; return the
-    /// part of `acked` left over for congestion avoidance (tcp.md §2.2).
+    /// part of `acked` left over for congestion avoidance (net/ipv4/tcp_cong.c).
     pub fn slow_start(&mut self, acked: u32) -> u32 {
         let cwnd = (self.cwnd as u64 + acked as u64).min(self.ssthresh as u64) as u32;
         let used = cwnd - self.cwnd;
@@ -274,7 +276,7 @@ impl CcSock {
         acked - used
     }
 
-    /// The common head of every `cong_avoid` (tcp.md §2.2): no growth unless
+    /// The common head of every `cong_avoid` (`tcp_reno_cong_avoid`): no growth unless
     /// cwnd-limited, slow start first. Returns the packets left over for congestion
     /// avoidance (0: nothing more to do on this ACK).
     pub fn acked_after_slow_start(&mut self, acked: u32) -> u32 {
@@ -287,7 +289,7 @@ impl CcSock {
         acked
     }
 
-    /// `tcp_cong_avoid_ai`: +1 packet per `w` packets acknowledged (tcp.md §2.2).
+    /// `tcp_cong_avoid_ai` (net/ipv4/tcp_cong.c): +1 packet per `w` packets acknowledged.
     pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
         let w = w.max(1);
         // If credits accumulated at a higher w, apply them gently now.
@@ -329,7 +331,7 @@ pub trait CongestionControl: Send {
     fn cong_avoid(&mut self, _tp: &mut CcSock, _acked: u32) {}
 
     /// Whether this CC implements `cong_control` (then `cong_avoid`, PRR and the
-    /// stack pacing update are bypassed: tcp.md §1.1 step 14).
+    /// stack pacing update are bypassed: `tcp_cong_control` in net/ipv4/tcp_input.c).
     fn has_cong_control(&self) -> bool {
         false
     }

@@ -26,6 +26,9 @@ pub struct ReceiverDefaults {
     pub receiver_cc: Option<&'static str>,
 }
 
+/// A CC's constructor from its `cc_params`.
+pub type BuildFn = fn(Option<&serde_json::Value>) -> Result<Box<dyn CongestionControl>, String>;
+
 /// One registered congestion control.
 #[derive(Clone, Copy)]
 pub struct CcDescriptor {
@@ -40,7 +43,7 @@ pub struct CcDescriptor {
     pub receiver: ReceiverDefaults,
     /// Builds the algorithm from `cc_params` (fields of its `XxxParams`; the
     /// module defaults for those not given).
-    pub build: fn(Option<&serde_json::Value>) -> Result<Box<dyn CongestionControl>, String>,
+    pub build: BuildFn,
     /// The module parameters (`cc_params`), one spec per `XxxParams` field.
     pub params: fn() -> Vec<ParamSpec>,
 }
@@ -208,6 +211,30 @@ mod tests {
         assert!(!dctcp.l4s && dctcp.flags == vec!["needs_ecn"]);
         assert_eq!(dctcp.receiver_defaults, json!({"receiver_cc": "dctcp", "receiver_ecn": 1}));
         assert_eq!(specs.iter().find(|s| s.name == "cubic").unwrap().receiver_defaults, json!({}));
+    }
+
+    #[test]
+    fn specs_name_every_parameter_field_with_its_default() {
+        use super::super::{cubic::CubicParams, dctcp::DctcpParams, prague::PragueParams};
+        let to = |v: Result<serde_json::Value, serde_json::Error>| v.unwrap();
+        let cases = [
+            ("cubic", to(serde_json::to_value(CubicParams::default()))),
+            ("dctcp", to(serde_json::to_value(DctcpParams::default()))),
+            ("prague", to(serde_json::to_value(PragueParams::default()))),
+            ("prague-v06", to(serde_json::to_value(PragueParams::v06()))),
+        ];
+        for (name, defaults) in cases {
+            let specs = (find(name).unwrap().params)();
+            let mut fields: Vec<&str> = defaults.as_object().unwrap().keys().map(String::as_str).collect();
+            let mut named: Vec<&str> = specs.iter().map(|p| p.name).collect();
+            fields.sort_unstable();
+            named.sort_unstable();
+            assert_eq!(named, fields, "{name}");
+            for p in &specs {
+                assert_eq!(p.default, defaults[p.name], "{name}.{}", p.name);
+            }
+        }
+        assert!((find("reno").unwrap().params)().is_empty());
     }
 
     #[test]

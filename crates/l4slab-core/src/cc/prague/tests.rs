@@ -30,7 +30,8 @@ fn rs(acked: u32, ce: u32) -> RateSample {
 }
 
 /// One ACK: `acked` packets newly delivered, `ce` of them CE; the stack enters CWR
-/// first when ce > 0 (tcp.md §1.1 steps 11 and 14).
+/// first when ce > 0 (`tcp_ack` → `tcp_fastretrans_alert` → `tcp_try_to_open` →
+/// `tcp_enter_cwr`, then `tcp_cong_control`).
 fn ack(p: &mut Prague, tp: &mut CcSock, acked: u32, ce: u32) {
     tp.delivered += acked as u64;
     tp.delivered_ce += ce as u64;
@@ -57,7 +58,7 @@ fn defaults_and_flags() {
     assert_eq!(pr.ect_codepoint(), Ecn::Ect1);
     assert!(pr.has_cong_control());
     assert_eq!(pr.name(), "prague");
-    // §7.3: α₀ = 0, frac = IW, MTU 1500, rate = 1500·10/10 ms = 1.5 MB/s, ×2 in slow start.
+    // `prague_init`: α₀ = 0, frac = IW, MTU 1500, rate = 1500·10/10 ms = 1.5 MB/s, ×2 in slow start.
     assert_eq!(pr.alpha(), 0.0);
     assert_eq!(pr.frac, 10 << 20);
     assert_eq!(pr.mtu_cache, 1500);
@@ -116,7 +117,7 @@ fn first_ce_halves_frac_with_alpha_mode_0() {
     p.update_cwnd(&mut tp, &rs(1, 1));
     assert_eq!(p.frac, f);
 
-    // §7.13: if the first CE ACK also covers unmarked packets, the slow-start
+    // If the first CE ACK also covers unmarked packets, the slow-start
     // re-sync of frac cancels the halving.
     let (mut p, mut tp) = setup(PragueParams::default(), 10, 10_000);
     tp.is_cwnd_limited = true;
@@ -300,7 +301,7 @@ fn rate_mode_at_4_packets_with_wobble() {
 
 #[test]
 fn rate_mode_ai_about_one_packet_per_vrtt() {
-    // Rate-mode AI (§7.10): ≈ +1500 B/vRTT of rate per vRTT (+~10 % from the
+    // Rate-mode AI (`prague_rate_scaled_ai_ack_increase`): ≈ +1500 B/vRTT of rate per vRTT (+~10 % from the
     // 2^23 and 2^20 fixed-point factors).
     let (mut p, mut tp) = setup(PragueParams::default(), 4, 20_000);
     steady(&mut p, &mut tp, 4);
