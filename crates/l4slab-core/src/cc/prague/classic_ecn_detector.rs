@@ -168,6 +168,8 @@ impl ClassicEcnDetector {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::{setup, steady};
+    use super::super::{CaState, CongestionControl, PragueParams};
     use super::*;
 
     #[test]
@@ -201,5 +203,19 @@ mod tests {
         // At 24 bits they are scaled ×16 (the ANRW'25 correction).
         assert!(ClassicEcnDetector::v0_lg(24).abs_diff(16 * ClassicEcnDetector::v0_lg(20)) <= 16);
         assert!(ClassicEcnDetector::d0_lg(24).abs_diff(16 * ClassicEcnDetector::d0_lg(20)) <= 16);
+    }
+
+    /// Mode 1 floors α at each CWR once the score passed L_STICKY.
+    #[test]
+    fn classic_ecn_fallback_floors_alpha_at_cwr() {
+        // Mode 1 applies the floor at CWR: α = 0.1 ⇒ reduction 0.3125.
+        let params = PragueParams { ecn_fallback: 1, cwnd_mode: 0, ..PragueParams::default() };
+        let (mut p, mut tp) = setup(params, 64, 10_000);
+        steady(&mut p, &mut tp, 64);
+        p.round = 0;
+        p.upscaled_alpha = ((1u64 << 24) / 10) << 4;
+        p.det.classic_ecn = ClassicEcnDetector::c_sticky(24);
+        p.set_state(&mut tp, CaState::Cwr);
+        assert!((p.frac_cwnd() - 64.0 * (1.0 - 0.3125)).abs() < 1e-3, "{}", p.frac_cwnd());
     }
 }

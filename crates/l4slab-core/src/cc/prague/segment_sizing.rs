@@ -93,3 +93,84 @@ impl Prague {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{setup, steady, MSS};
+    use super::*;
+
+    #[test]
+    fn default_mtu_sizing_two_packets_per_vrtt() {
+        // 200 kb/s at RTT 20 ms, rate mode: bytes per vRTT = 25 000 B/s·25 ms·0.954
+        // = 596 B ⇒ MTU ⌈596/2⌉ = 298 B ⇒ payload 246 B (S2's r·max(RTT,25 ms)/2 =
+        // 312.5 B of MTU without the 2^23 factor).
+        let (mut p, mut tp) = setup(PragueParams::default(), 2, 20_000);
+        steady(&mut p, &mut tp, 2);
+        p.rate_mode = true;
+        p.rate = 25_000;
+        p.update_alpha(&mut tp);
+        assert_eq!(tp.mss, 298 - 52);
+        // Window mode, same rate: frac = 1/3 packet of 1500 B at 20 ms;
+        // bytes per vRTT = frac·1500·25/20 = 625 B ⇒ MTU 312 B ⇒ payload 260 B.
+        let (mut p, mut tp) = setup(PragueParams { cwnd_mode: 0, ..PragueParams::default() }, 2, 20_000);
+        steady(&mut p, &mut tp, 2);
+        p.frac = ONE_CWND / 3;
+        assert_eq!(p.frac_to_rate(&tp), 24_999);
+        p.update_alpha(&mut tp);
+        assert_eq!(tp.mss, 312 - 52);
+        // frac rescaled to keep bytes: (1/3)·1500/312 = 1.60 packets.
+        assert!((p.frac_cwnd() - 1500.0 / 3.0 / 312.0).abs() < 1e-3);
+        // 100 kb/s at 5 ms: 298 B per vRTT ⇒ 149 ⇒ floor mss_to_mtu(150) = 202.
+        let (mut p, mut tp) = setup(PragueParams::default(), 2, 5_000);
+        steady(&mut p, &mut tp, 2);
+        p.rate_mode = true;
+        p.rate = 12_500;
+        p.update_alpha(&mut tp);
+        assert_eq!(tp.mss, MIN_MSS);
+        // 10 Mb/s: capped at the initial MTU.
+        let (mut p, mut tp) = setup(PragueParams::default(), 20, 20_000);
+        steady(&mut p, &mut tp, 20);
+        tp.mss = 500;
+        p.update_alpha(&mut tp);
+        assert_eq!(tp.mss, MSS);
+        // Not while in slow start / before the transition / in loss / before a CE.
+        for variant in 0..4 {
+            let (mut p, mut tp) = setup(PragueParams::default(), 2, 20_000);
+            steady(&mut p, &mut tp, 2);
+            p.rate_mode = true;
+            p.rate = 25_000;
+            match variant {
+                0 => tp.ssthresh = TCP_INFINITE_SSTHRESH,
+                1 => p.round = 3,
+                2 => p.in_loss = true,
+                _ => p.saw_ce = false,
+            }
+            p.update_alpha(&mut tp);
+            assert_eq!(tp.mss, MSS, "variant {variant}");
+        }
+    }
+
+    #[test]
+    fn s2_segment_sizing_schemes() {
+        // r = 550 kb/s ⇒ x = (550 − 100)/(1000 − 100) = 0.5; S_min 150, S_max 1448.
+        let cases = [
+            (SegmentSizing::Fixed, 1448),
+            (SegmentSizing::Linear, 799),                  // 150 + 1298·0.5
+            (SegmentSizing::Exponential { p: 2.0 }, 475),  // 150 + 1298·0.25 = 474.5
+            (SegmentSizing::Logarithmic { k: 4.0 }, 1036), // 150 + 1298·ln 3/ln 5 = 1036.02
+        ];
+        for (scheme, want) in cases {
+            let (mut p, mut tp) = setup(PragueParams { segment_sizing: scheme, ..PragueParams::default() }, 4, 20_000);
+            assert_eq!(p.s2_segment_size(68_750), want, "{scheme:?}");
+            // Clipping of r to [r_min, r_max].
+            assert_eq!(p.s2_segment_size(6_000), if scheme == SegmentSizing::Fixed { 1448 } else { 150 });
+            assert_eq!(p.s2_segment_size(1_000_000), 1448);
+            // Applied at the α update through tp.mss.
+            steady(&mut p, &mut tp, 4);
+            p.rate_mode = true;
+            p.rate = 68_750;
+            p.update_alpha(&mut tp);
+            assert_eq!(tp.mss, want, "{scheme:?}");
+        }
+    }
+}

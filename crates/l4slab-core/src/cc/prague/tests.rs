@@ -1,10 +1,10 @@
 use super::*;
 use crate::time::NS_PER_MS;
 
-const MSS: u32 = 1448; // MTU 1500 with timestamps
+pub(super) const MSS: u32 = 1448; // MTU 1500 with timestamps
 
 /// An AccECN socket with the given cwnd and SRTT, Prague initialised at t = 0.
-fn setup(params: PragueParams, cwnd: u32, srtt_us: u64) -> (Prague, CcSock) {
+pub(super) fn setup(params: PragueParams, cwnd: u32, srtt_us: u64) -> (Prague, CcSock) {
     let mut tp = CcSock::new(MSS, cwnd);
     tp.ecn_mode = EcnMode::AccEcn;
     tp.srtt_us = srtt_us;
@@ -16,7 +16,7 @@ fn setup(params: PragueParams, cwnd: u32, srtt_us: u64) -> (Prague, CcSock) {
 }
 
 /// Congestion avoidance, RTT-independent (round ≥ 4), AQM seen.
-fn steady(p: &mut Prague, tp: &mut CcSock, cwnd: u32) {
+pub(super) fn steady(p: &mut Prague, tp: &mut CcSock, cwnd: u32) {
     tp.cwnd = cwnd;
     tp.ssthresh = cwnd;
     p.frac = (cwnd as u64) << CWND_UNIT;
@@ -25,14 +25,14 @@ fn steady(p: &mut Prague, tp: &mut CcSock, cwnd: u32) {
     p.refresh_ai(tp);
 }
 
-fn rs(acked: u32, ce: u32) -> RateSample {
+pub(super) fn rs(acked: u32, ce: u32) -> RateSample {
     RateSample { acked_sacked: acked, ece_delta: ce, delivered: acked as i64, ..RateSample::default() }
 }
 
 /// One ACK: `acked` packets newly delivered, `ce` of them CE; the stack enters CWR
 /// first when ce > 0 (`tcp_ack` → `tcp_fastretrans_alert` → `tcp_try_to_open` →
 /// `tcp_enter_cwr`, then `tcp_cong_control`).
-fn ack(p: &mut Prague, tp: &mut CcSock, acked: u32, ce: u32) {
+pub(super) fn ack(p: &mut Prague, tp: &mut CcSock, acked: u32, ce: u32) {
     tp.delivered += acked as u64;
     tp.delivered_ce += ce as u64;
     tp.snd_una += acked as u64 * MSS as u64;
@@ -405,127 +405,6 @@ fn loss_halves_blocks_ai_and_undo_restores() {
     // ssthresh hook leaves the stack's value.
     tp.ssthresh = 33;
     assert_eq!(p.ssthresh(&tp), 33);
-}
-
-#[test]
-fn default_mtu_sizing_two_packets_per_vrtt() {
-    // 200 kb/s at RTT 20 ms, rate mode: bytes per vRTT = 25 000 B/s·25 ms·0.954
-    // = 596 B ⇒ MTU ⌈596/2⌉ = 298 B ⇒ payload 246 B (S2's r·max(RTT,25 ms)/2 =
-    // 312.5 B of MTU without the 2^23 factor).
-    let (mut p, mut tp) = setup(PragueParams::default(), 2, 20_000);
-    steady(&mut p, &mut tp, 2);
-    p.rate_mode = true;
-    p.rate = 25_000;
-    p.update_alpha(&mut tp);
-    assert_eq!(tp.mss, 298 - 52);
-    // Window mode, same rate: frac = 1/3 packet of 1500 B at 20 ms;
-    // bytes per vRTT = frac·1500·25/20 = 625 B ⇒ MTU 312 B ⇒ payload 260 B.
-    let (mut p, mut tp) = setup(PragueParams { cwnd_mode: 0, ..PragueParams::default() }, 2, 20_000);
-    steady(&mut p, &mut tp, 2);
-    p.frac = ONE_CWND / 3;
-    assert_eq!(p.frac_to_rate(&tp), 24_999);
-    p.update_alpha(&mut tp);
-    assert_eq!(tp.mss, 312 - 52);
-    // frac rescaled to keep bytes: (1/3)·1500/312 = 1.60 packets.
-    assert!((p.frac_cwnd() - 1500.0 / 3.0 / 312.0).abs() < 1e-3);
-    // 100 kb/s at 5 ms: 298 B per vRTT ⇒ 149 ⇒ floor mss_to_mtu(150) = 202.
-    let (mut p, mut tp) = setup(PragueParams::default(), 2, 5_000);
-    steady(&mut p, &mut tp, 2);
-    p.rate_mode = true;
-    p.rate = 12_500;
-    p.update_alpha(&mut tp);
-    assert_eq!(tp.mss, MIN_MSS);
-    // 10 Mb/s: capped at the initial MTU.
-    let (mut p, mut tp) = setup(PragueParams::default(), 20, 20_000);
-    steady(&mut p, &mut tp, 20);
-    tp.mss = 500;
-    p.update_alpha(&mut tp);
-    assert_eq!(tp.mss, MSS);
-    // Not while in slow start / before the transition / in loss / before a CE.
-    for variant in 0..4 {
-        let (mut p, mut tp) = setup(PragueParams::default(), 2, 20_000);
-        steady(&mut p, &mut tp, 2);
-        p.rate_mode = true;
-        p.rate = 25_000;
-        match variant {
-            0 => tp.ssthresh = TCP_INFINITE_SSTHRESH,
-            1 => p.round = 3,
-            2 => p.in_loss = true,
-            _ => p.saw_ce = false,
-        }
-        p.update_alpha(&mut tp);
-        assert_eq!(tp.mss, MSS, "variant {variant}");
-    }
-}
-
-#[test]
-fn s2_segment_sizing_schemes() {
-    // r = 550 kb/s ⇒ x = (550 − 100)/(1000 − 100) = 0.5; S_min 150, S_max 1448.
-    let cases = [
-        (SegmentSizing::Fixed, 1448),
-        (SegmentSizing::Linear, 799),                  // 150 + 1298·0.5
-        (SegmentSizing::Exponential { p: 2.0 }, 475),  // 150 + 1298·0.25 = 474.5
-        (SegmentSizing::Logarithmic { k: 4.0 }, 1036), // 150 + 1298·ln 3/ln 5 = 1036.02
-    ];
-    for (scheme, want) in cases {
-        let (mut p, mut tp) = setup(PragueParams { segment_sizing: scheme, ..PragueParams::default() }, 4, 20_000);
-        assert_eq!(p.s2_segment_size(68_750), want, "{scheme:?}");
-        // Clipping of r to [r_min, r_max].
-        assert_eq!(p.s2_segment_size(6_000), if scheme == SegmentSizing::Fixed { 1448 } else { 150 });
-        assert_eq!(p.s2_segment_size(1_000_000), 1448);
-        // Applied at the α update through tp.mss.
-        steady(&mut p, &mut tp, 4);
-        p.rate_mode = true;
-        p.rate = 68_750;
-        p.update_alpha(&mut tp);
-        assert_eq!(tp.mss, want, "{scheme:?}");
-    }
-}
-
-#[test]
-fn v06_variant() {
-    let (mut p, mut tp) = setup(PragueParams::v06(), 10, 10_000);
-    // α₀ = 1 (20 bits), min 2 TSO segments, no floor on the pacing rate.
-    assert_eq!(p.alpha(), 1.0);
-    assert_eq!(p.upscaled_alpha, (1 << 20) << 4);
-    assert_eq!(p.tso_segs(&tp), Some(2));
-    // First CE: no halving in update_cwnd; the CWR entry halves (α = 1).
-    ack(&mut p, &mut tp, 2, 2);
-    assert_eq!(p.frac, 5 << 20);
-    // Transition after 500 rounds: AI unscaled at round 10, RTT-scaled at 500.
-    p.round = 10;
-    tp.ssthresh = tp.cwnd;
-    p.refresh_ai(&tp);
-    assert_eq!(p.ai, ONE_CWND);
-    p.round = 500;
-    p.refresh_ai(&tp);
-    // (78/195)² in 128-µs units.
-    assert_eq!(p.ai, (((78u64 * 78) << 20) + 195 * 195 / 2) / (195 * 195));
-    // ADJUST stops at 2.
-    p.frac = 1 << 20;
-    tp.cwnd = 3;
-    p.adjust(&mut tp);
-    assert_eq!(tp.cwnd, 2);
-    p.adjust(&mut tp);
-    assert_eq!(tp.cwnd, 2);
-    // No segment sizing.
-    steady(&mut p, &mut tp, 2);
-    p.round = 600;
-    p.update_alpha(&mut tp);
-    assert_eq!(tp.mss, MSS);
-}
-
-#[test]
-fn classic_ecn_fallback_floors_alpha_at_cwr() {
-    // Mode 1 applies the floor at CWR: α = 0.1 ⇒ reduction 0.3125.
-    let params = PragueParams { ecn_fallback: 1, cwnd_mode: 0, ..PragueParams::default() };
-    let (mut p, mut tp) = setup(params, 64, 10_000);
-    steady(&mut p, &mut tp, 64);
-    p.round = 0;
-    p.upscaled_alpha = ((1u64 << 24) / 10) << 4;
-    p.det.classic_ecn = ClassicEcnDetector::c_sticky(24);
-    p.set_state(&mut tp, CaState::Cwr);
-    assert!((p.frac_cwnd() - 64.0 * (1.0 - 0.3125)).abs() < 1e-3, "{}", p.frac_cwnd());
 }
 
 #[test]

@@ -188,3 +188,42 @@ impl Version for V06 {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{ack, setup, steady, MSS};
+    use super::*;
+
+    #[test]
+    fn v06_variant() {
+        let (mut p, mut tp) = setup(PragueParams::v06(), 10, 10_000);
+        // α₀ = 1 (20 bits), min 2 TSO segments, no floor on the pacing rate.
+        assert_eq!(p.alpha(), 1.0);
+        assert_eq!(p.upscaled_alpha, (1 << 20) << 4);
+        assert_eq!(p.tso_segs(&tp), Some(2));
+        // First CE: no halving in update_cwnd; the CWR entry halves (α = 1).
+        ack(&mut p, &mut tp, 2, 2);
+        assert_eq!(p.frac, 5 << 20);
+        // Transition after 500 rounds: AI unscaled at round 10, RTT-scaled at 500.
+        p.round = 10;
+        tp.ssthresh = tp.cwnd;
+        p.refresh_ai(&tp);
+        assert_eq!(p.ai, ONE_CWND);
+        p.round = 500;
+        p.refresh_ai(&tp);
+        // (78/195)² in 128-µs units.
+        assert_eq!(p.ai, (((78u64 * 78) << 20) + 195 * 195 / 2) / (195 * 195));
+        // ADJUST stops at 2.
+        p.frac = 1 << 20;
+        tp.cwnd = 3;
+        p.adjust(&mut tp);
+        assert_eq!(tp.cwnd, 2);
+        p.adjust(&mut tp);
+        assert_eq!(tp.cwnd, 2);
+        // No segment sizing.
+        steady(&mut p, &mut tp, 2);
+        p.round = 600;
+        p.update_alpha(&mut tp);
+        assert_eq!(tp.mss, MSS);
+    }
+}
