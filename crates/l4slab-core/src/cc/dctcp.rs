@@ -20,7 +20,7 @@
 //! (`α −= min_not_zero(α, α >> g)`, so α < 16/1024 decays to 0).
 
 use super::registry::{parse_params, CcDescriptor, ReceiverDefaults};
-use super::reno::{reno_cong_avoid, EcnRequirement, RenoFallback};
+use super::reno::{reno_cong_avoid, reno_ssthresh, EcnRequirement, RenoFallback};
 use super::*;
 use crate::schema::{ParamKind, ParamSpec};
 
@@ -161,7 +161,7 @@ impl Dctcp {
     /// `dctcp_react_to_loss`: Reno halving.
     fn react_to_loss(&mut self, tp: &mut CcSock) {
         self.loss_cwnd = tp.cwnd;
-        tp.ssthresh = (tp.cwnd >> 1).max(2);
+        tp.ssthresh = reno_ssthresh(tp);
     }
 }
 
