@@ -111,6 +111,7 @@ impl TcpReceiver {
             tcp_ecn,
             ecn_option,
             cc,
+            // The receive side reads only `ecn_mode` and `rcv`; mss and cwnd are unused.
             cc_sock: CcSock::new(536, 10),
             cc_flags,
             ecn_mode: EcnMode::Off,
@@ -649,5 +650,33 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert!(out[0].tcp.dsack);
         assert_eq!(out[0].tcp.sack[0], SackBlock { start: 0, end: 1448 });
+    }
+
+    /// A DCTCP receiver over RFC 3168 feedback: its CC's `dctcp_ece_ack_update`
+    /// flushes the delayed ACK with the old CE state, then ACKs the CE segment at
+    /// once with ECE (RFC 8257 §3.2); a CUBIC receiver echoes ECE until CWR instead.
+    #[test]
+    fn dctcp_receiver_echoes_ce_state_changes_at_once() {
+        for (cc, want) in [("dctcp", vec![(17, false), (18, true)]), ("cubic", vec![(18, true)])] {
+            let mut r = TcpReceiver::new(0, true, 1, 2, cc);
+            let mut out = Vec::new();
+            let mut syn = Packet::new(0, PacketKind::Syn);
+            syn.tcp.ace = ecn::SYN_ACE_CLASSIC;
+            r.on_packet(&syn, 0, &mut out);
+            assert_eq!(r.ecn_mode, EcnMode::Rfc3168);
+            // 16 quick ACKs, then segment 17 waits for the delayed-ACK timer.
+            for i in 0..17u64 {
+                let mut d = data(i * 1448, 1448);
+                d.ecn = Ecn::Ect0;
+                r.on_packet(&d, 1000 * (i + 1), &mut out);
+            }
+            assert!(r.next_timer().is_some());
+            out.clear();
+            let mut d = data(17 * 1448, 1448);
+            d.ecn = Ecn::Ce;
+            r.on_packet(&d, 20_000, &mut out);
+            let got: Vec<(u64, bool)> = out.iter().map(|a| (a.tcp.ack / 1448, a.tcp.ece)).collect();
+            assert_eq!(got, want, "{cc}");
+        }
     }
 }
