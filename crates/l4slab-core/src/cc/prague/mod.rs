@@ -546,7 +546,7 @@ impl Prague {
     }
 
     /// `prague_update_alpha`: α ← (1 − g)·α + g·F with F the CE fraction of the
-    /// round (RFC 9331 §4.3's scalable response; draft-briscoe-iccrg-prague-congestion-control §2.3.1).
+    /// round, as DCTCP (RFC 8257 §3.3; draft-briscoe-iccrg-prague-congestion-control).
     fn update_alpha(&mut self, tp: &mut CcSock) {
         let ver = self.ver;
         if self.saw_ce {

@@ -6,7 +6,7 @@
 //! `prague_cwnd_transit`), ±4/128 pacing wobble in that mode, a slow SRTT average
 //! (`hsrtt`) for rate↔window conversion, α starting at 0 with the first CE halving
 //! (`prague_alpha_mode` = 0), 24-bit α, RTT-independence after 4 rounds with
-//! ai = (SRTT/25 ms)² (draft-briscoe-iccrg-prague-congestion-control §2.3.3), and
+//! ai = (SRTT/25 ms)² (draft-briscoe-iccrg-prague-congestion-control), and
 //! dynamic segment sizing ([`super::segment_sizing`]).
 
 use super::*;
