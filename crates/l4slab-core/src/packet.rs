@@ -6,21 +6,22 @@
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 
-/// Ethernet header bytes counted by `qdisc_pkt_len` (aqm.md §1.1).
+/// Ethernet header bytes counted by `qdisc_pkt_len` (include/net/sch_generic.h: `skb->len`
+/// at the qdisc includes the MAC header).
 pub const ETH_HLEN: u32 = 14;
 /// IPv4 (20) + TCP (20) header bytes.
 pub const IP_TCP_HLEN: u32 = 40;
-/// Timestamp option, aligned (2 NOP + 10): tcp.md §2.1.
+/// Timestamp option, aligned (2 NOP + 10): `TCPOLEN_TSTAMP_ALIGNED` (include/net/tcp.h; RFC 7323).
 pub const TCPOLEN_TSTAMP_ALIGNED: u32 = 12;
 /// SACK option: 2 NOP + kind + len, then 8 bytes per block.
 pub const TCPOLEN_SACK_BASE_ALIGNED: u32 = 4;
 pub const TCPOLEN_SACK_PERBLOCK: u32 = 8;
 /// IPv4 (20) + UDP (8) header bytes.
 pub const IP_UDP_HLEN: u32 = 28;
-/// At most 3 SACK blocks fit beside the timestamp option (tcp.md §2.1).
+/// At most 3 SACK blocks fit beside the timestamp option (40 − 12 = 28 B = 4 + 3·8; RFC 2018 §3).
 pub const MAX_SACK_BLOCKS: usize = 3;
 
-/// The IP ECN field (RFC 3168 §5; aqm.md §1.2).
+/// The IP ECN field (RFC 3168 §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Ecn {
@@ -57,6 +58,17 @@ pub enum PacketKind {
     Udp,
 }
 
+/// The AccECN option (TCP option kind 172/174, RFC 9768 §3.2.3) as carried on a
+/// packet; kind 174 orders the counters E1B, CEB, E0B.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AccEcnOption {
+    /// Number of counters present (0–3); None = no option on this packet.
+    pub fields: u8,
+    pub e1b: u32,
+    pub ceb: u32,
+    pub e0b: u32,
+}
+
 /// One SACK (or D-SACK) block `[start, end)` in sequence space.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SackBlock {
@@ -82,7 +94,7 @@ pub struct TcpHeader {
     /// The 3-bit ACE field of AccECN (AE, CWR, ECE) when AccECN is negotiated.
     pub ace: u8,
     /// AccECN option carried (fields = 0..3), if any.
-    pub accecn: Option<crate::tcp::ecn::AccEcnOption>,
+    pub accecn: Option<AccEcnOption>,
     /// Number of valid entries in `sack`.
     pub num_sack: u8,
     /// Whether `sack[0]` is a D-SACK block (RFC 2883).
@@ -134,7 +146,7 @@ impl Packet {
     }
 
     /// Linux's `INET_ECN_set_ce`: mark if ECN-capable. Returns `false` for Not-ECT
-    /// (the caller then drops). An already-CE packet counts as marked (aqm.md §1.2).
+    /// (the caller then drops). An already-CE packet counts as marked (include/net/inet_ecn.h).
     #[inline]
     pub fn set_ce(&mut self) -> bool {
         if self.ecn.is_ect() {

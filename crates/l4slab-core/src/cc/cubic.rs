@@ -1,5 +1,6 @@
 //! CUBIC v2.3 with HyStart, as Linux implements it in `net/ipv4/tcp_cubic.c`
-//! (tcp.md §5, [MC]).
+//! (mainline v2.3; the algorithm is RFC 9438, HyStart is Ha & Rhee, "Taming the
+//! elephants", Computer Networks 2011).
 //!
 //! The arithmetic follows the kernel's fixed-point representation so that rounding
 //! matches: cwnd in whole packets, time in jiffies (`tcp_jiffies32`, HZ from
@@ -25,16 +26,16 @@ const BICTCP_HZ: u32 = 10;
 pub const HYSTART_ACK_TRAIN: u8 = 0x1;
 pub const HYSTART_DELAY: u8 = 0x2;
 
-/// RTT samples per round before the delay-increase test (§5.1).
+/// RTT samples per round before the delay-increase test.
 const HYSTART_MIN_SAMPLES: u8 = 8;
-/// Clamp of the delay-increase threshold, µs (§5.1).
+/// Clamp of the delay-increase threshold, µs.
 const HYSTART_DELAY_MIN: u32 = 4000;
 const HYSTART_DELAY_MAX: u32 = 16000;
 
 const USEC_PER_MSEC: u64 = 1000;
 const USEC_PER_SEC: u64 = 1_000_000;
 
-/// CUBIC module parameters (tcp.md §5.1); `Default` gives the Linux defaults.
+/// CUBIC module parameters (`module_param`s of tcp_cubic.c); `Default` gives the Linux defaults.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CubicParams {
@@ -79,18 +80,95 @@ impl Default for CubicParams {
     }
 }
 
+/// `cubic` in the registry (Linux's default congestion control).
+pub const DESCRIPTOR: super::registry::CcDescriptor = super::registry::CcDescriptor {
+    name: "cubic",
+    doc: "CUBIC with HyStart (net/ipv4/tcp_cubic.c; RFC 9438): Linux's default.",
+    l4s: false,
+    flags: CcFlags {
+        needs_ecn: false,
+        needs_accecn: false,
+        wants_ect1: false,
+        no_fallback_rfc3168: false,
+        needs_pacing: false,
+    },
+    receiver: super::registry::ReceiverDefaults { receiver_ecn: None, receiver_cc: None },
+    build: |p| Ok(Box::new(Cubic::new(super::registry::parse_params("cubic", CubicParams::default(), p)?))),
+    params: param_specs,
+};
+
+fn param_specs() -> Vec<crate::schema::ParamSpec> {
+    use crate::schema::{ParamKind::*, ParamSpec as P};
+    let d = CubicParams::default();
+    vec![
+        P::new(
+            "fast_convergence",
+            Bool,
+            d.fast_convergence.into(),
+            "fast_convergence: release bandwidth faster on successive losses (tcp_cubic.c: on)",
+        ),
+        P::new("beta", Int, d.beta.into(), "beta: multiplicative decrease factor in 1/1024 (tcp_cubic.c: 717 ≈ 0.7)")
+            .range(1.0, 1023.0),
+        P::new(
+            "initial_ssthresh",
+            Int,
+            d.initial_ssthresh.into(),
+            "initial_ssthresh: packets, 0 = unset; used only with HyStart off (tcp_cubic.c: 0)",
+        ),
+        P::new(
+            "bic_scale",
+            Int,
+            d.bic_scale.into(),
+            "bic_scale: cubic constant C = bic_scale·10/1024 (tcp_cubic.c: 41 ⇒ C ≈ 0.4)",
+        )
+        .range(1.0, 1e6),
+        P::new(
+            "tcp_friendliness",
+            Bool,
+            d.tcp_friendliness.into(),
+            "tcp_friendliness: Reno-friendly region (tcp_cubic.c: on)",
+        ),
+        P::new("hystart", Bool, d.hystart.into(), "hystart: HyStart slow-start exit (tcp_cubic.c: on)"),
+        P::new(
+            "hystart_detect",
+            Int,
+            d.hystart_detect.into(),
+            "hystart_detect: bit 1 ACK train, bit 2 delay increase (tcp_cubic.c: 3)",
+        )
+        .range(0.0, 3.0),
+        P::new(
+            "hystart_low_window",
+            Int,
+            d.hystart_low_window.into(),
+            "hystart_low_window: HyStart runs only from this cwnd, packets (tcp_cubic.c: 16)",
+        ),
+        P::new(
+            "hystart_ack_delta_us",
+            Int,
+            d.hystart_ack_delta_us.into(),
+            "hystart_ack_delta_us: max ACK spacing in an ACK train, µs (tcp_cubic.c: 2000)",
+        ),
+        P::new(
+            "gso_max_size",
+            Bytes,
+            d.gso_max_size.into(),
+            "sk_gso_max_size for hystart_ack_delay: 65536 − (MAX_TCP_HEADER + 1) on x86-64",
+        ),
+    ]
+}
+
 /// Linux `cubic` (`struct bictcp` state + the module's precomputed scale factors).
 #[derive(Clone, Debug)]
 pub struct Cubic {
     params: CubicParams,
     // --- precomputed at module load (cubictcp_register) ---
-    /// 8·(1024+β)/3/(1024−β) = 15 for β = 717 (§5.1).
+    /// 8·(1024+β)/3/(1024−β) = 15 for β = 717.
     beta_scale: u32,
     /// bic_scale·10 = 410 (1024·C).
     cube_rtt_scale: u32,
     /// 2^(10+3·BICTCP_HZ) / cube_rtt_scale, so K = ∛(cube_factor·(W_max − cwnd)).
     cube_factor: u64,
-    // --- struct bictcp (§5.2) ---
+    // --- struct bictcp ---
     /// Packets to ACK per +1 cwnd.
     cnt: u32,
     /// W_max.
@@ -152,11 +230,11 @@ impl Cubic {
     pub fn new(params: CubicParams) -> Self {
         assert!(params.beta < BICTCP_BETA_SCALE, "beta must be < 1024");
         assert!(params.bic_scale > 0, "bic_scale must be > 0");
-        // §5.1: beta_scale = 8·(1024+β)/3/(1024−β) (15 for β = 717).
+        // cubictcp_register: beta_scale = 8·(1024+β)/3/(1024−β) (15 for β = 717).
         let beta_scale = 8 * (BICTCP_BETA_SCALE + params.beta) / 3 / (BICTCP_BETA_SCALE - params.beta);
-        // §5.1: cube_rtt_scale = bic_scale·10 (= 1024·C = 410).
+        // cubictcp_register: cube_rtt_scale = bic_scale·10 (= 1024·C = 410).
         let cube_rtt_scale = params.bic_scale * 10;
-        // §5.3 step 5: cube_factor = 2^(10+3·10) / cube_rtt_scale, so that
+        // cubictcp_register: cube_factor = 2^(10+3·10) / cube_rtt_scale, so that
         // ∛(cube_factor·ΔW) is K in 1/1024 s for ΔW = C·K³.
         let cube_factor = (1u64 << (10 + 3 * BICTCP_HZ)) / cube_rtt_scale as u64;
         Cubic {
@@ -222,8 +300,8 @@ impl Cubic {
         self.tcp_cwnd
     }
 
-    /// `bictcp_reset`: zero all CUBIC state (W_max, delay_min, epoch …) and `found`
-    /// (§5.5); the HyStart round fields are left to `hystart_reset`.
+    /// `bictcp_reset`: zero all CUBIC state (W_max, delay_min, epoch …) and `found`;
+    /// the HyStart round fields are left to `hystart_reset`.
     fn reset(&mut self) {
         self.cnt = 0;
         self.last_max_cwnd = 0;
@@ -238,7 +316,7 @@ impl Cubic {
         self.found = false;
     }
 
-    /// `bictcp_hystart_reset`: start a new HyStart round (§5.6).
+    /// `bictcp_hystart_reset`: start a new HyStart round.
     fn hystart_reset(&mut self, tp: &CcSock) {
         let now = clock_us(tp);
         self.round_start = now;
@@ -248,27 +326,27 @@ impl Cubic {
         self.sample_cnt = 0;
     }
 
-    /// `bictcp_update`: recompute `cnt` (§5.3 steps 1–8).
+    /// `bictcp_update`: recompute `cnt`.
     fn update(&mut self, tp: &CcSock, cwnd: u32, acked: u32) {
         let now = jiffies32(tp);
 
-        // §5.3 step 1: count ACKed packets (Reno-friendly estimate).
+        // Count ACKed packets (Reno-friendly estimate).
         self.ack_cnt = self.ack_cnt.wrapping_add(acked);
 
-        // §5.3 step 2: same cwnd and ≤ HZ/32 jiffies since the last computation:
+        // Same cwnd and ≤ HZ/32 jiffies since the last computation:
         // keep cnt.
         if self.last_cwnd == cwnd && (now.wrapping_sub(self.last_time) as i32) <= (HZ / 32) as i32 {
             return;
         }
 
-        // §5.3 step 3: at most one cubic computation per jiffy while an epoch runs
+        // At most one cubic computation per jiffy while an epoch runs
         // (a reduction zeroes epoch_start and so forces a recomputation).
         if !(self.epoch_start != 0 && now == self.last_time) {
-            // §5.3 step 4.
+            // Remember the cwnd and time of this computation.
             self.last_cwnd = cwnd;
             self.last_time = now;
 
-            // §5.3 step 5: new epoch.
+            // New epoch.
             if self.epoch_start == 0 {
                 self.epoch_start = now;
                 self.ack_cnt = acked;
@@ -283,7 +361,7 @@ impl Cubic {
                 }
             }
 
-            // §5.3 step 6: t = elapsed epoch time + delay_min (look one min-RTT
+            // t = elapsed epoch time + delay_min (look one min-RTT
             // ahead), converted from jiffies to 1/1024 s.
             let elapsed = now.wrapping_sub(self.epoch_start) as i32 as i64 as u64;
             let mut t = elapsed.wrapping_add(usecs_to_jiffies(self.delay_min));
@@ -300,17 +378,17 @@ impl Cubic {
                 self.bic_origin_point.wrapping_add(delta)
             };
 
-            // §5.3 step 6: cnt = cwnd/(target − cwnd), or 100·cwnd (almost no
+            // cnt = cwnd/(target − cwnd), or 100·cwnd (almost no
             // growth) at/above the target.
             self.cnt = if bic_target > cwnd { cwnd / (bic_target - cwnd) } else { 100u32.wrapping_mul(cwnd) };
 
-            // §5.3 step 6: no congestion event yet: at least +5 % per RTT.
+            // No congestion event yet: at least +5 % per RTT.
             if self.last_max_cwnd == 0 && self.cnt > 20 {
                 self.cnt = 20;
             }
         }
 
-        // §5.3 step 7: Reno-friendly region; the Reno estimate grows by one per
+        // Reno-friendly region; the Reno estimate grows by one per
         // cwnd·beta_scale/8 ACKed packets (≈ 0.53 packet per RTT for β = 717).
         if self.params.tcp_friendliness {
             let delta = (cwnd.wrapping_mul(self.beta_scale)) >> 3;
@@ -328,12 +406,12 @@ impl Cubic {
             }
         }
 
-        // §5.3 step 8: never faster than +1 per 2 ACKed packets.
+        // Never faster than +1 per 2 ACKed packets.
         self.cnt = self.cnt.max(2);
     }
 
     /// `hystart_ack_delay`: TSO/GRO cushion = min(1 ms, 4·gso_max_size/pacing_rate),
-    /// 0 when no pacing rate is known yet (§5.6).
+    /// 0 when no pacing rate is known yet.
     fn hystart_ack_delay(&self, tp: &CcSock) -> u32 {
         if tp.pacing_rate == 0 {
             return 0;
@@ -342,26 +420,26 @@ impl Cubic {
         cushion.min(USEC_PER_MSEC) as u32
     }
 
-    /// `hystart_update`: one RTT sample in slow start (§5.6).
+    /// `hystart_update`: one RTT sample in slow start.
     fn hystart_update(&mut self, tp: &mut CcSock, delay: u32) {
-        // §5.6: a new round starts when snd_una passes end_seq.
+        // A new round starts when snd_una passes end_seq.
         if tp.snd_una > self.end_seq {
             self.hystart_reset(tp);
         }
 
-        // §5.6: HyStart only for cwnd ≥ hystart_low_window.
+        // HyStart only for cwnd ≥ hystart_low_window.
         if tp.cwnd < self.params.hystart_low_window {
             return;
         }
 
         if self.params.hystart_detect & HYSTART_ACK_TRAIN != 0 {
             let now = clock_us(tp);
-            // §5.6 ACK train: this ACK is within hystart_ack_delta_us of the last
+            // ACK train: this ACK is within hystart_ack_delta_us of the last
             // close one.
             if (now.wrapping_sub(self.last_ack) as i32) <= self.params.hystart_ack_delta_us as i32 {
                 self.last_ack = now;
                 let mut threshold = self.delay_min.wrapping_add(self.hystart_ack_delay(tp));
-                // §5.6: halved when the socket is not paced (SK_PACING_NONE).
+                // Halved when the socket is not paced (SK_PACING_NONE).
                 if !tp.paced {
                     threshold >>= 1;
                 }
@@ -374,7 +452,7 @@ impl Cubic {
         }
 
         if self.params.hystart_detect & HYSTART_DELAY != 0 {
-            // §5.6 delay increase: curr_rtt = min RTT of the round; test after
+            // Delay increase: curr_rtt = min RTT of the round; test after
             // HYSTART_MIN_SAMPLES samples against delay_min + clamp(delay_min/8, 4, 16 ms).
             if self.curr_rtt > delay {
                 self.curr_rtt = delay;
@@ -441,17 +519,17 @@ impl CongestionControl for Cubic {
         if self.params.hystart {
             self.hystart_reset(tp);
         }
-        // §5.1: initial_ssthresh is only honoured with HyStart off.
+        // `initial_ssthresh` is only honoured with HyStart off.
         if !self.params.hystart && self.params.initial_ssthresh != 0 {
             tp.ssthresh = self.params.initial_ssthresh;
         }
     }
 
-    /// `cubictcp_recalc_ssthresh` (§5.4).
+    /// `cubictcp_recalc_ssthresh`.
     fn ssthresh(&mut self, tp: &CcSock) -> u32 {
-        // §5.4: end of epoch.
+        // End of epoch.
         self.epoch_start = 0;
-        // §5.4: W_max, with fast convergence (W_max = cwnd·(1+β)/2 if below the
+        // W_max, with fast convergence (W_max = cwnd·(1+β)/2 if below the
         // previous W_max).
         if tp.cwnd < self.last_max_cwnd && self.params.fast_convergence {
             self.last_max_cwnd = ((tp.cwnd as u64 * (BICTCP_BETA_SCALE + self.params.beta) as u64)
@@ -459,13 +537,13 @@ impl CongestionControl for Cubic {
         } else {
             self.last_max_cwnd = tp.cwnd;
         }
-        // §5.4: ssthresh = max(cwnd·β, 2).
+        // ssthresh = max(cwnd·β, 2).
         (((tp.cwnd as u64 * self.params.beta as u64) / BICTCP_BETA_SCALE as u64) as u32).max(2)
     }
 
-    /// `cubictcp_cong_avoid` (§5.3).
+    /// `cubictcp_cong_avoid`.
     fn cong_avoid(&mut self, tp: &mut CcSock, acked: u32) {
-        // §2.2, §5.3: only while cwnd-limited; slow start first, only the leftover goes
+        // Only while cwnd-limited (`tcp_is_cwnd_limited`); slow start first, only the leftover goes
         // to the cubic update.
         let acked = tp.acked_after_slow_start(acked);
         if acked == 0 {
@@ -473,12 +551,12 @@ impl CongestionControl for Cubic {
         }
         let cwnd = tp.cwnd;
         self.update(tp, cwnd, acked);
-        // §5.3: +1 cwnd per `cnt` ACKed packets.
+        // +1 cwnd per `cnt` ACKed packets.
         let w = self.cnt;
         tp.cong_avoid_ai(w, acked);
     }
 
-    /// `cubictcp_state` (§5.5): an RTO resets all state and restarts HyStart.
+    /// `cubictcp_state`: an RTO resets all state and restarts HyStart.
     fn set_state(&mut self, tp: &mut CcSock, new_state: CaState) {
         if new_state == CaState::Loss {
             self.reset();
@@ -486,7 +564,7 @@ impl CongestionControl for Cubic {
         }
     }
 
-    /// `cubictcp_cwnd_event` (§5.5): after an idle period, shift the epoch start by
+    /// `cubictcp_cwnd_event`: after an idle period, shift the epoch start by
     /// the idle time so growth continues on the same cubic curve.
     ///
     /// The kernel measures idle as `now − tp->lsndtime` (last data send). `CcSock`
@@ -510,30 +588,30 @@ impl CongestionControl for Cubic {
         }
     }
 
-    /// `cubictcp_acked` (§5.5): delay_min and HyStart.
+    /// `cubictcp_acked`: delay_min and HyStart.
     fn pkts_acked(&mut self, tp: &mut CcSock, sample: &AckSample) {
         let now = jiffies32(tp);
         // No RTT sample on this ACK.
         if sample.rtt_us < 0 {
             return;
         }
-        // §5.5: discard samples during the first second (HZ jiffies) after an epoch
+        // Discard samples during the first second (HZ jiffies) after an epoch
         // start (i.e. right after a reduction).
         if self.epoch_start != 0 && (now.wrapping_sub(self.epoch_start) as i32) < HZ as i32 {
             return;
         }
         let delay = (sample.rtt_us.min(u32::MAX as i64) as u32).max(1);
-        // §5.5: first sample or a lower delay.
+        // First sample or a lower delay.
         if self.delay_min == 0 || self.delay_min > delay {
             self.delay_min = delay;
         }
-        // §5.5/§5.6: HyStart while in slow start and no exit found yet.
+        // HyStart while in slow start and no exit found yet.
         if !self.found && tp.in_slow_start() && self.params.hystart {
             self.hystart_update(tp, delay);
         }
     }
 
-    /// `tcp_reno_undo_cwnd` (§5.5).
+    /// `tcp_reno_undo_cwnd`.
     fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
         tp.cwnd.max(tp.prior_cwnd)
     }

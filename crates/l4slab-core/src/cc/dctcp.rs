@@ -1,30 +1,33 @@
-//! DCTCP as Linux implements it in `net/ipv4/tcp_dctcp.c` (tcp.md §6, [MD]; RFC 8257).
+//! DCTCP as Linux implements it in `net/ipv4/tcp_dctcp.c` and `tcp_dctcp.h`
+//! (RFC 8257; Alizadeh et al., SIGCOMM 2010).
 //!
-//! Sender side only: the DCTCP-style ECE echo of a receiver running DCTCP lives in
-//! the receiver (tcp.md §3.4). Hooks and their place in `tcp_ack()` (tcp.md §1.1):
-//! - `in_ack_event` (step 9, before the state machine): α update once per RTT from
-//!   the `delivered` / `delivered_ce` deltas (§6.2);
-//! - `ssthresh` (called by the stack when it enters CWR/Recovery/Loss):
-//!   cwnd − ⌊cwnd·α/2048⌋, at least 2 (§6.3);
-//! - `set_state(Recovery)` and `cwnd_event(Loss)`: Reno halving that overrides the
-//!   α-based value just computed (§6.3);
-//! - `cong_avoid` = `tcp_reno_cong_avoid` (§6.4). In CWR the stack runs PRR and
-//!   never calls `cong_avoid`, so there is no increase during an ECN reduction.
+//! Hooks and their place in `tcp_ack()` (net/ipv4/tcp_input.c):
+//! - `in_ack_event` (`dctcp_update_alpha`, before the recovery state machine): α
+//!   update once per RTT from the `delivered` / `delivered_ce` deltas;
+//! - `ssthresh` (`dctcp_ssthresh`, called when the stack enters CWR/Recovery/Loss):
+//!   cwnd − ⌊cwnd·α/2048⌋, at least 2;
+//! - `set_state(Recovery)` and `cwnd_event(Loss)` (`dctcp_react_to_loss`): Reno
+//!   halving that overrides the α-based value just computed;
+//! - `cong_avoid` = `tcp_reno_cong_avoid`. In CWR the stack runs PRR and never calls
+//!   `cong_avoid`, so there is no increase during an ECN reduction;
+//! - `cwnd_event(ECN_IS_CE / ECN_NO_CE)` on a receiving socket
+//!   (`dctcp_ece_ack_update`): the DCTCP-style CE echo of RFC 8257 §3.2.
 //!
-//! If ECN was not negotiated (`tp.ecn_mode == Off` at `init`), the connection
-//! switches to "dctcp-reno": plain Reno hooks, no `NEEDS_ECN` flag (§6.1, §3.7).
+//! If ECN was not negotiated, `dctcp_init` switches to the `dctcp_reno` ops:
+//! [`RenoFallback`] (registered as `dctcp`).
 //!
 //! α is kept in Linux's 1/1024 units with the mainline decay rule
-//! (`α −= min_not_zero(α, α >> g)`, so α < 16/1024 decays to 0; tcp.md §6.2).
+//! (`α −= min_not_zero(α, α >> g)`, so α < 16/1024 decays to 0).
 
-use super::reno::{reno_cong_avoid, reno_ssthresh, reno_undo_cwnd};
+use super::registry::{parse_params, CcDescriptor, ReceiverDefaults};
+use super::reno::{reno_cong_avoid, reno_ssthresh, EcnRequirement, RenoFallback};
 use super::*;
-use crate::tcp::ecn::EcnMode;
+use crate::schema::{ParamKind, ParamSpec};
 
-/// `DCTCP_MAX_ALPHA`: α = 1.0 in 1/1024 units (tcp.md §6.1).
+/// `DCTCP_MAX_ALPHA`: α = 1.0 in 1/1024 units.
 pub const DCTCP_MAX_ALPHA: u32 = 1024;
 
-/// DCTCP module parameters (tcp.md §6.1); `Default` gives the Linux defaults.
+/// DCTCP module parameters; `Default` gives the Linux defaults.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DctcpParams {
@@ -40,7 +43,44 @@ impl Default for DctcpParams {
     }
 }
 
-/// Linux `dctcp` (and its "dctcp-reno" fallback).
+/// `dctcp` in the registry.
+pub const DESCRIPTOR: CcDescriptor = CcDescriptor {
+    name: "dctcp",
+    doc: "DCTCP (net/ipv4/tcp_dctcp.c; RFC 8257): classic ECN, ECT(0), cwnd reduced by α/2 once per RTT.",
+    l4s: false,
+    flags: CcFlags {
+        needs_ecn: true,
+        needs_accecn: false,
+        wants_ect1: false,
+        no_fallback_rfc3168: false,
+        needs_pacing: false,
+    },
+    receiver: ReceiverDefaults { receiver_ecn: Some(1), receiver_cc: Some("dctcp") },
+    build: |p| Ok(Box::new(RenoFallback::new(Dctcp::new(parse_params("dctcp", DctcpParams::default(), p)?)))),
+    params: param_specs,
+};
+
+fn param_specs() -> Vec<ParamSpec> {
+    let d = DctcpParams::default();
+    vec![
+        ParamSpec::new(
+            "shift_g",
+            ParamKind::Int,
+            d.shift_g.into(),
+            "dctcp_shift_g: α gain g = 2^-shift_g (tcp_dctcp.c: 4)",
+        )
+        .range(0.0, 10.0),
+        ParamSpec::new(
+            "alpha_on_init",
+            ParamKind::Int,
+            d.alpha_on_init.into(),
+            "dctcp_alpha_on_init: initial α in 1/1024 (tcp_dctcp.c: 1024 = 1.0)",
+        )
+        .range(0.0, DCTCP_MAX_ALPHA as f64),
+    ]
+}
+
+/// Linux `dctcp` (its "dctcp-reno" fallback is [`RenoFallback`]).
 #[derive(Clone, Debug)]
 pub struct Dctcp {
     params: DctcpParams,
@@ -53,8 +93,9 @@ pub struct Dctcp {
     old_delivered_ce: u64,
     /// `loss_cwnd`: cwnd at the last reduction (for undo).
     loss_cwnd: u32,
-    /// ECN was not negotiated: behave as `dctcp-reno`.
-    reno: bool,
+    /// Receiving socket: `prior_rcv_nxt` and `ce_state` of `dctcp_ece_ack_update`.
+    prior_rcv_nxt: u64,
+    ce_state: bool,
 }
 
 impl Default for Dctcp {
@@ -66,7 +107,16 @@ impl Default for Dctcp {
 impl Dctcp {
     pub fn new(params: DctcpParams) -> Self {
         let alpha = params.alpha_on_init.min(DCTCP_MAX_ALPHA);
-        Dctcp { params, alpha, next_seq: 0, old_delivered: 0, old_delivered_ce: 0, loss_cwnd: 0, reno: false }
+        Dctcp {
+            params,
+            alpha,
+            next_seq: 0,
+            old_delivered: 0,
+            old_delivered_ce: 0,
+            loss_cwnd: 0,
+            prior_rcv_nxt: 0,
+            ce_state: false,
+        }
     }
 
     /// α as a fraction in [0, 1] (for metrics).
@@ -79,11 +129,6 @@ impl Dctcp {
         self.alpha
     }
 
-    /// Whether the connection fell back to "dctcp-reno".
-    pub fn is_reno_fallback(&self) -> bool {
-        self.reno
-    }
-
     /// `dctcp_reset`: start a new observation window.
     fn reset(&mut self, tp: &CcSock) {
         self.next_seq = tp.snd_nxt;
@@ -91,7 +136,7 @@ impl Dctcp {
         self.old_delivered_ce = tp.delivered_ce;
     }
 
-    /// `dctcp_update_alpha` (tcp.md §6.2).
+    /// `dctcp_update_alpha`: α ← (1 − g)·α + g·F once per RTT (RFC 8257 §3.3).
     fn update_alpha(&mut self, tp: &CcSock) {
         // Once per RTT: when snd_una has reached snd_nxt of the previous update.
         if tp.snd_una < self.next_seq {
@@ -100,7 +145,7 @@ impl Dctcp {
         let delivered = tp.delivered.wrapping_sub(self.old_delivered) as u32;
         let mut delivered_ce = tp.delivered_ce.wrapping_sub(self.old_delivered_ce) as u32;
         let mut alpha = self.alpha;
-        // §6.2 α ← (1 − g)·α + g·F. Mainline decay: α >> g, or all of α when that is 0.
+        // Mainline decay: α >> g, or all of α when that is 0 (`min_not_zero`).
         let decay = alpha >> self.params.shift_g;
         alpha -= if decay == 0 { alpha } else { decay };
         if delivered_ce > 0 {
@@ -113,10 +158,40 @@ impl Dctcp {
         self.reset(tp);
     }
 
-    /// `dctcp_react_to_loss`: Reno halving (tcp.md §6.3).
+    /// `dctcp_react_to_loss`: Reno halving.
     fn react_to_loss(&mut self, tp: &mut CcSock) {
         self.loss_cwnd = tp.cwnd;
-        tp.ssthresh = (tp.cwnd >> 1).max(2);
+        tp.ssthresh = reno_ssthresh(tp);
+    }
+}
+
+/// `dctcp_ece_ack_update` (net/ipv4/tcp_dctcp.h): the receiver's CE state follows
+/// the last data segment; on a change, an ACK that was being delayed first goes out
+/// for the data before this segment carrying the old state, and this segment is
+/// ACKed at once, so the sender sees exactly which segments were marked (RFC 8257
+/// §3.2). `TCP_ECN_DEMAND_CWR` holds the state ECE echoes (`dctcp_ece_ack_cwr`).
+pub fn dctcp_ece_ack_update(tp: &mut CcSock, ev: CaEvent, prior_rcv_nxt: &mut u64, ce_state: &mut bool) {
+    let new_ce_state = ev == CaEvent::EcnIsCe;
+    let r = &mut tp.rcv;
+    if *ce_state != new_ce_state {
+        if r.delack_pending {
+            r.demand_cwr = *ce_state;
+            r.send_ack = Some((*prior_rcv_nxt, *ce_state));
+        }
+        r.ack_now = true;
+    }
+    *prior_rcv_nxt = r.rcv_nxt;
+    *ce_state = new_ce_state;
+    r.demand_cwr = new_ce_state;
+}
+
+impl EcnRequirement for Dctcp {
+    /// `dctcp_init`: DCTCP needs ECN (RFC 3168 or AccECN).
+    fn ecn_ok(&self, mode: EcnMode) -> bool {
+        mode != EcnMode::Off
+    }
+    fn reno_name(&self) -> &'static str {
+        "dctcp-reno"
     }
 }
 
@@ -126,82 +201,61 @@ impl CongestionControl for Dctcp {
     }
 
     fn name(&self) -> &'static str {
-        if self.reno {
-            "dctcp-reno"
-        } else {
-            "dctcp"
-        }
+        "dctcp"
     }
 
-    /// §6.1: NEEDS_ECN only (classic negotiation, ECT(0) on all packets);
-    /// nothing once fallen back to dctcp-reno.
+    /// `TCP_CONG_NEEDS_ECN` only: classic negotiation, ECT(0) on all packets.
     fn flags(&self) -> CcFlags {
-        CcFlags { needs_ecn: !self.reno, ..CcFlags::default() }
+        DESCRIPTOR.flags
     }
 
-    /// `dctcp_init`.
+    /// `dctcp_init` with ECN negotiated (otherwise [`RenoFallback`] does not call it).
     fn init(&mut self, tp: &mut CcSock) {
-        if tp.ecn_mode == EcnMode::Off {
-            // §6.1/§3.7: no ECN negotiated ⇒ "dctcp-reno" (ECT cleared by the stack
-            // as the mode is Off).
-            self.reno = true;
-            return;
-        }
-        self.reno = false;
+        self.prior_rcv_nxt = tp.rcv.rcv_nxt;
         self.alpha = self.params.alpha_on_init.min(DCTCP_MAX_ALPHA);
         self.loss_cwnd = 0;
+        self.ce_state = false;
         self.reset(tp);
     }
 
-    /// `dctcp_ssthresh`: max(cwnd − ⌊cwnd·α / 2048⌋, 2) (tcp.md §6.3).
+    /// `dctcp_ssthresh`: max(cwnd − ⌊cwnd·α / 2048⌋, 2).
     fn ssthresh(&mut self, tp: &CcSock) -> u32 {
-        if self.reno {
-            return reno_ssthresh(tp);
-        }
         self.loss_cwnd = tp.cwnd;
         let red = ((tp.cwnd as u64 * self.alpha as u64) >> 11) as u32;
         (tp.cwnd - red).max(2)
     }
 
-    /// `tcp_reno_cong_avoid` (tcp.md §6.4).
+    /// `tcp_reno_cong_avoid`.
     fn cong_avoid(&mut self, tp: &mut CcSock, acked: u32) {
         reno_cong_avoid(tp, acked)
     }
 
     /// `dctcp_state`: entering Recovery halves (overrides the α-based ssthresh).
     fn set_state(&mut self, tp: &mut CcSock, new_state: CaState) {
-        if self.reno {
-            return;
-        }
         if new_state == CaState::Recovery && new_state != tp.ca_state {
             self.react_to_loss(tp);
         }
     }
 
-    /// `dctcp_cwnd_event`: RTO (CA_EVENT_LOSS) halves. The receiver-side CE events are
-    /// handled by the receiver's DCTCP echo (tcp.md §3.4).
+    /// `dctcp_cwnd_event`: RTO (CA_EVENT_LOSS) halves; on a receiving socket the CE
+    /// events drive the DCTCP-style echo.
     fn cwnd_event(&mut self, tp: &mut CcSock, ev: CaEvent) {
-        if self.reno {
-            return;
-        }
-        if ev == CaEvent::Loss {
-            self.react_to_loss(tp);
+        match ev {
+            CaEvent::Loss => self.react_to_loss(tp),
+            CaEvent::EcnIsCe | CaEvent::EcnNoCe => {
+                dctcp_ece_ack_update(tp, ev, &mut self.prior_rcv_nxt, &mut self.ce_state)
+            }
+            _ => {}
         }
     }
 
-    /// `dctcp_update_alpha` runs as `in_ack_event` (tcp.md §1.1 step 9).
+    /// `dctcp_update_alpha` runs as `in_ack_event`.
     fn in_ack_event(&mut self, tp: &mut CcSock, _flags: AckEventFlags) {
-        if self.reno {
-            return;
-        }
         self.update_alpha(tp);
     }
 
     /// `dctcp_cwnd_undo`: max(cwnd, loss_cwnd).
     fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
-        if self.reno {
-            return reno_undo_cwnd(tp);
-        }
         tp.cwnd.max(self.loss_cwnd)
     }
 }
@@ -397,7 +451,7 @@ mod tests {
 
     #[test]
     fn falls_back_to_reno_without_ecn() {
-        let mut d = Dctcp::default();
+        let mut d = RenoFallback::new(Dctcp::default());
         let mut tp = CcSock::new(1448, 10);
         tp.ecn_mode = EcnMode::Off;
         d.init(&mut tp);
@@ -411,15 +465,39 @@ mod tests {
         tp.delivered_ce = 10;
         tp.snd_una = 1;
         d.in_ack_event(&mut tp, AckEventFlags::default());
-        assert_eq!(d.alpha_raw(), 1024);
+        assert_eq!(d.inner().alpha_raw(), 1024);
         tp.prior_cwnd = 120;
         assert_eq!(d.undo_cwnd(&tp), 120);
         // With ECN (RFC 3168 or AccECN) DCTCP stays DCTCP.
-        let mut d = Dctcp::default();
+        let mut d = RenoFallback::new(Dctcp::default());
         let mut tp = CcSock::new(1448, 10);
         tp.ecn_mode = EcnMode::AccEcn;
         d.init(&mut tp);
         assert!(!d.is_reno_fallback());
         assert_eq!(d.name(), "dctcp");
+    }
+
+    /// `dctcp_ece_ack_update`: ECE follows the last segment's CE state; a flip ACKs
+    /// at once, first flushing a delayed ACK with the old state for the prior data.
+    #[test]
+    fn receiver_ce_events_flip_the_echo() {
+        let mut d = Dctcp::default();
+        let mut tp = ecn_sock(10);
+        d.init(&mut tp);
+        // Same state (no CE): nothing to do beyond remembering rcv_nxt.
+        tp.rcv.rcv_nxt = 1000;
+        d.cwnd_event(&mut tp, CaEvent::EcnNoCe);
+        assert_eq!(tp.rcv, RcvAckState { rcv_nxt: 1000, ..RcvAckState::default() });
+        // CE with a delayed ACK pending: ACK 1000 with ECE = 0, then ACK now with ECE = 1.
+        tp.rcv.rcv_nxt = 2000;
+        tp.rcv.delack_pending = true;
+        d.cwnd_event(&mut tp, CaEvent::EcnIsCe);
+        assert_eq!(tp.rcv.send_ack, Some((1000, false)));
+        assert!(tp.rcv.ack_now && tp.rcv.demand_cwr);
+        // Back to no CE without a pending ACK: no extra ACK, immediate ACK with ECE = 0.
+        tp.rcv = RcvAckState { rcv_nxt: 3000, demand_cwr: true, ..RcvAckState::default() };
+        d.cwnd_event(&mut tp, CaEvent::EcnNoCe);
+        assert_eq!(tp.rcv.send_ack, None);
+        assert!(tp.rcv.ack_now && !tp.rcv.demand_cwr);
     }
 }

@@ -3,7 +3,7 @@
 //! The trait mirrors Linux's `struct tcp_congestion_ops` (include/net/tcp.h) so that
 //! each algorithm can be written as the kernel module is: the TCP endpoint owns a
 //! [`CcSock`] (the `tcp_sock` fields a CC reads and writes) and calls the hooks at
-//! the points of `tcp_ack()` given in tcp.md §1.1. A CC that implements
+//! the points of `tcp_ack()` (net/ipv4/tcp_input.c) where Linux calls them. A CC that implements
 //! `cong_control` (Prague, BBR) takes over the whole per-ACK window and pacing update;
 //! the others (Reno, CUBIC, DCTCP) provide `ssthresh` + `cong_avoid` and the endpoint
 //! applies PRR and the stack pacing rate around them.
@@ -14,6 +14,7 @@ use crate::time::{jiffies, Time};
 pub mod cubic;
 pub mod dctcp;
 pub mod prague;
+pub mod registry;
 pub mod reno;
 
 /// `snd_ssthresh` before any congestion event (TCP_INFINITE_SSTHRESH).
@@ -28,6 +29,20 @@ pub enum CaState {
     Cwr = 2,
     Recovery = 3,
     Loss = 4,
+}
+
+/// The ECN feedback mode a connection negotiated (the L4STeam tree's
+/// `tcp_ecn_mode_rfc3168()` / `tcp_ecn_mode_accecn()`). It lives here, not in `tcp::ecn`, because
+/// [`CcSock`] carries it: `cc` must not depend on `tcp`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EcnMode {
+    #[default]
+    Off,
+    /// Classic RFC 3168 feedback (ECE until CWR; DCTCP-style if the receiver's CC is DCTCP).
+    Rfc3168,
+    /// Accurate ECN (RFC 9768).
+    AccEcn,
 }
 
 /// `enum tcp_ca_event`.
@@ -100,7 +115,9 @@ pub struct RateSample {
     pub is_ack_delayed: bool,
 }
 
-/// Requirements a CC places on the connection (`TCP_CONG_*` flags, tcp.md §3.2).
+/// Requirements a CC places on the connection (`TCP_CONG_*` flags of `tcp_congestion_ops`).
+///
+/// Which flags each CC sets is in its [`registry::CcDescriptor`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CcFlags {
     /// Always request ECN (TCP_CONG_NEEDS_ECN; DCTCP, Prague).
@@ -113,6 +130,25 @@ pub struct CcFlags {
     pub no_fallback_rfc3168: bool,
     /// The CC requires internal pacing even without the fq qdisc (BBR, Prague).
     pub needs_pacing: bool,
+}
+
+/// The receive-side state a CC's `CA_EVENT_ECN_IS_CE` / `CA_EVENT_ECN_NO_CE`
+/// handler reads and writes, as `dctcp_ece_ack_update` (net/ipv4/tcp_dctcp.h) does
+/// on the `tcp_sock` of a receiving socket. The receiver fills the read part before
+/// [`CongestionControl::cwnd_event`] and applies the written part afterwards.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RcvAckState {
+    /// `tp->rcv_nxt` after the segment that raised the event.
+    pub rcv_nxt: u64,
+    /// `icsk_ack.pending & ICSK_ACK_TIMER`: a delayed ACK is pending.
+    pub delack_pending: bool,
+    /// `tp->ecn_flags & TCP_ECN_DEMAND_CWR`: RFC 3168 ECE on the ACKs from now on.
+    pub demand_cwr: bool,
+    /// Written: set `ICSK_ACK_NOW` (ACK this segment at once).
+    pub ack_now: bool,
+    /// Written: `__tcp_send_ack(sk, ack)` with ECE = `ece`, sent at once, before
+    /// the ACK of this segment.
+    pub send_ack: Option<(u64, bool)>,
 }
 
 /// The `tcp_sock` state a congestion control reads and writes.
@@ -165,7 +201,9 @@ pub struct CcSock {
     /// `tp->lsndtime`: time of the last data transmission.
     pub lsndtime: Time,
     /// The negotiated ECN feedback mode.
-    pub ecn_mode: crate::tcp::ecn::EcnMode,
+    pub ecn_mode: EcnMode,
+    /// Receive side, for the CE events of a receiving socket's CC.
+    pub rcv: RcvAckState,
 }
 
 impl CcSock {
@@ -194,7 +232,8 @@ impl CcSock {
             max_packets_out: 0,
             paced: false,
             lsndtime: 0,
-            ecn_mode: crate::tcp::ecn::EcnMode::Off,
+            ecn_mode: EcnMode::Off,
+            rcv: RcvAckState::default(),
         }
     }
 
@@ -204,7 +243,7 @@ impl CcSock {
         jiffies(self.now)
     }
 
-    /// `tcp_packets_in_flight` (tcp.md §0.3).
+    /// `tcp_packets_in_flight` (include/net/tcp.h): out + retrans − sacked − lost.
     #[inline]
     pub fn in_flight(&self) -> u32 {
         (self.packets_out + self.retrans_out).saturating_sub(self.sacked_out + self.lost_out)
@@ -216,7 +255,7 @@ impl CcSock {
         self.cwnd < self.ssthresh
     }
 
-    /// `tcp_is_cwnd_limited` (tcp.md §2.2).
+    /// `tcp_is_cwnd_limited` (include/net/tcp.h).
     #[inline]
     pub fn is_cwnd_limited(&self) -> bool {
         if self.is_cwnd_limited {
@@ -229,7 +268,7 @@ impl CcSock {
     }
 
     /// `tcp_slow_start`: grow by the packets delivered, up to ssthresh; return the
-    /// part of `acked` left over for congestion avoidance (tcp.md §2.2).
+    /// part of `acked` left over for congestion avoidance (net/ipv4/tcp_cong.c).
     pub fn slow_start(&mut self, acked: u32) -> u32 {
         let cwnd = (self.cwnd as u64 + acked as u64).min(self.ssthresh as u64) as u32;
         let used = cwnd - self.cwnd;
@@ -237,7 +276,7 @@ impl CcSock {
         acked - used
     }
 
-    /// The common head of every `cong_avoid` (tcp.md §2.2): no growth unless
+    /// The common head of every `cong_avoid` (`tcp_reno_cong_avoid`): no growth unless
     /// cwnd-limited, slow start first. Returns the packets left over for congestion
     /// avoidance (0: nothing more to do on this ACK).
     pub fn acked_after_slow_start(&mut self, acked: u32) -> u32 {
@@ -250,7 +289,7 @@ impl CcSock {
         acked
     }
 
-    /// `tcp_cong_avoid_ai`: +1 packet per `w` packets acknowledged (tcp.md §2.2).
+    /// `tcp_cong_avoid_ai` (net/ipv4/tcp_cong.c): +1 packet per `w` packets acknowledged.
     pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
         let w = w.max(1);
         // If credits accumulated at a higher w, apply them gently now.
@@ -292,7 +331,7 @@ pub trait CongestionControl: Send {
     fn cong_avoid(&mut self, _tp: &mut CcSock, _acked: u32) {}
 
     /// Whether this CC implements `cong_control` (then `cong_avoid`, PRR and the
-    /// stack pacing update are bypassed: tcp.md §1.1 step 14).
+    /// stack pacing update are bypassed: `tcp_cong_control` in net/ipv4/tcp_input.c).
     fn has_cong_control(&self) -> bool {
         false
     }
@@ -338,52 +377,20 @@ pub trait CongestionControl: Send {
     }
 }
 
-/// Build a congestion control by its Linux name.
+/// Build a congestion control by its Linux name with its module defaults (a view
+/// of [`registry::TABLE`]).
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
-    match name {
-        "reno" => Some(Box::new(reno::Reno)),
-        "cubic" => Some(Box::new(cubic::Cubic::default())),
-        "dctcp" => Some(Box::new(dctcp::Dctcp::default())),
-        "prague" => Some(Box::new(prague::Prague::default())),
-        "prague-v06" => Some(Box::new(prague::Prague::new(prague::PragueParams::v06()))),
-        _ => None,
-    }
+    registry::find(name).and_then(|d| (d.build)(None).ok())
 }
 
 /// Build a congestion control by name with module parameters given as JSON (the
 /// fields of its `XxxParams`, Linux defaults for those not given).
 pub fn build(name: &str, params: Option<&serde_json::Value>) -> Result<Box<dyn CongestionControl>, String> {
-    fn parse<T: serde::de::DeserializeOwned + Default>(p: Option<&serde_json::Value>) -> Result<T, String> {
-        match p {
-            None => Ok(T::default()),
-            Some(v) => serde_json::from_value(v.clone()).map_err(|e| e.to_string()),
-        }
-    }
-    Ok(match name {
-        "reno" => {
-            if params.is_some_and(|p| p.as_object().is_some_and(|o| !o.is_empty())) {
-                return Err("reno has no parameters".into());
-            }
-            Box::new(reno::Reno)
-        }
-        "cubic" => Box::new(cubic::Cubic::new(parse(params)?)),
-        "dctcp" => Box::new(dctcp::Dctcp::new(parse(params)?)),
-        "prague" => Box::new(prague::Prague::new(parse(params)?)),
-        "prague-v06" => {
-            let mut p = serde_json::to_value(prague::PragueParams::v06()).map_err(|e| e.to_string())?;
-            if let (Some(obj), Some(over)) = (p.as_object_mut(), params.and_then(|v| v.as_object())) {
-                for (k, v) in over {
-                    obj.insert(k.clone(), v.clone());
-                }
-            }
-            Box::new(prague::Prague::new(serde_json::from_value(p).map_err(|e| e.to_string())?))
-        }
-        other => return Err(format!("unknown congestion control {other:?} (known: {})", KNOWN.join(", "))),
-    })
+    registry::build(name, params)
 }
 
-/// Names accepted by [`by_name`].
-pub const KNOWN: &[&str] = &["reno", "cubic", "dctcp", "prague", "prague-v06"];
+/// Names accepted by [`by_name`] and [`build`].
+pub use registry::{specs, KNOWN};
 
 #[cfg(test)]
 mod tests {

@@ -1,31 +1,34 @@
-//! TCP Reno as Linux implements it in `net/ipv4/tcp_cong.c` (tcp.md §4, [MG]).
+//! TCP Reno as Linux implements it in `net/ipv4/tcp_cong.c` (`tcp_reno_ssthresh`,
+//! `tcp_reno_cong_avoid`, `tcp_reno_undo_cwnd`; RFC 5681 with Linux's slow start
+//! that grows by every packet delivered, no RFC 3465 L = 2 cap).
 //!
 //! Reno is also the fallback of DCTCP and Prague, so the three hooks are exposed as
-//! free functions (`reno_cong_avoid`, `reno_ssthresh`, `reno_undo_cwnd`) that other
-//! modules can call, mirroring the exported `tcp_reno_*` kernel helpers.
+//! free functions mirroring the exported `tcp_reno_*` kernel helpers, and
+//! [`RenoFallback`] is the "<cc>-reno" switch both use, written once.
 
+use super::registry::{CcDescriptor, ReceiverDefaults};
 use super::*;
 
-/// `tcp_reno_cong_avoid` (tcp.md §4, §2.2).
+/// `tcp_reno_cong_avoid`.
 pub fn reno_cong_avoid(tp: &mut CcSock, acked: u32) {
-    // §2.2/§4: only while cwnd-limited; slow start grows by the packets delivered (no
-    // ABC L=2 cap), up to ssthresh; the leftover goes to congestion avoidance.
+    // Only while cwnd-limited (`tcp_is_cwnd_limited`); slow start grows by the
+    // packets delivered up to ssthresh; the leftover goes to congestion avoidance.
     let acked = tp.acked_after_slow_start(acked);
     if acked == 0 {
         return;
     }
-    // §4: congestion avoidance, +1 packet per cwnd packets delivered.
+    // Congestion avoidance: +1 packet per cwnd packets delivered (RFC 5681 §3.1).
     let w = tp.cwnd;
     tp.cong_avoid_ai(w, acked);
 }
 
-/// `tcp_reno_ssthresh`: half the cwnd at the moment of the event, at least 2 (tcp.md §4).
+/// `tcp_reno_ssthresh`: half the cwnd at the moment of the event, at least 2.
 #[inline]
 pub fn reno_ssthresh(tp: &CcSock) -> u32 {
     (tp.cwnd >> 1).max(2)
 }
 
-/// `tcp_reno_undo_cwnd`: max(cwnd, prior_cwnd) (tcp.md §4).
+/// `tcp_reno_undo_cwnd`: max(cwnd, prior_cwnd).
 #[inline]
 pub fn reno_undo_cwnd(tp: &CcSock) -> u32 {
     tp.cwnd.max(tp.prior_cwnd)
@@ -56,6 +59,149 @@ impl CongestionControl for Reno {
 
     fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
         reno_undo_cwnd(tp)
+    }
+}
+
+/// `reno` in the registry: no module parameters.
+pub const DESCRIPTOR: CcDescriptor = CcDescriptor {
+    name: "reno",
+    doc: "TCP Reno (net/ipv4/tcp_cong.c; RFC 5681): halve on loss or ECE, +1 packet per RTT.",
+    l4s: false,
+    flags: CcFlags {
+        needs_ecn: false,
+        needs_accecn: false,
+        wants_ect1: false,
+        no_fallback_rfc3168: false,
+        needs_pacing: false,
+    },
+    receiver: ReceiverDefaults { receiver_ecn: None, receiver_cc: None },
+    build: |p| {
+        super::registry::parse_params("reno", NoParams {}, p)?;
+        Ok(Box::new(Reno))
+    },
+    params: Vec::new,
+};
+
+/// The parameters of a module without any.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+/// What a CC needs from the handshake to run as itself.
+pub trait EcnRequirement {
+    /// Whether `mode` satisfies it; otherwise `init` switches to "<cc>-reno".
+    fn ecn_ok(&self, mode: EcnMode) -> bool;
+    /// Name of the fallback (`dctcp-reno`, `prague-reno`).
+    fn reno_name(&self) -> &'static str;
+}
+
+/// A CC that becomes Reno when the handshake did not give the ECN feedback it
+/// needs: `dctcp_init` and `prague_init` swap `icsk_ca_ops` for their `*_reno`
+/// ops (`tcp_reno_ssthresh`, `tcp_reno_cong_avoid`, `tcp_reno_undo_cwnd`, no other
+/// hooks, no `TCP_CONG_*` flags), so the stack stops setting ECT and runs PRR.
+#[derive(Clone, Debug)]
+pub struct RenoFallback<C> {
+    inner: C,
+    reno: bool,
+}
+
+impl<C> RenoFallback<C> {
+    pub fn new(inner: C) -> Self {
+        RenoFallback { inner, reno: false }
+    }
+    /// The wrapped algorithm.
+    pub fn inner(&self) -> &C {
+        &self.inner
+    }
+    pub fn inner_mut(&mut self) -> &mut C {
+        &mut self.inner
+    }
+    /// Whether `init` fell back to Reno.
+    pub fn is_reno_fallback(&self) -> bool {
+        self.reno
+    }
+}
+
+impl<C: CongestionControl + EcnRequirement> CongestionControl for RenoFallback<C> {
+    fn name(&self) -> &'static str {
+        if self.reno {
+            self.inner.reno_name()
+        } else {
+            self.inner.name()
+        }
+    }
+    fn flags(&self) -> CcFlags {
+        if self.reno {
+            CcFlags::default()
+        } else {
+            self.inner.flags()
+        }
+    }
+    fn init(&mut self, tp: &mut CcSock) {
+        self.reno = !self.inner.ecn_ok(tp.ecn_mode);
+        if !self.reno {
+            self.inner.init(tp);
+        }
+    }
+    fn ssthresh(&mut self, tp: &CcSock) -> u32 {
+        if self.reno {
+            reno_ssthresh(tp)
+        } else {
+            self.inner.ssthresh(tp)
+        }
+    }
+    fn cong_avoid(&mut self, tp: &mut CcSock, acked: u32) {
+        if self.reno {
+            reno_cong_avoid(tp, acked)
+        } else {
+            self.inner.cong_avoid(tp, acked)
+        }
+    }
+    fn has_cong_control(&self) -> bool {
+        !self.reno && self.inner.has_cong_control()
+    }
+    fn cong_control(&mut self, tp: &mut CcSock, rs: &RateSample) {
+        if !self.reno {
+            self.inner.cong_control(tp, rs)
+        }
+    }
+    fn set_state(&mut self, tp: &mut CcSock, new_state: CaState) {
+        if !self.reno {
+            self.inner.set_state(tp, new_state)
+        }
+    }
+    fn cwnd_event(&mut self, tp: &mut CcSock, ev: CaEvent) {
+        if !self.reno {
+            self.inner.cwnd_event(tp, ev)
+        }
+    }
+    fn in_ack_event(&mut self, tp: &mut CcSock, flags: AckEventFlags) {
+        if !self.reno {
+            self.inner.in_ack_event(tp, flags)
+        }
+    }
+    fn pkts_acked(&mut self, tp: &mut CcSock, sample: &AckSample) {
+        if !self.reno {
+            self.inner.pkts_acked(tp, sample)
+        }
+    }
+    fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
+        if self.reno {
+            reno_undo_cwnd(tp)
+        } else {
+            self.inner.undo_cwnd(tp)
+        }
+    }
+    fn tso_segs(&self, tp: &CcSock) -> Option<u32> {
+        if self.reno {
+            None
+        } else {
+            self.inner.tso_segs(tp)
+        }
+    }
+    /// The metric keeps reporting the (frozen) α after a fallback.
+    fn alpha(&self) -> Option<f64> {
+        self.inner.alpha()
     }
 }
 

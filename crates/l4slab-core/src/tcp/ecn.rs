@@ -3,19 +3,9 @@
 //! AccECN sender's decoding of the ACE field and option (§3.5.6).
 
 use crate::cc::CcFlags;
+pub use crate::cc::EcnMode;
+pub use crate::packet::AccEcnOption;
 use crate::packet::Ecn;
-
-/// The ECN feedback mode a connection negotiated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EcnMode {
-    #[default]
-    Off,
-    /// Classic RFC 3168 feedback (ECE until CWR; DCTCP-style if the receiver's CC is DCTCP).
-    Rfc3168,
-    /// Accurate ECN (RFC 9768).
-    AccEcn,
-}
 
 /// ACE values of the handshake (AE·4 + CWR·2 + ECE).
 pub const SYN_ACE_CLASSIC: u8 = 0b011;
@@ -202,16 +192,6 @@ impl Default for AccEcnSender {
             pkts_per_ack_x64: 2 * 64,
         }
     }
-}
-
-/// The AccECN option as carried on a packet (order of kind 174: E1B, CEB, E0B).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AccEcnOption {
-    /// Number of counters present (0–3); None = no option on this packet.
-    pub fields: u8,
-    pub e1b: u32,
-    pub ceb: u32,
-    pub e0b: u32,
 }
 
 impl AccEcnSender {

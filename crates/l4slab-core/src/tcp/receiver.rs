@@ -6,7 +6,7 @@
 
 use super::ecn::{self, AccEcnCounters, AccEcnOption, EcnMode};
 use super::*;
-use crate::cc::CcFlags;
+use crate::cc::{CaEvent, CcFlags, CcSock, CongestionControl};
 use crate::packet::{option_space_left, tcp_wire_len, Ecn, Packet, PacketKind, SackBlock, MAX_SACK_BLOCKS};
 use crate::time::{Time, NS_PER_US};
 
@@ -54,19 +54,17 @@ pub struct TcpReceiver {
     /// This host's `tcp_ecn` sysctl and `tcp_ecn_option`.
     tcp_ecn: u8,
     ecn_option: u8,
-    /// Flags of the receiving socket's congestion control.
+    /// The receiving socket's congestion control, which sees the CE events
+    /// (`tcp_ca_event(sk, CA_EVENT_ECN_IS_CE / ECN_NO_CE)`), and its flags.
+    cc: Box<dyn CongestionControl>,
+    cc_sock: CcSock,
     cc_flags: CcFlags,
-    /// The receiving socket runs DCTCP: DCTCP-style echo in RFC 3168 mode (§3.4).
-    dctcp_echo: bool,
     /// Negotiated mode (server side).
     pub ecn_mode: EcnMode,
     /// RFC 3168 `TCP_ECN_DEMAND_CWR`: echo ECE on every ACK.
     demand_cwr: bool,
     /// RFC 3168 `TCP_ECN_SEEN`.
     ecn_seen: bool,
-    /// DCTCP receiver: CE state of the last data segment, rcv_nxt before it.
-    dctcp_ce_state: bool,
-    dctcp_prior_rcv_nxt: u64,
     /// AccECN receive counters.
     pub accecn: AccEcnCounters,
     /// Data segments received CE-marked, and their payload bytes.
@@ -83,9 +81,10 @@ pub struct TcpReceiver {
 
 impl TcpReceiver {
     /// A receiver; `tcp_ecn`/`ecn_option` are this host's sysctls and `cc` its
-    /// socket's congestion control (by Linux name).
+    /// socket's congestion control (by Linux name, module defaults; CUBIC if unknown).
     pub fn new(flow: u32, delayed_ack: bool, tcp_ecn: u8, ecn_option: u8, cc: &str) -> Self {
-        let cc_flags = crate::cc::by_name(cc).map(|c| c.flags()).unwrap_or_default();
+        let cc = crate::cc::by_name(cc).or_else(|| crate::cc::by_name("cubic")).expect("cubic is registered");
+        let cc_flags = cc.flags();
         TcpReceiver {
             flow,
             delayed_ack,
@@ -111,13 +110,13 @@ impl TcpReceiver {
             ts_recent: 0,
             tcp_ecn,
             ecn_option,
+            cc,
+            // The receive side reads only `ecn_mode` and `rcv`; mss and cwnd are unused.
+            cc_sock: CcSock::new(536, 10),
             cc_flags,
-            dctcp_echo: cc == "dctcp",
             ecn_mode: EcnMode::Off,
             demand_cwr: false,
             ecn_seen: false,
-            dctcp_ce_state: false,
-            dctcp_prior_rcv_nxt: 0,
             accecn: AccEcnCounters::default(),
             ce_packets: 0,
             ce_bytes: 0,
@@ -148,6 +147,10 @@ impl TcpReceiver {
                 self.ts_recent = pkt.tcp.tsval;
                 let (mode, ace) = ecn::server_accept(pkt.tcp.ace, pkt.ecn, self.tcp_ecn, self.cc_flags);
                 self.ecn_mode = mode;
+                // The socket's CC starts with the negotiated mode (`tcp_init_congestion_control`).
+                self.cc_sock.ecn_mode = mode;
+                self.cc_sock.rcv.rcv_nxt = self.rcv_nxt;
+                self.cc.init(&mut self.cc_sock);
                 let mut a = Packet::new(self.flow, PacketKind::SynAck);
                 a.tcp.ace = ace;
                 // The SYN/ACK is ECT only if the listener's CC needs ECN (§3.1).
@@ -266,8 +269,10 @@ impl TcpReceiver {
         self.lrcvtime = now;
     }
 
-    /// `tcp_ecn_check_ce` (RFC 3168 mode, tcp.md §3.3) and the DCTCP receiver's
-    /// CE-state machine (§3.4).
+    /// `tcp_data_ecn_check` (net/ipv4/tcp_input.c) in RFC 3168 mode: a CC that
+    /// needs ECN sees every data segment's CE state as a `CA_EVENT_ECN_IS_CE` /
+    /// `CA_EVENT_ECN_NO_CE` (DCTCP echoes it DCTCP-style), then the RFC 3168 echo
+    /// (RFC 3168 §6.1.3: ECE until CWR) runs with what the CC left.
     fn ecn_check_ce(&mut self, ip_ecn: Ecn, now: Time, out: &mut Vec<Packet>) {
         if self.ecn_mode != EcnMode::Rfc3168 {
             return;
@@ -280,9 +285,7 @@ impl TcpReceiver {
                 }
             }
             Ecn::Ce => {
-                if self.dctcp_echo {
-                    self.dctcp_ce_event(true, now, out);
-                }
+                self.ca_ecn_event(CaEvent::EcnIsCe, now, out);
                 if !self.demand_cwr {
                     self.enter_quickack_mode(2);
                     self.demand_cwr = true;
@@ -290,32 +293,39 @@ impl TcpReceiver {
                 self.ecn_seen = true;
             }
             _ => {
-                if self.dctcp_echo {
-                    self.dctcp_ce_event(false, now, out);
-                }
+                self.ca_ecn_event(CaEvent::EcnNoCe, now, out);
                 self.ecn_seen = true;
             }
         }
     }
 
-    /// `dctcp_ece_ack_update`: on a CE-state change, first ACK the data before this
-    /// segment with the old state if an ACK was being delayed, then ACK at once.
-    fn dctcp_ce_event(&mut self, ce: bool, now: Time, out: &mut Vec<Packet>) {
-        if self.dctcp_ce_state != ce {
-            if self.delack_deadline.is_some() {
-                let old = self.dctcp_ce_state;
-                self.demand_cwr = old;
-                // A special ACK for the prior rcv_nxt: it leaves the delayed-ACK state alone.
-                let mut a = self.build_ack(self.dctcp_prior_rcv_nxt, now);
-                a.tcp.ece = old;
-                out.push(a);
-                self.acks_sent += 1;
-            }
+    /// `tcp_ca_event(sk, ev)` if the CC needs ECN (`tcp_ca_needs_ecn`): hand it the
+    /// receive state, then apply what it asked for (an ACK for earlier data, an
+    /// immediate ACK, the ECE state).
+    fn ca_ecn_event(&mut self, ev: CaEvent, now: Time, out: &mut Vec<Packet>) {
+        if !self.cc.flags().needs_ecn {
+            return;
+        }
+        let r = &mut self.cc_sock.rcv;
+        r.rcv_nxt = self.rcv_nxt;
+        r.delack_pending = self.delack_deadline.is_some();
+        r.demand_cwr = self.demand_cwr;
+        r.ack_now = false;
+        r.send_ack = None;
+        self.cc_sock.now = now;
+        self.cc.cwnd_event(&mut self.cc_sock, ev);
+        let r = self.cc_sock.rcv;
+        if let Some((ack, ece)) = r.send_ack {
+            // `__tcp_send_ack(sk, ack)`: a special ACK that leaves the delayed-ACK state alone.
+            let mut a = self.build_ack(ack, now);
+            a.tcp.ece = ece;
+            out.push(a);
+            self.acks_sent += 1;
+        }
+        if r.ack_now {
             self.ack_now = true;
         }
-        self.dctcp_prior_rcv_nxt = self.rcv_nxt;
-        self.dctcp_ce_state = ce;
-        self.demand_cwr = ce;
+        self.demand_cwr = r.demand_cwr;
     }
 
     /// `tcp_incr_quickack`: quick = min(rcv_wnd / (2 rcv_mss), max). The window is
@@ -640,5 +650,33 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert!(out[0].tcp.dsack);
         assert_eq!(out[0].tcp.sack[0], SackBlock { start: 0, end: 1448 });
+    }
+
+    /// A DCTCP receiver over RFC 3168 feedback: its CC's `dctcp_ece_ack_update`
+    /// flushes the delayed ACK with the old CE state, then ACKs the CE segment at
+    /// once with ECE (RFC 8257 §3.2); a CUBIC receiver echoes ECE until CWR instead.
+    #[test]
+    fn dctcp_receiver_echoes_ce_state_changes_at_once() {
+        for (cc, want) in [("dctcp", vec![(17, false), (18, true)]), ("cubic", vec![(18, true)])] {
+            let mut r = TcpReceiver::new(0, true, 1, 2, cc);
+            let mut out = Vec::new();
+            let mut syn = Packet::new(0, PacketKind::Syn);
+            syn.tcp.ace = ecn::SYN_ACE_CLASSIC;
+            r.on_packet(&syn, 0, &mut out);
+            assert_eq!(r.ecn_mode, EcnMode::Rfc3168);
+            // 16 quick ACKs, then segment 17 waits for the delayed-ACK timer.
+            for i in 0..17u64 {
+                let mut d = data(i * 1448, 1448);
+                d.ecn = Ecn::Ect0;
+                r.on_packet(&d, 1000 * (i + 1), &mut out);
+            }
+            assert!(r.next_timer().is_some());
+            out.clear();
+            let mut d = data(17 * 1448, 1448);
+            d.ecn = Ecn::Ce;
+            r.on_packet(&d, 20_000, &mut out);
+            let got: Vec<(u64, bool)> = out.iter().map(|a| (a.tcp.ack / 1448, a.tcp.ece)).collect();
+            assert_eq!(got, want, "{cc}");
+        }
     }
 }
