@@ -6,9 +6,14 @@
 //! expose their next timer deadline; [`crate::sim`] moves packets and fires timers.
 
 pub mod ecn;
+mod input;
+mod output;
+mod rate;
 pub mod receiver;
+mod recovery;
 pub mod rtt;
 pub mod sender;
+mod timer;
 
 pub use receiver::TcpReceiver;
 pub use sender::TcpSender;
