@@ -634,3 +634,74 @@ impl TcpSender {
         self.queue_cwr = true;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::reno::Reno;
+    use crate::config::TcpFlowConfig;
+    use crate::packet::SackBlock;
+    use crate::time::NS_PER_MS;
+
+    const MSS: u64 = 1448;
+
+    /// The `tcp_sock` counters are the scoreboard's: nothing else holds a copy.
+    fn assert_counters_match_queue(s: &TcpSender) {
+        let count = |f: &dyn Fn(&Seg) -> bool| s.rtx.iter().filter(|g| f(g)).count() as u32;
+        assert_eq!(s.tp.packets_out, s.rtx.len() as u32);
+        assert_eq!(s.tp.sacked_out, count(&|g| g.has(SACKED)));
+        assert_eq!(s.tp.lost_out, count(&|g| g.has(LOST) && !g.has(SACKED)));
+        assert_eq!(s.tp.retrans_out, count(&|g| g.has(RETRANS)));
+        assert_eq!(s.tp.snd_una, s.rtx.front().map_or(s.tp.snd_nxt, |g| g.seq));
+    }
+
+    fn ack(ack: u64, sack: Option<(u64, u64)>, now: Time) -> Packet {
+        let mut p = Packet::new(0, PacketKind::Ack);
+        p.tcp.ack = ack;
+        p.tcp.tsval = ts_clock(now);
+        if let Some((start, end)) = sack {
+            p.tcp.num_sack = 1;
+            p.tcp.sack[0] = SackBlock { start, end };
+        }
+        p
+    }
+
+    #[test]
+    fn a_rack_loss_is_counted_once_in_the_tcp_sock_and_retransmitted() {
+        let cfg: TcpFlowConfig =
+            serde_json::from_value(serde_json::json!({"cc": "reno", "rtt_ns": 10_000_000u64, "tso": false})).unwrap();
+        let mut s = TcpSender::new(0, &cfg, Box::new(Reno), Time::MAX);
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        s.on_packet(&Packet::new(0, PacketKind::SynAck), 10 * NS_PER_MS, &mut out);
+        assert_eq!((s.tp.srtt_us, s.tp.min_rtt_us), (10_000, 10_000));
+        assert_eq!(s.tp.packets_out, 10, "IW10");
+        assert_counters_match_queue(&s);
+        // Segment 1 is lost: the ACK of segment 0, then SACKs of 2, 3, 4.
+        out.clear();
+        let t = 20 * NS_PER_MS;
+        s.on_packet(&ack(MSS, None, t), t, &mut out);
+        assert_counters_match_queue(&s);
+        assert_eq!((s.tp.delivered, s.tp.snd_una), (1, MSS));
+        for k in 2..5 {
+            let now = t + k * 10_000;
+            s.on_packet(&ack(MSS, Some((2 * MSS, (k + 1) * MSS)), now), now, &mut out);
+            assert_counters_match_queue(&s);
+        }
+        // RACK (RFC 8985 §6.2): segment 1 was sent before the SACKed ones and has
+        // been out for RACK.rtt; with 3 SACKed the reordering window is 0.
+        assert_eq!(s.tp.ca_state, CaState::Recovery);
+        assert_eq!((s.tp.sacked_out, s.tp.lost_out, s.tp.lost, s.tp.delivered), (3, 1, 1, 4));
+        let rtx: Vec<_> = out.iter().filter(|p| p.retrans).collect();
+        assert_eq!(rtx.len(), 1);
+        assert_eq!(rtx[0].tcp.seq, MSS);
+        assert_eq!(s.tp.retrans_out, 1);
+        // The cumulative ACK of the repair ends recovery; the counters empty out.
+        let now = 40 * NS_PER_MS;
+        let all = s.tp.snd_nxt;
+        s.on_packet(&ack(all, None, now), now, &mut out);
+        assert_counters_match_queue(&s);
+        assert_eq!(s.tp.delivered, all / MSS, "every packet once, the repaired one too");
+        assert_eq!((s.tp.lost_out, s.tp.retrans_out, s.tp.sacked_out, s.tp.lost), (0, 0, 0, 1));
+    }
+}

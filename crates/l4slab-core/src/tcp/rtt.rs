@@ -1,4 +1,4 @@
-//! RTT estimation and the RTO (tcp.md §2.3): Jacobson/Karels with Linux's
+//! RTT estimation and the RTO (RFC 6298): Jacobson/Karels with Linux's
 //! modifications (`tcp_rtt_estimator`, `__tcp_set_rto`), in Linux's scaled units.
 
 use super::{TCP_RTO_MAX_NS, TCP_TIMEOUT_INIT_NS};
