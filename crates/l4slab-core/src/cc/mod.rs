@@ -96,7 +96,9 @@ pub struct RateSample {
     pub is_app_limited: bool,
     /// The most recently delivered packet was a retransmission.
     pub is_retrans: bool,
-    /// The ACK only acknowledged already-SACKed data or nothing new.
+    /// The ACK is probably a delayed ACK (`FLAG_ACK_MAYBE_DELAYED`): it newly acked
+    /// one sub-MSS packet with nothing SACKed, lost or CE-marked, so `rtt_us` may
+    /// include the receiver's delay.
     pub is_ack_delayed: bool,
     /// `tx.in_flight` of the most recently sent delivered packet: packets in flight
     /// when it was sent, itself included (google/bbr v3 `rs->tx_in_flight`).

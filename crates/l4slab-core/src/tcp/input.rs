@@ -88,9 +88,12 @@ impl TcpSender {
         }
 
         // Cumulative clean-up (tcp_clean_rtx_queue) with RTT samples.
+        let prior_sacked = self.tp.sacked_out;
+        let prior_packets_out = self.tp.packets_out;
         let (f, first_ackt, last_ackt) = self.clean_rtx_queue(ack, now, prior_fack, &mut rs);
         fl |= f;
         self.tp.snd_una = ack;
+        let pkts_acked = prior_packets_out - self.tp.packets_out;
 
         // RTT (tcp_ack_update_rtt): oldest never-retransmitted newly acked packet for
         // the RTO estimator, the newest for the CC.
@@ -155,6 +158,16 @@ impl TcpSender {
             _ => {}
         }
         self.last_ack_tsval = self.last_ack_tsval.max(pkt.tcp.tsval);
+        // FLAG_ACK_MAYBE_DELAYED (tcp_clean_rtx_queue): one runt packet newly acked,
+        // nothing SACKed before, no loss or CE signal: likely a delayed ACK, so its
+        // RTT may be inflated (BBR ignores it for min_rtt).
+        rs.is_ack_delayed = first_ackt.is_some()
+            && fl & flag::RETRANS_DATA_ACKED == 0
+            && pkts_acked == 1
+            && prior_sacked == 0
+            && ack - prior_snd_una < self.segment_payload() as u64
+            && rs.prior_delivered + 1 == self.tp.delivered
+            && fl & flag::CA_ALERT == 0;
         if acked_sacked > 0 {
             let sample = AckSample { pkts_acked: acked_sacked, rtt_us: ca_rtt_us, in_flight: prior_in_flight };
             self.cc.pkts_acked(&mut self.tp, &sample);
@@ -664,6 +677,46 @@ mod tests {
             p.tcp.sack[0] = SackBlock { start, end };
         }
         p
+    }
+
+    /// A `cong_control` CC that keeps the rate samples it is given.
+    struct Samples(std::sync::Arc<std::sync::Mutex<Vec<RateSample>>>);
+
+    impl CongestionControl for Samples {
+        fn name(&self) -> &'static str {
+            "samples"
+        }
+        fn ssthresh(&mut self, tp: &CcSock) -> u32 {
+            tp.cwnd
+        }
+        fn has_cong_control(&self) -> bool {
+            true
+        }
+        fn cong_control(&mut self, _tp: &mut CcSock, rs: &RateSample) {
+            self.0.lock().unwrap().push(*rs);
+        }
+    }
+
+    #[test]
+    fn a_lone_runt_packet_acked_alone_may_be_a_delayed_ack() {
+        let cfg: TcpFlowConfig = serde_json::from_value(
+            serde_json::json!({"cc": "reno", "rtt_ns": 10_000_000u64, "tso": false, "bytes": MSS + 100, "init_cwnd": 1}),
+        )
+        .unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut s = TcpSender::new(0, &cfg, Box::new(Samples(seen.clone())), Time::MAX);
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        s.on_packet(&Packet::new(0, PacketKind::SynAck), 10 * NS_PER_MS, &mut out);
+        assert_eq!(s.tp.packets_out, 1);
+        // The tail leaves when the first packet is acked: alone in flight.
+        s.on_packet(&ack(MSS, None, 20 * NS_PER_MS), 20 * NS_PER_MS, &mut out);
+        assert_eq!(s.tp.packets_out, 1);
+        s.on_packet(&ack(MSS + 100, None, 60 * NS_PER_MS), 60 * NS_PER_MS, &mut out);
+        let seen = seen.lock().unwrap();
+        assert!(!seen[0].is_ack_delayed, "a full-sized packet");
+        assert!(seen[1].is_ack_delayed, "the 100-byte tail, alone");
+        assert_eq!((seen[1].delivered, seen[1].tx_in_flight, seen[1].last_end_seq), (1, 1, MSS + 100));
     }
 
     #[test]
