@@ -141,8 +141,8 @@ pub struct SkbLostInfo {
     pub end_seq: u64,
     /// `tcp_skb_pcount`: segments in the skb (1: the scoreboard is per segment).
     pub pcount: u32,
-    /// Its state at its last transmission; `tx.delivered_mstamp` is 0 once it was
-    /// (S)ACKed, as Linux clears it.
+    /// Its state at its last transmission (a SACKed packet is never marked lost, so
+    /// `tx.delivered_mstamp` is always that of a packet not yet delivered).
     pub tx: SkbTx,
 }
 
@@ -181,7 +181,8 @@ pub struct CcSock {
     /// `sk_pacing_rate`, bytes per second (payload bytes, as Linux).
     pub pacing_rate: u64,
     // --- read-only for the CC ---
-    /// Current time.
+    /// `tp->tcp_mstamp`: the time of the event being processed (set on entry to
+    /// `on_packet`, `on_timer` and `start`, as `tcp_mstamp_refresh`).
     pub now: Time,
     /// `mss_cache`, payload bytes per full segment.
     pub mss: u32,
@@ -197,6 +198,20 @@ pub struct CcSock {
     pub delivered: u64,
     /// Of which reported CE-marked.
     pub delivered_ce: u64,
+    /// `tp->lost`: packets ever marked lost (`tcp_mark_skb_lost`), retransmissions
+    /// lost again included.
+    pub lost: u64,
+    /// `tp->app_limited`: 0, or the `delivered` count at which the current
+    /// application-limited period ends (`tcp_rate_check_app_limited`).
+    pub app_limited: u64,
+    /// `tp->delivered_mstamp`: time `delivered` last grew (or the flight started).
+    pub delivered_mstamp: Time,
+    /// `tp->first_tx_mstamp`: send time of the most recently delivered packet, or of
+    /// the first packet of a flight started from idle.
+    pub first_tx_mstamp: Time,
+    /// This flow's random stream for the CC (BBR's random PROBE_BW phase):
+    /// `rng::Stream::Flow(flow)`, independent of every other stream.
+    pub rng: crate::rng::SimRng,
     /// Oldest unacknowledged sequence number (bytes).
     pub snd_una: u64,
     /// Next sequence number to send (bytes).
@@ -214,20 +229,6 @@ pub struct CcSock {
     pub lsndtime: Time,
     /// The negotiated ECN feedback mode.
     pub ecn_mode: crate::tcp::ecn::EcnMode,
-    /// `tp->lost`: packets ever marked lost (`tcp_mark_skb_lost`), retransmissions
-    /// lost again included.
-    pub lost: u64,
-    /// `tp->app_limited`: 0, or the `delivered` count at which the current
-    /// application-limited period ends (`tcp_rate_check_app_limited`).
-    pub app_limited: u64,
-    /// `tp->delivered_mstamp`: time `delivered` last grew (or the flight started).
-    pub delivered_mstamp: Time,
-    /// `tp->first_tx_mstamp`: send time of the most recently delivered packet, or of
-    /// the first packet of a flight started from idle.
-    pub first_tx_mstamp: Time,
-    /// This flow's random stream for the CC (BBR's random PROBE_BW phase):
-    /// `rng::Stream::Flow(flow)`, independent of every other stream.
-    pub rng: crate::rng::SimRng,
 }
 
 impl CcSock {
@@ -248,6 +249,11 @@ impl CcSock {
             retrans_out: 0,
             delivered: 0,
             delivered_ce: 0,
+            lost: 0,
+            app_limited: 0,
+            delivered_mstamp: 0,
+            first_tx_mstamp: 0,
+            rng: crate::rng::stream(0, crate::rng::Stream::Flow(0)),
             snd_una: 0,
             snd_nxt: 0,
             ca_state: CaState::Open,
@@ -257,11 +263,6 @@ impl CcSock {
             paced: false,
             lsndtime: 0,
             ecn_mode: crate::tcp::ecn::EcnMode::Off,
-            lost: 0,
-            app_limited: 0,
-            delivered_mstamp: 0,
-            first_tx_mstamp: 0,
-            rng: crate::rng::stream(0, crate::rng::Stream::Flow(0)),
         }
     }
 
