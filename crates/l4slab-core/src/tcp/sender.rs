@@ -1,11 +1,11 @@
 //! The sending endpoint of one TCP flow: its state (the `tcp_sock`, shared with the
 //! congestion control as [`CcSock`]) and the entry points the simulator calls.
 //!
-//! The machinery is split as Linux splits it: [`super::input`] (`tcp_input.c`: ACK
+//! The machinery is split as Linux splits it: `input` (`tcp_input.c`: ACK
 //! processing, the recovery state machine, PRR, `tcp_cong_control`),
-//! [`super::rate`] (`tcp_rate.c`: delivery-rate sampling), [`super::recovery`]
-//! (`tcp_recovery.c`: RACK), [`super::timer`] (`tcp_timer.c`: RTO, TLP and pacing
-//! timers) and [`super::output`] (`tcp_output.c`: `tcp_write_xmit`, TSO sizing,
+//! `rate` (`tcp_rate.c`: delivery-rate sampling), `recovery`
+//! (`tcp_recovery.c`: RACK), `timer` (`tcp_timer.c`: RTO, TLP and pacing
+//! timers) and `output` (`tcp_output.c`: `tcp_write_xmit`, TSO sizing,
 //! pacing, retransmission, the loss probe).
 //!
 //! TSO/GSO (on by default, as Linux): an skb of up to `tso_segs` segments leaves

@@ -3,7 +3,7 @@
 //! timeout) dispatched by `tcp_write_timer_handler`, RTO expiry
 //! (`tcp_retransmit_timer`: RFC 6298 §5.4–5.6 with Linux's backoff cap), SYN
 //! retransmission, and the pacing hrtimer (`tcp_pace_kick`) that releases the
-//! send loop at the EDT departure time. `tcp_enter_loss` is in [`super::input`] as
+//! send loop at the EDT departure time. `tcp_enter_loss` is in `input` as
 //! in Linux.
 
 use super::sender::*;
