@@ -49,13 +49,11 @@ impl TcpSender {
                     self.pacing_timer = Some(self.wstamp);
                     break;
                 }
-                let in_flight = self.tp.in_flight();
-                if !probe && in_flight >= self.tp.cwnd {
+                let quota = if probe { 1 } else { self.cwnd_test() };
+                if quota == 0 {
                     cwnd_limited = true;
                     break;
                 }
-                // tcp_cwnd_test: one skb takes at most half the cwnd.
-                let quota = if probe { 1 } else { (self.tp.cwnd - in_flight).min((self.tp.cwnd >> 1).max(1)) };
                 skb_room = max_segs.min(quota).max(1);
             }
             if self.tp.snd_nxt + self.mss as u64 > self.tp.snd_una.saturating_add(self.rwnd_bytes) {
@@ -112,24 +110,41 @@ impl TcpSender {
     }
 
     /// Segments per skb (`tcp_tso_segs`): 1 without TSO/GSO; else the CC's
-    /// `tso_segs` hook (Prague's `prague_tso_segs`), else `tcp_tso_autosize`: ≈1 ms of data at the
-    /// pacing rate plus a 64 KB term that halves every 512 µs of min RTT, ≥ 2.
+    /// `tso_segs` hook (Prague's `prague_tso_segs`), else `tcp_tso_autosize`; never
+    /// more than the device's `gso_max_size` holds.
     pub(super) fn tso_segs(&self) -> u32 {
         if !self.tso {
             return 1;
         }
         // No skb grows beyond the device's gso_max_size (`tcp_xmit_size_goal`).
         let size_goal = (GSO_MAX_SIZE / self.tp.mss.max(1) as u64).max(1) as u32;
-        if let Some(segs) = self.cc.tso_segs(&self.tp) {
-            return segs.clamp(1, size_goal);
+        match self.cc.tso_segs(&self.tp) {
+            Some(segs) => segs.clamp(1, size_goal),
+            None => self.tso_autosize().min(size_goal),
         }
+    }
+
+    /// `tcp_tso_autosize`: ≈1 ms of data at the pacing rate (`sk_pacing_shift`)
+    /// plus `GSO_MAX_SIZE >> (min_rtt_us >> tcp_tso_rtt_log)`, at most 64 KB, at
+    /// least `tcp_min_tso_segs`.
+    fn tso_autosize(&self) -> u32 {
         let mut bytes = self.tp.pacing_rate >> SK_PACING_SHIFT;
         let r = self.tp.min_rtt_us >> TCP_TSO_RTT_LOG;
         if r < 32 {
             bytes += GSO_MAX_SIZE >> r;
         }
         let segs = bytes.min(GSO_MAX_SIZE) / self.tp.mss.max(1) as u64;
-        (segs as u32).max(TCP_MIN_TSO_SEGS).min(size_goal)
+        (segs as u32).max(TCP_MIN_TSO_SEGS)
+    }
+
+    /// `tcp_cwnd_test`: segments the cwnd lets the next skb take, 0 when full. One
+    /// skb takes at most half the cwnd, so a burst does not empty the window.
+    fn cwnd_test(&self) -> u32 {
+        let in_flight = self.tp.in_flight();
+        if in_flight >= self.tp.cwnd {
+            return 0;
+        }
+        (self.tp.cwnd - in_flight).min((self.tp.cwnd >> 1).max(1))
     }
 
     /// EDT bookkeeping after an skb of `bytes` payload left (`tcp_update_skb_after_send`,
