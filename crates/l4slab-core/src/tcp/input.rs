@@ -60,7 +60,7 @@ impl TcpSender {
         let prior_fack = if self.tp.sacked_out > 0 { self.fack } else { self.tp.snd_una };
         let prior_in_flight = self.tp.in_flight();
         let prior_delivered = self.tp.delivered;
-        let prior_lost = self.tp.lost_out;
+        let prior_lost_out = self.tp.lost_out;
         let mut fl: u32 = 0;
         let mut rs = RateSample { prior_in_flight, ..RateSample::default() };
         let mut first_sack_xmit: Option<Time> = None;
@@ -196,7 +196,11 @@ impl TcpSender {
 
         // Rate sample (tcp_rate_gen) and congestion control.
         rs.is_ece = fl & flag::ECE != 0;
-        let lost_now = self.tp.lost_out.saturating_sub(prior_lost);
+        // Newly lost for rs.losses and PRR. Linux's tcp_ack takes the growth of
+        // tp->lost; the growth of lost_out used here is smaller when a packet marked
+        // lost earlier is (S)ACKed by this ACK or a retransmission is lost again.
+        // Kept: changing it changes results.
+        let lost_now = self.tp.lost_out.saturating_sub(prior_lost_out);
         self.rate_gen(now, acked_sacked, lost_now, &mut rs);
         if self.tp.snd_una >= self.app_bytes && self.stats.completed_at.is_none() {
             self.stats.completed_at = Some(now);

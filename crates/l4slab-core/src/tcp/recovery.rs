@@ -78,13 +78,13 @@ impl TcpSender {
     /// `tcp_rack_reo_timeout`.
     pub(super) fn rack_reo_timeout(&mut self, now: Time, out: &mut Vec<Packet>) {
         let prior_in_flight = self.tp.in_flight();
-        let prior_lost = self.tp.lost_out;
+        let prior_lost_out = self.tp.lost_out;
         let timeout_us = self.rack_detect_loss(now);
         if prior_in_flight != self.tp.in_flight() {
             if self.tp.ca_state != CaState::Recovery {
                 self.enter_recovery(false);
                 if !self.cc.has_cong_control() {
-                    let newly_lost = self.tp.lost_out.saturating_sub(prior_lost);
+                    let newly_lost = self.tp.lost_out.saturating_sub(prior_lost_out);
                     self.cwnd_reduction(1, newly_lost, 0);
                 }
             }
