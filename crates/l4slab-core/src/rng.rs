@@ -8,12 +8,26 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
 /// Stream ids of the engine's consumers.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stream {
     /// Flow start offsets.
-    StartJitter = 1,
+    StartJitter,
     /// The bottleneck qdisc (PIE/DualPI2 coin flips, FQ hash perturbation).
-    Qdisc = 2,
+    Qdisc,
+    /// The congestion control of flow `n` (BBR's random PROBE_BW start phase).
+    Flow(u32),
+}
+
+impl Stream {
+    /// The stream id mixed with the seed. StartJitter and Qdisc keep the ids they
+    /// always had (1, 2), so their numbers do not change; flows live above 2^32.
+    pub fn id(self) -> u64 {
+        match self {
+            Stream::StartJitter => 1,
+            Stream::Qdisc => 2,
+            Stream::Flow(n) => (1 << 32) | n as u64,
+        }
+    }
 }
 
 /// A PRNG for `stream` of the run seeded with `seed`.
@@ -25,12 +39,14 @@ pub fn stream(seed: u64, stream: Stream) -> SimRng {
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     };
-    let a = mix(seed ^ (stream as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93));
-    let b = mix(a ^ stream as u64);
+    let id = stream.id();
+    let a = mix(seed ^ id.wrapping_mul(0xD6E8_FEB8_6659_FD93));
+    let b = mix(a ^ id);
     SimRng(Pcg64Mcg::new(((a as u128) << 64) | b as u128 | 1))
 }
 
 /// The engine's PRNG.
+#[derive(Clone, Debug)]
 pub struct SimRng(Pcg64Mcg);
 
 impl SimRng {
@@ -72,5 +88,18 @@ mod tests {
         let (vx, vy, vz) = (x.next_u64(), y.next_u64(), z.next_u64());
         assert_ne!(vx, vy);
         assert_ne!(vx, vz);
+    }
+
+    #[test]
+    fn flow_streams_are_distinct_and_leave_the_others_unchanged() {
+        // The ids of the original streams are what they were as enum discriminants.
+        assert_eq!(Stream::StartJitter.id(), 1);
+        assert_eq!(Stream::Qdisc.id(), 2);
+        let f0 = stream(7, Stream::Flow(0)).next_u64();
+        let f1 = stream(7, Stream::Flow(1)).next_u64();
+        assert_ne!(f0, f1);
+        assert_ne!(f0, stream(7, Stream::Qdisc).next_u64());
+        assert_ne!(f0, stream(8, Stream::Flow(0)).next_u64());
+        assert_eq!(f1, stream(7, Stream::Flow(1)).next_u64());
     }
 }

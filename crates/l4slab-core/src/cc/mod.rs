@@ -111,8 +111,54 @@ pub struct RateSample {
     pub is_app_limited: bool,
     /// The most recently delivered packet was a retransmission.
     pub is_retrans: bool,
-    /// The ACK only acknowledged already-SACKed data or nothing new.
+    /// The ACK is probably a delayed ACK (`FLAG_ACK_MAYBE_DELAYED`): it newly acked
+    /// one sub-MSS packet with nothing SACKed, lost or CE-marked, so `rtt_us` may
+    /// include the receiver's delay.
     pub is_ack_delayed: bool,
+    /// `tx.in_flight` of the most recently sent delivered packet: packets in flight
+    /// when it was sent, itself included (google/bbr v3 `rs->tx_in_flight`).
+    pub tx_in_flight: u32,
+    /// Packets marked lost between that packet's transmission and its delivery,
+    /// `tp->lost - tx.lost` (google/bbr v3 `rs->lost`).
+    pub lost: i64,
+    /// The ACK carried an ECN congestion signal (`FLAG_ECE`; google/bbr v3 `rs->is_ece`).
+    pub is_ece: bool,
+    /// `end_seq` of the most recently sent delivered packet (`rs->last_end_seq`).
+    pub last_end_seq: u64,
+}
+
+/// Delivery state stamped on a packet when it is (re)transmitted
+/// (`tcp_skb_cb->tx`, filled by `tcp_rate_skb_sent` in net/ipv4/tcp_rate.c).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SkbTx {
+    /// `tp->first_tx_mstamp` at transmission: start of the send phase of its flight.
+    pub first_tx_mstamp: Time,
+    /// `tp->delivered_mstamp` at transmission.
+    pub delivered_mstamp: Time,
+    /// `tp->delivered` at transmission.
+    pub delivered: u64,
+    /// `tp->delivered_ce` at transmission.
+    pub delivered_ce: u64,
+    /// Packets in flight when sent, this one included (google/bbr v3 `tx.in_flight`).
+    pub in_flight: u32,
+    /// `tp->lost` at transmission (google/bbr v3 `tx.lost`).
+    pub lost: u64,
+    /// Sent in an application-limited period (`tp->app_limited` was set).
+    pub is_app_limited: bool,
+}
+
+/// A packet just marked lost, as `skb_marked_lost` sees it (google/bbr v3
+/// `tcp_congestion_ops.skb_marked_lost`, called from `tcp_mark_skb_lost`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SkbLostInfo {
+    /// Sequence range (bytes).
+    pub seq: u64,
+    pub end_seq: u64,
+    /// `tcp_skb_pcount`: segments in the skb (1: the scoreboard is per segment).
+    pub pcount: u32,
+    /// Its state at its last transmission (a SACKed packet is never marked lost, so
+    /// `tx.delivered_mstamp` is always that of a packet not yet delivered).
+    pub tx: SkbTx,
 }
 
 /// Requirements a CC places on the connection (`TCP_CONG_*` flags of `tcp_congestion_ops`).
@@ -153,8 +199,10 @@ pub struct RcvAckState {
 
 /// The `tcp_sock` state a congestion control reads and writes.
 ///
-/// The endpoint refreshes the read-only part before every hook call. A CC writes
-/// only `cwnd`, `ssthresh`, `cwnd_cnt`, `cwnd_clamp` and `pacing_rate`.
+/// This is the sender's own state (one source of truth, as Linux's `struct
+/// tcp_sock`): the TCP sender updates these counters where they change, so a hook
+/// always sees current values. A CC writes only `cwnd`, `ssthresh`, `cwnd_cnt`,
+/// `cwnd_clamp`, `pacing_rate` (and `mss`, Prague) and draws from `rng`.
 #[derive(Clone, Debug)]
 pub struct CcSock {
     // --- written by the CC ---
@@ -169,7 +217,8 @@ pub struct CcSock {
     /// `sk_pacing_rate`, bytes per second (payload bytes, as Linux).
     pub pacing_rate: u64,
     // --- read-only for the CC ---
-    /// Current time.
+    /// `tp->tcp_mstamp`: the time of the event being processed (set on entry to
+    /// `on_packet`, `on_timer` and `start`, as `tcp_mstamp_refresh`).
     pub now: Time,
     /// `mss_cache`, payload bytes per full segment.
     pub mss: u32,
@@ -185,6 +234,20 @@ pub struct CcSock {
     pub delivered: u64,
     /// Of which reported CE-marked.
     pub delivered_ce: u64,
+    /// `tp->lost`: packets ever marked lost (`tcp_mark_skb_lost`), retransmissions
+    /// lost again included.
+    pub lost: u64,
+    /// `tp->app_limited`: 0, or the `delivered` count at which the current
+    /// application-limited period ends (`tcp_rate_check_app_limited`).
+    pub app_limited: u64,
+    /// `tp->delivered_mstamp`: time `delivered` last grew (or the flight started).
+    pub delivered_mstamp: Time,
+    /// `tp->first_tx_mstamp`: send time of the most recently delivered packet, or of
+    /// the first packet of a flight started from idle.
+    pub first_tx_mstamp: Time,
+    /// This flow's random stream for the CC (BBR's random PROBE_BW phase):
+    /// `rng::Stream::Flow(flow)`, independent of every other stream.
+    pub rng: crate::rng::SimRng,
     /// Oldest unacknowledged sequence number (bytes).
     pub snd_una: u64,
     /// Next sequence number to send (bytes).
@@ -224,6 +287,11 @@ impl CcSock {
             retrans_out: 0,
             delivered: 0,
             delivered_ce: 0,
+            lost: 0,
+            app_limited: 0,
+            delivered_mstamp: 0,
+            first_tx_mstamp: 0,
+            rng: crate::rng::stream(0, crate::rng::Stream::Flow(0)),
             snd_una: 0,
             snd_nxt: 0,
             ca_state: CaState::Open,
@@ -347,6 +415,10 @@ pub trait CongestionControl: Send {
 
     /// `in_ack_event`: once per ACK, before the recovery state machine.
     fn in_ack_event(&mut self, _tp: &mut CcSock, _flags: AckEventFlags) {}
+
+    /// `skb_marked_lost`: a packet was just marked lost (google/bbr v3, called from
+    /// `tcp_mark_skb_lost` after `tp->lost` counted it; BBRv3 `bbr_skb_marked_lost`).
+    fn skb_marked_lost(&mut self, _tp: &mut CcSock, _skb: &SkbLostInfo) {}
 
     /// `pkts_acked`: once per ACK that delivered packets.
     fn pkts_acked(&mut self, _tp: &mut CcSock, _sample: &AckSample) {}

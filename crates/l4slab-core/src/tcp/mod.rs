@@ -1,14 +1,23 @@
-//! TCP endpoints as Linux behaves (tcp.md §1–§5): a bulk sender with SACK, RACK-TLP,
-//! PRR, RFC 6298 RTO with Linux's floor, and a receiver with delayed and quick ACKs.
+//! TCP endpoints as Linux behaves: a bulk sender with SACK, RACK-TLP, PRR, RFC 6298
+//! RTO with Linux's floor, and a receiver with delayed and quick ACKs.
+//!
+//! The sender is split as Linux's `net/ipv4`: [`sender`] (the endpoint and its
+//! `tcp_sock`), `input` (`tcp_input.c`), `rate` (`tcp_rate.c`), `recovery`
+//! (`tcp_recovery.c`), `timer` (`tcp_timer.c`), `output` (`tcp_output.c`).
 //!
 //! Sequence numbers are in bytes (u64, ISN 0, data starts at 0); windows in packets.
 //! Endpoints do not see the network: they append packets to an output buffer and
 //! expose their next timer deadline; [`crate::sim`] moves packets and fires timers.
 
 pub mod ecn;
+mod input;
+mod output;
+mod rate;
 pub mod receiver;
+mod recovery;
 pub mod rtt;
 pub mod sender;
+mod timer;
 
 pub use receiver::TcpReceiver;
 pub use sender::TcpSender;

@@ -1,4 +1,4 @@
-//! RTT estimation and the RTO (tcp.md §2.3): Jacobson/Karels with Linux's
+//! RTT estimation and the RTO (RFC 6298): Jacobson/Karels with Linux's
 //! modifications (`tcp_rtt_estimator`, `__tcp_set_rto`), in Linux's scaled units.
 
 use super::{TCP_RTO_MAX_NS, TCP_TIMEOUT_INIT_NS};
@@ -21,10 +21,6 @@ pub struct RttEstimator {
     pub rto_min_us: u64,
     /// Current RTO (`icsk_rto`), ns, whole jiffies.
     pub rto_ns: u64,
-    /// Windowed minimum RTT (`tcp_min_rtt`), µs; u32::MAX before the first sample.
-    /// Linux filters over `tcp_min_rtt_wlen` = 300 s, longer than any run here,
-    /// so the running minimum is the same value.
-    pub min_rtt_us: u32,
 }
 
 impl RttEstimator {
@@ -37,7 +33,6 @@ impl RttEstimator {
             rtt_seq: 0,
             rto_min_us: rto_min_ns / NS_PER_US,
             rto_ns: TCP_TIMEOUT_INIT_NS,
-            min_rtt_us: u32::MAX,
         }
     }
 
@@ -45,19 +40,6 @@ impl RttEstimator {
     #[inline]
     pub fn srtt_us(&self) -> u64 {
         self.srtt_us8 >> 3
-    }
-
-    /// `tcp_update_rtt_min`: skip a sample that is probably inflated by a delayed
-    /// ACK when it is above the current minimum (tcp.md §2.3).
-    pub fn update_min_rtt(&mut self, rtt_us: i64, probably_delayed_ack: bool) {
-        if rtt_us < 0 {
-            return;
-        }
-        let rtt = (rtt_us.max(1)) as u32;
-        if probably_delayed_ack && rtt > self.min_rtt_us {
-            return;
-        }
-        self.min_rtt_us = self.min_rtt_us.min(rtt);
     }
 
     /// `tcp_rtt_estimator` followed by `tcp_set_rto` for a sample `m_us`.
@@ -109,6 +91,21 @@ impl RttEstimator {
         let rto_us = (self.srtt_us8 >> 3) + self.rttvar_us4;
         self.rto_ns = round_up_to_jiffy(rto_us * NS_PER_US).min(TCP_RTO_MAX_NS);
     }
+}
+
+/// `tcp_update_rtt_min` on `tp->min_rtt_us` (`u32::MAX` before the first sample):
+/// skip a sample that is probably inflated by a delayed ACK when it is above the
+/// current minimum. Linux filters over `tcp_min_rtt_wlen` = 300 s, longer than any
+/// run here, so the running minimum is the same value.
+pub fn update_min_rtt(min_rtt_us: &mut u32, rtt_us: i64, probably_delayed_ack: bool) {
+    if rtt_us < 0 {
+        return;
+    }
+    let rtt = (rtt_us.max(1)) as u32;
+    if probably_delayed_ack && rtt > *min_rtt_us {
+        return;
+    }
+    *min_rtt_us = (*min_rtt_us).min(rtt);
 }
 
 #[cfg(test)]

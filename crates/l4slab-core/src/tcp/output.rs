@@ -1,0 +1,398 @@
+//! Transmission as Linux's `net/ipv4/tcp_output.c`: `tcp_connect` (the SYN),
+//! `tcp_write_xmit` with `tcp_cwnd_test`, TSO sizing (`tcp_tso_autosize`,
+//! `tcp_tso_segs`), EDT pacing (`tcp_pacing_check`, `tcp_update_skb_after_send`),
+//! `tcp_cwnd_validate`, the retransmit path (`tcp_xmit_retransmit_queue`,
+//! `__tcp_retransmit_skb`) and the tail loss probe (`tcp_schedule_loss_probe`,
+//! `tcp_send_loss_probe`, RFC 8985 §7).
+
+use super::sender::*;
+
+impl TcpSender {
+    pub(super) fn send_syn(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let mut p = Packet::new(self.flow, PacketKind::Syn);
+        p.wire_len = SYN_WIRE_LEN;
+        p.tcp.tsval = ts_clock(now);
+        p.retrans = self.syn_retries > 0;
+        // ECN request (RFC 3168 §6.1.1, AccECN §3.1.1); beyond the first SYN retransmission the ECN
+        // flags are stripped (tcp_ecn_fallback), AccECN is still tried on the first.
+        let flags = self.cc.flags();
+        self.syn_ace = if self.syn_retries <= 1 { ecn::client_syn_ace(self.tcp_ecn, flags) } else { 0 };
+        p.tcp.ace = self.syn_ace;
+        p.ecn = ecn::syn_codepoint(flags);
+        self.syn_sent_at = now;
+        out.push(p);
+        // SYN retransmission timer: TCP_TIMEOUT_INIT = 1 s (RFC 6298 §2.1), doubling.
+        let rto = TCP_TIMEOUT_INIT_NS << self.syn_retries.min(6);
+        self.xmit_timer = Some((XmitTimer::Retrans, now + rto));
+    }
+
+    /// `tcp_write_xmit` for new data. `probe` sends one segment
+    /// regardless of cwnd (TLP).
+    pub(super) fn write_xmit(&mut self, now: Time, out: &mut Vec<Packet>, probe: bool) {
+        if self.phase != Phase::Established {
+            return;
+        }
+        let mut sent_any = false;
+        let mut cwnd_limited = false;
+        let max_segs = self.tso_segs();
+        // The skb being built: segments it may still take, payload bytes so far.
+        // Its segments leave back to back; pacing acts per skb.
+        let mut skb_room = 0u32;
+        let mut skb_bytes = 0u64;
+        while self.tp.snd_nxt < self.app_bytes && now < self.stop_at {
+            if skb_room == 0 {
+                if skb_bytes > 0 {
+                    self.skb_sent(std::mem::take(&mut skb_bytes), now);
+                }
+                if self.tp.paced && self.wstamp > now && !probe {
+                    // tcp_pacing_check: arm the pacing timer for the departure time.
+                    self.pacing_timer = Some(self.wstamp);
+                    break;
+                }
+                let quota = if probe { 1 } else { self.cwnd_test() };
+                if quota == 0 {
+                    cwnd_limited = true;
+                    break;
+                }
+                skb_room = max_segs.min(quota).max(1);
+            }
+            if self.tp.snd_nxt + self.mss as u64 > self.tp.snd_una.saturating_add(self.rwnd_bytes) {
+                break;
+            }
+            let seg = self.tp.mss.saturating_sub(self.data_option_len).max(1);
+            let len = (self.app_bytes - self.tp.snd_nxt).min(seg as u64) as u32;
+            let seq = self.tp.snd_nxt;
+            let was_empty = self.tp.packets_out == 0;
+            if was_empty {
+                self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
+            }
+            let tx = self.rate_skb_sent(now, self.tp.in_flight() + 1);
+            self.rtx.push_back(Seg { seq, end: seq + len as u64, xmit: now, tx, flags: 0 });
+            self.tp.snd_nxt += len as u64;
+            self.tp.packets_out += 1;
+            if self.tp.ca_state == CaState::Cwr || self.tp.ca_state == CaState::Recovery {
+                self.prr_out += 1;
+            }
+            self.emit_data(seq, len, false, now, out);
+            skb_room -= 1;
+            skb_bytes += len as u64;
+            // tcp_event_new_data_sent: start the RTO if this is the only flight.
+            if was_empty || matches!(self.xmit_timer, Some((XmitTimer::LossProbe, _))) {
+                self.rearm_rto(now);
+            }
+            sent_any = true;
+            if probe {
+                break;
+            }
+        }
+        if skb_bytes > 0 {
+            self.skb_sent(skb_bytes, now);
+        }
+        if !probe && (self.tp.snd_nxt >= self.app_bytes || now >= self.stop_at) {
+            // The application has nothing more to write.
+            self.rate_check_app_limited(now);
+        }
+        if self.tp.in_flight() >= self.tp.cwnd {
+            cwnd_limited = true;
+        }
+        // tcp_cwnd_validate.
+        if self.tp.snd_una >= self.cwnd_usage_seq
+            || cwnd_limited
+            || (!self.tp.is_cwnd_limited && self.tp.packets_out > self.tp.max_packets_out)
+        {
+            self.tp.is_cwnd_limited = cwnd_limited;
+            self.tp.max_packets_out = self.tp.packets_out;
+            self.cwnd_usage_seq = self.tp.snd_nxt;
+        }
+        if sent_any && !probe {
+            self.schedule_loss_probe(now, false);
+        }
+    }
+
+    /// Segments per skb (`tcp_tso_segs`): 1 without TSO/GSO; else the CC's
+    /// `tso_segs` hook (Prague's `prague_tso_segs`), else `tcp_tso_autosize`; never
+    /// more than the device's `gso_max_size` holds.
+    pub(super) fn tso_segs(&self) -> u32 {
+        if !self.tso {
+            return 1;
+        }
+        // No skb grows beyond the device's gso_max_size (`tcp_xmit_size_goal`).
+        let size_goal = (GSO_MAX_SIZE / self.tp.mss.max(1) as u64).max(1) as u32;
+        match self.cc.tso_segs(&self.tp) {
+            Some(segs) => segs.clamp(1, size_goal),
+            None => self.tso_autosize().min(size_goal),
+        }
+    }
+
+    /// `tcp_tso_autosize`: ≈1 ms of data at the pacing rate (`sk_pacing_shift`)
+    /// plus `GSO_MAX_SIZE >> (min_rtt_us >> tcp_tso_rtt_log)`, at most 64 KB, at
+    /// least `tcp_min_tso_segs`.
+    fn tso_autosize(&self) -> u32 {
+        let mut bytes = self.tp.pacing_rate >> SK_PACING_SHIFT;
+        let r = self.tp.min_rtt_us >> TCP_TSO_RTT_LOG;
+        if r < 32 {
+            bytes += GSO_MAX_SIZE >> r;
+        }
+        let segs = bytes.min(GSO_MAX_SIZE) / self.tp.mss.max(1) as u64;
+        (segs as u32).max(TCP_MIN_TSO_SEGS)
+    }
+
+    /// `tcp_cwnd_test`: segments the cwnd lets the next skb take, 0 when full. One
+    /// skb takes at most half the cwnd, so a burst does not empty the window.
+    fn cwnd_test(&self) -> u32 {
+        let in_flight = self.tp.in_flight();
+        if in_flight >= self.tp.cwnd {
+            return 0;
+        }
+        (self.tp.cwnd - in_flight).min((self.tp.cwnd >> 1).max(1))
+    }
+
+    /// EDT bookkeeping after an skb of `bytes` payload left (`tcp_update_skb_after_send`,
+    /// in EDT mode): the next departure moves on by bytes/rate, less up to half of
+    /// it as credit when the stack ran late; the first 10 segments are not paced.
+    pub(super) fn skb_sent(&mut self, bytes: u64, now: Time) {
+        if !self.tp.paced {
+            return;
+        }
+        let prior = self.wstamp;
+        self.wstamp = self.wstamp.max(now);
+        let rate = self.tp.pacing_rate;
+        if rate > 0 && self.stats.data_segments_sent >= 10 {
+            let mut len_ns = bytes * NS_PER_SEC / rate;
+            let credit = self.wstamp - prior;
+            len_ns -= (len_ns / 2).min(credit);
+            self.wstamp += len_ns;
+        }
+    }
+
+    /// Put one data segment on the wire, applying EDT pacing bookkeeping.
+    pub(super) fn emit_data(&mut self, seq: u64, len: u32, retrans: bool, now: Time, out: &mut Vec<Packet>) {
+        let mut p = Packet::new(self.flow, PacketKind::Data);
+        p.payload = len;
+        p.wire_len = tcp_wire_len(len, 0) + self.data_option_len;
+        p.retrans = retrans;
+        p.ecn = self.data_codepoint(retrans);
+        p.tcp.seq = seq;
+        p.tcp.tsval = ts_clock(now);
+        if self.ecn_rfc3168 && !retrans {
+            p.tcp.cwr = std::mem::take(&mut self.queue_cwr);
+        }
+        out.push(p);
+        self.stats.data_segments_sent += 1;
+        self.stats.payload_bytes_sent += len as u64;
+        self.stats.payload_sq_sum += (len as u128) * (len as u128);
+        self.stats.pacing_rate_sum += self.tp.pacing_rate as u128;
+        self.tp.lsndtime = now;
+    }
+
+    /// IP-ECN codepoint of a data segment (`tcp_ecn_send`, RFC 3168 §6.1.5).
+    pub(super) fn data_codepoint(&self, retrans: bool) -> Ecn {
+        let flags = self.cc.flags();
+        match self.tp.ecn_mode {
+            EcnMode::Off => Ecn::NotEct,
+            // RFC 3168 forbids ECT on retransmissions unless the CC needs ECN.
+            EcnMode::Rfc3168 if retrans && !flags.needs_ecn => Ecn::NotEct,
+            _ => self.cc.ect_codepoint(),
+        }
+    }
+
+    /// `tcp_xmit_retransmit_queue`: lost segments in sequence order while the cwnd
+    /// (and pacing) allow.
+    pub(super) fn xmit_retransmit_queue(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.tp.lost_out <= self.tp.retrans_out {
+            return;
+        }
+        let mut i = 0;
+        while i < self.rtx.len() {
+            if self.tp.retrans_out >= self.tp.lost_out {
+                break;
+            }
+            if self.tp.in_flight() >= self.tp.cwnd {
+                break;
+            }
+            if self.tp.paced && self.wstamp > now {
+                self.pacing_timer = Some(self.wstamp);
+                break;
+            }
+            let s = self.rtx[i];
+            if s.has(LOST) && !s.has(SACKED) && !s.has(RETRANS) {
+                self.retransmit_seg(i, now, out);
+                if self.tp.ca_state == CaState::Cwr || self.tp.ca_state == CaState::Recovery {
+                    self.prr_out += 1;
+                }
+            }
+            i += 1;
+        }
+    }
+
+    /// Retransmit the segment at queue index `i` (`__tcp_retransmit_skb`).
+    pub(super) fn retransmit_seg(&mut self, i: usize, now: Time, out: &mut Vec<Packet>) {
+        let (seq, len) = {
+            let s = &self.rtx[i];
+            (s.seq, (s.end - s.seq) as u32)
+        };
+        let tx = self.rate_skb_sent(now, self.tp.in_flight() + 1);
+        if !self.rtx[i].has(RETRANS) {
+            self.tp.retrans_out += 1;
+        }
+        let s = &mut self.rtx[i];
+        s.flags = (s.flags | RETRANS | EVER_RETRANS) & !DELIVERED;
+        s.xmit = now;
+        s.tx = tx;
+        self.stats.retransmits += 1;
+        self.emit_data(seq, len, true, now, out);
+        self.skb_sent(len as u64, now);
+    }
+
+    /// `tcp_schedule_loss_probe` (RFC 8985 §7.2: PTO = 2·SRTT, + rto_min with one packet out).
+    pub(super) fn schedule_loss_probe(&mut self, now: Time, advancing_rto: bool) -> bool {
+        if self.tp.packets_out == 0 || !(self.tp.ca_state == CaState::Open || self.tp.ca_state == CaState::Cwr) {
+            return false;
+        }
+        let srtt_us8 = self.rtt.srtt_us8;
+        let mut timeout = if srtt_us8 > 0 {
+            let mut t = round_up_to_jiffy((srtt_us8 >> 2) * NS_PER_US);
+            t += if self.tp.packets_out == 1 { self.rtt.rto_min_us * NS_PER_US } else { TCP_TIMEOUT_MIN_NS };
+            t
+        } else {
+            TCP_TIMEOUT_INIT_NS
+        };
+        let rto_delta = if advancing_rto { self.rtt.rto_ns as i64 } else { self.rto_delta_ns(now) };
+        if rto_delta > 0 {
+            timeout = timeout.min(round_up_to_jiffy(rto_delta as u64));
+        }
+        self.reset_xmit_timer(XmitTimer::LossProbe, now + timeout);
+        true
+    }
+
+    /// `tcp_send_loss_probe`.
+    pub(super) fn send_loss_probe(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.tlp_high_seq == 0 {
+            let before = self.tp.packets_out;
+            if self.has_data_to_send() && now < self.stop_at {
+                self.tlp_retrans = false;
+                self.write_xmit(now, out, true);
+            }
+            if self.tp.packets_out > before {
+                self.probe_sent(now);
+            } else if let Some(last) = self.rtx.len().checked_sub(1) {
+                if !self.rtx[last].has(SACKED) {
+                    self.retransmit_seg(last, now, out);
+                    self.tlp_retrans = true;
+                    self.probe_sent(now);
+                }
+            }
+        }
+        self.rearm_rto(now);
+    }
+
+    pub(super) fn probe_sent(&mut self, _now: Time) {
+        self.tlp_high_seq = self.tp.snd_nxt;
+        self.stats.tlp_count += 1;
+        // icsk_pending = 0 so tcp_rearm_rto restarts the RTO from now.
+        self.xmit_timer = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::CcFlags;
+    use crate::config::TcpFlowConfig;
+
+    /// A paced CC whose `tso_segs` hook returns a fixed burst.
+    struct FixedBurst(Option<u32>);
+
+    impl CongestionControl for FixedBurst {
+        fn name(&self) -> &'static str {
+            "fixed-burst"
+        }
+        fn flags(&self) -> CcFlags {
+            CcFlags { needs_pacing: true, ..CcFlags::default() }
+        }
+        fn ssthresh(&mut self, tp: &CcSock) -> u32 {
+            tp.cwnd
+        }
+        fn tso_segs(&self, _tp: &CcSock) -> Option<u32> {
+            self.0
+        }
+    }
+
+    /// An established sender past its 10 unpaced segments, cwnd 100, pacing at
+    /// `rate` payload bytes/s, 10 ms min RTT.
+    fn sender(burst: Option<u32>, tso: bool, rate: u64) -> TcpSender {
+        let cfg: TcpFlowConfig =
+            serde_json::from_value(serde_json::json!({"cc": "fixed-burst", "rtt_ns": 10_000_000u64, "tso": tso}))
+                .unwrap();
+        let mut s = TcpSender::new(0, &cfg, Box::new(FixedBurst(burst)), Time::MAX);
+        s.phase = Phase::Established;
+        s.tp.cwnd = 100;
+        s.tp.pacing_rate = rate;
+        s.tp.min_rtt_us = 10_000;
+        s.stats.data_segments_sent = 10;
+        s.wstamp = 1_000_000; // on time at t = 1 ms: no late-sender credit
+        s
+    }
+
+    #[test]
+    fn a_tso_skb_leaves_back_to_back_and_is_paced_as_one() {
+        let rate = 12_500_000; // 100 Mbit/s of payload
+        let mut s = sender(Some(4), true, rate);
+        let mut out = Vec::new();
+        s.write_xmit(1_000_000, &mut out, false);
+        assert_eq!(out.len(), 4, "one skb of tso_segs segments");
+        let bytes: u64 = out.iter().map(|p| p.payload as u64).sum();
+        assert_eq!(s.wstamp, 1_000_000 + bytes * NS_PER_SEC / rate, "EDT moves by the skb's bytes / rate");
+        assert_eq!(s.pacing_timer, Some(s.wstamp));
+        // Nothing more until the departure time, then the next skb.
+        out.clear();
+        s.write_xmit(s.wstamp - 1, &mut out, false);
+        assert!(out.is_empty());
+        s.write_xmit(s.wstamp, &mut out, false);
+        assert_eq!(out.len(), 4);
+    }
+
+    #[test]
+    fn a_late_sender_gets_up_to_half_an_skb_of_credit() {
+        let rate = 12_500_000;
+        let mut s = sender(Some(4), true, rate);
+        let mut out = Vec::new();
+        s.write_xmit(5_000_000, &mut out, false); // 4 ms late
+        let bytes: u64 = out.iter().map(|p| p.payload as u64).sum();
+        let len_ns = bytes * NS_PER_SEC / rate;
+        assert_eq!(s.wstamp, 5_000_000 + len_ns - len_ns / 2);
+    }
+
+    #[test]
+    fn without_tso_every_skb_is_one_segment() {
+        let mut s = sender(Some(4), false, 12_500_000);
+        let mut out = Vec::new();
+        s.write_xmit(1_000_000, &mut out, false);
+        assert_eq!(out.len(), 1);
+        assert_eq!(s.wstamp, 1_000_000 + out[0].payload as u64 * NS_PER_SEC / 12_500_000);
+    }
+
+    #[test]
+    fn tso_autosizing_is_1ms_of_data_plus_the_min_rtt_term() {
+        // tcp_tso_autosize: pacing_rate >> 10, + 64 KB >> (min_rtt_us >> 9), ≤ 64 KB, ≥ 2.
+        let s = sender(None, true, 125_000_000); // 1 Gbit/s: 122 070 B per 2^-10 s → capped at 64 KB
+        assert_eq!(s.tso_segs(), (65_536 / 1448) as u32);
+        let s = sender(None, true, 12_500_000); // 100 Mbit/s: 12 207 B, min RTT 10 ms adds 64 KB >> 19 = 0
+        assert_eq!(s.tso_segs(), 12_207 / 1448);
+        let mut s = sender(None, true, 12_500_000);
+        s.tp.min_rtt_us = 1_000; // 64 KB >> 1 = 32 KB more
+        assert_eq!(s.tso_segs(), (12_207 + 32_768) / 1448);
+        let s = sender(None, true, 125_000); // 1 Mbit/s: 122 B → the 2-segment floor
+        assert_eq!(s.tso_segs(), TCP_MIN_TSO_SEGS);
+    }
+
+    #[test]
+    fn one_skb_takes_at_most_half_the_cwnd() {
+        // tcp_cwnd_test: quota = min(cwnd/2, cwnd − in_flight).
+        let mut s = sender(Some(40), true, 12_500_000);
+        s.tp.cwnd = 20;
+        let mut out = Vec::new();
+        s.write_xmit(1_000_000, &mut out, false);
+        assert_eq!(out.len(), 10);
+    }
+}

@@ -1,0 +1,272 @@
+//! Delivery-rate sampling as Linux's `net/ipv4/tcp_rate.c`: `tcp_rate_skb_sent`
+//! stamps each (re)transmitted packet with the connection's delivery state,
+//! `tcp_rate_skb_delivered` picks the most recently sent packet an ACK delivers,
+//! `tcp_rate_gen` turns it into the ACK's [`RateSample`], and
+//! `tcp_rate_check_app_limited` marks application-limited periods. The BBRv2/v3
+//! additions of google/bbr (`tx.in_flight`, `tx.lost`, `rs->tx_in_flight`,
+//! `rs->lost`, `rs->last_end_seq`) are filled as there.
+//!
+//! The sample: delivered = `tp->delivered` now − at the packet's transmission;
+//! interval = max(send phase of its flight, time since `tp->delivered_mstamp` at
+//! its transmission), so the rate is min(send rate, ACK rate) and cannot exceed
+//! the bottleneck through ACK compression (draft-cheng-iccrg-delivery-rate-estimation §3).
+
+use super::sender::*;
+
+impl TcpSender {
+    /// `tcp_rate_skb_sent`: the delivery state to stamp on a packet (re)transmitted
+    /// now; `in_flight` counts the packets in flight with this one.
+    pub(super) fn rate_skb_sent(&mut self, now: Time, in_flight: u32) -> SkbTx {
+        // From idle, samples start at this send: ACKs after it show what the network
+        // delivered since (packets_out, not in_flight, so spurious loss marks do not
+        // shorten the interval).
+        if self.tp.packets_out == 0 {
+            self.tp.first_tx_mstamp = now;
+            self.tp.delivered_mstamp = now;
+        }
+        SkbTx {
+            first_tx_mstamp: self.tp.first_tx_mstamp,
+            delivered_mstamp: self.tp.delivered_mstamp,
+            delivered: self.tp.delivered,
+            delivered_ce: self.tp.delivered_ce,
+            in_flight,
+            lost: self.tp.lost,
+            is_app_limited: self.tp.app_limited != 0,
+        }
+    }
+
+    /// `tcp_rate_skb_delivered`: when `s` is the most recently sent packet this ACK
+    /// delivered so far, take the sample's starting point from it.
+    pub(super) fn rate_skb_delivered(&mut self, s: &mut Seg, rs: &mut RateSample) {
+        if s.has(DELIVERED) {
+            return;
+        }
+        if rs.prior_mstamp == 0 || s.tx.delivered > rs.prior_delivered {
+            rs.prior_delivered = s.tx.delivered;
+            rs.prior_delivered_ce = s.tx.delivered_ce;
+            rs.is_app_limited = s.tx.is_app_limited;
+            rs.is_retrans = s.has(EVER_RETRANS);
+            rs.tx_in_flight = s.tx.in_flight;
+            rs.lost = (self.tp.lost - s.tx.lost) as i64;
+            rs.last_end_seq = s.end;
+            // Send phase of this flight, kept in `interval_us` for rate_gen.
+            rs.interval_us = ((s.xmit - s.tx.first_tx_mstamp) / NS_PER_US) as i64;
+            self.tp.first_tx_mstamp = s.xmit;
+            rs.prior_mstamp = s.tx.delivered_mstamp;
+        }
+        // Linux zeroes tx.delivered_mstamp so a SACKed packet is not sampled again
+        // when it is cumulatively acknowledged.
+        s.flags |= DELIVERED;
+    }
+
+    /// `tcp_rate_gen`: finish the rate sample of this ACK.
+    pub(super) fn rate_gen(&mut self, now: Time, acked_sacked: u32, losses: u32, rs: &mut RateSample) {
+        // The application-limited period ends once its data is delivered.
+        if self.tp.app_limited != 0 && self.tp.delivered > self.tp.app_limited {
+            self.tp.app_limited = 0;
+        }
+        if acked_sacked > 0 {
+            self.tp.delivered_mstamp = now;
+        }
+        rs.acked_sacked = acked_sacked;
+        rs.losses = losses;
+        if rs.prior_mstamp == 0 {
+            rs.delivered = -1;
+            rs.interval_us = -1;
+            return;
+        }
+        let prior_time = rs.prior_mstamp;
+        rs.delivered = (self.tp.delivered - rs.prior_delivered) as i64;
+        rs.delivered_ce = (self.tp.delivered_ce - rs.prior_delivered_ce) as i64;
+        let snd_us = rs.interval_us;
+        let ack_us = ((now.saturating_sub(prior_time)) / NS_PER_US) as i64;
+        rs.interval_us = snd_us.max(ack_us);
+        // An interval below min RTT is from ACK compression or a stretched clock.
+        if rs.interval_us < self.tp.min_rtt_us as i64 {
+            rs.interval_us = -1;
+        }
+    }
+
+    /// `tcp_rate_check_app_limited`: with less than a segment left to send, room in
+    /// the cwnd and every lost packet retransmitted, the flow is application-limited
+    /// until what is now delivered or in flight has been delivered. Linux calls it
+    /// when the application writes; the bulk application here has written its last
+    /// byte when the send loop runs out of data (no host qdisc backlog is modelled).
+    pub(super) fn rate_check_app_limited(&mut self, now: Time) {
+        let unsent = if now >= self.stop_at { 0 } else { self.app_bytes.saturating_sub(self.tp.snd_nxt) };
+        let in_flight = self.tp.in_flight();
+        if unsent < self.tp.mss as u64 && in_flight < self.tp.cwnd && self.tp.lost_out <= self.tp.retrans_out {
+            self.tp.app_limited = (self.tp.delivered + in_flight as u64).max(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::{reno::Reno, CcFlags};
+    use crate::config::TcpFlowConfig;
+    use crate::time::NS_PER_MS;
+    use std::sync::{Arc, Mutex};
+
+    /// Reno that records every `skb_marked_lost` call with `tp->lost` at the time.
+    struct LossRecorder(Arc<Mutex<Vec<(SkbLostInfo, u64)>>>);
+
+    impl CongestionControl for LossRecorder {
+        fn name(&self) -> &'static str {
+            "loss-recorder"
+        }
+        fn flags(&self) -> CcFlags {
+            CcFlags::default()
+        }
+        fn ssthresh(&mut self, tp: &CcSock) -> u32 {
+            Reno.ssthresh(tp)
+        }
+        fn skb_marked_lost(&mut self, tp: &mut CcSock, skb: &SkbLostInfo) {
+            self.0.lock().unwrap().push((*skb, tp.lost));
+        }
+    }
+
+    /// An established, unpaced sender without TSO, 1 ms min RTT.
+    fn sender(cc: Box<dyn CongestionControl>) -> TcpSender {
+        let cfg: TcpFlowConfig =
+            serde_json::from_value(serde_json::json!({"cc": "reno", "rtt_ns": 10_000_000u64, "tso": false})).unwrap();
+        let mut s = TcpSender::new(0, &cfg, cc, Time::MAX);
+        s.phase = Phase::Established;
+        s.tp.min_rtt_us = 1_000;
+        s
+    }
+
+    /// Queue one new segment sent at `now`, as `tcp_write_xmit` does.
+    fn send(s: &mut TcpSender, now: Time) {
+        let seq = s.tp.snd_nxt;
+        let tx = s.rate_skb_sent(now, s.tp.in_flight() + 1);
+        s.rtx.push_back(Seg { seq, end: seq + 1448, xmit: now, tx, flags: 0 });
+        s.tp.snd_nxt += 1448;
+        s.tp.packets_out += 1;
+    }
+
+    /// Cumulatively acknowledge the first `n` queued segments at `now`.
+    fn ack(s: &mut TcpSender, n: usize, now: Time) -> RateSample {
+        let mut rs = RateSample::default();
+        for _ in 0..n {
+            let mut seg = s.rtx.pop_front().unwrap();
+            s.tp.packets_out -= 1;
+            s.tp.delivered += 1;
+            s.rate_skb_delivered(&mut seg, &mut rs);
+        }
+        s.rate_gen(now, n as u32, 0, &mut rs);
+        rs
+    }
+
+    #[test]
+    fn a_sample_spans_the_longer_of_the_send_and_the_ack_phase() {
+        // tcp_rate.c: bw = delivered / max(send interval, ACK interval).
+        let mut s = sender(Box::new(Reno));
+        let t0 = 10 * NS_PER_MS;
+        for k in 0..4 {
+            send(&mut s, t0 + k * NS_PER_MS);
+        }
+        // First ACK, 20 ms after the flight started from idle, for 2 packets: both
+        // were sent with delivered = 0, the first (earliest) one is the sample's
+        // start; its send phase is 0, the ACK phase 20 ms.
+        let rs = ack(&mut s, 2, t0 + 20 * NS_PER_MS);
+        assert_eq!((rs.prior_delivered, rs.prior_mstamp), (0, t0));
+        assert_eq!((rs.delivered, rs.interval_us), (2, 20_000));
+        assert_eq!((s.tp.delivered_mstamp, s.tp.first_tx_mstamp), (t0 + 20 * NS_PER_MS, t0));
+        // A packet sent at 21 ms carries delivered = 2 and the send phase start t0.
+        send(&mut s, t0 + 21 * NS_PER_MS);
+        let tx = s.rtx.back().unwrap().tx;
+        assert_eq!((tx.delivered, tx.delivered_mstamp, tx.first_tx_mstamp), (2, t0 + 20 * NS_PER_MS, t0));
+        // The ACK at 25 ms delivers it with the two older ones: it is the most
+        // recently sent, so delivered = 5 − 2 = 3 over max(21 ms send, 5 ms ACK).
+        let rs = ack(&mut s, 3, t0 + 25 * NS_PER_MS);
+        assert_eq!((rs.prior_delivered, rs.delivered, rs.interval_us), (2, 3, 21_000));
+        assert_eq!(rs.tx_in_flight, 3, "two in flight when it left, plus itself");
+        assert_eq!(rs.last_end_seq, 5 * 1448);
+        // Below min RTT the interval is not trusted.
+        s.tp.min_rtt_us = 30_000;
+        send(&mut s, t0 + 26 * NS_PER_MS);
+        let rs = ack(&mut s, 1, t0 + 27 * NS_PER_MS);
+        assert_eq!((rs.delivered, rs.interval_us), (1, -1));
+    }
+
+    #[test]
+    fn running_out_of_data_marks_an_app_limited_period_until_it_is_delivered() {
+        let mut s = sender(Box::new(Reno));
+        s.app_bytes = 3 * 1448;
+        s.tp.delivered = 7;
+        for k in 0..3 {
+            send(&mut s, NS_PER_MS + k);
+        }
+        assert!(!s.rtx[0].tx.is_app_limited);
+        s.rate_check_app_limited(2 * NS_PER_MS);
+        assert_eq!(s.tp.app_limited, 7 + 3, "delivered + in flight");
+        // Not app-limited when the cwnd is full or a lost packet waits for its
+        // retransmission.
+        let mut c = sender(Box::new(Reno));
+        c.app_bytes = 0;
+        c.tp.cwnd = 2;
+        c.tp.packets_out = 2;
+        c.rate_check_app_limited(0);
+        assert_eq!(c.tp.app_limited, 0);
+        c.tp.cwnd = 10;
+        c.tp.lost_out = 1;
+        c.rate_check_app_limited(0);
+        assert_eq!(c.tp.app_limited, 0);
+        // Packets sent now carry the mark; the ACK that delivers past the period ends it.
+        s.app_bytes = u64::MAX;
+        send(&mut s, 3 * NS_PER_MS);
+        assert!(s.rtx[3].tx.is_app_limited);
+        let rs = ack(&mut s, 3, 20 * NS_PER_MS);
+        assert!(!rs.is_app_limited, "sampled from a packet sent before the period");
+        assert_eq!(s.tp.app_limited, 10, "delivered = 10 is not past the period yet");
+        let rs = ack(&mut s, 1, 21 * NS_PER_MS);
+        assert!(rs.is_app_limited);
+        assert_eq!(s.tp.app_limited, 0);
+    }
+
+    #[test]
+    fn in_flight_and_lost_snapshots_follow_a_loss_and_its_retransmission() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut s = sender(Box::new(LossRecorder(seen.clone())));
+        for k in 0..6 {
+            send(&mut s, NS_PER_MS + k * 1000);
+        }
+        let ins: Vec<u32> = s.rtx.iter().map(|g| g.tx.in_flight).collect();
+        assert_eq!(ins, [1, 2, 3, 4, 5, 6]);
+        // tcp_mark_skb_lost on the head: lost_out and tp->lost count it, the CC
+        // sees it with its transmit snapshot.
+        s.mark_skb_lost(0);
+        assert_eq!((s.tp.lost_out, s.tp.lost, s.tp.in_flight()), (1, 1, 5));
+        {
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen.len(), 1);
+            let (info, lost_then) = seen[0];
+            assert_eq!((info.seq, info.end_seq, info.pcount), (0, 1448, 1));
+            assert_eq!((info.tx.in_flight, info.tx.lost), (1, 0));
+            assert_eq!(lost_then, 1, "the hook runs after tp->lost counted the packet");
+        }
+        // Marking it again does nothing.
+        s.mark_skb_lost(0);
+        assert_eq!((s.tp.lost_out, s.tp.lost), (1, 1));
+        // Its retransmission leaves with 5 others in flight and tp->lost = 1.
+        let mut out = Vec::new();
+        s.retransmit_seg(0, 10 * NS_PER_MS, &mut out);
+        assert_eq!((s.rtx[0].tx.in_flight, s.rtx[0].tx.lost), (6, 1));
+        // A packet sent before the loss was marked reports it in rs.lost.
+        let mut rs = RateSample::default();
+        let mut seg = s.rtx[3];
+        s.tp.delivered += 1;
+        s.rate_skb_delivered(&mut seg, &mut rs);
+        assert_eq!((rs.tx_in_flight, rs.lost), (4, 1));
+        // The retransmission is lost too: retrans_out drops, tp->lost counts it again.
+        s.mark_skb_lost(0);
+        assert_eq!((s.tp.retrans_out, s.tp.lost_out, s.tp.lost), (0, 1, 2));
+        assert_eq!(seen.lock().unwrap().len(), 2);
+        let mut rs = RateSample::default();
+        let mut seg = s.rtx[0];
+        s.rate_skb_delivered(&mut seg, &mut rs);
+        assert_eq!((rs.tx_in_flight, rs.lost, rs.is_retrans), (6, 1, true));
+    }
+}

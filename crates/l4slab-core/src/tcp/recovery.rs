@@ -1,0 +1,106 @@
+//! RACK-TLP loss detection as Linux's `net/ipv4/tcp_recovery.c` (RFC 8985):
+//! `tcp_rack_advance` (RFC 8985 §6.2 step 2, the most recently sent delivered
+//! packet), the reordering window `tcp_rack_reo_wnd` (§6.2 step 4: min_rtt/4 per
+//! step, 0 in recovery before reordering was seen), `tcp_rack_detect_loss` and
+//! `tcp_rack_mark_lost` (§6.2 step 5), and the reorder timer
+//! `tcp_rack_reo_timeout` (§6.3).
+
+use super::sender::*;
+
+impl TcpSender {
+    /// `tcp_rack_advance`.
+    pub(super) fn rack_advance(&mut self, ever_retrans: bool, end_seq: u64, xmit: Time, now: Time) {
+        let rtt_us = (now - xmit) / NS_PER_US;
+        if ever_retrans && rtt_us < self.tp.min_rtt_us as u64 {
+            // Ambiguous: probably the original was delivered.
+            return;
+        }
+        self.rack.advanced = true;
+        self.rack.rtt_us = rtt_us;
+        if rack_sent_after(xmit, self.rack.xmit, end_seq, self.rack.end_seq) {
+            self.rack.xmit = xmit;
+            self.rack.end_seq = end_seq;
+        }
+    }
+
+    /// `tcp_rack_reo_wnd` in µs.
+    pub(super) fn rack_reo_wnd_us(&self) -> u64 {
+        if self.reord_seen == 0 && (self.tp.ca_state >= CaState::Recovery || self.tp.sacked_out >= self.reordering) {
+            return 0;
+        }
+        let min_rtt = if self.tp.min_rtt_us == u32::MAX { 0 } else { self.tp.min_rtt_us as u64 };
+        ((min_rtt >> 2) * self.rack.reo_wnd_steps as u64).min(self.rtt.srtt_us())
+    }
+
+    /// `tcp_rack_detect_loss`: mark lost every segment sent before the most recently
+    /// delivered one by more than RACK.rtt + reo_wnd; returns the largest remaining
+    /// wait (µs) of the others, 0 if none.
+    pub(super) fn rack_detect_loss(&mut self, now: Time) -> u64 {
+        let reo_wnd = self.rack_reo_wnd_us();
+        let mut timeout = 0u64;
+        for i in 0..self.rtx.len() {
+            let s = self.rtx[i];
+            if s.has(SACKED) || (s.has(LOST) && !s.has(RETRANS)) {
+                continue;
+            }
+            if !rack_sent_after(self.rack.xmit, s.xmit, self.rack.end_seq, s.end) {
+                if s.has(EVER_RETRANS) {
+                    continue; // retransmitted later; later originals may still qualify
+                }
+                break;
+            }
+            let elapsed = (now - s.xmit) / NS_PER_US;
+            let wait = self.rack.rtt_us + reo_wnd;
+            if elapsed >= wait {
+                self.mark_skb_lost(i);
+            } else {
+                timeout = timeout.max(wait - elapsed);
+            }
+        }
+        timeout
+    }
+
+    /// `tcp_rack_mark_lost`: returns whether the reorder timer was armed.
+    pub(super) fn rack_mark_lost(&mut self, now: Time) -> bool {
+        if !self.rack.advanced {
+            return false;
+        }
+        self.rack.advanced = false;
+        let timeout_us = self.rack_detect_loss(now);
+        if timeout_us > 0 {
+            let t = round_up_to_jiffy(timeout_us * NS_PER_US) + TCP_TIMEOUT_MIN_NS;
+            self.reset_xmit_timer(XmitTimer::ReorderTimeout, now + t.min(self.rtt.rto_ns));
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_rack_reo_timeout`.
+    pub(super) fn rack_reo_timeout(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let prior_in_flight = self.tp.in_flight();
+        let prior_lost_out = self.tp.lost_out;
+        let timeout_us = self.rack_detect_loss(now);
+        if prior_in_flight != self.tp.in_flight() {
+            if self.tp.ca_state != CaState::Recovery {
+                self.enter_recovery(false);
+                if !self.cc.has_cong_control() {
+                    let newly_lost = self.tp.lost_out.saturating_sub(prior_lost_out);
+                    self.cwnd_reduction(1, newly_lost, 0);
+                }
+            }
+            self.xmit_retransmit_queue(now, out);
+        }
+        if timeout_us > 0 {
+            let t = round_up_to_jiffy(timeout_us * NS_PER_US) + TCP_TIMEOUT_MIN_NS;
+            self.reset_xmit_timer(XmitTimer::ReorderTimeout, now + t);
+        } else if !matches!(self.xmit_timer, Some((XmitTimer::Retrans, _))) {
+            self.rearm_rto(now);
+        }
+    }
+}
+
+/// `tcp_rack_sent_after`: was (t1, seq1) sent after (t2, seq2)?
+#[inline]
+fn rack_sent_after(t1: Time, t2: Time, seq1: u64, seq2: u64) -> bool {
+    t1 > t2 || (t1 == t2 && seq1 > seq2)
+}
