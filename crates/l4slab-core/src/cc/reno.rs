@@ -185,6 +185,11 @@ impl<C: CongestionControl + EcnRequirement> CongestionControl for RenoFallback<C
             self.inner.pkts_acked(tp, sample)
         }
     }
+    fn skb_marked_lost(&mut self, tp: &mut CcSock, skb: &SkbLostInfo) {
+        if !self.reno {
+            self.inner.skb_marked_lost(tp, skb)
+        }
+    }
     fn undo_cwnd(&mut self, tp: &CcSock) -> u32 {
         if self.reno {
             reno_undo_cwnd(tp)
