@@ -8,8 +8,7 @@
 //! 1.024 µs "codel time" (ns >> 10, u32, wrap-safe signed comparisons; aqm.md §1.3).
 //! Where Linux and RFC 8289 differ, this follows Linux (the comments say where).
 
-use super::{Qdisc, QdiscCtx, QdiscStats};
-use crate::packet::Packet;
+use super::{Qdisc, QdiscCtx, QdiscPacket, QdiscStats};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -175,24 +174,26 @@ pub struct CodelStats {
 /// What the CoDel dequeue needs from the qdisc that owns the queue (the callbacks
 /// `dequeue_func`, `drop_func` and the `backlog` pointer of `codel_dequeue`).
 pub trait CodelQueue {
+    /// The packet type queued.
+    type Pkt: QdiscPacket;
     /// Remove this queue's head packet, updating the qdisc's accounting (backlog,
     /// qlen, per-bucket backlog...). `None` if the queue is empty.
-    fn dequeue_head(&mut self) -> Option<Packet>;
+    fn dequeue_head(&mut self) -> Option<Self::Pkt>;
     /// The backlog (bytes) the minimum-backlog rule looks at, after the removal:
     /// the whole qdisc's backlog, also in fq_codel (aqm.md §4.3, §5.3 step 3).
     fn backlog_bytes(&self) -> u64;
     /// Drop a packet already removed by `dequeue_head`.
-    fn drop(&mut self, pkt: Packet);
+    fn drop(&mut self, pkt: Self::Pkt);
     /// Account a CE-marked packet: called once per packet and dequeue call even if
     /// both the CoDel law and ce_threshold marked it (Linux then counts both
     /// `ecn_mark` and `ce_mark`, which [`CodelStats`] does too).
-    fn mark(&mut self, pkt: &Packet);
+    fn mark(&mut self, pkt: &Self::Pkt);
 }
 
 /// `codel_should_drop` (aqm.md §4.3) for `pkt` (already removed from the queue)
 /// at codel time `now`, with `backlog` bytes left in the qdisc.
-pub fn should_drop(
-    pkt: Option<&Packet>,
+pub fn should_drop<P: QdiscPacket>(
+    pkt: Option<&P>,
     now: CodelTime,
     backlog: u64,
     cfg: &CodelConfig,
@@ -206,8 +207,8 @@ pub fn should_drop(
     };
     // Sojourn in codel units: both ends truncated to 1.024 µs, as Linux stamps
     // codel_get_time() at enqueue and reads it again at dequeue (aqm.md §1.3).
-    vars.ldelay = now.wrapping_sub(codel_time(pkt.enqueue_ts));
-    stats.maxpacket = stats.maxpacket.max(pkt.wire_len);
+    vars.ldelay = now.wrapping_sub(codel_time(pkt.enqueue_ts()));
+    stats.maxpacket = stats.maxpacket.max(pkt.wire_len());
     // aqm.md §4.3: below target, or at most one MTU left in the qdisc -> reset.
     if time_before(vars.ldelay, cfg.target) || backlog <= cfg.mtu as u64 {
         vars.first_above_time = 0;
@@ -232,7 +233,7 @@ pub fn codel_dequeue<Q: CodelQueue>(
     cfg: &CodelConfig,
     vars: &mut CodelVars,
     stats: &mut CodelStats,
-) -> Option<Packet> {
+) -> Option<Q::Pkt> {
     // Step 1.
     let Some(first) = q.dequeue_head() else {
         vars.dropping = false;
@@ -267,7 +268,7 @@ pub fn codel_dequeue<Q: CodelQueue>(
                         skb = Some(pkt);
                         break 'end;
                     }
-                    stats.drop_len += pkt.wire_len as u64;
+                    stats.drop_len += pkt.wire_len() as u64;
                     stats.drop_count += 1;
                     q.drop(pkt);
                     skb = q.dequeue_head();
@@ -289,7 +290,7 @@ pub fn codel_dequeue<Q: CodelQueue>(
                 law_marked = true;
                 skb = Some(pkt);
             } else {
-                stats.drop_len += pkt.wire_len as u64;
+                stats.drop_len += pkt.wire_len() as u64;
                 stats.drop_count += 1;
                 q.drop(pkt);
                 skb = q.dequeue_head();
@@ -320,7 +321,7 @@ pub fn codel_dequeue<Q: CodelQueue>(
         if time_after(vars.ldelay, thr) {
             // The DS-field byte is DSCP << 2 | ECN; the simulator carries no DSCP
             // (0), so the selector effectively looks at the ECN field.
-            let dsfield = pkt.ecn as u8;
+            let dsfield = pkt.ecn() as u8;
             let selected = cfg.ce_threshold_mask == 0 || (dsfield & cfg.ce_threshold_mask) == cfg.ce_threshold_selector;
             if selected && pkt.set_ce() {
                 // Linux counts ce_mark even when the CoDel law has just marked this
@@ -418,10 +419,10 @@ impl CodelParams {
 }
 
 /// The `codel` qdisc: one FIFO under one CoDel instance.
-pub struct Codel {
+pub struct Codel<P> {
     params: CodelParams,
     cfg: CodelConfig,
-    queue: VecDeque<Packet>,
+    queue: VecDeque<P>,
     vars: CodelVars,
     cstats: CodelStats,
     /// Tail drops (`drop_overlimit`).
@@ -432,14 +433,15 @@ pub struct Codel {
 }
 
 /// The FIFO of the codel qdisc seen by the CoDel core.
-struct CodelFifo<'a, 'c> {
-    queue: &'a mut VecDeque<Packet>,
+struct CodelFifo<'a, 'c, P> {
+    queue: &'a mut VecDeque<P>,
     stats: &'a mut QdiscStats,
-    ctx: &'a mut QdiscCtx<'c>,
+    ctx: &'a mut QdiscCtx<'c, P>,
 }
 
-impl CodelQueue for CodelFifo<'_, '_> {
-    fn dequeue_head(&mut self) -> Option<Packet> {
+impl<P: QdiscPacket> CodelQueue for CodelFifo<'_, '_, P> {
+    type Pkt = P;
+    fn dequeue_head(&mut self) -> Option<P> {
         let pkt = self.queue.pop_front()?;
         // sch_codel's dequeue_func lowers the qdisc backlog before should_drop runs.
         self.stats.on_remove(&pkt);
@@ -448,15 +450,15 @@ impl CodelQueue for CodelFifo<'_, '_> {
     fn backlog_bytes(&self) -> u64 {
         self.stats.backlog_bytes
     }
-    fn drop(&mut self, pkt: Packet) {
+    fn drop(&mut self, pkt: P) {
         self.ctx.drop_counted(self.stats, pkt);
     }
-    fn mark(&mut self, pkt: &Packet) {
-        self.ctx.mark_counted(self.stats, pkt.flow);
+    fn mark(&mut self, pkt: &P) {
+        self.ctx.mark_counted(self.stats, pkt.flow_key());
     }
 }
 
-impl Codel {
+impl<P: QdiscPacket> Codel<P> {
     pub fn new(params: CodelParams) -> Self {
         let cfg = CodelConfig::from_ns(
             params.target_ns,
@@ -494,25 +496,25 @@ impl Codel {
     }
 }
 
-impl Qdisc for Codel {
+impl<P: QdiscPacket> Qdisc<P> for Codel<P> {
     fn kind(&self) -> &'static str {
         "codel"
     }
 
-    fn enqueue(&mut self, mut pkt: Packet, now: Time, ctx: &mut QdiscCtx) {
+    fn enqueue(&mut self, mut pkt: P, now: Time, ctx: &mut QdiscCtx<P>) {
         // aqm.md §4.2: tail drop when qlen >= limit.
         if self.queue.len() >= self.params.limit_packets as usize {
             self.drop_overlimit += 1;
             ctx.drop_counted(&mut self.stats, pkt);
             return;
         }
-        pkt.enqueue_ts = now;
-        pkt.qclass = 0;
+        pkt.set_enqueue_ts(now);
+        pkt.set_qclass(0);
         self.stats.on_enqueue(&pkt);
         self.queue.push_back(pkt);
     }
 
-    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<P>) -> Option<P> {
         self.last_now = codel_time(now);
         let mut fifo = CodelFifo { queue: &mut self.queue, stats: &mut self.stats, ctx };
         let pkt = codel_dequeue(&mut fifo, now, &self.cfg, &mut self.vars, &mut self.cstats)?;
@@ -520,7 +522,7 @@ impl Qdisc for Codel {
         Some(pkt)
     }
 
-    fn peek(&self) -> Option<&Packet> {
+    fn peek(&self) -> Option<&P> {
         self.queue.front()
     }
 
@@ -553,11 +555,12 @@ impl Qdisc for Codel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::Ecn;
+    use crate::qdisc::testutil::TestPacket;
+    use crate::qdisc::Ecn;
 
     const MS: u64 = 1_000_000;
 
-    fn frame(id: u64, ecn: Ecn) -> Packet {
+    fn frame(id: u64, ecn: Ecn) -> TestPacket {
         crate::qdisc::testutil::packet(0, id, 1514, ecn)
     }
 
@@ -602,7 +605,7 @@ mod tests {
     /// and refilled after each dequeue, so every sojourn is depth x step (10 ms here)
     /// and CoDel acts at the dequeue instant nearest after each control-law time.
     /// Returns the times (ns) of CoDel drops or marks, in order.
-    fn run_fluid(q: &mut Codel, h: &mut Harness, ecn: Ecn, t0: Time, until: Time) -> Vec<Time> {
+    fn run_fluid(q: &mut Codel<TestPacket>, h: &mut Harness, ecn: Ecn, t0: Time, until: Time) -> Vec<Time> {
         const STEP: u64 = 10 * 1024; // 10 codel units: control-law times are hit within 10.24 µs
         let mut events = Vec::new();
         let mut id = 1_000_000 + t0;
@@ -625,7 +628,7 @@ mod tests {
         events
     }
 
-    fn fill(q: &mut Codel, h: &mut Harness, n: u64, ecn: Ecn, at: Time) {
+    fn fill(q: &mut Codel<TestPacket>, h: &mut Harness, n: u64, ecn: Ecn, at: Time) {
         for i in 0..n {
             q.enqueue(frame(i, ecn), at, &mut h.ctx());
         }
@@ -635,7 +638,7 @@ mod tests {
     fn vector4_drop_spacing_in_one_episode() {
         // aqm.md §11 vector 4: gaps 100.0, 50.0, 56.2, 48.8, 44.2, 40.4, 37.5, 35.2,
         // 33.2, 31.5 ms (Linux Newton approximation) within 0.1 ms.
-        let mut q = Codel::new(CodelParams::default());
+        let mut q = Codel::<TestPacket>::new(CodelParams::default());
         let mut h = Harness::new();
         // 1000 packets x 10.24 µs = 10.24 ms of sojourn > 5 ms target.
         fill(&mut q, &mut h, 1000, Ecn::NotEct, 0);
@@ -659,7 +662,7 @@ mod tests {
 
     /// Drain everything at one instant: sojourns stay high, but the last packets
     /// leave at most one MTU behind, so CoDel leaves the dropping state.
-    fn drain(q: &mut Codel, h: &mut Harness, at: Time) {
+    fn drain(q: &mut Codel<TestPacket>, h: &mut Harness, at: Time) {
         while q.dequeue(at, &mut h.ctx()).is_some() {}
         assert!(q.is_empty());
     }
@@ -667,7 +670,7 @@ mod tests {
     #[test]
     fn reentry_count_within_16_intervals() {
         // aqm.md §4.4 step 4 / §4.7.4.
-        let mut q = Codel::new(CodelParams::default());
+        let mut q = Codel::<TestPacket>::new(CodelParams::default());
         let mut h = Harness::new();
         fill(&mut q, &mut h, 1000, Ecn::NotEct, 0);
         let e1 = run_fluid(&mut q, &mut h, Ecn::NotEct, 0, 600 * MS);
@@ -709,7 +712,7 @@ mod tests {
     #[test]
     fn no_drop_below_target() {
         // aqm.md §4.3: sojourn 4.9 ms < 5 ms for 1 s -> never above target.
-        let mut q = Codel::new(CodelParams::default());
+        let mut q = Codel::<TestPacket>::new(CodelParams::default());
         let mut h = Harness::new();
         fill(&mut q, &mut h, 480, Ecn::NotEct, 0); // 480 x 10.24 µs = 4.92 ms
         let drops = run_fluid(&mut q, &mut h, Ecn::NotEct, 0, 1_000 * MS);
@@ -717,7 +720,7 @@ mod tests {
         assert_eq!(q.vars().first_above_time, 0);
         assert!((4.9..5.0).contains(&(codel_time_to_ns(q.vars().ldelay) as f64 / 1e6)));
         // Boundary: ldelay == target counts as above (only "< target" resets).
-        let mut q = Codel::new(CodelParams::default());
+        let mut q = Codel::<TestPacket>::new(CodelParams::default());
         fill(&mut q, &mut h, 3, Ecn::NotEct, 0);
         q.dequeue(4882 * 1024, &mut h.ctx()).unwrap();
         assert_eq!(q.vars().first_above_time, 4882 + 97_656);
@@ -729,7 +732,7 @@ mod tests {
         // every 200 ms (> interval apart): a drop needs more than 1514 B left in
         // the qdisc after removing the packet examined.
         for (last_len, expect_drops) in [(1514u32, 0u64), (1515, 1)] {
-            let mut q = Codel::new(CodelParams::default());
+            let mut q = Codel::<TestPacket>::new(CodelParams::default());
             let mut h = Harness::new();
             for (i, len) in [1514, 1514, last_len].into_iter().enumerate() {
                 let mut p = frame(i as u64, Ecn::NotEct);
@@ -746,7 +749,7 @@ mod tests {
             assert_eq!(q.vars().dropping, expect_drops == 1);
         }
         // A long-lived 2-packet queue never drops.
-        let mut q = Codel::new(CodelParams::default());
+        let mut q = Codel::<TestPacket>::new(CodelParams::default());
         let mut h = Harness::new();
         let mut t = 0;
         for i in 0..20 {
@@ -764,7 +767,7 @@ mod tests {
         // aqm.md §4.7.3: in ECN mode ECT packets are marked where Not-ECT ones are
         // dropped, and a marking episode advances drop_next exactly like drops.
         let run = |ecn_mode: bool, codepoint: Ecn| {
-            let mut q = Codel::new(CodelParams { ecn: ecn_mode, ..Default::default() });
+            let mut q = Codel::<TestPacket>::new(CodelParams { ecn: ecn_mode, ..Default::default() });
             let mut h = Harness::new();
             fill(&mut q, &mut h, 1000, codepoint, 0);
             let ev = run_fluid(&mut q, &mut h, codepoint, 0, 600 * MS);
@@ -787,7 +790,7 @@ mod tests {
         // aqm.md §4.4 step 3: when several drop times have passed, the drop loop
         // drops several packets in one call; ECN mode marks one and returns it.
         for (ecn, per_call) in [(Ecn::NotEct, 2usize), (Ecn::Ect0, 1)] {
-            let mut q = Codel::new(CodelParams { ecn: true, ..Default::default() });
+            let mut q = Codel::<TestPacket>::new(CodelParams { ecn: true, ..Default::default() });
             let mut h = Harness::new();
             fill(&mut q, &mut h, 200, ecn, 0);
             q.dequeue(10 * MS, &mut h.ctx()).unwrap(); // first_above_time = 110 ms
@@ -804,8 +807,8 @@ mod tests {
         // aqm.md §4.4 step 5: ldelay > ce_threshold (strictly, in codel units).
         // ce_threshold 1 ms = 976 units.
         let p = CodelParams { ce_threshold_ns: Some(MS), ..Default::default() };
-        assert_eq!(Codel::new(p.clone()).cfg.ce_threshold, Some(976));
-        let mut q = Codel::new(p);
+        assert_eq!(Codel::<TestPacket>::new(p.clone()).cfg.ce_threshold, Some(976));
+        let mut q = Codel::<TestPacket>::new(p);
         let mut h = Harness::new();
         for (i, ecn) in [Ecn::Ect0, Ecn::Ect0, Ecn::NotEct, Ecn::Ect1, Ecn::Ce].into_iter().enumerate() {
             q.enqueue(frame(i as u64, ecn), 0, &mut h.ctx());
@@ -832,7 +835,7 @@ mod tests {
     #[test]
     fn tail_drop_at_limit() {
         // aqm.md §4.2: tail drop when qlen >= limit.
-        let mut q = Codel::new(CodelParams { limit_packets: 5, ..Default::default() });
+        let mut q = Codel::<TestPacket>::new(CodelParams { limit_packets: 5, ..Default::default() });
         let mut h = Harness::new();
         fill(&mut q, &mut h, 8, Ecn::NotEct, 0);
         assert_eq!(q.len(), 5);
@@ -847,7 +850,7 @@ mod tests {
     fn codel_time_wraps_like_linux() {
         // Stamps and now on either side of the u32 codel-time wrap (~4398 s).
         let wrap_ns: u64 = 1 << 42;
-        let mut q = Codel::new(CodelParams { ce_threshold_ns: Some(MS), ..Default::default() });
+        let mut q = Codel::<TestPacket>::new(CodelParams { ce_threshold_ns: Some(MS), ..Default::default() });
         let mut h = Harness::new();
         let t0 = wrap_ns - 500_000; // 0.5 ms before the wrap
         for i in 0..3 {
@@ -860,7 +863,7 @@ mod tests {
 
     #[test]
     fn extra_stats_and_validation() {
-        let mut q = Codel::new(CodelParams::default());
+        let mut q = Codel::<TestPacket>::new(CodelParams::default());
         let mut h = Harness::new();
         fill(&mut q, &mut h, 1000, Ecn::NotEct, 0);
         run_fluid(&mut q, &mut h, Ecn::NotEct, 0, 200 * MS);

@@ -25,8 +25,7 @@
 //! simulator only carries MTU frames), the `max_rtt`/`typical_rtt` tc helper, and
 //! hrtimer callback latency (the PI update runs exactly every `tupdate`).
 
-use super::{Qdisc, QdiscCtx, QdiscStats};
-use crate::packet::{Ecn, Packet};
+use super::{Ecn, Qdisc, QdiscCtx, QdiscPacket, QdiscStats};
 use crate::rng::SimRng;
 use crate::time::{Time, NS_PER_MS, NS_PER_SEC, NS_PER_US};
 use serde::{Deserialize, Serialize};
@@ -288,9 +287,9 @@ enum Class {
 }
 
 /// A queued packet and its control block (aqm.md §2.12).
-#[derive(Clone, Copy, Debug)]
-struct Entry {
-    pkt: Packet,
+#[derive(Debug)]
+struct Entry<P> {
+    pkt: P,
     /// ECN codepoint read at enqueue (`cb->ect`), before any mark.
     ect: Ecn,
     class: Class,
@@ -308,7 +307,7 @@ enum Step {
 }
 
 /// The DualPI2 qdisc.
-pub struct DualPi2 {
+pub struct DualPi2<P> {
     params: DualPi2Params,
     // Configuration in kernel units.
     limit: u32,
@@ -325,8 +324,8 @@ pub struct DualPi2 {
     credit_init: i32,
     truesize: u32,
     // Queues.
-    c: VecDeque<Entry>,
-    l: VecDeque<Entry>,
+    c: VecDeque<Entry<P>>,
+    l: VecDeque<Entry<P>>,
     // PI state.
     prob: u32,
     last_qdelay: u64,
@@ -349,7 +348,7 @@ pub struct DualPi2 {
     stats: QdiscStats,
 }
 
-impl DualPi2 {
+impl<P: QdiscPacket> DualPi2<P> {
     /// Build from validated parameters; the qdisc is created at t = 0, so the first
     /// PI update fires at `tupdate` (aqm.md §1.3: hrtimer started at init + tupdate).
     pub fn new(params: DualPi2Params, _rng: &mut SimRng) -> Self {
@@ -438,10 +437,10 @@ impl DualPi2 {
 
     /// `dualpi2_mark`: set CE if ECN-capable (re-marks of CE count), bump
     /// `ecn_mark` and report the mark (aqm.md §1.2, §2.7).
-    fn mark(&mut self, pkt: &mut Packet, ctx: &mut QdiscCtx) -> bool {
+    fn mark(&mut self, pkt: &mut P, ctx: &mut QdiscCtx<P>) -> bool {
         if pkt.set_ce() {
             self.ecn_mark += 1;
-            ctx.mark_counted(&mut self.stats, pkt.flow);
+            ctx.mark_counted(&mut self.stats, pkt.flow_key());
             true
         } else {
             false
@@ -451,7 +450,7 @@ impl DualPi2 {
     /// aqm.md §2.7 `must_drop`: the PI-based decision for one packet, given the
     /// qdisc backlog in bytes (excluding the packet at dequeue, before adding it at
     /// enqueue). Marks the packet when that is the outcome; true = drop it.
-    fn must_drop(&mut self, e: &mut Entry, backlog: u64, ctx: &mut QdiscCtx) -> bool {
+    fn must_drop(&mut self, e: &mut Entry<P>, backlog: u64, ctx: &mut QdiscCtx<P>) -> bool {
         // §2.7.1: no action with less than 2 MTU queued (Linux only; not in RFC 9332).
         if backlog < 2 * PSCHED_MTU as u64 {
             return false;
@@ -495,9 +494,9 @@ impl DualPi2 {
 
     /// aqm.md §2.8 step AQM on a packet leaving the L queue; true = drop it
     /// (Not-ECT above the step, DP2-T/ML).
-    fn step_aqm(&mut self, e: &mut Entry, now: Time, ctx: &mut QdiscCtx) -> bool {
+    fn step_aqm(&mut self, e: &mut Entry<P>, now: Time, ctx: &mut QdiscCtx<P>) -> bool {
         let above = match self.step {
-            Step::Time(th) => now.saturating_sub(e.pkt.enqueue_ts) > th,
+            Step::Time(th) => now.saturating_sub(e.pkt.enqueue_ts()) > th,
             // L queue length after removing this packet.
             Step::Packets(th) => self.l.len() as u64 > th as u64,
         };
@@ -517,8 +516,8 @@ impl DualPi2 {
         // Head-of-line waiting times (0 for an empty queue). Linux tracks head
         // enqueue timestamps with 0 meaning "empty"; the queue front is equivalent
         // (and avoids the sentinel clash with a packet enqueued at t = 0).
-        let qdelay_c = self.c.front().map_or(0, |e| now.saturating_sub(e.pkt.enqueue_ts));
-        let qdelay_l = self.l.front().map_or(0, |e| now.saturating_sub(e.pkt.enqueue_ts));
+        let qdelay_c = self.c.front().map_or(0, |e| now.saturating_sub(e.pkt.enqueue_ts()));
+        let qdelay_l = self.l.front().map_or(0, |e| now.saturating_sub(e.pkt.enqueue_ts()));
         let qdelay = qdelay_c.max(qdelay_l);
         // delta = (qdelay - target) a_i + (qdelay - last_qdelay) b_i in s64 (the
         // kernel notes overflow beyond ~4.2 s of delay change; wrap like it).
@@ -570,17 +569,17 @@ impl DualPi2 {
     }
 }
 
-impl Qdisc for DualPi2 {
+impl<P: QdiscPacket> Qdisc<P> for DualPi2<P> {
     fn kind(&self) -> &'static str {
         "dualpi2"
     }
 
-    fn enqueue(&mut self, mut pkt: Packet, now: Time, ctx: &mut QdiscCtx) {
+    fn enqueue(&mut self, mut pkt: P, now: Time, ctx: &mut QdiscCtx<P>) {
         self.last_now = self.last_now.max(now);
         // aqm.md §2.3: classify on the ECN field read at enqueue.
-        let ect = pkt.ecn;
+        let ect = pkt.ecn();
         let class = if (ect as u8) & self.ecn_mask != 0 { Class::L4s } else { Class::Classic };
-        pkt.qclass = class as u8;
+        pkt.set_qclass(class as u8);
         let qlen = self.c.len() + self.l.len();
         // §2.4.1: shared packet limit (+ truesize memlimit in mainline) -> tail drop.
         let over_mem = self.is_mainline() && self.memory_used as u64 + self.truesize as u64 > self.memory_limit as u64;
@@ -596,7 +595,7 @@ impl Qdisc for DualPi2 {
             return;
         }
         // §2.4.3: timestamp, memory, maxq (qlen before adding).
-        e.pkt.enqueue_ts = now;
+        e.pkt.set_enqueue_ts(now);
         if self.is_mainline() {
             self.memory_used = self.memory_used.wrapping_add(self.truesize);
             self.max_memory_used = self.max_memory_used.max(self.memory_used);
@@ -619,7 +618,7 @@ impl Qdisc for DualPi2 {
         }
     }
 
-    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<P>) -> Option<P> {
         // aqm.md §2.5: `now` read once per call; drops retry within the call.
         self.last_now = self.last_now.max(now);
         loop {
@@ -634,7 +633,7 @@ impl Qdisc for DualPi2 {
                     return None;
                 }
             };
-            let len = e.pkt.wire_len as i32;
+            let len = e.pkt.wire_len() as i32;
             let credit_change = match (both, e.class) {
                 (false, _) => 0,
                 (true, Class::L4s) => self.wc.wrapping_mul(len),
@@ -662,7 +661,7 @@ impl Qdisc for DualPi2 {
         }
     }
 
-    fn peek(&self) -> Option<&Packet> {
+    fn peek(&self) -> Option<&P> {
         match self.pick()? {
             Class::L4s => self.l.front().map(|e| &e.pkt),
             Class::Classic => self.c.front().map(|e| &e.pkt),
@@ -678,7 +677,7 @@ impl Qdisc for DualPi2 {
     }
 
     /// aqm.md §2.9: PI update every tupdate; re-armed at callback time + tupdate.
-    fn on_timer(&mut self, now: Time, _ctx: &mut QdiscCtx) {
+    fn on_timer(&mut self, now: Time, _ctx: &mut QdiscCtx<P>) {
         if now < self.next_update {
             return;
         }
@@ -691,8 +690,8 @@ impl Qdisc for DualPi2 {
     /// the latest time the qdisc saw (the trait passes no dump time), truncated to
     /// whole µs as the kernel reports them.
     fn extra_stats(&self) -> Vec<(&'static str, f64)> {
-        let delay_ms = |q: &VecDeque<Entry>| {
-            q.front().map_or(0, |e| self.last_now.saturating_sub(e.pkt.enqueue_ts) / NS_PER_US) as f64 / 1000.0
+        let delay_ms = |q: &VecDeque<Entry<P>>| {
+            q.front().map_or(0, |e| self.last_now.saturating_sub(e.pkt.enqueue_ts()) / NS_PER_US) as f64 / 1000.0
         };
         let mut v = vec![
             ("prob", self.prob as f64 / MAX_PROB as f64),
@@ -722,6 +721,8 @@ impl Qdisc for DualPi2 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::testutil::TestPacket;
+    use crate::qdisc::Ecn;
     use crate::rng;
 
     const FRAME: u32 = 1514;
@@ -730,16 +731,16 @@ mod tests {
     /// Owns what a `QdiscCtx` borrows.
     use crate::qdisc::testutil::Harness as H;
 
-    fn frame(id: u64, ecn: Ecn, len: u32) -> Packet {
+    fn frame(id: u64, ecn: Ecn, len: u32) -> TestPacket {
         crate::qdisc::testutil::packet(id as u32, id, len, ecn)
     }
 
-    fn qdisc(params: DualPi2Params) -> DualPi2 {
+    fn qdisc(params: DualPi2Params) -> DualPi2<TestPacket> {
         params.validate().expect("valid params");
-        DualPi2::new(params, &mut rng::stream(0, rng::Stream::Qdisc))
+        DualPi2::<TestPacket>::new(params, &mut rng::stream(0, rng::Stream::Qdisc))
     }
 
-    fn extra(q: &DualPi2, name: &str) -> f64 {
+    fn extra(q: &DualPi2<TestPacket>, name: &str) -> f64 {
         q.extra_stats().into_iter().find(|(k, _)| *k == name).map(|(_, v)| v).expect(name)
     }
 
@@ -759,7 +760,7 @@ mod tests {
     /// Keep at least 40 frames of `ecn` queued (so the 2-MTU rule never applies) and
     /// dequeue at t = 0 (sojourn 0: no step) until `n` packets were decided.
     /// Returns (marked, dropped, passed unmarked).
-    fn steady(q: &mut DualPi2, h: &mut H, ecn: Ecn, n: u64) -> (u64, u64, u64) {
+    fn steady(q: &mut DualPi2<TestPacket>, h: &mut H, ecn: Ecn, n: u64) -> (u64, u64, u64) {
         let (mut marked, mut passed, mut id) = (0u64, 0u64, 0u64);
         let drops0 = q.stats().drops;
         while marked + passed + (q.stats().drops - drops0) < n {

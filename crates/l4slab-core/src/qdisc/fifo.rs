@@ -1,8 +1,7 @@
 //! `pfifo` and `bfifo` (Linux `sch_fifo.c`; aqm.md §7): tail drop on a packet or
 //! byte limit, no marking.
 
-use super::{Qdisc, QdiscCtx, QdiscStats};
-use crate::packet::Packet;
+use super::{Qdisc, QdiscCtx, QdiscPacket, QdiscStats};
 use crate::time::Time;
 use std::collections::VecDeque;
 
@@ -15,13 +14,13 @@ enum Limit {
 }
 
 /// A drop-tail FIFO.
-pub struct Fifo {
-    queue: VecDeque<Packet>,
+pub struct Fifo<P> {
+    queue: VecDeque<P>,
     limit: Limit,
     stats: QdiscStats,
 }
 
-impl Fifo {
+impl<P> Fifo<P> {
     /// `bfifo limit BYTES`.
     pub fn bfifo(limit_bytes: u64) -> Self {
         Self::with_limit(Limit::Bytes(limit_bytes), (limit_bytes / 64) as usize)
@@ -37,7 +36,7 @@ impl Fifo {
     }
 }
 
-impl Qdisc for Fifo {
+impl<P: QdiscPacket> Qdisc<P> for Fifo<P> {
     fn kind(&self) -> &'static str {
         match self.limit {
             Limit::Bytes(_) => "bfifo",
@@ -45,9 +44,9 @@ impl Qdisc for Fifo {
         }
     }
 
-    fn enqueue(&mut self, mut pkt: Packet, now: Time, ctx: &mut QdiscCtx) {
+    fn enqueue(&mut self, mut pkt: P, now: Time, ctx: &mut QdiscCtx<P>) {
         let fits = match self.limit {
-            Limit::Bytes(limit) => self.stats.backlog_bytes + pkt.wire_len as u64 <= limit,
+            Limit::Bytes(limit) => self.stats.backlog_bytes + pkt.wire_len() as u64 <= limit,
             Limit::Packets(limit) => self.queue.len() < limit as usize,
         };
         if !fits {
@@ -55,19 +54,19 @@ impl Qdisc for Fifo {
             ctx.drop_counted(&mut self.stats, pkt);
             return;
         }
-        pkt.enqueue_ts = now;
+        pkt.set_enqueue_ts(now);
         self.stats.on_enqueue(&pkt);
         self.queue.push_back(pkt);
     }
 
-    fn dequeue(&mut self, _now: Time, _ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn dequeue(&mut self, _now: Time, _ctx: &mut QdiscCtx<P>) -> Option<P> {
         let pkt = self.queue.pop_front()?;
         self.stats.on_remove(&pkt);
         self.stats.on_sent(&pkt);
         Some(pkt)
     }
 
-    fn peek(&self) -> Option<&Packet> {
+    fn peek(&self) -> Option<&P> {
         self.queue.front()
     }
 
@@ -79,16 +78,18 @@ impl Qdisc for Fifo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::testutil::TestPacket;
+    use crate::qdisc::Ecn;
     use crate::rng;
 
-    fn frame(id: u64, len: u32) -> Packet {
-        crate::qdisc::testutil::packet(0, id, len, crate::packet::Ecn::NotEct)
+    fn frame(id: u64, len: u32) -> TestPacket {
+        crate::qdisc::testutil::packet(0, id, len, Ecn::NotEct)
     }
 
     #[test]
     fn bfifo_holds_floor_limit_over_frame_size() {
         // aqm.md §0: bfifo 250 000 B holds 165 full 1514-B frames.
-        let mut q = Fifo::bfifo(250_000);
+        let mut q = Fifo::<TestPacket>::bfifo(250_000);
         let mut r = rng::stream(1, rng::Stream::Qdisc);
         let (mut d, mut m) = (Vec::new(), Vec::new());
         let mut ctx = QdiscCtx { rng: &mut r, dropped: &mut d, marked: &mut m };
@@ -107,7 +108,7 @@ mod tests {
 
     #[test]
     fn pfifo_counts_packets_not_bytes() {
-        let mut q = Fifo::pfifo(3);
+        let mut q = Fifo::<TestPacket>::pfifo(3);
         let mut r = rng::stream(1, rng::Stream::Qdisc);
         let (mut d, mut m) = (Vec::new(), Vec::new());
         let mut ctx = QdiscCtx { rng: &mut r, dropped: &mut d, marked: &mut m };

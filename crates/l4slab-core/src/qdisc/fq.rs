@@ -13,8 +13,7 @@
 //! priority bands (every packet has priority 0 → band 1, so band selection never
 //! changes the order). The ≥ 6.7 internal fast-path queue is optional (`fastpath`).
 
-use super::{flow_hash, Qdisc, QdiscCtx, QdiscStats};
-use crate::packet::Packet;
+use super::{flow_hash, Qdisc, QdiscCtx, QdiscPacket, QdiscStats};
 use crate::rng::SimRng;
 use crate::time::{jiffies, Time, HZ, NS_PER_JIFFY, NS_PER_MS, NS_PER_US};
 use serde::{Deserialize, Serialize};
@@ -126,9 +125,9 @@ enum Link {
     Free,
 }
 
-struct Flow {
+struct Flow<P> {
     key: u64,
-    queue: VecDeque<Packet>,
+    queue: VecDeque<P>,
     credit: i32,
     link: Link,
     /// `jiffies | 1` when detached (the Linux age encoding; aqm.md §6.3 step 5).
@@ -136,7 +135,7 @@ struct Flow {
 }
 
 /// The FQ qdisc.
-pub struct Fq {
+pub struct Fq<P> {
     params: FqParams,
     stats: QdiscStats,
     perturbation: u32,
@@ -144,14 +143,14 @@ pub struct Fq {
     refill_delay_jiffies: u64,
     buckets_log: u32,
 
-    flows: Vec<Flow>,
+    flows: Vec<Flow<P>>,
     free_slots: Vec<u32>,
     index: HashMap<u64, u32>,
     bucket_members: Vec<Vec<u32>>,
     new_flows: VecDeque<u32>,
     old_flows: VecDeque<u32>,
     /// ≥ 6.7 fast-path FIFO (`q->internal`).
-    internal: VecDeque<Packet>,
+    internal: VecDeque<P>,
     /// Packets in flows (= band 1 count; excludes the fast-path FIFO).
     flow_pkts: u64,
 
@@ -164,7 +163,7 @@ pub struct Fq {
     stat_fastpath_packets: u64,
 }
 
-impl Fq {
+impl<P: QdiscPacket> Fq<P> {
     /// An FQ qdisc; draws the flow-hash perturbation from `rng`.
     pub fn new(params: FqParams, rng: &mut SimRng) -> Self {
         let buckets_log = 31 - params.buckets.max(2).leading_zeros(); // ilog2, as tc
@@ -198,8 +197,8 @@ impl Fq {
 
     /// Flow key of an orphan packet: `((hash & orphan_mask) << 1) | 1` (aqm.md §6.2).
     #[inline]
-    fn orphan_key(&self, pkt: &Packet) -> u64 {
-        let h = flow_hash(pkt.flow, self.perturbation) & self.params.orphan_mask;
+    fn orphan_key(&self, pkt: &P) -> u64 {
+        let h = flow_hash(pkt.flow_key(), self.perturbation) & self.params.orphan_mask;
         ((h as u64) << 1) | 1
     }
 
@@ -256,7 +255,7 @@ impl Fq {
     }
 
     /// `fq_classify` for an orphan packet: find or create its flow (aqm.md §6.2).
-    fn classify(&mut self, pkt: &Packet, now: Time) -> u32 {
+    fn classify(&mut self, pkt: &P, now: Time) -> u32 {
         let key = self.orphan_key(pkt);
         let bucket = self.bucket_of(key);
         let now_j = jiffies(now);
@@ -292,7 +291,7 @@ impl Fq {
         slot
     }
 
-    fn drop_packet(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
+    fn drop_packet(&mut self, pkt: P, ctx: &mut QdiscCtx<P>) {
         ctx.drop_counted(&mut self.stats, pkt);
     }
 
@@ -302,13 +301,13 @@ impl Fq {
     }
 }
 
-impl Qdisc for Fq {
+impl<P: QdiscPacket> Qdisc<P> for Fq<P> {
     fn kind(&self) -> &'static str {
         "fq"
     }
 
-    fn enqueue(&mut self, mut pkt: Packet, now: Time, ctx: &mut QdiscCtx) {
-        pkt.qclass = 0;
+    fn enqueue(&mut self, mut pkt: P, now: Time, ctx: &mut QdiscCtx<P>) {
+        pkt.set_qclass(0);
         // aqm.md §6.3 step 1: total limit (≥ 6.7: the band's count, which excludes
         // the fast-path FIFO; identical when the fast path is not modelled).
         let counted = if self.params.fastpath { self.flow_pkts } else { self.total_qlen() };
@@ -318,7 +317,7 @@ impl Qdisc for Fq {
         }
         // aqm.md §6.3 step 2: skb->tstamp == 0 for forwarded packets, so
         // time_to_send = now (kept in enqueue_ts).
-        pkt.enqueue_ts = now;
+        pkt.set_enqueue_ts(now);
 
         // aqm.md §6.3 step 3 (≥ 6.7): fast path, checked before the flow lookup.
         if self.params.fastpath && self.fastpath_ok() {
@@ -351,12 +350,12 @@ impl Qdisc for Fq {
         if f.queue.is_empty() {
             self.inactive_flows -= 1;
         }
+        self.stats.on_enqueue(&pkt);
         f.queue.push_back(pkt);
         self.flow_pkts += 1;
-        self.stats.on_enqueue(&pkt);
     }
 
-    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<P>) -> Option<P> {
         if self.total_qlen() == 0 {
             return None;
         }
@@ -402,17 +401,17 @@ impl Qdisc for Fq {
             // aqm.md §6.4 step 4: CE step on sojourn (time_to_send = enqueue time,
             // time_next_packet = 0 without pacing): mark iff now − t > ce_threshold.
             // ce_mark counts even when set-CE fails on Not-ECT (aqm.md §1.2).
-            if (now.wrapping_sub(pkt.enqueue_ts).wrapping_sub(self.ce_threshold) as i64) > 0 {
+            if (now.wrapping_sub(pkt.enqueue_ts()).wrapping_sub(self.ce_threshold) as i64) > 0 {
                 self.stat_ce_mark += 1;
                 if pkt.set_ce() {
-                    ctx.mark_counted(&mut self.stats, pkt.flow);
+                    ctx.mark_counted(&mut self.stats, pkt.flow_key());
                 }
             }
             if f.queue.is_empty() {
                 self.inactive_flows += 1;
             }
             // aqm.md §6.4 step 5: DRR charge; no pacing for forwarded packets (§0 item 5).
-            f.credit -= pkt.wire_len as i32;
+            f.credit -= pkt.wire_len() as i32;
             self.flow_pkts -= 1;
             self.stats.on_remove(&pkt);
             self.stats.on_sent(&pkt);
@@ -420,7 +419,7 @@ impl Qdisc for Fq {
         }
     }
 
-    fn peek(&self) -> Option<&Packet> {
+    fn peek(&self) -> Option<&P> {
         if let Some(p) = self.internal.front() {
             return Some(p);
         }
@@ -465,24 +464,25 @@ impl Qdisc for Fq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::Ecn;
+    use crate::qdisc::testutil::TestPacket;
+    use crate::qdisc::Ecn;
 
     /// 1514-B frame time at 100 Mbit/s (aqm.md §8.2).
     const T_FRAME: Time = 121_120;
 
-    fn pkt(flow: u32, id: u64, len: u32, ecn: Ecn) -> Packet {
+    fn pkt(flow: u32, id: u64, len: u32, ecn: Ecn) -> TestPacket {
         crate::qdisc::testutil::packet(flow, id, len, ecn)
     }
 
     use crate::qdisc::testutil::Harness as Bufs;
 
-    fn make(params: FqParams, b: &mut Bufs) -> Fq {
+    fn make(params: FqParams, b: &mut Bufs) -> Fq<TestPacket> {
         params.validate().unwrap();
-        Fq::new(params, &mut b.rng)
+        Fq::<TestPacket>::new(params, &mut b.rng)
     }
 
     /// Dequeue everything at `t0`, `t0 + T_FRAME`, ...; checks peek == dequeue.
-    fn drain(q: &mut Fq, b: &mut Bufs, t0: Time) -> Vec<Packet> {
+    fn drain(q: &mut Fq<TestPacket>, b: &mut Bufs, t0: Time) -> Vec<TestPacket> {
         let mut out = Vec::new();
         let mut t = t0;
         while !q.is_empty() {
@@ -496,7 +496,7 @@ mod tests {
     }
 
     /// Two flow ids with distinct orphan keys (collisions are possible by design).
-    fn distinct_flows(q: &Fq) -> (u32, u32) {
+    fn distinct_flows(q: &Fq<TestPacket>) -> (u32, u32) {
         let k0 = q.orphan_key(&pkt(0, 0, 1514, Ecn::NotEct));
         let other = (1..).find(|&f| q.orphan_key(&pkt(f, 0, 1514, Ecn::NotEct)) != k0).unwrap();
         (0, other)

@@ -7,8 +7,7 @@
 use super::codel::{
     codel_dequeue, validate_codel_times, validate_mtu, CodelConfig, CodelQueue, CodelStats, CodelVars, PSCHED_MTU,
 };
-use super::{flow_hash, Qdisc, QdiscCtx, QdiscStats};
-use crate::packet::Packet;
+use super::{flow_hash, Qdisc, QdiscCtx, QdiscPacket, QdiscStats};
 use crate::rng::SimRng;
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
@@ -120,8 +119,8 @@ enum List {
 }
 
 /// One hash bucket (Linux `struct fq_codel_flow` plus its `backlogs[]` entry).
-struct Flow {
-    queue: VecDeque<Packet>,
+struct Flow<P> {
+    queue: VecDeque<P>,
     /// Bytes queued in this bucket.
     backlog: u64,
     deficit: i32,
@@ -130,12 +129,12 @@ struct Flow {
 }
 
 /// The `fq_codel` qdisc.
-pub struct FqCodel {
+pub struct FqCodel<P> {
     params: FqCodelParams,
     cfg: CodelConfig,
     /// Hash perturbation (Linux: the per-boot flow-dissector hash key).
     perturbation: u32,
-    flows: Vec<Flow>,
+    flows: Vec<Flow<P>>,
     new_flows: VecDeque<u32>,
     old_flows: VecDeque<u32>,
     /// Sum of modelled truesize of queued packets.
@@ -149,19 +148,20 @@ pub struct FqCodel {
 
 /// One bucket's FIFO seen by the CoDel core, with the qdisc-wide accounting
 /// (fq_codel's `dequeue_func` / `drop_func`).
-struct BucketQueue<'a, 'c> {
-    queue: &'a mut VecDeque<Packet>,
+struct BucketQueue<'a, 'c, P> {
+    queue: &'a mut VecDeque<P>,
     backlog: &'a mut u64,
     memory_usage: &'a mut u64,
     stats: &'a mut QdiscStats,
-    ctx: &'a mut QdiscCtx<'c>,
+    ctx: &'a mut QdiscCtx<'c, P>,
 }
 
-impl CodelQueue for BucketQueue<'_, '_> {
-    fn dequeue_head(&mut self) -> Option<Packet> {
+impl<P: QdiscPacket> CodelQueue for BucketQueue<'_, '_, P> {
+    type Pkt = P;
+    fn dequeue_head(&mut self) -> Option<P> {
         let pkt = self.queue.pop_front()?;
-        *self.backlog -= pkt.wire_len as u64;
-        *self.memory_usage -= truesize(pkt.wire_len);
+        *self.backlog -= pkt.wire_len() as u64;
+        *self.memory_usage -= truesize(pkt.wire_len());
         self.stats.on_remove(&pkt);
         Some(pkt)
     }
@@ -169,15 +169,15 @@ impl CodelQueue for BucketQueue<'_, '_> {
     fn backlog_bytes(&self) -> u64 {
         self.stats.backlog_bytes
     }
-    fn drop(&mut self, pkt: Packet) {
+    fn drop(&mut self, pkt: P) {
         self.ctx.drop_counted(self.stats, pkt);
     }
-    fn mark(&mut self, pkt: &Packet) {
-        self.ctx.mark_counted(self.stats, pkt.flow);
+    fn mark(&mut self, pkt: &P) {
+        self.ctx.mark_counted(self.stats, pkt.flow_key());
     }
 }
 
-impl FqCodel {
+impl<P: QdiscPacket> FqCodel<P> {
     /// Build the qdisc; draws the hash perturbation from `rng`.
     pub fn new(params: FqCodelParams, rng: &mut SimRng) -> Self {
         let cfg = CodelConfig::from_ns(
@@ -254,7 +254,7 @@ impl FqCodel {
     /// the largest byte backlog (first maximum in index order) until half of its
     /// backlog or `max_packets` packets are gone (at least one), and add the number
     /// dropped to its CoDel count (without a Newton step). Returns (bucket, dropped).
-    fn drop_fattest(&mut self, max_packets: u32, ctx: &mut QdiscCtx) -> (usize, u64) {
+    fn drop_fattest(&mut self, max_packets: u32, ctx: &mut QdiscCtx<P>) -> (usize, u64) {
         let mut idx = 0;
         let mut maxbacklog = 0;
         for (i, f) in self.flows.iter().enumerate() {
@@ -269,9 +269,9 @@ impl FqCodel {
         let mut i = 0u32;
         // do { ... } while (++i < max_packets && len < threshold)
         while let Some(pkt) = flow.queue.pop_front() {
-            len += pkt.wire_len as u64;
-            flow.backlog -= pkt.wire_len as u64;
-            self.memory_usage -= truesize(pkt.wire_len);
+            len += pkt.wire_len() as u64;
+            flow.backlog -= pkt.wire_len() as u64;
+            self.memory_usage -= truesize(pkt.wire_len());
             self.stats.on_remove(&pkt);
             ctx.drop_counted(&mut self.stats, pkt);
             i += 1;
@@ -308,18 +308,18 @@ impl FqCodel {
     }
 }
 
-impl Qdisc for FqCodel {
+impl<P: QdiscPacket> Qdisc<P> for FqCodel<P> {
     fn kind(&self) -> &'static str {
         "fq_codel"
     }
 
-    fn enqueue(&mut self, mut pkt: Packet, now: Time, ctx: &mut QdiscCtx) {
+    fn enqueue(&mut self, mut pkt: P, now: Time, ctx: &mut QdiscCtx<P>) {
         // aqm.md §5.2 step 1: classify by hashed flow.
-        let idx = self.bucket_of(pkt.flow);
+        let idx = self.bucket_of(pkt.flow_key());
         // Step 2: stamp, tail-append, account.
-        pkt.enqueue_ts = now;
-        pkt.qclass = 0;
-        let len = pkt.wire_len;
+        pkt.set_enqueue_ts(now);
+        pkt.set_qclass(0);
+        let len = pkt.wire_len();
         let maxq_before = self.stats.maxq_packets;
         self.stats.on_enqueue(&pkt);
         let flow = &mut self.flows[idx];
@@ -351,7 +351,7 @@ impl Qdisc for FqCodel {
         self.stats.maxq_packets = maxq_before.max(self.stats.backlog_packets);
     }
 
-    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<P>) -> Option<P> {
         // aqm.md §5.3 (DRR++ with per-bucket CoDel).
         loop {
             // Step 1: new flows first.
@@ -399,7 +399,7 @@ impl Qdisc for FqCodel {
                 }
                 Some(pkt) => {
                     // Step 5: charge the deficit.
-                    flow.deficit -= pkt.wire_len as i32;
+                    flow.deficit -= pkt.wire_len() as i32;
                     self.stats.on_sent(&pkt);
                     return Some(pkt);
                 }
@@ -407,7 +407,7 @@ impl Qdisc for FqCodel {
         }
     }
 
-    fn peek(&self) -> Option<&Packet> {
+    fn peek(&self) -> Option<&P> {
         self.peek_bucket().and_then(|i| self.flows[i].queue.front())
     }
 
@@ -431,24 +431,25 @@ impl Qdisc for FqCodel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::Ecn;
+    use crate::qdisc::testutil::TestPacket;
+    use crate::qdisc::Ecn;
     use crate::rng;
 
     const MS: u64 = 1_000_000;
 
-    fn pkt(flow: u32, id: u64, len: u32, ecn: Ecn) -> Packet {
+    fn pkt(flow: u32, id: u64, len: u32, ecn: Ecn) -> TestPacket {
         crate::qdisc::testutil::packet(flow, id, len, ecn)
     }
 
     use crate::qdisc::testutil::Harness;
 
-    fn build(params: FqCodelParams) -> (FqCodel, Harness) {
+    fn build(params: FqCodelParams) -> (FqCodel<TestPacket>, Harness) {
         let mut r = rng::stream(42, rng::Stream::Qdisc);
-        (FqCodel::new(params, &mut r), Harness::with_seed(7))
+        (FqCodel::<TestPacket>::new(params, &mut r), Harness::with_seed(7))
     }
 
     /// Flow ids 0..n, asserting they sit in distinct buckets under this perturbation.
-    fn distinct(q: &FqCodel, n: u32) -> Vec<u32> {
+    fn distinct(q: &FqCodel<TestPacket>, n: u32) -> Vec<u32> {
         let mut b: Vec<usize> = (0..n).map(|f| q.bucket_of(f)).collect();
         b.sort();
         b.dedup();
@@ -456,7 +457,7 @@ mod tests {
         (0..n).collect()
     }
 
-    fn xstat(q: &FqCodel, k: &str) -> f64 {
+    fn xstat(q: &FqCodel<TestPacket>, k: &str) -> f64 {
         q.extra_stats().into_iter().find(|(n, _)| *n == k).unwrap().1
     }
 
@@ -468,7 +469,7 @@ mod tests {
         }
         // Another perturbation maps flows elsewhere.
         let mut r2 = rng::stream(43, rng::Stream::Qdisc);
-        let q2 = FqCodel::new(FqCodelParams::default(), &mut r2);
+        let q2 = FqCodel::<TestPacket>::new(FqCodelParams::default(), &mut r2);
         assert!((0..100).any(|f| q.bucket_of(f) != q2.bucket_of(f)));
         // With one bucket every flow shares it (and its FIFO order).
         let (mut q1, mut h) = build(FqCodelParams { flows: 1, ..Default::default() });

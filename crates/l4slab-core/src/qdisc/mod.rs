@@ -6,11 +6,16 @@
 //! [`QdiscCtx`] so the simulator can attribute them to flows; `tc -s`-style counters
 //! live in [`QdiscStats`]. A qdisc with a periodic controller (PIE, DualPI2) exposes
 //! its next timer expiry and is called back at that time.
+//!
+//! The qdiscs are sans-IO: they see a packet only through [`QdiscPacket`] (what
+//! `sch_*.c` reads of an `skb`: `qdisc_pkt_len`, the ECN field, the flow hash, the
+//! enqueue timestamp in `skb->cb`) and time only as the `now` they are given, so any
+//! driver (this simulator's `Packet` and event clock, or an emulator with real frames
+//! and a wall clock) can run them. Nothing here imports the simulator.
 
-use crate::config::QdiscConfig;
-use crate::packet::Packet;
 use crate::rng::SimRng;
 use crate::time::Time;
+use serde::{Deserialize, Serialize};
 
 pub mod codel;
 pub mod dualpi2;
@@ -20,6 +25,68 @@ pub mod fq_codel;
 pub mod pie;
 #[cfg(test)]
 pub(crate) mod testutil;
+
+/// The IP ECN field (RFC 3168 §5; Linux `include/net/inet_ecn.h` `INET_ECN_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ecn {
+    #[default]
+    #[serde(alias = "not_ect", alias = "notect")]
+    NotEct = 0b00,
+    #[serde(alias = "ect1", alias = "ect_1")]
+    Ect1 = 0b01,
+    #[serde(alias = "ect0", alias = "ect_0")]
+    Ect0 = 0b10,
+    Ce = 0b11,
+}
+
+impl Ecn {
+    /// ECN-capable transport (ECT(0), ECT(1) or already CE).
+    #[inline]
+    pub fn is_ect(self) -> bool {
+        self != Ecn::NotEct
+    }
+}
+
+/// What a qdisc reads and writes of a packet (of Linux's `struct sk_buff` and the
+/// qdisc's `skb->cb`). Implemented by the simulator's `Packet`; an emulator
+/// implements it for its frames. Called per packet, so implementations should be
+/// `#[inline]` field accesses.
+pub trait QdiscPacket: Send + 'static {
+    /// `qdisc_pkt_len(skb)`: the L2 frame length the qdisc accounts (bytes).
+    fn wire_len(&self) -> u32;
+    /// The IP ECN field.
+    fn ecn(&self) -> Ecn;
+    /// Overwrite the IP ECN field.
+    fn set_ecn(&mut self, ecn: Ecn);
+    /// The IPv4 TOS / IPv6 traffic-class byte, `DSCP << 2 | ECN` (`ipv4_get_dsfield`),
+    /// which fq_codel's `ce_threshold_selector` masks. Default: DSCP 0.
+    #[inline]
+    fn dsfield(&self) -> u8 {
+        self.ecn() as u8
+    }
+    /// Flow identity: the input of the flow hash that stands in for `skb_get_hash`
+    /// (fq, fq_codel), and the flow a CE mark is reported for ([`QdiscCtx::marked`]).
+    fn flow_key(&self) -> u32;
+    /// Time the packet entered the qdisc (`codel_skb_cb`/`dualpi2_skb_cb` `ts`).
+    fn enqueue_ts(&self) -> Time;
+    fn set_enqueue_ts(&mut self, now: Time);
+    /// Record the sub-queue the packet was put in, indexing [`Qdisc::class_names`]
+    /// (for per-class sojourn statistics; DualPI2: 0 = C, 1 = L).
+    fn set_qclass(&mut self, class: u8);
+
+    /// `INET_ECN_set_ce`: set CE if ECN-capable. Returns `false` for Not-ECT (the
+    /// caller then drops); an already-CE packet counts as marked.
+    #[inline]
+    fn set_ce(&mut self) -> bool {
+        if self.ecn().is_ect() {
+            self.set_ecn(Ecn::Ce);
+            true
+        } else {
+            false
+        }
+    }
+}
 
 /// Counters as `tc -s qdisc show` prints them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -40,39 +107,39 @@ pub struct QdiscStats {
 impl QdiscStats {
     /// Account a packet entering the queue.
     #[inline]
-    pub fn on_enqueue(&mut self, pkt: &Packet) {
-        self.backlog_bytes += pkt.wire_len as u64;
+    pub fn on_enqueue<P: QdiscPacket>(&mut self, pkt: &P) {
+        self.backlog_bytes += pkt.wire_len() as u64;
         self.backlog_packets += 1;
         self.maxq_packets = self.maxq_packets.max(self.backlog_packets);
     }
     /// Account a packet leaving the queue (sent or dropped at dequeue).
     #[inline]
-    pub fn on_remove(&mut self, pkt: &Packet) {
-        self.backlog_bytes -= pkt.wire_len as u64;
+    pub fn on_remove<P: QdiscPacket>(&mut self, pkt: &P) {
+        self.backlog_bytes -= pkt.wire_len() as u64;
         self.backlog_packets -= 1;
     }
     /// Account a packet handed to the link.
     #[inline]
-    pub fn on_sent(&mut self, pkt: &Packet) {
-        self.sent_bytes += pkt.wire_len as u64;
+    pub fn on_sent<P: QdiscPacket>(&mut self, pkt: &P) {
+        self.sent_bytes += pkt.wire_len() as u64;
         self.sent_packets += 1;
     }
 }
 
 /// What a qdisc may use and report during one call.
-pub struct QdiscCtx<'a> {
+pub struct QdiscCtx<'a, P> {
     /// The run's qdisc random stream.
     pub rng: &'a mut SimRng,
     /// Packets dropped during the call (drained by the simulator).
-    pub dropped: &'a mut Vec<Packet>,
+    pub dropped: &'a mut Vec<P>,
     /// Flows whose packet was CE-marked during the call (drained by the simulator).
     pub marked: &'a mut Vec<u32>,
 }
 
-impl QdiscCtx<'_> {
+impl<P: QdiscPacket> QdiscCtx<'_, P> {
     /// Report a dropped packet (its ownership ends here).
     #[inline]
-    pub fn drop_packet(&mut self, pkt: Packet) {
+    pub fn drop_packet(&mut self, pkt: P) {
         self.dropped.push(pkt);
     }
     /// Report a CE mark on a packet of `flow`.
@@ -83,7 +150,7 @@ impl QdiscCtx<'_> {
 
     /// Drop `pkt`: count it in the qdisc's `tc -s` drops and report it.
     #[inline]
-    pub fn drop_counted(&mut self, stats: &mut QdiscStats, pkt: Packet) {
+    pub fn drop_counted(&mut self, stats: &mut QdiscStats, pkt: P) {
         stats.drops += 1;
         self.drop_packet(pkt);
     }
@@ -97,18 +164,18 @@ impl QdiscCtx<'_> {
 }
 
 /// A queueing discipline.
-pub trait Qdisc: Send {
+pub trait Qdisc<P: QdiscPacket>: Send {
     /// `tc` kind, e.g. "bfifo".
     fn kind(&self) -> &'static str;
 
     /// Accept or drop `pkt` arriving at `now`. Dropped packets go to `ctx`.
-    fn enqueue(&mut self, pkt: Packet, now: Time, ctx: &mut QdiscCtx);
+    fn enqueue(&mut self, pkt: P, now: Time, ctx: &mut QdiscCtx<P>);
 
     /// Return the next packet to send, applying any dequeue-time AQM action.
-    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx) -> Option<Packet>;
+    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<P>) -> Option<P>;
 
     /// The packet `dequeue` would consider next, without AQM action.
-    fn peek(&self) -> Option<&Packet>;
+    fn peek(&self) -> Option<&P>;
 
     /// Counters.
     fn stats(&self) -> &QdiscStats;
@@ -119,7 +186,7 @@ pub trait Qdisc: Send {
     }
 
     /// Timer callback at `now` (the simulator calls it at `next_timer()`).
-    fn on_timer(&mut self, _now: Time, _ctx: &mut QdiscCtx) {}
+    fn on_timer(&mut self, _now: Time, _ctx: &mut QdiscCtx<P>) {}
 
     /// Packets queued.
     fn len(&self) -> usize {
@@ -145,7 +212,8 @@ pub trait Qdisc: Send {
 }
 
 /// Build the qdisc a scenario asks for.
-pub fn build(config: &QdiscConfig, rng: &mut SimRng) -> Box<dyn Qdisc> {
+pub fn build<P: QdiscPacket>(config: &crate::config::QdiscConfig, rng: &mut SimRng) -> Box<dyn Qdisc<P>> {
+    use crate::config::QdiscConfig;
     match config {
         QdiscConfig::Bfifo { limit_bytes } => Box::new(fifo::Fifo::bfifo(*limit_bytes)),
         QdiscConfig::Pfifo { limit_packets } => Box::new(fifo::Fifo::pfifo(*limit_packets)),

@@ -14,8 +14,7 @@
 //! * de-randomisation by `accu_prob` (RFC 8033 §5.4 as implemented by Linux);
 //! * decay is ×(1 − 1/64) instead of the RFC's ×0.98 (aqm.md §3.5 step 7).
 
-use super::{Qdisc, QdiscCtx, QdiscStats};
-use crate::packet::Packet;
+use super::{Qdisc, QdiscCtx, QdiscPacket, QdiscStats};
 use crate::time::{Time, NS_PER_JIFFY, NS_PER_MS, NS_PER_SEC, NS_PER_US};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -113,9 +112,9 @@ impl PieParams {
 }
 
 /// The PIE qdisc.
-pub struct Pie {
+pub struct Pie<P> {
     params: PieParams,
-    queue: VecDeque<Packet>,
+    queue: VecDeque<P>,
     stats: QdiscStats,
     /// target in psched ticks.
     target: u64,
@@ -146,7 +145,7 @@ pub struct Pie {
     maxq: u64,
 }
 
-impl Pie {
+impl<P: QdiscPacket> Pie<P> {
     /// A PIE qdisc created at time 0 (first probability update at 500 ms).
     pub fn new(params: PieParams) -> Self {
         let target = ns_to_ticks(params.target_ns);
@@ -199,7 +198,7 @@ impl Pie {
     }
 
     /// `pie_drop_early` (aqm.md §3.2 step 2): true = drop (or mark) decision.
-    fn drop_early(&mut self, backlog: u32, packet_size: u32, ctx: &mut QdiscCtx) -> bool {
+    fn drop_early(&mut self, backlog: u32, packet_size: u32, ctx: &mut QdiscCtx<P>) -> bool {
         // a. Burst allowance left: accept.
         if self.burst_time > 0 {
             return false;
@@ -242,12 +241,12 @@ impl Pie {
 
     /// `pie_process_dequeue` (aqm.md §3.4): update the delay / rate estimate with the
     /// departing packet; `backlog` is what remains queued (bytes).
-    fn process_dequeue(&mut self, pkt: &Packet, now: Time, backlog: u32) {
+    fn process_dequeue(&mut self, pkt: &P, now: Time, backlog: u32) {
         let now_t = ns_to_ticks(now);
         let dtime: u32;
         if !self.params.dq_rate_estimator {
             // Timestamp mode: sojourn of this packet, 0 once the queue is empty.
-            self.qdelay = now_t.wrapping_sub(ns_to_ticks(pkt.enqueue_ts));
+            self.qdelay = now_t.wrapping_sub(ns_to_ticks(pkt.enqueue_ts()));
             dtime = if self.dq_tstamp != DTIME_INVALID { now_t.wrapping_sub(self.dq_tstamp) as u32 } else { 0 };
             self.dq_tstamp = now_t;
             if backlog == 0 {
@@ -265,7 +264,7 @@ impl Pie {
             if self.dq_count == DQCOUNT_INVALID {
                 return;
             }
-            self.dq_count += pkt.wire_len as u64;
+            self.dq_count += pkt.wire_len() as u64;
             if self.dq_count < QUEUE_THRESHOLD as u64 {
                 return;
             }
@@ -372,13 +371,13 @@ impl Pie {
     }
 }
 
-impl Qdisc for Pie {
+impl<P: QdiscPacket> Qdisc<P> for Pie<P> {
     fn kind(&self) -> &'static str {
         "pie"
     }
 
-    fn enqueue(&mut self, mut pkt: Packet, now: Time, ctx: &mut QdiscCtx) {
-        pkt.qclass = 0;
+    fn enqueue(&mut self, mut pkt: P, now: Time, ctx: &mut QdiscCtx<P>) {
+        pkt.set_qclass(0);
         // aqm.md §3.2 step 1: tail drop at limit (counts overlimit and dropped).
         if self.queue.len() >= self.params.limit_packets as usize {
             self.overlimit += 1;
@@ -387,12 +386,12 @@ impl Qdisc for Pie {
         }
         // aqm.md §3.2 step 2: backlog before this packet; size = skb->len = L2 length.
         let backlog = self.stats.backlog_bytes as u32;
-        let mut accept = !self.drop_early(backlog, pkt.wire_len, ctx);
+        let mut accept = !self.drop_early(backlog, pkt.wire_len(), ctx);
         // aqm.md §3.2 step 3: mark instead of drop only while the global p ≤ 10 %
         // and set-CE succeeds (ECT(0)/ECT(1)/CE). accu_prob is not reset here.
         if !accept && self.params.ecn && self.prob <= MAX_PROB / 10 && pkt.set_ce() {
             self.ecn_mark += 1;
-            ctx.mark_counted(&mut self.stats, pkt.flow);
+            ctx.mark_counted(&mut self.stats, pkt.flow_key());
             accept = true;
         }
         if !accept {
@@ -402,14 +401,14 @@ impl Qdisc for Pie {
         }
         // aqm.md §3.2 step 5. (Linux stamps only in timestamp mode; the simulator
         // always needs the stamp for sojourn statistics, and rate mode ignores it.)
-        pkt.enqueue_ts = now;
+        pkt.set_enqueue_ts(now);
         self.packets_in += 1;
         self.maxq = self.maxq.max(self.queue.len() as u64);
         self.stats.on_enqueue(&pkt);
         self.queue.push_back(pkt);
     }
 
-    fn dequeue(&mut self, now: Time, _ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn dequeue(&mut self, now: Time, _ctx: &mut QdiscCtx<P>) -> Option<P> {
         // aqm.md §3.3: plain FIFO, no AQM action at dequeue.
         let pkt = self.queue.pop_front()?;
         self.stats.on_remove(&pkt);
@@ -418,7 +417,7 @@ impl Qdisc for Pie {
         Some(pkt)
     }
 
-    fn peek(&self) -> Option<&Packet> {
+    fn peek(&self) -> Option<&P> {
         self.queue.front()
     }
 
@@ -430,7 +429,7 @@ impl Qdisc for Pie {
         self.next_update
     }
 
-    fn on_timer(&mut self, now: Time, _ctx: &mut QdiscCtx) {
+    fn on_timer(&mut self, now: Time, _ctx: &mut QdiscCtx<P>) {
         match self.next_update {
             Some(t) if now >= t => {}
             _ => return,
@@ -464,9 +463,9 @@ impl Qdisc for Pie {
     }
 }
 
-impl Pie {
+impl<P: QdiscPacket> Pie<P> {
     /// Drop at enqueue: `dropped++`, accu_prob = 0 (aqm.md §3.2 steps 1 and 4).
-    fn drop_packet(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
+    fn drop_packet(&mut self, pkt: P, ctx: &mut QdiscCtx<P>) {
         self.dropped += 1;
         self.accu_prob = 0;
         ctx.drop_counted(&mut self.stats, pkt);
@@ -476,11 +475,12 @@ impl Pie {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::Ecn;
+    use crate::qdisc::testutil::TestPacket;
+    use crate::qdisc::Ecn;
 
     const FRAME: u32 = 1514;
 
-    fn frame(id: u64, ecn: Ecn) -> Packet {
+    fn frame(id: u64, ecn: Ecn) -> TestPacket {
         crate::qdisc::testutil::packet(0, id, FRAME, ecn)
     }
 
@@ -491,7 +491,7 @@ mod tests {
         let p = PieParams::default();
         assert_eq!(p.validate(), Ok(()));
         assert_eq!((p.limit_packets, p.alpha, p.beta), (1000, 2, 20));
-        let q = Pie::new(p);
+        let q = Pie::<TestPacket>::new(p);
         // aqm.md §3.1: 1.0 = 2^56 − 1; 15 ms = 234 375 ticks; 150 ms burst.
         assert_eq!(MAX_PROB, 72_057_594_037_927_935);
         assert_eq!(q.target, 234_375);
@@ -507,22 +507,22 @@ mod tests {
         // aqm.md §1.3 / §3.1: first update HZ/2 = 500 ms after creation, then every
         // tupdate rounded up to whole jiffies (15.2 ms -> 16 ms).
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams { tupdate_ns: 15_200_000, ..PieParams::default() });
+        let mut q = Pie::<TestPacket>::new(PieParams { tupdate_ns: 15_200_000, ..PieParams::default() });
         assert_eq!(q.next_timer(), Some(500_000_000));
         q.on_timer(500_000_000, &mut b.ctx());
         assert_eq!(q.next_timer(), Some(516_000_000));
         q.on_timer(516_000_000, &mut b.ctx());
         assert_eq!(q.next_timer(), Some(532_000_000));
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         q.on_timer(500_000_000, &mut b.ctx());
         assert_eq!(q.next_timer(), Some(515_000_000));
     }
 
     /// Drive a standing queue whose every packet waits exactly 30 ms (arrivals every
     /// 128 µs = 2000 ticks), firing the timer when due; return prob after each update.
-    fn run_constant_delay(updates: usize) -> (Vec<u64>, Pie, Bufs) {
+    fn run_constant_delay(updates: usize) -> (Vec<u64>, Pie<TestPacket>, Bufs) {
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         let gap: Time = 128_000;
         let delay: Time = 30 * NS_PER_MS;
         let (mut i, mut j) = (0u64, 0u64);
@@ -583,7 +583,7 @@ mod tests {
     #[test]
     fn gain_scaling_validation_vector_5_and_two_percent_cap() {
         // aqm.md §11 vector 5: at p = 0.5 % the gains are /8 (>>1 then one >>2).
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         q.prob = MAX_PROB / 200; // 0.5 %
         q.qdelay = q.target + 1000; // 1000 ticks above target, no change vs old
         q.qdelay_old = q.qdelay;
@@ -614,7 +614,7 @@ mod tests {
     #[test]
     fn decay_when_delay_zero_and_rearm() {
         // aqm.md §3.5 steps 1, 7, 8.
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         q.prob = 6400;
         q.burst_time = 0;
         q.accu_prob = 77;
@@ -626,7 +626,7 @@ mod tests {
         assert_eq!(q.burst_time, BURST_TICKS);
         assert_eq!(q.accu_prob, 0);
 
-        let mut q = Pie::new(PieParams { alpha: 0, beta: 0, ..PieParams::default() });
+        let mut q = Pie::<TestPacket>::new(PieParams { alpha: 0, beta: 0, ..PieParams::default() });
         q.prob = MAX_PROB / 2;
         q.calculate_probability(0);
         // q = q_old = 0, empty: p −= p/64.
@@ -636,7 +636,7 @@ mod tests {
     }
 
     /// Enqueue three frames at t = 0 into `q` so that the backlog is 4542 B.
-    fn prefill(q: &mut Pie, b: &mut Bufs, n: u64) {
+    fn prefill(q: &mut Pie<TestPacket>, b: &mut Bufs, n: u64) {
         for i in 0..n {
             q.enqueue(frame(1000 + i, Ecn::NotEct), 0, &mut b.ctx());
         }
@@ -647,7 +647,7 @@ mod tests {
         // aqm.md §3.2 step 3 / RFC 8033 §5.1: a drop decision on an ECT packet is a
         // mark iff p ≤ 10 %; above it the ECT packet is dropped.
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams { ecn: true, ..PieParams::default() });
+        let mut q = Pie::<TestPacket>::new(PieParams { ecn: true, ..PieParams::default() });
         prefill(&mut q, &mut b, 3);
         q.burst_time = 0;
         q.qdelay = q.target; // not below target/2
@@ -676,7 +676,7 @@ mod tests {
         assert_eq!(b.dropped[1].ecn, Ecn::Ect1);
         assert_eq!((q.ecn_mark, q.dropped, q.stats.drops), (2, 2, 2));
         // Without `ecn`, an ECT packet is dropped at any p.
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         prefill(&mut q, &mut b, 3);
         q.burst_time = 0;
         q.qdelay = q.target;
@@ -691,7 +691,7 @@ mod tests {
         // aqm.md §3.2 step 2c / §3.7 item 5: with p = 100 % and no burst allowance,
         // arrivals are accepted while the backlog is < 3028 B, dropped from 3028 B.
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         q.burst_time = 0;
         q.qdelay = q.target;
         q.prob = MAX_PROB * 9; // beyond 8.5 in one step: deterministic drop
@@ -703,7 +703,7 @@ mod tests {
         assert_eq!(q.len(), 2);
         assert_eq!(b.dropped.len(), 1);
         // Small packets: 3027 B of backlog is still "below 2 MTU".
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         q.burst_time = 0;
         q.qdelay = q.target;
         q.prob = MAX_PROB * 9;
@@ -721,7 +721,7 @@ mod tests {
     fn no_early_drop_below_half_target_with_low_prob() {
         // aqm.md §3.2 step 2b: qdelay < target/2 and p < 20 % -> accept.
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         prefill(&mut q, &mut b, 3);
         q.burst_time = 0;
         q.qdelay = q.target / 2 - 1;
@@ -741,7 +741,7 @@ mod tests {
         // decision would drop; one frame leaves and one arrives each ms, so the
         // allowance is gone at the dequeue at 150 ms.
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         q.prob = MAX_PROB * 9;
         q.qdelay = q.target; // keep rule 2b out of the way
         prefill(&mut q, &mut b, 4);
@@ -762,7 +762,7 @@ mod tests {
     #[test]
     fn tail_drop_at_limit_counts_overlimit() {
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams { limit_packets: 5, ..PieParams::default() });
+        let mut q = Pie::<TestPacket>::new(PieParams { limit_packets: 5, ..PieParams::default() });
         for i in 0..8 {
             q.enqueue(frame(i, Ecn::NotEct), 0, &mut b.ctx());
         }
@@ -778,7 +778,7 @@ mod tests {
         // aqm.md §3.4: qdelay = now − enqueue time of the departing packet (ticks),
         // forced to 0 when the queue becomes empty.
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         q.enqueue(frame(0, Ecn::NotEct), 0, &mut b.ctx());
         q.enqueue(frame(1, Ecn::NotEct), 64_000, &mut b.ctx());
         q.dequeue(6_400_000, &mut b.ctx());
@@ -793,7 +793,7 @@ mod tests {
     fn bytemode_scales_probability_by_size() {
         // aqm.md §3.2 step 2d: local_p = size × (p / 1514).
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams { bytemode: true, ..PieParams::default() });
+        let mut q = Pie::<TestPacket>::new(PieParams { bytemode: true, ..PieParams::default() });
         prefill(&mut q, &mut b, 2);
         q.burst_time = 0;
         q.qdelay = q.target;
@@ -810,7 +810,7 @@ mod tests {
         // ticks). The cycle starts at the first dequeue (t0 = 0, backlog ≥ 16 KiB)
         // and completes at the 11th (16 654 B ≥ 16 384), 10 gaps later.
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams { dq_rate_estimator: true, ..PieParams::default() });
+        let mut q = Pie::<TestPacket>::new(PieParams { dq_rate_estimator: true, ..PieParams::default() });
         for i in 0..40 {
             q.enqueue(frame(i, Ecn::NotEct), 0, &mut b.ctx());
         }
@@ -840,7 +840,7 @@ mod tests {
         // excess load 1 − 100/110 = 9.1 %. (prob itself settles near 17 %: the
         // de-randomisation of §3.2 step 2e drops less often than p.)
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams::default()); // target 15 ms
+        let mut q = Pie::<TestPacket>::new(PieParams::default()); // target 15 ms
         let (mut ta, mut td, mut id) = (0u64, 121_120u64, 0u64);
         let settle = 6 * NS_PER_SEC;
         let (mut soj, mut n_deq, mut n_arr, mut n_drop) = (0u64, 0u64, 0u64, 0u64);
