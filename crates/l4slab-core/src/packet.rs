@@ -6,7 +6,7 @@
 use crate::qdisc::QdiscPacket;
 use crate::time::Time;
 
-/// Ethernet header bytes counted by `qdisc_pkt_len` (aqm.md §1.1).
+/// Ethernet header bytes counted by `qdisc_pkt_len` (include/net/sch_generic.h:qdisc_pkt_len).
 pub const ETH_HLEN: u32 = 14;
 /// IPv4 (20) + TCP (20) header bytes.
 pub const IP_TCP_HLEN: u32 = 40;

@@ -12,8 +12,16 @@
 //! enqueue timestamp in `skb->cb`) and time only as the `now` they are given, so any
 //! driver (this simulator's `Packet` and event clock, or an emulator with real frames
 //! and a wall clock) can run them. Nothing here imports the simulator.
+//!
+//! Every qdisc is one line of [`qdisc_registry!`] below, which generates the serde
+//! [`QdiscConfig`], [`build`] and the [`REGISTRY`] the schema ([`specs`]) comes from.
+//! Adding a qdisc `foo`: write `qdisc/foo.rs` with the qdisc (`impl<P: QdiscPacket>
+//! Qdisc<P> for Foo<P>`) and its `FooParams` (serde, `Default` = Linux's `foo_init`,
+//! `impl QdiscKind`: `KIND`, `DOC`, `params()`, `build()`, optionally `CLASSES` and
+//! `check()`), then add `pub mod foo;` and the line `Foo(foo::FooParams),` here.
 
 use crate::rng::SimRng;
+use crate::schema::{ParamSpec, QdiscSpec};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 
@@ -211,18 +219,180 @@ pub trait Qdisc<P: QdiscPacket>: Send {
     }
 }
 
-/// Build the qdisc a scenario asks for.
-pub fn build<P: QdiscPacket>(config: &crate::config::QdiscConfig, rng: &mut SimRng) -> Box<dyn Qdisc<P>> {
-    use crate::config::QdiscConfig;
-    match config {
-        QdiscConfig::Bfifo { limit_bytes } => Box::new(fifo::Fifo::bfifo(*limit_bytes)),
-        QdiscConfig::Pfifo { limit_packets } => Box::new(fifo::Fifo::pfifo(*limit_packets)),
-        QdiscConfig::Dualpi2(p) => Box::new(dualpi2::DualPi2::new(p.clone(), rng)),
-        QdiscConfig::Pie(p) => Box::new(pie::Pie::new(p.clone())),
-        QdiscConfig::Codel(p) => Box::new(codel::Codel::new(p.clone())),
-        QdiscConfig::FqCodel(p) => Box::new(fq_codel::FqCodel::new(p.clone(), rng)),
-        QdiscConfig::Fq(p) => Box::new(fq::Fq::new(p.clone(), rng)),
+/// What a qdisc module gives the registry: its `tc` kind, its parameters (the serde
+/// struct carried by [`QdiscConfig`], whose `Default` is Linux's `*_init` defaults) with
+/// their schema, and its constructor.
+pub trait QdiscKind: Default + Clone + Serialize + Into<QdiscConfig> {
+    /// `tc` kind (`Qdisc_ops.id`), also the serde tag of its [`QdiscConfig`] variant.
+    const KIND: &'static str;
+    /// One line for the schema, naming the Linux file mirrored.
+    const DOC: &'static str;
+    /// Sub-queues of per-class statistics ([`Qdisc::class_names`]).
+    const CLASSES: &'static [&'static str] = &["all"];
+
+    /// Every serde field, in engine units, with Linux's default and the range
+    /// [`QdiscKind::validate`] enforces.
+    fn params() -> Vec<ParamSpec>;
+
+    /// Checks the schema cannot express (whole microseconds, variant-only fields).
+    fn check(&self) -> Result<(), String> {
+        Ok(())
     }
+
+    /// Range checks from [`QdiscKind::params`], then [`QdiscKind::check`]; one-line
+    /// errors naming the field, the value and what is allowed.
+    fn validate(&self) -> Result<(), String> {
+        check_params(&Self::params(), self)?;
+        self.check()
+    }
+
+    /// The qdisc, created at time 0.
+    fn build<P: QdiscPacket>(&self, rng: &mut SimRng) -> Box<dyn Qdisc<P>>;
+}
+
+/// One registry entry: what the front end and tests need to know of a qdisc without
+/// building it. The builder is the params type's [`QdiscKind::build`], reached
+/// through [`build`].
+#[derive(Clone, Copy)]
+pub struct QdiscDescriptor {
+    pub kind: &'static str,
+    pub doc: &'static str,
+    pub classes: &'static [&'static str],
+    /// Parameter schema.
+    pub params: fn() -> Vec<ParamSpec>,
+    /// The config with every parameter at its default.
+    pub default_config: fn() -> QdiscConfig,
+}
+
+fn default_config<T: QdiscKind>() -> QdiscConfig {
+    T::default().into()
+}
+
+impl QdiscDescriptor {
+    const fn of<T: QdiscKind>() -> Self {
+        QdiscDescriptor {
+            kind: T::KIND,
+            doc: T::DOC,
+            classes: T::CLASSES,
+            params: T::params,
+            default_config: default_config::<T>,
+        }
+    }
+
+    /// The schema entry.
+    pub fn spec(&self) -> QdiscSpec {
+        QdiscSpec { kind: self.kind, doc: self.doc, params: (self.params)(), classes: self.classes.to_vec() }
+    }
+}
+
+/// The qdisc registry: one line per qdisc (`Variant(module::Params)`; the serde tag is
+/// the variant in snake_case and must equal `Params::KIND`). It generates
+/// [`QdiscConfig`], [`build`] and [`REGISTRY`].
+macro_rules! qdisc_registry {
+    ($($(#[$doc:meta])* $variant:ident($params:ty),)*) => {
+        /// The bottleneck's qdisc: `kind` is the `tc` kind, the other fields its
+        /// parameters in base units (ns, bytes, packets); omitted ones take Linux's
+        /// defaults.
+        #[derive(Clone, Debug, Serialize, Deserialize)]
+        #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+        pub enum QdiscConfig {
+            $($(#[$doc])* $variant($params),)*
+        }
+
+        $(impl From<$params> for QdiscConfig {
+            fn from(p: $params) -> Self {
+                QdiscConfig::$variant(p)
+            }
+        })*
+
+        impl QdiscConfig {
+            /// `tc` kind.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(QdiscConfig::$variant(_) => <$params as QdiscKind>::KIND,)*
+                }
+            }
+
+            /// Parameter checks of the qdisc (one-line errors).
+            pub fn validate(&self) -> Result<(), String> {
+                match self {
+                    $(QdiscConfig::$variant(p) => p.validate(),)*
+                }
+            }
+        }
+
+        /// Build the qdisc a scenario asks for (parameters already validated).
+        pub fn build<P: QdiscPacket>(config: &QdiscConfig, rng: &mut SimRng) -> Box<dyn Qdisc<P>> {
+            match config {
+                $(QdiscConfig::$variant(p) => p.build(rng),)*
+            }
+        }
+
+        /// Every qdisc the engine implements, in schema order.
+        pub static REGISTRY: &[QdiscDescriptor] = &[$(QdiscDescriptor::of::<$params>(),)*];
+    };
+}
+
+qdisc_registry! {
+    /// `bfifo limit BYTES` (Linux `sch_fifo.c`).
+    Bfifo(fifo::BfifoParams),
+    /// `pfifo limit PACKETS` (Linux `sch_fifo.c`).
+    Pfifo(fifo::PfifoParams),
+    /// `dualpi2 ...` (RFC 9332 as Linux `sch_dualpi2.c`).
+    Dualpi2(dualpi2::DualPi2Params),
+    /// `pie ...` (RFC 8033 as Linux `sch_pie.c`).
+    Pie(pie::PieParams),
+    /// `fq ...` (Linux `sch_fq.c`; `orphan_mask 0` makes it the studies' "FIFO+ECN").
+    Fq(fq::FqParams),
+    /// `codel ...` (RFC 8289 as Linux `sch_codel.c`).
+    Codel(codel::CodelParams),
+    /// `fq_codel ...` (RFC 8290 as Linux `sch_fq_codel.c`; with
+    /// `ce_threshold_selector 0x01/0x01` the L4S-aware variant).
+    FqCodel(fq_codel::FqCodelParams),
+}
+
+/// The parameter schema of every qdisc (the front end's registry reads it).
+pub fn specs() -> Vec<QdiscSpec> {
+    REGISTRY.iter().map(QdiscDescriptor::spec).collect()
+}
+
+/// The registry entry of `tc` kind `kind`.
+pub fn descriptor(kind: &str) -> Option<&'static QdiscDescriptor> {
+    REGISTRY.iter().find(|d| d.kind == kind)
+}
+
+/// Check `value`'s serde fields against `params`: numbers (and each number of an
+/// array) within `min..=max`, strings among `choices`; `null` (an unset optional) passes.
+pub fn check_params<T: Serialize>(params: &[ParamSpec], value: &T) -> Result<(), String> {
+    let v = serde_json::to_value(value).map_err(|e| e.to_string())?;
+    for p in params {
+        let Some(x) = v.get(p.name) else { continue };
+        let nums: Vec<&serde_json::Value> = match x {
+            serde_json::Value::Array(a) => a.iter().collect(),
+            _ => vec![x],
+        };
+        for n in nums {
+            if let Some(f) = n.as_f64() {
+                let lo = p.min.unwrap_or(f64::NEG_INFINITY);
+                let hi = p.max.unwrap_or(f64::INFINITY);
+                if !(lo..=hi).contains(&f) {
+                    return Err(format!("{}: {x} is out of range (allowed {})", p.name, range_text(p)));
+                }
+            }
+            if let (Some(s), false) = (n.as_str(), p.choices.is_empty()) {
+                if !p.choices.contains(&s) {
+                    return Err(format!("{}: {x} is not allowed (allowed {})", p.name, p.choices.join(", ")));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `min..=max` as a validation message shows it.
+fn range_text(p: &ParamSpec) -> String {
+    let f = |b: Option<f64>| b.map_or(String::new(), |x| x.to_string());
+    format!("{}..={}", f(p.min), f(p.max))
 }
 
 /// Packet flow hash for the flow-queueing qdiscs (fq, fq_codel), standing in for
@@ -238,4 +408,124 @@ pub(crate) fn flow_hash(flow: u32, perturbation: u32) -> u32 {
     h ^= h >> 13;
     h = h.wrapping_mul(0xC2B2_AE35);
     h ^ (h >> 16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::{packet, Harness, TestPacket};
+    use super::*;
+    use serde_json::Value;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn every_descriptor_builds_with_its_defaults() {
+        assert_eq!(REGISTRY.len(), 7);
+        let kinds: BTreeSet<&str> = REGISTRY.iter().map(|d| d.kind).collect();
+        assert_eq!(kinds.len(), REGISTRY.len(), "tc kinds are unique");
+        for d in REGISTRY {
+            let cfg = (d.default_config)();
+            assert_eq!(cfg.kind(), d.kind);
+            assert_eq!(cfg.validate(), Ok(()), "{}", d.kind);
+            assert!(std::ptr::eq(descriptor(d.kind).unwrap(), d));
+            let mut h = Harness::new();
+            let mut q: Box<dyn Qdisc<TestPacket>> = build(&cfg, &mut h.rng);
+            assert_eq!(q.kind(), d.kind);
+            assert_eq!(q.class_names(), d.classes);
+            q.enqueue(packet(0, 7, 1514, Ecn::Ect1), 0, &mut h.ctx());
+            assert_eq!(q.len(), 1);
+            let p = q.dequeue(1000, &mut h.ctx()).expect("a lone packet leaves");
+            assert_eq!((p.id, p.enqueue_ts), (7, 0));
+            assert!(q.is_empty());
+        }
+    }
+
+    /// The serde fields of a qdisc's default config (without the tag) with their values.
+    fn default_fields(d: &QdiscDescriptor) -> serde_json::Map<String, Value> {
+        let Value::Object(mut m) = serde_json::to_value((d.default_config)()).unwrap() else { panic!() };
+        assert_eq!(m.remove("kind"), Some(Value::from(d.kind)), "serde tag = tc kind");
+        m
+    }
+
+    #[test]
+    fn specs_cover_every_serde_field_with_its_default() {
+        let specs = specs();
+        assert_eq!(specs.len(), REGISTRY.len());
+        for (s, d) in specs.iter().zip(REGISTRY) {
+            assert_eq!((s.kind, &s.classes[..]), (d.kind, d.classes));
+            assert!(!s.doc.is_empty());
+            let fields = default_fields(d);
+            let names: BTreeSet<&str> = s.params.iter().map(|p| p.name).collect();
+            assert_eq!(names.len(), s.params.len(), "{}: duplicate param", s.kind);
+            assert_eq!(names, fields.keys().map(String::as_str).collect(), "{}: spec vs serde fields", s.kind);
+            for p in &s.params {
+                assert_eq!(p.default, fields[p.name], "{}.{}: spec default vs Default", s.kind, p.name);
+                assert!(
+                    ["sch_", "RFC", "include/net", "tc"].iter().any(|s| p.doc.contains(s)),
+                    "{}.{}",
+                    s.kind,
+                    p.name
+                );
+                if let (Some(lo), Some(hi)) = (p.min, p.max) {
+                    assert!(lo <= hi);
+                }
+                if let Value::String(c) = &p.default {
+                    assert!(p.choices.contains(&c.as_str()), "{}.{}", s.kind, p.name);
+                }
+            }
+            // `{"kind": k}` alone takes every default.
+            let c: QdiscConfig = serde_json::from_value(serde_json::json!({ "kind": s.kind })).unwrap();
+            assert_eq!(serde_json::to_value(&c).unwrap(), serde_json::to_value((d.default_config)()).unwrap());
+        }
+    }
+
+    #[test]
+    fn values_outside_a_spec_range_are_refused_by_validate() {
+        let mut tested = 0;
+        for d in REGISTRY {
+            for p in (d.params)() {
+                let mut outside = Vec::new();
+                if let Some(lo) = p.min {
+                    outside.push(if p.kind == crate::schema::ParamKind::Float { lo - 0.5 } else { lo - 1.0 });
+                }
+                if let Some(hi) = p.max {
+                    outside.push(hi + 1.0);
+                }
+                for x in outside {
+                    let v = if x.fract() == 0.0 && p.kind != crate::schema::ParamKind::Float {
+                        Value::from(x as i64)
+                    } else {
+                        Value::from(x)
+                    };
+                    let mut m = default_fields(d);
+                    m.insert("kind".into(), Value::from(d.kind));
+                    m.insert(
+                        p.name.into(),
+                        if p.kind == crate::schema::ParamKind::Object {
+                            Value::from(vec![v.clone(), v.clone()])
+                        } else {
+                            v.clone()
+                        },
+                    );
+                    // A value the field's type cannot hold is refused by serde already.
+                    let Ok(cfg) = serde_json::from_value::<QdiscConfig>(Value::Object(m)) else { continue };
+                    let err = cfg.validate().expect_err(&format!("{}.{} = {v}", d.kind, p.name));
+                    let shown = serde_json::to_value(&cfg).unwrap()[p.name].clone();
+                    assert_eq!(err, format!("{}: {shown} is out of range (allowed {})", p.name, range_text(&p)));
+                    assert!(!err.contains('\n'));
+                    tested += 1;
+                }
+            }
+        }
+        assert!(tested >= 20, "only {tested} out-of-range cases reachable through serde");
+    }
+
+    #[test]
+    fn choices_are_checked() {
+        let p = [ParamSpec::new("mode", crate::schema::ParamKind::Choice, Value::Null, "x").choices(&["a", "b"])];
+        assert_eq!(check_params(&p, &serde_json::json!({"mode": "b"})), Ok(()));
+        assert_eq!(
+            check_params(&p, &serde_json::json!({"mode": "c"})).unwrap_err(),
+            "mode: \"c\" is not allowed (allowed a, b)"
+        );
+    }
 }
