@@ -13,7 +13,7 @@
 //! driver (this simulator's `Packet` and event clock, or an emulator with real frames
 //! and a wall clock) can run them. Nothing here imports the simulator.
 //!
-//! Every qdisc is one line of [`qdisc_registry!`] below, which generates the serde
+//! Every qdisc is one line of `qdisc_registry!` below, which generates the serde
 //! [`QdiscConfig`], [`build`] and the [`REGISTRY`] the schema ([`specs`]) comes from.
 //! Adding a qdisc `foo`: write `qdisc/foo.rs` with the qdisc (`impl<P: QdiscPacket>
 //! Qdisc<P> for Foo<P>`) and its `FooParams` (serde, `Default` = Linux's `foo_init`,
