@@ -450,6 +450,9 @@ mod tests {
     fn specs_cover_every_serde_field_with_its_default() {
         let specs = specs();
         assert_eq!(specs.len(), REGISTRY.len());
+        // The front end reads them as JSON.
+        let json = serde_json::to_value(&specs).unwrap();
+        assert_eq!(json[0]["params"][0]["name"], "limit_bytes");
         for (s, d) in specs.iter().zip(REGISTRY) {
             assert_eq!((s.kind, &s.classes[..]), (d.kind, d.classes));
             assert!(!s.doc.is_empty());
