@@ -12,7 +12,7 @@ fn default_bin_ns() -> u64 {
     100_000_000
 }
 fn default_burst_bytes() -> u64 {
-    // iproute2's default HTB bucket on high-resolution-timer kernels (aqm.md §8.1).
+    // iproute2's default HTB bucket on high-resolution-timer kernels (iproute2 tc/q_htb.c default burst).
     1600
 }
 fn default_access_rate_bps() -> u64 {
@@ -72,7 +72,7 @@ pub struct ScenarioConfig {
 #[serde(deny_unknown_fields)]
 pub struct BottleneckConfig {
     pub rate_bps: u64,
-    /// HTB bucket (bytes); 1600 B is tc's default (aqm.md §8.1).
+    /// HTB bucket (bytes); 1600 B is tc's default (iproute2 tc/q_htb.c default burst).
     #[serde(default = "default_burst_bytes")]
     pub burst_bytes: u64,
     /// Senders' NIC line rate: back-to-back packets leave a host this fast.
@@ -81,42 +81,8 @@ pub struct BottleneckConfig {
     pub qdisc: QdiscConfig,
 }
 
-/// The bottleneck's child qdisc, with `tc`'s parameters in base units.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum QdiscConfig {
-    /// `bfifo limit BYTES` (L2 bytes, as `qdisc_pkt_len`).
-    Bfifo { limit_bytes: u64 },
-    /// `pfifo limit PACKETS`.
-    Pfifo { limit_packets: u32 },
-    /// `dualpi2 ...` (RFC 9332 as Linux `sch_dualpi2`).
-    Dualpi2(crate::qdisc::dualpi2::DualPi2Params),
-    /// `pie ...` (RFC 8033 as Linux `sch_pie`).
-    Pie(crate::qdisc::pie::PieParams),
-    /// `fq ...` (Linux `sch_fq`; `orphan_mask 0` makes it the studies' "FIFO+ECN").
-    Fq(crate::qdisc::fq::FqParams),
-    /// `codel ...` (RFC 8289 as Linux `sch_codel`).
-    Codel(crate::qdisc::codel::CodelParams),
-    /// `fq_codel ...` (RFC 8290 as Linux `sch_fq_codel`; with `ce_threshold_selector
-    /// 0x01/0x01` the L4S-aware variant).
-    FqCodel(crate::qdisc::fq_codel::FqCodelParams),
-}
-
-impl QdiscConfig {
-    /// Parameter checks of the qdisc (one-line errors).
-    pub fn validate(&self) -> Result<(), String> {
-        match self {
-            QdiscConfig::Bfifo { limit_bytes } if *limit_bytes == 0 => Err("limit_bytes: must be > 0".into()),
-            QdiscConfig::Pfifo { limit_packets } if *limit_packets == 0 => Err("limit_packets: must be > 0".into()),
-            QdiscConfig::Dualpi2(p) => p.validate(),
-            QdiscConfig::Pie(p) => p.validate(),
-            QdiscConfig::Fq(p) => p.validate(),
-            QdiscConfig::Codel(p) => p.validate(),
-            QdiscConfig::FqCodel(p) => p.validate(),
-            _ => Ok(()),
-        }
-    }
-}
+/// The bottleneck's child qdisc (defined with the qdisc registry).
+pub use crate::qdisc::QdiscConfig;
 
 /// One sender→receiver pair.
 #[derive(Clone, Debug, Serialize, Deserialize)]

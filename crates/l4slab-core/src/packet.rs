@@ -3,8 +3,8 @@
 //! A `Packet` is a small `Copy` value: it travels by value through the event queue
 //! and the qdiscs, so the steady state allocates nothing per packet.
 
+use crate::qdisc::QdiscPacket;
 use crate::time::Time;
-use serde::{Deserialize, Serialize};
 
 /// Ethernet header bytes counted by `qdisc_pkt_len` (include/net/sch_generic.h: `skb->len`
 /// at the qdisc includes the MAC header).
@@ -21,27 +21,8 @@ pub const IP_UDP_HLEN: u32 = 28;
 /// At most 3 SACK blocks fit beside the timestamp option (40 − 12 = 28 B = 4 + 3·8; RFC 2018 §3).
 pub const MAX_SACK_BLOCKS: usize = 3;
 
-/// The IP ECN field (RFC 3168 §5).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum Ecn {
-    #[default]
-    #[serde(alias = "not_ect", alias = "notect")]
-    NotEct = 0b00,
-    #[serde(alias = "ect1", alias = "ect_1")]
-    Ect1 = 0b01,
-    #[serde(alias = "ect0", alias = "ect_0")]
-    Ect0 = 0b10,
-    Ce = 0b11,
-}
-
-impl Ecn {
-    /// ECN-capable transport (ECT(0), ECT(1) or already CE).
-    #[inline]
-    pub fn is_ect(self) -> bool {
-        self != Ecn::NotEct
-    }
-}
+/// The IP ECN field, defined beside the qdiscs that read and mark it.
+pub use crate::qdisc::Ecn;
 
 /// What a packet carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,17 +125,38 @@ impl Packet {
             tcp: TcpHeader::default(),
         }
     }
+}
 
-    /// Linux's `INET_ECN_set_ce`: mark if ECN-capable. Returns `false` for Not-ECT
-    /// (the caller then drops). An already-CE packet counts as marked (include/net/inet_ecn.h).
+/// What the qdiscs see of a packet. The flow key is the flow index (the simulator's
+/// stand-in for the 5-tuple that `skb_get_hash` hashes); the DS field carries no DSCP.
+impl QdiscPacket for Packet {
     #[inline]
-    pub fn set_ce(&mut self) -> bool {
-        if self.ecn.is_ect() {
-            self.ecn = Ecn::Ce;
-            true
-        } else {
-            false
-        }
+    fn wire_len(&self) -> u32 {
+        self.wire_len
+    }
+    #[inline]
+    fn ecn(&self) -> Ecn {
+        self.ecn
+    }
+    #[inline]
+    fn set_ecn(&mut self, ecn: Ecn) {
+        self.ecn = ecn;
+    }
+    #[inline]
+    fn flow_key(&self) -> u32 {
+        self.flow
+    }
+    #[inline]
+    fn enqueue_ts(&self) -> Time {
+        self.enqueue_ts
+    }
+    #[inline]
+    fn set_enqueue_ts(&mut self, now: Time) {
+        self.enqueue_ts = now;
+    }
+    #[inline]
+    fn set_qclass(&mut self, class: u8) {
+        self.qclass = class;
     }
 }
 

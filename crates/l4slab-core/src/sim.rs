@@ -54,7 +54,7 @@ pub struct Simulation {
     cfg: ScenarioConfig,
     events: EventQueue,
     shaper: Shaper,
-    qdisc: Box<dyn Qdisc>,
+    qdisc: Box<dyn Qdisc<Packet>>,
     qdisc_rng: SimRng,
     qdisc_timer_at: Option<Time>,
     shaper_wake_at: Option<Time>,

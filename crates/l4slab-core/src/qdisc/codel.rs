@@ -1,17 +1,19 @@
 //! CoDel (Linux `include/net/codel.h` + `codel_impl.h`, `net/sched/sch_codel.c`;
-//! aqm.md §4).
+//! include/net/codel_impl.h, net/sched/sch_codel.c).
 //!
 //! The first half of this file is the CoDel core shared by the `codel` qdisc below and
 //! by `fq_codel` (one instance of [`CodelVars`] per flow bucket there): the per-queue
 //! state, the `should_drop` test, the dequeue state machine, Linux's Newton-step
 //! approximation of 1/sqrt(count) and the control law, all in the kernel's
-//! 1.024 µs "codel time" (ns >> 10, u32, wrap-safe signed comparisons; aqm.md §1.3).
+//! 1.024 µs "codel time" (ns >> 10, u32, wrap-safe signed comparisons; include/net/codel.h:codel_get_time).
 //! Where Linux and RFC 8289 differ, this follows Linux (the comments say where).
 
-use super::{Qdisc, QdiscCtx, QdiscStats};
-use crate::packet::Packet;
+use super::{Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats};
+use crate::rng::SimRng;
+use crate::schema::{ParamKind, ParamSpec};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::collections::VecDeque;
 
 // ---------------------------------------------------------------------------------
@@ -22,14 +24,14 @@ use std::collections::VecDeque;
 /// ~4398 s; compared with signed differences, so intervals must stay below 2^31 units).
 pub type CodelTime = u32;
 
-/// `CODEL_SHIFT`: codel time = ns >> 10 (aqm.md §1.3).
+/// `CODEL_SHIFT`: codel time = ns >> 10 (include/net/codel.h:codel_get_time).
 pub const CODEL_SHIFT: u32 = 10;
 
 /// `REC_INV_SQRT_SHIFT`: rec_inv_sqrt is kept in 16 bits, used as Q0.32 after
-/// shifting left by 16 (aqm.md §4.5).
+/// shifting left by 16 (codel_impl.h:codel_Newton_step).
 const REC_INV_SQRT_SHIFT: u32 = 16;
 
-/// `psched_mtu` of an Ethernet device: 1500 + 14 (aqm.md §1.1).
+/// `psched_mtu` of an Ethernet device: 1500 + 14 (include/net/pkt_sched.h:psched_mtu, qdisc_pkt_len).
 pub const PSCHED_MTU: u32 = 1514;
 
 /// Largest time parameter accepted (100 s): keeps 16 x interval below 2^31 codel
@@ -39,7 +41,7 @@ pub const MAX_TIME_PARAM_NS: u64 = 100_000_000_000;
 /// Smallest target/interval accepted: one codel unit (a smaller value would become 0).
 pub const MIN_TIME_PARAM_NS: u64 = 1 << CODEL_SHIFT;
 
-/// `codel_get_time()` at simulated time `ns` (aqm.md §1.3: ns >> 10 as u32).
+/// `codel_get_time()` at simulated time `ns` (include/net/codel.h:codel_get_time: ns >> 10 as u32).
 #[inline]
 pub fn codel_time(ns: Time) -> CodelTime {
     (ns >> CODEL_SHIFT) as u32
@@ -72,19 +74,19 @@ fn time_before(a: CodelTime, b: CodelTime) -> bool {
 /// The CoDel parameters of one qdisc in internal units (Linux `struct codel_params`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CodelConfig {
-    /// Target sojourn, codel units (5 ms -> 4882; aqm.md §4.1).
+    /// Target sojourn, codel units (5 ms -> 4882; include/net/codel.h:codel_params_init).
     pub target: CodelTime,
     /// Interval, codel units (100 ms -> 97 656).
     pub interval: CodelTime,
     /// ce_threshold in codel units; `None` = disabled (Linux: INT_MAX).
     pub ce_threshold: Option<CodelTime>,
-    /// ce_threshold_selector value, compared with (ECN field & mask) (aqm.md §5.4).
+    /// ce_threshold_selector value, compared with (ECN field & mask) (codel_impl.h:codel_dequeue, Linux 5.16 commit dfcb63ce1de6).
     pub ce_threshold_selector: u8,
     /// ce_threshold_selector mask; 0 = the threshold applies to every packet.
     pub ce_threshold_mask: u8,
     /// Mark ECT/CE packets instead of dropping them.
     pub ecn: bool,
-    /// Minimum qdisc backlog (bytes) for a drop/mark: psched_mtu (aqm.md §4.3).
+    /// Minimum qdisc backlog (bytes) for a drop/mark: psched_mtu (codel_impl.h:codel_should_drop).
     pub mtu: u32,
 }
 
@@ -124,7 +126,7 @@ pub struct CodelVars {
     pub lastcount: u32,
     /// In the dropping state.
     pub dropping: bool,
-    /// 1/sqrt(count) in Q0.16 (aqm.md §4.5).
+    /// 1/sqrt(count) in Q0.16 (codel_impl.h:codel_Newton_step).
     pub rec_inv_sqrt: u16,
     /// Time the sojourn went (and stayed) above target, plus interval; 0 = below.
     pub first_above_time: CodelTime,
@@ -136,7 +138,7 @@ pub struct CodelVars {
 
 impl CodelVars {
     /// One Newton-Raphson step r <- r (3 - count r^2) / 2 in Linux's fixed point
-    /// (`codel_Newton_step`; aqm.md §4.5). Intermediate products wrap exactly as the
+    /// (`codel_impl.h:codel_Newton_step`). Intermediate products wrap exactly as the
     /// kernel's u64 arithmetic does (matters only for a stale r after fq_codel's
     /// fat-flow drop inflated `count`).
     pub fn newton_step(&mut self) {
@@ -150,7 +152,7 @@ impl CodelVars {
 }
 
 /// `codel_control_law`: t + interval x rec_inv_sqrt / 2^16, via
-/// `reciprocal_scale(interval, rec_inv_sqrt << 16)` (aqm.md §4.4).
+/// `reciprocal_scale(interval, rec_inv_sqrt << 16)` (codel_impl.h:codel_control_law).
 #[inline]
 pub fn control_law(t: CodelTime, interval: CodelTime, rec_inv_sqrt: u16) -> CodelTime {
     let scale = (rec_inv_sqrt as u32) << REC_INV_SQRT_SHIFT;
@@ -175,24 +177,26 @@ pub struct CodelStats {
 /// What the CoDel dequeue needs from the qdisc that owns the queue (the callbacks
 /// `dequeue_func`, `drop_func` and the `backlog` pointer of `codel_dequeue`).
 pub trait CodelQueue {
+    /// The packet type queued.
+    type Pkt: QdiscPacket;
     /// Remove this queue's head packet, updating the qdisc's accounting (backlog,
     /// qlen, per-bucket backlog...). `None` if the queue is empty.
-    fn dequeue_head(&mut self) -> Option<Packet>;
+    fn dequeue_head(&mut self) -> Option<Self::Pkt>;
     /// The backlog (bytes) the minimum-backlog rule looks at, after the removal:
-    /// the whole qdisc's backlog, also in fq_codel (aqm.md §4.3, §5.3 step 3).
+    /// the whole qdisc's backlog, also in fq_codel (codel_impl.h:codel_should_drop, sch_fq_codel.c:fq_codel_dequeue step 3).
     fn backlog_bytes(&self) -> u64;
     /// Drop a packet already removed by `dequeue_head`.
-    fn drop(&mut self, pkt: Packet);
+    fn drop(&mut self, pkt: Self::Pkt);
     /// Account a CE-marked packet: called once per packet and dequeue call even if
     /// both the CoDel law and ce_threshold marked it (Linux then counts both
     /// `ecn_mark` and `ce_mark`, which [`CodelStats`] does too).
-    fn mark(&mut self, pkt: &Packet);
+    fn mark(&mut self, pkt: &Self::Pkt);
 }
 
-/// `codel_should_drop` (aqm.md §4.3) for `pkt` (already removed from the queue)
+/// `codel_impl.h:codel_should_drop` for `pkt` (already removed from the queue)
 /// at codel time `now`, with `backlog` bytes left in the qdisc.
-pub fn should_drop(
-    pkt: Option<&Packet>,
+pub fn should_drop<P: QdiscPacket>(
+    pkt: Option<&P>,
     now: CodelTime,
     backlog: u64,
     cfg: &CodelConfig,
@@ -200,15 +204,15 @@ pub fn should_drop(
     stats: &mut CodelStats,
 ) -> bool {
     let Some(pkt) = pkt else {
-        // aqm.md §4.3: no packet -> forget the above-target episode.
+        // codel_impl.h:codel_should_drop: no packet -> forget the above-target episode.
         vars.first_above_time = 0;
         return false;
     };
     // Sojourn in codel units: both ends truncated to 1.024 µs, as Linux stamps
-    // codel_get_time() at enqueue and reads it again at dequeue (aqm.md §1.3).
-    vars.ldelay = now.wrapping_sub(codel_time(pkt.enqueue_ts));
-    stats.maxpacket = stats.maxpacket.max(pkt.wire_len);
-    // aqm.md §4.3: below target, or at most one MTU left in the qdisc -> reset.
+    // codel_get_time() at enqueue and reads it again at dequeue (include/net/codel.h:codel_get_time).
+    vars.ldelay = now.wrapping_sub(codel_time(pkt.enqueue_ts()));
+    stats.maxpacket = stats.maxpacket.max(pkt.wire_len());
+    // codel_impl.h:codel_should_drop: below target, or at most one MTU left in the qdisc -> reset.
     if time_before(vars.ldelay, cfg.target) || backlog <= cfg.mtu as u64 {
         vars.first_above_time = 0;
         return false;
@@ -223,8 +227,8 @@ pub fn should_drop(
     }
 }
 
-/// `codel_dequeue`: the CoDel state machine (aqm.md §4.4), then ce_threshold
-/// marking (§4.4 step 5, §5.4). Returns the packet to send, if any; CoDel drops go
+/// `codel_dequeue`: the CoDel state machine (codel_impl.h:codel_dequeue), then ce_threshold
+/// marking (codel_impl.h:codel_dequeue; selector of Linux 5.16 commit dfcb63ce1de6). Returns the packet to send, if any; CoDel drops go
 /// through `q.drop`, marks through `q.mark`. `now_ns` is read once per call.
 pub fn codel_dequeue<Q: CodelQueue>(
     q: &mut Q,
@@ -232,7 +236,7 @@ pub fn codel_dequeue<Q: CodelQueue>(
     cfg: &CodelConfig,
     vars: &mut CodelVars,
     stats: &mut CodelStats,
-) -> Option<Packet> {
+) -> Option<Q::Pkt> {
     // Step 1.
     let Some(first) = q.dequeue_head() else {
         vars.dropping = false;
@@ -252,14 +256,14 @@ pub fn codel_dequeue<Q: CodelQueue>(
                 vars.dropping = false;
             } else {
                 // Drop (or mark) while it is time; a large backlog can need several
-                // drops in one call, but at most one mark (aqm.md §4.7.3).
+                // drops in one call, but at most one mark (codel_impl.h:codel_dequeue).
                 while vars.dropping && time_after_eq(now, vars.drop_next) {
                     // `count` may wrap; Linux does not care either (no divide).
                     vars.count = vars.count.wrapping_add(1);
                     vars.newton_step();
                     let mut pkt = skb.take().expect("dropping loop always holds a packet");
                     if cfg.ecn && pkt.set_ce() {
-                        // aqm.md §4.4: mark, advance drop_next, return this packet.
+                        // codel_impl.h:codel_dequeue: mark, advance drop_next, return this packet.
                         stats.ecn_mark += 1;
                         q.mark(&pkt);
                         law_marked = true;
@@ -267,7 +271,7 @@ pub fn codel_dequeue<Q: CodelQueue>(
                         skb = Some(pkt);
                         break 'end;
                     }
-                    stats.drop_len += pkt.wire_len as u64;
+                    stats.drop_len += pkt.wire_len() as u64;
                     stats.drop_count += 1;
                     q.drop(pkt);
                     skb = q.dequeue_head();
@@ -289,16 +293,16 @@ pub fn codel_dequeue<Q: CodelQueue>(
                 law_marked = true;
                 skb = Some(pkt);
             } else {
-                stats.drop_len += pkt.wire_len as u64;
+                stats.drop_len += pkt.wire_len() as u64;
                 stats.drop_count += 1;
                 q.drop(pkt);
                 skb = q.dequeue_head();
                 // Evaluated for its side effects (ldelay, first_above_time) only: the
-                // next packet is returned even if it is above target (aqm.md §4.7.2).
+                // next packet is returned even if it is above target (codel_impl.h:codel_dequeue).
                 let _ = should_drop(skb.as_ref(), now, q.backlog_bytes(), cfg, vars, stats);
             }
             vars.dropping = true;
-            // aqm.md §4.4 / §4.7.4 re-entry rule (Linux; RFC 8289 §5 follows it):
+            // codel_impl.h:codel_dequeue re-entry rule (Linux; RFC 8289 §5 follows it):
             // restart from count - lastcount if the last episode ended recently.
             let delta = vars.count.wrapping_sub(vars.lastcount);
             if delta > 1 && time_before(now.wrapping_sub(vars.drop_next), cfg.interval.wrapping_mul(16)) {
@@ -313,14 +317,14 @@ pub fn codel_dequeue<Q: CodelQueue>(
             vars.drop_next = control_law(now, cfg.interval, vars.rec_inv_sqrt);
         }
     }
-    // Step 5 (aqm.md §4.4, §5.4): ce_threshold step marking of the returned packet,
+    // Step 5 (codel_impl.h:codel_dequeue; selector of Linux 5.16 commit dfcb63ce1de6): ce_threshold step marking of the returned packet,
     // on the ldelay of the last packet examined (which is this one), strictly above
     // the threshold, only if the selector matches; no effect on the CoDel state.
     if let (Some(pkt), Some(thr)) = (skb.as_mut(), cfg.ce_threshold) {
         if time_after(vars.ldelay, thr) {
-            // The DS-field byte is DSCP << 2 | ECN; the simulator carries no DSCP
-            // (0), so the selector effectively looks at the ECN field.
-            let dsfield = pkt.ecn as u8;
+            // The DS-field byte is DSCP << 2 | ECN (`ipv4_get_dsfield`); the
+            // simulator's packets carry DSCP 0, so there the selector sees the ECN field.
+            let dsfield = pkt.dsfield();
             let selected = cfg.ce_threshold_mask == 0 || (dsfield & cfg.ce_threshold_mask) == cfg.ce_threshold_selector;
             if selected && pkt.set_ce() {
                 // Linux counts ce_mark even when the CoDel law has just marked this
@@ -340,7 +344,7 @@ pub fn codel_dequeue<Q: CodelQueue>(
 // The `codel` qdisc (sch_codel.c)
 // ---------------------------------------------------------------------------------
 
-/// `tc qdisc ... codel` parameters (aqm.md §4.1), Linux defaults.
+/// `tc qdisc ... codel` parameters (include/net/codel.h:codel_params_init), Linux defaults.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CodelParams {
@@ -351,7 +355,7 @@ pub struct CodelParams {
     /// `interval`: sliding window / control-law base. Default 100 ms.
     pub interval_ns: u64,
     /// `ecn` / `noecn`: mark ECT/CE packets instead of dropping. Default off for
-    /// sch_codel (aqm.md §4.1).
+    /// sch_codel (include/net/codel.h:codel_params_init).
     pub ecn: bool,
     /// `ce_threshold`: CE-mark every departing packet whose sojourn exceeds this,
     /// independent of the CoDel law. Default disabled (`None`).
@@ -374,54 +378,89 @@ impl Default for CodelParams {
     }
 }
 
-/// Shared range checks of the CoDel time parameters.
-pub(crate) fn validate_codel_times(
-    target_ns: u64,
-    interval_ns: u64,
-    ce_threshold_ns: Option<u64>,
-) -> Result<(), String> {
-    let range = MIN_TIME_PARAM_NS..=MAX_TIME_PARAM_NS;
-    if !range.contains(&target_ns) {
-        return Err(format!(
-            "target_ns: {target_ns} is out of range (allowed {MIN_TIME_PARAM_NS}..={MAX_TIME_PARAM_NS})"
-        ));
-    }
-    if !range.contains(&interval_ns) {
-        return Err(format!(
-            "interval_ns: {interval_ns} is out of range (allowed {MIN_TIME_PARAM_NS}..={MAX_TIME_PARAM_NS})"
-        ));
-    }
-    if let Some(ce) = ce_threshold_ns {
-        if ce > MAX_TIME_PARAM_NS {
-            return Err(format!("ce_threshold_ns: {ce} is out of range (allowed 0..={MAX_TIME_PARAM_NS})"));
-        }
-    }
-    Ok(())
+/// Schema of the CoDel parameters shared by `codel` and `fq_codel`: `target_ns`,
+/// `interval_ns`, `ce_threshold_ns` (defaults from `include/net/codel.h:codel_params_init`).
+/// Times are bounded by one codel unit and 100 s so 16 x interval stays below 2^31
+/// codel units (the re-entry rule's wrap-safe comparison).
+pub(crate) fn codel_time_specs(target_ns: u64, interval_ns: u64) -> Vec<ParamSpec> {
+    let (lo, hi) = (MIN_TIME_PARAM_NS as f64, MAX_TIME_PARAM_NS as f64);
+    vec![
+        ParamSpec::new(
+            "target_ns",
+            ParamKind::TimeNs,
+            json!(target_ns),
+            "Acceptable standing sojourn TARGET (include/net/codel.h:codel_params_init: 5 ms; RFC 8289 §4.4).",
+        )
+        .range(lo, hi),
+        ParamSpec::new(
+            "interval_ns",
+            ParamKind::TimeNs,
+            json!(interval_ns),
+            "Sliding window and control-law base INTERVAL (include/net/codel.h:codel_params_init: 100 ms; \
+             RFC 8289 §4.3).",
+        )
+        .range(lo, hi),
+        ParamSpec::new(
+            "ce_threshold_ns",
+            ParamKind::TimeNs,
+            json!(null),
+            "CE-mark departing packets whose sojourn exceeds this, apart from the CoDel law; null = disabled \
+             (include/net/codel.h:codel_params_init: CODEL_DISABLED_THRESHOLD).",
+        )
+        .range(0.0, hi),
+    ]
 }
 
-/// Shared range check of the minimum-backlog MTU (psched_mtu clamp, aqm.md §4.1).
-pub(crate) fn validate_mtu(mtu_bytes: u32) -> Result<(), String> {
-    if !(256..=1 << 20).contains(&mtu_bytes) {
-        return Err(format!("mtu_bytes: {mtu_bytes} is out of range (allowed 256..=1048576)"));
-    }
-    Ok(())
+/// Schema of the device MTU CoDel's minimum-backlog rule uses (`psched_mtu`, clamped
+/// to 256..=1 MiB as fq_codel's quantum is).
+pub(crate) fn mtu_spec() -> ParamSpec {
+    ParamSpec::new(
+        "mtu_bytes",
+        ParamKind::Bytes,
+        json!(PSCHED_MTU),
+        "Not a tc keyword: the device's psched_mtu, below which backlog CoDel never drops \
+         (include/net/codel_impl.h:codel_should_drop; Ethernet 1500 + 14).",
+    )
+    .range(256.0, (1 << 20) as f64)
 }
 
-impl CodelParams {
-    pub fn validate(&self) -> Result<(), String> {
-        if !(1..=1_000_000).contains(&self.limit_packets) {
-            return Err(format!("limit_packets: {} is out of range (allowed 1..=1000000)", self.limit_packets));
-        }
-        validate_codel_times(self.target_ns, self.interval_ns, self.ce_threshold_ns)?;
-        validate_mtu(self.mtu_bytes)
+/// Packet limits of `codel` and `fq_codel` (the engine's bound; Linux takes any u32).
+pub(crate) const MAX_LIMIT_PACKETS: f64 = 1_000_000.0;
+
+impl QdiscKind for CodelParams {
+    const KIND: &'static str = "codel";
+    const DOC: &'static str = "CoDel: one FIFO under the CoDel law (RFC 8289 as net/sched/sch_codel.c).";
+
+    fn params() -> Vec<ParamSpec> {
+        let d = CodelParams::default();
+        let mut v = vec![ParamSpec::new(
+            "limit_packets",
+            ParamKind::Packets,
+            json!(d.limit_packets),
+            "Tail-drop limit, packets (net/sched/sch_codel.c:codel_init: DEFAULT_CODEL_LIMIT 1000).",
+        )
+        .range(1.0, MAX_LIMIT_PACKETS)];
+        v.extend(codel_time_specs(d.target_ns, d.interval_ns));
+        v.push(ParamSpec::new(
+            "ecn",
+            ParamKind::Bool,
+            json!(d.ecn),
+            "Mark ECT packets instead of dropping (include/net/codel.h:codel_params_init: off for sch_codel).",
+        ));
+        v.push(mtu_spec());
+        v
+    }
+
+    fn build<P: QdiscPacket>(&self, _rng: &mut SimRng) -> Box<dyn Qdisc<P>> {
+        Box::new(Codel::new(self.clone()))
     }
 }
 
 /// The `codel` qdisc: one FIFO under one CoDel instance.
-pub struct Codel {
+pub struct Codel<P> {
     params: CodelParams,
     cfg: CodelConfig,
-    queue: VecDeque<Packet>,
+    queue: VecDeque<P>,
     vars: CodelVars,
     cstats: CodelStats,
     /// Tail drops (`drop_overlimit`).
@@ -432,14 +471,15 @@ pub struct Codel {
 }
 
 /// The FIFO of the codel qdisc seen by the CoDel core.
-struct CodelFifo<'a, 'c> {
-    queue: &'a mut VecDeque<Packet>,
+struct CodelFifo<'a, 'c, P> {
+    queue: &'a mut VecDeque<P>,
     stats: &'a mut QdiscStats,
-    ctx: &'a mut QdiscCtx<'c>,
+    ctx: &'a mut QdiscCtx<'c, P>,
 }
 
-impl CodelQueue for CodelFifo<'_, '_> {
-    fn dequeue_head(&mut self) -> Option<Packet> {
+impl<P: QdiscPacket> CodelQueue for CodelFifo<'_, '_, P> {
+    type Pkt = P;
+    fn dequeue_head(&mut self) -> Option<P> {
         let pkt = self.queue.pop_front()?;
         // sch_codel's dequeue_func lowers the qdisc backlog before should_drop runs.
         self.stats.on_remove(&pkt);
@@ -448,15 +488,15 @@ impl CodelQueue for CodelFifo<'_, '_> {
     fn backlog_bytes(&self) -> u64 {
         self.stats.backlog_bytes
     }
-    fn drop(&mut self, pkt: Packet) {
+    fn drop(&mut self, pkt: P) {
         self.ctx.drop_counted(self.stats, pkt);
     }
-    fn mark(&mut self, pkt: &Packet) {
-        self.ctx.mark_counted(self.stats, pkt.flow);
+    fn mark(&mut self, pkt: &P) {
+        self.ctx.mark_counted(self.stats, pkt.flow_key());
     }
 }
 
-impl Codel {
+impl<P: QdiscPacket> Codel<P> {
     pub fn new(params: CodelParams) -> Self {
         let cfg = CodelConfig::from_ns(
             params.target_ns,
@@ -494,25 +534,25 @@ impl Codel {
     }
 }
 
-impl Qdisc for Codel {
+impl<P: QdiscPacket> Qdisc<P> for Codel<P> {
     fn kind(&self) -> &'static str {
         "codel"
     }
 
-    fn enqueue(&mut self, mut pkt: Packet, now: Time, ctx: &mut QdiscCtx) {
-        // aqm.md §4.2: tail drop when qlen >= limit.
+    fn enqueue(&mut self, mut pkt: P, now: Time, ctx: &mut QdiscCtx<P>) {
+        // sch_codel.c:codel_qdisc_enqueue: tail drop when qlen >= limit.
         if self.queue.len() >= self.params.limit_packets as usize {
             self.drop_overlimit += 1;
             ctx.drop_counted(&mut self.stats, pkt);
             return;
         }
-        pkt.enqueue_ts = now;
-        pkt.qclass = 0;
+        pkt.set_enqueue_ts(now);
+        pkt.set_qclass(0);
         self.stats.on_enqueue(&pkt);
         self.queue.push_back(pkt);
     }
 
-    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<P>) -> Option<P> {
         self.last_now = codel_time(now);
         let mut fifo = CodelFifo { queue: &mut self.queue, stats: &mut self.stats, ctx };
         let pkt = codel_dequeue(&mut fifo, now, &self.cfg, &mut self.vars, &mut self.cstats)?;
@@ -520,7 +560,7 @@ impl Qdisc for Codel {
         Some(pkt)
     }
 
-    fn peek(&self) -> Option<&Packet> {
+    fn peek(&self) -> Option<&P> {
         self.queue.front()
     }
 
@@ -528,7 +568,7 @@ impl Qdisc for Codel {
         &self.stats
     }
 
-    /// `tc -s` codel xstats (aqm.md §4.6). `ldelay_ms` is the sojourn of the last
+    /// `tc -s` codel xstats (sch_codel.c:codel_dump_stats). `ldelay_ms` is the sojourn of the last
     /// packet examined; `drop_next` is µs from the last dequeue call to the next
     /// scheduled drop while dropping (0 otherwise), as tc prints it.
     fn extra_stats(&self) -> Vec<(&'static str, f64)> {
@@ -553,17 +593,18 @@ impl Qdisc for Codel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::Ecn;
+    use crate::qdisc::testutil::TestPacket;
+    use crate::qdisc::Ecn;
 
     const MS: u64 = 1_000_000;
 
-    fn frame(id: u64, ecn: Ecn) -> Packet {
+    fn frame(id: u64, ecn: Ecn) -> TestPacket {
         crate::qdisc::testutil::packet(0, id, 1514, ecn)
     }
 
     use crate::qdisc::testutil::Harness;
 
-    /// Linux's r after `count - 1` Newton steps from 0xFFFF (aqm.md §4.5 table).
+    /// Linux's r after `count - 1` Newton steps from 0xFFFF (codel_impl.h:codel_Newton_step table).
     fn r_after(count: u32) -> u16 {
         let mut v = CodelVars { count: 1, rec_inv_sqrt: 0xFFFF, ..Default::default() };
         while v.count < count {
@@ -575,7 +616,7 @@ mod tests {
 
     #[test]
     fn unit_conversions() {
-        // aqm.md §4.1: 5 ms = 4882 units, 100 ms = 97 656 units.
+        // include/net/codel.h:codel_params_init: 5 ms = 4882 units, 100 ms = 97 656 units.
         let c = CodelConfig::from_ns(5 * MS, 100 * MS, false, None, None, 1514);
         assert_eq!(c.target, 4882);
         assert_eq!(c.interval, 97_656);
@@ -587,7 +628,7 @@ mod tests {
 
     #[test]
     fn newton_table_matches_spec() {
-        // aqm.md §4.5 table (r as a fraction of 2^16).
+        // codel_impl.h:codel_Newton_step table (r as a fraction of 2^16).
         let expect = [(1, 0.99998), (2, 0.50002), (3, 0.5625), (4, 0.4878), (5, 0.4415), (8, 0.3515), (15, 0.2578)];
         for (count, r) in expect {
             let got = r_after(count) as f64 / 65536.0;
@@ -602,7 +643,7 @@ mod tests {
     /// and refilled after each dequeue, so every sojourn is depth x step (10 ms here)
     /// and CoDel acts at the dequeue instant nearest after each control-law time.
     /// Returns the times (ns) of CoDel drops or marks, in order.
-    fn run_fluid(q: &mut Codel, h: &mut Harness, ecn: Ecn, t0: Time, until: Time) -> Vec<Time> {
+    fn run_fluid(q: &mut Codel<TestPacket>, h: &mut Harness, ecn: Ecn, t0: Time, until: Time) -> Vec<Time> {
         const STEP: u64 = 10 * 1024; // 10 codel units: control-law times are hit within 10.24 µs
         let mut events = Vec::new();
         let mut id = 1_000_000 + t0;
@@ -625,7 +666,7 @@ mod tests {
         events
     }
 
-    fn fill(q: &mut Codel, h: &mut Harness, n: u64, ecn: Ecn, at: Time) {
+    fn fill(q: &mut Codel<TestPacket>, h: &mut Harness, n: u64, ecn: Ecn, at: Time) {
         for i in 0..n {
             q.enqueue(frame(i, ecn), at, &mut h.ctx());
         }
@@ -633,9 +674,9 @@ mod tests {
 
     #[test]
     fn vector4_drop_spacing_in_one_episode() {
-        // aqm.md §11 vector 4: gaps 100.0, 50.0, 56.2, 48.8, 44.2, 40.4, 37.5, 35.2,
+        // Worked through codel_impl.h:codel_control_law: gaps 100.0, 50.0, 56.2, 48.8, 44.2, 40.4, 37.5, 35.2,
         // 33.2, 31.5 ms (Linux Newton approximation) within 0.1 ms.
-        let mut q = Codel::new(CodelParams::default());
+        let mut q = Codel::<TestPacket>::new(CodelParams::default());
         let mut h = Harness::new();
         // 1000 packets x 10.24 µs = 10.24 ms of sojourn > 5 ms target.
         fill(&mut q, &mut h, 1000, Ecn::NotEct, 0);
@@ -659,15 +700,15 @@ mod tests {
 
     /// Drain everything at one instant: sojourns stay high, but the last packets
     /// leave at most one MTU behind, so CoDel leaves the dropping state.
-    fn drain(q: &mut Codel, h: &mut Harness, at: Time) {
+    fn drain(q: &mut Codel<TestPacket>, h: &mut Harness, at: Time) {
         while q.dequeue(at, &mut h.ctx()).is_some() {}
         assert!(q.is_empty());
     }
 
     #[test]
     fn reentry_count_within_16_intervals() {
-        // aqm.md §4.4 step 4 / §4.7.4.
-        let mut q = Codel::new(CodelParams::default());
+        // codel_impl.h:codel_dequeue step 4 (re-entry rule).
+        let mut q = Codel::<TestPacket>::new(CodelParams::default());
         let mut h = Harness::new();
         fill(&mut q, &mut h, 1000, Ecn::NotEct, 0);
         let e1 = run_fluid(&mut q, &mut h, Ecn::NotEct, 0, 600 * MS);
@@ -708,8 +749,8 @@ mod tests {
 
     #[test]
     fn no_drop_below_target() {
-        // aqm.md §4.3: sojourn 4.9 ms < 5 ms for 1 s -> never above target.
-        let mut q = Codel::new(CodelParams::default());
+        // codel_impl.h:codel_should_drop: sojourn 4.9 ms < 5 ms for 1 s -> never above target.
+        let mut q = Codel::<TestPacket>::new(CodelParams::default());
         let mut h = Harness::new();
         fill(&mut q, &mut h, 480, Ecn::NotEct, 0); // 480 x 10.24 µs = 4.92 ms
         let drops = run_fluid(&mut q, &mut h, Ecn::NotEct, 0, 1_000 * MS);
@@ -717,7 +758,7 @@ mod tests {
         assert_eq!(q.vars().first_above_time, 0);
         assert!((4.9..5.0).contains(&(codel_time_to_ns(q.vars().ldelay) as f64 / 1e6)));
         // Boundary: ldelay == target counts as above (only "< target" resets).
-        let mut q = Codel::new(CodelParams::default());
+        let mut q = Codel::<TestPacket>::new(CodelParams::default());
         fill(&mut q, &mut h, 3, Ecn::NotEct, 0);
         q.dequeue(4882 * 1024, &mut h.ctx()).unwrap();
         assert_eq!(q.vars().first_above_time, 4882 + 97_656);
@@ -725,11 +766,11 @@ mod tests {
 
     #[test]
     fn no_drop_with_at_most_one_mtu_left() {
-        // aqm.md §4.3 / §4.7.5: packets wait 1 s (far above target), one dequeue
+        // codel_impl.h:codel_should_drop, codel_dequeue: packets wait 1 s (far above target), one dequeue
         // every 200 ms (> interval apart): a drop needs more than 1514 B left in
         // the qdisc after removing the packet examined.
         for (last_len, expect_drops) in [(1514u32, 0u64), (1515, 1)] {
-            let mut q = Codel::new(CodelParams::default());
+            let mut q = Codel::<TestPacket>::new(CodelParams::default());
             let mut h = Harness::new();
             for (i, len) in [1514, 1514, last_len].into_iter().enumerate() {
                 let mut p = frame(i as u64, Ecn::NotEct);
@@ -746,7 +787,7 @@ mod tests {
             assert_eq!(q.vars().dropping, expect_drops == 1);
         }
         // A long-lived 2-packet queue never drops.
-        let mut q = Codel::new(CodelParams::default());
+        let mut q = Codel::<TestPacket>::new(CodelParams::default());
         let mut h = Harness::new();
         let mut t = 0;
         for i in 0..20 {
@@ -761,10 +802,10 @@ mod tests {
 
     #[test]
     fn ecn_marks_ect_and_drops_not_ect_at_the_same_instants() {
-        // aqm.md §4.7.3: in ECN mode ECT packets are marked where Not-ECT ones are
+        // codel_impl.h:codel_dequeue: in ECN mode ECT packets are marked where Not-ECT ones are
         // dropped, and a marking episode advances drop_next exactly like drops.
         let run = |ecn_mode: bool, codepoint: Ecn| {
-            let mut q = Codel::new(CodelParams { ecn: ecn_mode, ..Default::default() });
+            let mut q = Codel::<TestPacket>::new(CodelParams { ecn: ecn_mode, ..Default::default() });
             let mut h = Harness::new();
             fill(&mut q, &mut h, 1000, codepoint, 0);
             let ev = run_fluid(&mut q, &mut h, codepoint, 0, 600 * MS);
@@ -784,10 +825,10 @@ mod tests {
 
     #[test]
     fn ecn_marks_at_most_one_per_dequeue_but_drops_several() {
-        // aqm.md §4.4 step 3: when several drop times have passed, the drop loop
+        // codel_impl.h:codel_dequeue step 3: when several drop times have passed, the drop loop
         // drops several packets in one call; ECN mode marks one and returns it.
         for (ecn, per_call) in [(Ecn::NotEct, 2usize), (Ecn::Ect0, 1)] {
-            let mut q = Codel::new(CodelParams { ecn: true, ..Default::default() });
+            let mut q = Codel::<TestPacket>::new(CodelParams { ecn: true, ..Default::default() });
             let mut h = Harness::new();
             fill(&mut q, &mut h, 200, ecn, 0);
             q.dequeue(10 * MS, &mut h.ctx()).unwrap(); // first_above_time = 110 ms
@@ -801,11 +842,11 @@ mod tests {
 
     #[test]
     fn ce_threshold_marks_only_above_threshold() {
-        // aqm.md §4.4 step 5: ldelay > ce_threshold (strictly, in codel units).
+        // codel_impl.h:codel_dequeue step 5: ldelay > ce_threshold (strictly, in codel units).
         // ce_threshold 1 ms = 976 units.
         let p = CodelParams { ce_threshold_ns: Some(MS), ..Default::default() };
-        assert_eq!(Codel::new(p.clone()).cfg.ce_threshold, Some(976));
-        let mut q = Codel::new(p);
+        assert_eq!(Codel::<TestPacket>::new(p.clone()).cfg.ce_threshold, Some(976));
+        let mut q = Codel::<TestPacket>::new(p);
         let mut h = Harness::new();
         for (i, ecn) in [Ecn::Ect0, Ecn::Ect0, Ecn::NotEct, Ecn::Ect1, Ecn::Ce].into_iter().enumerate() {
             q.enqueue(frame(i as u64, ecn), 0, &mut h.ctx());
@@ -831,8 +872,8 @@ mod tests {
 
     #[test]
     fn tail_drop_at_limit() {
-        // aqm.md §4.2: tail drop when qlen >= limit.
-        let mut q = Codel::new(CodelParams { limit_packets: 5, ..Default::default() });
+        // sch_codel.c:codel_qdisc_enqueue: tail drop when qlen >= limit.
+        let mut q = Codel::<TestPacket>::new(CodelParams { limit_packets: 5, ..Default::default() });
         let mut h = Harness::new();
         fill(&mut q, &mut h, 8, Ecn::NotEct, 0);
         assert_eq!(q.len(), 5);
@@ -847,7 +888,7 @@ mod tests {
     fn codel_time_wraps_like_linux() {
         // Stamps and now on either side of the u32 codel-time wrap (~4398 s).
         let wrap_ns: u64 = 1 << 42;
-        let mut q = Codel::new(CodelParams { ce_threshold_ns: Some(MS), ..Default::default() });
+        let mut q = Codel::<TestPacket>::new(CodelParams { ce_threshold_ns: Some(MS), ..Default::default() });
         let mut h = Harness::new();
         let t0 = wrap_ns - 500_000; // 0.5 ms before the wrap
         for i in 0..3 {
@@ -860,7 +901,7 @@ mod tests {
 
     #[test]
     fn extra_stats_and_validation() {
-        let mut q = Codel::new(CodelParams::default());
+        let mut q = Codel::<TestPacket>::new(CodelParams::default());
         let mut h = Harness::new();
         fill(&mut q, &mut h, 1000, Ecn::NotEct, 0);
         run_fluid(&mut q, &mut h, Ecn::NotEct, 0, 200 * MS);

@@ -1,12 +1,12 @@
 //! `dualpi2`: the DualQ Coupled AQM (RFC 9332) as Linux `sch_dualpi2` implements it
-//! (aqm.md §2). Two FIFOs share one packet limit: the L queue (ECT(1)/CE by default)
+//! (net/sched/sch_dualpi2.c). Two FIFOs share one packet limit: the L queue (ECT(1)/CE by default)
 //! and the C queue (everything else). A credit-based byte WRR (90/10 by default)
 //! serves them; a PI controller updated every `tupdate` on the larger head-of-line
 //! waiting time gives the base probability p'; at dequeue C packets are marked or
 //! dropped with p' squared (two random draws) and L packets are marked with k times p'
 //! (coupling), and L packets are also step-marked on their own sojourn time.
 //!
-//! Two kernel versions are modelled (aqm.md §2.1, switch `variant`):
+//! Two kernel versions are modelled (mainline Linux 6.18 vs L4STeam sch_dualpi2.c, switch `variant`):
 //! * `mainline` (DP2-ML, Linux 6.18 `net/sched/sch_dualpi2.c`): `memlimit`,
 //!   `min_qlen_step` (default 0 = always apply the step), separate step attributes.
 //! * `l4steam` (DP2-T, the L4STeam testing kernel of 2023-24 used by the seed paper):
@@ -14,7 +14,7 @@
 //!   the L queue at enqueue.
 //!
 //! Linux follows RFC 9332 App. A only loosely; where they differ this module follows
-//! Linux (aqm.md §2.11): independent random draws instead of the RFC's
+//! Linux (RFC 9332 App. A vs sch_dualpi2.c): independent random draws instead of the RFC's
 //! deterministic accumulator, a step at 1 ms instead of a 0.8–1.2 ms ramp, overload
 //! at k·p' > 1 for both queues, packet (not byte) limit, a 16 ms update period, no
 //! PI action below 2 MTU of backlog, and a credit-based WRR scheduler.
@@ -25,20 +25,21 @@
 //! simulator only carries MTU frames), the `max_rtt`/`typical_rtt` tc helper, and
 //! hrtimer callback latency (the PI update runs exactly every `tupdate`).
 
-use super::{Qdisc, QdiscCtx, QdiscStats};
-use crate::packet::{Ecn, Packet};
+use super::{Ecn, Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats};
 use crate::rng::SimRng;
+use crate::schema::{ParamKind, ParamSpec};
 use crate::time::{Time, NS_PER_MS, NS_PER_SEC, NS_PER_US};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::collections::VecDeque;
 
-/// `psched_mtu(dev)` on Ethernet: 1500 + 14 (aqm.md §1.1).
+/// `psched_mtu(dev)` on Ethernet: 1500 + 14 (include/net/pkt_sched.h:psched_mtu, qdisc_pkt_len).
 pub const PSCHED_MTU: u32 = 1514;
-/// `MAX_PROB`: the u32 probability scale, 2^32 - 1 == 1.0 (aqm.md §2.2).
+/// `MAX_PROB`: the u32 probability scale, 2^32 - 1 == 1.0 (sch_dualpi2.c `MAX_PROB`).
 pub const MAX_PROB: u32 = u32::MAX;
 /// alpha/beta cross netlink in units of 1/256 Hz (`ALPHA_BETA_SHIFT` = 8) and are
 /// kept internally in units of 1/64 (`ALPHA_BETA_GRANULARITY` = 6), so the scaling
-/// shift is 8 - 6 = 2 (aqm.md §2.2, DP2-T/ML `dualpi2_scale_alpha_beta`).
+/// shift is 8 - 6 = 2 (sch_dualpi2.c:dualpi2_scale_alpha_beta).
 const ALPHA_BETA_GRANULARITY: u32 = 6;
 const ALPHA_BETA_SCALING: u32 = 8 - ALPHA_BETA_GRANULARITY;
 /// Kernel limit on the netlink alpha/beta value (2^31 - 1, in 1/256 Hz).
@@ -49,12 +50,12 @@ const TC_ALPHA_BETA_MAX: f64 = ((2u32 << 23) - 1) as f64;
 pub const DEFAULT_ALPHA_NL: u32 = 41;
 pub const DEFAULT_BETA_NL: u32 = 819;
 /// Modelled `skb->truesize` of a forwarded frame, charged against `memlimit`
-/// (aqm.md §1.1, §12.5: the testbed NIC's value is unknown). 2304 B =
+/// (an assumption: the testbed NIC's value is unknown). 2304 B =
 /// SKB_TRUESIZE of a 2-KB receive fragment (2048 + aligned `struct sk_buff`), a
 /// common value for drivers that build skbs around 2-KB buffers. Assumption.
 pub const DEFAULT_SKB_TRUESIZE: u32 = 2304;
 
-/// Which kernel's DualPI2 to reproduce (aqm.md §2.1).
+/// Which kernel's DualPI2 to reproduce (mainline Linux 6.18 vs L4STeam sch_dualpi2.c).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum DualPi2Variant {
     /// DP2-ML: upstream Linux (6.18 tree; L4STeam 6.6 backport).
@@ -66,7 +67,7 @@ pub enum DualPi2Variant {
     L4STeam,
 }
 
-/// Which ECN codepoints go to the L queue (`ect & mask != 0`, aqm.md §2.3).
+/// Which ECN codepoints go to the L queue (`ect & mask != 0`, sch_dualpi2.c:dualpi2_skb_classify).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum DualPi2EcnMask {
     /// `l4s_ect` (mask 0x1): ECT(1) and CE.
@@ -91,7 +92,7 @@ impl DualPi2EcnMask {
     }
 }
 
-/// `tc qdisc add ... dualpi2 ...` parameters (aqm.md §2.2), in base units.
+/// `tc qdisc add ... dualpi2 ...` parameters (sch_dualpi2.c:dualpi2_change, iproute2 tc/q_dualpi2.c), in base units.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DualPi2Params {
@@ -136,12 +137,12 @@ pub struct DualPi2Params {
     /// `l4s_ect` (default) / `any_ect` (/ mainline's mask 2): L-queue classifier.
     pub ecn_mask: DualPi2EcnMask,
     /// `split_gso` / `no_split_gso`. Default true. No effect: the simulator carries
-    /// MTU-sized frames only (aqm.md §1.6).
+    /// MTU-sized frames only (sch_dualpi2.c:dualpi2_qdisc_enqueue split_gso).
     pub split_gso: bool,
     /// Kernel version to reproduce: "mainline" (default) or "l4steam".
     pub variant: DualPi2Variant,
     /// Model parameter, not a tc one: skb truesize charged per packet against
-    /// `memlimit` (mainline). Default 2304 B (assumption, aqm.md §12.5).
+    /// `memlimit` (mainline). Default 2304 B (an assumption: the testbed NIC's truesize is unknown).
     pub skb_truesize_bytes: u32,
 }
 
@@ -170,14 +171,14 @@ impl Default for DualPi2Params {
 }
 
 /// tc's float-to-netlink conversion of alpha/beta: `(uint32_t)(strtof(arg) * 256)`,
-/// computed in single precision and truncated (aqm.md §2.2, IP2-L4S).
+/// computed in single precision and truncated (L4STeam iproute2 tc/q_dualpi2.c).
 pub fn tc_alpha_beta_to_nl(hz: f64) -> u32 {
     ((hz as f32) * 256.0f32) as u32
 }
 
 /// The kernel's `dualpi2_scale_alpha_beta`: netlink units (1/256 Hz) to internal
 /// gain per ns in units of 2^-6 of the u32 probability scale:
-/// floor((nl x (2^32 - 1) >> 2) / 1e9) (aqm.md §2.2: 41 -> 44, 819 -> 879).
+/// floor((nl x (2^32 - 1) >> 2) / 1e9) (sch_dualpi2.c:dualpi2_scale_alpha_beta: 41 -> 44, 819 -> 879).
 pub fn scale_alpha_beta(nl: u32) -> u32 {
     let tmp = (nl as u64 * MAX_PROB as u64) >> ALPHA_BETA_SCALING;
     (tmp / NS_PER_SEC) as u32
@@ -209,37 +210,171 @@ impl DualPi2Params {
             None => (self.limit_packets as u64 * 2 * PSCHED_MTU as u64).min(u32::MAX as u64) as u32,
         }
     }
+}
 
-    /// Check ranges as tc and the kernel's netlink policy would.
-    pub fn validate(&self) -> Result<(), String> {
+/// Largest time tc can carry in a u32-µs attribute, ns (`TCA_DUALPI2_TARGET`).
+const MAX_US_NS: u64 = u32::MAX as u64 * NS_PER_US;
+/// `tupdate` and `step_thresh` are kept as u32 ns by the kernel: whole µs up to 2^32 ns.
+const MAX_U32_NS: u64 = (u32::MAX as u64 / NS_PER_US) * NS_PER_US;
+
+impl QdiscKind for DualPi2Params {
+    const KIND: &'static str = "dualpi2";
+    const DOC: &'static str = "DualQ Coupled AQM, L and C queues under one PI controller \
+        (RFC 9332 as net/sched/sch_dualpi2.c, mainline or L4STeam variant).";
+    const CLASSES: &'static [&'static str] = &["C", "L"];
+
+    fn params() -> Vec<ParamSpec> {
+        let d = DualPi2Params::default();
+        let u32max = u32::MAX as f64;
+        let hz_max = ALPHA_BETA_MAX_NL as f64 / 256.0;
+        vec![
+            ParamSpec::new(
+                "limit_packets",
+                ParamKind::Packets,
+                json!(d.limit_packets),
+                "Packets in both queues together, tail drop beyond (net/sched/sch_dualpi2.c:dualpi2_reset_default: \
+                 10000, both variants).",
+            )
+            .range(1.0, u32max),
+            ParamSpec::new(
+                "memlimit_bytes",
+                ParamKind::Bytes,
+                json!(null),
+                "Mainline only: bytes of skb truesize in both queues; null = limit x 2 x psched_mtu \
+                 (net/sched/sch_dualpi2.c:get_memory_limit; 30280000 B at the default limit).",
+            )
+            .range(1.0, u32max),
+            ParamSpec::new(
+                "target_ns",
+                ParamKind::TimeNs,
+                json!(d.target_ns),
+                "PI reference queue delay, whole µs (net/sched/sch_dualpi2.c:dualpi2_reset_default: 15 ms, both \
+                 variants; RFC 9332 §A.1).",
+            )
+            .range(NS_PER_US as f64, MAX_US_NS as f64),
+            ParamSpec::new(
+                "tupdate_ns",
+                ParamKind::TimeNs,
+                json!(d.tupdate_ns),
+                "PI update period, whole µs (net/sched/sch_dualpi2.c:dualpi2_reset_default: 16 ms, both variants).",
+            )
+            .range(NS_PER_US as f64, MAX_U32_NS as f64),
+            ParamSpec::new(
+                "alpha",
+                ParamKind::Float,
+                json!(null),
+                "Integral gain in Hz as typed to tc, sent as trunc(alpha x 256); null = kernel default 41/256 Hz \
+                 (net/sched/sch_dualpi2.c:dualpi2_reset_default, both variants). Mainline refuses < 1/256.",
+            )
+            .range(0.0, hz_max),
+            ParamSpec::new(
+                "beta",
+                ParamKind::Float,
+                json!(null),
+                "Proportional gain in Hz, same encoding; null = kernel default 819/256 Hz \
+                 (net/sched/sch_dualpi2.c:dualpi2_reset_default, both variants). Mainline refuses < 1/256.",
+            )
+            .range(0.0, hz_max),
+            ParamSpec::new(
+                "step_thresh_ns",
+                ParamKind::TimeNs,
+                json!(d.step_thresh_ns),
+                "L-queue step-marking threshold on sojourn, whole µs; unused if step_thresh_packets is set \
+                 (net/sched/sch_dualpi2.c:dualpi2_reset_default: 1 ms, both variants).",
+            )
+            .range(NS_PER_US as f64, MAX_U32_NS as f64),
+            ParamSpec::new(
+                "step_thresh_packets",
+                ParamKind::Packets,
+                json!(null),
+                "Step threshold on the L queue length instead of time; null = time threshold \
+                 (tc-dualpi2(8) step_thresh Npkt). l4steam multiplies it by 1000 (source quirk).",
+            )
+            .range(1.0, u32max),
+            ParamSpec::new(
+                "min_qlen_step",
+                ParamKind::Packets,
+                json!(d.min_qlen_step),
+                "Mainline only: step only packets that found at least this many in L \
+                 (net/sched/sch_dualpi2.c:dualpi2_reset_default: 0); l4steam hard-codes qlen(L) > 1 and needs 0.",
+            )
+            .range(0.0, u32max),
+            ParamSpec::new(
+                "coupling_factor",
+                ParamKind::Int,
+                json!(d.coupling_factor),
+                "k in p_CL = k x p' (net/sched/sch_dualpi2.c:dualpi2_reset_default: 2, both variants; RFC 9332 §2.1).",
+            )
+            .range(1.0, 255.0),
+            ParamSpec::new(
+                "drop_on_overload",
+                ParamKind::Bool,
+                json!(d.drop_on_overload),
+                "drop_on_overload (true) or overflow (false) (net/sched/sch_dualpi2.c:dualpi2_reset_default: \
+                 drop, both variants).",
+            ),
+            ParamSpec::new(
+                "drop_dequeue",
+                ParamKind::Bool,
+                json!(d.drop_dequeue),
+                "PI mark/drop at dequeue (true) or enqueue (net/sched/sch_dualpi2.c:dualpi2_reset_default: \
+                 drop_early = false, both variants).",
+            ),
+            ParamSpec::new(
+                "classic_protection",
+                ParamKind::Int,
+                json!(d.classic_protection),
+                "C-queue WRR weight wc in percent, wl = 100 - wc (net/sched/sch_dualpi2.c:dualpi2_reset_default: \
+                 10, both variants; dualpi2_change refuses > 100).",
+            )
+            .range(0.0, 100.0),
+            ParamSpec::new(
+                "ecn_mask",
+                ParamKind::Choice,
+                json!(d.ecn_mask),
+                "L-queue classifier, ECN & mask != 0 (net/sched/sch_dualpi2.c:dualpi2_reset_default: l4s_ect = \
+                 INET_ECN_ECT_1, both variants); cla_ect is mainline only.",
+            )
+            .choices(&["l4s_ect", "cla_ect", "any_ect"]),
+            ParamSpec::new(
+                "split_gso",
+                ParamKind::Bool,
+                json!(d.split_gso),
+                "Split GSO skbs at enqueue (net/sched/sch_dualpi2.c:dualpi2_reset_default: on, both variants); \
+                 no effect here, the simulator carries MTU frames only.",
+            ),
+            ParamSpec::new(
+                "variant",
+                ParamKind::Choice,
+                json!(d.variant),
+                "Kernel to reproduce: mainline (Linux 6.18 net/sched/sch_dualpi2.c) or l4steam (L4STeam testing \
+                 kernel 2023-24: no memlimit, step only when qlen(L) > 1).",
+            )
+            .choices(&["mainline", "l4steam"]),
+            ParamSpec::new(
+                "skb_truesize_bytes",
+                ParamKind::Bytes,
+                json!(d.skb_truesize_bytes),
+                "Not a tc keyword: skb->truesize charged per packet against memlimit (mainline); 2304 = \
+                 SKB_TRUESIZE(2048), an assumption (the testbed NIC's value is unknown).",
+            )
+            .range(1.0, u32max),
+        ]
+    }
+
+    /// What the schema cannot say: whole microseconds, and the fields only mainline has.
+    fn check(&self) -> Result<(), String> {
         let ml = self.variant == DualPi2Variant::Mainline;
-        if self.limit_packets == 0 {
-            return Err("limit_packets: 0 is out of range (allowed 1..=4294967295)".into());
+        if let (Some(m), false) = (self.memlimit_bytes, ml) {
+            return Err(format!("memlimit_bytes: {m} is not supported by variant l4steam (allowed: unset)"));
         }
-        if let Some(m) = self.memlimit_bytes {
-            if !ml {
-                return Err(format!("memlimit_bytes: {m} is not supported by variant l4steam (allowed: unset)"));
-            }
-            if m == 0 || m > u32::MAX as u64 {
-                return Err(format!("memlimit_bytes: {m} is out of range (allowed 1..=4294967295)"));
+        for (name, v) in
+            [("target_ns", self.target_ns), ("tupdate_ns", self.tupdate_ns), ("step_thresh_ns", self.step_thresh_ns)]
+        {
+            if !v.is_multiple_of(NS_PER_US) {
+                return Err(format!("{name}: {v} is not a whole number of microseconds (tc carries µs)"));
             }
         }
-        // tc carries times as whole µs in u32 attributes (aqm.md §2.2).
-        let us_time = |name: &str, v: u64, min_us: u64, max_ns: u64| -> Result<(), String> {
-            if !v.is_multiple_of(NS_PER_US) || v < min_us * NS_PER_US || v > max_ns {
-                Err(format!(
-                    "{name}: {v} is out of range (allowed whole microseconds, {}..={max_ns} ns)",
-                    min_us * NS_PER_US
-                ))
-            } else {
-                Ok(())
-            }
-        };
-        us_time("target_ns", self.target_ns, 1, u32::MAX as u64 * NS_PER_US)?;
-        // tupdate and step_thresh are stored as u32 ns in the kernel.
-        let u32_ns_max = (u32::MAX as u64 / NS_PER_US) * NS_PER_US;
-        us_time("tupdate_ns", self.tupdate_ns, 1, u32_ns_max)?;
-        us_time("step_thresh_ns", self.step_thresh_ns, 1, u32_ns_max)?;
         for (name, v) in [("alpha", self.alpha), ("beta", self.beta)] {
             if let Some(x) = v {
                 let nl = tc_alpha_beta_to_nl(x);
@@ -252,30 +387,20 @@ impl DualPi2Params {
                 }
             }
         }
-        if let Some(n) = self.step_thresh_packets {
-            if n == 0 {
-                return Err("step_thresh_packets: 0 is out of range (allowed 1..=4294967295)".into());
-            }
-        }
         if !ml && self.min_qlen_step != 0 {
             return Err(format!(
                 "min_qlen_step: {} is not supported by variant l4steam (allowed 0; l4steam applies the step when qlen(L) > 1)",
                 self.min_qlen_step
             ));
         }
-        if self.coupling_factor == 0 {
-            return Err("coupling_factor: 0 is out of range (allowed 1..=255)".into());
-        }
-        if self.classic_protection > 100 {
-            return Err(format!("classic_protection: {} is out of range (allowed 0..=100)", self.classic_protection));
-        }
         if !ml && self.ecn_mask == DualPi2EcnMask::ClaEct {
             return Err("ecn_mask: cla_ect is not supported by variant l4steam (allowed l4s_ect, any_ect)".into());
         }
-        if self.skb_truesize_bytes == 0 {
-            return Err("skb_truesize_bytes: 0 is out of range (allowed 1..=4294967295)".into());
-        }
         Ok(())
+    }
+
+    fn build<P: QdiscPacket>(&self, rng: &mut SimRng) -> Box<dyn Qdisc<P>> {
+        Box::new(DualPi2::new(self.clone(), rng))
     }
 }
 
@@ -287,14 +412,14 @@ enum Class {
     L4s = 1,
 }
 
-/// A queued packet and its control block (aqm.md §2.12).
-#[derive(Clone, Copy, Debug)]
-struct Entry {
-    pkt: Packet,
+/// A queued packet and its control block (struct dualpi2_skb_cb).
+#[derive(Debug)]
+struct Entry<P> {
+    pkt: P,
     /// ECN codepoint read at enqueue (`cb->ect`), before any mark.
     ect: Ecn,
     class: Class,
-    /// Step eligibility decided at enqueue (aqm.md §2.4 step 4).
+    /// Step eligibility decided at enqueue (sch_dualpi2.c:dualpi2_enqueue_skb step 4).
     apply_step: bool,
 }
 
@@ -308,7 +433,7 @@ enum Step {
 }
 
 /// The DualPI2 qdisc.
-pub struct DualPi2 {
+pub struct DualPi2<P> {
     params: DualPi2Params,
     // Configuration in kernel units.
     limit: u32,
@@ -325,8 +450,8 @@ pub struct DualPi2 {
     credit_init: i32,
     truesize: u32,
     // Queues.
-    c: VecDeque<Entry>,
-    l: VecDeque<Entry>,
+    c: VecDeque<Entry<P>>,
+    l: VecDeque<Entry<P>>,
     // PI state.
     prob: u32,
     last_qdelay: u64,
@@ -349,9 +474,9 @@ pub struct DualPi2 {
     stats: QdiscStats,
 }
 
-impl DualPi2 {
+impl<P: QdiscPacket> DualPi2<P> {
     /// Build from validated parameters; the qdisc is created at t = 0, so the first
-    /// PI update fires at `tupdate` (aqm.md §1.3: hrtimer started at init + tupdate).
+    /// PI update fires at `tupdate` (sch_dualpi2.c:dualpi2_init: hrtimer started at init + tupdate).
     pub fn new(params: DualPi2Params, _rng: &mut SimRng) -> Self {
         let ml = params.variant == DualPi2Variant::Mainline;
         let step = match params.step_thresh_packets {
@@ -364,7 +489,7 @@ impl DualPi2 {
         };
         let wc = params.classic_protection as i32;
         let wl = 100 - wc;
-        // aqm.md §2.6: init = psched_mtu x (wc - wl) = -121 120 by default.
+        // sch_dualpi2.c:dequeue_packet: init = psched_mtu x (wc - wl) = -121 120 by default.
         let credit_init = PSCHED_MTU as i32 * (wc - wl);
         let cap = (params.limit_packets as usize).clamp(16, 1 << 14);
         DualPi2 {
@@ -421,7 +546,7 @@ impl DualPi2 {
         &self.params
     }
 
-    /// aqm.md §2.7 step 2: overload iff k x prob > 2^32 - 1 (64-bit product).
+    /// sch_dualpi2.c:must_drop: overload iff k x prob > 2^32 - 1 (64-bit product).
     pub fn is_overloaded(&self) -> bool {
         self.prob as u64 * self.k as u64 > MAX_PROB as u64
     }
@@ -430,29 +555,29 @@ impl DualPi2 {
         self.params.variant == DualPi2Variant::Mainline
     }
 
-    /// `dualpi2_roll`: true iff a uniform u32 is <= p (aqm.md §1.4).
+    /// `dualpi2_roll`: true iff a uniform u32 is <= p (sch_dualpi2.c:dualpi2_roll).
     #[inline]
     fn roll(p: u32, rng: &mut SimRng) -> bool {
         rng.next_u32() <= p
     }
 
     /// `dualpi2_mark`: set CE if ECN-capable (re-marks of CE count), bump
-    /// `ecn_mark` and report the mark (aqm.md §1.2, §2.7).
-    fn mark(&mut self, pkt: &mut Packet, ctx: &mut QdiscCtx) -> bool {
+    /// `ecn_mark` and report the mark (include/net/inet_ecn.h:INET_ECN_set_ce, sch_dualpi2.c:must_drop).
+    fn mark(&mut self, pkt: &mut P, ctx: &mut QdiscCtx<P>) -> bool {
         if pkt.set_ce() {
             self.ecn_mark += 1;
-            ctx.mark_counted(&mut self.stats, pkt.flow);
+            ctx.mark_counted(&mut self.stats, pkt.flow_key());
             true
         } else {
             false
         }
     }
 
-    /// aqm.md §2.7 `must_drop`: the PI-based decision for one packet, given the
+    /// sch_dualpi2.c:must_drop: the PI-based decision for one packet, given the
     /// qdisc backlog in bytes (excluding the packet at dequeue, before adding it at
     /// enqueue). Marks the packet when that is the outcome; true = drop it.
-    fn must_drop(&mut self, e: &mut Entry, backlog: u64, ctx: &mut QdiscCtx) -> bool {
-        // §2.7.1: no action with less than 2 MTU queued (Linux only; not in RFC 9332).
+    fn must_drop(&mut self, e: &mut Entry<P>, backlog: u64, ctx: &mut QdiscCtx<P>) -> bool {
+        // sch_dualpi2.c:must_drop: no action with less than 2 MTU queued (Linux only; not in RFC 9332).
         if backlog < 2 * PSCHED_MTU as u64 {
             return false;
         }
@@ -460,7 +585,7 @@ impl DualPi2 {
         let local_l_prob = prob as u64 * self.k as u64;
         let overload = self.is_overloaded();
         match e.class {
-            // §2.7.3: p_C = p'^2 via two independent draws; Not-ECT or overload -> drop.
+            // sch_dualpi2.c:dualpi2_classic_marking: p_C = p'^2 via two independent draws; Not-ECT or overload -> drop.
             Class::Classic => {
                 if Self::roll(prob, ctx.rng) && Self::roll(prob, ctx.rng) {
                     if overload || e.ect == Ecn::NotEct {
@@ -472,7 +597,7 @@ impl DualPi2 {
             }
             Class::L4s => {
                 if overload {
-                    // §2.7.4: on overload with drop_on_overload, drop w.p. p'^2 and
+                    // sch_dualpi2.c:dualpi2_scalable_marking: on overload with drop_on_overload, drop w.p. p'^2 and
                     // mark every other L packet (p_CL saturates); in overflow mode
                     // (unreachable: prob is capped at MAX/k) mark without drawing.
                     if self.params.drop_on_overload && Self::roll(prob, ctx.rng) && Self::roll(prob, ctx.rng) {
@@ -481,7 +606,7 @@ impl DualPi2 {
                     self.mark(&mut e.pkt, ctx);
                     return false;
                 }
-                // §2.7.4: p_CL = k x p' (fits in u32 as not overloaded).
+                // sch_dualpi2.c:dualpi2_scalable_marking: p_CL = k x p' (fits in u32 as not overloaded).
                 if Self::roll(local_l_prob as u32, ctx.rng) {
                     if e.ect == Ecn::NotEct {
                         return true;
@@ -493,11 +618,11 @@ impl DualPi2 {
         }
     }
 
-    /// aqm.md §2.8 step AQM on a packet leaving the L queue; true = drop it
+    /// sch_dualpi2.c:do_step_aqm: step AQM on a packet leaving the L queue; true = drop it
     /// (Not-ECT above the step, DP2-T/ML).
-    fn step_aqm(&mut self, e: &mut Entry, now: Time, ctx: &mut QdiscCtx) -> bool {
+    fn step_aqm(&mut self, e: &mut Entry<P>, now: Time, ctx: &mut QdiscCtx<P>) -> bool {
         let above = match self.step {
-            Step::Time(th) => now.saturating_sub(e.pkt.enqueue_ts) > th,
+            Step::Time(th) => now.saturating_sub(e.pkt.enqueue_ts()) > th,
             // L queue length after removing this packet.
             Step::Packets(th) => self.l.len() as u64 > th as u64,
         };
@@ -512,13 +637,13 @@ impl DualPi2 {
         false
     }
 
-    /// aqm.md §2.9 `calculate_probability` (DP2-T/ML integer arithmetic).
+    /// sch_dualpi2.c:calculate_probability (DP2-T/ML integer arithmetic).
     fn calculate_probability(&mut self, now: Time) -> u32 {
         // Head-of-line waiting times (0 for an empty queue). Linux tracks head
         // enqueue timestamps with 0 meaning "empty"; the queue front is equivalent
         // (and avoids the sentinel clash with a packet enqueued at t = 0).
-        let qdelay_c = self.c.front().map_or(0, |e| now.saturating_sub(e.pkt.enqueue_ts));
-        let qdelay_l = self.l.front().map_or(0, |e| now.saturating_sub(e.pkt.enqueue_ts));
+        let qdelay_c = self.c.front().map_or(0, |e| now.saturating_sub(e.pkt.enqueue_ts()));
+        let qdelay_l = self.l.front().map_or(0, |e| now.saturating_sub(e.pkt.enqueue_ts()));
         let qdelay = qdelay_c.max(qdelay_l);
         // delta = (qdelay - target) a_i + (qdelay - last_qdelay) b_i in s64 (the
         // kernel notes overflow beyond ~4.2 s of delay change; wrap like it).
@@ -545,7 +670,7 @@ impl DualPi2 {
                 n
             }
         };
-        // §2.9.5: overflow mode caps p_CL at 100 %.
+        // sch_dualpi2.c:calculate_probability: overflow mode caps p_CL at 100 %.
         if !self.params.drop_on_overload {
             new_prob.min(MAX_PROB / self.k as u32)
         } else {
@@ -553,7 +678,7 @@ impl DualPi2 {
         }
     }
 
-    /// Index of the queue the WRR would serve next (aqm.md §2.6), or None if empty.
+    /// Index of the queue the WRR would serve next (sch_dualpi2.c:dequeue_packet), or None if empty.
     fn pick(&self) -> Option<Class> {
         if !self.l.is_empty() && (self.c.is_empty() || self.credit <= 0) {
             Some(Class::L4s)
@@ -570,19 +695,19 @@ impl DualPi2 {
     }
 }
 
-impl Qdisc for DualPi2 {
+impl<P: QdiscPacket> Qdisc<P> for DualPi2<P> {
     fn kind(&self) -> &'static str {
         "dualpi2"
     }
 
-    fn enqueue(&mut self, mut pkt: Packet, now: Time, ctx: &mut QdiscCtx) {
+    fn enqueue(&mut self, mut pkt: P, now: Time, ctx: &mut QdiscCtx<P>) {
         self.last_now = self.last_now.max(now);
-        // aqm.md §2.3: classify on the ECN field read at enqueue.
-        let ect = pkt.ecn;
+        // sch_dualpi2.c:dualpi2_skb_classify: classify on the ECN field read at enqueue.
+        let ect = pkt.ecn();
         let class = if (ect as u8) & self.ecn_mask != 0 { Class::L4s } else { Class::Classic };
-        pkt.qclass = class as u8;
+        pkt.set_qclass(class as u8);
         let qlen = self.c.len() + self.l.len();
-        // §2.4.1: shared packet limit (+ truesize memlimit in mainline) -> tail drop.
+        // sch_dualpi2.c:dualpi2_enqueue_skb: shared packet limit (+ truesize memlimit in mainline) -> tail drop.
         let over_mem = self.is_mainline() && self.memory_used as u64 + self.truesize as u64 > self.memory_limit as u64;
         if qlen >= self.limit as usize || over_mem {
             self.stats.overlimits += 1;
@@ -590,13 +715,13 @@ impl Qdisc for DualPi2 {
             return;
         }
         let mut e = Entry { pkt, ect, class, apply_step: false };
-        // §2.4.2: drop_enqueue mode runs the PI decision on the backlog before adding.
+        // sch_dualpi2.c:dualpi2_enqueue_skb: drop_enqueue mode runs the PI decision on the backlog before adding.
         if !self.params.drop_dequeue && self.must_drop(&mut e, self.stats.backlog_bytes, ctx) {
             ctx.drop_counted(&mut self.stats, e.pkt);
             return;
         }
-        // §2.4.3: timestamp, memory, maxq (qlen before adding).
-        e.pkt.enqueue_ts = now;
+        // sch_dualpi2.c:dualpi2_enqueue_skb: timestamp, memory, maxq (qlen before adding).
+        e.pkt.set_enqueue_ts(now);
         if self.is_mainline() {
             self.memory_used = self.memory_used.wrapping_add(self.truesize);
             self.max_memory_used = self.max_memory_used.max(self.memory_used);
@@ -605,7 +730,7 @@ impl Qdisc for DualPi2 {
         self.stats.on_enqueue(&e.pkt);
         match class {
             Class::L4s => {
-                // §2.4.4: step eligibility from the L queue length before appending:
+                // sch_dualpi2.c:dualpi2_enqueue_skb: step eligibility from the L queue length before appending:
                 // DP2-T "qlen(L) > 1", DP2-ML "qlen(L) >= min_qlen_step".
                 let ql = self.l.len() as u64;
                 e.apply_step = if self.is_mainline() { ql >= self.params.min_qlen_step as u64 } else { ql > 1 };
@@ -619,11 +744,11 @@ impl Qdisc for DualPi2 {
         }
     }
 
-    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx) -> Option<Packet> {
-        // aqm.md §2.5: `now` read once per call; drops retry within the call.
+    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<P>) -> Option<P> {
+        // sch_dualpi2.c:dualpi2_qdisc_dequeue: `now` read once per call; drops retry within the call.
         self.last_now = self.last_now.max(now);
         loop {
-            // §2.6: WRR pick; credit change only if the other queue is non-empty.
+            // sch_dualpi2.c:dequeue_packet: WRR pick; credit change only if the other queue is non-empty.
             let both = !self.c.is_empty() && !self.l.is_empty();
             let mut e = match self.pick() {
                 Some(Class::L4s) => self.l.pop_front().expect("L non-empty"),
@@ -634,7 +759,7 @@ impl Qdisc for DualPi2 {
                     return None;
                 }
             };
-            let len = e.pkt.wire_len as i32;
+            let len = e.pkt.wire_len() as i32;
             let credit_change = match (both, e.class) {
                 (false, _) => 0,
                 (true, Class::L4s) => self.wc.wrapping_mul(len),
@@ -644,25 +769,25 @@ impl Qdisc for DualPi2 {
                 self.memory_used = self.memory_used.wrapping_sub(self.truesize);
             }
             self.stats.on_remove(&e.pkt);
-            // §2.5.3: PI decision on the remaining backlog; a drop skips the credit.
+            // sch_dualpi2.c:dualpi2_qdisc_dequeue: PI decision on the remaining backlog; a drop skips the credit.
             if self.params.drop_dequeue && self.must_drop(&mut e, self.stats.backlog_bytes, ctx) {
                 ctx.drop_counted(&mut self.stats, e.pkt);
                 continue;
             }
-            // §2.5.4: step AQM for L-queue packets (after surviving the PI decision).
+            // sch_dualpi2.c:dualpi2_qdisc_dequeue: step AQM for L-queue packets (after surviving the PI decision).
             if e.class == Class::L4s && self.step_aqm(&mut e, now, ctx) {
                 self.l_drops += 1;
                 ctx.drop_counted(&mut self.stats, e.pkt);
                 continue;
             }
-            // §2.5.5: apply the credit change and send.
+            // sch_dualpi2.c:dualpi2_qdisc_dequeue: apply the credit change and send.
             self.credit = self.credit.wrapping_add(credit_change);
             self.stats.on_sent(&e.pkt);
             return Some(e.pkt);
         }
     }
 
-    fn peek(&self) -> Option<&Packet> {
+    fn peek(&self) -> Option<&P> {
         match self.pick()? {
             Class::L4s => self.l.front().map(|e| &e.pkt),
             Class::Classic => self.c.front().map(|e| &e.pkt),
@@ -677,8 +802,8 @@ impl Qdisc for DualPi2 {
         Some(self.next_update)
     }
 
-    /// aqm.md §2.9: PI update every tupdate; re-armed at callback time + tupdate.
-    fn on_timer(&mut self, now: Time, _ctx: &mut QdiscCtx) {
+    /// sch_dualpi2.c:calculate_probability: PI update every tupdate; re-armed at callback time + tupdate.
+    fn on_timer(&mut self, now: Time, _ctx: &mut QdiscCtx<P>) {
         if now < self.next_update {
             return;
         }
@@ -687,12 +812,12 @@ impl Qdisc for DualPi2 {
         self.next_update = now + self.tupdate;
     }
 
-    /// `tc -s qdisc show` xstats (aqm.md §2.10). `delay_c`/`delay_l` are computed at
+    /// `tc -s qdisc show` xstats (sch_dualpi2.c:dualpi2_dump_stats). `delay_c`/`delay_l` are computed at
     /// the latest time the qdisc saw (the trait passes no dump time), truncated to
     /// whole µs as the kernel reports them.
     fn extra_stats(&self) -> Vec<(&'static str, f64)> {
-        let delay_ms = |q: &VecDeque<Entry>| {
-            q.front().map_or(0, |e| self.last_now.saturating_sub(e.pkt.enqueue_ts) / NS_PER_US) as f64 / 1000.0
+        let delay_ms = |q: &VecDeque<Entry<P>>| {
+            q.front().map_or(0, |e| self.last_now.saturating_sub(e.pkt.enqueue_ts()) / NS_PER_US) as f64 / 1000.0
         };
         let mut v = vec![
             ("prob", self.prob as f64 / MAX_PROB as f64),
@@ -722,6 +847,8 @@ impl Qdisc for DualPi2 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::testutil::TestPacket;
+    use crate::qdisc::Ecn;
     use crate::rng;
 
     const FRAME: u32 = 1514;
@@ -730,16 +857,16 @@ mod tests {
     /// Owns what a `QdiscCtx` borrows.
     use crate::qdisc::testutil::Harness as H;
 
-    fn frame(id: u64, ecn: Ecn, len: u32) -> Packet {
+    fn frame(id: u64, ecn: Ecn, len: u32) -> TestPacket {
         crate::qdisc::testutil::packet(id as u32, id, len, ecn)
     }
 
-    fn qdisc(params: DualPi2Params) -> DualPi2 {
+    fn qdisc(params: DualPi2Params) -> DualPi2<TestPacket> {
         params.validate().expect("valid params");
-        DualPi2::new(params, &mut rng::stream(0, rng::Stream::Qdisc))
+        DualPi2::<TestPacket>::new(params, &mut rng::stream(0, rng::Stream::Qdisc))
     }
 
-    fn extra(q: &DualPi2, name: &str) -> f64 {
+    fn extra(q: &DualPi2<TestPacket>, name: &str) -> f64 {
         q.extra_stats().into_iter().find(|(k, _)| *k == name).map(|(_, v)| v).expect(name)
     }
 
@@ -759,7 +886,7 @@ mod tests {
     /// Keep at least 40 frames of `ecn` queued (so the 2-MTU rule never applies) and
     /// dequeue at t = 0 (sojourn 0: no step) until `n` packets were decided.
     /// Returns (marked, dropped, passed unmarked).
-    fn steady(q: &mut DualPi2, h: &mut H, ecn: Ecn, n: u64) -> (u64, u64, u64) {
+    fn steady(q: &mut DualPi2<TestPacket>, h: &mut H, ecn: Ecn, n: u64) -> (u64, u64, u64) {
         let (mut marked, mut passed, mut id) = (0u64, 0u64, 0u64);
         let drops0 = q.stats().drops;
         while marked + passed + (q.stats().drops - drops0) < n {
@@ -780,7 +907,7 @@ mod tests {
 
     #[test]
     fn vector1_wrr_order_and_credit() {
-        // aqm.md §11 vector 1 / §2.6: both queues backlogged with 1514-B frames
+        // Worked example of sch_dualpi2.c:dequeue_packet: both queues backlogged with 1514-B frames
         // from reset: L x9, C x1, repeating; credit after the first C = -121 120.
         let mut q = qdisc(DualPi2Params::default());
         let mut h = H::with_seed(1);
@@ -807,7 +934,7 @@ mod tests {
 
     #[test]
     fn wrr_credit_frozen_with_one_queue_and_reset_when_empty() {
-        // aqm.md §11 vector 1 / §2.6: one queue empty -> the other is served every
+        // Worked example of sch_dualpi2.c:dequeue_packet: one queue empty -> the other is served every
         // time and the credit is frozen; a dequeue finding both empty resets it.
         let mut q = qdisc(DualPi2Params::default());
         let mut h = H::with_seed(1);
@@ -831,7 +958,7 @@ mod tests {
 
     #[test]
     fn alpha_beta_fixed_point_as_tc_and_kernel() {
-        // aqm.md §2.2: kernel defaults 41/256 and 819/256 -> a_i = 44, b_i = 879.
+        // sch_dualpi2.c:dualpi2_change, iproute2 tc/q_dualpi2.c: sch_dualpi2.c:dualpi2_reset_default: 41/256 and 819/256 -> a_i = 44, b_i = 879.
         let d = DualPi2Params::default();
         assert_eq!((d.alpha_nl(), d.beta_nl()), (41, 819));
         assert_eq!((d.a_i(), d.b_i()), (44, 879));
@@ -846,7 +973,7 @@ mod tests {
 
     #[test]
     fn vector2_pi_integer_path() {
-        // aqm.md §11 vector 2: a_i 44, b_i 879, target 15 ms, head waiting time held
+        // Worked example of sch_dualpi2.c:calculate_probability: a_i 44, b_i 879, target 15 ms, head waiting time held
         // at 16 ms at every update: +220 437 500 then +687 500 per update.
         let mut q = qdisc(DualPi2Params::default());
         let mut h = H::with_seed(1);
@@ -870,7 +997,7 @@ mod tests {
     #[test]
     fn pi_uses_larger_head_wait_and_clamps() {
         let mut h = H::with_seed(1);
-        // aqm.md §2.9 step 1: the max of the C and L head waiting times.
+        // sch_dualpi2.c:calculate_probability step 1: the max of the C and L head waiting times.
         let mut q = qdisc(DualPi2Params::default());
         q.enqueue(frame(0, Ecn::Ect0, FRAME), 6 * MS, &mut h.ctx()); // C head waits 10 ms
         q.enqueue(frame(1, Ecn::Ect1, FRAME), 0, &mut h.ctx()); // L head waits 16 ms
@@ -900,7 +1027,7 @@ mod tests {
 
     #[test]
     fn overflow_mode_caps_prob_at_one_over_k() {
-        // aqm.md §2.9 step 5 / §2.7.4: overflow mode caps prob at MAX/k.
+        // sch_dualpi2.c:calculate_probability step 5 / sch_dualpi2.c:dualpi2_scalable_marking: overflow mode caps prob at MAX/k.
         let mut q = qdisc(DualPi2Params { drop_on_overload: false, ..Default::default() });
         let mut h = H::with_seed(3);
         q.set_prob(MAX_PROB - 10);
@@ -919,7 +1046,7 @@ mod tests {
 
     #[test]
     fn vector3_overload_boundary() {
-        // aqm.md §11 vector 3 (k = 2).
+        // Worked example of sch_dualpi2.c:calculate_probability (k = 2).
         let mut q = qdisc(DualPi2Params::default());
         q.set_prob(2_147_483_647);
         assert!(!q.is_overloaded());
@@ -971,7 +1098,7 @@ mod tests {
 
     #[test]
     fn coupling_observed_at_dequeue() {
-        // aqm.md §2.7 / §2.9: with prob fixed at p' = 0.1, C ECT(0) packets are
+        // sch_dualpi2.c:must_drop / sch_dualpi2.c:calculate_probability: with prob fixed at p' = 0.1, C ECT(0) packets are
         // marked w.p. p'^2 = (p_CL/k)^2 and L packets w.p. p_CL = k p'.
         let prob = (0.1 * MAX_PROB as f64) as u32;
         let n = 200_000u64;
@@ -1007,7 +1134,7 @@ mod tests {
 
     #[test]
     fn not_ect_classic_dropped_like_ect0_marked() {
-        // aqm.md §2.7.3: a firing p_C draw drops a Not-ECT packet and marks ECT(0).
+        // sch_dualpi2.c:dualpi2_classic_marking: a firing p_C draw drops a Not-ECT packet and marks ECT(0).
         let prob = (0.1 * MAX_PROB as f64) as u32;
         let n = 200_000u64;
         let mut h = H::with_seed(13);
@@ -1030,7 +1157,7 @@ mod tests {
 
     #[test]
     fn no_pi_action_below_two_mtu() {
-        // aqm.md §2.7.1: no PI mark/drop while the backlog left behind the departing
+        // sch_dualpi2.c:must_drop: no PI mark/drop while the backlog left behind the departing
         // packet is < 2 x 1514 B.
         let mut h = H::with_seed(5);
         // C at prob = MAX (overloaded: every C draw fires and drops).
@@ -1063,7 +1190,7 @@ mod tests {
         assert_eq!(q.dequeue(0, &mut h.ctx()).unwrap().ecn, Ecn::Ect1);
         assert_eq!(extra(&q, "ecn_mark"), 1.0);
 
-        // The step is not subject to the 2-MTU rule (§2.8): a lone L packet that
+        // The step is not subject to the 2-MTU rule (sch_dualpi2.c:do_step_aqm): a lone L packet that
         // waited 2 ms is step-marked (mainline: always eligible).
         let mut q = qdisc(DualPi2Params::default());
         q.enqueue(frame(9, Ecn::Ect1, FRAME), 0, &mut h.ctx());
@@ -1073,7 +1200,7 @@ mod tests {
 
     #[test]
     fn step_marks_only_l_packets_above_threshold() {
-        // aqm.md §2.8: mark an L packet iff its own sojourn > 1 ms (strict), measured
+        // sch_dualpi2.c:do_step_aqm: mark an L packet iff its own sojourn > 1 ms (strict), measured
         // with the dequeue call's `now`; C packets are never step-marked.
         let mut q = qdisc(DualPi2Params::default());
         let mut h = H::with_seed(2);
@@ -1097,7 +1224,7 @@ mod tests {
 
     #[test]
     fn step_floor_l4steam_vs_mainline_min_qlen_step() {
-        // aqm.md §2.4.4 / §2.8: DP2-T applies the step only to packets that found
+        // sch_dualpi2.c:dualpi2_enqueue_skb / sch_dualpi2.c:do_step_aqm: DP2-T applies the step only to packets that found
         // qlen(L) > 1 at enqueue; DP2-ML to those finding qlen(L) >= min_qlen_step.
         let run = |params: DualPi2Params| -> Vec<Ecn> {
             let mut q = qdisc(params);
@@ -1116,7 +1243,7 @@ mod tests {
 
     #[test]
     fn step_in_packets() {
-        // aqm.md §2.8: measure = L queue length after removing the packet, strict >.
+        // sch_dualpi2.c:do_step_aqm: measure = L queue length after removing the packet, strict >.
         let run = |params: DualPi2Params| -> Vec<Ecn> {
             let mut q = qdisc(params);
             let mut h = H::with_seed(4);
@@ -1135,7 +1262,7 @@ mod tests {
 
     #[test]
     fn classification_and_counters() {
-        // aqm.md §2.3: ECT(1) and CE -> L with l4s_ect; any_ect adds ECT(0).
+        // sch_dualpi2.c:dualpi2_skb_classify: ECT(1) and CE -> L with l4s_ect; any_ect adds ECT(0).
         let mut h = H::with_seed(1);
         let mut q = qdisc(DualPi2Params::default());
         for (i, ecn) in [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce].into_iter().enumerate() {
@@ -1157,7 +1284,7 @@ mod tests {
 
     #[test]
     fn shared_tail_drop_limit_and_memlimit() {
-        // aqm.md §2.4.1: one packet limit for both queues; overlimit + drop.
+        // sch_dualpi2.c:dualpi2_enqueue_skb: one packet limit for both queues; overlimit + drop.
         let mut h = H::with_seed(1);
         let mut q = qdisc(DualPi2Params { limit_packets: 5, ..Default::default() });
         for i in 0..3 {
@@ -1185,7 +1312,7 @@ mod tests {
 
     #[test]
     fn drop_enqueue_mode_decides_at_enqueue() {
-        // aqm.md §2.4.2: PI decision at enqueue on the backlog before adding; none at
+        // sch_dualpi2.c:dualpi2_enqueue_skb: PI decision at enqueue on the backlog before adding; none at
         // dequeue (the step still runs at dequeue).
         let mut h = H::with_seed(1);
         let mut q = qdisc(DualPi2Params { drop_dequeue: false, ..Default::default() });
@@ -1207,7 +1334,7 @@ mod tests {
 
     #[test]
     fn dequeue_drop_retries_in_same_call_without_credit() {
-        // aqm.md §2.5: a drop at dequeue makes the same call pick the next packet;
+        // sch_dualpi2.c:dualpi2_qdisc_dequeue: a drop at dequeue makes the same call pick the next packet;
         // dropped packets do not change the WRR credit.
         let mut h = H::with_seed(1);
         let mut q = qdisc(DualPi2Params::default());

@@ -1,10 +1,84 @@
-//! `pfifo` and `bfifo` (Linux `sch_fifo.c`; aqm.md §7): tail drop on a packet or
+//! `pfifo` and `bfifo` (Linux `net/sched/sch_fifo.c`): tail drop on a packet or
 //! byte limit, no marking.
 
-use super::{Qdisc, QdiscCtx, QdiscStats};
-use crate::packet::Packet;
+use super::{Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats};
+use crate::rng::SimRng;
+use crate::schema::{ParamKind, ParamSpec};
 use crate::time::Time;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::collections::VecDeque;
+
+/// `DEFAULT_TX_QUEUE_LEN` of an Ethernet device (`ether_setup`), the limit
+/// `sch_fifo.c:fifo_init` starts from when tc gives none.
+pub const DEFAULT_TX_QUEUE_LEN: u32 = 1000;
+/// `psched_mtu` of Ethernet: 1500 + 14.
+const PSCHED_MTU: u32 = 1514;
+
+/// `tc qdisc add ... bfifo` parameters.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BfifoParams {
+    /// `limit`: bytes of L2 frames (`qdisc_pkt_len`). Default `tx_queue_len x
+    /// psched_mtu` = 1 514 000 (`fifo_init`).
+    pub limit_bytes: u64,
+}
+
+impl Default for BfifoParams {
+    fn default() -> Self {
+        BfifoParams { limit_bytes: DEFAULT_TX_QUEUE_LEN as u64 * PSCHED_MTU as u64 }
+    }
+}
+
+/// `tc qdisc add ... pfifo` parameters.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PfifoParams {
+    /// `limit`: packets. Default `tx_queue_len` = 1000 (`fifo_init`).
+    pub limit_packets: u32,
+}
+
+impl Default for PfifoParams {
+    fn default() -> Self {
+        PfifoParams { limit_packets: DEFAULT_TX_QUEUE_LEN }
+    }
+}
+
+impl QdiscKind for BfifoParams {
+    const KIND: &'static str = "bfifo";
+    const DOC: &'static str = "Byte-limited drop-tail FIFO (net/sched/sch_fifo.c:bfifo_enqueue).";
+    fn params() -> Vec<ParamSpec> {
+        vec![ParamSpec::new(
+            "limit_bytes",
+            ParamKind::Bytes,
+            json!(BfifoParams::default().limit_bytes),
+            "Backlog limit in L2 bytes; an arrival that would exceed it is dropped. Default tx_queue_len 1000 x \
+             psched_mtu 1514 (net/sched/sch_fifo.c:fifo_init); u32 in struct tc_fifo_qopt.",
+        )
+        .range(1.0, u32::MAX as f64)]
+    }
+    fn build<P: QdiscPacket>(&self, _rng: &mut SimRng) -> Box<dyn Qdisc<P>> {
+        Box::new(Fifo::bfifo(self.limit_bytes))
+    }
+}
+
+impl QdiscKind for PfifoParams {
+    const KIND: &'static str = "pfifo";
+    const DOC: &'static str = "Packet-limited drop-tail FIFO (net/sched/sch_fifo.c:pfifo_enqueue).";
+    fn params() -> Vec<ParamSpec> {
+        vec![ParamSpec::new(
+            "limit_packets",
+            ParamKind::Packets,
+            json!(DEFAULT_TX_QUEUE_LEN),
+            "Queue limit in packets; arrivals to a full queue are dropped. Default tx_queue_len 1000 \
+             (net/sched/sch_fifo.c:fifo_init); u32 in struct tc_fifo_qopt.",
+        )
+        .range(1.0, u32::MAX as f64)]
+    }
+    fn build<P: QdiscPacket>(&self, _rng: &mut SimRng) -> Box<dyn Qdisc<P>> {
+        Box::new(Fifo::pfifo(self.limit_packets))
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Limit {
@@ -15,13 +89,13 @@ enum Limit {
 }
 
 /// A drop-tail FIFO.
-pub struct Fifo {
-    queue: VecDeque<Packet>,
+pub struct Fifo<P> {
+    queue: VecDeque<P>,
     limit: Limit,
     stats: QdiscStats,
 }
 
-impl Fifo {
+impl<P> Fifo<P> {
     /// `bfifo limit BYTES`.
     pub fn bfifo(limit_bytes: u64) -> Self {
         Self::with_limit(Limit::Bytes(limit_bytes), (limit_bytes / 64) as usize)
@@ -37,7 +111,7 @@ impl Fifo {
     }
 }
 
-impl Qdisc for Fifo {
+impl<P: QdiscPacket> Qdisc<P> for Fifo<P> {
     fn kind(&self) -> &'static str {
         match self.limit {
             Limit::Bytes(_) => "bfifo",
@@ -45,9 +119,9 @@ impl Qdisc for Fifo {
         }
     }
 
-    fn enqueue(&mut self, mut pkt: Packet, now: Time, ctx: &mut QdiscCtx) {
+    fn enqueue(&mut self, mut pkt: P, now: Time, ctx: &mut QdiscCtx<P>) {
         let fits = match self.limit {
-            Limit::Bytes(limit) => self.stats.backlog_bytes + pkt.wire_len as u64 <= limit,
+            Limit::Bytes(limit) => self.stats.backlog_bytes + pkt.wire_len() as u64 <= limit,
             Limit::Packets(limit) => self.queue.len() < limit as usize,
         };
         if !fits {
@@ -55,19 +129,19 @@ impl Qdisc for Fifo {
             ctx.drop_counted(&mut self.stats, pkt);
             return;
         }
-        pkt.enqueue_ts = now;
+        pkt.set_enqueue_ts(now);
         self.stats.on_enqueue(&pkt);
         self.queue.push_back(pkt);
     }
 
-    fn dequeue(&mut self, _now: Time, _ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn dequeue(&mut self, _now: Time, _ctx: &mut QdiscCtx<P>) -> Option<P> {
         let pkt = self.queue.pop_front()?;
         self.stats.on_remove(&pkt);
         self.stats.on_sent(&pkt);
         Some(pkt)
     }
 
-    fn peek(&self) -> Option<&Packet> {
+    fn peek(&self) -> Option<&P> {
         self.queue.front()
     }
 
@@ -79,16 +153,18 @@ impl Qdisc for Fifo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::testutil::TestPacket;
+    use crate::qdisc::Ecn;
     use crate::rng;
 
-    fn frame(id: u64, len: u32) -> Packet {
-        crate::qdisc::testutil::packet(0, id, len, crate::packet::Ecn::NotEct)
+    fn frame(id: u64, len: u32) -> TestPacket {
+        crate::qdisc::testutil::packet(0, id, len, Ecn::NotEct)
     }
 
     #[test]
     fn bfifo_holds_floor_limit_over_frame_size() {
-        // aqm.md §0: bfifo 250 000 B holds 165 full 1514-B frames.
-        let mut q = Fifo::bfifo(250_000);
+        // bfifo 250 000 B holds floor(250 000 / 1514) = 165 full frames (sch_fifo.c:bfifo_enqueue).
+        let mut q = Fifo::<TestPacket>::bfifo(250_000);
         let mut r = rng::stream(1, rng::Stream::Qdisc);
         let (mut d, mut m) = (Vec::new(), Vec::new());
         let mut ctx = QdiscCtx { rng: &mut r, dropped: &mut d, marked: &mut m };
@@ -107,7 +183,7 @@ mod tests {
 
     #[test]
     fn pfifo_counts_packets_not_bytes() {
-        let mut q = Fifo::pfifo(3);
+        let mut q = Fifo::<TestPacket>::pfifo(3);
         let mut r = rng::stream(1, rng::Stream::Qdisc);
         let (mut d, mut m) = (Vec::new(), Vec::new());
         let mut ctx = QdiscCtx { rng: &mut r, dropped: &mut d, marked: &mut m };

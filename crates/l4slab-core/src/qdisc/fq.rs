@@ -1,26 +1,27 @@
-//! `fq` (Linux `net/sched/sch_fq.c`, Eric Dumazet; aqm.md §6) for forwarded traffic.
+//! `fq` (Linux `net/sched/sch_fq.c`, Eric Dumazet) for forwarded traffic.
 //!
 //! Per-flow queues served by DRR with a new-flows list (initial quantum) and an
 //! old-flows list, per-flow and total tail-drop limits, and a dequeue-time CE step at
 //! `ce_threshold`. The router forwards every packet, so every packet is an "orphan"
 //! (no socket): its flow is `hash(5-tuple) & orphan_mask` — here
 //! `hash(Packet::flow, perturbation) & orphan_mask` — and, with `skb->tstamp` cleared
-//! by the forwarding path, nothing is ever paced (aqm.md §0 item 5, §6.4 step 5).
-//! `orphan_mask 0` puts every packet in one flow: the studies' "FIFO+ECN" (§6.5).
+//! by the forwarding path, nothing is ever paced (forwarded skbs carry no socket pacing rate: sch_fq.c:fq_dequeue).
+//! `orphan_mask 0` puts every packet in one flow: the studies' "FIFO+ECN" (as the PAM 2025 testbed configured it).
 //!
 //! Not modelled (no effect on forwarded traffic without `maxrate`): pacing / throttled
 //! flows, `maxrate`, `low_rate_threshold`, `horizon`, `timer_slack`, and the ≥ 6.7
 //! priority bands (every packet has priority 0 → band 1, so band selection never
 //! changes the order). The ≥ 6.7 internal fast-path queue is optional (`fastpath`).
 
-use super::{flow_hash, Qdisc, QdiscCtx, QdiscStats};
-use crate::packet::Packet;
+use super::{flow_hash, Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats};
 use crate::rng::SimRng;
+use crate::schema::{ParamKind, ParamSpec};
 use crate::time::{jiffies, Time, HZ, NS_PER_JIFFY, NS_PER_MS, NS_PER_US};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::collections::{HashMap, VecDeque};
 
-/// `psched_mtu` of the Ethernet bottleneck (aqm.md §1.1).
+/// `psched_mtu` of the Ethernet bottleneck (include/net/pkt_sched.h:psched_mtu, qdisc_pkt_len).
 const PSCHED_MTU: u32 = 1514;
 /// Detached flows older than this are garbage-collected (`FQ_GC_AGE` = 3 s).
 const GC_AGE_JIFFIES: u64 = 3 * HZ;
@@ -31,7 +32,7 @@ const FASTPATH_MAX: usize = 8;
 /// `GOLDEN_RATIO_64` of `hash_64()` / `hash_ptr()`.
 const GOLDEN_RATIO_64: u64 = 0x61C8_8646_80B5_83EB;
 
-/// `tc qdisc add ... fq` parameters (aqm.md §6.1). Defaults are Linux's (`fq_init`).
+/// `tc qdisc add ... fq` parameters (sch_fq.c:fq_init, iproute2 tc/q_fq.c). Defaults are Linux's (`fq_init`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FqParams {
@@ -56,8 +57,8 @@ pub struct FqParams {
     /// `ce_threshold`: set CE on packets whose sojourn exceeds it at dequeue.
     /// Default none (Linux: ~4295 s).
     pub ce_threshold_ns: Option<u64>,
-    /// Model the Linux ≥ 6.7 internal fast-path FIFO (not a tc option; aqm.md §6.3
-    /// step 3, §12 item 2): packets arriving while no flow has packets go to an
+    /// Model the Linux ≥ 6.7 internal fast-path FIFO (not a tc option; sch_fq.c:fq_enqueue
+    /// step 3; which kernel the testbed ran is not confirmed): packets arriving while no flow has packets go to an
     /// unmarked FIFO served first (≤ 8 packets). Default false (pre-6.7 behaviour).
     pub fastpath: bool,
 }
@@ -78,40 +79,88 @@ impl Default for FqParams {
     }
 }
 
-impl FqParams {
-    /// Range checks, after the kernel's `fq_change` and tc's u32 µs units.
-    pub fn validate(&self) -> Result<(), String> {
-        const MAX_US_NS: u64 = u32::MAX as u64 * NS_PER_US;
-        if self.limit_packets == 0 {
-            return Err(format!("limit_packets: {} is out of range (allowed 1..=4294967295)", self.limit_packets));
-        }
-        if self.flow_limit_packets == 0 {
-            return Err(format!(
-                "flow_limit_packets: {} is out of range (allowed 1..=4294967295)",
-                self.flow_limit_packets
-            ));
-        }
-        if self.quantum_bytes == 0 || self.quantum_bytes > 1 << 20 {
-            return Err(format!("quantum_bytes: {} is out of range (allowed 1..=1048576)", self.quantum_bytes));
-        }
-        if self.initial_quantum_bytes > i32::MAX as u32 {
-            return Err(format!(
-                "initial_quantum_bytes: {} is out of range (allowed 0..=2147483647)",
-                self.initial_quantum_bytes
-            ));
-        }
-        if self.refill_delay_ns > MAX_US_NS {
-            return Err(format!("refill_delay_ns: {} is out of range (allowed 0..={MAX_US_NS})", self.refill_delay_ns));
-        }
-        if !(2..=256 * 1024).contains(&self.buckets) {
-            return Err(format!("buckets: {} is out of range (allowed 2..=262144)", self.buckets));
-        }
-        if let Some(t) = self.ce_threshold_ns {
-            if t > MAX_US_NS {
-                return Err(format!("ce_threshold_ns: {t} is out of range (allowed 0..={MAX_US_NS})"));
-            }
-        }
-        Ok(())
+impl QdiscKind for FqParams {
+    const KIND: &'static str = "fq";
+    const DOC: &'static str =
+        "FQ: per-flow DRR with CE marking on sojourn; no pacing for forwarded packets (net/sched/sch_fq.c).";
+
+    fn params() -> Vec<ParamSpec> {
+        let d = FqParams::default();
+        // tc carries times as u32 microseconds (iproute2 tc/q_fq.c).
+        let max_us_ns = u32::MAX as f64 * NS_PER_US as f64;
+        vec![
+            ParamSpec::new(
+                "limit_packets",
+                ParamKind::Packets,
+                json!(d.limit_packets),
+                "Total packets queued, per band on Linux >= 6.7 (net/sched/sch_fq.c:fq_init: 10000).",
+            )
+            .range(1.0, u32::MAX as f64),
+            ParamSpec::new(
+                "flow_limit_packets",
+                ParamKind::Packets,
+                json!(d.flow_limit_packets),
+                "Packets per flow (net/sched/sch_fq.c:fq_init: 100).",
+            )
+            .range(1.0, u32::MAX as f64),
+            ParamSpec::new(
+                "quantum_bytes",
+                ParamKind::Bytes,
+                json!(d.quantum_bytes),
+                "DRR quantum (net/sched/sch_fq.c:fq_init: 2 * psched_mtu; fq_change refuses 0 and > 1 MiB).",
+            )
+            .range(1.0, (1 << 20) as f64),
+            ParamSpec::new(
+                "initial_quantum_bytes",
+                ParamKind::Bytes,
+                json!(d.initial_quantum_bytes),
+                "Credit of a new flow (net/sched/sch_fq.c:fq_init: 10 * psched_mtu; signed 32-bit credit).",
+            )
+            .range(0.0, i32::MAX as f64),
+            ParamSpec::new(
+                "refill_delay_ns",
+                ParamKind::TimeNs,
+                json!(d.refill_delay_ns),
+                "A flow idle longer than this gets credit >= quantum on return, in jiffies rounded up \
+                 (net/sched/sch_fq.c:fq_init: msecs_to_jiffies(40)).",
+            )
+            .range(0.0, max_us_ns),
+            ParamSpec::new(
+                "orphan_mask",
+                ParamKind::Int,
+                json!(d.orphan_mask),
+                "Mask on the flow hash of socket-less packets; 0 = one flow, the studies' FIFO+ECN \
+                 (net/sched/sch_fq.c:fq_init: 1024 - 1).",
+            )
+            .range(0.0, u32::MAX as f64),
+            ParamSpec::new(
+                "buckets",
+                ParamKind::Int,
+                json!(d.buckets),
+                "Flow-lookup hash buckets, tc sends ilog2 (net/sched/sch_fq.c:fq_init: fq_trees_log = ilog2(1024); \
+                 fq_change accepts log 1..=18).",
+            )
+            .range(2.0, (256 * 1024) as f64),
+            ParamSpec::new(
+                "ce_threshold_ns",
+                ParamKind::TimeNs,
+                json!(null),
+                "CE-mark packets whose sojourn at dequeue exceeds this; null = disabled \
+                 (net/sched/sch_fq.c:fq_init: (u64)NSEC_PER_USEC * ~0U).",
+            )
+            .range(0.0, max_us_ns),
+            ParamSpec::new(
+                "fastpath",
+                ParamKind::Bool,
+                json!(d.fastpath),
+                "Not a tc keyword: model the Linux >= 6.7 internal fast-path FIFO (net/sched/sch_fq.c:\
+                 fq_fastpath_check); false = pre-6.7 behaviour.",
+            ),
+        ]
+    }
+
+    fn build<P: QdiscPacket>(&self, rng: &mut SimRng) -> Box<dyn Qdisc<P>> {
+        Box::new(Fq::new(self.clone(), rng))
     }
 }
 
@@ -126,17 +175,17 @@ enum Link {
     Free,
 }
 
-struct Flow {
+struct Flow<P> {
     key: u64,
-    queue: VecDeque<Packet>,
+    queue: VecDeque<P>,
     credit: i32,
     link: Link,
-    /// `jiffies | 1` when detached (the Linux age encoding; aqm.md §6.3 step 5).
+    /// `jiffies | 1` when detached (the Linux age encoding; sch_fq.c:fq_enqueue step 5).
     age: u64,
 }
 
 /// The FQ qdisc.
-pub struct Fq {
+pub struct Fq<P> {
     params: FqParams,
     stats: QdiscStats,
     perturbation: u32,
@@ -144,14 +193,14 @@ pub struct Fq {
     refill_delay_jiffies: u64,
     buckets_log: u32,
 
-    flows: Vec<Flow>,
+    flows: Vec<Flow<P>>,
     free_slots: Vec<u32>,
     index: HashMap<u64, u32>,
     bucket_members: Vec<Vec<u32>>,
     new_flows: VecDeque<u32>,
     old_flows: VecDeque<u32>,
     /// ≥ 6.7 fast-path FIFO (`q->internal`).
-    internal: VecDeque<Packet>,
+    internal: VecDeque<P>,
     /// Packets in flows (= band 1 count; excludes the fast-path FIFO).
     flow_pkts: u64,
 
@@ -164,7 +213,7 @@ pub struct Fq {
     stat_fastpath_packets: u64,
 }
 
-impl Fq {
+impl<P: QdiscPacket> Fq<P> {
     /// An FQ qdisc; draws the flow-hash perturbation from `rng`.
     pub fn new(params: FqParams, rng: &mut SimRng) -> Self {
         let buckets_log = 31 - params.buckets.max(2).leading_zeros(); // ilog2, as tc
@@ -196,10 +245,10 @@ impl Fq {
         }
     }
 
-    /// Flow key of an orphan packet: `((hash & orphan_mask) << 1) | 1` (aqm.md §6.2).
+    /// Flow key of an orphan packet: `((hash & orphan_mask) << 1) | 1` (sch_fq.c:fq_classify).
     #[inline]
-    fn orphan_key(&self, pkt: &Packet) -> u64 {
-        let h = flow_hash(pkt.flow, self.perturbation) & self.params.orphan_mask;
+    fn orphan_key(&self, pkt: &P) -> u64 {
+        let h = flow_hash(pkt.flow_key(), self.perturbation) & self.params.orphan_mask;
         ((h as u64) << 1) | 1
     }
 
@@ -213,7 +262,7 @@ impl Fq {
         self.stats.backlog_packets
     }
 
-    /// `fq_fastpath_check` for a packet due now (aqm.md §6.3 step 3; ≥ 6.7 only).
+    /// `fq_fastpath_check` for a packet due now (sch_fq.c:fq_enqueue step 3; ≥ 6.7 only).
     fn fastpath_ok(&self) -> bool {
         if self.total_qlen() != 0 {
             // Some flow has packets (no flow is ever throttled here).
@@ -255,8 +304,8 @@ impl Fq {
         self.stat_gc_flows += freed;
     }
 
-    /// `fq_classify` for an orphan packet: find or create its flow (aqm.md §6.2).
-    fn classify(&mut self, pkt: &Packet, now: Time) -> u32 {
+    /// `fq_classify` for an orphan packet: find or create its flow (sch_fq.c:fq_classify).
+    fn classify(&mut self, pkt: &P, now: Time) -> u32 {
         let key = self.orphan_key(pkt);
         let bucket = self.bucket_of(key);
         let now_j = jiffies(now);
@@ -292,7 +341,7 @@ impl Fq {
         slot
     }
 
-    fn drop_packet(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
+    fn drop_packet(&mut self, pkt: P, ctx: &mut QdiscCtx<P>) {
         ctx.drop_counted(&mut self.stats, pkt);
     }
 
@@ -302,25 +351,25 @@ impl Fq {
     }
 }
 
-impl Qdisc for Fq {
+impl<P: QdiscPacket> Qdisc<P> for Fq<P> {
     fn kind(&self) -> &'static str {
         "fq"
     }
 
-    fn enqueue(&mut self, mut pkt: Packet, now: Time, ctx: &mut QdiscCtx) {
-        pkt.qclass = 0;
-        // aqm.md §6.3 step 1: total limit (≥ 6.7: the band's count, which excludes
+    fn enqueue(&mut self, mut pkt: P, now: Time, ctx: &mut QdiscCtx<P>) {
+        pkt.set_qclass(0);
+        // sch_fq.c:fq_enqueue step 1: total limit (≥ 6.7: the band's count, which excludes
         // the fast-path FIFO; identical when the fast path is not modelled).
         let counted = if self.params.fastpath { self.flow_pkts } else { self.total_qlen() };
         if counted >= self.params.limit_packets as u64 {
             self.drop_packet(pkt, ctx);
             return;
         }
-        // aqm.md §6.3 step 2: skb->tstamp == 0 for forwarded packets, so
+        // sch_fq.c:fq_enqueue step 2: skb->tstamp == 0 for forwarded packets, so
         // time_to_send = now (kept in enqueue_ts).
-        pkt.enqueue_ts = now;
+        pkt.set_enqueue_ts(now);
 
-        // aqm.md §6.3 step 3 (≥ 6.7): fast path, checked before the flow lookup.
+        // sch_fq.c:fq_enqueue step 3 (≥ 6.7): fast path, checked before the flow lookup.
         if self.params.fastpath && self.fastpath_ok() {
             self.stat_fastpath_packets += 1;
             self.stats.on_enqueue(&pkt);
@@ -332,13 +381,13 @@ impl Qdisc for Fq {
         let quantum = self.params.quantum_bytes;
         let refill = self.refill_delay_jiffies;
         let f = &mut self.flows[slot as usize];
-        // aqm.md §6.3 step 4: per-flow limit.
+        // sch_fq.c:fq_enqueue step 4: per-flow limit.
         if f.queue.len() >= self.params.flow_limit_packets as usize {
             self.stat_flows_plimit += 1;
             self.drop_packet(pkt, ctx);
             return;
         }
-        // aqm.md §6.3 step 5: a detached flow joins new_flows; after refill_delay of
+        // sch_fq.c:fq_enqueue step 5: a detached flow joins new_flows; after refill_delay of
         // idleness its credit becomes max(credit, quantum) compared as u32 (Linux
         // max_t(u32, ...)), with the `jiffies | 1` age.
         if f.link == Link::Detached {
@@ -351,23 +400,23 @@ impl Qdisc for Fq {
         if f.queue.is_empty() {
             self.inactive_flows -= 1;
         }
+        self.stats.on_enqueue(&pkt);
         f.queue.push_back(pkt);
         self.flow_pkts += 1;
-        self.stats.on_enqueue(&pkt);
     }
 
-    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<P>) -> Option<P> {
         if self.total_qlen() == 0 {
             return None;
         }
-        // aqm.md §6.4 step 1: fast-path FIFO first, never CE-marked.
+        // sch_fq.c:fq_dequeue step 1: fast-path FIFO first, never CE-marked.
         if let Some(pkt) = self.internal.pop_front() {
             self.stats.on_remove(&pkt);
             self.stats.on_sent(&pkt);
             return Some(pkt);
         }
         let quantum = self.params.quantum_bytes as i32;
-        // aqm.md §6.4 step 3: DRR over new_flows, then old_flows.
+        // sch_fq.c:fq_dequeue step 3: DRR over new_flows, then old_flows.
         loop {
             let (from_new, slot) = match self.new_flows.front() {
                 Some(&s) => (true, s),
@@ -399,20 +448,20 @@ impl Qdisc for Fq {
                 }
                 continue;
             };
-            // aqm.md §6.4 step 4: CE step on sojourn (time_to_send = enqueue time,
+            // sch_fq.c:fq_dequeue step 4: CE step on sojourn (time_to_send = enqueue time,
             // time_next_packet = 0 without pacing): mark iff now − t > ce_threshold.
-            // ce_mark counts even when set-CE fails on Not-ECT (aqm.md §1.2).
-            if (now.wrapping_sub(pkt.enqueue_ts).wrapping_sub(self.ce_threshold) as i64) > 0 {
+            // ce_mark counts even when set-CE fails on Not-ECT (include/net/inet_ecn.h:INET_ECN_set_ce).
+            if (now.wrapping_sub(pkt.enqueue_ts()).wrapping_sub(self.ce_threshold) as i64) > 0 {
                 self.stat_ce_mark += 1;
                 if pkt.set_ce() {
-                    ctx.mark_counted(&mut self.stats, pkt.flow);
+                    ctx.mark_counted(&mut self.stats, pkt.flow_key());
                 }
             }
             if f.queue.is_empty() {
                 self.inactive_flows += 1;
             }
-            // aqm.md §6.4 step 5: DRR charge; no pacing for forwarded packets (§0 item 5).
-            f.credit -= pkt.wire_len as i32;
+            // sch_fq.c:fq_dequeue step 5: DRR charge; no pacing for forwarded packets (no socket pacing rate).
+            f.credit -= pkt.wire_len() as i32;
             self.flow_pkts -= 1;
             self.stats.on_remove(&pkt);
             self.stats.on_sent(&pkt);
@@ -420,7 +469,7 @@ impl Qdisc for Fq {
         }
     }
 
-    fn peek(&self) -> Option<&Packet> {
+    fn peek(&self) -> Option<&P> {
         if let Some(p) = self.internal.front() {
             return Some(p);
         }
@@ -449,7 +498,7 @@ impl Qdisc for Fq {
     }
 
     fn extra_stats(&self) -> Vec<(&'static str, f64)> {
-        // `tc -s qdisc show dev X` for fq (aqm.md §6).
+        // `tc -s qdisc show dev X` for fq (net/sched/sch_fq.c).
         vec![
             ("flows", self.n_flows as f64),
             ("inactive_flows", self.inactive_flows as f64),
@@ -465,24 +514,25 @@ impl Qdisc for Fq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::Ecn;
+    use crate::qdisc::testutil::TestPacket;
+    use crate::qdisc::Ecn;
 
-    /// 1514-B frame time at 100 Mbit/s (aqm.md §8.2).
+    /// 1514-B frame time at 100 Mbit/s.
     const T_FRAME: Time = 121_120;
 
-    fn pkt(flow: u32, id: u64, len: u32, ecn: Ecn) -> Packet {
+    fn pkt(flow: u32, id: u64, len: u32, ecn: Ecn) -> TestPacket {
         crate::qdisc::testutil::packet(flow, id, len, ecn)
     }
 
     use crate::qdisc::testutil::Harness as Bufs;
 
-    fn make(params: FqParams, b: &mut Bufs) -> Fq {
+    fn make(params: FqParams, b: &mut Bufs) -> Fq<TestPacket> {
         params.validate().unwrap();
-        Fq::new(params, &mut b.rng)
+        Fq::<TestPacket>::new(params, &mut b.rng)
     }
 
     /// Dequeue everything at `t0`, `t0 + T_FRAME`, ...; checks peek == dequeue.
-    fn drain(q: &mut Fq, b: &mut Bufs, t0: Time) -> Vec<Packet> {
+    fn drain(q: &mut Fq<TestPacket>, b: &mut Bufs, t0: Time) -> Vec<TestPacket> {
         let mut out = Vec::new();
         let mut t = t0;
         while !q.is_empty() {
@@ -496,7 +546,7 @@ mod tests {
     }
 
     /// Two flow ids with distinct orphan keys (collisions are possible by design).
-    fn distinct_flows(q: &Fq) -> (u32, u32) {
+    fn distinct_flows(q: &Fq<TestPacket>) -> (u32, u32) {
         let k0 = q.orphan_key(&pkt(0, 0, 1514, Ecn::NotEct));
         let other = (1..).find(|&f| q.orphan_key(&pkt(f, 0, 1514, Ecn::NotEct)) != k0).unwrap();
         (0, other)
@@ -520,7 +570,7 @@ mod tests {
 
     #[test]
     fn orphan_mask_zero_is_one_fifo_across_flows() {
-        // aqm.md §6.2 / §6.5: orphan_mask 0 -> one flow, strict FIFO order, and the
+        // sch_fq.c:fq_classify: orphan_mask 0 -> one flow, strict FIFO order, and the
         // effective limit is min(limit, flow_limit).
         let mut b = Bufs::new();
         let mut q = make(FqParams { orphan_mask: 0, ..FqParams::default() }, &mut b);
@@ -540,7 +590,7 @@ mod tests {
 
     #[test]
     fn default_mask_separates_flows_and_round_robins_by_quantum() {
-        // aqm.md §6.4: both flows start on new_flows with 15 140 B (10 frames), then
+        // sch_fq.c:fq_dequeue: both flows start on new_flows with 15 140 B (10 frames), then
         // alternate on old_flows with 3028 B (2 frames) per turn.
         let mut b = Bufs::new();
         let mut q = make(FqParams::default(), &mut b);
@@ -575,7 +625,7 @@ mod tests {
 
     #[test]
     fn new_flow_is_served_before_backlogged_old_flow() {
-        // aqm.md §6.4: new_flows are served before old_flows.
+        // sch_fq.c:fq_dequeue: new_flows are served before old_flows.
         let mut b = Bufs::new();
         let mut q = make(FqParams::default(), &mut b);
         let (fa, fb) = distinct_flows(&q);
@@ -593,7 +643,7 @@ mod tests {
 
     #[test]
     fn flow_limit_drops_only_the_offending_flow() {
-        // aqm.md §6.3 step 4.
+        // sch_fq.c:fq_enqueue step 4.
         let mut b = Bufs::new();
         let mut q = make(FqParams { flow_limit_packets: 5, ..FqParams::default() }, &mut b);
         let (fa, fb) = distinct_flows(&q);
@@ -621,7 +671,7 @@ mod tests {
 
     #[test]
     fn validation_vector_7_fifo_ecn_marks_beyond_5ms() {
-        // aqm.md §11 vector 7: "FIFO+ECN" (orphan_mask 0, ce_threshold 5 ms) at
+        // Worked example: "FIFO+ECN" (orphan_mask 0, ce_threshold 5 ms) at
         // 100 Mbit/s. 100 ECT frames queued at t = 0, the k-th (1-based) leaves at
         // k·121.12 µs: marked iff k·121 120 > 5 000 000, i.e. k ≥ 42 (5 ms / 121.12 µs
         // = 41.28 frame times).
@@ -648,7 +698,7 @@ mod tests {
         assert_eq!(b.marked.len(), 59);
 
         // Boundary: a sojourn of exactly 5 ms is not marked, 5 ms + 1 ns is. A Not-ECT
-        // frame is left untouched but still counted in ce_mark (aqm.md §6.4 step 4).
+        // frame is left untouched but still counted in ce_mark (sch_fq.c:fq_dequeue step 4).
         let mut q =
             make(FqParams { orphan_mask: 0, ce_threshold_ns: Some(5 * NS_PER_MS), ..FqParams::default() }, &mut b);
         q.enqueue(pkt(0, 1, 1514, Ecn::Ect0), 0, &mut b.ctx());
@@ -698,7 +748,7 @@ mod tests {
 
     #[test]
     fn refill_delay_uses_jiffies_with_odd_age() {
-        // aqm.md §6.3 step 5: a detached flow that was idle longer than refill_delay
+        // sch_fq.c:fq_enqueue step 5: a detached flow that was idle longer than refill_delay
         // (40 jiffies) gets credit max(credit, quantum); age = jiffies | 1.
         for (arrive_ms, expect) in [(45u64, 486i32), (46, 3028)] {
             let mut b = Bufs::new();
@@ -764,7 +814,7 @@ mod tests {
 
     #[test]
     fn fastpath_packets_bypass_flows_and_marking() {
-        // aqm.md §6.3 step 3 / §6.4 step 1 (Linux ≥ 6.7): after idle the first 8
+        // sch_fq.c:fq_enqueue step 3 / sch_fq.c:fq_dequeue step 1 (Linux ≥ 6.7): after idle the first 8
         // packets go to the internal FIFO (no flow, no flow_limit, never CE-marked).
         let mut b = Bufs::new();
         let params = FqParams {

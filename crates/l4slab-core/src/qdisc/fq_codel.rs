@@ -1,22 +1,24 @@
-//! FQ-CoDel (Linux `net/sched/sch_fq_codel.c`, RFC 8290; aqm.md §5): packets hashed
+//! FQ-CoDel (Linux `net/sched/sch_fq_codel.c`, RFC 8290): packets hashed
 //! into `flows` buckets, each a FIFO under its own CoDel state (the shared core in
 //! [`super::codel`]), served by DRR++ with a new-flows list that has priority over
 //! the old-flows list; on overflow (packet limit or memory limit) a batch of packets
 //! is dropped from the head of the fattest bucket.
 
 use super::codel::{
-    codel_dequeue, validate_codel_times, validate_mtu, CodelConfig, CodelQueue, CodelStats, CodelVars, PSCHED_MTU,
+    codel_dequeue, codel_time_specs, mtu_spec, CodelConfig, CodelQueue, CodelStats, CodelVars, MAX_LIMIT_PACKETS,
+    PSCHED_MTU,
 };
-use super::{flow_hash, Qdisc, QdiscCtx, QdiscStats};
-use crate::packet::Packet;
+use super::{flow_hash, Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats};
 use crate::rng::SimRng;
+use crate::schema::{ParamKind, ParamSpec};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::collections::VecDeque;
 
 /// Modelled `skb->truesize` of a packet of `wire_len` bytes, for `memory_limit`.
 ///
-/// Model (an assumption, aqm.md §1.1 and §12.5: the real value depends on the NIC
+/// Model (an assumption: the real value depends on the NIC
 /// driver and is typically 2-4.5 KB for a 1514-B frame): a receive driver puts each
 /// frame in its own 2048-B buffer (half a 4 KiB page, as page-splitting drivers do
 /// for a 1500-B MTU) and the `struct sk_buff` head adds 256 B (its SKB_DATA_ALIGNed
@@ -30,7 +32,7 @@ pub fn truesize(wire_len: u32) -> u64 {
     SKB_HEAD + RX_BUF * (wire_len as u64).div_ceil(RX_BUF).max(1)
 }
 
-/// `tc qdisc ... fq_codel` parameters (aqm.md §5.1), Linux defaults.
+/// `tc qdisc ... fq_codel` parameters (sch_fq_codel.c:fq_codel_init), Linux defaults.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FqCodelParams {
@@ -52,7 +54,7 @@ pub struct FqCodelParams {
     pub ce_threshold_ns: Option<u64>,
     /// `ce_threshold_selector VALUE/MASK`: apply ce_threshold only to packets with
     /// (DS field & MASK) == VALUE; the simulator's DS field is the ECN field (DSCP 0),
-    /// so `(0x01, 0x01)` selects ECT(1) and CE (the L4S-aware mode, aqm.md §5.4).
+    /// so `(0x01, 0x01)` selects ECT(1) and CE (the L4S-aware mode, Linux 5.16 commit dfcb63ce1de6).
     /// Default `None` (mask 0: all packets).
     pub ce_threshold_selector: Option<(u8, u8)>,
     /// `memory_limit`: bytes of modelled truesize (see [`truesize`]) across all
@@ -83,31 +85,67 @@ impl Default for FqCodelParams {
     }
 }
 
-impl FqCodelParams {
-    pub fn validate(&self) -> Result<(), String> {
-        if !(1..=1_000_000).contains(&self.limit_packets) {
-            return Err(format!("limit_packets: {} is out of range (allowed 1..=1000000)", self.limit_packets));
-        }
-        // Linux: 0 < flows <= 65536.
-        if !(1..=65_536).contains(&self.flows) {
-            return Err(format!("flows: {} is out of range (allowed 1..=65536)", self.flows));
-        }
-        // Linux clamps quantum to >= 256 and rejects > 1 MiB; reject both here.
-        if !(256..=1 << 20).contains(&self.quantum_bytes) {
-            return Err(format!("quantum_bytes: {} is out of range (allowed 256..=1048576)", self.quantum_bytes));
-        }
-        validate_codel_times(self.target_ns, self.interval_ns, self.ce_threshold_ns)?;
-        // Linux caps memory_limit at 2^31.
-        if !(1..=1 << 31).contains(&self.memory_limit_bytes) {
-            return Err(format!(
-                "memory_limit_bytes: {} is out of range (allowed 1..=2147483648)",
-                self.memory_limit_bytes
-            ));
-        }
-        if !(1..=65_536).contains(&self.drop_batch_size) {
-            return Err(format!("drop_batch_size: {} is out of range (allowed 1..=65536)", self.drop_batch_size));
-        }
-        validate_mtu(self.mtu_bytes)
+impl QdiscKind for FqCodelParams {
+    const KIND: &'static str = "fq_codel";
+    const DOC: &'static str =
+        "FQ-CoDel: hashed flow queues under DRR++, CoDel per queue (RFC 8290 as net/sched/sch_fq_codel.c).";
+
+    fn params() -> Vec<ParamSpec> {
+        let d = FqCodelParams::default();
+        let mut v =
+            vec![
+            ParamSpec::new("limit_packets", ParamKind::Packets, json!(d.limit_packets),
+                "Packets across all queues; above it the fattest queue is trimmed \
+                 (net/sched/sch_fq_codel.c:fq_codel_init: 10 * 1024; RFC 8290 §5.2.3).")
+                .range(1.0, MAX_LIMIT_PACKETS),
+            ParamSpec::new("flows", ParamKind::Int, json!(d.flows),
+                "Hash buckets, fixed at creation (net/sched/sch_fq_codel.c:fq_codel_init: 1024; \
+                 fq_codel_change accepts 1..=65536).")
+                .range(1.0, 65_536.0),
+            ParamSpec::new("quantum_bytes", ParamKind::Bytes, json!(d.quantum_bytes),
+                "DRR quantum (net/sched/sch_fq_codel.c:fq_codel_init: psched_mtu; fq_codel_change clamps to >= 256 \
+                 and refuses > 1 MiB).")
+                .range(256.0, (1 << 20) as f64),
+        ];
+        v.extend(codel_time_specs(d.target_ns, d.interval_ns));
+        v.extend([
+            ParamSpec::new(
+                "ecn",
+                ParamKind::Bool,
+                json!(d.ecn),
+                "CoDel marks ECT packets instead of dropping (net/sched/sch_fq_codel.c:fq_codel_init: on; \
+                 RFC 8290 §5.2.6).",
+            ),
+            ParamSpec::new(
+                "ce_threshold_selector",
+                ParamKind::Object,
+                json!(null),
+                "[value, mask]: ce_threshold applies only to packets with (DS field & mask) == value; null = mask 0, \
+                 all packets (net/sched/sch_fq_codel.c, Linux 5.16 commit dfcb63ce1de6). [1, 1] selects ECT(1)/CE.",
+            )
+            .range(0.0, 255.0),
+            ParamSpec::new(
+                "memory_limit_bytes",
+                ParamKind::Bytes,
+                json!(d.memory_limit_bytes),
+                "Bytes of modelled skb truesize across all queues (net/sched/sch_fq_codel.c:fq_codel_init: 32 MiB; \
+                 fq_codel_change caps at 2^31).",
+            )
+            .range(1.0, (1u64 << 31) as f64),
+            ParamSpec::new(
+                "drop_batch_size",
+                ParamKind::Packets,
+                json!(d.drop_batch_size),
+                "Most packets dropped per overflow (net/sched/sch_fq_codel.c:fq_codel_init: 64).",
+            )
+            .range(1.0, 65_536.0),
+            mtu_spec(),
+        ]);
+        v
+    }
+
+    fn build<P: QdiscPacket>(&self, rng: &mut SimRng) -> Box<dyn Qdisc<P>> {
+        Box::new(FqCodel::new(self.clone(), rng))
     }
 }
 
@@ -120,8 +158,8 @@ enum List {
 }
 
 /// One hash bucket (Linux `struct fq_codel_flow` plus its `backlogs[]` entry).
-struct Flow {
-    queue: VecDeque<Packet>,
+struct Flow<P> {
+    queue: VecDeque<P>,
     /// Bytes queued in this bucket.
     backlog: u64,
     deficit: i32,
@@ -130,12 +168,12 @@ struct Flow {
 }
 
 /// The `fq_codel` qdisc.
-pub struct FqCodel {
+pub struct FqCodel<P> {
     params: FqCodelParams,
     cfg: CodelConfig,
     /// Hash perturbation (Linux: the per-boot flow-dissector hash key).
     perturbation: u32,
-    flows: Vec<Flow>,
+    flows: Vec<Flow<P>>,
     new_flows: VecDeque<u32>,
     old_flows: VecDeque<u32>,
     /// Sum of modelled truesize of queued packets.
@@ -149,35 +187,36 @@ pub struct FqCodel {
 
 /// One bucket's FIFO seen by the CoDel core, with the qdisc-wide accounting
 /// (fq_codel's `dequeue_func` / `drop_func`).
-struct BucketQueue<'a, 'c> {
-    queue: &'a mut VecDeque<Packet>,
+struct BucketQueue<'a, 'c, P> {
+    queue: &'a mut VecDeque<P>,
     backlog: &'a mut u64,
     memory_usage: &'a mut u64,
     stats: &'a mut QdiscStats,
-    ctx: &'a mut QdiscCtx<'c>,
+    ctx: &'a mut QdiscCtx<'c, P>,
 }
 
-impl CodelQueue for BucketQueue<'_, '_> {
-    fn dequeue_head(&mut self) -> Option<Packet> {
+impl<P: QdiscPacket> CodelQueue for BucketQueue<'_, '_, P> {
+    type Pkt = P;
+    fn dequeue_head(&mut self) -> Option<P> {
         let pkt = self.queue.pop_front()?;
-        *self.backlog -= pkt.wire_len as u64;
-        *self.memory_usage -= truesize(pkt.wire_len);
+        *self.backlog -= pkt.wire_len() as u64;
+        *self.memory_usage -= truesize(pkt.wire_len());
         self.stats.on_remove(&pkt);
         Some(pkt)
     }
-    /// aqm.md §5.3 step 3 / §5.6.2: the whole qdisc's backlog, not the bucket's.
+    /// sch_fq_codel.c:fq_codel_dequeue: the whole qdisc's backlog, not the bucket's.
     fn backlog_bytes(&self) -> u64 {
         self.stats.backlog_bytes
     }
-    fn drop(&mut self, pkt: Packet) {
+    fn drop(&mut self, pkt: P) {
         self.ctx.drop_counted(self.stats, pkt);
     }
-    fn mark(&mut self, pkt: &Packet) {
-        self.ctx.mark_counted(self.stats, pkt.flow);
+    fn mark(&mut self, pkt: &P) {
+        self.ctx.mark_counted(self.stats, pkt.flow_key());
     }
 }
 
-impl FqCodel {
+impl<P: QdiscPacket> FqCodel<P> {
     /// Build the qdisc; draws the hash perturbation from `rng`.
     pub fn new(params: FqCodelParams, rng: &mut SimRng) -> Self {
         let cfg = CodelConfig::from_ns(
@@ -219,7 +258,7 @@ impl FqCodel {
     }
 
     /// Bucket of `flow`: `reciprocal_scale(hash, flows)` = floor(hash x flows / 2^32)
-    /// (aqm.md §5.2 step 1).
+    /// (sch_fq_codel.c:fq_codel_enqueue step 1).
     #[inline]
     pub fn bucket_of(&self, flow: u32) -> usize {
         ((flow_hash(flow, self.perturbation) as u64 * self.params.flows as u64) >> 32) as usize
@@ -250,11 +289,11 @@ impl FqCodel {
         &self.cstats
     }
 
-    /// `fq_codel_drop` (aqm.md §5.2 step 5): drop from the head of the bucket with
+    /// `fq_codel_drop` (sch_fq_codel.c:fq_codel_enqueue step 5): drop from the head of the bucket with
     /// the largest byte backlog (first maximum in index order) until half of its
     /// backlog or `max_packets` packets are gone (at least one), and add the number
     /// dropped to its CoDel count (without a Newton step). Returns (bucket, dropped).
-    fn drop_fattest(&mut self, max_packets: u32, ctx: &mut QdiscCtx) -> (usize, u64) {
+    fn drop_fattest(&mut self, max_packets: u32, ctx: &mut QdiscCtx<P>) -> (usize, u64) {
         let mut idx = 0;
         let mut maxbacklog = 0;
         for (i, f) in self.flows.iter().enumerate() {
@@ -269,9 +308,9 @@ impl FqCodel {
         let mut i = 0u32;
         // do { ... } while (++i < max_packets && len < threshold)
         while let Some(pkt) = flow.queue.pop_front() {
-            len += pkt.wire_len as u64;
-            flow.backlog -= pkt.wire_len as u64;
-            self.memory_usage -= truesize(pkt.wire_len);
+            len += pkt.wire_len() as u64;
+            flow.backlog -= pkt.wire_len() as u64;
+            self.memory_usage -= truesize(pkt.wire_len());
             self.stats.on_remove(&pkt);
             ctx.drop_counted(&mut self.stats, pkt);
             i += 1;
@@ -280,7 +319,7 @@ impl FqCodel {
             }
         }
         // The victim's CoDel count grows by the batch, with no Newton step, so its
-        // next CoDel drops come sooner (aqm.md §5.6.3, §4.5).
+        // next CoDel drops come sooner (sch_fq_codel.c:fq_codel_drop, codel_impl.h:codel_Newton_step).
         flow.cvars.count = flow.cvars.count.wrapping_add(i);
         (idx, i as u64)
     }
@@ -308,18 +347,18 @@ impl FqCodel {
     }
 }
 
-impl Qdisc for FqCodel {
+impl<P: QdiscPacket> Qdisc<P> for FqCodel<P> {
     fn kind(&self) -> &'static str {
         "fq_codel"
     }
 
-    fn enqueue(&mut self, mut pkt: Packet, now: Time, ctx: &mut QdiscCtx) {
-        // aqm.md §5.2 step 1: classify by hashed flow.
-        let idx = self.bucket_of(pkt.flow);
+    fn enqueue(&mut self, mut pkt: P, now: Time, ctx: &mut QdiscCtx<P>) {
+        // sch_fq_codel.c:fq_codel_enqueue step 1: classify by hashed flow.
+        let idx = self.bucket_of(pkt.flow_key());
         // Step 2: stamp, tail-append, account.
-        pkt.enqueue_ts = now;
-        pkt.qclass = 0;
-        let len = pkt.wire_len;
+        pkt.set_enqueue_ts(now);
+        pkt.set_qclass(0);
+        let len = pkt.wire_len();
         let maxq_before = self.stats.maxq_packets;
         self.stats.on_enqueue(&pkt);
         let flow = &mut self.flows[idx];
@@ -351,8 +390,8 @@ impl Qdisc for FqCodel {
         self.stats.maxq_packets = maxq_before.max(self.stats.backlog_packets);
     }
 
-    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx) -> Option<Packet> {
-        // aqm.md §5.3 (DRR++ with per-bucket CoDel).
+    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<P>) -> Option<P> {
+        // sch_fq_codel.c:fq_codel_dequeue (DRR++ with per-bucket CoDel).
         loop {
             // Step 1: new flows first.
             let (from_new, idx) = if let Some(&i) = self.new_flows.front() {
@@ -399,7 +438,7 @@ impl Qdisc for FqCodel {
                 }
                 Some(pkt) => {
                     // Step 5: charge the deficit.
-                    flow.deficit -= pkt.wire_len as i32;
+                    flow.deficit -= pkt.wire_len() as i32;
                     self.stats.on_sent(&pkt);
                     return Some(pkt);
                 }
@@ -407,7 +446,7 @@ impl Qdisc for FqCodel {
         }
     }
 
-    fn peek(&self) -> Option<&Packet> {
+    fn peek(&self) -> Option<&P> {
         self.peek_bucket().and_then(|i| self.flows[i].queue.front())
     }
 
@@ -415,7 +454,7 @@ impl Qdisc for FqCodel {
         &self.stats
     }
 
-    /// `tc -s` fq_codel xstats (aqm.md §5.5).
+    /// `tc -s` fq_codel xstats (sch_fq_codel.c:fq_codel_dump_stats).
     fn extra_stats(&self) -> Vec<(&'static str, f64)> {
         vec![
             ("ecn_mark", self.cstats.ecn_mark as f64),
@@ -431,24 +470,25 @@ impl Qdisc for FqCodel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::Ecn;
+    use crate::qdisc::testutil::TestPacket;
+    use crate::qdisc::Ecn;
     use crate::rng;
 
     const MS: u64 = 1_000_000;
 
-    fn pkt(flow: u32, id: u64, len: u32, ecn: Ecn) -> Packet {
+    fn pkt(flow: u32, id: u64, len: u32, ecn: Ecn) -> TestPacket {
         crate::qdisc::testutil::packet(flow, id, len, ecn)
     }
 
     use crate::qdisc::testutil::Harness;
 
-    fn build(params: FqCodelParams) -> (FqCodel, Harness) {
+    fn build(params: FqCodelParams) -> (FqCodel<TestPacket>, Harness) {
         let mut r = rng::stream(42, rng::Stream::Qdisc);
-        (FqCodel::new(params, &mut r), Harness::with_seed(7))
+        (FqCodel::<TestPacket>::new(params, &mut r), Harness::with_seed(7))
     }
 
     /// Flow ids 0..n, asserting they sit in distinct buckets under this perturbation.
-    fn distinct(q: &FqCodel, n: u32) -> Vec<u32> {
+    fn distinct(q: &FqCodel<TestPacket>, n: u32) -> Vec<u32> {
         let mut b: Vec<usize> = (0..n).map(|f| q.bucket_of(f)).collect();
         b.sort();
         b.dedup();
@@ -456,7 +496,7 @@ mod tests {
         (0..n).collect()
     }
 
-    fn xstat(q: &FqCodel, k: &str) -> f64 {
+    fn xstat(q: &FqCodel<TestPacket>, k: &str) -> f64 {
         q.extra_stats().into_iter().find(|(n, _)| *n == k).unwrap().1
     }
 
@@ -468,7 +508,7 @@ mod tests {
         }
         // Another perturbation maps flows elsewhere.
         let mut r2 = rng::stream(43, rng::Stream::Qdisc);
-        let q2 = FqCodel::new(FqCodelParams::default(), &mut r2);
+        let q2 = FqCodel::<TestPacket>::new(FqCodelParams::default(), &mut r2);
         assert!((0..100).any(|f| q.bucket_of(f) != q2.bucket_of(f)));
         // With one bucket every flow shares it (and its FIFO order).
         let (mut q1, mut h) = build(FqCodelParams { flows: 1, ..Default::default() });
@@ -487,9 +527,9 @@ mod tests {
 
     #[test]
     fn new_flow_is_served_before_old_flows() {
-        // aqm.md §5.3: new_flows has priority; a bucket that used its quantum moves
+        // sch_fq_codel.c:fq_codel_dequeue: new_flows has priority; a bucket that used its quantum moves
         // to old_flows; an emptied bucket leaves the lists and returns as new; one
-        // still on old_flows when a packet arrives stays old (§5.2 step 3).
+        // still on old_flows when a packet arrives stays old (sch_fq_codel.c:fq_codel_enqueue step 3).
         let (mut q, mut h) = build(FqCodelParams::default());
         let f = distinct(&q, 3);
         for i in 0..2 {
@@ -533,7 +573,7 @@ mod tests {
 
     #[test]
     fn drr_shares_bytes_equally_with_different_packet_sizes() {
-        // aqm.md §5.3: quantum 1514 B per round; 1514-B vs 500-B packets.
+        // sch_fq_codel.c:fq_codel_dequeue: quantum 1514 B per round; 1514-B vs 500-B packets.
         let (mut q, mut h) = build(FqCodelParams::default());
         let f = distinct(&q, 2);
         let mut id = 0;
@@ -562,7 +602,7 @@ mod tests {
 
     #[test]
     fn vector8_fattest_flow_batch_drop() {
-        // aqm.md §11 vector 8: limit 167; 160 + 7 frames; arrival 168 drops
+        // Worked example: limit 167; 160 + 7 frames; arrival 168 drops
         // min(64, half of 160 frames' bytes = 80 frames) = 64 from the fat head.
         for arrival_flow in [1usize, 0] {
             let (mut q, mut h) = build(FqCodelParams { limit_packets: 167, ..Default::default() });
@@ -629,7 +669,7 @@ mod tests {
 
     #[test]
     fn l4s_aware_selector_marks_ect1_and_ce_but_never_ect0() {
-        // aqm.md §5.4 / §0: ce_threshold 1 ms, selector 0x01/0x01.
+        // The L4S-aware setting (Linux 5.16 commit dfcb63ce1de6): ce_threshold 1 ms, selector 0x01/0x01.
         let (mut q, mut h) = build(FqCodelParams {
             limit_packets: 167,
             ce_threshold_ns: Some(MS),
@@ -723,7 +763,7 @@ mod tests {
 
     #[test]
     fn codel_min_backlog_uses_the_whole_qdisc() {
-        // aqm.md §5.3 step 3 / §5.6.2: a bucket holding a single packet is
+        // sch_fq_codel.c:fq_codel_dequeue: a bucket holding a single packet is
         // CoDel-dropped when other buckets hold more than one MTU (noecn).
         let (mut q, mut h) = build(FqCodelParams { ecn: false, ..Default::default() });
         let f = distinct(&q, 2);

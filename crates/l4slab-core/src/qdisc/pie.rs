@@ -1,4 +1,4 @@
-//! `pie` (Linux `net/sched/sch_pie.c` + `include/net/pie.h`, RFC 8033; aqm.md §3).
+//! `pie` (Linux `net/sched/sch_pie.c` + `include/net/pie.h`, RFC 8033).
 //!
 //! Proportional Integral controller Enhanced: a single FIFO whose drop/mark decision
 //! is taken at **enqueue** against a probability that a periodic (jiffies) timer
@@ -6,36 +6,38 @@
 //! follow Linux (not the RFC pseudocode) where the two differ:
 //!
 //! * probability is a u64 with 1.0 == `MAX_PROB` = 2^56 − 1 and is **not** clamped at
-//!   1.0 (aqm.md §3.5 step 6, §12 item 4);
-//! * times are psched ticks (ns >> 6; aqm.md §1.3);
+//!   1.0 (sch_pie.c:pie_calculate_probability);
+//! * times are psched ticks (ns >> 6; include/net/pkt_sched.h:PSCHED_NS2TICKS);
 //! * alpha/beta are integers in units of 1/16 (Linux scales them with `>> 4`);
 //! * the delay estimate is, by default, the sojourn of the last dequeued packet
 //!   (timestamp mode); RFC 8033's dequeue-rate estimator is an option;
 //! * de-randomisation by `accu_prob` (RFC 8033 §5.4 as implemented by Linux);
-//! * decay is ×(1 − 1/64) instead of the RFC's ×0.98 (aqm.md §3.5 step 7).
+//! * decay is ×(1 − 1/64) instead of the RFC's ×0.98 (sch_pie.c:pie_calculate_probability step 7).
 
-use super::{Qdisc, QdiscCtx, QdiscStats};
-use crate::packet::Packet;
+use super::{Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats};
+use crate::rng::SimRng;
+use crate::schema::{ParamKind, ParamSpec};
 use crate::time::{Time, NS_PER_JIFFY, NS_PER_MS, NS_PER_SEC, NS_PER_US};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::collections::VecDeque;
 
-/// 1.0 in the fixed-point probability (`U64_MAX >> 8`; aqm.md §3.1).
+/// 1.0 in the fixed-point probability (`U64_MAX >> 8`; include/net/pie.h MAX_PROB).
 pub const MAX_PROB: u64 = u64::MAX >> 8;
-/// psched clock: ns >> 6 (64-ns ticks; aqm.md §1.3).
+/// psched clock: ns >> 6 (64-ns ticks; include/net/pkt_sched.h:PSCHED_NS2TICKS).
 const PSCHED_SHIFT: u32 = 6;
-/// psched ticks per second (10^9 >> 6 = 15 625 000; aqm.md §3.1).
+/// psched ticks per second (10^9 >> 6 = 15 625 000; include/net/pkt_sched.h:PSCHED_TICKS_PER_SEC).
 const PSCHED_TICKS_PER_SEC: u64 = NS_PER_SEC >> PSCHED_SHIFT;
-/// `psched_mtu` of the Ethernet bottleneck (aqm.md §1.1).
+/// `psched_mtu` of the Ethernet bottleneck (include/net/pkt_sched.h:psched_mtu, qdisc_pkt_len).
 const PSCHED_MTU: u32 = 1514;
-/// Rate estimator: measurement cycles need this many bytes (aqm.md §3.4).
+/// Rate estimator: measurement cycles need this many bytes (sch_pie.c:pie_process_dequeue).
 const QUEUE_THRESHOLD: u32 = 16_384;
 /// Fixed-point shift of the dequeue-rate estimate (bytes/tick × 256).
 const PIE_SCALE: u32 = 8;
 /// "Not set" sentinels, as Linux's `DTIME_INVALID` / `DQCOUNT_INVALID`.
 const DTIME_INVALID: u64 = u64::MAX;
 const DQCOUNT_INVALID: u64 = u64::MAX;
-/// First timer expiry: `jiffies + HZ/2` after the qdisc is created (aqm.md §1.3, §3.1).
+/// First timer expiry: `jiffies + HZ/2` after the qdisc is created (sch_pie.c:pie_init).
 const FIRST_UPDATE_NS: Time = 500 * NS_PER_MS;
 
 #[inline]
@@ -43,10 +45,10 @@ fn ns_to_ticks(ns: u64) -> u64 {
     ns >> PSCHED_SHIFT
 }
 
-/// Burst allowance, not configurable (RFC 8033 MAX_BURST; aqm.md §3.1).
+/// Burst allowance, not configurable (RFC 8033 MAX_BURST; include/net/pie.h:pie_vars_init).
 const BURST_TICKS: u64 = (150 * NS_PER_MS) >> PSCHED_SHIFT;
 
-/// `tc qdisc add ... pie` parameters (aqm.md §3.1). Defaults are Linux's
+/// `tc qdisc add ... pie` parameters (include/net/pie.h:pie_params_init, sch_pie.c:pie_change). Defaults are Linux's
 /// (`pie_params_init`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -57,7 +59,7 @@ pub struct PieParams {
     /// psched ticks.
     pub target_ns: u64,
     /// `tupdate`: probability update period. Default 15 ms. Linux converts it to
-    /// jiffies rounding **up** (HZ = 1000 here: whole ms; aqm.md §3.1).
+    /// jiffies rounding **up** (HZ = 1000 here: whole ms; sch_pie.c:pie_change).
     pub tupdate_ns: u64,
     /// `alpha`: integral gain in units of 1/16 Hz (Linux `>> 4`). Default 2 (0.125 Hz).
     pub alpha: u32,
@@ -88,34 +90,53 @@ impl Default for PieParams {
     }
 }
 
-impl PieParams {
-    /// Range checks (tc passes target/tupdate as u32 µs; iproute2 accepts alpha/beta
-    /// 0..=32).
-    pub fn validate(&self) -> Result<(), String> {
-        const MAX_US_NS: u64 = u32::MAX as u64 * NS_PER_US;
-        if self.limit_packets == 0 {
-            return Err(format!("limit_packets: {} is out of range (allowed 1..=4294967295)", self.limit_packets));
-        }
-        if self.target_ns > MAX_US_NS {
-            return Err(format!("target_ns: {} is out of range (allowed 0..={MAX_US_NS})", self.target_ns));
-        }
-        if self.tupdate_ns == 0 || self.tupdate_ns > MAX_US_NS {
-            return Err(format!("tupdate_ns: {} is out of range (allowed 1..={MAX_US_NS})", self.tupdate_ns));
-        }
-        if self.alpha > 32 {
-            return Err(format!("alpha: {} is out of range (allowed 0..=32, units of 1/16)", self.alpha));
-        }
-        if self.beta > 32 {
-            return Err(format!("beta: {} is out of range (allowed 0..=32, units of 1/16)", self.beta));
-        }
-        Ok(())
+/// tc carries times as u32 microseconds (`TCA_PIE_TARGET`, `TCA_PIE_TUPDATE`).
+const MAX_US_NS: f64 = u32::MAX as f64 * NS_PER_US as f64;
+
+impl QdiscKind for PieParams {
+    const KIND: &'static str = "pie";
+    const DOC: &'static str =
+        "PIE: enqueue-time drop/mark on a PI-controlled probability (RFC 8033 as net/sched/sch_pie.c).";
+
+    fn params() -> Vec<ParamSpec> {
+        let d = PieParams::default();
+        vec![
+            ParamSpec::new("limit_packets", ParamKind::Packets, json!(d.limit_packets),
+                "Tail-drop limit, packets (net/sched/sch_pie.c:pie_init sets sch->limit = 1000).")
+                .range(1.0, u32::MAX as f64),
+            ParamSpec::new("target_ns", ParamKind::TimeNs, json!(d.target_ns),
+                "Reference queueing delay QDELAY_REF (include/net/pie.h:pie_params_init, RFC 8033 §4.2: 15 ms).")
+                .range(0.0, MAX_US_NS),
+            ParamSpec::new("tupdate_ns", ParamKind::TimeNs, json!(d.tupdate_ns),
+                "Probability update period T_UPDATE, rounded up to jiffies (include/net/pie.h:pie_params_init: 15 ms).")
+                .range(1.0, MAX_US_NS),
+            ParamSpec::new("alpha", ParamKind::Int, json!(d.alpha),
+                "Integral gain in 1/16 Hz (include/net/pie.h:pie_params_init: 2 = 0.125 Hz, RFC 8033 §4.2); \
+                 iproute2 tc/q_pie.c accepts 0..=32.")
+                .range(0.0, 32.0),
+            ParamSpec::new("beta", ParamKind::Int, json!(d.beta),
+                "Proportional gain in 1/16 Hz (include/net/pie.h:pie_params_init: 20 = 1.25 Hz, RFC 8033 §4.2); \
+                 iproute2 tc/q_pie.c accepts 0..=32.")
+                .range(0.0, 32.0),
+            ParamSpec::new("ecn", ParamKind::Bool, json!(d.ecn),
+                "Mark ECT packets instead of dropping while p <= 10 % (net/sched/sch_pie.c:pie_qdisc_enqueue; default off)."),
+            ParamSpec::new("bytemode", ParamKind::Bool, json!(d.bytemode),
+                "Scale the probability by packet size / MTU (include/net/pie.h:pie_params_init: off)."),
+            ParamSpec::new("dq_rate_estimator", ParamKind::Bool, json!(d.dq_rate_estimator),
+                "Estimate delay from the dequeue rate (RFC 8033 §5.2) instead of timestamps \
+                 (include/net/pie.h:pie_params_init: off).")
+        ]
+    }
+
+    fn build<P: QdiscPacket>(&self, _rng: &mut SimRng) -> Box<dyn Qdisc<P>> {
+        Box::new(Pie::new(self.clone()))
     }
 }
 
 /// The PIE qdisc.
-pub struct Pie {
+pub struct Pie<P> {
     params: PieParams,
-    queue: VecDeque<Packet>,
+    queue: VecDeque<P>,
     stats: QdiscStats,
     /// target in psched ticks.
     target: u64,
@@ -146,11 +167,11 @@ pub struct Pie {
     maxq: u64,
 }
 
-impl Pie {
+impl<P: QdiscPacket> Pie<P> {
     /// A PIE qdisc created at time 0 (first probability update at 500 ms).
     pub fn new(params: PieParams) -> Self {
         let target = ns_to_ticks(params.target_ns);
-        // usecs_to_jiffies rounds up (aqm.md §3.1).
+        // usecs_to_jiffies rounds up (sch_pie.c:pie_change).
         let tupdate_jiffies = params.tupdate_ns.div_ceil(NS_PER_JIFFY);
         let cap = (params.limit_packets as usize).clamp(16, 1 << 16);
         let mut q = Pie {
@@ -179,7 +200,7 @@ impl Pie {
     }
 
     /// `pie_vars_init`: (re)start burst allowance, de-randomisation and the rate
-    /// estimator. prob, qdelay and qdelay_old are kept (aqm.md §3.5 step 8).
+    /// estimator. prob, qdelay and qdelay_old are kept (sch_pie.c:pie_calculate_probability step 8).
     fn vars_init(&mut self) {
         self.burst_time = BURST_TICKS;
         self.dq_tstamp = DTIME_INVALID;
@@ -188,7 +209,7 @@ impl Pie {
         self.avg_dq_rate = 0;
     }
 
-    /// Current drop probability as a fraction of 1.0 (may exceed 1; aqm.md §3.5 step 6).
+    /// Current drop probability as a fraction of 1.0 (may exceed 1; sch_pie.c:pie_calculate_probability step 6).
     pub fn prob_fraction(&self) -> f64 {
         self.prob as f64 / MAX_PROB as f64
     }
@@ -198,8 +219,8 @@ impl Pie {
         self.prob
     }
 
-    /// `pie_drop_early` (aqm.md §3.2 step 2): true = drop (or mark) decision.
-    fn drop_early(&mut self, backlog: u32, packet_size: u32, ctx: &mut QdiscCtx) -> bool {
+    /// `pie_drop_early` (sch_pie.c:pie_qdisc_enqueue step 2): true = drop (or mark) decision.
+    fn drop_early(&mut self, backlog: u32, packet_size: u32, ctx: &mut QdiscCtx<P>) -> bool {
         // a. Burst allowance left: accept.
         if self.burst_time > 0 {
             return false;
@@ -220,7 +241,7 @@ impl Pie {
         };
         // e. De-randomisation (RFC 8033 §5.4 as in Linux): accumulate, never drop
         // below 0.85, always drop at 8.5 (without resetting accu), else a 56-bit draw
-        // compared strictly (aqm.md §1.4).
+        // compared strictly (include/net/pie.h:pie_drop_early, get_random_u64).
         if local_prob == 0 {
             self.accu_prob = 0;
         } else {
@@ -240,14 +261,14 @@ impl Pie {
         false
     }
 
-    /// `pie_process_dequeue` (aqm.md §3.4): update the delay / rate estimate with the
+    /// `pie_process_dequeue` (sch_pie.c:pie_process_dequeue): update the delay / rate estimate with the
     /// departing packet; `backlog` is what remains queued (bytes).
-    fn process_dequeue(&mut self, pkt: &Packet, now: Time, backlog: u32) {
+    fn process_dequeue(&mut self, pkt: &P, now: Time, backlog: u32) {
         let now_t = ns_to_ticks(now);
         let dtime: u32;
         if !self.params.dq_rate_estimator {
             // Timestamp mode: sojourn of this packet, 0 once the queue is empty.
-            self.qdelay = now_t.wrapping_sub(ns_to_ticks(pkt.enqueue_ts));
+            self.qdelay = now_t.wrapping_sub(ns_to_ticks(pkt.enqueue_ts()));
             dtime = if self.dq_tstamp != DTIME_INVALID { now_t.wrapping_sub(self.dq_tstamp) as u32 } else { 0 };
             self.dq_tstamp = now_t;
             if backlog == 0 {
@@ -265,7 +286,7 @@ impl Pie {
             if self.dq_count == DQCOUNT_INVALID {
                 return;
             }
-            self.dq_count += pkt.wire_len as u64;
+            self.dq_count += pkt.wire_len() as u64;
             if self.dq_count < QUEUE_THRESHOLD as u64 {
                 return;
             }
@@ -291,7 +312,7 @@ impl Pie {
         }
     }
 
-    /// `pie_calculate_probability` (aqm.md §3.5), run every tupdate.
+    /// `pie_calculate_probability` (sch_pie.c:pie_calculate_probability), run every tupdate.
     fn calculate_probability(&mut self, backlog: u32) {
         let qdelay: u64;
         let qdelay_old: u64;
@@ -372,45 +393,45 @@ impl Pie {
     }
 }
 
-impl Qdisc for Pie {
+impl<P: QdiscPacket> Qdisc<P> for Pie<P> {
     fn kind(&self) -> &'static str {
         "pie"
     }
 
-    fn enqueue(&mut self, mut pkt: Packet, now: Time, ctx: &mut QdiscCtx) {
-        pkt.qclass = 0;
-        // aqm.md §3.2 step 1: tail drop at limit (counts overlimit and dropped).
+    fn enqueue(&mut self, mut pkt: P, now: Time, ctx: &mut QdiscCtx<P>) {
+        pkt.set_qclass(0);
+        // sch_pie.c:pie_qdisc_enqueue step 1: tail drop at limit (counts overlimit and dropped).
         if self.queue.len() >= self.params.limit_packets as usize {
             self.overlimit += 1;
             self.drop_packet(pkt, ctx);
             return;
         }
-        // aqm.md §3.2 step 2: backlog before this packet; size = skb->len = L2 length.
+        // sch_pie.c:pie_qdisc_enqueue step 2: backlog before this packet; size = skb->len = L2 length.
         let backlog = self.stats.backlog_bytes as u32;
-        let mut accept = !self.drop_early(backlog, pkt.wire_len, ctx);
-        // aqm.md §3.2 step 3: mark instead of drop only while the global p ≤ 10 %
+        let mut accept = !self.drop_early(backlog, pkt.wire_len(), ctx);
+        // sch_pie.c:pie_qdisc_enqueue step 3: mark instead of drop only while the global p ≤ 10 %
         // and set-CE succeeds (ECT(0)/ECT(1)/CE). accu_prob is not reset here.
         if !accept && self.params.ecn && self.prob <= MAX_PROB / 10 && pkt.set_ce() {
             self.ecn_mark += 1;
-            ctx.mark_counted(&mut self.stats, pkt.flow);
+            ctx.mark_counted(&mut self.stats, pkt.flow_key());
             accept = true;
         }
         if !accept {
-            // aqm.md §3.2 step 4.
+            // sch_pie.c:pie_qdisc_enqueue step 4.
             self.drop_packet(pkt, ctx);
             return;
         }
-        // aqm.md §3.2 step 5. (Linux stamps only in timestamp mode; the simulator
+        // sch_pie.c:pie_qdisc_enqueue step 5. (Linux stamps only in timestamp mode; the simulator
         // always needs the stamp for sojourn statistics, and rate mode ignores it.)
-        pkt.enqueue_ts = now;
+        pkt.set_enqueue_ts(now);
         self.packets_in += 1;
         self.maxq = self.maxq.max(self.queue.len() as u64);
         self.stats.on_enqueue(&pkt);
         self.queue.push_back(pkt);
     }
 
-    fn dequeue(&mut self, now: Time, _ctx: &mut QdiscCtx) -> Option<Packet> {
-        // aqm.md §3.3: plain FIFO, no AQM action at dequeue.
+    fn dequeue(&mut self, now: Time, _ctx: &mut QdiscCtx<P>) -> Option<P> {
+        // sch_pie.c:pie_qdisc_dequeue: plain FIFO, no AQM action at dequeue.
         let pkt = self.queue.pop_front()?;
         self.stats.on_remove(&pkt);
         self.process_dequeue(&pkt, now, self.stats.backlog_bytes as u32);
@@ -418,7 +439,7 @@ impl Qdisc for Pie {
         Some(pkt)
     }
 
-    fn peek(&self) -> Option<&Packet> {
+    fn peek(&self) -> Option<&P> {
         self.queue.front()
     }
 
@@ -430,13 +451,13 @@ impl Qdisc for Pie {
         self.next_update
     }
 
-    fn on_timer(&mut self, now: Time, _ctx: &mut QdiscCtx) {
+    fn on_timer(&mut self, now: Time, _ctx: &mut QdiscCtx<P>) {
         match self.next_update {
             Some(t) if now >= t => {}
             _ => return,
         }
         self.calculate_probability(self.stats.backlog_bytes as u32);
-        // mod_timer(jiffies + tupdate): expiry on a jiffy boundary (aqm.md §1.3).
+        // mod_timer(jiffies + tupdate): expiry on a jiffy boundary (sch_pie.c:pie_timer).
         self.next_update = if self.tupdate_jiffies > 0 {
             Some((now / NS_PER_JIFFY + self.tupdate_jiffies) * NS_PER_JIFFY)
         } else {
@@ -445,7 +466,7 @@ impl Qdisc for Pie {
     }
 
     fn extra_stats(&self) -> Vec<(&'static str, f64)> {
-        // aqm.md §3.6 (`tc -s qdisc show` xstats).
+        // sch_pie.c:pie_dump_stats (`tc -s qdisc show` xstats).
         let avg_dq_rate = if self.params.dq_rate_estimator {
             ((self.avg_dq_rate as u64 * PSCHED_TICKS_PER_SEC) >> PIE_SCALE) as f64
         } else {
@@ -464,9 +485,9 @@ impl Qdisc for Pie {
     }
 }
 
-impl Pie {
-    /// Drop at enqueue: `dropped++`, accu_prob = 0 (aqm.md §3.2 steps 1 and 4).
-    fn drop_packet(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
+impl<P: QdiscPacket> Pie<P> {
+    /// Drop at enqueue: `dropped++`, accu_prob = 0 (sch_pie.c:pie_qdisc_enqueue steps 1 and 4).
+    fn drop_packet(&mut self, pkt: P, ctx: &mut QdiscCtx<P>) {
         self.dropped += 1;
         self.accu_prob = 0;
         ctx.drop_counted(&mut self.stats, pkt);
@@ -476,11 +497,12 @@ impl Pie {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::Ecn;
+    use crate::qdisc::testutil::TestPacket;
+    use crate::qdisc::Ecn;
 
     const FRAME: u32 = 1514;
 
-    fn frame(id: u64, ecn: Ecn) -> Packet {
+    fn frame(id: u64, ecn: Ecn) -> TestPacket {
         crate::qdisc::testutil::packet(0, id, FRAME, ecn)
     }
 
@@ -491,38 +513,38 @@ mod tests {
         let p = PieParams::default();
         assert_eq!(p.validate(), Ok(()));
         assert_eq!((p.limit_packets, p.alpha, p.beta), (1000, 2, 20));
-        let q = Pie::new(p);
-        // aqm.md §3.1: 1.0 = 2^56 − 1; 15 ms = 234 375 ticks; 150 ms burst.
+        let q = Pie::<TestPacket>::new(p);
+        // include/net/pie.h: 1.0 = 2^56 − 1; 15 ms = 234 375 ticks; 150 ms burst.
         assert_eq!(MAX_PROB, 72_057_594_037_927_935);
         assert_eq!(q.target, 234_375);
         assert_eq!(BURST_TICKS, 2_343_750);
         assert_eq!(q.burst_time, BURST_TICKS);
         assert_eq!(PSCHED_TICKS_PER_SEC, 15_625_000);
         let bad = PieParams { alpha: 33, ..PieParams::default() };
-        assert_eq!(bad.validate().unwrap_err(), "alpha: 33 is out of range (allowed 0..=32, units of 1/16)");
+        assert_eq!(bad.validate().unwrap_err(), "alpha: 33 is out of range (allowed 0..=32)");
     }
 
     #[test]
     fn timer_first_expiry_and_jiffy_rounding() {
-        // aqm.md §1.3 / §3.1: first update HZ/2 = 500 ms after creation, then every
+        // sch_pie.c:pie_init / pie_timer: first update HZ/2 = 500 ms after creation, then every
         // tupdate rounded up to whole jiffies (15.2 ms -> 16 ms).
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams { tupdate_ns: 15_200_000, ..PieParams::default() });
+        let mut q = Pie::<TestPacket>::new(PieParams { tupdate_ns: 15_200_000, ..PieParams::default() });
         assert_eq!(q.next_timer(), Some(500_000_000));
         q.on_timer(500_000_000, &mut b.ctx());
         assert_eq!(q.next_timer(), Some(516_000_000));
         q.on_timer(516_000_000, &mut b.ctx());
         assert_eq!(q.next_timer(), Some(532_000_000));
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         q.on_timer(500_000_000, &mut b.ctx());
         assert_eq!(q.next_timer(), Some(515_000_000));
     }
 
     /// Drive a standing queue whose every packet waits exactly 30 ms (arrivals every
     /// 128 µs = 2000 ticks), firing the timer when due; return prob after each update.
-    fn run_constant_delay(updates: usize) -> (Vec<u64>, Pie, Bufs) {
+    fn run_constant_delay(updates: usize) -> (Vec<u64>, Pie<TestPacket>, Bufs) {
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         let gap: Time = 128_000;
         let delay: Time = 30 * NS_PER_MS;
         let (mut i, mut j) = (0u64, 0u64);
@@ -548,7 +570,7 @@ mod tests {
 
     #[test]
     fn probability_sequence_for_constant_30ms_delay() {
-        // aqm.md §3.5 hand computation, target 15 ms = 234 375 ticks, q = 30 ms =
+        // sch_pie.c:pie_calculate_probability worked by hand, target 15 ms = 234 375 ticks, q = 30 ms =
         // 468 750 ticks. Unscaled gains: MAX_PROB / 15 625 000 = 4 611 686 018;
         // alpha = 2·that >> 4 = 576 460 752; beta = 20·that >> 4 = 5 764 607 522.
         // Update 1 (p = 0 < 0.0001 %: ×1/2048, i.e. >> 11): alpha 281 474,
@@ -582,8 +604,8 @@ mod tests {
 
     #[test]
     fn gain_scaling_validation_vector_5_and_two_percent_cap() {
-        // aqm.md §11 vector 5: at p = 0.5 % the gains are /8 (>>1 then one >>2).
-        let mut q = Pie::new(PieParams::default());
+        // Worked example: at p = 0.5 % the gains are /8 (>>1 then one >>2).
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         q.prob = MAX_PROB / 200; // 0.5 %
         q.qdelay = q.target + 1000; // 1000 ticks above target, no change vs old
         q.qdelay_old = q.qdelay;
@@ -604,7 +626,7 @@ mod tests {
         q.qdelay_old = q.qdelay;
         q.calculate_probability(100_000);
         assert_eq!(q.prob, MAX_PROB / 2 + (MAX_PROB / 100) * 2 + MAX_PROB / 50);
-        // No clamp at 1.0 (aqm.md §3.5 step 6): p may exceed MAX_PROB.
+        // No clamp at 1.0 (sch_pie.c:pie_calculate_probability step 6): p may exceed MAX_PROB.
         q.prob = MAX_PROB;
         q.qdelay = ns_to_ticks(300 * NS_PER_MS);
         q.calculate_probability(100_000);
@@ -613,8 +635,8 @@ mod tests {
 
     #[test]
     fn decay_when_delay_zero_and_rearm() {
-        // aqm.md §3.5 steps 1, 7, 8.
-        let mut q = Pie::new(PieParams::default());
+        // sch_pie.c:pie_calculate_probability steps 1, 7, 8.
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         q.prob = 6400;
         q.burst_time = 0;
         q.accu_prob = 77;
@@ -626,7 +648,7 @@ mod tests {
         assert_eq!(q.burst_time, BURST_TICKS);
         assert_eq!(q.accu_prob, 0);
 
-        let mut q = Pie::new(PieParams { alpha: 0, beta: 0, ..PieParams::default() });
+        let mut q = Pie::<TestPacket>::new(PieParams { alpha: 0, beta: 0, ..PieParams::default() });
         q.prob = MAX_PROB / 2;
         q.calculate_probability(0);
         // q = q_old = 0, empty: p −= p/64.
@@ -636,7 +658,7 @@ mod tests {
     }
 
     /// Enqueue three frames at t = 0 into `q` so that the backlog is 4542 B.
-    fn prefill(q: &mut Pie, b: &mut Bufs, n: u64) {
+    fn prefill(q: &mut Pie<TestPacket>, b: &mut Bufs, n: u64) {
         for i in 0..n {
             q.enqueue(frame(1000 + i, Ecn::NotEct), 0, &mut b.ctx());
         }
@@ -644,10 +666,10 @@ mod tests {
 
     #[test]
     fn ecn_marks_only_at_or_below_ten_percent() {
-        // aqm.md §3.2 step 3 / RFC 8033 §5.1: a drop decision on an ECT packet is a
+        // sch_pie.c:pie_qdisc_enqueue step 3 / RFC 8033 §5.1: a drop decision on an ECT packet is a
         // mark iff p ≤ 10 %; above it the ECT packet is dropped.
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams { ecn: true, ..PieParams::default() });
+        let mut q = Pie::<TestPacket>::new(PieParams { ecn: true, ..PieParams::default() });
         prefill(&mut q, &mut b, 3);
         q.burst_time = 0;
         q.qdelay = q.target; // not below target/2
@@ -660,7 +682,7 @@ mod tests {
         assert_eq!(q.queue.back().unwrap().ecn, Ecn::Ce);
         assert_eq!((q.ecn_mark, q.stats.marks), (1, 1));
         assert_eq!(b.marked, vec![0]);
-        // Marking leaves accu_prob as is (the quirk of aqm.md §3.2): next ECT marked too.
+        // Marking leaves accu_prob as is (the quirk of sch_pie.c:pie_qdisc_enqueue): next ECT marked too.
         q.enqueue(frame(2, Ecn::Ect0), 2, &mut b.ctx());
         assert_eq!((q.len(), q.ecn_mark), (5, 2));
         // Not-ECT at p ≤ 10 % is dropped and resets accu.
@@ -676,7 +698,7 @@ mod tests {
         assert_eq!(b.dropped[1].ecn, Ecn::Ect1);
         assert_eq!((q.ecn_mark, q.dropped, q.stats.drops), (2, 2, 2));
         // Without `ecn`, an ECT packet is dropped at any p.
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         prefill(&mut q, &mut b, 3);
         q.burst_time = 0;
         q.qdelay = q.target;
@@ -688,10 +710,10 @@ mod tests {
 
     #[test]
     fn no_early_drop_below_two_mtu_backlog() {
-        // aqm.md §3.2 step 2c / §3.7 item 5: with p = 100 % and no burst allowance,
+        // sch_pie.c:pie_qdisc_enqueue step 2c: with p = 100 % and no burst allowance,
         // arrivals are accepted while the backlog is < 3028 B, dropped from 3028 B.
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         q.burst_time = 0;
         q.qdelay = q.target;
         q.prob = MAX_PROB * 9; // beyond 8.5 in one step: deterministic drop
@@ -703,7 +725,7 @@ mod tests {
         assert_eq!(q.len(), 2);
         assert_eq!(b.dropped.len(), 1);
         // Small packets: 3027 B of backlog is still "below 2 MTU".
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         q.burst_time = 0;
         q.qdelay = q.target;
         q.prob = MAX_PROB * 9;
@@ -719,9 +741,9 @@ mod tests {
 
     #[test]
     fn no_early_drop_below_half_target_with_low_prob() {
-        // aqm.md §3.2 step 2b: qdelay < target/2 and p < 20 % -> accept.
+        // sch_pie.c:pie_qdisc_enqueue step 2b: qdelay < target/2 and p < 20 % -> accept.
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         prefill(&mut q, &mut b, 3);
         q.burst_time = 0;
         q.qdelay = q.target / 2 - 1;
@@ -736,12 +758,12 @@ mod tests {
 
     #[test]
     fn burst_allowance_suppresses_early_drops_for_150ms_of_dequeues() {
-        // aqm.md §3.4 / §3.7 item 2: the allowance is consumed by the time between
+        // sch_pie.c:pie_process_dequeue: the allowance is consumed by the time between
         // dequeues (the first dequeue only starts the clock). With p = 900 % every
         // decision would drop; one frame leaves and one arrives each ms, so the
         // allowance is gone at the dequeue at 150 ms.
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         q.prob = MAX_PROB * 9;
         q.qdelay = q.target; // keep rule 2b out of the way
         prefill(&mut q, &mut b, 4);
@@ -762,7 +784,7 @@ mod tests {
     #[test]
     fn tail_drop_at_limit_counts_overlimit() {
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams { limit_packets: 5, ..PieParams::default() });
+        let mut q = Pie::<TestPacket>::new(PieParams { limit_packets: 5, ..PieParams::default() });
         for i in 0..8 {
             q.enqueue(frame(i, Ecn::NotEct), 0, &mut b.ctx());
         }
@@ -775,10 +797,10 @@ mod tests {
 
     #[test]
     fn delay_estimate_is_last_sojourn_and_zero_when_empty() {
-        // aqm.md §3.4: qdelay = now − enqueue time of the departing packet (ticks),
+        // sch_pie.c:pie_process_dequeue: qdelay = now − enqueue time of the departing packet (ticks),
         // forced to 0 when the queue becomes empty.
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams::default());
+        let mut q = Pie::<TestPacket>::new(PieParams::default());
         q.enqueue(frame(0, Ecn::NotEct), 0, &mut b.ctx());
         q.enqueue(frame(1, Ecn::NotEct), 64_000, &mut b.ctx());
         q.dequeue(6_400_000, &mut b.ctx());
@@ -791,9 +813,9 @@ mod tests {
 
     #[test]
     fn bytemode_scales_probability_by_size() {
-        // aqm.md §3.2 step 2d: local_p = size × (p / 1514).
+        // sch_pie.c:pie_qdisc_enqueue step 2d: local_p = size × (p / 1514).
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams { bytemode: true, ..PieParams::default() });
+        let mut q = Pie::<TestPacket>::new(PieParams { bytemode: true, ..PieParams::default() });
         prefill(&mut q, &mut b, 2);
         q.burst_time = 0;
         q.qdelay = q.target;
@@ -806,11 +828,11 @@ mod tests {
 
     #[test]
     fn rate_estimator_measures_drain_rate() {
-        // aqm.md §3.4 rate mode: 1514-B frames leaving every 121 088 ns (= 1892
+        // sch_pie.c:pie_process_dequeue rate mode: 1514-B frames leaving every 121 088 ns (= 1892
         // ticks). The cycle starts at the first dequeue (t0 = 0, backlog ≥ 16 KiB)
         // and completes at the 11th (16 654 B ≥ 16 384), 10 gaps later.
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams { dq_rate_estimator: true, ..PieParams::default() });
+        let mut q = Pie::<TestPacket>::new(PieParams { dq_rate_estimator: true, ..PieParams::default() });
         for i in 0..40 {
             q.enqueue(frame(i, Ecn::NotEct), 0, &mut b.ctx());
         }
@@ -834,13 +856,13 @@ mod tests {
 
     #[test]
     fn converges_to_target_under_unresponsive_overload() {
-        // Closed-loop check of aqm.md §3.2–§3.5: 1514-B frames arriving at 110 Mbit/s
+        // Closed-loop check of sch_pie.c:pie_qdisc_enqueue–sch_pie.c:pie_calculate_probability: 1514-B frames arriving at 110 Mbit/s
         // (every 110 µs) into a 100 Mbit/s departure process (121.12 µs). After
         // settling, the mean sojourn sits at target and the drop fraction at the
         // excess load 1 − 100/110 = 9.1 %. (prob itself settles near 17 %: the
-        // de-randomisation of §3.2 step 2e drops less often than p.)
+        // de-randomisation of sch_pie.c:pie_qdisc_enqueue step 2e drops less often than p.)
         let mut b = Bufs::new();
-        let mut q = Pie::new(PieParams::default()); // target 15 ms
+        let mut q = Pie::<TestPacket>::new(PieParams::default()); // target 15 ms
         let (mut ta, mut td, mut id) = (0u64, 121_120u64, 0u64);
         let settle = 6 * NS_PER_SEC;
         let (mut soj, mut n_deq, mut n_arr, mut n_drop) = (0u64, 0u64, 0u64, 0u64);
