@@ -1,36 +1,69 @@
-//! The event queue: a binary min-heap ordered by (time, insertion sequence).
+//! The event queue: a binary min-heap of small entries ordered by (time, sequence).
 //!
 //! Events at the same nanosecond run in the order they were scheduled, so a run is
-//! a pure function of the scenario and seed. The heap's storage is reused: after
-//! warm-up, scheduling allocates nothing.
+//! a pure function of the scenario and seed. An entry is 24 bytes: the time, a
+//! global sequence number and a [`Target`] naming *who* acts (a link's delay line,
+//! an endpoint's timer, ...). Packets never travel inside the heap; they wait where
+//! they are (a link's delay line, a qdisc) and the heap holds at most one entry per
+//! waiting place, keyed by the (time, sequence) of the packet at its head.
+//!
+//! Keeping the global order with fewer entries: a place that receives packets in
+//! non-decreasing (time, sequence) order takes each packet's sequence number from
+//! this queue's counter at the moment it would have scheduled an event of its own
+//! ([`EventQueue::reserve_seq`]) and schedules only its head with that stored key
+//! ([`EventQueue::push_reserved`]). The minimum over the heap then equals the
+//! minimum over every waiting packet, so events pop in exactly the order one entry
+//! per packet would give (the same argument as htsim's per-pipe FIFO in `pipe.cpp`).
 
-use crate::packet::Packet;
 use crate::time::Time;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// What happens at an event.
-#[derive(Clone, Copy, Debug)]
-pub enum Action {
+/// Index of a link in the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LinkId(pub u32);
+
+/// Index of an endpoint (one side of a flow) in the flow table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EndpointId(pub u32);
+
+impl EndpointId {
+    /// The sending side (TCP sender, UDP source) of flow slot `flow`.
+    #[inline]
+    pub fn sender(flow: u32) -> Self {
+        EndpointId(flow * 2)
+    }
+    /// The receiving side of flow slot `flow`.
+    #[inline]
+    pub fn receiver(flow: u32) -> Self {
+        EndpointId(flow * 2 + 1)
+    }
+    #[inline]
+    pub fn flow(self) -> u32 {
+        self.0 / 2
+    }
+    #[inline]
+    pub fn is_sender(self) -> bool {
+        self.0 % 2 == 0
+    }
+}
+
+/// Who acts when an event fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
     /// A flow starts (TCP connect / UDP source on).
     FlowStart { flow: u32 },
-    /// A packet reaches the bottleneck's qdisc (forward direction).
-    ArriveBottleneck(Packet),
-    /// The bottleneck shaper may send again (tokens refilled).
-    ShaperWake,
-    /// The qdisc's own timer (PIE/DualPI2 tupdate).
-    QdiscTimer,
-    /// A packet reaches the receiving host of its flow.
-    ArriveReceiver(Packet),
-    /// A packet reaches the sending host of its flow (ACKs, SYN/ACKs).
-    ArriveSender(Packet),
-    /// A sender timer (retransmit/TLP/reorder or pacing) may be due.
-    SenderTimer { flow: u32 },
-    /// The receiver's delayed-ACK (or SACK-compression) timer may be due.
-    ReceiverTimer { flow: u32 },
-    /// A UDP source emits its next datagram.
-    UdpSend { flow: u32 },
-    /// End of a series bin: sample per-flow state.
+    /// The packet at the head of a link's delay line reaches the next hop.
+    LineHead(LinkId),
+    /// A link's shaper may send again (tokens refilled).
+    ShaperWake(LinkId),
+    /// A link's qdisc timer (PIE/DualPI2 tupdate).
+    QdiscTimer(LinkId),
+    /// An endpoint's timer may be due (lazy: a stale one is ignored).
+    EndpointTimer(EndpointId),
+    /// A traffic source's own event (e.g. a new connection arrives).
+    Source(u32),
+    /// End of a series bin.
     Sample,
 }
 
@@ -38,7 +71,7 @@ pub enum Action {
 struct Entry {
     time: Time,
     seq: u64,
-    action: Action,
+    target: Target,
 }
 
 impl PartialEq for Entry {
@@ -71,19 +104,34 @@ impl EventQueue {
         EventQueue { heap: BinaryHeap::with_capacity(n), seq: 0, processed: 0 }
     }
 
-    /// Schedule `action` at `time`.
+    /// Schedule `target` at `time`, after everything already scheduled for `time`.
     #[inline]
-    pub fn push(&mut self, time: Time, action: Action) {
+    pub fn push(&mut self, time: Time, target: Target) {
+        let seq = self.reserve_seq();
+        self.heap.push(Entry { time, seq, target });
+    }
+
+    /// Take the next sequence number without scheduling anything: the key of a
+    /// packet that waits in a FIFO place (see the module docs).
+    #[inline]
+    pub fn reserve_seq(&mut self) -> u64 {
         self.seq += 1;
-        self.heap.push(Entry { time, seq: self.seq, action });
+        self.seq
+    }
+
+    /// Schedule `target` at a key taken earlier with [`reserve_seq`](Self::reserve_seq).
+    #[inline]
+    pub fn push_reserved(&mut self, time: Time, seq: u64, target: Target) {
+        debug_assert!(seq <= self.seq);
+        self.heap.push(Entry { time, seq, target });
     }
 
     /// Remove and return the earliest event.
     #[inline]
-    pub fn pop(&mut self) -> Option<(Time, Action)> {
+    pub fn pop(&mut self) -> Option<(Time, Target)> {
         let e = self.heap.pop()?;
         self.processed += 1;
-        Some((e.time, e.action))
+        Some((e.time, e.target))
     }
 
     /// Time of the earliest event.
@@ -97,33 +145,60 @@ impl EventQueue {
         self.processed
     }
 
-    /// Packets still travelling inside pending events (for the conservation check).
-    pub fn packets_in_flight(&self) -> u64 {
-        self.heap
-            .iter()
-            .filter(|e| {
-                matches!(e.action, Action::ArriveBottleneck(_) | Action::ArriveReceiver(_) | Action::ArriveSender(_))
-            })
-            .count() as u64
+    /// Entries pending.
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entry_is_at_most_24_bytes() {
+        assert!(std::mem::size_of::<Entry>() <= 24, "heap entry is {} bytes", std::mem::size_of::<Entry>());
+    }
+
     #[test]
     fn ties_break_in_insertion_order() {
         let mut q = EventQueue::with_capacity(8);
-        q.push(5, Action::FlowStart { flow: 2 });
-        q.push(3, Action::FlowStart { flow: 0 });
-        q.push(5, Action::FlowStart { flow: 3 });
-        q.push(3, Action::FlowStart { flow: 1 });
+        q.push(5, Target::FlowStart { flow: 2 });
+        q.push(3, Target::FlowStart { flow: 0 });
+        q.push(5, Target::FlowStart { flow: 3 });
+        q.push(3, Target::FlowStart { flow: 1 });
         let order: Vec<u32> = std::iter::from_fn(|| q.pop())
             .map(|(_, a)| match a {
-                Action::FlowStart { flow } => flow,
+                Target::FlowStart { flow } => flow,
                 _ => unreachable!(),
             })
             .collect();
         assert_eq!(order, vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn reserved_keys_order_like_immediate_pushes() {
+        // Two schedules of the same events: one entry each, or the FIFO ones (flow 1)
+        // held back with reserved keys and only the head in the heap.
+        let mut direct = EventQueue::with_capacity(8);
+        direct.push(10, Target::FlowStart { flow: 1 });
+        direct.push(10, Target::FlowStart { flow: 0 });
+        direct.push(12, Target::FlowStart { flow: 1 });
+        let a: Vec<_> = std::iter::from_fn(|| direct.pop()).collect();
+
+        let mut lazy = EventQueue::with_capacity(8);
+        let s1 = lazy.reserve_seq();
+        lazy.push_reserved(10, s1, Target::FlowStart { flow: 1 });
+        lazy.push(10, Target::FlowStart { flow: 0 });
+        let s2 = lazy.reserve_seq();
+        let mut b = Vec::new();
+        b.push(lazy.pop().unwrap());
+        lazy.push_reserved(12, s2, Target::FlowStart { flow: 1 });
+        b.extend(std::iter::from_fn(|| lazy.pop()));
+        assert_eq!(a, b);
     }
 }

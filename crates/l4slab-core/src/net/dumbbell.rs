@@ -1,0 +1,60 @@
+//! The dumbbell: what [`ScenarioConfig`](crate::config::ScenarioConfig) describes.
+//!
+//! ```text
+//! sender i --[NIC i: access rate, fwd delay i]--> bottleneck (HTB + qdisc, delay 0) --> receiver i
+//! sender i <--[reverse queue, optional, delay 0]-- [NIC' i: access rate, rev delay i] <-- receiver i
+//! ```
+//!
+//! Each flow gets its own sender and receiver NIC (a serialiser at the access rate
+//! followed by that flow's propagation delay); all share the forward bottleneck. The
+//! reverse path is uncongested unless [`Dumbbell::add_reverse_queue`] puts a shaped
+//! queue on it, shared by every flow's ACKs (ACKs behind data, or data both ways).
+
+use super::{EndpointId, FlowRoutes, LinkId, Network, Route, Serialiser, ShapedQueue, Shaper};
+use crate::config::BottleneckConfig;
+use crate::qdisc;
+use crate::rng::SimRng;
+
+/// Ids of the dumbbell's shared links.
+#[derive(Clone, Copy, Debug)]
+pub struct Dumbbell {
+    pub bottleneck: LinkId,
+    pub reverse_queue: Option<LinkId>,
+    access_rate_bps: u64,
+}
+
+/// A shaped queue from a bottleneck description (`htb rate R burst B` + child qdisc).
+pub fn shaped_queue(cfg: &BottleneckConfig, mut rng: SimRng) -> ShapedQueue {
+    let qdisc = qdisc::build(&cfg.qdisc, &mut rng);
+    ShapedQueue::new(Shaper::new(cfg.rate_bps, cfg.burst_bytes), qdisc, rng)
+}
+
+impl Dumbbell {
+    /// Add the shared bottleneck to `net`; `rng` becomes its qdisc's random stream.
+    pub fn build(net: &mut Network, cfg: &BottleneckConfig, rng: SimRng) -> Self {
+        let bottleneck = net.add_link(Some(shaped_queue(cfg, rng)), None, 0);
+        Dumbbell { bottleneck, reverse_queue: None, access_rate_bps: cfg.access_rate_bps }
+    }
+
+    /// Put a shaped queue on the reverse path (call before attaching flows).
+    pub fn add_reverse_queue(&mut self, net: &mut Network, queue: ShapedQueue) -> LinkId {
+        let id = net.add_link(Some(queue), None, 0);
+        self.reverse_queue = Some(id);
+        id
+    }
+
+    /// Give flow slot `flow` its two NICs and routes.
+    pub fn attach_flow(&self, net: &mut Network, flow: u32, fwd_delay_ns: u64, rev_delay_ns: u64) {
+        let tx_nic = net.add_link(None, Some(Serialiser::new(self.access_rate_bps)), fwd_delay_ns);
+        let rx_nic = net.add_link(None, Some(Serialiser::new(self.access_rate_bps)), rev_delay_ns);
+        let mut reverse = vec![rx_nic];
+        reverse.extend(self.reverse_queue);
+        net.set_routes(
+            flow,
+            FlowRoutes {
+                forward: Route::new(vec![tx_nic, self.bottleneck], EndpointId::receiver(flow)),
+                reverse: Route::new(reverse, EndpointId::sender(flow)),
+            },
+        );
+    }
+}
