@@ -224,7 +224,7 @@ impl Simulation {
             Target::LineHead(l) => {
                 let pkt = self.net.link_mut(l).arrive_head(&mut self.events);
                 let hop = self.net.next_hop(&pkt, Some(l));
-                self.to_hop(now, hop, pkt);
+                self.to_hop(now, hop, &pkt);
             }
             Target::EndpointTimer(e) => {
                 let f = self.flows.slot_mut(e.flow());
@@ -309,7 +309,7 @@ impl Simulation {
         }
         let side = (e.0 % 2) as usize;
         let mut out = std::mem::take(&mut self.out);
-        for mut pkt in out.drain(..) {
+        for pkt in out.iter_mut() {
             pkt.id = self.next_id;
             self.next_id += 1;
             pkt.sent_ts = now;
@@ -318,17 +318,18 @@ impl Simulation {
                 PacketKind::Data | PacketKind::Udp => self.counts.data += 1,
                 _ => self.counts.acks += 1,
             }
-            let hop = self.net.next_hop(&pkt, None);
-            if self.flows.slot(e.flow()).ends[side].loses_on_first_hop(&pkt) {
+            let hop = self.net.next_hop(pkt, None);
+            if self.flows.slot(e.flow()).ends[side].loses_on_first_hop(pkt) {
                 // Drop injection (tests): the NIC sends it, the wire loses it.
                 if let Hop::Link(l) = hop {
-                    self.net.link_mut(l).transmit_lost(now, &pkt);
+                    self.net.link_mut(l).transmit_lost(now, pkt);
                 }
                 self.counts.dropped += 1;
                 continue;
             }
             self.to_hop(now, hop, pkt);
         }
+        out.clear();
         // Keep the buffer's capacity (a nested callback may have left a fresh one).
         if self.out.capacity() < out.capacity() {
             self.out = out;
@@ -336,7 +337,7 @@ impl Simulation {
     }
 
     #[inline]
-    fn to_hop(&mut self, now: Time, hop: Hop, pkt: Packet) {
+    fn to_hop(&mut self, now: Time, hop: Hop, pkt: &Packet) {
         match hop {
             Hop::Link(l) => self.arrive_link(now, l, pkt),
             Hop::Endpoint(e) => self.deliver(now, e, pkt),
@@ -344,16 +345,16 @@ impl Simulation {
     }
 
     /// `pkt` reaches link `l`: into its queue, or straight onto its wire.
-    fn arrive_link(&mut self, now: Time, l: LinkId, pkt: Packet) {
+    fn arrive_link(&mut self, now: Time, l: LinkId, pkt: &Packet) {
         let link = self.net.link_mut(l);
         if link.queue().is_some() {
-            self.observers.on_enqueue(now, l, &pkt);
-            link.enqueue(now, pkt);
+            self.observers.on_enqueue(now, l, pkt);
+            link.enqueue(now, *pkt);
             self.drain_reports(now, l);
             self.service(now, l);
             self.net.link_mut(l).arm_qdisc_timer(&mut self.events);
-        } else if let Some(pkt) = link.transmit(now, pkt, &mut self.events) {
-            let hop = self.net.next_hop(&pkt, Some(l));
+        } else if link.transmit(now, pkt, &mut self.events) {
+            let hop = self.net.next_hop(pkt, Some(l));
             self.to_hop(now, hop, pkt);
         }
     }
@@ -369,9 +370,9 @@ impl Simulation {
             self.drain_reports(now, l);
             let Ready::Packet(pkt) = ready else { return };
             self.observers.on_dequeue(now, l, &pkt, now - pkt.enqueue_ts);
-            if let Some(pkt) = self.net.link_mut(l).transmit(now, pkt, &mut self.events) {
+            if self.net.link_mut(l).transmit(now, &pkt, &mut self.events) {
                 let hop = self.net.next_hop(&pkt, Some(l));
-                self.to_hop(now, hop, pkt);
+                self.to_hop(now, hop, &pkt);
             }
         }
     }
@@ -391,11 +392,11 @@ impl Simulation {
 
     /// `pkt` reaches endpoint `e`.
     #[inline]
-    fn deliver(&mut self, now: Time, e: EndpointId, pkt: Packet) {
+    fn deliver(&mut self, now: Time, e: EndpointId, pkt: &Packet) {
         self.counts.delivered += 1;
-        self.observers.on_deliver(now, e, &pkt);
+        self.observers.on_deliver(now, e, pkt);
         let side = (e.0 % 2) as usize;
-        self.flows.slot_mut(e.flow()).ends[side].on_packet(&pkt, now, &mut self.out);
+        self.flows.slot_mut(e.flow()).ends[side].on_packet(pkt, now, &mut self.out);
         self.after_endpoint(now, e);
     }
 

@@ -34,13 +34,13 @@ impl DelayLine {
     /// Put `pkt` on the line to arrive at `arrive`; `head` is the event that fires
     /// when it reaches the head. Arrival times must not decrease.
     #[inline]
-    pub fn push(&mut self, arrive: Time, pkt: Packet, events: &mut EventQueue, head: Target) {
+    pub fn push(&mut self, arrive: Time, pkt: &Packet, events: &mut EventQueue, head: Target) {
         debug_assert!(self.fifo.back().is_none_or(|b| b.arrive <= arrive), "delay line out of order");
         let seq = events.reserve_seq();
         if self.fifo.is_empty() {
             events.push_reserved(arrive, seq, head);
         }
-        self.fifo.push_back(InFlight { arrive, seq, pkt });
+        self.fifo.push_back(InFlight { arrive, seq, pkt: *pkt });
     }
 
     /// Take the head (its event just fired) and schedule the next one's event.
@@ -82,11 +82,11 @@ mod tests {
         let head = Target::LineHead(LinkId(0));
         let mut q = EventQueue::with_capacity(8);
         let mut line = DelayLine::new();
-        line.push(10, pkt(1), &mut q, head);
+        line.push(10, &pkt(1), &mut q, head);
         q.push(10, Target::Sample);
-        line.push(10, pkt(2), &mut q, head);
+        line.push(10, &pkt(2), &mut q, head);
         q.push(20, Target::Sample);
-        line.push(20, pkt(3), &mut q, head);
+        line.push(20, &pkt(3), &mut q, head);
         assert_eq!(q.len(), 3, "one heap entry for the whole line");
         let mut seen = Vec::new();
         while let Some((t, target)) = q.pop() {

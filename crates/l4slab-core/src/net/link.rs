@@ -89,25 +89,36 @@ pub enum Ready {
 /// One link of the network.
 pub struct Link {
     pub id: LinkId,
-    queue: Option<ShapedQueue>,
-    serialiser: Option<Serialiser>,
     delay_ns: u64,
+    serialiser: Option<Serialiser>,
     line: DelayLine,
     pub stats: LinkStats,
+    /// Boxed: most links (NICs) have none, and a small `Link` keeps a
+    /// thousand-flow network's per-packet state in fewer cache lines.
+    queue: Option<Box<ShapedQueue>>,
 }
 
 impl Link {
     /// A link with the given stages; see the module docs for their order.
     pub fn new(id: LinkId, queue: Option<ShapedQueue>, serialiser: Option<Serialiser>, delay_ns: u64) -> Self {
-        Link { id, queue, serialiser, delay_ns, line: DelayLine::new(), stats: LinkStats::default() }
+        Link {
+            id,
+            queue: queue.map(Box::new),
+            serialiser,
+            delay_ns,
+            line: DelayLine::new(),
+            stats: LinkStats::default(),
+        }
     }
 
+    #[inline]
     pub fn queue(&self) -> Option<&ShapedQueue> {
-        self.queue.as_ref()
+        self.queue.as_deref()
     }
 
+    #[inline]
     pub fn queue_mut(&mut self) -> Option<&mut ShapedQueue> {
-        self.queue.as_mut()
+        self.queue.as_deref_mut()
     }
 
     pub fn delay_ns(&self) -> u64 {
@@ -198,20 +209,20 @@ impl Link {
         }
     }
 
-    /// Put `pkt` on the wire at `now` (after the queue, if any). Returns it if it
-    /// reaches the next hop now (no serialiser, no delay); otherwise it waits on
-    /// the delay line and its arrival is an event.
+    /// Put `pkt` on the wire at `now` (after the queue, if any). Returns true if it
+    /// reaches the next hop now (no serialiser, no delay); otherwise a copy waits
+    /// on the delay line and its arrival is an event.
     #[inline]
-    pub fn transmit(&mut self, now: Time, pkt: Packet, events: &mut EventQueue) -> Option<Packet> {
+    pub fn transmit(&mut self, now: Time, pkt: &Packet, events: &mut EventQueue) -> bool {
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += pkt.wire_len as u64;
         let depart = match self.serialiser.as_mut() {
             Some(s) => s.depart(now, pkt.wire_len),
-            None if self.delay_ns == 0 => return Some(pkt),
+            None if self.delay_ns == 0 => return true,
             None => now,
         };
         self.line.push(depart + self.delay_ns, pkt, events, Target::LineHead(self.id));
-        None
+        false
     }
 
     /// Test drop injection: the serialiser sends `pkt`, the wire loses it.

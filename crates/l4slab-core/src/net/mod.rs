@@ -23,7 +23,7 @@ pub use route::{Direction, Hop, Route};
 pub use shaper::Shaper;
 
 /// The forward and reverse route of one flow slot.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct FlowRoutes {
     pub forward: Route,
     pub reverse: Route,

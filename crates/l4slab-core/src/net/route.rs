@@ -36,20 +36,30 @@ pub enum Hop {
     Endpoint(EndpointId),
 }
 
-/// The links of one direction of a flow, then the endpoint it ends at.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Most links a route may cross (a dumbbell uses two each way).
+pub const MAX_ROUTE_LINKS: usize = 6;
+
+/// The links of one direction of a flow, then the endpoint it ends at. Stored
+/// inline (no pointer to chase per packet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Route {
-    links: Vec<LinkId>,
+    hops: [LinkId; MAX_ROUTE_LINKS],
+    len: u8,
     to: EndpointId,
 }
 
 impl Route {
+    /// Panics beyond [`MAX_ROUTE_LINKS`] links (a topology-building error).
     pub fn new(links: Vec<LinkId>, to: EndpointId) -> Self {
-        Route { links, to }
+        assert!(links.len() <= MAX_ROUTE_LINKS, "a route crosses at most {MAX_ROUTE_LINKS} links");
+        let mut hops = [LinkId(u32::MAX); MAX_ROUTE_LINKS];
+        hops[..links.len()].copy_from_slice(&links);
+        Route { hops, len: links.len() as u8, to }
     }
 
+    #[inline]
     pub fn links(&self) -> &[LinkId] {
-        &self.links
+        &self.hops[..self.len as usize]
     }
 
     pub fn to(&self) -> EndpointId {
@@ -59,14 +69,15 @@ impl Route {
     /// The first hop of a packet leaving its endpoint.
     #[inline]
     pub fn first(&self) -> Hop {
-        self.links.first().map_or(Hop::Endpoint(self.to), |&l| Hop::Link(l))
+        self.links().first().map_or(Hop::Endpoint(self.to), |&l| Hop::Link(l))
     }
 
     /// The hop after link `from`.
     #[inline]
     pub fn after(&self, from: LinkId) -> Hop {
-        let i = self.links.iter().position(|&l| l == from).expect("link is on the packet's route");
-        self.links.get(i + 1).map_or(Hop::Endpoint(self.to), |&l| Hop::Link(l))
+        let links = self.links();
+        let i = links.iter().position(|&l| l == from).expect("link is on the packet's route");
+        links.get(i + 1).map_or(Hop::Endpoint(self.to), |&l| Hop::Link(l))
     }
 }
 

@@ -21,20 +21,26 @@ struct FlowBinAcc {
     marks: u64,
 }
 
-/// Per-flow state of the recorder.
-#[derive(Default)]
-struct FlowRecord {
-    series: FlowSeries,
+/// Per-flow counters touched per packet, kept apart from the series so that a
+/// thousand flows' worth stays in a few cache lines.
+#[derive(Clone, Copy, Default)]
+struct FlowHot {
     acc: FlowBinAcc,
-    /// Cumulative counters at the end of the previous bin.
-    prev: FlowCumulative,
-    /// ... and at the start of the summary window.
-    at_warmup: FlowCumulative,
     /// Whole-run drop and mark counts at the watched link.
     drops: u64,
     marks: u64,
     /// Bytes through the watched link inside the summary window.
     window_bytes: u64,
+}
+
+/// Per-flow state of the recorder touched once per bin.
+#[derive(Default)]
+struct FlowRecord {
+    series: FlowSeries,
+    /// Cumulative counters at the end of the previous bin.
+    prev: FlowCumulative,
+    /// ... and at the start of the summary window.
+    at_warmup: FlowCumulative,
     /// srtt samples (ms) inside the window: sum and count (iperf3-like mean).
     srtt_sum: f64,
     srtt_n: u64,
@@ -60,6 +66,7 @@ pub struct Recorder {
     n_bins: usize,
     bin_index: usize,
     flows: Vec<FlowRecord>,
+    hot: Vec<FlowHot>,
     bin: LinkBin,
     series: BottleneckSeries,
     window_bytes: u64,
@@ -91,6 +98,7 @@ impl Recorder {
             n_bins,
             bin_index: 0,
             flows: Vec::with_capacity(n_flows),
+            hot: Vec::with_capacity(n_flows),
             bin: LinkBin::default(),
             series,
             window_bytes: 0,
@@ -125,6 +133,7 @@ impl Recorder {
                 },
                 ..Default::default()
             });
+            self.hot.push(FlowHot::default());
         }
     }
 
@@ -142,7 +151,7 @@ impl Recorder {
     pub fn fill_results(&self, view: &dyn NetworkView, r: &mut RunResults) {
         let window_s = secs(self.end - self.warmup);
         let mut flows = Vec::with_capacity(view.n_flows());
-        for (fi, rec) in self.flows.iter().enumerate().take(view.n_flows()) {
+        for (fi, (rec, hot)) in self.flows.iter().zip(&self.hot).enumerate().take(view.n_flows()) {
             let cum = view.cumulative(fi);
             let w = rec.at_warmup;
             let goodput = (cum.bytes_delivered - w.bytes_delivered) as f64 * 8.0 / window_s / 1e6;
@@ -154,12 +163,12 @@ impl Recorder {
                 start_s: secs(start),
                 base_rtt_ms,
                 goodput_mbps: goodput,
-                throughput_mbps: rec.window_bytes as f64 * 8.0 / window_s / 1e6,
+                throughput_mbps: hot.window_bytes as f64 * 8.0 / window_s / 1e6,
                 mean_srtt_ms: mean_srtt,
                 queuing_delay_ms: mean_srtt - base_rtt_ms,
                 bytes_delivered: cum.bytes_delivered,
-                drops: rec.drops,
-                marks: rec.marks,
+                drops: hot.drops,
+                marks: hot.marks,
                 ..Default::default()
             };
             view.summarise(fi, &mut s);
@@ -219,7 +228,7 @@ impl Observer for Recorder {
         }
         let len = pkt.wire_len as u64;
         let in_window = self.in_window(now);
-        let f = &mut self.flows[pkt.flow as usize];
+        let f = &mut self.hot[pkt.flow as usize];
         f.acc.bottleneck_bytes += len;
         self.bin.bytes += len;
         self.bin.sojourn_sum_ns += sojourn_ns as u128;
@@ -239,7 +248,7 @@ impl Observer for Recorder {
         if link != self.link {
             return;
         }
-        let f = &mut self.flows[pkt.flow as usize];
+        let f = &mut self.hot[pkt.flow as usize];
         f.acc.drops += 1;
         f.drops += 1;
         self.bin.drops += 1;
@@ -253,7 +262,7 @@ impl Observer for Recorder {
         if link != self.link {
             return;
         }
-        let f = &mut self.flows[flow as usize];
+        let f = &mut self.hot[flow as usize];
         f.acc.marks += 1;
         f.marks += 1;
         self.bin.marks += 1;
@@ -272,10 +281,10 @@ impl Observer for Recorder {
         let width_s = secs(now - bin_start).max(1e-12);
         let mbps = |bytes: u64| bytes as f64 * 8.0 / width_s / 1e6;
         let warmup = self.warmup;
-        for (fi, rec) in self.flows.iter_mut().enumerate().take(view.n_flows()) {
+        for (fi, (rec, hot)) in self.flows.iter_mut().zip(self.hot.iter_mut()).enumerate().take(view.n_flows()) {
             let cum = view.cumulative(fi);
             let prev = rec.prev;
-            let acc = rec.acc;
+            let acc = hot.acc;
             let sample = view.sample(fi);
             let segs = cum.segments_sent - prev.segments_sent;
             let rtt_n = cum.rtt_samples - prev.rtt_samples;
@@ -306,7 +315,7 @@ impl Observer for Recorder {
                 rec.srtt_n += 1;
             }
             rec.prev = cum;
-            rec.acc = FlowBinAcc::default();
+            hot.acc = FlowBinAcc::default();
             if now <= warmup {
                 rec.at_warmup = cum;
             }
