@@ -74,34 +74,113 @@ struct Entry {
     target: Target,
 }
 
+impl Entry {
+    /// (time, seq) as one integer: one branch-free comparison in the heap's sifts.
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        (self.time as u128) << 64 | self.seq as u128
+    }
+}
+
 impl PartialEq for Entry {
     fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
+        self.key() == other.key()
     }
 }
 impl Eq for Entry {}
 impl PartialOrd for Entry {
+    #[inline(always)]
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
-}
-impl Ord for Entry {
     // Reversed: BinaryHeap is a max-heap, we pop the earliest (time, seq).
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.time.cmp(&self.time).then_with(|| other.seq.cmp(&self.seq))
+    #[inline(always)]
+    fn lt(&self, other: &Self) -> bool {
+        other.key() < self.key()
+    }
+    #[inline(always)]
+    fn le(&self, other: &Self) -> bool {
+        other.key() <= self.key()
+    }
+    #[inline(always)]
+    fn gt(&self, other: &Self) -> bool {
+        other.key() > self.key()
+    }
+    #[inline(always)]
+    fn ge(&self, other: &Self) -> bool {
+        other.key() >= self.key()
     }
 }
+impl Ord for Entry {
+    #[inline(always)]
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.key().cmp(&self.key())
+    }
+}
+
+/// A slot outside the heap for an event source that never has more than one
+/// event pending (a shaper's watchdog): it costs a comparison per pop instead of a
+/// heap push and pop per event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PinId(u8);
+
+/// Most pinned slots; the rest of such sources use the heap.
+pub const MAX_PINS: usize = 4;
 
 /// Pending events.
 pub struct EventQueue {
     heap: BinaryHeap<Entry>,
+    pins: [Option<Entry>; MAX_PINS],
+    n_pins: usize,
+    /// Index of the earliest occupied pin, if any.
+    first_pin: Option<usize>,
     seq: u64,
     processed: u64,
 }
 
 impl EventQueue {
     pub fn with_capacity(n: usize) -> Self {
-        EventQueue { heap: BinaryHeap::with_capacity(n), seq: 0, processed: 0 }
+        EventQueue {
+            heap: BinaryHeap::with_capacity(n),
+            pins: [None; MAX_PINS],
+            n_pins: 0,
+            first_pin: None,
+            seq: 0,
+            processed: 0,
+        }
+    }
+
+    /// A pinned slot, if any is left.
+    pub fn pin(&mut self) -> Option<PinId> {
+        (self.n_pins < MAX_PINS).then(|| {
+            self.n_pins += 1;
+            PinId(self.n_pins as u8 - 1)
+        })
+    }
+
+    /// Schedule `target` at `time` in `pin`, which must be empty; orders exactly
+    /// as [`push`](Self::push) would.
+    #[inline]
+    pub fn push_pinned(&mut self, pin: PinId, time: Time, target: Target) {
+        let seq = self.reserve_seq();
+        let slot = &mut self.pins[pin.0 as usize];
+        debug_assert!(slot.is_none(), "pinned slot already holds an event");
+        *slot = Some(Entry { time, seq, target });
+        self.update_first_pin();
+    }
+
+    #[inline]
+    fn update_first_pin(&mut self) {
+        self.first_pin = None;
+        let mut best = u128::MAX;
+        for (i, p) in self.pins[..self.n_pins].iter().enumerate() {
+            if let Some(e) = p {
+                if e.key() < best {
+                    best = e.key();
+                    self.first_pin = Some(i);
+                }
+            }
+        }
     }
 
     /// Schedule `target` at `time`, after everything already scheduled for `time`.
@@ -129,7 +208,14 @@ impl EventQueue {
     /// Remove and return the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Target)> {
-        let e = self.heap.pop()?;
+        let e = match self.first_pin {
+            Some(i) if self.heap.peek().is_none_or(|h| self.pins[i].expect("first pin").key() < h.key()) => {
+                let e = self.pins[i].take().expect("first pin");
+                self.update_first_pin();
+                e
+            }
+            _ => self.heap.pop()?,
+        };
         self.processed += 1;
         Some((e.time, e.target))
     }
@@ -137,7 +223,11 @@ impl EventQueue {
     /// Time of the earliest event.
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|e| e.time)
+        let h = self.heap.peek().map(|e| e.time);
+        match self.first_pin.and_then(|i| self.pins[i]) {
+            Some(p) => Some(h.map_or(p.time, |h| h.min(p.time))),
+            None => h,
+        }
     }
 
     /// Events processed so far.
@@ -145,13 +235,13 @@ impl EventQueue {
         self.processed
     }
 
-    /// Entries pending.
+    /// Entries pending (heap and pins).
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.pins.iter().flatten().count()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 }
 
@@ -178,6 +268,30 @@ mod tests {
             })
             .collect();
         assert_eq!(order, vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn pinned_events_order_like_heap_events() {
+        let mut q = EventQueue::with_capacity(8);
+        let a = q.pin().unwrap();
+        let b = q.pin().unwrap();
+        q.push(5, Target::FlowStart { flow: 0 });
+        q.push_pinned(a, 5, Target::FlowStart { flow: 1 });
+        q.push(3, Target::FlowStart { flow: 2 });
+        q.push_pinned(b, 4, Target::FlowStart { flow: 3 });
+        q.push(5, Target::FlowStart { flow: 4 });
+        assert_eq!(q.peek_time(), Some(3));
+        let order: Vec<u32> = std::iter::from_fn(|| q.pop())
+            .map(|(_, a)| match a {
+                Target::FlowStart { flow } => flow,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(order, vec![2, 3, 0, 1, 4]);
+        // A slot can be reused once its event has fired.
+        q.push_pinned(a, 9, Target::Sample);
+        assert_eq!(q.pop(), Some((9, Target::Sample)));
+        assert!(q.pop().is_none());
     }
 
     #[test]

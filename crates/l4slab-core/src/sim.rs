@@ -191,6 +191,9 @@ impl Simulation {
             SojournTracer::new(topology.bottleneck, cap)
         });
         for link in net.links.iter_mut() {
+            if let Some(q) = link.queue_mut() {
+                q.pin_watchdog(&mut events);
+            }
             link.arm_qdisc_timer(&mut events);
         }
         Ok(Simulation {

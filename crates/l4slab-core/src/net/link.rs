@@ -10,7 +10,7 @@
 
 use super::delay_line::DelayLine;
 use super::shaper::Shaper;
-use crate::event::{EventQueue, LinkId, Target};
+use crate::event::{EventQueue, LinkId, PinId, Target};
 use crate::packet::Packet;
 use crate::qdisc::{Qdisc, QdiscCtx};
 use crate::rng::SimRng;
@@ -49,6 +49,8 @@ pub struct ShapedQueue {
     /// Pending shaper watchdog (`qdisc_watchdog` in `sch_htb.c`) and qdisc timer; lazy.
     wake_at: Option<Time>,
     timer_at: Option<Time>,
+    /// The event queue's pinned slot for the watchdog, if one was free.
+    wake_pin: Option<PinId>,
 }
 
 impl ShapedQueue {
@@ -61,7 +63,14 @@ impl ShapedQueue {
             marked: Vec::with_capacity(256),
             wake_at: None,
             timer_at: None,
+            wake_pin: None,
         }
+    }
+
+    /// Keep the watchdog in a pinned slot of the event queue (it has at most one
+    /// event pending), saving a heap push and pop per packet on a busy link.
+    pub fn pin_watchdog(&mut self, events: &mut EventQueue) {
+        self.wake_pin = events.pin();
     }
 
     #[inline]
@@ -157,7 +166,10 @@ impl Link {
         if !q.shaper.can_send(now) {
             let t = q.shaper.next_send_time(now);
             q.wake_at = Some(t);
-            events.push(t, Target::ShaperWake(id));
+            match q.wake_pin {
+                Some(pin) => events.push_pinned(pin, t, Target::ShaperWake(id)),
+                None => events.push(t, Target::ShaperWake(id)),
+            }
             return Ready::Nothing;
         }
         let (qdisc, mut ctx) = q.ctx();
