@@ -66,6 +66,11 @@ pub struct ScenarioConfig {
     #[serde(default)]
     pub trace_sojourn: bool,
     pub bottleneck: BottleneckConfig,
+    /// A shaped queue on the reverse path, shared by every flow's ACKs after its
+    /// receiver's NIC and reverse propagation (unset: the reverse path never queues).
+    /// Its `access_rate_bps` is unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse_bottleneck: Option<BottleneckConfig>,
     pub flows: Vec<FlowConfig>,
 }
 
@@ -402,6 +407,12 @@ impl ScenarioConfig {
             return Err("bottleneck.access_rate_bps: must be > 0".into());
         }
         self.bottleneck.qdisc.validate().map_err(|e| format!("bottleneck.qdisc.{e}"))?;
+        if let Some(r) = &self.reverse_bottleneck {
+            if r.rate_bps == 0 {
+                return Err("reverse_bottleneck.rate_bps: must be > 0".into());
+            }
+            r.qdisc.validate().map_err(|e| format!("reverse_bottleneck.qdisc.{e}"))?;
+        }
         if self.flows.is_empty() {
             return Err("flows: at least one flow is required".into());
         }

@@ -14,6 +14,8 @@ pub enum Stream {
     StartJitter = 1,
     /// The bottleneck qdisc (PIE/DualPI2 coin flips, FQ hash perturbation).
     Qdisc = 2,
+    /// A queue on the reverse (ACK) path.
+    ReverseQdisc = 3,
 }
 
 /// A PRNG for `stream` of the run seeded with `seed`.

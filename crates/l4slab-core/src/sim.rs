@@ -8,7 +8,7 @@
 
 use crate::config::ScenarioConfig;
 use crate::event::{EndpointId, EventQueue, LinkId, Target};
-use crate::net::dumbbell::Dumbbell;
+use crate::net::dumbbell::{shaped_queue, Dumbbell};
 use crate::net::{Hop, Link, Network, Ready};
 use crate::packet::{Packet, PacketKind};
 use crate::results::*;
@@ -161,7 +161,11 @@ impl Simulation {
     pub fn new(cfg: &ScenarioConfig) -> Result<Self, String> {
         let end = cfg.duration_ns;
         let mut net = Network::new();
-        let topology = Dumbbell::build(&mut net, &cfg.bottleneck, rng::stream(cfg.seed, rng::Stream::Qdisc));
+        let mut topology = Dumbbell::build(&mut net, &cfg.bottleneck, rng::stream(cfg.seed, rng::Stream::Qdisc));
+        if let Some(rev) = &cfg.reverse_bottleneck {
+            let queue = shaped_queue(rev, rng::stream(cfg.seed, rng::Stream::ReverseQdisc));
+            topology.add_reverse_queue(&mut net, queue);
+        }
         let mut events = EventQueue::with_capacity(4096);
         let mut flows = FlowTable::default();
         let mut sources: Vec<Box<dyn TrafficSource>> =
@@ -445,3 +449,52 @@ impl Simulation {
 }
 
 pub use crate::trace::jain_index;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn config(extra: serde_json::Value) -> ScenarioConfig {
+        let mut v = json!({
+            "seed": 3, "duration_ns": 5_000_000_000u64,
+            "bottleneck": {"rate_bps": 10_000_000, "qdisc": {"kind": "pfifo", "limit_packets": 50}},
+            "flows": [{"kind": "tcp", "cc": "reno", "rtt_ns": 20_000_000},
+                      {"kind": "tcp", "cc": "cubic", "rtt_ns": 30_000_000}],
+        });
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn observers_see_every_enqueue_dequeue_and_drop() {
+        let r = crate::run(&config(json!({}))).unwrap();
+        let q = &r.bottleneck.qdisc;
+        let b = &r.bottleneck_series;
+        let arrivals: u64 = b.arrivals.iter().sum();
+        let drops: u64 = b.drops.iter().sum();
+        assert!(q.drops > 0, "the scenario must drop");
+        assert_eq!(drops, q.drops);
+        assert_eq!(r.flows.iter().map(|f| f.drops).sum::<u64>(), q.drops);
+        assert_eq!(arrivals, q.sent_packets + q.drops + q.backlog_packets);
+        let bytes: f64 = b.utilisation.iter().sum::<f64>() * 0.1 * 10e6 / 8.0;
+        assert!((bytes - q.sent_bytes as f64).abs() < 1.0, "{bytes} vs {}", q.sent_bytes);
+    }
+
+    #[test]
+    fn a_queue_on_the_ack_path_delays_acks() {
+        // ACKs of 66-90 B through a 100 kbit/s queue: about 150 per second leave
+        // it, fewer than the receivers send, so ACKs back up and every RTT sample
+        // carries their queueing delay; the uncongested reverse path adds none.
+        let free = crate::run(&config(json!({}))).unwrap();
+        let rev =
+            json!({"reverse_bottleneck": {"rate_bps": 100_000, "qdisc": {"kind": "bfifo", "limit_bytes": 1_000_000}}});
+        let slow = crate::run(&config(rev)).unwrap();
+        let rtt = |r: &RunResults| r.flows[0].mean_rtt_ms;
+        assert!(rtt(&free) < 100.0, "free reverse path: {} ms", rtt(&free));
+        assert!(rtt(&slow) > rtt(&free) + 500.0, "ACK queueing adds RTT: {} vs {}", rtt(&slow), rtt(&free));
+        // The forward bottleneck sees the same sojourn accounting either way.
+        assert!(slow.bottleneck.qdisc.sent_packets > 0);
+        assert_eq!(slow.packets.sent, slow.packets.delivered + slow.packets.dropped + slow.packets.in_flight);
+    }
+}

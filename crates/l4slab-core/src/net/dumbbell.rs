@@ -58,3 +58,36 @@ impl Dumbbell {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::QdiscConfig;
+    use crate::net::Hop;
+    use crate::packet::{Packet, PacketKind};
+    use crate::rng::{stream, Stream};
+
+    #[test]
+    fn routes_cross_nic_then_bottleneck_and_back_through_the_reverse_queue() {
+        let cfg = BottleneckConfig {
+            rate_bps: 10_000_000,
+            burst_bytes: 1600,
+            access_rate_bps: 1_000_000_000,
+            qdisc: QdiscConfig::Pfifo { limit_packets: 10 },
+        };
+        let mut net = Network::new();
+        let mut d = Dumbbell::build(&mut net, &cfg, stream(1, Stream::Qdisc));
+        let rq = d.add_reverse_queue(&mut net, shaped_queue(&cfg, stream(1, Stream::ReverseQdisc)));
+        d.attach_flow(&mut net, 0, 3_000, 7_000);
+        let data = Packet::new(0, PacketKind::Data);
+        let ack = Packet::new(0, PacketKind::Ack);
+        let Hop::Link(nic) = net.next_hop(&data, None) else { panic!("data starts on the NIC") };
+        assert_eq!(net.link(nic).delay_ns(), 3_000);
+        assert_eq!(net.next_hop(&data, Some(nic)), Hop::Link(d.bottleneck));
+        assert_eq!(net.next_hop(&data, Some(d.bottleneck)), Hop::Endpoint(EndpointId::receiver(0)));
+        let Hop::Link(rx_nic) = net.next_hop(&ack, None) else { panic!("ACKs start on the receiver's NIC") };
+        assert_eq!(net.link(rx_nic).delay_ns(), 7_000);
+        assert_eq!(net.next_hop(&ack, Some(rx_nic)), Hop::Link(rq));
+        assert_eq!(net.next_hop(&ack, Some(rq)), Hop::Endpoint(EndpointId::sender(0)));
+    }
+}
