@@ -44,7 +44,7 @@ impl EndpointId {
     }
     #[inline]
     pub fn is_sender(self) -> bool {
-        self.0 % 2 == 0
+        self.0.is_multiple_of(2)
     }
 }
 

@@ -231,7 +231,7 @@ impl Simulation {
             Target::LineHead(l) => {
                 let pkt = self.net.link_mut(l).arrive_head(&mut self.events);
                 let hop = self.net.next_hop(&pkt, Some(l));
-                self.to_hop(now, hop, &pkt);
+                self.forward(now, hop, &pkt);
             }
             Target::EndpointTimer(e) => {
                 let f = self.flows.slot_mut(e.flow());
@@ -334,7 +334,7 @@ impl Simulation {
                 self.counts.dropped += 1;
                 continue;
             }
-            self.to_hop(now, hop, pkt);
+            self.forward(now, hop, pkt);
         }
         out.clear();
         // Keep the buffer's capacity (a nested callback may have left a fresh one).
@@ -344,7 +344,7 @@ impl Simulation {
     }
 
     #[inline]
-    fn to_hop(&mut self, now: Time, hop: Hop, pkt: &Packet) {
+    fn forward(&mut self, now: Time, hop: Hop, pkt: &Packet) {
         match hop {
             Hop::Link(l) => self.arrive_link(now, l, pkt),
             Hop::Endpoint(e) => self.deliver(now, e, pkt),
@@ -362,7 +362,7 @@ impl Simulation {
             self.net.link_mut(l).arm_qdisc_timer(&mut self.events);
         } else if link.transmit(now, pkt, &mut self.events) {
             let hop = self.net.next_hop(pkt, Some(l));
-            self.to_hop(now, hop, pkt);
+            self.forward(now, hop, pkt);
         }
     }
 
@@ -379,7 +379,7 @@ impl Simulation {
             self.observers.on_dequeue(now, l, &pkt, now - pkt.enqueue_ts);
             if self.net.link_mut(l).transmit(now, &pkt, &mut self.events) {
                 let hop = self.net.next_hop(&pkt, Some(l));
-                self.to_hop(now, hop, &pkt);
+                self.forward(now, hop, &pkt);
             }
         }
     }

@@ -8,6 +8,9 @@ use crate::config::FlowConfig;
 use crate::rng::{self, SimRng};
 use crate::tcp::{TcpReceiver, TcpSender};
 
+/// A flow's sender and receiver.
+type EndpointPair = (Box<dyn Endpoint>, Box<dyn Endpoint>);
+
 /// The configured flows, opened in order with the run's start jitter.
 pub struct ScenarioFlows {
     flows: Vec<FlowConfig>,
@@ -21,12 +24,7 @@ impl ScenarioFlows {
     }
 
     /// Build flow `i`'s endpoints for `slot` (errors name the flow).
-    fn endpoints(
-        fc: &FlowConfig,
-        i: usize,
-        slot: u32,
-        stop: u64,
-    ) -> Result<(Box<dyn Endpoint>, Box<dyn Endpoint>), String> {
+    fn endpoints(fc: &FlowConfig, i: usize, slot: u32, stop: u64) -> Result<EndpointPair, String> {
         Ok(match fc {
             FlowConfig::Tcp(t) => {
                 let cc = crate::cc::build(&t.cc, t.cc_params.as_ref()).map_err(|e| format!("flows[{i}].cc: {e}"))?;
