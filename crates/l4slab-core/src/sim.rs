@@ -292,7 +292,9 @@ impl Simulation {
             self.arm_timer(e);
             self.emit(now, e);
         } else {
-            self.emit(now, e);
+            if !self.out.is_empty() {
+                self.emit(now, e);
+            }
             self.arm_timer(e);
         }
     }
@@ -388,6 +390,9 @@ impl Simulation {
     #[inline]
     fn drain_reports(&mut self, now: Time, l: LinkId) {
         let q = self.net.links[l.0 as usize].queue_mut().expect("queued link");
+        if q.dropped.is_empty() && q.marked.is_empty() {
+            return;
+        }
         for p in q.dropped.drain(..) {
             self.counts.dropped += 1;
             self.observers.on_drop(now, l, &p);
