@@ -159,6 +159,12 @@ pub struct Simulation {
 
 impl Simulation {
     pub fn new(cfg: &ScenarioConfig) -> Result<Self, String> {
+        Self::with_sources(cfg, Vec::new())
+    }
+
+    /// A run of `cfg` with traffic sources beyond the flows it lists (which keep
+    /// slots `0..cfg.flows.len()`).
+    pub fn with_sources(cfg: &ScenarioConfig, extra: Vec<Box<dyn TrafficSource>>) -> Result<Self, String> {
         let end = cfg.duration_ns;
         let mut net = Network::new();
         let mut topology = Dumbbell::build(&mut net, &cfg.bottleneck, rng::stream(cfg.seed, rng::Stream::Qdisc));
@@ -170,6 +176,7 @@ impl Simulation {
         let mut flows = FlowTable::default();
         let mut sources: Vec<Box<dyn TrafficSource>> =
             vec![Box::new(ScenarioFlows::new(&cfg.flows, cfg.seed, cfg.start_jitter_ns))];
+        sources.extend(extra);
         for s in sources.iter_mut() {
             let mut opener = Opener {
                 flows: &mut flows,
@@ -234,7 +241,8 @@ impl Simulation {
                 self.forward(now, hop, &pkt);
             }
             Target::EndpointTimer(e) => {
-                let f = self.flows.slot_mut(e.flow());
+                // A released slot ignores its old flow's timers.
+                let Some(f) = self.flows.slots[e.flow() as usize].as_mut() else { return };
                 let side = (e.0 % 2) as usize;
                 if f.timer_at[side] == Some(now) {
                     f.timer_at[side] = None;
@@ -256,7 +264,8 @@ impl Simulation {
             }
             Target::FlowStart { flow } => {
                 let e = EndpointId::sender(flow);
-                self.flows.slot_mut(flow).ends[0].start(now, &mut self.out);
+                let Some(f) = self.flows.slots[flow as usize].as_mut() else { return };
+                f.ends[0].start(now, &mut self.out);
                 self.after_endpoint(now, e);
             }
             Target::Source(i) => {
@@ -408,7 +417,9 @@ impl Simulation {
         self.counts.delivered += 1;
         self.observers.on_deliver(now, e, pkt);
         let side = (e.0 % 2) as usize;
-        self.flows.slot_mut(e.flow()).ends[side].on_packet(pkt, now, &mut self.out);
+        // A packet of a flow whose slot was released arrives at a closed socket.
+        let Some(f) = self.flows.slots[e.flow() as usize].as_mut() else { return };
+        f.ends[side].on_packet(pkt, now, &mut self.out);
         self.after_endpoint(now, e);
     }
 
@@ -484,6 +495,62 @@ mod tests {
         assert_eq!(arrivals, q.sent_packets + q.drops + q.backlog_packets);
         let bytes: f64 = b.utilisation.iter().sum::<f64>() * 0.1 * 10e6 / 8.0;
         assert!((bytes - q.sent_bytes as f64).abs() < 1.0, "{bytes} vs {}", q.sent_bytes);
+    }
+
+    /// Opens a sized transfer at 0.5 s, releases its slot once it has finished,
+    /// and opens the next one in the same slot at 2 s.
+    struct Sequential {
+        at: Vec<Time>,
+        slots: Vec<u32>,
+    }
+
+    impl TrafficSource for Sequential {
+        fn open_initial(&mut self, _opener: &mut dyn FlowOpener) -> Result<(), String> {
+            Ok(())
+        }
+        fn next_event(&self) -> Option<Time> {
+            self.at.first().copied()
+        }
+        fn on_event(&mut self, now: Time, opener: &mut dyn FlowOpener) {
+            self.at.remove(0);
+            if let Some(&last) = self.slots.last() {
+                assert!(opener.is_finished(last), "100 kB take well under 1.5 s at 10 Mbit/s");
+                opener.release(last);
+            }
+            let slot = opener.reserve_slot();
+            self.slots.push(slot);
+            let t: crate::config::TcpFlowConfig =
+                serde_json::from_value(json!({"cc": "cubic", "rtt_ns": 10_000_000, "bytes": 100_000})).unwrap();
+            let sender = crate::tcp::TcpSender::new(slot, &t, crate::cc::build("cubic", None).unwrap(), opener.end());
+            let receiver = crate::tcp::TcpReceiver::new(slot, true, 2, 2, "cubic");
+            opener.open(
+                slot,
+                FlowSpec {
+                    sender: Box::new(crate::traffic::tcp::TcpSenderEndpoint(sender)),
+                    receiver: Box::new(crate::traffic::tcp::TcpReceiverEndpoint(receiver)),
+                    start: now,
+                    base_rtt_ns: 10_000_000,
+                    fwd_delay_ns: 5_000_000,
+                    rev_delay_ns: 5_000_000,
+                },
+            );
+        }
+    }
+
+    #[test]
+    fn a_traffic_source_opens_flows_during_the_run_and_reuses_slots() {
+        let cfg = config(json!({}));
+        let source = Sequential { at: vec![500_000_000, 2_000_000_000], slots: Vec::new() };
+        let mut sim = Simulation::with_sources(&cfg, vec![Box::new(source)]).unwrap();
+        sim.run();
+        sim.check_conservation().unwrap();
+        let r = sim.results();
+        assert_eq!(r.flows.len(), 3, "two configured flows and one reused slot");
+        let web = &r.flows[2];
+        assert_eq!(web.bytes_delivered, 100_000);
+        let fct = web.fct_s.expect("the second transfer completes");
+        assert!(fct > 0.01 && fct < 1.0, "fct {fct}");
+        assert!((web.start_s - 2.0).abs() < 1e-9, "the slot now holds the second flow");
     }
 
     #[test]

@@ -3,9 +3,11 @@
 //! An [`Endpoint`] is one side of a flow: it takes packets and timer expiries and
 //! emits packets; the simulator routes what it emits and keeps its (lazy) timer.
 //! A [`TrafficSource`] decides which flows exist: it opens flows at setup and may
-//! open more at its own events, through a [`FlowOpener`] that hands out flow slots
-//! (reusing released ones), so a source of many short connections needs no change
-//! to the event loop.
+//! open more at its own events ([`TrafficSource::next_event`], a `Target::Source`
+//! event the simulator schedules and re-arms), through a [`FlowOpener`] that hands
+//! out flow slots, reusing released ones, so a source of many short connections
+//! (checking [`FlowOpener::is_finished`] at its events) needs no change to the
+//! event loop.
 //!
 //! - [`tcp`]: the TCP sender and receiver as endpoints.
 //! - [`udp`]: the constant-rate UDP source and its sink.
@@ -89,7 +91,11 @@ pub trait FlowOpener {
     fn open(&mut self, slot: u32, spec: FlowSpec);
     /// Whether the flow in `slot` has finished (both endpoints say so).
     fn is_finished(&self, slot: u32) -> bool;
-    /// Give `slot` back for reuse (its flow must have finished).
+    /// Give `slot` back for reuse once its flow has finished. Its old flow's
+    /// pending timers are ignored, and packets of it still in the network are
+    /// delivered to a closed socket (counted, then discarded) while the slot is
+    /// free; a source should release only when none are left (after the FIN/ACK
+    /// exchange of a future short-flow source).
     fn release(&mut self, slot: u32);
     /// End of the run: sources need not open flows that would start after it.
     fn end(&self) -> Time;
