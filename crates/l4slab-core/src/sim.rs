@@ -551,6 +551,7 @@ mod tests {
         let fct = web.fct_s.expect("the second transfer completes");
         assert!(fct > 0.01 && fct < 1.0, "fct {fct}");
         assert!((web.start_s - 2.0).abs() < 1e-9, "the slot now holds the second flow");
+        assert_eq!(sim.net.links.len(), 1 + 2 * 3, "the reused slot kept its NIC links");
     }
 
     #[test]

@@ -43,10 +43,16 @@ impl Dumbbell {
         id
     }
 
-    /// Give flow slot `flow` its two NICs and routes.
+    /// Give flow slot `flow` its two NICs and routes; a reused slot keeps its NIC
+    /// links when nothing is left on them, so short flows do not grow the network.
     pub fn attach_flow(&self, net: &mut Network, flow: u32, fwd_delay_ns: u64, rev_delay_ns: u64) {
-        let tx_nic = net.add_link(None, Some(Serialiser::new(self.access_rate_bps)), fwd_delay_ns);
-        let rx_nic = net.add_link(None, Some(Serialiser::new(self.access_rate_bps)), rev_delay_ns);
+        let old = net.previous_routes(flow).map(|r| (r.forward.links()[0], r.reverse.links()[0]));
+        let mut nic = |net: &mut Network, old: Option<LinkId>, delay| match old {
+            Some(l) if net.link_mut(l).reset_for_reuse(delay) => l,
+            _ => net.add_link(None, Some(Serialiser::new(self.access_rate_bps)), delay),
+        };
+        let tx_nic = nic(net, old.map(|o| o.0), fwd_delay_ns);
+        let rx_nic = nic(net, old.map(|o| o.1), rev_delay_ns);
         let mut reverse = vec![rx_nic];
         reverse.extend(self.reverse_queue);
         net.set_routes(

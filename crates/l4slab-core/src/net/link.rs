@@ -134,6 +134,19 @@ impl Link {
         self.delay_ns
     }
 
+    /// Reuse an idle NIC link for a new flow: a fresh serialiser at the same rate
+    /// and a new propagation delay. False (and unchanged) if packets are still on it.
+    pub fn reset_for_reuse(&mut self, delay_ns: u64) -> bool {
+        if !self.line.is_empty() || self.queue.is_some() {
+            return false;
+        }
+        if let Some(s) = self.serialiser.as_mut() {
+            *s = Serialiser::new(s.rate_bps);
+        }
+        self.delay_ns = delay_ns;
+        true
+    }
+
     /// Packets held by the link (queue and wire), for the conservation check.
     pub fn packets_held(&self) -> u64 {
         self.line.len() as u64 + self.queue.as_ref().map_or(0, |q| q.qdisc.len() as u64)

@@ -17,6 +17,8 @@ pub mod link;
 pub mod route;
 pub mod shaper;
 
+use crate::packet::Packet;
+
 pub use crate::event::{EndpointId, LinkId};
 pub use link::{Link, LinkStats, Ready, Serialiser, ShapedQueue};
 pub use route::{Direction, Hop, Route};
@@ -77,6 +79,11 @@ impl Network {
         self.routes[i] = Some(routes);
     }
 
+    /// The routes slot `flow` had, if any (a reused slot).
+    pub fn previous_routes(&self, flow: u32) -> Option<&FlowRoutes> {
+        self.routes.get(flow as usize).and_then(|r| r.as_ref())
+    }
+
     #[inline]
     pub fn routes(&self, flow: u32) -> &FlowRoutes {
         self.routes[flow as usize].as_ref().expect("flow slot has routes")
@@ -97,5 +104,3 @@ impl Network {
         self.links.iter().map(Link::packets_held).sum()
     }
 }
-
-use crate::packet::Packet;
