@@ -47,7 +47,7 @@ impl Dumbbell {
     /// links when nothing is left on them, so short flows do not grow the network.
     pub fn attach_flow(&self, net: &mut Network, flow: u32, fwd_delay_ns: u64, rev_delay_ns: u64) {
         let old = net.previous_routes(flow).map(|r| (r.forward.links()[0], r.reverse.links()[0]));
-        let mut nic = |net: &mut Network, old: Option<LinkId>, delay| match old {
+        let nic = |net: &mut Network, old: Option<LinkId>, delay| match old {
             Some(l) if net.link_mut(l).reset_for_reuse(delay) => l,
             _ => net.add_link(None, Some(Serialiser::new(self.access_rate_bps)), delay),
         };
