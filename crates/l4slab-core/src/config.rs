@@ -6,7 +6,9 @@
 //! unit. `deny_unknown_fields` makes a front-end/engine mismatch a clear error.
 
 use crate::packet::Ecn;
+use crate::schema::{ParamKind, ParamSpec};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 fn default_bin_ns() -> u64 {
     100_000_000
@@ -64,6 +66,11 @@ pub struct ScenarioConfig {
     #[serde(default)]
     pub trace_sojourn: bool,
     pub bottleneck: BottleneckConfig,
+    /// A shaped queue on the reverse path, shared by every flow's ACKs after its
+    /// receiver's NIC and reverse propagation (unset: the reverse path never queues).
+    /// Its `access_rate_bps` is unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse_bottleneck: Option<BottleneckConfig>,
     pub flows: Vec<FlowConfig>,
 }
 
@@ -201,6 +208,152 @@ pub struct UdpFlowConfig {
     pub ecn: Ecn,
 }
 
+/// `mss`: Linux clamps `TCP_MAXSEG` to `TCP_MIN_MSS` (88) .. `MAX_TCP_WINDOW`-ish
+/// 65535 less headers; the engine accepts 88..=65000.
+const MSS_RANGE: (f64, f64) = (88.0, 65_000.0);
+/// `net.ipv4.tcp_ecn`: 0..=5 (Linux `Documentation/networking/ip-sysctl.rst`).
+const TCP_ECN_RANGE: (f64, f64) = (0.0, 5.0);
+/// `net.ipv4.tcp_ecn_option`: 0..=3 (AccECN series, `ip-sysctl.rst`).
+const TCP_ECN_OPTION_RANGE: (f64, f64) = (0.0, 3.0);
+/// `initcwnd` (`ip route ... initcwnd N`): at least one segment.
+const INIT_CWND_MIN: f64 = 1.0;
+
+/// Every knob of a TCP flow (`TcpFlowConfig`, with its flattened path fields):
+/// engine name, kind, Linux default, the range `validate` enforces, and a one-line
+/// doc naming the primary source of the default.
+pub fn tcp_flow_params() -> Vec<ParamSpec> {
+    use ParamKind::*;
+    let mut init_cwnd = ParamSpec::new(
+        "init_cwnd",
+        Packets,
+        json!(default_init_cwnd()),
+        "Initial window, segments: TCP_INIT_CWND = 10 (include/net/tcp.h; RFC 6928), `ip route ... initcwnd`.",
+    );
+    init_cwnd.min = Some(INIT_CWND_MIN);
+    vec![
+        ParamSpec::new(
+            "cc",
+            Choice,
+            json!("cubic"),
+            "Congestion control by Linux name (net.ipv4.tcp_congestion_control; default cubic).",
+        )
+        .choices(crate::cc::KNOWN),
+        ParamSpec::new(
+            "rtt_ns",
+            TimeNs,
+            serde_json::Value::Null,
+            "Base RTT, propagation only (netem delay on the path); required.",
+        ),
+        ParamSpec::new(
+            "fwd_delay_ns",
+            TimeNs,
+            serde_json::Value::Null,
+            "Sender-to-bottleneck propagation; unset = half of rtt_ns, the reverse path carries the rest.",
+        ),
+        ParamSpec::new("start_ns", TimeNs, json!(0), "When the flow starts (before the run's start jitter)."),
+        ParamSpec::new(
+            "stop_ns",
+            TimeNs,
+            serde_json::Value::Null,
+            "When the sender stops sending new data; unset = end of run.",
+        ),
+        ParamSpec::new(
+            "bytes",
+            Bytes,
+            serde_json::Value::Null,
+            "Bytes to send (iperf3 -n); unset = unbounded transfer.",
+        ),
+        ParamSpec::new(
+            "mss",
+            Bytes,
+            json!(default_mss()),
+            "mss_cache payload: 1448 = 1500-byte MTU less IP, TCP and timestamp option (tcp_mtu_to_mss).",
+        )
+        .range(MSS_RANGE.0, MSS_RANGE.1),
+        init_cwnd,
+        ParamSpec::new(
+            "rto_min_ns",
+            TimeNs,
+            json!(default_rto_min_ns()),
+            "Minimum RTO: TCP_RTO_MIN = 200 ms (include/net/tcp.h), `ip route ... rto_min`.",
+        ),
+        ParamSpec::new(
+            "rwnd_bytes",
+            Bytes,
+            serde_json::Value::Null,
+            "Receive window limit; unset = never limiting (net.ipv4.tcp_rmem autotuning).",
+        ),
+        ParamSpec::new(
+            "delayed_ack",
+            Bool,
+            json!(true),
+            "Receiver delayed ACKs (tcp_send_delayed_ack, net/ipv4/tcp_output.c); off = quick-ACK every segment.",
+        ),
+        ParamSpec::new(
+            "fq_pacing",
+            Bool,
+            json!(false),
+            "Sender has the fq qdisc, so every CC is paced (sch_fq.c; tcp_needs_internal_pacing otherwise).",
+        ),
+        ParamSpec::new(
+            "tso",
+            Bool,
+            json!(true),
+            "TSO/GSO on the sender (ethtool -K tso/gso; on by default in Linux drivers).",
+        ),
+        ParamSpec::new(
+            "cc_params",
+            Object,
+            serde_json::Value::Null,
+            "Module parameters of the congestion control (/sys/module/tcp_*/parameters); see its descriptor.",
+        ),
+        ParamSpec::new(
+            "ecn",
+            Int,
+            json!(default_tcp_ecn()),
+            "Sender's net.ipv4.tcp_ecn (Documentation/networking/ip-sysctl.rst; default 2: accept, don't request).",
+        )
+        .range(TCP_ECN_RANGE.0, TCP_ECN_RANGE.1),
+        ParamSpec::new(
+            "receiver_ecn",
+            Int,
+            json!(default_tcp_ecn()),
+            "Receiver's net.ipv4.tcp_ecn (Documentation/networking/ip-sysctl.rst; default 2).",
+        )
+        .range(TCP_ECN_RANGE.0, TCP_ECN_RANGE.1),
+        ParamSpec::new(
+            "ecn_option",
+            Int,
+            json!(default_tcp_ecn_option()),
+            "net.ipv4.tcp_ecn_option on both hosts (ip-sysctl.rst, AccECN; default 2: option on every packet).",
+        )
+        .range(TCP_ECN_OPTION_RANGE.0, TCP_ECN_OPTION_RANGE.1),
+        ParamSpec::new(
+            "receiver_cc",
+            Choice,
+            serde_json::Value::Null,
+            "Receiving socket's congestion control (DCTCP-style echo, AccECN acceptance); unset = cubic, Linux's default.",
+        )
+        .choices(crate::cc::KNOWN),
+        ParamSpec::new(
+            "drop_segments",
+            Object,
+            json!([]),
+            "Test drop injection: first transmissions of these segment numbers are lost before the bottleneck.",
+        ),
+    ]
+}
+
+/// Check `value` of TCP knob `name` against its range in [`tcp_flow_params`].
+fn check_tcp_range(params: &[ParamSpec], name: &str, value: f64) -> Result<(), String> {
+    let p = params.iter().find(|p| p.name == name).expect("known TCP knob");
+    let fmt = |b: Option<f64>| b.map_or(String::new(), |b| format!("{b}"));
+    if p.min.is_some_and(|m| value < m) || p.max.is_some_and(|m| value > m) {
+        return Err(format!("{name}: {value} outside {}..={}", fmt(p.min), fmt(p.max)));
+    }
+    Ok(())
+}
+
 impl ScenarioConfig {
     /// Checks the engine needs; the front end gives users friendlier messages first.
     pub fn validate(&self) -> Result<(), String> {
@@ -220,6 +373,12 @@ impl ScenarioConfig {
             return Err("bottleneck.access_rate_bps: must be > 0".into());
         }
         self.bottleneck.qdisc.validate().map_err(|e| format!("bottleneck.qdisc.{e}"))?;
+        if let Some(r) = &self.reverse_bottleneck {
+            if r.rate_bps == 0 {
+                return Err("reverse_bottleneck.rate_bps: must be > 0".into());
+            }
+            r.qdisc.validate().map_err(|e| format!("reverse_bottleneck.qdisc.{e}"))?;
+        }
         if self.flows.is_empty() {
             return Err("flows: at least one flow is required".into());
         }
@@ -246,14 +405,15 @@ impl ScenarioConfig {
                     if let Err(e) = crate::cc::build(&t.cc, t.cc_params.as_ref()) {
                         return Err(format!("flows[{i}].cc_params: {e}"));
                     }
-                    if !(88..=65_000).contains(&t.mss) {
-                        return Err(format!("flows[{i}].mss: {} outside 88..=65000", t.mss));
-                    }
-                    if t.ecn > 5 || t.receiver_ecn > 5 {
-                        return Err(format!("flows[{i}].ecn: tcp_ecn {} / {} outside 0..=5", t.ecn, t.receiver_ecn));
-                    }
-                    if t.ecn_option > 3 {
-                        return Err(format!("flows[{i}].ecn_option: {} outside 0..=3", t.ecn_option));
+                    let params = tcp_flow_params();
+                    for (name, value) in [
+                        ("mss", t.mss as f64),
+                        ("init_cwnd", t.init_cwnd as f64),
+                        ("ecn", t.ecn as f64),
+                        ("receiver_ecn", t.receiver_ecn as f64),
+                        ("ecn_option", t.ecn_option as f64),
+                    ] {
+                        check_tcp_range(&params, name, value).map_err(|e| format!("flows[{i}].{e}"))?;
                     }
                     if let Some(rc) = &t.receiver_cc {
                         if crate::cc::by_name(rc).is_none() {
@@ -262,9 +422,6 @@ impl ScenarioConfig {
                                 crate::cc::KNOWN.join(", ")
                             ));
                         }
-                    }
-                    if t.init_cwnd == 0 {
-                        return Err(format!("flows[{i}].init_cwnd: must be >= 1"));
                     }
                 }
                 FlowConfig::Udp(u) => {
@@ -275,5 +432,49 @@ impl ScenarioConfig {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tcp_flow(extra: serde_json::Value) -> ScenarioConfig {
+        let mut flow = json!({"kind": "tcp", "cc": "cubic", "rtt_ns": 10_000_000});
+        flow.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        serde_json::from_value(json!({
+            "duration_ns": 1_000_000_000u64,
+            "bottleneck": {"rate_bps": 10_000_000, "qdisc": {"kind": "pfifo", "limit_packets": 100}},
+            "flows": [flow],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn tcp_params_cover_every_knob_with_serde_defaults() {
+        let params = tcp_flow_params();
+        let cfg = tcp_flow(json!({}));
+        let FlowConfig::Tcp(t) = &cfg.flows[0] else { unreachable!() };
+        let v = serde_json::to_value(t).unwrap();
+        let fields: Vec<&String> = v.as_object().unwrap().keys().collect();
+        for f in &fields {
+            assert!(params.iter().any(|p| p.name == f.as_str()), "{f} has no ParamSpec");
+        }
+        assert_eq!(params.len(), fields.len(), "a ParamSpec names no TcpFlowConfig field");
+        for p in &params {
+            if !p.default.is_null() && p.name != "cc" {
+                assert_eq!(v[p.name], p.default, "default of {}", p.name);
+            }
+        }
+    }
+
+    #[test]
+    fn validate_uses_the_declared_ranges() {
+        assert!(tcp_flow(json!({})).validate().is_ok());
+        for (k, bad, good) in [("mss", 87, 88), ("ecn", 6, 5), ("ecn_option", 4, 3), ("init_cwnd", 0, 1)] {
+            let e = tcp_flow(json!({ k: bad })).validate().unwrap_err();
+            assert!(e.starts_with(&format!("flows[0].{k}: ")), "{e}");
+            assert!(tcp_flow(json!({ k: good })).validate().is_ok(), "{k}={good}");
+        }
     }
 }

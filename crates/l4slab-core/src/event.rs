@@ -1,36 +1,69 @@
-//! The event queue: a binary min-heap ordered by (time, insertion sequence).
+//! The event queue: a binary min-heap of small entries ordered by (time, sequence).
 //!
 //! Events at the same nanosecond run in the order they were scheduled, so a run is
-//! a pure function of the scenario and seed. The heap's storage is reused: after
-//! warm-up, scheduling allocates nothing.
+//! a pure function of the scenario and seed. An entry is 24 bytes: the time, a
+//! global sequence number and a [`Target`] naming *who* acts (a link's delay line,
+//! an endpoint's timer, ...). Packets never travel inside the heap; they wait where
+//! they are (a link's delay line, a qdisc) and the heap holds at most one entry per
+//! waiting place, keyed by the (time, sequence) of the packet at its head.
+//!
+//! Keeping the global order with fewer entries: a place that receives packets in
+//! non-decreasing (time, sequence) order takes each packet's sequence number from
+//! this queue's counter at the moment it would have scheduled an event of its own
+//! ([`EventQueue::reserve_seq`]) and schedules only its head with that stored key
+//! ([`EventQueue::push_reserved`]). The minimum over the heap then equals the
+//! minimum over every waiting packet, so events pop in exactly the order one entry
+//! per packet would give (the same argument as htsim's per-pipe FIFO in `pipe.cpp`).
 
-use crate::packet::Packet;
 use crate::time::Time;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// What happens at an event.
-#[derive(Clone, Copy, Debug)]
-pub enum Action {
+/// Index of a link in the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LinkId(pub u32);
+
+/// Index of an endpoint (one side of a flow) in the flow table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EndpointId(pub u32);
+
+impl EndpointId {
+    /// The sending side (TCP sender, UDP source) of flow slot `flow`.
+    #[inline]
+    pub fn sender(flow: u32) -> Self {
+        EndpointId(flow * 2)
+    }
+    /// The receiving side of flow slot `flow`.
+    #[inline]
+    pub fn receiver(flow: u32) -> Self {
+        EndpointId(flow * 2 + 1)
+    }
+    #[inline]
+    pub fn flow(self) -> u32 {
+        self.0 / 2
+    }
+    #[inline]
+    pub fn is_sender(self) -> bool {
+        self.0.is_multiple_of(2)
+    }
+}
+
+/// Who acts when an event fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
     /// A flow starts (TCP connect / UDP source on).
     FlowStart { flow: u32 },
-    /// A packet reaches the bottleneck's qdisc (forward direction).
-    ArriveBottleneck(Packet),
-    /// The bottleneck shaper may send again (tokens refilled).
-    ShaperWake,
-    /// The qdisc's own timer (PIE/DualPI2 tupdate).
-    QdiscTimer,
-    /// A packet reaches the receiving host of its flow.
-    ArriveReceiver(Packet),
-    /// A packet reaches the sending host of its flow (ACKs, SYN/ACKs).
-    ArriveSender(Packet),
-    /// A sender timer (retransmit/TLP/reorder or pacing) may be due.
-    SenderTimer { flow: u32 },
-    /// The receiver's delayed-ACK (or SACK-compression) timer may be due.
-    ReceiverTimer { flow: u32 },
-    /// A UDP source emits its next datagram.
-    UdpSend { flow: u32 },
-    /// End of a series bin: sample per-flow state.
+    /// The packet at the head of a link's delay line reaches the next hop.
+    LineHead(LinkId),
+    /// A link's shaper may send again (tokens refilled).
+    ShaperWake(LinkId),
+    /// A link's qdisc timer (PIE/DualPI2 tupdate).
+    QdiscTimer(LinkId),
+    /// An endpoint's timer may be due (lazy: a stale one is ignored).
+    EndpointTimer(EndpointId),
+    /// A traffic source's own event (e.g. a new connection arrives).
+    Source(u32),
+    /// End of a series bin.
     Sample,
 }
 
@@ -38,58 +71,163 @@ pub enum Action {
 struct Entry {
     time: Time,
     seq: u64,
-    action: Action,
+    target: Target,
+}
+
+impl Entry {
+    /// (time, seq) as one integer: one branch-free comparison in the heap's sifts.
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        (self.time as u128) << 64 | self.seq as u128
+    }
 }
 
 impl PartialEq for Entry {
     fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
+        self.key() == other.key()
     }
 }
 impl Eq for Entry {}
 impl PartialOrd for Entry {
+    #[inline(always)]
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
-}
-impl Ord for Entry {
     // Reversed: BinaryHeap is a max-heap, we pop the earliest (time, seq).
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.time.cmp(&self.time).then_with(|| other.seq.cmp(&self.seq))
+    #[inline(always)]
+    fn lt(&self, other: &Self) -> bool {
+        other.key() < self.key()
+    }
+    #[inline(always)]
+    fn le(&self, other: &Self) -> bool {
+        other.key() <= self.key()
+    }
+    #[inline(always)]
+    fn gt(&self, other: &Self) -> bool {
+        other.key() > self.key()
+    }
+    #[inline(always)]
+    fn ge(&self, other: &Self) -> bool {
+        other.key() >= self.key()
     }
 }
+impl Ord for Entry {
+    #[inline(always)]
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.key().cmp(&self.key())
+    }
+}
+
+/// A slot outside the heap for an event source that never has more than one
+/// event pending (a shaper's watchdog): it costs a comparison per pop instead of a
+/// heap push and pop per event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PinId(u8);
+
+/// Most pinned slots; the rest of such sources use the heap.
+pub const MAX_PINS: usize = 4;
 
 /// Pending events.
 pub struct EventQueue {
     heap: BinaryHeap<Entry>,
+    pins: [Option<Entry>; MAX_PINS],
+    n_pins: usize,
+    /// Index of the earliest occupied pin, if any.
+    first_pin: Option<usize>,
     seq: u64,
     processed: u64,
 }
 
 impl EventQueue {
     pub fn with_capacity(n: usize) -> Self {
-        EventQueue { heap: BinaryHeap::with_capacity(n), seq: 0, processed: 0 }
+        EventQueue {
+            heap: BinaryHeap::with_capacity(n),
+            pins: [None; MAX_PINS],
+            n_pins: 0,
+            first_pin: None,
+            seq: 0,
+            processed: 0,
+        }
     }
 
-    /// Schedule `action` at `time`.
+    /// A pinned slot, if any is left.
+    pub fn pin(&mut self) -> Option<PinId> {
+        (self.n_pins < MAX_PINS).then(|| {
+            self.n_pins += 1;
+            PinId(self.n_pins as u8 - 1)
+        })
+    }
+
+    /// Schedule `target` at `time` in `pin`, which must be empty; orders exactly
+    /// as [`push`](Self::push) would.
     #[inline]
-    pub fn push(&mut self, time: Time, action: Action) {
+    pub fn push_pinned(&mut self, pin: PinId, time: Time, target: Target) {
+        let seq = self.reserve_seq();
+        let slot = &mut self.pins[pin.0 as usize];
+        debug_assert!(slot.is_none(), "pinned slot already holds an event");
+        *slot = Some(Entry { time, seq, target });
+        self.update_first_pin();
+    }
+
+    #[inline]
+    fn update_first_pin(&mut self) {
+        self.first_pin = None;
+        let mut best = u128::MAX;
+        for (i, p) in self.pins[..self.n_pins].iter().enumerate() {
+            if let Some(e) = p {
+                if e.key() < best {
+                    best = e.key();
+                    self.first_pin = Some(i);
+                }
+            }
+        }
+    }
+
+    /// Schedule `target` at `time`, after everything already scheduled for `time`.
+    #[inline]
+    pub fn push(&mut self, time: Time, target: Target) {
+        let seq = self.reserve_seq();
+        self.heap.push(Entry { time, seq, target });
+    }
+
+    /// Take the next sequence number without scheduling anything: the key of a
+    /// packet that waits in a FIFO place (see the module docs).
+    #[inline]
+    pub fn reserve_seq(&mut self) -> u64 {
         self.seq += 1;
-        self.heap.push(Entry { time, seq: self.seq, action });
+        self.seq
+    }
+
+    /// Schedule `target` at a key taken earlier with [`reserve_seq`](Self::reserve_seq).
+    #[inline]
+    pub fn push_reserved(&mut self, time: Time, seq: u64, target: Target) {
+        debug_assert!(seq <= self.seq);
+        self.heap.push(Entry { time, seq, target });
     }
 
     /// Remove and return the earliest event.
     #[inline]
-    pub fn pop(&mut self) -> Option<(Time, Action)> {
-        let e = self.heap.pop()?;
+    pub fn pop(&mut self) -> Option<(Time, Target)> {
+        let e = match self.first_pin {
+            Some(i) if self.heap.peek().is_none_or(|h| self.pins[i].expect("first pin").key() < h.key()) => {
+                let e = self.pins[i].take().expect("first pin");
+                self.update_first_pin();
+                e
+            }
+            _ => self.heap.pop()?,
+        };
         self.processed += 1;
-        Some((e.time, e.action))
+        Some((e.time, e.target))
     }
 
     /// Time of the earliest event.
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|e| e.time)
+        let h = self.heap.peek().map(|e| e.time);
+        match self.first_pin.and_then(|i| self.pins[i]) {
+            Some(p) => Some(h.map_or(p.time, |h| h.min(p.time))),
+            None => h,
+        }
     }
 
     /// Events processed so far.
@@ -97,33 +235,84 @@ impl EventQueue {
         self.processed
     }
 
-    /// Packets still travelling inside pending events (for the conservation check).
-    pub fn packets_in_flight(&self) -> u64 {
-        self.heap
-            .iter()
-            .filter(|e| {
-                matches!(e.action, Action::ArriveBottleneck(_) | Action::ArriveReceiver(_) | Action::ArriveSender(_))
-            })
-            .count() as u64
+    /// Entries pending (heap and pins).
+    pub fn len(&self) -> usize {
+        self.heap.len() + self.pins.iter().flatten().count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entry_is_at_most_24_bytes() {
+        assert!(std::mem::size_of::<Entry>() <= 24, "heap entry is {} bytes", std::mem::size_of::<Entry>());
+    }
+
     #[test]
     fn ties_break_in_insertion_order() {
         let mut q = EventQueue::with_capacity(8);
-        q.push(5, Action::FlowStart { flow: 2 });
-        q.push(3, Action::FlowStart { flow: 0 });
-        q.push(5, Action::FlowStart { flow: 3 });
-        q.push(3, Action::FlowStart { flow: 1 });
+        q.push(5, Target::FlowStart { flow: 2 });
+        q.push(3, Target::FlowStart { flow: 0 });
+        q.push(5, Target::FlowStart { flow: 3 });
+        q.push(3, Target::FlowStart { flow: 1 });
         let order: Vec<u32> = std::iter::from_fn(|| q.pop())
             .map(|(_, a)| match a {
-                Action::FlowStart { flow } => flow,
+                Target::FlowStart { flow } => flow,
                 _ => unreachable!(),
             })
             .collect();
         assert_eq!(order, vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn pinned_events_order_like_heap_events() {
+        let mut q = EventQueue::with_capacity(8);
+        let a = q.pin().unwrap();
+        let b = q.pin().unwrap();
+        q.push(5, Target::FlowStart { flow: 0 });
+        q.push_pinned(a, 5, Target::FlowStart { flow: 1 });
+        q.push(3, Target::FlowStart { flow: 2 });
+        q.push_pinned(b, 4, Target::FlowStart { flow: 3 });
+        q.push(5, Target::FlowStart { flow: 4 });
+        assert_eq!(q.peek_time(), Some(3));
+        let order: Vec<u32> = std::iter::from_fn(|| q.pop())
+            .map(|(_, a)| match a {
+                Target::FlowStart { flow } => flow,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(order, vec![2, 3, 0, 1, 4]);
+        // A slot can be reused once its event has fired.
+        q.push_pinned(a, 9, Target::Sample);
+        assert_eq!(q.pop(), Some((9, Target::Sample)));
+        assert!(q.pop().is_none());
+    }
+
+    #[test]
+    fn reserved_keys_order_like_immediate_pushes() {
+        // Two schedules of the same events: one entry each, or the FIFO ones (flow 1)
+        // held back with reserved keys and only the head in the heap.
+        let mut direct = EventQueue::with_capacity(8);
+        direct.push(10, Target::FlowStart { flow: 1 });
+        direct.push(10, Target::FlowStart { flow: 0 });
+        direct.push(12, Target::FlowStart { flow: 1 });
+        let a: Vec<_> = std::iter::from_fn(|| direct.pop()).collect();
+
+        let mut lazy = EventQueue::with_capacity(8);
+        let s1 = lazy.reserve_seq();
+        lazy.push_reserved(10, s1, Target::FlowStart { flow: 1 });
+        lazy.push(10, Target::FlowStart { flow: 0 });
+        let s2 = lazy.reserve_seq();
+        let mut b = Vec::new();
+        b.push(lazy.pop().unwrap());
+        lazy.push_reserved(12, s2, Target::FlowStart { flow: 1 });
+        b.extend(std::iter::from_fn(|| lazy.pop()));
+        assert_eq!(a, b);
     }
 }

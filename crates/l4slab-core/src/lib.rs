@@ -6,31 +6,32 @@
 //!
 //! Layout (one concern per module, in the spirit of smoltcp):
 //! - [`time`], [`rng`]: integer-nanosecond clock; seeded PRNG streams.
-//! - [`event`]: the event queue with a deterministic tie-break.
+//! - [`event`]: the event queue (small entries, deterministic tie-break).
 //! - [`packet`]: packets, ECN codepoints, TCP header fields.
-//! - [`link`]: the HTB-like token-bucket shaper of the bottleneck.
+//! - [`net`]: links (shaped queue, serialiser, delay line), routes, the dumbbell builder.
 //! - [`qdisc`]: the [`qdisc::Qdisc`] trait (enqueue / dequeue / peek, timer) and one file per qdisc.
 //! - [`tcp`]: the TCP sender and receiver (Linux `tcp_input.c` / `tcp_output.c` behaviour).
 //! - [`cc`]: the [`cc::CongestionControl`] trait and one file per algorithm.
-//! - [`source`]: non-TCP traffic sources (constant-rate UDP).
-//! - [`metrics`]: recorders for series, histograms and counters.
-//! - [`sim`]: the network wiring and the event loop; [`run`] is the entry point.
+//! - [`traffic`]: the [`traffic::Endpoint`] trait (TCP sender/receiver, UDP source/sink)
+//!   and [`traffic::TrafficSource`]s that open flows.
+//! - [`trace`]: measurement as [`trace::Observer`]s (binned recorder, sojourn trace).
+//! - [`sim`]: the event loop; [`run`] is the entry point.
 //! - [`config`], [`results`]: the serde types at the boundary with the Python front end.
 
 pub mod cc;
 pub mod config;
 pub mod event;
-pub mod link;
-pub mod metrics;
+pub mod net;
 pub mod packet;
 pub mod qdisc;
 pub mod results;
 pub mod rng;
 pub mod schema;
 pub mod sim;
-pub mod source;
 pub mod tcp;
 pub mod time;
+pub mod trace;
+pub mod traffic;
 
 pub use config::ScenarioConfig;
 pub use results::RunResults;

@@ -201,3 +201,36 @@ pub struct RunResults {
     /// Per-flow jain's index of goodputs over the window.
     pub jain_index: f64,
 }
+
+/// The metric names each result table carries, derived from the serialised field
+/// names of a `Default` instance (so they cannot drift from the structs):
+/// `flow_summary`, `flow_series`, `bottleneck_summary`, `bottleneck_series`.
+pub fn metric_names() -> serde_json::Value {
+    fn names<T: Serialize + Default>() -> serde_json::Value {
+        match serde_json::to_value(T::default()) {
+            Ok(serde_json::Value::Object(m)) => m.keys().cloned().map(serde_json::Value::String).collect(),
+            _ => unreachable!("results structs serialise to objects"),
+        }
+    }
+    serde_json::json!({
+        "flow_summary": names::<FlowSummary>(),
+        "flow_series": names::<FlowSeries>(),
+        "bottleneck_summary": names::<BottleneckSummary>(),
+        "bottleneck_series": names::<BottleneckSeries>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_names_list_the_struct_fields() {
+        let m = metric_names();
+        let has = |t: &str, f: &str| m[t].as_array().unwrap().iter().any(|v| v == f);
+        assert!(has("flow_summary", "goodput_mbps") && has("flow_summary", "fct_s"));
+        assert!(has("flow_series", "cwnd") && has("bottleneck_series", "arrivals"));
+        assert!(has("bottleneck_summary", "sojourn_by_class"));
+        assert_eq!(m["flow_series"].as_array().unwrap().len(), 12);
+    }
+}

@@ -14,6 +14,8 @@ pub enum Stream {
     StartJitter,
     /// The bottleneck qdisc (PIE/DualPI2 coin flips, FQ hash perturbation).
     Qdisc,
+    /// A queue on the reverse (ACK) path.
+    ReverseQdisc,
     /// The congestion control of flow `n` (BBR's random PROBE_BW start phase).
     Flow(u32),
 }
@@ -25,6 +27,7 @@ impl Stream {
         match self {
             Stream::StartJitter => 1,
             Stream::Qdisc => 2,
+            Stream::ReverseQdisc => 3,
             Stream::Flow(n) => (1 << 32) | n as u64,
         }
     }

@@ -1,42 +1,31 @@
-//! The dumbbell network and the event loop.
+//! The event loop: pops events and moves packets from hop to hop.
 //!
-//! Topology (aqm.md §0): each flow's sender → (its NIC at the access rate) →
-//! forward propagation → the shaped bottleneck (HTB class + child qdisc) → its
-//! receiver; ACKs return over an uncongested reverse path. Every packet created is,
-//! at any instant, in exactly one place: an event, the qdisc, delivered or dropped;
-//! the engine checks that conservation at the end of every run.
+//! The network ([`crate::net`]) holds links and routes, the flow table holds each
+//! flow's two [`Endpoint`]s, [`crate::traffic`] sources open flows, and observers
+//! ([`crate::trace`]) measure. Every packet created is, at any instant, in exactly
+//! one place: a link (queue or wire), delivered or dropped; the engine checks that
+//! conservation at the end of every run.
 
-use crate::config::{FlowConfig, ScenarioConfig};
-use crate::event::{Action, EventQueue};
-use crate::link::Shaper;
-use crate::metrics::{FlowCumulative, Recorder};
+use crate::config::ScenarioConfig;
+use crate::event::{EndpointId, EventQueue, LinkId, Target};
+use crate::net::dumbbell::{shaped_queue, Dumbbell};
+use crate::net::{Hop, Link, Network, Ready};
 use crate::packet::{Packet, PacketKind};
-use crate::qdisc::{self, Qdisc, QdiscCtx};
 use crate::results::*;
-use crate::rng::{self, SimRng};
-use crate::source::UdpSource;
-use crate::tcp::{TcpReceiver, TcpSender};
-use crate::time::{secs, tx_time, Time, NS_PER_MS, NS_PER_US};
+use crate::rng;
+use crate::time::{secs, Time};
+use crate::trace::{FlowCumulative, FlowSample, NetworkView, Observer, Observers, Recorder, SojournTracer};
+use crate::traffic::scenario::ScenarioFlows;
+use crate::traffic::{Endpoint, FlowOpener, FlowSpec, TrafficSource};
 
-enum Endpoints {
-    Tcp { sender: TcpSender, receiver: TcpReceiver },
-    Udp { source: UdpSource, delivered_bytes: u64 },
-}
-
-struct Flow {
-    ends: Endpoints,
-    fwd_delay: u64,
-    rev_delay: u64,
-    start: Time,
-    stop: Time,
-    base_rtt: u64,
-    /// When the sender's NIC is free again.
-    tx_nic_free: Time,
-    /// When the receiver's NIC is free again (ACK serialisation).
-    rx_nic_free: Time,
+/// One flow slot: its endpoints and their pending timers.
+struct FlowSlot {
+    /// `[sender, receiver]`, indexed by `EndpointId::0 % 2`.
+    ends: [Box<dyn Endpoint>; 2],
     /// Pending timer events (lazy: stale ones are ignored).
-    sender_timer_at: Option<Time>,
-    receiver_timer_at: Option<Time>,
+    timer_at: [Option<Time>; 2],
+    start: Time,
+    base_rtt: u64,
 }
 
 /// Whole-run packet accounting.
@@ -49,103 +38,188 @@ struct Counts {
     acks: u64,
 }
 
+/// The flows of a run, and the slots released for reuse.
+#[derive(Default)]
+struct FlowTable {
+    slots: Vec<Option<FlowSlot>>,
+    free: Vec<u32>,
+}
+
+impl FlowTable {
+    #[inline]
+    fn slot(&self, flow: u32) -> &FlowSlot {
+        self.slots[flow as usize].as_ref().expect("open flow slot")
+    }
+    #[inline]
+    fn slot_mut(&mut self, flow: u32) -> &mut FlowSlot {
+        self.slots[flow as usize].as_mut().expect("open flow slot")
+    }
+}
+
+/// What a source sees while opening flows during setup or one of its events.
+struct Opener<'a> {
+    flows: &'a mut FlowTable,
+    net: &'a mut Network,
+    topology: &'a Dumbbell,
+    events: &'a mut EventQueue,
+    observers: Option<&'a mut Observers>,
+    end: Time,
+}
+
+impl FlowOpener for Opener<'_> {
+    fn reserve_slot(&mut self) -> u32 {
+        if let Some(s) = self.flows.free.pop() {
+            return s;
+        }
+        self.flows.slots.push(None);
+        self.flows.slots.len() as u32 - 1
+    }
+    fn open(&mut self, slot: u32, spec: FlowSpec) {
+        self.topology.attach_flow(self.net, slot, spec.fwd_delay_ns, spec.rev_delay_ns);
+        self.flows.slots[slot as usize] = Some(FlowSlot {
+            ends: [spec.sender, spec.receiver],
+            timer_at: [None, None],
+            start: spec.start,
+            base_rtt: spec.base_rtt_ns,
+        });
+        if let Some(o) = self.observers.as_deref_mut() {
+            o.on_flow_open(slot);
+        }
+        if spec.start < self.end {
+            self.events.push(spec.start, Target::FlowStart { flow: slot });
+        }
+    }
+    fn is_finished(&self, slot: u32) -> bool {
+        self.flows.slots[slot as usize].as_ref().is_none_or(|f| f.ends.iter().all(|e| e.is_finished()))
+    }
+    fn release(&mut self, slot: u32) {
+        self.flows.slots[slot as usize] = None;
+        self.flows.free.push(slot);
+    }
+    fn end(&self) -> Time {
+        self.end
+    }
+}
+
+/// The network and flows as observers read them.
+struct View<'a> {
+    flows: &'a FlowTable,
+    net: &'a Network,
+}
+
+impl NetworkView for View<'_> {
+    fn n_flows(&self) -> usize {
+        self.flows.slots.len()
+    }
+    fn flow_start(&self, flow: usize) -> Time {
+        self.flows.slots[flow].as_ref().map_or(0, |f| f.start)
+    }
+    fn base_rtt_ns(&self, flow: usize) -> u64 {
+        self.flows.slots[flow].as_ref().map_or(0, |f| f.base_rtt)
+    }
+    fn cumulative(&self, flow: usize) -> FlowCumulative {
+        let mut c = FlowCumulative::default();
+        if let Some(f) = self.flows.slots[flow].as_ref() {
+            f.ends.iter().for_each(|e| e.add_cumulative(&mut c));
+        }
+        c
+    }
+    fn sample(&self, flow: usize) -> FlowSample {
+        let mut s = FlowSample::default();
+        if let Some(f) = self.flows.slots[flow].as_ref() {
+            f.ends.iter().for_each(|e| e.sample(&mut s));
+        }
+        s
+    }
+    fn summarise(&self, flow: usize, s: &mut FlowSummary) {
+        if let Some(f) = self.flows.slots[flow].as_ref() {
+            f.ends.iter().for_each(|e| e.summarise(f.start, s));
+        }
+    }
+    fn link(&self, id: LinkId) -> &Link {
+        self.net.link(id)
+    }
+}
+
 /// One simulation run.
 pub struct Simulation {
     cfg: ScenarioConfig,
     events: EventQueue,
-    shaper: Shaper,
-    qdisc: Box<dyn Qdisc<Packet>>,
-    qdisc_rng: SimRng,
-    qdisc_timer_at: Option<Time>,
-    shaper_wake_at: Option<Time>,
-    dropped_buf: Vec<Packet>,
-    marked_buf: Vec<u32>,
-    flows: Vec<Flow>,
+    net: Network,
+    topology: Dumbbell,
+    flows: FlowTable,
+    sources: Vec<Box<dyn TrafficSource>>,
+    observers: Observers,
+    /// Scratch buffer for the packets an endpoint emits in one callback.
     out: Vec<Packet>,
-    rec: Recorder,
     counts: Counts,
     next_id: u64,
-    access_rate: u64,
     end: Time,
-    finished: bool,
 }
 
 impl Simulation {
     pub fn new(cfg: &ScenarioConfig) -> Result<Self, String> {
+        Self::with_sources(cfg, Vec::new())
+    }
+
+    /// A run of `cfg` with traffic sources beyond the flows it lists (which keep
+    /// slots `0..cfg.flows.len()`).
+    pub fn with_sources(cfg: &ScenarioConfig, extra: Vec<Box<dyn TrafficSource>>) -> Result<Self, String> {
         let end = cfg.duration_ns;
-        let mut jitter = rng::stream(cfg.seed, rng::Stream::StartJitter);
-        let mut flows = Vec::with_capacity(cfg.flows.len());
-        for (i, fc) in cfg.flows.iter().enumerate() {
-            let path = fc.path();
-            let start = path.start_ns + jitter.below_inclusive(cfg.start_jitter_ns);
-            let stop = path.stop_ns.unwrap_or(end).min(end);
-            let ends = match fc {
-                FlowConfig::Tcp(t) => {
-                    let cc =
-                        crate::cc::build(&t.cc, t.cc_params.as_ref()).map_err(|e| format!("flows[{i}].cc: {e}"))?;
-                    Endpoints::Tcp {
-                        sender: TcpSender::new(i as u32, t, cc, stop),
-                        receiver: TcpReceiver::new(
-                            i as u32,
-                            t.delayed_ack,
-                            t.receiver_ecn,
-                            t.ecn_option,
-                            t.receiver_cc.as_deref().unwrap_or("cubic"),
-                        ),
-                    }
-                }
-                FlowConfig::Udp(u) => Endpoints::Udp { source: UdpSource::new(i as u32, u), delivered_bytes: 0 },
-            };
-            flows.push(Flow {
-                ends,
-                fwd_delay: path.fwd_delay(),
-                rev_delay: path.rev_delay(),
-                start,
-                stop,
-                base_rtt: path.rtt_ns,
-                tx_nic_free: 0,
-                rx_nic_free: 0,
-                sender_timer_at: None,
-                receiver_timer_at: None,
-            });
+        let mut net = Network::new();
+        let mut topology = Dumbbell::build(&mut net, &cfg.bottleneck, rng::stream(cfg.seed, rng::Stream::Qdisc));
+        if let Some(rev) = &cfg.reverse_bottleneck {
+            let queue = shaped_queue(rev, rng::stream(cfg.seed, rng::Stream::ReverseQdisc));
+            topology.add_reverse_queue(&mut net, queue);
         }
-        // Rough trace capacity: packets the bottleneck can carry in the run.
-        let trace_cap = if cfg.trace_sojourn {
-            (cfg.bottleneck.rate_bps as u128 * cfg.duration_ns as u128 / 8 / 1_000_000_000 / 1000) as usize
-        } else {
-            0
-        };
         let mut events = EventQueue::with_capacity(4096);
-        for (i, f) in flows.iter().enumerate() {
-            if f.start < end {
-                events.push(f.start, Action::FlowStart { flow: i as u32 });
+        let mut flows = FlowTable::default();
+        let mut sources: Vec<Box<dyn TrafficSource>> =
+            vec![Box::new(ScenarioFlows::new(&cfg.flows, cfg.seed, cfg.start_jitter_ns))];
+        sources.extend(extra);
+        for s in sources.iter_mut() {
+            let mut opener = Opener {
+                flows: &mut flows,
+                net: &mut net,
+                topology: &topology,
+                events: &mut events,
+                observers: None,
+                end,
+            };
+            s.open_initial(&mut opener)?;
+        }
+        events.push(cfg.bin_ns.min(end), Target::Sample);
+        for (i, s) in sources.iter().enumerate() {
+            if let Some(t) = s.next_event() {
+                events.push(t, Target::Source(i as u32));
             }
         }
-        events.push(cfg.bin_ns.min(end), Action::Sample);
-        let mut qdisc_rng = rng::stream(cfg.seed, rng::Stream::Qdisc);
-        let qdisc = qdisc::build(&cfg.bottleneck.qdisc, &mut qdisc_rng);
-        let n_classes = qdisc.class_names().len();
-        let mut sim = Simulation {
+        let n_classes = net.link(topology.bottleneck).queue().map_or(1, |q| q.qdisc.class_names().len());
+        let recorder = Recorder::new(topology.bottleneck, flows.slots.len(), n_classes, end, cfg.bin_ns, cfg.warmup_ns);
+        // Rough trace capacity: packets the bottleneck can carry in the run.
+        let sojourn = cfg.trace_sojourn.then(|| {
+            let cap = (cfg.bottleneck.rate_bps as u128 * cfg.duration_ns as u128 / 8 / 1_000_000_000 / 1000) as usize;
+            SojournTracer::new(topology.bottleneck, cap)
+        });
+        for link in net.links.iter_mut() {
+            if let Some(q) = link.queue_mut() {
+                q.pin_watchdog(&mut events);
+            }
+            link.arm_qdisc_timer(&mut events);
+        }
+        Ok(Simulation {
             cfg: cfg.clone(),
             events,
-            shaper: Shaper::new(cfg.bottleneck.rate_bps, cfg.bottleneck.burst_bytes),
-            qdisc,
-            qdisc_rng,
-            qdisc_timer_at: None,
-            shaper_wake_at: None,
-            dropped_buf: Vec::with_capacity(256),
-            marked_buf: Vec::with_capacity(256),
-            rec: Recorder::new(flows.len(), n_classes, end, cfg.bin_ns, cfg.warmup_ns, cfg.trace_sojourn, trace_cap),
+            net,
+            topology,
             flows,
+            sources,
+            observers: Observers { recorder, sojourn },
             out: Vec::with_capacity(256),
             counts: Counts::default(),
             next_id: 0,
-            access_rate: cfg.bottleneck.access_rate_bps,
             end,
-            finished: false,
-        };
-        sim.arm_qdisc_timer();
-        Ok(sim)
+        })
     }
 
     /// Run until the configured duration.
@@ -154,89 +228,106 @@ impl Simulation {
             if t > self.end {
                 break;
             }
-            let (now, action) = self.events.pop().expect("peeked");
-            self.dispatch(now, action);
-        }
-        self.finished = true;
-    }
-
-    fn dispatch(&mut self, now: Time, action: Action) {
-        match action {
-            Action::FlowStart { flow } => self.on_flow_start(now, flow),
-            Action::ArriveBottleneck(pkt) => self.on_arrive_bottleneck(now, pkt),
-            Action::ShaperWake => {
-                if self.shaper_wake_at == Some(now) {
-                    self.shaper_wake_at = None;
-                    self.try_send(now);
-                }
-            }
-            Action::QdiscTimer => {
-                if self.qdisc_timer_at == Some(now) {
-                    self.qdisc_timer_at = None;
-                    let mut ctx = QdiscCtx {
-                        rng: &mut self.qdisc_rng,
-                        dropped: &mut self.dropped_buf,
-                        marked: &mut self.marked_buf,
-                    };
-                    self.qdisc.on_timer(now, &mut ctx);
-                    self.drain_qdisc_reports(now);
-                    self.arm_qdisc_timer();
-                    self.try_send(now);
-                }
-            }
-            Action::ArriveReceiver(pkt) => self.on_arrive_receiver(now, pkt),
-            Action::ArriveSender(pkt) => self.on_arrive_sender(now, pkt),
-            Action::SenderTimer { flow } => {
-                let f = &mut self.flows[flow as usize];
-                if f.sender_timer_at == Some(now) {
-                    f.sender_timer_at = None;
-                    if let Endpoints::Tcp { sender, .. } = &mut f.ends {
-                        sender.on_timer(now, &mut self.out);
-                    }
-                    self.flush_sender(now, flow);
-                }
-            }
-            Action::ReceiverTimer { flow } => {
-                let f = &mut self.flows[flow as usize];
-                if f.receiver_timer_at == Some(now) {
-                    f.receiver_timer_at = None;
-                    if let Endpoints::Tcp { receiver, .. } = &mut f.ends {
-                        receiver.on_timer(now, &mut self.out);
-                    }
-                    self.flush_receiver(now, flow);
-                }
-            }
-            Action::UdpSend { flow } => {
-                let f = &mut self.flows[flow as usize];
-                if now < f.stop {
-                    if let Endpoints::Udp { source, .. } = &mut f.ends {
-                        let next = source.send(now, &mut self.out);
-                        self.events.push(next, Action::UdpSend { flow });
-                    }
-                    self.flush_sender(now, flow);
-                }
-            }
-            Action::Sample => self.on_sample(now),
+            let (now, target) = self.events.pop().expect("peeked");
+            self.dispatch(now, target);
         }
     }
 
-    fn on_flow_start(&mut self, now: Time, flow: u32) {
-        let f = &mut self.flows[flow as usize];
-        match &mut f.ends {
-            Endpoints::Tcp { sender, .. } => {
-                sender.start(now, &mut self.out);
-                self.flush_sender(now, flow);
+    fn dispatch(&mut self, now: Time, target: Target) {
+        match target {
+            Target::LineHead(l) => {
+                let pkt = self.net.link_mut(l).arrive_head(&mut self.events);
+                let hop = self.net.next_hop(&pkt, Some(l));
+                self.forward(now, hop, &pkt);
             }
-            Endpoints::Udp { .. } => self.events.push(now, Action::UdpSend { flow }),
+            Target::EndpointTimer(e) => {
+                // A released slot ignores its old flow's timers.
+                let Some(f) = self.flows.slots[e.flow() as usize].as_mut() else { return };
+                let side = (e.0 % 2) as usize;
+                if f.timer_at[side] == Some(now) {
+                    f.timer_at[side] = None;
+                    f.ends[side].on_timer(now, &mut self.out);
+                    self.after_endpoint(now, e);
+                }
+            }
+            Target::ShaperWake(l) => {
+                if self.net.link_mut(l).take_wake(now) {
+                    self.service(now, l);
+                }
+            }
+            Target::QdiscTimer(l) => {
+                if self.net.link_mut(l).fire_qdisc_timer(now) {
+                    self.drain_reports(now, l);
+                    self.net.link_mut(l).arm_qdisc_timer(&mut self.events);
+                    self.service(now, l);
+                }
+            }
+            Target::FlowStart { flow } => {
+                let e = EndpointId::sender(flow);
+                let Some(f) = self.flows.slots[flow as usize].as_mut() else { return };
+                f.ends[0].start(now, &mut self.out);
+                self.after_endpoint(now, e);
+            }
+            Target::Source(i) => {
+                let mut opener = Opener {
+                    flows: &mut self.flows,
+                    net: &mut self.net,
+                    topology: &self.topology,
+                    events: &mut self.events,
+                    observers: Some(&mut self.observers),
+                    end: self.end,
+                };
+                let source = &mut self.sources[i as usize];
+                source.on_event(now, &mut opener);
+                if let Some(t) = source.next_event() {
+                    self.events.push(t, Target::Source(i));
+                }
+            }
+            Target::Sample => {
+                self.observers.on_sample(now, &View { flows: &self.flows, net: &self.net });
+                if now < self.end {
+                    self.events.push((now + self.cfg.bin_ns).min(self.end), Target::Sample);
+                }
+            }
         }
     }
 
-    /// Put the packets the sender of `flow` produced on its NIC and the forward path,
-    /// then re-arm its timer.
-    fn flush_sender(&mut self, now: Time, flow: u32) {
-        let fi = flow as usize;
-        let mut drain = std::mem::take(&mut self.out);
-        for mut pkt in drain.drain(..) {
+    /// Route the packets endpoint `e` just emitted and re-arm its timer, in the
+    /// order the endpoint asks for.
+    #[inline]
+    fn after_endpoint(&mut self, now: Time, e: EndpointId) {
+        let side = (e.0 % 2) as usize;
+        if self.flows.slot(e.flow()).ends[side].arms_timer_first() {
+            self.arm_timer(e);
+            self.emit(now, e);
+        } else {
+            if !self.out.is_empty() {
+                self.emit(now, e);
+            }
+            self.arm_timer(e);
+        }
+    }
+
+    #[inline]
+    fn arm_timer(&mut self, e: EndpointId) {
+        let side = (e.0 % 2) as usize;
+        let f = self.flows.slot_mut(e.flow());
+        if let Some(t) = f.ends[side].next_timer() {
+            if f.timer_at[side].is_none_or(|s| t < s) {
+                f.timer_at[side] = Some(t);
+                self.events.push(t, Target::EndpointTimer(e));
+            }
+        }
+    }
+
+    /// Stamp and count the packets in `self.out` and send each to its first hop.
+    fn emit(&mut self, now: Time, e: EndpointId) {
+        if self.out.is_empty() {
+            return;
+        }
+        let side = (e.0 % 2) as usize;
+        let mut out = std::mem::take(&mut self.out);
+        for pkt in out.iter_mut() {
             pkt.id = self.next_id;
             self.next_id += 1;
             pkt.sent_ts = now;
@@ -245,371 +336,118 @@ impl Simulation {
                 PacketKind::Data | PacketKind::Udp => self.counts.data += 1,
                 _ => self.counts.acks += 1,
             }
-            let f = &mut self.flows[fi];
-            let depart = now.max(f.tx_nic_free) + tx_time(pkt.wire_len as u64, self.access_rate);
-            f.tx_nic_free = depart;
-            let inject = match &f.ends {
-                Endpoints::Tcp { sender, .. } => pkt.kind == PacketKind::Data && sender.should_inject_drop(&pkt),
-                _ => false,
-            };
-            if inject {
-                // Drop injection (tests): lost on the way, before the bottleneck.
+            let hop = self.net.next_hop(pkt, None);
+            if self.flows.slot(e.flow()).ends[side].loses_on_first_hop(pkt) {
+                // Drop injection (tests): the NIC sends it, the wire loses it.
+                if let Hop::Link(l) = hop {
+                    self.net.link_mut(l).transmit_lost(now, pkt);
+                }
                 self.counts.dropped += 1;
                 continue;
             }
-            self.events.push(depart + f.fwd_delay, Action::ArriveBottleneck(pkt));
+            self.forward(now, hop, pkt);
         }
-        self.out = drain;
-        self.arm_sender_timer(fi);
-    }
-
-    /// Send the receiver's ACKs over the reverse path, then re-arm its timer.
-    fn flush_receiver(&mut self, now: Time, flow: u32) {
-        let fi = flow as usize;
-        let mut drain = std::mem::take(&mut self.out);
-        for mut pkt in drain.drain(..) {
-            pkt.id = self.next_id;
-            self.next_id += 1;
-            pkt.sent_ts = now;
-            self.counts.sent += 1;
-            self.counts.acks += 1;
-            let f = &mut self.flows[fi];
-            let depart = now.max(f.rx_nic_free) + tx_time(pkt.wire_len as u64, self.access_rate);
-            f.rx_nic_free = depart;
-            self.events.push(depart + f.rev_delay, Action::ArriveSender(pkt));
-        }
-        self.out = drain;
-        let f = &mut self.flows[fi];
-        if let Endpoints::Tcp { receiver, .. } = &f.ends {
-            if let Some(t) = receiver.next_timer() {
-                if f.receiver_timer_at.is_none_or(|s| t < s) {
-                    f.receiver_timer_at = Some(t);
-                    self.events.push(t, Action::ReceiverTimer { flow });
-                }
-            }
+        out.clear();
+        // Keep the buffer's capacity (a nested callback may have left a fresh one).
+        if self.out.capacity() < out.capacity() {
+            self.out = out;
         }
     }
 
-    fn arm_sender_timer(&mut self, fi: usize) {
-        let f = &mut self.flows[fi];
-        if let Endpoints::Tcp { sender, .. } = &f.ends {
-            if let Some(t) = sender.next_timer() {
-                if f.sender_timer_at.is_none_or(|s| t < s) {
-                    f.sender_timer_at = Some(t);
-                    self.events.push(t, Action::SenderTimer { flow: fi as u32 });
-                }
-            }
+    #[inline]
+    fn forward(&mut self, now: Time, hop: Hop, pkt: &Packet) {
+        match hop {
+            Hop::Link(l) => self.arrive_link(now, l, pkt),
+            Hop::Endpoint(e) => self.deliver(now, e, pkt),
         }
     }
 
-    fn on_arrive_bottleneck(&mut self, now: Time, pkt: Packet) {
-        self.rec.bin_arrivals += 1;
-        let mut ctx =
-            QdiscCtx { rng: &mut self.qdisc_rng, dropped: &mut self.dropped_buf, marked: &mut self.marked_buf };
-        self.qdisc.enqueue(pkt, now, &mut ctx);
-        self.drain_qdisc_reports(now);
-        self.try_send(now);
-        self.arm_qdisc_timer();
-    }
-
-    fn drain_qdisc_reports(&mut self, now: Time) {
-        for p in self.dropped_buf.drain(..) {
-            self.counts.dropped += 1;
-            self.rec.on_drop(now, p.flow);
-        }
-        for flow in self.marked_buf.drain(..) {
-            self.rec.on_mark(now, flow);
+    /// `pkt` reaches link `l`: into its queue, or straight onto its wire.
+    fn arrive_link(&mut self, now: Time, l: LinkId, pkt: &Packet) {
+        let link = self.net.link_mut(l);
+        if link.queue().is_some() {
+            self.observers.on_enqueue(now, l, pkt);
+            link.enqueue(now, *pkt);
+            self.drain_reports(now, l);
+            self.service(now, l);
+            self.net.link_mut(l).arm_qdisc_timer(&mut self.events);
+        } else if link.transmit(now, pkt, &mut self.events) {
+            let hop = self.net.next_hop(pkt, Some(l));
+            self.forward(now, hop, pkt);
         }
     }
 
-    fn arm_qdisc_timer(&mut self) {
-        if let Some(t) = self.qdisc.next_timer() {
-            if self.qdisc_timer_at.is_none_or(|s| t < s) {
-                self.qdisc_timer_at = Some(t);
-                self.events.push(t, Action::QdiscTimer);
-            }
-        }
-    }
-
-    /// The HTB dequeue loop: while the class has tokens and the qdisc has packets,
-    /// dequeue and transmit; otherwise wait for tokens (aqm.md §8.3–8.4).
-    fn try_send(&mut self, now: Time) {
-        if self.shaper_wake_at.is_some() {
+    /// The HTB dequeue loop of link `l`: while the class has tokens and the qdisc
+    /// has packets, dequeue and transmit (`sch_htb.c:htb_dequeue`).
+    fn service(&mut self, now: Time, l: LinkId) {
+        if self.net.link(l).waiting_for_tokens() {
             return; // the watchdog will dequeue
         }
         loop {
-            if self.qdisc.is_empty() {
-                return;
+            let ready = self.net.link_mut(l).dequeue_ready(now, &mut self.events);
+            self.drain_reports(now, l);
+            let Ready::Packet(pkt) = ready else { return };
+            self.observers.on_dequeue(now, l, &pkt, now - pkt.enqueue_ts);
+            if self.net.link_mut(l).transmit(now, &pkt, &mut self.events) {
+                let hop = self.net.next_hop(&pkt, Some(l));
+                self.forward(now, hop, &pkt);
             }
-            if !self.shaper.can_send(now) {
-                let t = self.shaper.next_send_time(now);
-                self.shaper_wake_at = Some(t);
-                self.events.push(t, Action::ShaperWake);
-                return;
-            }
-            let mut ctx =
-                QdiscCtx { rng: &mut self.qdisc_rng, dropped: &mut self.dropped_buf, marked: &mut self.marked_buf };
-            let pkt = self.qdisc.dequeue(now, &mut ctx);
-            self.drain_qdisc_reports(now);
-            let Some(pkt) = pkt else { return };
-            self.shaper.charge(now, pkt.wire_len);
-            self.rec.on_dequeue(now, pkt.flow, pkt.qclass, pkt.wire_len, now - pkt.enqueue_ts);
-            // The bottleneck→receiver hop has no delay: deliver now.
-            self.on_arrive_receiver(now, pkt);
         }
     }
 
-    fn on_arrive_receiver(&mut self, now: Time, pkt: Packet) {
+    /// Account the drops and marks link `l`'s qdisc reported.
+    #[inline]
+    fn drain_reports(&mut self, now: Time, l: LinkId) {
+        let q = self.net.links[l.0 as usize].queue_mut().expect("queued link");
+        if q.dropped.is_empty() && q.marked.is_empty() {
+            return;
+        }
+        for p in q.dropped.drain(..) {
+            self.counts.dropped += 1;
+            self.observers.on_drop(now, l, &p);
+        }
+        for flow in q.marked.drain(..) {
+            self.observers.on_mark(now, l, flow);
+        }
+    }
+
+    /// `pkt` reaches endpoint `e`.
+    #[inline]
+    fn deliver(&mut self, now: Time, e: EndpointId, pkt: &Packet) {
         self.counts.delivered += 1;
-        let fi = pkt.flow as usize;
-        match &mut self.flows[fi].ends {
-            Endpoints::Tcp { receiver, .. } => {
-                receiver.on_packet(&pkt, now, &mut self.out);
-                self.flush_receiver(now, pkt.flow);
-            }
-            Endpoints::Udp { delivered_bytes, .. } => *delivered_bytes += pkt.payload as u64,
-        }
+        self.observers.on_deliver(now, e, pkt);
+        let side = (e.0 % 2) as usize;
+        // A packet of a flow whose slot was released arrives at a closed socket.
+        let Some(f) = self.flows.slots[e.flow() as usize].as_mut() else { return };
+        f.ends[side].on_packet(pkt, now, &mut self.out);
+        self.after_endpoint(now, e);
     }
 
-    fn on_arrive_sender(&mut self, now: Time, pkt: Packet) {
-        self.counts.delivered += 1;
-        let fi = pkt.flow as usize;
-        if let Endpoints::Tcp { sender, .. } = &mut self.flows[fi].ends {
-            sender.on_packet(&pkt, now, &mut self.out);
-            self.flush_sender(now, pkt.flow);
-        }
-    }
-
-    fn cumulative(&self, fi: usize) -> FlowCumulative {
-        match &self.flows[fi].ends {
-            Endpoints::Tcp { sender, receiver } => FlowCumulative {
-                bytes_delivered: receiver.bytes_delivered,
-                retransmits: sender.stats.retransmits,
-                rtt_sum_us: sender.stats.rtt_sum_us,
-                rtt_samples: sender.stats.rtt_samples,
-                ce_packets: receiver.ce_packets,
-                segments_sent: sender.stats.data_segments_sent,
-                payload_bytes_sent: sender.stats.payload_bytes_sent,
-            },
-            Endpoints::Udp { delivered_bytes, .. } => {
-                FlowCumulative { bytes_delivered: *delivered_bytes, ..Default::default() }
-            }
-        }
-    }
-
-    /// End of a bin: close every series' current value.
-    fn on_sample(&mut self, now: Time) {
-        let bin_start = self.rec.bin_index as u64 * self.rec.bin_ns;
-        let width_s = secs(now - bin_start).max(1e-12);
-        let mbps = |bytes: u64| bytes as f64 * 8.0 / width_s / 1e6;
-        for fi in 0..self.flows.len() {
-            let cum = self.cumulative(fi);
-            let prev = self.rec.flow_prev[fi];
-            let acc = self.rec.flow_acc[fi];
-            let (srtt_ms, cwnd, alpha, pacing_mbps) = match &self.flows[fi].ends {
-                Endpoints::Tcp { sender, .. } => {
-                    let s = sender.srtt_us();
-                    (
-                        if s > 0 { s as f64 / 1000.0 } else { f64::NAN },
-                        sender.cwnd() as f64,
-                        sender.cc_alpha().unwrap_or(f64::NAN),
-                        sender.tp.pacing_rate as f64 * 8.0 / 1e6,
-                    )
-                }
-                _ => (f64::NAN, f64::NAN, f64::NAN, f64::NAN),
-            };
-            let segs = cum.segments_sent - prev.segments_sent;
-            let rtt_n = cum.rtt_samples - prev.rtt_samples;
-            let series = &mut self.rec.flow_series[fi];
-            series.goodput_mbps.push(mbps(cum.bytes_delivered - prev.bytes_delivered));
-            series.throughput_mbps.push(mbps(acc.bottleneck_bytes));
-            series.srtt_ms.push(srtt_ms);
-            series.rtt_ms.push(if rtt_n > 0 {
-                (cum.rtt_sum_us - prev.rtt_sum_us) as f64 / rtt_n as f64 / 1000.0
-            } else {
-                f64::NAN
-            });
-            series.cwnd.push(cwnd);
-            series.alpha.push(alpha);
-            series.pacing_rate_mbps.push(pacing_mbps);
-            series.payload_bytes.push(if segs > 0 {
-                (cum.payload_bytes_sent - prev.payload_bytes_sent) as f64 / segs as f64
-            } else {
-                f64::NAN
-            });
-            series.ce_packets.push(cum.ce_packets - prev.ce_packets);
-            series.retransmits.push(cum.retransmits - prev.retransmits);
-            series.drops.push(acc.drops);
-            series.marks.push(acc.marks);
-            // iperf3-like srtt sampling for the summary's mean srtt.
-            if bin_start >= self.rec.warmup && srtt_ms.is_finite() && now > self.flows[fi].start {
-                self.rec.flow_srtt_sum[fi] += srtt_ms;
-                self.rec.flow_srtt_n[fi] += 1;
-            }
-            self.rec.flow_prev[fi] = cum;
-            self.rec.flow_acc[fi] = Default::default();
-            if now <= self.rec.warmup {
-                self.rec.flow_at_warmup[fi] = cum;
-            }
-        }
-        let rate = self.shaper.rate_bps() as f64;
-        let b = &mut self.rec.bottleneck_series;
-        b.utilisation.push(self.rec.bin_bytes as f64 * 8.0 / width_s / rate);
-        b.sojourn_ms.push(if self.rec.bin_sojourn_n > 0 {
-            self.rec.bin_sojourn_sum_ns as f64 / self.rec.bin_sojourn_n as f64 / NS_PER_MS as f64
-        } else {
-            f64::NAN
-        });
-        let st = self.qdisc.stats();
-        b.backlog_bytes.push(st.backlog_bytes);
-        b.backlog_packets.push(st.backlog_packets);
-        b.drops.push(self.rec.bin_drops);
-        b.marks.push(self.rec.bin_marks);
-        b.arrivals.push(self.rec.bin_arrivals);
-        self.rec.bin_bytes = 0;
-        self.rec.bin_sojourn_sum_ns = 0;
-        self.rec.bin_sojourn_n = 0;
-        self.rec.bin_drops = 0;
-        self.rec.bin_marks = 0;
-        self.rec.bin_arrivals = 0;
-        self.rec.bin_index += 1;
-        if now < self.end {
-            self.events.push((now + self.rec.bin_ns).min(self.end), Action::Sample);
-        }
-    }
-
-    /// Packets still inside the network (events and the qdisc).
+    /// Packets still inside the network (queues and wires).
     fn in_flight(&self) -> u64 {
-        self.events.packets_in_flight() + self.qdisc.len() as u64
+        self.net.packets_held()
     }
 
     /// Assemble the results (call after `run`).
     pub fn results(&self) -> RunResults {
-        let window_s = secs(self.end - self.cfg.warmup_ns);
-        let mut flows = Vec::with_capacity(self.flows.len());
-        for (fi, f) in self.flows.iter().enumerate() {
-            let cum = self.cumulative(fi);
-            let w = self.rec.flow_at_warmup[fi];
-            let goodput = (cum.bytes_delivered - w.bytes_delivered) as f64 * 8.0 / window_s / 1e6;
-            let srtt_n = self.rec.flow_srtt_n[fi];
-            let mean_srtt = if srtt_n > 0 { self.rec.flow_srtt_sum[fi] / srtt_n as f64 } else { f64::NAN };
-            let base_rtt_ms = f.base_rtt as f64 / NS_PER_MS as f64;
-            let mut s = FlowSummary {
-                id: fi as u32,
-                start_s: secs(f.start),
-                base_rtt_ms,
-                goodput_mbps: goodput,
-                throughput_mbps: self.rec.flow_window_bytes[fi] as f64 * 8.0 / window_s / 1e6,
-                mean_srtt_ms: mean_srtt,
-                queuing_delay_ms: mean_srtt - base_rtt_ms,
-                bytes_delivered: cum.bytes_delivered,
-                drops: self.rec.flow_drops[fi],
-                marks: self.rec.flow_marks[fi],
-                ..Default::default()
-            };
-            match &f.ends {
-                Endpoints::Tcp { sender, receiver } => {
-                    let st = &sender.stats;
-                    s.kind = "tcp".into();
-                    s.cc = sender.cc_name().into();
-                    s.mean_rtt_ms = if st.rtt_samples > 0 {
-                        st.rtt_sum_us as f64 / st.rtt_samples as f64 / 1000.0
-                    } else {
-                        f64::NAN
-                    };
-                    s.retransmits = st.retransmits;
-                    s.rto_count = st.rto_count;
-                    s.tlp_count = st.tlp_count;
-                    s.recoveries = st.recoveries;
-                    s.packets_sent = st.data_segments_sent;
-                    s.acks_sent = receiver.acks_sent;
-                    s.fct_s = st.completed_at.map(|t| secs(t - f.start));
-                    s.final_cwnd = sender.cwnd();
-                    s.ecn_mode = match sender.ecn_mode() {
-                        crate::tcp::ecn::EcnMode::Off => "off",
-                        crate::tcp::ecn::EcnMode::Rfc3168 => "rfc3168",
-                        crate::tcp::ecn::EcnMode::AccEcn => "accecn",
-                    }
-                    .into();
-                    s.ce_packets = receiver.ce_packets;
-                    s.ce_bytes = receiver.ce_bytes;
-                    let n = st.data_segments_sent as f64;
-                    s.mean_payload_bytes = st.payload_bytes_sent as f64 / n;
-                    s.payload_sd_bytes = (st.payload_sq_sum as f64 / n - s.mean_payload_bytes.powi(2)).max(0.0).sqrt();
-                    s.mean_pacing_rate_mbps = st.pacing_rate_sum as f64 / n * 8.0 / 1e6;
-                    if st.data_segments_sent == 0 {
-                        (s.mean_payload_bytes, s.payload_sd_bytes, s.mean_pacing_rate_mbps) =
-                            (f64::NAN, f64::NAN, f64::NAN);
-                    }
-                    s.acks_per_packet = if receiver.segments_received > 0 {
-                        receiver.acks_sent as f64 / receiver.segments_received as f64
-                    } else {
-                        f64::NAN
-                    };
-                }
-                Endpoints::Udp { source, .. } => {
-                    s.kind = "udp".into();
-                    s.cc = "udp".into();
-                    s.mean_srtt_ms = f64::NAN;
-                    s.queuing_delay_ms = f64::NAN;
-                    s.mean_rtt_ms = f64::NAN;
-                    s.packets_sent = source.datagrams_sent;
-                }
-            }
-            s.goodput_efficiency = if s.throughput_mbps > 0.0 { s.goodput_mbps / s.throughput_mbps } else { f64::NAN };
-            flows.push(s);
-        }
-        let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_mbps).collect();
-        let jain = jain_index(&goodputs);
-        let st = self.qdisc.stats();
-        let in_flight = self.in_flight();
-        RunResults {
+        let mut r = RunResults {
             duration_s: secs(self.end),
             warmup_s: secs(self.cfg.warmup_ns),
             bin_s: secs(self.cfg.bin_ns),
             seed: self.cfg.seed,
-            flows,
-            bottleneck: BottleneckSummary {
-                utilisation: self.rec.window_bytes as f64 * 8.0 / window_s / self.shaper.rate_bps() as f64,
-                sojourn_ms: self.rec.sojourn.stats_ms(),
-                drops: self.rec.window_drops,
-                marks: self.rec.window_marks,
-                sojourn_by_class: self
-                    .qdisc
-                    .class_names()
-                    .iter()
-                    .zip(self.rec.class_sojourn.iter())
-                    .map(|(name, h)| ClassSojourn { class: name.to_string(), sojourn_ms: h.stats_ms() })
-                    .collect(),
-                qdisc: QdiscStatsOut {
-                    kind: self.qdisc.kind().into(),
-                    sent_bytes: st.sent_bytes,
-                    sent_packets: st.sent_packets,
-                    drops: st.drops,
-                    overlimits: st.overlimits,
-                    requeues: st.requeues,
-                    marks: st.marks,
-                    backlog_bytes: st.backlog_bytes,
-                    backlog_packets: st.backlog_packets,
-                    maxq_packets: st.maxq_packets,
-                    extra: self.qdisc.extra_stats().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-                },
-            },
             packets: PacketCounts {
                 sent: self.counts.sent,
                 delivered: self.counts.delivered,
                 dropped: self.counts.dropped,
-                in_flight,
+                in_flight: self.in_flight(),
                 data: self.counts.data,
                 acks: self.counts.acks,
             },
             events: self.events.processed(),
-            time_s: (0..self.rec.bin_index).map(|i| secs(i as u64 * self.rec.bin_ns)).collect(),
-            flow_series: self.rec.flow_series.clone(),
-            bottleneck_series: self.rec.bottleneck_series.clone(),
-            sojourn_trace: self.rec.trace.clone(),
-            jain_index: jain,
-        }
+            ..Default::default()
+        };
+        self.observers.fill_results(&View { flows: &self.flows, net: &self.net }, &mut r);
+        r
     }
 
     /// Packet conservation: sent = delivered + dropped + in flight.
@@ -626,16 +464,110 @@ impl Simulation {
     }
 }
 
-/// Jain's fairness index of `x` (1 = perfectly fair).
-pub fn jain_index(x: &[f64]) -> f64 {
-    let n = x.len() as f64;
-    let s: f64 = x.iter().sum();
-    let s2: f64 = x.iter().map(|v| v * v).sum();
-    if s2 == 0.0 {
-        return f64::NAN;
-    }
-    s * s / (n * s2)
-}
+pub use crate::trace::jain_index;
 
-#[allow(dead_code)]
-const _: u64 = NS_PER_US;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn config(extra: serde_json::Value) -> ScenarioConfig {
+        let mut v = json!({
+            "seed": 3, "duration_ns": 5_000_000_000u64,
+            "bottleneck": {"rate_bps": 10_000_000, "qdisc": {"kind": "pfifo", "limit_packets": 50}},
+            "flows": [{"kind": "tcp", "cc": "reno", "rtt_ns": 20_000_000},
+                      {"kind": "tcp", "cc": "cubic", "rtt_ns": 30_000_000}],
+        });
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn observers_see_every_enqueue_dequeue_and_drop() {
+        let r = crate::run(&config(json!({}))).unwrap();
+        let q = &r.bottleneck.qdisc;
+        let b = &r.bottleneck_series;
+        let arrivals: u64 = b.arrivals.iter().sum();
+        let drops: u64 = b.drops.iter().sum();
+        assert!(q.drops > 0, "the scenario must drop");
+        assert_eq!(drops, q.drops);
+        assert_eq!(r.flows.iter().map(|f| f.drops).sum::<u64>(), q.drops);
+        assert_eq!(arrivals, q.sent_packets + q.drops + q.backlog_packets);
+        let bytes: f64 = b.utilisation.iter().sum::<f64>() * 0.1 * 10e6 / 8.0;
+        assert!((bytes - q.sent_bytes as f64).abs() < 1.0, "{bytes} vs {}", q.sent_bytes);
+    }
+
+    /// Opens a sized transfer at 0.5 s, releases its slot once it has finished,
+    /// and opens the next one in the same slot at 2 s.
+    struct Sequential {
+        at: Vec<Time>,
+        slots: Vec<u32>,
+    }
+
+    impl TrafficSource for Sequential {
+        fn open_initial(&mut self, _opener: &mut dyn FlowOpener) -> Result<(), String> {
+            Ok(())
+        }
+        fn next_event(&self) -> Option<Time> {
+            self.at.first().copied()
+        }
+        fn on_event(&mut self, now: Time, opener: &mut dyn FlowOpener) {
+            self.at.remove(0);
+            if let Some(&last) = self.slots.last() {
+                assert!(opener.is_finished(last), "100 kB take well under 1.5 s at 10 Mbit/s");
+                opener.release(last);
+            }
+            let slot = opener.reserve_slot();
+            self.slots.push(slot);
+            let t: crate::config::TcpFlowConfig =
+                serde_json::from_value(json!({"cc": "cubic", "rtt_ns": 10_000_000, "bytes": 100_000})).unwrap();
+            let sender = crate::tcp::TcpSender::new(slot, &t, crate::cc::build("cubic", None).unwrap(), opener.end());
+            let receiver = crate::tcp::TcpReceiver::new(slot, true, 2, 2, "cubic");
+            opener.open(
+                slot,
+                FlowSpec {
+                    sender: Box::new(crate::traffic::tcp::TcpSenderEndpoint(sender)),
+                    receiver: Box::new(crate::traffic::tcp::TcpReceiverEndpoint(receiver)),
+                    start: now,
+                    base_rtt_ns: 10_000_000,
+                    fwd_delay_ns: 5_000_000,
+                    rev_delay_ns: 5_000_000,
+                },
+            );
+        }
+    }
+
+    #[test]
+    fn a_traffic_source_opens_flows_during_the_run_and_reuses_slots() {
+        let cfg = config(json!({}));
+        let source = Sequential { at: vec![500_000_000, 2_000_000_000], slots: Vec::new() };
+        let mut sim = Simulation::with_sources(&cfg, vec![Box::new(source)]).unwrap();
+        sim.run();
+        sim.check_conservation().unwrap();
+        let r = sim.results();
+        assert_eq!(r.flows.len(), 3, "two configured flows and one reused slot");
+        let web = &r.flows[2];
+        assert_eq!(web.bytes_delivered, 100_000);
+        let fct = web.fct_s.expect("the second transfer completes");
+        assert!(fct > 0.01 && fct < 1.0, "fct {fct}");
+        assert!((web.start_s - 2.0).abs() < 1e-9, "the slot now holds the second flow");
+        assert_eq!(sim.net.links.len(), 1 + 2 * 3, "the reused slot kept its NIC links");
+    }
+
+    #[test]
+    fn a_queue_on_the_ack_path_delays_acks() {
+        // ACKs of 66-90 B through a 100 kbit/s queue: about 150 per second leave
+        // it, fewer than the receivers send, so ACKs back up and every RTT sample
+        // carries their queueing delay; the uncongested reverse path adds none.
+        let free = crate::run(&config(json!({}))).unwrap();
+        let rev =
+            json!({"reverse_bottleneck": {"rate_bps": 100_000, "qdisc": {"kind": "bfifo", "limit_bytes": 1_000_000}}});
+        let slow = crate::run(&config(rev)).unwrap();
+        let rtt = |r: &RunResults| r.flows[0].mean_rtt_ms;
+        assert!(rtt(&free) < 100.0, "free reverse path: {} ms", rtt(&free));
+        assert!(rtt(&slow) > rtt(&free) + 500.0, "ACK queueing adds RTT: {} vs {}", rtt(&slow), rtt(&free));
+        // The forward bottleneck sees the same sojourn accounting either way.
+        assert!(slow.bottleneck.qdisc.sent_packets > 0);
+        assert_eq!(slow.packets.sent, slow.packets.delivered + slow.packets.dropped + slow.packets.in_flight);
+    }
+}

@@ -1,4 +1,4 @@
-//! The bottleneck shaper: an HTB class `rate R burst B` (aqm.md §8).
+//! The shaper of a queued link: an HTB class `rate R burst B` (Linux `sch_htb.c`).
 //!
 //! HTB lets a class send whenever its token balance is non-negative and charges the
 //! frame afterwards ("send first, pay after"), so with tc's default 1600-B bucket at
@@ -7,7 +7,7 @@
 
 use crate::time::{tx_time, Time};
 
-/// Token-bucket state of the bottleneck class.
+/// Token-bucket state of one HTB class.
 #[derive(Clone, Debug)]
 pub struct Shaper {
     rate_bps: u64,
@@ -77,7 +77,7 @@ mod tests {
 
     #[test]
     fn two_frames_back_to_back_then_line_rate() {
-        // aqm.md §11 vector 6: departures at 0, 0, 114.24 µs, then every 121.12 µs.
+        // tc's 1600-B bucket at 100 Mbit/s: departures at 0, 0, 114.24 µs, then every 121.12 µs.
         let mut s = Shaper::new(100_000_000, 1600);
         let mut now = 1_000_000_000; // long idle
         let mut departures = Vec::new();

@@ -1,0 +1,99 @@
+//! The dumbbell: what [`ScenarioConfig`](crate::config::ScenarioConfig) describes.
+//!
+//! ```text
+//! sender i --[NIC i: access rate, fwd delay i]--> bottleneck (HTB + qdisc, delay 0) --> receiver i
+//! sender i <--[reverse queue, optional, delay 0]-- [NIC' i: access rate, rev delay i] <-- receiver i
+//! ```
+//!
+//! Each flow gets its own sender and receiver NIC (a serialiser at the access rate
+//! followed by that flow's propagation delay); all share the forward bottleneck. The
+//! reverse path is uncongested unless [`Dumbbell::add_reverse_queue`] puts a shaped
+//! queue on it, shared by every flow's ACKs (ACKs behind data, or data both ways).
+
+use super::{EndpointId, FlowRoutes, LinkId, Network, Route, Serialiser, ShapedQueue, Shaper};
+use crate::config::BottleneckConfig;
+use crate::qdisc;
+use crate::rng::SimRng;
+
+/// Ids of the dumbbell's shared links.
+#[derive(Clone, Copy, Debug)]
+pub struct Dumbbell {
+    pub bottleneck: LinkId,
+    pub reverse_queue: Option<LinkId>,
+    access_rate_bps: u64,
+}
+
+/// A shaped queue from a bottleneck description (`htb rate R burst B` + child qdisc).
+pub fn shaped_queue(cfg: &BottleneckConfig, mut rng: SimRng) -> ShapedQueue {
+    let qdisc = qdisc::build(&cfg.qdisc, &mut rng);
+    ShapedQueue::new(Shaper::new(cfg.rate_bps, cfg.burst_bytes), qdisc, rng)
+}
+
+impl Dumbbell {
+    /// Add the shared bottleneck to `net`; `rng` becomes its qdisc's random stream.
+    pub fn build(net: &mut Network, cfg: &BottleneckConfig, rng: SimRng) -> Self {
+        let bottleneck = net.add_link(Some(shaped_queue(cfg, rng)), None, 0);
+        Dumbbell { bottleneck, reverse_queue: None, access_rate_bps: cfg.access_rate_bps }
+    }
+
+    /// Put a shaped queue on the reverse path (call before attaching flows).
+    pub fn add_reverse_queue(&mut self, net: &mut Network, queue: ShapedQueue) -> LinkId {
+        let id = net.add_link(Some(queue), None, 0);
+        self.reverse_queue = Some(id);
+        id
+    }
+
+    /// Give flow slot `flow` its two NICs and routes; a reused slot keeps its NIC
+    /// links when nothing is left on them, so short flows do not grow the network.
+    pub fn attach_flow(&self, net: &mut Network, flow: u32, fwd_delay_ns: u64, rev_delay_ns: u64) {
+        let old = net.previous_routes(flow).map(|r| (r.forward.links()[0], r.reverse.links()[0]));
+        let nic = |net: &mut Network, old: Option<LinkId>, delay| match old {
+            Some(l) if net.link_mut(l).reset_for_reuse(delay) => l,
+            _ => net.add_link(None, Some(Serialiser::new(self.access_rate_bps)), delay),
+        };
+        let tx_nic = nic(net, old.map(|o| o.0), fwd_delay_ns);
+        let rx_nic = nic(net, old.map(|o| o.1), rev_delay_ns);
+        let mut reverse = vec![rx_nic];
+        reverse.extend(self.reverse_queue);
+        net.set_routes(
+            flow,
+            FlowRoutes {
+                forward: Route::new(vec![tx_nic, self.bottleneck], EndpointId::receiver(flow)),
+                reverse: Route::new(reverse, EndpointId::sender(flow)),
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::QdiscConfig;
+    use crate::net::Hop;
+    use crate::packet::{Packet, PacketKind};
+    use crate::rng::{stream, Stream};
+
+    #[test]
+    fn routes_cross_nic_then_bottleneck_and_back_through_the_reverse_queue() {
+        let cfg = BottleneckConfig {
+            rate_bps: 10_000_000,
+            burst_bytes: 1600,
+            access_rate_bps: 1_000_000_000,
+            qdisc: QdiscConfig::Pfifo(crate::qdisc::fifo::PfifoParams { limit_packets: 10 }),
+        };
+        let mut net = Network::new();
+        let mut d = Dumbbell::build(&mut net, &cfg, stream(1, Stream::Qdisc));
+        let rq = d.add_reverse_queue(&mut net, shaped_queue(&cfg, stream(1, Stream::ReverseQdisc)));
+        d.attach_flow(&mut net, 0, 3_000, 7_000);
+        let data = Packet::new(0, PacketKind::Data);
+        let ack = Packet::new(0, PacketKind::Ack);
+        let Hop::Link(nic) = net.next_hop(&data, None) else { panic!("data starts on the NIC") };
+        assert_eq!(net.link(nic).delay_ns(), 3_000);
+        assert_eq!(net.next_hop(&data, Some(nic)), Hop::Link(d.bottleneck));
+        assert_eq!(net.next_hop(&data, Some(d.bottleneck)), Hop::Endpoint(EndpointId::receiver(0)));
+        let Hop::Link(rx_nic) = net.next_hop(&ack, None) else { panic!("ACKs start on the receiver's NIC") };
+        assert_eq!(net.link(rx_nic).delay_ns(), 7_000);
+        assert_eq!(net.next_hop(&ack, Some(rx_nic)), Hop::Link(rq));
+        assert_eq!(net.next_hop(&ack, Some(rq)), Hop::Endpoint(EndpointId::sender(0)));
+    }
+}

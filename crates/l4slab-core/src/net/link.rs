@@ -1,0 +1,265 @@
+//! A link: what a packet crosses between two hops.
+//!
+//! Three optional stages, in order: a queue (an HTB-like [`Shaper`] class with a
+//! child [`Qdisc`], as `tc qdisc add ... htb` + `tc qdisc add ... parent`), a
+//! serialiser (a NIC sending at its line rate: a packet leaves when the previous
+//! one has, `max(now, free_at) + tx_time`, with no event of its own) and a
+//! propagation delay (a [`DelayLine`]). A link with neither serialiser nor delay
+//! hands a dequeued packet to the next hop at once, inside the same event, as a
+//! router's egress hands a frame to a directly attached host.
+
+use super::delay_line::DelayLine;
+use super::shaper::Shaper;
+use crate::event::{EventQueue, LinkId, PinId, Target};
+use crate::packet::Packet;
+use crate::qdisc::{Qdisc, QdiscCtx};
+use crate::rng::SimRng;
+use crate::time::{tx_time, Time};
+
+/// A NIC sending back to back at its line rate.
+#[derive(Clone, Debug)]
+pub struct Serialiser {
+    rate_bps: u64,
+    /// When the NIC is free again; departures are monotone.
+    free_at: Time,
+}
+
+impl Serialiser {
+    pub fn new(rate_bps: u64) -> Self {
+        Serialiser { rate_bps, free_at: 0 }
+    }
+
+    /// Departure time (end of transmission) of a frame of `wire_len` bytes handed over at `now`.
+    #[inline]
+    pub fn depart(&mut self, now: Time, wire_len: u32) -> Time {
+        let t = now.max(self.free_at) + tx_time(wire_len as u64, self.rate_bps);
+        self.free_at = t;
+        t
+    }
+}
+
+/// A shaped queue: the shaper, its child qdisc and what they report.
+pub struct ShapedQueue {
+    pub shaper: Shaper,
+    pub qdisc: Box<dyn Qdisc<Packet>>,
+    rng: SimRng,
+    /// Packets the qdisc dropped and flows it marked during the last call (drained by the caller).
+    pub dropped: Vec<Packet>,
+    pub marked: Vec<u32>,
+    /// Pending shaper watchdog (`qdisc_watchdog` in `sch_htb.c`) and qdisc timer; lazy.
+    wake_at: Option<Time>,
+    timer_at: Option<Time>,
+    /// The event queue's pinned slot for the watchdog, if one was free.
+    wake_pin: Option<PinId>,
+}
+
+impl ShapedQueue {
+    pub fn new(shaper: Shaper, qdisc: Box<dyn Qdisc<Packet>>, rng: SimRng) -> Self {
+        ShapedQueue {
+            shaper,
+            qdisc,
+            rng,
+            dropped: Vec::with_capacity(256),
+            marked: Vec::with_capacity(256),
+            wake_at: None,
+            timer_at: None,
+            wake_pin: None,
+        }
+    }
+
+    /// Keep the watchdog in a pinned slot of the event queue (it has at most one
+    /// event pending), saving a heap push and pop per packet on a busy link.
+    pub fn pin_watchdog(&mut self, events: &mut EventQueue) {
+        self.wake_pin = events.pin();
+    }
+
+    #[inline]
+    fn ctx(&mut self) -> (&mut Box<dyn Qdisc<Packet>>, QdiscCtx<'_, Packet>) {
+        (&mut self.qdisc, QdiscCtx { rng: &mut self.rng, dropped: &mut self.dropped, marked: &mut self.marked })
+    }
+}
+
+/// Per-link counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    /// Packets and L2 bytes that left the link's queue/serialiser.
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+}
+
+/// What the link's queue has for the wire right now.
+pub enum Ready {
+    /// A packet, dequeued and charged to the shaper.
+    Packet(Packet),
+    /// Nothing now (empty, or waiting for tokens with the watchdog armed).
+    Nothing,
+}
+
+/// One link of the network.
+pub struct Link {
+    pub id: LinkId,
+    delay_ns: u64,
+    serialiser: Option<Serialiser>,
+    line: DelayLine,
+    pub stats: LinkStats,
+    /// Boxed: most links (NICs) have none, and a small `Link` keeps a
+    /// thousand-flow network's per-packet state in fewer cache lines.
+    queue: Option<Box<ShapedQueue>>,
+}
+
+impl Link {
+    /// A link with the given stages; see the module docs for their order.
+    pub fn new(id: LinkId, queue: Option<ShapedQueue>, serialiser: Option<Serialiser>, delay_ns: u64) -> Self {
+        Link {
+            id,
+            queue: queue.map(Box::new),
+            serialiser,
+            delay_ns,
+            line: DelayLine::new(),
+            stats: LinkStats::default(),
+        }
+    }
+
+    #[inline]
+    pub fn queue(&self) -> Option<&ShapedQueue> {
+        self.queue.as_deref()
+    }
+
+    #[inline]
+    pub fn queue_mut(&mut self) -> Option<&mut ShapedQueue> {
+        self.queue.as_deref_mut()
+    }
+
+    pub fn delay_ns(&self) -> u64 {
+        self.delay_ns
+    }
+
+    /// Reuse an idle NIC link for a new flow: a fresh serialiser at the same rate
+    /// and a new propagation delay. False (and unchanged) if packets are still on it.
+    pub fn reset_for_reuse(&mut self, delay_ns: u64) -> bool {
+        if !self.line.is_empty() || self.queue.is_some() {
+            return false;
+        }
+        if let Some(s) = self.serialiser.as_mut() {
+            *s = Serialiser::new(s.rate_bps);
+        }
+        self.delay_ns = delay_ns;
+        true
+    }
+
+    /// Packets held by the link (queue and wire), for the conservation check.
+    pub fn packets_held(&self) -> u64 {
+        self.line.len() as u64 + self.queue.as_ref().map_or(0, |q| q.qdisc.len() as u64)
+    }
+
+    /// Offer `pkt` to the queue (the caller drains `dropped`/`marked` afterwards).
+    #[inline]
+    pub fn enqueue(&mut self, now: Time, pkt: Packet) {
+        let q = self.queue.as_mut().expect("enqueue on a link without a queue");
+        let (qdisc, mut ctx) = q.ctx();
+        qdisc.enqueue(pkt, now, &mut ctx);
+    }
+
+    /// Whether the shaper watchdog is pending (then it, not the caller, dequeues).
+    #[inline]
+    pub fn waiting_for_tokens(&self) -> bool {
+        self.queue.as_ref().is_some_and(|q| q.wake_at.is_some())
+    }
+
+    /// One step of `htb_dequeue`: if the class has tokens and the qdisc a packet,
+    /// dequeue and charge it; if it lacks tokens, arm the watchdog for when it has.
+    /// The caller drains `dropped`/`marked` after every call.
+    #[inline]
+    pub fn dequeue_ready(&mut self, now: Time, events: &mut EventQueue) -> Ready {
+        let id = self.id;
+        let Some(q) = self.queue.as_mut() else { return Ready::Nothing };
+        if q.qdisc.is_empty() {
+            return Ready::Nothing;
+        }
+        if !q.shaper.can_send(now) {
+            let t = q.shaper.next_send_time(now);
+            q.wake_at = Some(t);
+            match q.wake_pin {
+                Some(pin) => events.push_pinned(pin, t, Target::ShaperWake(id)),
+                None => events.push(t, Target::ShaperWake(id)),
+            }
+            return Ready::Nothing;
+        }
+        let (qdisc, mut ctx) = q.ctx();
+        match qdisc.dequeue(now, &mut ctx) {
+            Some(pkt) => {
+                q.shaper.charge(now, pkt.wire_len);
+                Ready::Packet(pkt)
+            }
+            None => Ready::Nothing,
+        }
+    }
+
+    /// The watchdog fired at `now`: true if it was the pending one (not stale).
+    #[inline]
+    pub fn take_wake(&mut self, now: Time) -> bool {
+        match self.queue.as_mut() {
+            Some(q) if q.wake_at == Some(now) => {
+                q.wake_at = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The qdisc timer fired at `now`: run it if it was the pending one.
+    pub fn fire_qdisc_timer(&mut self, now: Time) -> bool {
+        match self.queue.as_mut() {
+            Some(q) if q.timer_at == Some(now) => {
+                q.timer_at = None;
+                let (qdisc, mut ctx) = q.ctx();
+                qdisc.on_timer(now, &mut ctx);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Schedule the qdisc's timer if it is earlier than the pending one.
+    #[inline]
+    pub fn arm_qdisc_timer(&mut self, events: &mut EventQueue) {
+        let id = self.id;
+        if let Some(q) = self.queue.as_mut() {
+            if let Some(t) = q.qdisc.next_timer() {
+                if q.timer_at.is_none_or(|s| t < s) {
+                    q.timer_at = Some(t);
+                    events.push(t, Target::QdiscTimer(id));
+                }
+            }
+        }
+    }
+
+    /// Put `pkt` on the wire at `now` (after the queue, if any). Returns true if it
+    /// reaches the next hop now (no serialiser, no delay); otherwise a copy waits
+    /// on the delay line and its arrival is an event.
+    #[inline]
+    pub fn transmit(&mut self, now: Time, pkt: &Packet, events: &mut EventQueue) -> bool {
+        self.stats.tx_packets += 1;
+        self.stats.tx_bytes += pkt.wire_len as u64;
+        let depart = match self.serialiser.as_mut() {
+            Some(s) => s.depart(now, pkt.wire_len),
+            None if self.delay_ns == 0 => return true,
+            None => now,
+        };
+        self.line.push(depart + self.delay_ns, pkt, events, Target::LineHead(self.id));
+        false
+    }
+
+    /// Test drop injection: the serialiser sends `pkt`, the wire loses it.
+    pub fn transmit_lost(&mut self, now: Time, pkt: &Packet) {
+        if let Some(s) = self.serialiser.as_mut() {
+            s.depart(now, pkt.wire_len);
+        }
+    }
+
+    /// The head of the delay line arrived (its `LineHead` event fired).
+    #[inline]
+    pub fn arrive_head(&mut self, events: &mut EventQueue) -> Packet {
+        self.line.pop(events, Target::LineHead(self.id))
+    }
+}

@@ -1,0 +1,108 @@
+//! Routes: the links a flow's packets cross, in order, and the endpoint they end at
+//! (htsim's `Route` in `route.h`, a list of sinks ending at the receiver).
+//!
+//! Every flow has two: forward (sender to receiver: SYN, data, datagrams) and
+//! reverse (receiver to sender: SYN/ACK, ACKs). A packet does not carry its
+//! position; the hop after link `l` is found by looking `l` up in its route, which
+//! is a few entries long.
+
+use crate::event::{EndpointId, LinkId};
+use crate::packet::{Packet, PacketKind};
+
+/// Which way a packet travels along its flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Sender to receiver.
+    Forward = 0,
+    /// Receiver to sender.
+    Reverse = 1,
+}
+
+impl Direction {
+    /// The direction a packet of this kind travels.
+    #[inline]
+    pub fn of(pkt: &Packet) -> Direction {
+        match pkt.kind {
+            PacketKind::Syn | PacketKind::Data | PacketKind::Udp => Direction::Forward,
+            PacketKind::SynAck | PacketKind::Ack => Direction::Reverse,
+        }
+    }
+}
+
+/// Where a packet goes next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hop {
+    Link(LinkId),
+    Endpoint(EndpointId),
+}
+
+/// Most links a route may cross (a dumbbell uses two each way).
+pub const MAX_ROUTE_LINKS: usize = 6;
+
+/// The links of one direction of a flow, then the endpoint it ends at. Stored
+/// inline (no pointer to chase per packet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    hops: [LinkId; MAX_ROUTE_LINKS],
+    len: u8,
+    to: EndpointId,
+}
+
+impl Route {
+    /// Panics beyond [`MAX_ROUTE_LINKS`] links (a topology-building error).
+    pub fn new(links: Vec<LinkId>, to: EndpointId) -> Self {
+        assert!(links.len() <= MAX_ROUTE_LINKS, "a route crosses at most {MAX_ROUTE_LINKS} links");
+        let mut hops = [LinkId(u32::MAX); MAX_ROUTE_LINKS];
+        hops[..links.len()].copy_from_slice(&links);
+        Route { hops, len: links.len() as u8, to }
+    }
+
+    #[inline]
+    pub fn links(&self) -> &[LinkId] {
+        &self.hops[..self.len as usize]
+    }
+
+    pub fn to(&self) -> EndpointId {
+        self.to
+    }
+
+    /// The first hop of a packet leaving its endpoint.
+    #[inline]
+    pub fn first(&self) -> Hop {
+        self.links().first().map_or(Hop::Endpoint(self.to), |&l| Hop::Link(l))
+    }
+
+    /// The hop after link `from`.
+    #[inline]
+    pub fn after(&self, from: LinkId) -> Hop {
+        let links = self.links();
+        let i = links.iter().position(|&l| l == from).expect("link is on the packet's route");
+        links.get(i + 1).map_or(Hop::Endpoint(self.to), |&l| Hop::Link(l))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traversal_visits_links_in_order_then_the_endpoint() {
+        let r = Route::new(vec![LinkId(4), LinkId(0), LinkId(7)], EndpointId(3));
+        let mut hops = vec![r.first()];
+        while let Some(Hop::Link(l)) = hops.last().copied() {
+            hops.push(r.after(l));
+        }
+        assert_eq!(
+            hops,
+            vec![Hop::Link(LinkId(4)), Hop::Link(LinkId(0)), Hop::Link(LinkId(7)), Hop::Endpoint(EndpointId(3))]
+        );
+        assert_eq!(Route::new(vec![], EndpointId(1)).first(), Hop::Endpoint(EndpointId(1)));
+    }
+
+    #[test]
+    fn direction_follows_the_packet_kind() {
+        assert_eq!(Direction::of(&Packet::new(0, PacketKind::Data)), Direction::Forward);
+        assert_eq!(Direction::of(&Packet::new(0, PacketKind::Ack)), Direction::Reverse);
+        assert_eq!(Direction::of(&Packet::new(0, PacketKind::SynAck)), Direction::Reverse);
+    }
+}

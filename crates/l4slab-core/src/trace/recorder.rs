@@ -1,0 +1,352 @@
+//! The binned recorder: per-bin series of every flow and of one watched link (the
+//! bottleneck), the sojourn histograms and the summary window.
+//!
+//! Per-bin storage is preallocated when the run starts (one slot per bin and flow),
+//! so recording allocates nothing per packet. At the end it writes its own parts of
+//! [`RunResults`]: flow summaries and series, the bottleneck summary and series,
+//! bin times and Jain's index.
+
+use super::histogram::DelayHistogram;
+use super::{FlowCumulative, NetworkView, Observer};
+use crate::event::LinkId;
+use crate::packet::Packet;
+use crate::results::*;
+use crate::time::{secs, Time, NS_PER_MS};
+
+/// Running accumulators of the current bin for one flow.
+#[derive(Clone, Copy, Default)]
+struct FlowBinAcc {
+    bottleneck_bytes: u64,
+    drops: u64,
+    marks: u64,
+}
+
+/// Per-flow counters touched per packet, kept apart from the series so that a
+/// thousand flows' worth stays in a few cache lines.
+#[derive(Clone, Copy, Default)]
+struct FlowHot {
+    acc: FlowBinAcc,
+    /// Whole-run drop and mark counts at the watched link.
+    drops: u64,
+    marks: u64,
+    /// Bytes through the watched link inside the summary window.
+    window_bytes: u64,
+}
+
+/// Per-flow state of the recorder touched once per bin.
+#[derive(Default)]
+struct FlowRecord {
+    series: FlowSeries,
+    /// Cumulative counters at the end of the previous bin.
+    prev: FlowCumulative,
+    /// ... and at the start of the summary window.
+    at_warmup: FlowCumulative,
+    /// srtt samples (ms) inside the window: sum and count (iperf3-like mean).
+    srtt_sum: f64,
+    srtt_n: u64,
+}
+
+/// Accumulators of the watched link's current bin.
+#[derive(Default)]
+struct LinkBin {
+    bytes: u64,
+    sojourn_sum_ns: u128,
+    sojourn_n: u64,
+    drops: u64,
+    marks: u64,
+    arrivals: u64,
+}
+
+/// Series, histograms and window totals of a run.
+pub struct Recorder {
+    link: LinkId,
+    bin_ns: u64,
+    warmup: Time,
+    end: Time,
+    n_bins: usize,
+    bin_index: usize,
+    flows: Vec<FlowRecord>,
+    hot: Vec<FlowHot>,
+    bin: LinkBin,
+    series: BottleneckSeries,
+    window_bytes: u64,
+    window_drops: u64,
+    window_marks: u64,
+    sojourn: DelayHistogram,
+    /// Per sub-queue of the watched link's qdisc.
+    class_sojourn: Vec<DelayHistogram>,
+}
+
+impl Recorder {
+    /// Record `n_flows` flows and the link `link` (whose qdisc has `n_classes` sub-queues).
+    pub fn new(link: LinkId, n_flows: usize, n_classes: usize, end: Time, bin_ns: u64, warmup: Time) -> Self {
+        let n_bins = end.div_ceil(bin_ns) as usize;
+        let series = BottleneckSeries {
+            utilisation: Vec::with_capacity(n_bins),
+            sojourn_ms: Vec::with_capacity(n_bins),
+            backlog_bytes: Vec::with_capacity(n_bins),
+            backlog_packets: Vec::with_capacity(n_bins),
+            drops: Vec::with_capacity(n_bins),
+            marks: Vec::with_capacity(n_bins),
+            arrivals: Vec::with_capacity(n_bins),
+        };
+        let mut r = Recorder {
+            link,
+            bin_ns,
+            warmup,
+            end,
+            n_bins,
+            bin_index: 0,
+            flows: Vec::with_capacity(n_flows),
+            hot: Vec::with_capacity(n_flows),
+            bin: LinkBin::default(),
+            series,
+            window_bytes: 0,
+            window_drops: 0,
+            window_marks: 0,
+            sojourn: DelayHistogram::new(),
+            class_sojourn: (0..n_classes.max(1)).map(|_| DelayHistogram::new()).collect(),
+        };
+        r.ensure_flows(n_flows);
+        r
+    }
+
+    /// Make room for flow slots `0..n`.
+    pub fn ensure_flows(&mut self, n: usize) {
+        let n_bins = self.n_bins;
+        while self.flows.len() < n {
+            let v = || Vec::with_capacity(n_bins);
+            self.flows.push(FlowRecord {
+                series: FlowSeries {
+                    goodput_mbps: v(),
+                    throughput_mbps: v(),
+                    srtt_ms: v(),
+                    rtt_ms: v(),
+                    cwnd: v(),
+                    alpha: v(),
+                    pacing_rate_mbps: v(),
+                    payload_bytes: v(),
+                    ce_packets: Vec::with_capacity(n_bins),
+                    retransmits: Vec::with_capacity(n_bins),
+                    drops: Vec::with_capacity(n_bins),
+                    marks: Vec::with_capacity(n_bins),
+                },
+                ..Default::default()
+            });
+            self.hot.push(FlowHot::default());
+        }
+    }
+
+    /// The link whose queue the recorder watches.
+    pub fn link(&self) -> LinkId {
+        self.link
+    }
+
+    #[inline]
+    fn in_window(&self, now: Time) -> bool {
+        now >= self.warmup
+    }
+
+    /// Write the recorder's parts of the results.
+    pub fn fill_results(&self, view: &dyn NetworkView, r: &mut RunResults) {
+        let window_s = secs(self.end - self.warmup);
+        let mut flows = Vec::with_capacity(view.n_flows());
+        for (fi, (rec, hot)) in self.flows.iter().zip(&self.hot).enumerate().take(view.n_flows()) {
+            let cum = view.cumulative(fi);
+            let w = rec.at_warmup;
+            let goodput = (cum.bytes_delivered - w.bytes_delivered) as f64 * 8.0 / window_s / 1e6;
+            let mean_srtt = if rec.srtt_n > 0 { rec.srtt_sum / rec.srtt_n as f64 } else { f64::NAN };
+            let base_rtt_ms = view.base_rtt_ns(fi) as f64 / NS_PER_MS as f64;
+            let start = view.flow_start(fi);
+            let mut s = FlowSummary {
+                id: fi as u32,
+                start_s: secs(start),
+                base_rtt_ms,
+                goodput_mbps: goodput,
+                throughput_mbps: hot.window_bytes as f64 * 8.0 / window_s / 1e6,
+                mean_srtt_ms: mean_srtt,
+                queuing_delay_ms: mean_srtt - base_rtt_ms,
+                bytes_delivered: cum.bytes_delivered,
+                drops: hot.drops,
+                marks: hot.marks,
+                ..Default::default()
+            };
+            view.summarise(fi, &mut s);
+            s.goodput_efficiency = if s.throughput_mbps > 0.0 { s.goodput_mbps / s.throughput_mbps } else { f64::NAN };
+            flows.push(s);
+        }
+        let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_mbps).collect();
+        r.jain_index = jain_index(&goodputs);
+        r.flows = flows;
+        let link = view.link(self.link);
+        let q = link.queue().expect("the recorder watches a queued link");
+        let st = q.qdisc.stats();
+        r.bottleneck = BottleneckSummary {
+            utilisation: self.window_bytes as f64 * 8.0 / window_s / q.shaper.rate_bps() as f64,
+            sojourn_ms: self.sojourn.stats_ms(),
+            drops: self.window_drops,
+            marks: self.window_marks,
+            sojourn_by_class: q
+                .qdisc
+                .class_names()
+                .iter()
+                .zip(self.class_sojourn.iter())
+                .map(|(name, h)| ClassSojourn { class: name.to_string(), sojourn_ms: h.stats_ms() })
+                .collect(),
+            qdisc: QdiscStatsOut {
+                kind: q.qdisc.kind().into(),
+                sent_bytes: st.sent_bytes,
+                sent_packets: st.sent_packets,
+                drops: st.drops,
+                overlimits: st.overlimits,
+                requeues: st.requeues,
+                marks: st.marks,
+                backlog_bytes: st.backlog_bytes,
+                backlog_packets: st.backlog_packets,
+                maxq_packets: st.maxq_packets,
+                extra: q.qdisc.extra_stats().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            },
+        };
+        r.time_s = (0..self.bin_index).map(|i| secs(i as u64 * self.bin_ns)).collect();
+        r.flow_series = self.flows.iter().take(view.n_flows()).map(|f| f.series.clone()).collect();
+        r.bottleneck_series = self.series.clone();
+    }
+}
+
+impl Observer for Recorder {
+    #[inline]
+    fn on_enqueue(&mut self, _now: Time, link: LinkId, _pkt: &Packet) {
+        if link == self.link {
+            self.bin.arrivals += 1;
+        }
+    }
+
+    #[inline]
+    fn on_dequeue(&mut self, now: Time, link: LinkId, pkt: &Packet, sojourn_ns: u64) {
+        if link != self.link {
+            return;
+        }
+        let len = pkt.wire_len as u64;
+        let in_window = self.in_window(now);
+        let f = &mut self.hot[pkt.flow as usize];
+        f.acc.bottleneck_bytes += len;
+        self.bin.bytes += len;
+        self.bin.sojourn_sum_ns += sojourn_ns as u128;
+        self.bin.sojourn_n += 1;
+        if in_window {
+            self.window_bytes += len;
+            f.window_bytes += len;
+            self.sojourn.record(sojourn_ns);
+            if let Some(h) = self.class_sojourn.get_mut(pkt.qclass as usize) {
+                h.record(sojourn_ns);
+            }
+        }
+    }
+
+    #[inline]
+    fn on_drop(&mut self, now: Time, link: LinkId, pkt: &Packet) {
+        if link != self.link {
+            return;
+        }
+        let f = &mut self.hot[pkt.flow as usize];
+        f.acc.drops += 1;
+        f.drops += 1;
+        self.bin.drops += 1;
+        if self.in_window(now) {
+            self.window_drops += 1;
+        }
+    }
+
+    #[inline]
+    fn on_mark(&mut self, now: Time, link: LinkId, flow: u32) {
+        if link != self.link {
+            return;
+        }
+        let f = &mut self.hot[flow as usize];
+        f.acc.marks += 1;
+        f.marks += 1;
+        self.bin.marks += 1;
+        if self.in_window(now) {
+            self.window_marks += 1;
+        }
+    }
+
+    fn on_flow_open(&mut self, flow: u32) {
+        self.ensure_flows(flow as usize + 1);
+    }
+
+    /// End of a bin: close every series' current value.
+    fn on_sample(&mut self, now: Time, view: &dyn NetworkView) {
+        let bin_start = self.bin_index as u64 * self.bin_ns;
+        let width_s = secs(now - bin_start).max(1e-12);
+        let mbps = |bytes: u64| bytes as f64 * 8.0 / width_s / 1e6;
+        let warmup = self.warmup;
+        for (fi, (rec, hot)) in self.flows.iter_mut().zip(self.hot.iter_mut()).enumerate().take(view.n_flows()) {
+            let cum = view.cumulative(fi);
+            let prev = rec.prev;
+            let acc = hot.acc;
+            let sample = view.sample(fi);
+            let segs = cum.segments_sent - prev.segments_sent;
+            let rtt_n = cum.rtt_samples - prev.rtt_samples;
+            let series = &mut rec.series;
+            series.goodput_mbps.push(mbps(cum.bytes_delivered - prev.bytes_delivered));
+            series.throughput_mbps.push(mbps(acc.bottleneck_bytes));
+            series.srtt_ms.push(sample.srtt_ms);
+            series.rtt_ms.push(if rtt_n > 0 {
+                (cum.rtt_sum_us - prev.rtt_sum_us) as f64 / rtt_n as f64 / 1000.0
+            } else {
+                f64::NAN
+            });
+            series.cwnd.push(sample.cwnd);
+            series.alpha.push(sample.alpha);
+            series.pacing_rate_mbps.push(sample.pacing_rate_mbps);
+            series.payload_bytes.push(if segs > 0 {
+                (cum.payload_bytes_sent - prev.payload_bytes_sent) as f64 / segs as f64
+            } else {
+                f64::NAN
+            });
+            series.ce_packets.push(cum.ce_packets - prev.ce_packets);
+            series.retransmits.push(cum.retransmits - prev.retransmits);
+            series.drops.push(acc.drops);
+            series.marks.push(acc.marks);
+            // iperf3-like srtt sampling for the summary's mean srtt.
+            if bin_start >= warmup && sample.srtt_ms.is_finite() && now > view.flow_start(fi) {
+                rec.srtt_sum += sample.srtt_ms;
+                rec.srtt_n += 1;
+            }
+            rec.prev = cum;
+            hot.acc = FlowBinAcc::default();
+            if now <= warmup {
+                rec.at_warmup = cum;
+            }
+        }
+        let q = view.link(self.link).queue().expect("the recorder watches a queued link");
+        let rate = q.shaper.rate_bps() as f64;
+        let st = q.qdisc.stats();
+        let b = &mut self.series;
+        b.utilisation.push(self.bin.bytes as f64 * 8.0 / width_s / rate);
+        b.sojourn_ms.push(if self.bin.sojourn_n > 0 {
+            self.bin.sojourn_sum_ns as f64 / self.bin.sojourn_n as f64 / NS_PER_MS as f64
+        } else {
+            f64::NAN
+        });
+        b.backlog_bytes.push(st.backlog_bytes);
+        b.backlog_packets.push(st.backlog_packets);
+        b.drops.push(self.bin.drops);
+        b.marks.push(self.bin.marks);
+        b.arrivals.push(self.bin.arrivals);
+        self.bin = LinkBin::default();
+        self.bin_index += 1;
+    }
+}
+
+/// Jain's fairness index of `x` (1 = perfectly fair).
+pub fn jain_index(x: &[f64]) -> f64 {
+    let n = x.len() as f64;
+    let s: f64 = x.iter().sum();
+    let s2: f64 = x.iter().map(|v| v * v).sum();
+    if s2 == 0.0 {
+        return f64::NAN;
+    }
+    s * s / (n * s2)
+}

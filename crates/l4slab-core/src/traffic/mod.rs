@@ -1,0 +1,114 @@
+//! Endpoints and the traffic sources that create them.
+//!
+//! An [`Endpoint`] is one side of a flow: it takes packets and timer expiries and
+//! emits packets; the simulator routes what it emits and keeps its (lazy) timer.
+//! A [`TrafficSource`] decides which flows exist: it opens flows at setup and may
+//! open more at its own events ([`TrafficSource::next_event`], a `Target::Source`
+//! event the simulator schedules and re-arms), through a [`FlowOpener`] that hands
+//! out flow slots, reusing released ones, so a source of many short connections
+//! (checking [`FlowOpener::is_finished`] at its events) needs no change to the
+//! event loop.
+//!
+//! - [`tcp`]: the TCP sender and receiver as endpoints.
+//! - [`udp`]: the constant-rate UDP source and its sink.
+//! - [`scenario`]: the flows a `ScenarioConfig` lists (bulk TCP, UDP CBR).
+
+pub mod scenario;
+pub mod tcp;
+pub mod udp;
+
+use crate::packet::Packet;
+use crate::results::FlowSummary;
+use crate::time::Time;
+use crate::trace::{FlowCumulative, FlowSample};
+
+/// One side of a flow.
+pub trait Endpoint: Send {
+    /// The flow starts at `now` (called on the sending side only).
+    fn start(&mut self, _now: Time, _out: &mut Vec<Packet>) {}
+
+    /// A packet of this flow arrived.
+    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>);
+
+    /// The timer set through [`next_timer`](Self::next_timer) fired.
+    fn on_timer(&mut self, _now: Time, _out: &mut Vec<Packet>) {}
+
+    /// When the endpoint wants [`on_timer`](Self::on_timer); the simulator keeps one
+    /// pending event and re-arms only for an earlier time (stale expiries are
+    /// ignored), as `sk_reset_timer` does with an already-pending timer.
+    fn next_timer(&self) -> Option<Time> {
+        None
+    }
+
+    /// Whether the simulator arms the next timer *before* putting this callback's
+    /// packets on the wire: a clocked source re-arms its clock first (an hrtimer
+    /// callback returning `HRTIMER_RESTART`); TCP transmits, then re-arms
+    /// (`tcp_write_xmit` before `tcp_rearm_rto`).
+    fn arms_timer_first(&self) -> bool {
+        false
+    }
+
+    /// Test drop injection: `pkt` is lost right after leaving the endpoint's NIC.
+    fn loses_on_first_hop(&self, _pkt: &Packet) -> bool {
+        false
+    }
+
+    /// Add this side's cumulative counters (differences give per-bin values).
+    fn add_cumulative(&self, _c: &mut FlowCumulative) {}
+
+    /// Fill this side's part of the end-of-bin state.
+    fn sample(&self, _s: &mut FlowSample) {}
+
+    /// Fill this side's part of the flow summary (`flow_start`: the actual start).
+    fn summarise(&self, _flow_start: Time, _s: &mut FlowSummary) {}
+
+    /// The flow has nothing left to do (a sized transfer completed); a source may
+    /// then release its slot.
+    fn is_finished(&self) -> bool {
+        false
+    }
+}
+
+/// Everything the simulator needs to open a flow in a slot.
+pub struct FlowSpec {
+    pub sender: Box<dyn Endpoint>,
+    pub receiver: Box<dyn Endpoint>,
+    /// Actual start time (jitter included).
+    pub start: Time,
+    /// Base RTT (propagation only), for the summary.
+    pub base_rtt_ns: u64,
+    /// One-way propagation delays the topology gives the flow's path.
+    pub fwd_delay_ns: u64,
+    pub rev_delay_ns: u64,
+}
+
+/// What a traffic source may do to the flow table.
+pub trait FlowOpener {
+    /// A slot for a new flow: a released one if any, else a fresh one. Endpoints
+    /// are built with this number (it is their packets' `flow`).
+    fn reserve_slot(&mut self) -> u32;
+    /// Open the flow in `slot`; it starts at `spec.start`.
+    fn open(&mut self, slot: u32, spec: FlowSpec);
+    /// Whether the flow in `slot` has finished (both endpoints say so).
+    fn is_finished(&self, slot: u32) -> bool;
+    /// Give `slot` back for reuse once its flow has finished. Its old flow's
+    /// pending timers are ignored, and packets of it still in the network are
+    /// delivered to a closed socket (counted, then discarded) while the slot is
+    /// free; a source should release only when none are left (after the FIN/ACK
+    /// exchange of a future short-flow source).
+    fn release(&mut self, slot: u32);
+    /// End of the run: sources need not open flows that would start after it.
+    fn end(&self) -> Time;
+}
+
+/// Something that creates flows.
+pub trait TrafficSource: Send {
+    /// Open the flows that exist from the start of the run (errors name the flow).
+    fn open_initial(&mut self, opener: &mut dyn FlowOpener) -> Result<(), String>;
+    /// Time of this source's next own event (e.g. the next connection arrival).
+    fn next_event(&self) -> Option<Time> {
+        None
+    }
+    /// This source's event fired: open (and release) flows.
+    fn on_event(&mut self, _now: Time, _opener: &mut dyn FlowOpener) {}
+}

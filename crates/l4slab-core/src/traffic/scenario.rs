@@ -1,0 +1,71 @@
+//! The flows a `ScenarioConfig` lists: bulk (or sized) TCP transfers and UDP CBR
+//! sources, each opened once at setup in list order.
+
+use super::tcp::{TcpReceiverEndpoint, TcpSenderEndpoint};
+use super::udp::{UdpSink, UdpSource};
+use super::{Endpoint, FlowOpener, FlowSpec, TrafficSource};
+use crate::config::FlowConfig;
+use crate::rng::{self, SimRng};
+use crate::tcp::{TcpReceiver, TcpSender};
+
+/// A flow's sender and receiver.
+type EndpointPair = (Box<dyn Endpoint>, Box<dyn Endpoint>);
+
+/// The configured flows, opened in order with the run's start jitter.
+pub struct ScenarioFlows {
+    flows: Vec<FlowConfig>,
+    jitter: SimRng,
+    start_jitter_ns: u64,
+}
+
+impl ScenarioFlows {
+    pub fn new(flows: &[FlowConfig], seed: u64, start_jitter_ns: u64) -> Self {
+        ScenarioFlows { flows: flows.to_vec(), jitter: rng::stream(seed, rng::Stream::StartJitter), start_jitter_ns }
+    }
+
+    /// Build flow `i`'s endpoints for `slot` (errors name the flow).
+    fn endpoints(fc: &FlowConfig, i: usize, slot: u32, stop: u64) -> Result<EndpointPair, String> {
+        Ok(match fc {
+            FlowConfig::Tcp(t) => {
+                let cc = crate::cc::build(&t.cc, t.cc_params.as_ref()).map_err(|e| format!("flows[{i}].cc: {e}"))?;
+                let receiver_cc = t.receiver_cc.as_deref().unwrap_or("cubic");
+                (
+                    Box::new(TcpSenderEndpoint(TcpSender::new(slot, t, cc, stop))),
+                    Box::new(TcpReceiverEndpoint(TcpReceiver::new(
+                        slot,
+                        t.delayed_ack,
+                        t.receiver_ecn,
+                        t.ecn_option,
+                        receiver_cc,
+                    ))),
+                )
+            }
+            FlowConfig::Udp(u) => (Box::new(UdpSource::new(slot, u, stop)), Box::new(UdpSink::default())),
+        })
+    }
+}
+
+impl TrafficSource for ScenarioFlows {
+    fn open_initial(&mut self, opener: &mut dyn FlowOpener) -> Result<(), String> {
+        let end = opener.end();
+        for (i, fc) in self.flows.iter().enumerate() {
+            let path = fc.path();
+            let start = path.start_ns + self.jitter.below_inclusive(self.start_jitter_ns);
+            let stop = path.stop_ns.unwrap_or(end).min(end);
+            let slot = opener.reserve_slot();
+            let (sender, receiver) = Self::endpoints(fc, i, slot, stop)?;
+            opener.open(
+                slot,
+                FlowSpec {
+                    sender,
+                    receiver,
+                    start,
+                    base_rtt_ns: path.rtt_ns,
+                    fwd_delay_ns: path.fwd_delay(),
+                    rev_delay_ns: path.rev_delay(),
+                },
+            );
+        }
+        Ok(())
+    }
+}

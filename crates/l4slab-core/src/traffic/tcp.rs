@@ -1,0 +1,113 @@
+//! The TCP sender and receiver (crate::tcp) as endpoints, through their public API.
+
+use super::Endpoint;
+use crate::packet::{Packet, PacketKind};
+use crate::results::FlowSummary;
+use crate::tcp::ecn::EcnMode;
+use crate::tcp::{TcpReceiver, TcpSender};
+use crate::time::{secs, Time};
+use crate::trace::{FlowCumulative, FlowSample};
+
+/// The data sender of a bulk (or sized) transfer.
+pub struct TcpSenderEndpoint(pub TcpSender);
+
+/// The receiving socket.
+pub struct TcpReceiverEndpoint(pub TcpReceiver);
+
+impl Endpoint for TcpSenderEndpoint {
+    fn start(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.0.start(now, out);
+    }
+    #[inline]
+    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+        self.0.on_packet(pkt, now, out);
+    }
+    fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.0.on_timer(now, out);
+    }
+    #[inline]
+    fn next_timer(&self) -> Option<Time> {
+        self.0.next_timer()
+    }
+    #[inline]
+    fn loses_on_first_hop(&self, pkt: &Packet) -> bool {
+        pkt.kind == PacketKind::Data && self.0.should_inject_drop(pkt)
+    }
+    fn add_cumulative(&self, c: &mut FlowCumulative) {
+        let st = &self.0.stats;
+        c.retransmits += st.retransmits;
+        c.rtt_sum_us += st.rtt_sum_us;
+        c.rtt_samples += st.rtt_samples;
+        c.segments_sent += st.data_segments_sent;
+        c.payload_bytes_sent += st.payload_bytes_sent;
+    }
+    fn sample(&self, s: &mut FlowSample) {
+        let srtt = self.0.srtt_us();
+        s.srtt_ms = if srtt > 0 { srtt as f64 / 1000.0 } else { f64::NAN };
+        s.cwnd = self.0.cwnd() as f64;
+        s.alpha = self.0.cc_alpha().unwrap_or(f64::NAN);
+        s.pacing_rate_mbps = self.0.tp.pacing_rate as f64 * 8.0 / 1e6;
+    }
+    fn summarise(&self, flow_start: Time, s: &mut FlowSummary) {
+        let sender = &self.0;
+        let st = &sender.stats;
+        s.kind = "tcp".into();
+        s.cc = sender.cc_name().into();
+        s.mean_rtt_ms =
+            if st.rtt_samples > 0 { st.rtt_sum_us as f64 / st.rtt_samples as f64 / 1000.0 } else { f64::NAN };
+        s.retransmits = st.retransmits;
+        s.rto_count = st.rto_count;
+        s.tlp_count = st.tlp_count;
+        s.recoveries = st.recoveries;
+        s.packets_sent = st.data_segments_sent;
+        s.fct_s = st.completed_at.map(|t| secs(t - flow_start));
+        s.final_cwnd = sender.cwnd();
+        s.ecn_mode = match sender.ecn_mode() {
+            EcnMode::Off => "off",
+            EcnMode::Rfc3168 => "rfc3168",
+            EcnMode::AccEcn => "accecn",
+        }
+        .into();
+        let n = st.data_segments_sent as f64;
+        s.mean_payload_bytes = st.payload_bytes_sent as f64 / n;
+        s.payload_sd_bytes = (st.payload_sq_sum as f64 / n - s.mean_payload_bytes.powi(2)).max(0.0).sqrt();
+        s.mean_pacing_rate_mbps = st.pacing_rate_sum as f64 / n * 8.0 / 1e6;
+        if st.data_segments_sent == 0 {
+            (s.mean_payload_bytes, s.payload_sd_bytes, s.mean_pacing_rate_mbps) = (f64::NAN, f64::NAN, f64::NAN);
+        }
+    }
+    fn is_finished(&self) -> bool {
+        self.0.stats.completed_at.is_some()
+    }
+}
+
+impl Endpoint for TcpReceiverEndpoint {
+    #[inline]
+    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+        self.0.on_packet(pkt, now, out);
+    }
+    fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.0.on_timer(now, out);
+    }
+    #[inline]
+    fn next_timer(&self) -> Option<Time> {
+        self.0.next_timer()
+    }
+    fn add_cumulative(&self, c: &mut FlowCumulative) {
+        c.bytes_delivered += self.0.bytes_delivered;
+        c.ce_packets += self.0.ce_packets;
+    }
+    fn summarise(&self, _flow_start: Time, s: &mut FlowSummary) {
+        let r = &self.0;
+        s.acks_sent = r.acks_sent;
+        s.ce_packets = r.ce_packets;
+        s.ce_bytes = r.ce_bytes;
+        s.acks_per_packet =
+            if r.segments_received > 0 { r.acks_sent as f64 / r.segments_received as f64 } else { f64::NAN };
+    }
+    fn is_finished(&self) -> bool {
+        // A receiver has no work of its own once the sender is done (its delayed
+        // ACK, if any, only matters to a sender that is still waiting).
+        true
+    }
+}
