@@ -2,7 +2,7 @@
 //!
 //! The packet-level simulation engine of l4slab: a discrete-event simulator of a
 //! dumbbell network whose bottleneck qdiscs, TCP machinery and congestion controls
-//! follow their Linux implementations (specs in `shared/specs/`).
+//! follow their Linux implementations (see `docs/architecture.md` and `docs/engine.md`).
 //!
 //! Layout (one concern per module, in the spirit of smoltcp):
 //! - [`time`], [`rng`]: integer-nanosecond clock; seeded PRNG streams.
@@ -38,6 +38,19 @@ pub use results::RunResults;
 
 /// Engine version; part of a run's identity in the results store.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The engine's self-description (qdisc and CC parameters, TCP knobs, metric names)
+/// that the front end reads; assembled here, at the root, so that `schema` stays a
+/// leaf module every other module can use.
+pub fn engine_schema() -> schema::EngineSchema {
+    schema::EngineSchema {
+        version: VERSION,
+        qdiscs: qdisc::specs(),
+        congestion_controls: cc::specs(),
+        tcp_flow: config::tcp_flow_params(),
+        metrics: results::metric_names(),
+    }
+}
 
 /// Validate and run a scenario to completion.
 pub fn run(config: &ScenarioConfig) -> Result<RunResults, String> {

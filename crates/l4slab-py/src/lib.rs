@@ -40,6 +40,14 @@ fn version() -> &'static str {
     l4slab_core::VERSION
 }
 
+/// The engine's schema as JSON: every qdisc's and congestion control's parameters
+/// (default, range, doc), the TCP flow knobs and the metric names.
+#[pyfunction]
+fn schema() -> PyResult<String> {
+    serde_json::to_string(&l4slab_core::engine_schema())
+        .map_err(|e| PyValueError::new_err(format!("serialising the schema: {e}")))
+}
+
 /// Congestion controls the engine knows.
 #[pyfunction]
 fn congestion_controls() -> Vec<&'static str> {
@@ -51,6 +59,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_function(wrap_pyfunction!(congestion_controls, m)?)?;
     Ok(())
 }

@@ -16,21 +16,30 @@ pub struct ScenarioFlows {
     flows: Vec<FlowConfig>,
     jitter: SimRng,
     start_jitter_ns: u64,
+    /// The run's seed, for each flow's congestion-control stream.
+    seed: u64,
 }
 
 impl ScenarioFlows {
     pub fn new(flows: &[FlowConfig], seed: u64, start_jitter_ns: u64) -> Self {
-        ScenarioFlows { flows: flows.to_vec(), jitter: rng::stream(seed, rng::Stream::StartJitter), start_jitter_ns }
+        ScenarioFlows {
+            flows: flows.to_vec(),
+            jitter: rng::stream(seed, rng::Stream::StartJitter),
+            start_jitter_ns,
+            seed,
+        }
     }
 
     /// Build flow `i`'s endpoints for `slot` (errors name the flow).
-    fn endpoints(fc: &FlowConfig, i: usize, slot: u32, stop: u64) -> Result<EndpointPair, String> {
+    fn endpoints(fc: &FlowConfig, i: usize, slot: u32, stop: u64, seed: u64) -> Result<EndpointPair, String> {
         Ok(match fc {
             FlowConfig::Tcp(t) => {
                 let cc = crate::cc::build(&t.cc, t.cc_params.as_ref()).map_err(|e| format!("flows[{i}].cc: {e}"))?;
                 let receiver_cc = t.receiver_cc.as_deref().unwrap_or("cubic");
+                let mut sender = TcpSender::new(slot, t, cc, stop);
+                sender.seed_cc_rng(seed);
                 (
-                    Box::new(TcpSenderEndpoint(TcpSender::new(slot, t, cc, stop))),
+                    Box::new(TcpSenderEndpoint(sender)),
                     Box::new(TcpReceiverEndpoint(TcpReceiver::new(
                         slot,
                         t.delayed_ack,
@@ -53,7 +62,7 @@ impl TrafficSource for ScenarioFlows {
             let start = path.start_ns + self.jitter.below_inclusive(self.start_jitter_ns);
             let stop = path.stop_ns.unwrap_or(end).min(end);
             let slot = opener.reserve_slot();
-            let (sender, receiver) = Self::endpoints(fc, i, slot, stop)?;
+            let (sender, receiver) = Self::endpoints(fc, i, slot, stop, self.seed)?;
             opener.open(
                 slot,
                 FlowSpec {
