@@ -5,9 +5,13 @@ Two spellings are accepted:
 * a ``tc`` string: ``"bfifo limit 250000"``, ``"pfifo limit 167"``, ``"bfifo"``;
 * a structured table: ``{kind = "bfifo", limit = "2bdp"}``.
 
-Each kind is described once in :data:`REGISTRY` by a parameter table (type,
-default, allowed range), which drives parsing, error messages, resolution into
-the engine's config and the ``tc``-style description of the resolved qdisc.
+The engine describes each kind it implements (:mod:`l4slab.schema`: engine fields,
+``ParamKind``, defaults, ranges, docs); this module keeps only how ``tc`` spells it:
+keyword → engine field, the unit parser of each ``ParamKind``, flag pairs
+(``ecn``/``noecn``), bare choices (``l4s_ect``), parameters tc has but the engine does
+not model, and checks across parameters. :data:`REGISTRY` joins the two: every kind
+the engine lists, spelled by :data:`SPELLINGS` or, for a kind without a table here,
+by its engine fields without unit suffix (``target_ns`` → ``target``).
 
 Buffer limits may be given relative to the bandwidth-delay product, as the PAM 2025
 study did (aqm.md §0): with ``BDP = rate × RTT / 8`` bytes and ``n`` BDPs,
@@ -18,7 +22,7 @@ study did (aqm.md §0): with ``BDP = rate × RTT / 8`` bytes and ``n`` BDPs,
 so ``2bdp`` at 100 Mbit/s and 10 ms is ``bfifo limit 250000`` or ``pfifo limit 167``.
 
 Kinds and their ``tc`` parameters (defaults as Linux, aqm.md §2.2, §3.1, §4.1, §5.1,
-§6.1; every parameter the engine models is accepted, the others are refused with a
+§6.1, as the engine's schema gives them; every parameter the engine models is accepted, the others are refused with a
 one-line "not simulated" error instead of being ignored):
 
 * ``bfifo`` / ``pfifo``: limit.
@@ -48,13 +52,15 @@ from __future__ import annotations
 import difflib
 import math
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from typing import Any, Callable, Mapping
+from functools import cached_property
+from typing import Any, Callable, Iterator, Mapping
 
-from . import units
+from . import schema, units
 from .errors import ScenarioError
+from .schema import ParamKind, ParamSpec, QdiscSpec
 from .units import BdpMultiple, UnitError
 
 __all__ = [
@@ -63,6 +69,7 @@ __all__ = [
     "QdiscRequest",
     "PacketCount",
     "REGISTRY",
+    "SPELLINGS",
     "parse_qdisc",
     "resolve_qdisc",
     "describe_engine_qdisc",
@@ -71,23 +78,12 @@ __all__ = [
     "PAM_PACKET_BYTES",
 ]
 
-#: Linux's default ``tx_queue_len``: the default limit of pfifo (packets) and,
-#: times ``psched_mtu`` = 1514 B, of bfifo (bytes).
-LINUX_TX_QUEUE_LEN = 1000
-LINUX_PSCHED_MTU = 1514
 #: Bytes per packet in the PAM study's packet-limit rule ``int(bytes / 1500) + 1``.
 PAM_PACKET_BYTES = 1500
-U32_MAX = 2**32 - 1
+#: tc's ce_threshold_selector VALUE and MASK are bytes.
 U8_MAX = 255
+#: tc carries times as whole microseconds.
 NS_PER_US = 1_000
-NS_PER_MS = 1_000_000
-#: tc's time attributes are u32 microseconds.
-TC_TIME_MAX_NS = U32_MAX * NS_PER_US
-#: CoDel's time range (codel.rs ``MIN_TIME_PARAM_NS`` = one 1024-ns codel unit .. 100 s).
-CODEL_TIME_MIN_NS = 1 << 10
-CODEL_TIME_MAX_NS = 100_000_000_000
-#: DualPI2 keeps tupdate and step_thresh as u32 nanoseconds.
-DUALPI2_U32_NS_MAX = (U32_MAX // NS_PER_US) * NS_PER_US
 #: tc's bound on dualpi2 alpha/beta: the kernel takes trunc(x·256) ≤ 2^31 − 1.
 DUALPI2_GAIN_MAX_NL = 2**31 - 1
 
@@ -209,43 +205,95 @@ def _tc_gain_nl(hz: float) -> int:
     return int(as_f32 * 256) if math.isfinite(as_f32) else DUALPI2_GAIN_MAX_NL + 1
 
 
-# --- parameter tables ------------------------------------------------------------------------
+# --- tc spelling of each kind ----------------------------------------------------------------
+
+_UNIT_OF_KIND = {ParamKind.TIME_NS: "ns", ParamKind.BYTES: "bytes", ParamKind.PACKETS: "packets"}
+
+
+def _parser_of_kind(spec: ParamSpec) -> Callable[[Any], Any]:
+    """How a value of the engine's ``ParamKind`` is written in tc (times in whole µs, sizes
+    with units, packet counts or ``Nbdp``, unsigned integers in decimal or hex)."""
+    if spec.kind is ParamKind.TIME_NS:
+        return _tc_time
+    if spec.kind is ParamKind.BYTES:
+        return _size
+    if spec.kind is ParamKind.PACKETS:
+        return units.packets
+    if spec.kind is ParamKind.RATE_BPS:
+        return units.rate_bps
+    if spec.kind is ParamKind.FLOAT:
+        return _hz
+    if spec.kind is ParamKind.CHOICE:
+        return _choice(*spec.choices)
+    return _unsigned
 
 
 @dataclass(frozen=True)
 class Param:
-    """One ``tc`` parameter of a qdisc kind.
+    """One ``tc`` parameter of a qdisc kind: its tc spelling and the engine field it sets.
 
-    ``parse`` turns the user's value into a number (or a :class:`BdpMultiple` for
-    buffer-like parameters) and raises :class:`UnitError` with a field-less message.
-    ``unit`` says how a value is converted and shown: ``"bytes"`` or ``"packets"``
-    (BDP multiples), ``"ns"`` (times). A flag or choice lists its ``keywords``: the
-    tc words and the value each sets (``ecn`` → True, ``noecn`` → False); it takes
-    no value in a tc string and ``name = value`` or ``keyword = true`` in a table.
+    Default, range, unit and doc are the engine's (schema ``ParamSpec`` of
+    ``engine_field``). ``parse`` (default: by the engine's ``ParamKind``) turns the
+    user's value into a number (or a :class:`BdpMultiple` for buffer-like parameters)
+    and raises :class:`UnitError` with a field-less message. A flag lists its tc
+    ``words`` and the value each sets (``ecn`` → True, ``noecn`` → False); a choice
+    with ``bare_choices`` takes each choice as a word (``l4s_ect``). A flag or bare
+    choice takes no value in a tc string and ``name = value`` or ``word = true`` in a table.
     """
 
     name: str
-    parse: Callable[[Any], Any]
-    default: Any
-    minimum: int | None = None
-    maximum: int | None = None
-    unit: str = ""
-    description: str = ""
-    keywords: Mapping[str, Any] = field(default_factory=dict)
+    parse: Callable[[Any], Any] | None = None
     #: Field of the engine config (default: ``name``).
     engine: str = ""
+    words: Mapping[str, Any] = field(default_factory=dict)
+    bare_choices: bool = False
     #: Shown by :func:`describe_engine_qdisc` even at its default.
     always_shown: bool = False
     #: A value shown in "needs a value" errors when the default is unset.
     example: str = ""
-
-    @property
-    def is_flag(self) -> bool:
-        return bool(self.keywords)
+    #: The qdisc kind (filled in by :class:`QdiscKind`).
+    qdisc: str = ""
 
     @property
     def engine_field(self) -> str:
         return self.engine or self.name
+
+    @property
+    def spec(self) -> ParamSpec:
+        return schema.qdisc_spec(self.qdisc).param(self.engine_field)
+
+    @property
+    def default(self) -> Any:
+        return self.spec.default
+
+    @property
+    def minimum(self) -> int | None:
+        return self.spec.int_range[0]
+
+    @property
+    def maximum(self) -> int | None:
+        return self.spec.int_range[1]
+
+    @property
+    def unit(self) -> str:
+        return _UNIT_OF_KIND.get(self.spec.kind, "")
+
+    @property
+    def description(self) -> str:
+        return self.spec.doc
+
+    @property
+    def keywords(self) -> Mapping[str, Any]:
+        if self.bare_choices:
+            return {choice: choice for choice in self.spec.choices}
+        return self.words
+
+    def parse_value(self, value: Any) -> Any:
+        return (self.parse or _parser_of_kind(self.spec))(value)
+
+    @property
+    def is_flag(self) -> bool:
+        return bool(self.keywords)
 
     @property
     def tc_words(self) -> list[str]:
@@ -268,52 +316,23 @@ class Param:
         return units.format_time(value) if self.unit == "ns" else str(value)
 
 
-def _time(name: str, default: int | None, minimum: int, maximum: int, description: str, **extra: Any) -> Param:
-    return Param(
-        name=name,
-        parse=_tc_time,
-        default=default,
-        minimum=minimum,
-        maximum=maximum,
-        unit="ns",
-        description=description,
-        engine=f"{name}_ns",
-        **extra,
-    )
+def _time(name: str, **extra: Any) -> Param:
+    return Param(name, engine=f"{name}_ns", **extra)
 
 
-def _limit(default: int, maximum: int = U32_MAX, name: str = "limit", description: str = "") -> Param:
-    return Param(
-        name=name,
-        parse=units.packets,
-        default=default,
-        minimum=1,
-        maximum=maximum,
-        unit="packets",
-        description=description or "queue limit in packets (or Nbdp)",
-        engine=f"{name}_packets",
-        always_shown=name == "limit",
-    )
+def _limit(name: str = "limit") -> Param:
+    return Param(name, engine=f"{name}_packets", always_shown=name == "limit")
 
 
-def _flag(on: str, off: str, default: bool, description: str, engine: str = "", always_shown: bool = False) -> Param:
-    return Param(
-        name=on,
-        parse=lambda value: value,
-        default=default,
-        description=description,
-        keywords={on: True, off: False},
-        engine=engine,
-        always_shown=always_shown,
-    )
+def _flag(on: str, off: str, always_shown: bool = False) -> Param:
+    return Param(on, words={on: True, off: False}, always_shown=always_shown)
 
 
 @dataclass(frozen=True)
 class QdiscKind:
-    """A qdisc kind: its parameters and how resolved values map to the engine config."""
+    """A qdisc kind's tc spelling: its parameters and how resolved values map to the engine config."""
 
     name: str
-    description: str
     params: tuple[Param, ...]
     #: The parameter that ``[bottleneck] buffer = ...`` fills (None: buffer not allowed).
     buffer_param: str | None = None
@@ -325,6 +344,14 @@ class QdiscKind:
     to_engine: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     #: Engine config → resolved values (the inverse of ``to_engine``, for descriptions).
     from_engine: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", tuple(replace(p, qdisc=self.name) for p in self.params))
+
+    @property
+    def description(self) -> str:
+        """The engine's one-line doc of the kind."""
+        return schema.qdisc_spec(self.name).doc
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -378,70 +405,51 @@ def _engine_fields(kind: QdiscKind, resolved: Mapping[str, Any]) -> dict[str, An
     return config
 
 
-REGISTRY: dict[str, QdiscKind] = {}
+_UNIT_SUFFIXES = ("_ns", "_bytes", "_packets", "_bps")
 
 
-def register(kind: QdiscKind) -> QdiscKind:
-    REGISTRY[kind.name] = kind
+def _generic_kind(spec: QdiscSpec) -> QdiscKind:
+    """The tc spelling of a kind l4slab has no table for: each engine field without its
+    unit suffix (``target_ns`` → ``target``), flags as ``name``/``noname``."""
+    params = []
+    for param in spec.params.values():
+        name = next((param.name.removesuffix(s) for s in _UNIT_SUFFIXES if param.name.endswith(s)), param.name)
+        words = {name: True, f"no{name}": False} if param.kind is ParamKind.BOOL else {}
+        params.append(Param(name, engine=param.name, words=words))
+    limit = next((p.name for p in params if p.name == "limit"), None)
+    return QdiscKind(spec.kind, tuple(params), buffer_param=limit)
+
+
+#: tc spelling of the kinds l4slab knows by name, in Linux's words (aqm.md §2.2–§6.1).
+SPELLINGS: dict[str, QdiscKind] = {}
+
+
+def _spell(kind: QdiscKind) -> QdiscKind:
+    SPELLINGS[kind.name] = kind
     return kind
 
 
-register(
-    QdiscKind(
-        name="bfifo",
-        description="byte-limited tail-drop FIFO (sch_fifo)",
-        params=(
-            Param(
-                name="limit",
-                parse=units.buffer,
-                default=LINUX_TX_QUEUE_LEN * LINUX_PSCHED_MTU,
-                minimum=1,
-                maximum=U32_MAX,
-                unit="bytes",
-                description="queue limit in L2 bytes (incl. the 14-byte Ethernet header)",
-                engine="limit_bytes",
-                always_shown=True,
-            ),
-        ),
-        buffer_param="limit",
-    )
+_spell(
+    QdiscKind("bfifo", (Param("limit", units.buffer, engine="limit_bytes", always_shown=True),), buffer_param="limit")
 )
-
-register(
-    QdiscKind(
-        name="pfifo",
-        description="packet-limited tail-drop FIFO (sch_fifo)",
-        params=(_limit(LINUX_TX_QUEUE_LEN, description="queue limit in packets"),),
-        buffer_param="limit",
-    )
-)
+_spell(QdiscKind("pfifo", (_limit(),), buffer_param="limit"))
 
 _FQ_PACING = "pacing of local sockets; forwarded packets have no socket and are never paced"
 _FQ_EDT = "departure-time (EDT) timestamps; forwarded packets have none"
 
-register(
+_spell(
     QdiscKind(
-        name="fq",
-        description="per-flow fair queueing with a CE threshold (sch_fq; orphan_mask 0 = one FIFO)",
-        params=(
-            _limit(10_000, description="total packets queued (or Nbdp)"),
-            _limit(100, name="flow_limit", description="packets per flow (or Nbdp)"),
-            Param("quantum", _size, 2 * LINUX_PSCHED_MTU, 1, 1 << 20, "bytes", "DRR quantum", engine="quantum_bytes"),
-            Param(
-                "initial_quantum",
-                _size,
-                10 * LINUX_PSCHED_MTU,
-                0,
-                2**31 - 1,
-                "bytes",
-                "credit of a new flow",
-                engine="initial_quantum_bytes",
-            ),
-            _time("refill_delay", 40 * NS_PER_MS, 0, TC_TIME_MAX_NS, "idle time after which a flow gets a quantum"),
-            Param("orphan_mask", _unsigned, 1023, 0, U32_MAX, description="mask on the flow hash; 0 = one flow"),
-            Param("buckets", _unsigned, 1024, 2, 256 * 1024, description="hash buckets (tc rounds down to 2^n)"),
-            _time("ce_threshold", None, 0, TC_TIME_MAX_NS, "CE-mark packets whose sojourn exceeds it", example="5ms"),
-            _flag("fastpath", "nofastpath", False, "l4slab extension: Linux ≥ 6.7's internal FIFO for idle flows"),
+        "fq",
+        (
+            _limit(),
+            _limit("flow_limit"),
+            Param("quantum", engine="quantum_bytes"),
+            Param("initial_quantum", engine="initial_quantum_bytes"),
+            _time("refill_delay"),
+            Param("orphan_mask"),
+            Param("buckets"),
+            _time("ce_threshold", example="5ms"),
+            _flag("fastpath", "nofastpath"),
         ),
         buffer_param="limit",
         not_simulated={
@@ -459,36 +467,32 @@ register(
     )
 )
 
-register(
+_spell(
     QdiscKind(
-        name="pie",
-        description="Proportional Integral controller Enhanced (sch_pie, RFC 8033)",
-        params=(
-            _limit(1000),
-            _time("target", 15 * NS_PER_MS, 0, TC_TIME_MAX_NS, "reference queueing delay", always_shown=True),
-            _time("tupdate", 15 * NS_PER_MS, 1, TC_TIME_MAX_NS, "probability update period"),
-            Param("alpha", _unsigned, 2, 0, 32, description="integral gain, 1/16 Hz"),
-            Param("beta", _unsigned, 20, 0, 32, description="proportional gain, 1/16 Hz"),
-            _flag("ecn", "noecn", False, "mark ECT packets while p ≤ 10 %", always_shown=True),
-            _flag("bytemode", "nobytemode", False, "scale p by packet size"),
-            _flag("dq_rate_estimator", "no_dq_rate_estimator", False, "delay from the dequeue rate"),
+        "pie",
+        (
+            _limit(),
+            _time("target", always_shown=True),
+            _time("tupdate"),
+            Param("alpha"),
+            Param("beta"),
+            _flag("ecn", "noecn", always_shown=True),
+            _flag("bytemode", "nobytemode"),
+            _flag("dq_rate_estimator", "no_dq_rate_estimator"),
         ),
         buffer_param="limit",
     )
 )
 
-register(
+_spell(
     QdiscKind(
-        name="codel",
-        description="Controlled Delay (sch_codel, RFC 8289)",
-        params=(
-            _limit(1000, maximum=1_000_000),
-            _time("target", 5 * NS_PER_MS, CODEL_TIME_MIN_NS, CODEL_TIME_MAX_NS, "target sojourn", always_shown=True),
-            _time("interval", 100 * NS_PER_MS, CODEL_TIME_MIN_NS, CODEL_TIME_MAX_NS, "window", always_shown=True),
-            _flag("ecn", "noecn", False, "mark ECT packets instead of dropping", always_shown=True),
-            _time(
-                "ce_threshold", None, 0, CODEL_TIME_MAX_NS, "CE-mark packets whose sojourn exceeds it", example="5ms"
-            ),
+        "codel",
+        (
+            _limit(),
+            _time("target", always_shown=True),
+            _time("interval", always_shown=True),
+            _flag("ecn", "noecn", always_shown=True),
+            _time("ce_threshold", example="5ms"),
         ),
         buffer_param="limit",
     )
@@ -496,54 +500,35 @@ register(
 
 
 def _selector_to_engine(resolved: Mapping[str, Any]) -> dict[str, Any]:
-    config = _engine_fields(REGISTRY["fq_codel"], resolved)
+    config = _engine_fields(SPELLINGS["fq_codel"], resolved)
     if "ce_threshold_selector" in config:
         config["ce_threshold_selector"] = list(config["ce_threshold_selector"])
     return config
 
 
-register(
+_spell(
     QdiscKind(
-        name="fq_codel",
-        description="fair queueing with per-flow CoDel (sch_fq_codel, RFC 8290)",
-        params=(
-            _limit(10_240, maximum=1_000_000),
-            Param("flows", _unsigned, 1024, 1, 65_536, description="hash buckets"),
-            Param("quantum", _size, LINUX_PSCHED_MTU, 256, 1 << 20, "bytes", "DRR quantum", engine="quantum_bytes"),
-            _time("target", 5 * NS_PER_MS, CODEL_TIME_MIN_NS, CODEL_TIME_MAX_NS, "target sojourn", always_shown=True),
-            _time("interval", 100 * NS_PER_MS, CODEL_TIME_MIN_NS, CODEL_TIME_MAX_NS, "window", always_shown=True),
-            _flag("ecn", "noecn", True, "mark ECT packets instead of dropping", always_shown=True),
-            _time(
-                "ce_threshold", None, 0, CODEL_TIME_MAX_NS, "CE-mark packets whose sojourn exceeds it", example="5ms"
-            ),
-            Param(
-                "ce_threshold_selector",
-                _selector,
-                None,
-                description="apply ce_threshold only where (ECN field & MASK) == VALUE",
-                example="0x01/0x01",
-            ),
-            Param("memory_limit", _size, 32 << 20, 1, 1 << 31, "bytes", "truesize budget", engine="memory_limit_bytes"),
-            Param(
-                "drop_batch",
-                _unsigned,
-                64,
-                1,
-                65_536,
-                description="packets dropped per overflow",
-                engine="drop_batch_size",
-            ),
+        "fq_codel",
+        (
+            _limit(),
+            Param("flows"),
+            Param("quantum", engine="quantum_bytes"),
+            _time("target", always_shown=True),
+            _time("interval", always_shown=True),
+            _flag("ecn", "noecn", always_shown=True),
+            _time("ce_threshold", example="5ms"),
+            Param("ce_threshold_selector", _selector, example="0x01/0x01"),
+            Param("memory_limit", engine="memory_limit_bytes"),
+            Param("drop_batch", engine="drop_batch_size"),
         ),
         buffer_param="limit",
         to_engine=_selector_to_engine,
     )
 )
 
-_DUALPI2_VARIANTS = ("mainline", "l4steam")
-
 
 def _dualpi2_to_engine(resolved: Mapping[str, Any]) -> dict[str, Any]:
-    config = _engine_fields(REGISTRY["dualpi2"], resolved)
+    config = _engine_fields(SPELLINGS["dualpi2"], resolved)
     step = config.get("step_thresh_ns")
     if isinstance(step, PacketCount):
         del config["step_thresh_ns"]
@@ -552,7 +537,7 @@ def _dualpi2_to_engine(resolved: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _dualpi2_from_engine(config: Mapping[str, Any]) -> dict[str, Any]:
-    values = {p.name: config.get(p.engine_field, p.default) for p in REGISTRY["dualpi2"].params}
+    values = {p.name: config.get(p.engine_field, p.default) for p in SPELLINGS["dualpi2"].params}
     if config.get("step_thresh_packets") is not None:
         values["step_thresh"] = PacketCount(config["step_thresh_packets"])
     return values
@@ -577,66 +562,38 @@ def _dualpi2_check(values: Mapping[str, Any]) -> tuple[str, str] | None:
         if mainline and nl < 1:
             return name, f"{hz:g} Hz is sent as 0/256 Hz, refused by mainline DualPI2 (at least 0.00390625)"
     step = values["step_thresh"]
+    as_time = SPELLINGS["dualpi2"].param("step_thresh")
     if isinstance(step, PacketCount):
-        if not 1 <= step.count <= U32_MAX:
-            return "step_thresh", f"'{step}' is outside the allowed range 1pkt..{U32_MAX}pkt"
-    elif not NS_PER_US <= step <= DUALPI2_U32_NS_MAX:
+        low, high = schema.qdisc_spec("dualpi2").param("step_thresh_packets").int_range
+        if not low <= step.count <= high:
+            return "step_thresh", f"'{step}' is outside the allowed range {low}pkt..{high}pkt"
+    elif not as_time.minimum <= step <= as_time.maximum:
         return "step_thresh", (
-            f"{units.format_time(step)!r} is outside the allowed range 1us..{units.format_time(DUALPI2_U32_NS_MAX)}"
+            f"{units.format_time(step)!r} is outside the allowed range "
+            f"{units.format_time(as_time.minimum)}..{units.format_time(as_time.maximum)}"
         )
     return None
 
 
-register(
+_spell(
     QdiscKind(
-        name="dualpi2",
-        description="DualQ Coupled PI2 AQM for L4S (sch_dualpi2, RFC 9332)",
-        params=(
-            _limit(10_000, description="packets in both queues (or Nbdp)"),
-            Param(
-                "memlimit",
-                _size,
-                None,
-                1,
-                U32_MAX,
-                "bytes",
-                "skb truesize budget, mainline only (default limit × 2 × 1514 B)",
-                engine="memlimit_bytes",
-                example="32mb",
-            ),
-            _time("target", 15 * NS_PER_MS, NS_PER_US, TC_TIME_MAX_NS, "PI reference delay", always_shown=True),
-            _time("tupdate", 16 * NS_PER_MS, NS_PER_US, DUALPI2_U32_NS_MAX, "PI update period"),
-            Param("alpha", _hz, None, description="integral gain, Hz (default: the kernel's 41/256)", example="0.16"),
-            Param(
-                "beta", _hz, None, description="proportional gain, Hz (default: the kernel's 819/256)", example="3.2"
-            ),
-            Param(
-                "step_thresh",
-                _step_thresh,
-                NS_PER_MS,
-                unit="ns",
-                description="L-queue step threshold: a time, or Npkt (×1000 under variant l4steam, a kernel quirk)",
-                engine="step_thresh_ns",
-            ),
-            Param("min_qlen_step", _unsigned, 0, 0, U32_MAX, description="mainline: step only above this L qlen"),
-            Param("coupling_factor", _unsigned, 2, 1, U8_MAX, description="k: p_L = k · p'"),
-            _flag("drop_on_overload", "overflow", True, "drop (not mark) when k · p' > 1"),
-            _flag("drop_dequeue", "drop_enqueue", True, "where the PI mark/drop happens"),
-            Param(
-                "ecn_mask",
-                _choice("l4s_ect", "any_ect", "cla_ect"),
-                "l4s_ect",
-                description="L-queue classifier",
-                keywords={"l4s_ect": "l4s_ect", "any_ect": "any_ect", "cla_ect": "cla_ect"},
-            ),
-            Param("classic_protection", _unsigned, 10, 0, 100, description="C-queue WRR weight, %"),
-            _flag("split_gso", "no_split_gso", True, "no effect: the simulator carries MTU frames only"),
-            Param(
-                "variant",
-                _choice(*_DUALPI2_VARIANTS),
-                "mainline",
-                description="l4slab extension: the kernel to reproduce (mainline 6.18 or the L4STeam testing kernel)",
-            ),
+        "dualpi2",
+        (
+            _limit(),
+            Param("memlimit", engine="memlimit_bytes", example="32mb"),
+            _time("target", always_shown=True),
+            _time("tupdate"),
+            Param("alpha", example="0.16"),
+            Param("beta", example="3.2"),
+            Param("step_thresh", _step_thresh, engine="step_thresh_ns"),
+            Param("min_qlen_step"),
+            Param("coupling_factor"),
+            _flag("drop_on_overload", "overflow"),
+            _flag("drop_dequeue", "drop_enqueue"),
+            Param("ecn_mask", bare_choices=True),
+            Param("classic_protection"),
+            _flag("split_gso", "no_split_gso"),
+            Param("variant"),
         ),
         buffer_param="limit",
         not_simulated={
@@ -648,6 +605,28 @@ register(
         from_engine=_dualpi2_from_engine,
     )
 )
+
+
+class _Registry(Mapping[str, QdiscKind]):
+    """The engine's qdisc kinds (schema order), each with its tc spelling; built on first use."""
+
+    @cached_property
+    def _kinds(self) -> dict[str, QdiscKind]:
+        qdiscs = schema.engine_schema().qdiscs
+        return {kind: SPELLINGS.get(kind) or _generic_kind(spec) for kind, spec in qdiscs.items()}
+
+    def __getitem__(self, kind: str) -> QdiscKind:
+        return self._kinds[kind]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kinds)
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+
+#: Every qdisc kind the engine implements, by tc name.
+REGISTRY: Mapping[str, QdiscKind] = _Registry()
 
 
 @dataclass(frozen=True)
@@ -711,7 +690,7 @@ def _unknown_param(spec: QdiscKind, name: str, field_path: str) -> ScenarioError
 
 def _parse_value(param: Param, value: Any, field_path: str) -> Any:
     try:
-        return param.parse(value)
+        return param.parse_value(value)
     except UnitError as err:
         raise ScenarioError(f"{field_path}.{param.name}: {err}") from None
 
