@@ -5,7 +5,7 @@ before ``l4slab._core.schema()`` existed. Tests only: the package always asks th
 processes it forks) when the compiled engine has no ``schema()``; with a current engine
 it does nothing. ``python tests/python/engine_schema_fixture.py ARGS`` runs the
 ``l4slab`` command with the fixture installed (for tests that start a new process), and
-Dask workers preloading this file install it too.
+Dask workers preloading this module install it too.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def install() -> None:
 
 
 def dask_setup(worker) -> None:
-    """Dask worker preload hook (``LocalCluster(preload=[this file])``)."""
+    """Dask worker preload hook (``LocalCluster(preload=["engine_schema_fixture"])``)."""
     install()
 
 

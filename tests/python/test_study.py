@@ -319,13 +319,14 @@ def _summaries(out: Path) -> pd.DataFrame:
     return frame.sort_values(["point", "scope", "flow", "metric"], na_position="first", ignore_index=True)
 
 
-def test_local_and_dask_executors_agree(tmp_path):
+def test_local_and_dask_executors_agree(tmp_path, monkeypatch):
     distributed = pytest.importorskip("dask.distributed")
     import l4slab.study as study
 
     path = write_study(tmp_path, "[study]\ntrials = 2\n", '[factors]\n"flows.1.cc" = ["cubic", "reno"]\n')
     study.run(path, tmp_path / "local", jobs=2)
-    preload = [engine_schema_fixture.__file__]
+    monkeypatch.setenv("PYTHONPATH", str(FIXTURE_DIR))  # workers preload the schema fixture by module name
+    preload = [engine_schema_fixture.__name__]
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, preload=preload
     ) as cluster:

@@ -34,7 +34,8 @@ def sojourn_section(data, out: Path) -> list[str]:
     bottleneck = data.bottleneck
     if bottleneck.empty or not set(stats.values()) <= set(bottleneck.columns):
         return []
-    per_stat = [bottleneck[[BUFFER_FACTOR]].assign(stat=name, sojourn_ms=bottleneck[col]) for name, col in stats.items()]
+    columns = bottleneck[[BUFFER_FACTOR]]
+    per_stat = [columns.assign(stat=name, sojourn_ms=bottleneck[col]) for name, col in stats.items()]
     bars = pd.concat(per_stat, ignore_index=True)
     fig = figures.flow_bars(
         bars, x=BUFFER_FACTOR, value="sojourn_ms", hue="stat", ylabel="bottleneck sojourn (ms)", title="Sojourn"
