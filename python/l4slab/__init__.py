@@ -18,7 +18,7 @@ from .errors import EngineError, EngineUnavailableError, ScenarioError
 from .results import RunResult, rebin
 from .rundir import write_run
 from .runner import run
-from .scenario import Scenario, load_scenario
+from .scenario import Scenario, load_scenario, reference_scenario_path
 from .version import PACKAGE_VERSION as __version__
 
 __all__ = [
@@ -34,10 +34,3 @@ __all__ = [
     "EngineError",
     "EngineUnavailableError",
 ]
-
-
-def reference_scenario_path():
-    """Path of the packaged reference scenario (2 CUBIC flows, 100 Mbit/s, 10 ms, 2 BDP bfifo)."""
-    from importlib import resources
-
-    return resources.files(__name__).joinpath("scenarios", "reference.toml")

@@ -51,7 +51,7 @@ def add_parser(commands) -> None:
 
 def _bench_scenario(args: argparse.Namespace):
     """The scenario to time: ``--scenario`` or the packaged reference, with ``--duration``."""
-    from ..scenario import load_scenario
+    from ..scenario import load_scenario, reference_scenario_path
     from ..units import parse_time
 
     if args.repeat < 1:
@@ -61,8 +61,7 @@ def _bench_scenario(args: argparse.Namespace):
         if args.scenario:
             path = Path(args.scenario)
         else:
-            reference = resources.files("l4slab").joinpath("scenarios", "reference.toml")
-            path = stack.enter_context(resources.as_file(reference))
+            path = stack.enter_context(resources.as_file(reference_scenario_path()))
         scenario = load_scenario(path)
     if duration is not None:
         scenario = scenario.model_copy(update={"duration": duration})

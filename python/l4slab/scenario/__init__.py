@@ -15,6 +15,7 @@ from .load import (
     load_scenario,
     parse_override,
     read_toml_file,
+    reference_scenario_path,
     scenario_from_dict,
     scenario_from_toml,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "read_toml_file",
     "apply_overrides",
     "parse_override",
+    "reference_scenario_path",
     "UDP_IP_UDP_HEADER_BYTES",
     "TCP_ECN_WORDS",
 ]

@@ -14,6 +14,7 @@ import copy
 import os
 import re
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -36,6 +37,7 @@ __all__ = [
     "read_toml_file",
     "apply_overrides",
     "parse_override",
+    "reference_scenario_path",
 ]
 
 
@@ -80,6 +82,13 @@ def read_toml_file(file: Path, what: str) -> tuple[dict[str, Any], str]:
     except UnicodeDecodeError:
         raise ScenarioError(f"{file}: not a UTF-8 text file") from None
     return _parse_toml(text, str(file)), text
+
+
+def reference_scenario_path():
+    """The packaged reference scenario (2 CUBIC flows, 100 Mbit/s, 10 ms, 2 BDP bfifo), a
+    resource path (``Traversable``);
+    ``examples/reference.toml`` in the repository is a link to this one file."""
+    return resources.files("l4slab").joinpath("scenarios", "reference.toml")
 
 
 def load_scenario(path: str | os.PathLike[str], *, overrides: Mapping[str, Any] | None = None) -> Scenario:
