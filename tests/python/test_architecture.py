@@ -195,3 +195,30 @@ def test_a_qdisc_the_engine_adds_is_spelled_from_its_schema(engine_with_a_new_qd
     assert describe_engine_qdisc(engine) == "red limit 84 target 2ms ecn"
     with pytest.raises(ScenarioError, match=r"gives limit 20001 packets, outside the allowed range 1\.\.10000"):
         resolve_qdisc(parse_qdisc("red limit 20001"), buffer=None, bdp=None)
+
+
+def test_every_tcp_knob_python_sends_is_one_the_engine_describes():
+    from l4slab.scenario.resolve import TCP_ENGINE_FIELDS
+
+    described = set(schema.engine_schema().tcp_flow)
+    assert set(TCP_ENGINE_FIELDS) | {"receiver_ecn", "receiver_cc"} <= described
+
+
+def test_tcp_knob_ranges_are_the_engines(monkeypatch):
+    """Narrowing a knob's range in the engine's schema narrows what a scenario accepts."""
+    import dataclasses
+
+    from l4slab.scenario import scenario_from_dict
+
+    flow = {"cc": "reno", "rtt": "10ms", "mss": 1000}
+    scenario = {"duration": "1s", "bottleneck": {"rate": "10Mbit"}, "flows": [flow]}
+    assert scenario_from_dict(scenario).flows[0].mss == 1000
+    real = schema.engine_schema()
+    narrowed = dataclasses.replace(real.tcp_flow["mss"], min=1200.0)
+    monkeypatch.setattr(
+        schema, "engine_schema", lambda: dataclasses.replace(real, tcp_flow={**real.tcp_flow, "mss": narrowed})
+    )
+    with pytest.raises(
+        ScenarioError, match=r"^flows\[0\]\.mss: 1000 is invalid: input should be greater than or equal to 1200"
+    ):
+        scenario_from_dict(scenario)

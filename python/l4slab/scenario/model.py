@@ -34,14 +34,15 @@ from .. import schema, units
 from ..errors import ScenarioError
 from ..qdisc import QdiscRequest, parse_qdisc
 from ..units import BdpMultiple, Percent, UnitError
-from .resolve import MAX_UDP_PAYLOAD, UDP_IP_UDP_HEADER_BYTES, resolve_scenario, udp_rate_bps
+from .resolve import MAX_UDP_PAYLOAD, TCP_ENGINE_FIELDS, UDP_IP_UDP_HEADER_BYTES, resolve_scenario, udp_rate_bps
 
 __all__ = ["Scenario", "Bottleneck", "TcpFlow", "UdpFlow", "SCENARIO_ERROR", "TCP_ECN_WORDS"]
 
 #: pydantic error type of the model's own checks: ``ctx["message"]`` is the one-line message.
 SCENARIO_ERROR = "l4slab_scenario_error"
-#: TcpFlow fields whose range is the engine's: field → engine knob (schema ``tcp_flow``).
-TCP_RANGED_FIELDS = {"mss": "mss", "init_cwnd": "init_cwnd", "ecn_option": "ecn_option"}
+#: TcpFlow fields checked against the engine's range of their knob (schema ``tcp_flow``):
+#: field → engine key. ``ecn``/``receiver_ecn`` are checked by their parser, which also reads words.
+TCP_RANGED_FIELDS = {field: key for key, field in TCP_ENGINE_FIELDS.items() if key != "ecn"}
 
 StrictInt = Annotated[int, Field(strict=True)]
 
@@ -188,17 +189,21 @@ class TcpFlow(_FlowCommon):
 
     @field_validator(*TCP_RANGED_FIELDS)
     @classmethod
-    def _in_engine_range(cls, value: int | None, info: ValidationInfo) -> int | None:
-        """The engine's range of the knob (schema ``tcp_flow``), reported as pydantic reports bounds."""
-        if value is None:
+    def _in_engine_range(cls, value: Any, info: ValidationInfo) -> Any:
+        """The engine's range of the knob, reported as pydantic reports bounds (times with units)."""
+        knob = schema.engine_schema().tcp_flow.get(TCP_RANGED_FIELDS[info.field_name])
+        if knob is None or isinstance(value, bool) or not isinstance(value, int):
             return value
-        low, high = schema.tcp_flow_param(TCP_RANGED_FIELDS[info.field_name]).int_range
+        low, high = knob.int_range
+        shown = units.format_time if knob.kind is schema.ParamKind.TIME_NS else str
         if low is not None and value < low:
             raise PydanticCustomError(
-                "greater_than_equal", "Input should be greater than or equal to {ge}", {"ge": low}
+                "greater_than_equal", "Input should be greater than or equal to {ge}", {"ge": shown(low)}
             )
         if high is not None and value > high:
-            raise PydanticCustomError("less_than_equal", "Input should be less than or equal to {le}", {"le": high})
+            raise PydanticCustomError(
+                "less_than_equal", "Input should be less than or equal to {le}", {"le": shown(high)}
+            )
         return value
 
 
