@@ -7,6 +7,8 @@ and sub-queue classes, every congestion control with its flags and the receiver
 defaults a testbed used for it, the TCP flow knobs and the metric names of each
 result table. The front end derives its defaults, ranges, lists and messages from
 here instead of repeating them; only ``tc`` spelling stays in :mod:`l4slab.qdisc`.
+A lookup of something the engine does not describe is an :class:`EngineError`
+(front end and engine disagree), one line like every engine failure.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from . import engine
+from .errors import EngineError
 
 __all__ = [
     "ParamKind",
@@ -96,7 +99,7 @@ class QdiscSpec:
         try:
             return self.params[engine_field]
         except KeyError:
-            raise KeyError(f"engine schema: qdisc {self.kind!r} has no parameter {engine_field!r}") from None
+            raise EngineError(f"engine schema: qdisc {self.kind!r} has no parameter {engine_field!r}") from None
 
 
 @dataclass(frozen=True)
@@ -158,8 +161,11 @@ def engine_schema() -> EngineSchema:
 
 
 def qdisc_spec(kind: str) -> QdiscSpec:
-    """The engine's description of qdisc ``kind`` (KeyError when the engine lacks it)."""
-    return engine_schema().qdiscs[kind]
+    """The engine's description of qdisc ``kind``."""
+    try:
+        return engine_schema().qdiscs[kind]
+    except KeyError:
+        raise EngineError(f"engine schema: no qdisc {kind!r}") from None
 
 
 def qdisc_kinds() -> tuple[str, ...]:
@@ -183,7 +189,7 @@ def tcp_flow_param(engine_field: str) -> ParamSpec:
     try:
         return engine_schema().tcp_flow[engine_field]
     except KeyError:
-        raise KeyError(f"engine schema: the TCP flow has no knob {engine_field!r}") from None
+        raise EngineError(f"engine schema: the TCP flow has no knob {engine_field!r}") from None
 
 
 def metric_names(table: str) -> tuple[str, ...]:

@@ -222,3 +222,26 @@ def test_tcp_knob_ranges_are_the_engines(monkeypatch):
         ScenarioError, match=r"^flows\[0\]\.mss: 1000 is invalid: input should be greater than or equal to 1200"
     ):
         scenario_from_dict(scenario)
+
+
+def test_every_spelled_qdisc_parameter_is_one_the_engine_describes():
+    """The tc tables name engine fields only; every engine parameter has a tc spelling."""
+    from l4slab.qdisc import SPELLINGS
+
+    engine = schema.engine_schema().qdiscs
+    #: Engine fields set by another parameter's spelling (``step_thresh 5pkt``).
+    alternatives = {("dualpi2", "step_thresh_packets")}
+    for kind, spelling in SPELLINGS.items():
+        assert kind in engine, kind
+        spelled = {param.engine_field for param in spelling.params}
+        assert spelled <= set(engine[kind].params), kind
+        assert set(engine[kind].params) - spelled == {f for k, f in alternatives if k == kind}, kind
+
+
+def test_a_schema_lookup_the_engine_cannot_answer_is_an_engine_error():
+    from l4slab.errors import EngineError
+
+    with pytest.raises(EngineError, match="^engine schema: qdisc 'pie' has no parameter 'nope_ns'$"):
+        schema.qdisc_spec("pie").param("nope_ns")
+    with pytest.raises(EngineError, match="^engine schema: no qdisc 'red'$"):
+        schema.qdisc_spec("red")
