@@ -157,7 +157,11 @@ def parse_schema(text: str) -> EngineSchema:
 @lru_cache(maxsize=1)
 def engine_schema() -> EngineSchema:
     """The compiled engine's schema (read once per process)."""
-    return parse_schema(engine.schema_json())
+    text = engine.schema_json()
+    try:
+        return parse_schema(text)
+    except (KeyError, TypeError, ValueError) as err:
+        raise EngineError(f"engine schema: not an EngineSchema ({type(err).__name__}: {err})") from None
 
 
 def qdisc_spec(kind: str) -> QdiscSpec:

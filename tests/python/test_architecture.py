@@ -245,3 +245,19 @@ def test_a_schema_lookup_the_engine_cannot_answer_is_an_engine_error():
         schema.qdisc_spec("pie").param("nope_ns")
     with pytest.raises(EngineError, match="^engine schema: no qdisc 'red'$"):
         schema.qdisc_spec("red")
+
+
+def test_an_unreadable_engine_schema_is_one_engine_error(monkeypatch):
+    import l4slab.engine
+    from l4slab.errors import EngineError
+
+    monkeypatch.setattr(l4slab.engine, "schema_json", lambda: '{"version": "x", "qdiscs": []}')
+    schema.engine_schema.cache_clear()
+    try:
+        with pytest.raises(
+            EngineError, match=r"^engine schema: not an EngineSchema \(KeyError: 'congestion_controls'\)$"
+        ):
+            schema.engine_schema()
+    finally:
+        monkeypatch.undo()
+        schema.engine_schema.cache_clear()

@@ -17,6 +17,7 @@ def error(message: str) -> None:
 
 
 def fmt(value: Any, digits: int = 1) -> str:
+    """A table cell: ``–`` for a missing value, floats with ``digits`` decimals."""
     if value is None:
         return "–"
     if isinstance(value, float):
@@ -25,6 +26,7 @@ def fmt(value: Any, digits: int = 1) -> str:
 
 
 def print_frame(frame, *, csv: bool) -> None:
+    """A DataFrame on stdout: CSV, or a table as wide as the terminal (200 columns when piped)."""
     if csv:
         sys.stdout.write(frame.to_csv(index=False))
         return
