@@ -129,6 +129,11 @@ def _params(items: Any) -> dict[str, ParamSpec]:
     return {spec.name: spec for spec in (ParamSpec.from_json(item) for item in items or ())}
 
 
+def _metric_name(entry: Any) -> str:
+    """A metric as the engine lists it: its name, or an object with a ``name``."""
+    return entry if isinstance(entry, str) else entry["name"]
+
+
 def parse_schema(text: str) -> EngineSchema:
     """An :class:`EngineSchema` from the engine's JSON."""
     data = json.loads(text)
@@ -150,7 +155,7 @@ def parse_schema(text: str) -> EngineSchema:
             for c in data["congestion_controls"]
         },
         tcp_flow=_params(data["tcp_flow"]),
-        metrics={table: tuple(names) for table, names in (data.get("metrics") or {}).items()},
+        metrics={table: tuple(map(_metric_name, names)) for table, names in (data.get("metrics") or {}).items()},
     )
 
 

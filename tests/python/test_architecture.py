@@ -261,3 +261,9 @@ def test_an_unreadable_engine_schema_is_one_engine_error(monkeypatch):
     finally:
         monkeypatch.undo()
         schema.engine_schema.cache_clear()
+
+
+def test_metrics_may_be_listed_as_names_or_objects():
+    data = json.loads(FIXTURE.read_text())
+    data["metrics"]["flow_summary"] = [{"name": "goodput_mbps", "unit": "Mbit/s"}, "mean_payload_bytes"]
+    assert schema.parse_schema(json.dumps(data)).metrics["flow_summary"] == ("goodput_mbps", "mean_payload_bytes")
