@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from .errors import EngineError, EngineUnavailableError, ScenarioError
 
-__all__ = ["available", "simulate", "check", "version", "schema_json"]
+__all__ = ["simulate", "check", "version", "schema_json"]
 
 
 @lru_cache(maxsize=1)
@@ -30,15 +30,6 @@ def _core() -> ModuleType:
             "build it with `pip install .` from the repository (needs a Rust toolchain)"
         ) from None
     return core
-
-
-def available() -> bool:
-    """Whether the compiled engine can be imported."""
-    try:
-        _core()
-    except EngineUnavailableError:
-        return False
-    return True
 
 
 def _one_line(err: Exception) -> str:

@@ -31,7 +31,6 @@ __all__ = [
     "parse_schema",
     "engine_schema",
     "qdisc_spec",
-    "qdisc_kinds",
     "congestion_control_names",
     "receiver_defaults",
     "tcp_flow_param",
@@ -175,11 +174,6 @@ def qdisc_spec(kind: str) -> QdiscSpec:
         return engine_schema().qdiscs[kind]
     except KeyError:
         raise EngineError(f"engine schema: no qdisc {kind!r}") from None
-
-
-def qdisc_kinds() -> tuple[str, ...]:
-    """The qdisc kinds the engine implements, in the engine's order."""
-    return tuple(engine_schema().qdiscs)
 
 
 def congestion_control_names() -> tuple[str, ...]:

@@ -59,7 +59,7 @@ def _parser_of_kind(spec: ParamSpec) -> Callable[[Any], Any]:
 class Param:
     """One ``tc`` parameter of a qdisc kind: its tc spelling and the engine field it sets.
 
-    Default, range, unit and doc are the engine's (schema ``ParamSpec`` of
+    Default, range and unit are the engine's (schema ``ParamSpec`` of
     ``engine_field``). ``parse`` (default: by the engine's ``ParamKind``) turns the
     user's value into a number (or a :class:`BdpMultiple` for buffer-like parameters)
     and raises :class:`UnitError` with a field-less message. A flag lists its tc
@@ -104,10 +104,6 @@ class Param:
     @property
     def unit(self) -> str:
         return _UNIT_OF_KIND.get(self.spec.kind, "")
-
-    @property
-    def description(self) -> str:
-        return self.spec.doc
 
     @property
     def keywords(self) -> Mapping[str, Any]:
@@ -174,11 +170,6 @@ class QdiscKind:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", tuple(replace(p, qdisc=self.name) for p in self.params))
-
-    @property
-    def description(self) -> str:
-        """The engine's one-line doc of the kind."""
-        return schema.qdisc_spec(self.name).doc
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
