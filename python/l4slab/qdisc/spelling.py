@@ -37,22 +37,27 @@ __all__ = ["Param", "QdiscKind", "SPELLINGS", "REGISTRY", "describe_engine_qdisc
 _UNIT_OF_KIND = {ParamKind.TIME_NS: "ns", ParamKind.BYTES: "bytes", ParamKind.PACKETS: "packets"}
 
 
+#: The value parser of each ``ParamKind`` (objects and flags are passed on as given: the engine checks them).
+_PARSER_OF_KIND: dict[ParamKind, Callable[[Any], Any]] = {
+    ParamKind.TIME_NS: tc_time,
+    ParamKind.BYTES: size,
+    ParamKind.PACKETS: units.packets,
+    ParamKind.RATE_BPS: units.rate_bps,
+    ParamKind.INT: unsigned,
+    ParamKind.FLOAT: hz,
+}
+
+
+def _as_given(value: Any) -> Any:
+    return value
+
+
 def _parser_of_kind(spec: ParamSpec) -> Callable[[Any], Any]:
     """How a value of the engine's ``ParamKind`` is written in tc (times in whole µs, sizes
-    with units, packet counts or ``Nbdp``, unsigned integers in decimal or hex)."""
-    if spec.kind is ParamKind.TIME_NS:
-        return tc_time
-    if spec.kind is ParamKind.BYTES:
-        return size
-    if spec.kind is ParamKind.PACKETS:
-        return units.packets
-    if spec.kind is ParamKind.RATE_BPS:
-        return units.rate_bps
-    if spec.kind is ParamKind.FLOAT:
-        return hz
+    with units, packet counts or ``Nbdp``, unsigned integers in decimal or hex, a choice)."""
     if spec.kind is ParamKind.CHOICE:
         return choice(*spec.choices)
-    return unsigned
+    return _PARSER_OF_KIND.get(spec.kind, _as_given)
 
 
 @dataclass(frozen=True)
