@@ -5,7 +5,7 @@ export CARGO_TARGET_DIR
 
 .PHONY: demo test install bench
 
-## demo: install l4slab if it is not importable yet, then write results/demo/report.md
+## demo: install l4slab if it is not importable yet, then run the demo study and write results/demo/report/report.md
 demo:
 	@$(PYTHON) -c "import l4slab._core" 2>/dev/null || $(MAKE) install
 	$(PYTHON) -m l4slab demo --out results/demo

@@ -14,17 +14,12 @@ See README.md for the scenario format and docs/outputs.md for the output files.
 
 from __future__ import annotations
 
-from importlib import metadata as _metadata
-
-try:
-    __version__ = _metadata.version("l4slab")
-except _metadata.PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
-
 from .errors import EngineError, EngineUnavailableError, ScenarioError
-from .output import write_run
-from .runner import RunResult, rebin, run
-from .scenario import Scenario, load_scenario
+from .results import RunResult, rebin
+from .rundir import write_run
+from .runner import run
+from .scenario import Scenario, load_scenario, reference_scenario_path
+from .version import PACKAGE_VERSION as __version__
 
 __all__ = [
     "__version__",
@@ -39,10 +34,3 @@ __all__ = [
     "EngineError",
     "EngineUnavailableError",
 ]
-
-
-def reference_scenario_path():
-    """Path of the packaged reference scenario (2 CUBIC flows, 100 Mbit/s, 10 ms, 2 BDP bfifo)."""
-    from importlib import resources
-
-    return resources.files(__name__).joinpath("scenarios", "reference.toml")

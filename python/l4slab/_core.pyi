@@ -11,5 +11,9 @@ def version() -> str:
 
 def congestion_controls() -> list[str]:
     """Congestion controls the engine implements, by Linux name."""
+
 def check(config_json: str) -> None:
     """Validate a resolved engine config; raises ValueError with a one-line message."""
+
+def schema() -> str:
+    """The engine's self-description (crates/l4slab-core/src/schema.rs ``EngineSchema``) as JSON."""

@@ -1,12 +1,17 @@
-"""Shared fixtures: a results dict shaped exactly like the engine's results.rs, and the engine marker."""
+"""Shared fixtures: a results dict shaped exactly like the engine's results.rs, the engine
+marker, and the hand-written engine schema fixture for an engine built without ``schema()``."""
 
 from __future__ import annotations
 
 import importlib.util
 import math
 
+import engine_schema_fixture
 import pytest
-from l4slab.scenario import scenario_from_toml
+
+engine_schema_fixture.install()
+
+from l4slab.scenario import scenario_from_toml  # noqa: E402
 
 
 def engine_available() -> bool:
@@ -137,7 +142,7 @@ def small_scenario():
 @pytest.fixture
 def fake_result(small_scenario):
     """A RunResult built without the engine, from the fixture results."""
-    from l4slab.runner import RunResult
+    from l4slab.results import RunResult
 
     return RunResult(
         scenario=small_scenario,

@@ -1,17 +1,17 @@
 """The command line: user mistakes exit 2 with one line on stderr and never a traceback."""
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import requires_engine
+from engine_schema_fixture import command
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def l4slab(*args, cwd=REPO):
-    return subprocess.run([sys.executable, "-m", "l4slab", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+    return subprocess.run(command(*args), capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
 def assert_user_error(completed, *fragments):

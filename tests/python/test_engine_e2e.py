@@ -6,7 +6,7 @@ import l4slab
 import pandas as pd
 import pytest
 from conftest import requires_engine
-from l4slab.runner import engine_version
+from l4slab.engine import version as engine_version
 from test_output import check_summary_schema
 
 pytestmark = requires_engine
@@ -78,19 +78,25 @@ def test_count_expansion_runs_n_flows():
     assert result.flows["group"].tolist() == [0, 0, 0, 1]
 
 
-def test_demo_writes_report(tmp_path):
-    from l4slab.demo import DEMO_BUFFERS, run_demo
+def test_demo_runs_the_demo_study_and_writes_its_report(tmp_path, capsys):
+    from l4slab.cli import main
+    from l4slab.study import load, load_study
 
-    report = run_demo(tmp_path, duration="2s", jobs=2)
-    assert report.name == "report.md"
+    assert main(["demo", "--out", str(tmp_path), "--duration", "2s", "--jobs", "2"]) == 0
+    report = tmp_path / "report" / "report.md"
+    assert f"wrote {report}" in capsys.readouterr().out
     text = report.read_text()
-    assert "| run |" in text and "goodput.png" in text
+    assert "| label |" in text and "goodput.png" in text
+    assert "## Congestion windows" in text and "## Bottleneck sojourn per buffer" in text
     for figure in ("goodput.png", "cwnd.png", "sojourn.png"):
-        assert (tmp_path / figure).stat().st_size > 1000
-    runs = [p for p in tmp_path.iterdir() if p.is_dir()]
-    assert len(runs) == len(DEMO_BUFFERS)
-    for run_dir in runs:
-        assert (run_dir / "summary.json").exists()
+        assert (tmp_path / "report" / figure).stat().st_size > 1000
+    buffers = load_study("demo").factors[0].values
+    data = load(tmp_path)
+    assert sorted(data.runs["bottleneck_buffer"]) == sorted(buffers) and len(buffers) == 4
+    assert (data.runs["status"] == "done").all()
+    assert set(data.flows["cc"]) == {"cubic", "reno"}
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert {point["scenario"]["duration"] for point in plan["points"]} == {"2s"}
 
 
 #: Every AQM at its PAM 2025 configuration for 2 BDP (aqm.md §0), plus non-default knobs.

@@ -3,12 +3,13 @@
 import json
 import os
 
-import l4slab.output as output
+import l4slab.rundir as rundir
 import pandas as pd
 import pytest
 from conftest import is_nan, make_results
-from l4slab.output import atomic_write, write_json, write_parquet, write_run
-from l4slab.runner import RunResult
+from l4slab.io import atomic_write, write_json, write_parquet
+from l4slab.results import RunResult
+from l4slab.rundir import write_run
 
 SUMMARY_TOP_KEYS = {
     "scenario",
@@ -171,7 +172,7 @@ def test_parquet_writer_failing_midway(tmp_path, monkeypatch):
 
 
 def test_write_run_failing_midway_leaves_no_summary(tmp_path, fake_result, monkeypatch):
-    real_write_parquet = output.write_parquet
+    real_write_parquet = rundir.write_parquet
 
     def failing_on_series(path, frame):
         if path.name == "flow_series.parquet":
@@ -179,7 +180,7 @@ def test_write_run_failing_midway_leaves_no_summary(tmp_path, fake_result, monke
         return real_write_parquet(path, frame)
 
     write_run(fake_result, tmp_path)  # an earlier complete run in the same directory
-    monkeypatch.setattr(output, "write_parquet", failing_on_series)
+    monkeypatch.setattr(rundir, "write_parquet", failing_on_series)
     with pytest.raises(OSError):
         write_run(fake_result, tmp_path)
     assert not (tmp_path / "summary.json").exists()  # the directory is visibly incomplete
@@ -212,7 +213,7 @@ def dualpi2_bottleneck():
 
 
 def test_tc_stats_lines():
-    from l4slab.runner import tc_stats_lines
+    from l4slab.results import tc_stats_lines
 
     lines = tc_stats_lines(dualpi2_bottleneck(), per_line=3)
     assert lines[0] == "qdisc dualpi2 limit 10000 target 5ms (tc -s, whole run)"
@@ -229,7 +230,7 @@ def test_tc_stats_lines():
 
 
 def test_classes_and_qdisc_stats_frames():
-    from l4slab.runner import classes_frame, qdisc_stats_series
+    from l4slab.results import classes_frame, qdisc_stats_series
 
     classes = classes_frame(dualpi2_bottleneck())
     assert classes["class"].tolist() == ["C", "L"]

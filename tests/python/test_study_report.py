@@ -3,9 +3,9 @@ the comparison with the published panels; built-in studies by name."""
 
 import json
 import subprocess
-import sys
 
 import pytest
+from engine_schema_fixture import command
 
 pytest.importorskip("l4slab._core")
 
@@ -16,6 +16,7 @@ PAM_MINI = """
 name = "pam-mini"
 seed = 3
 trials = 2
+report = "pam2025-prague-cubic"
 
 [base]
 duration = "2s"
@@ -59,9 +60,8 @@ def test_report_compares_with_the_published_panels(tmp_path):
     study_file = tmp_path / "pam-mini.toml"
     study_file.write_text(PAM_MINI)
     out = tmp_path / "out"
-    cli = [sys.executable, "-m", "l4slab"]
-    subprocess.run([*cli, "study", "run", str(study_file), "--out", str(out), "--no-progress"], check=True)
-    done = subprocess.run([*cli, "study", "report", str(out)], check=True, capture_output=True, text=True)
+    subprocess.run(command("study", "run", str(study_file), "--out", str(out), "--no-progress"), check=True)
+    done = subprocess.run(command("study", "report", str(out)), check=True, capture_output=True, text=True)
     assert "report.md" in done.stdout
     report = (out / "report" / "report.md").read_text()
     assert "## PAM 2025 reproduction" in report

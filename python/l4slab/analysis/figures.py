@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
-from ..output import atomic_write
+from ..io import atomic_write
 from .metrics import ccdf, ccdf_from_histogram, mean_ci, t_quantile
 from .published import BUFFERS_BDP, QUEUE_ORDER, normalise_buffer
 

@@ -305,8 +305,6 @@ def ccdf_from_histogram(edges: Sequence[float], counts: Sequence[float]) -> tupl
 # --- confidence intervals -----------------------------------------------------------------------
 
 
-
-
 def t_quantile(p: float, df: float) -> float:
     """Quantile of Student's t (scipy): ``t_quantile(0.975, 4)`` = 2.776."""
     if not 0.0 < p < 1.0 or df <= 0:

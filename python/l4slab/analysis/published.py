@@ -1,7 +1,8 @@
 """Published PAM 2025 results (Prague vs CUBIC) and their comparison with simulated cells.
 
 The two tables of ``shared/studies/pam2025.md`` ("CUBIC without ECN", "CUBIC with classic
-ECN") are shipped as ``l4slab/data/pam2025_published.csv``, one row per cell (2 × 9 × 5 =
+ECN") are shipped in the PAM study's folder,
+``l4slab/studies/pam2025-prague-cubic/pam2025_published.csv``, one row per cell (2 × 9 × 5 =
 90 rows): ``queue``, ``buffer_bdp``, ``l4s_cc`` ("prague"), ``classic`` ("cubic" |
 "cubic_ecn"), ``l4s_mbps``, ``classic_mbps``, ``l4s_qdelay_ms``, ``classic_qdelay_ms``
 (means over 10 trials; queuing delay = mean sRTT − base RTT).
@@ -46,7 +47,8 @@ VALUE_COLUMNS = ("l4s_mbps", "classic_mbps", "l4s_qdelay_ms", "classic_qdelay_ms
 #: Columns that identify a cell.
 KEYS = ("queue", "buffer_bdp", "classic")
 
-_DATA_FILE = "pam2025_published.csv"
+#: The published cells, in the built-in PAM study's folder (l4slab/studies/<name>/).
+_DATA_FILE = ("studies", "pam2025-prague-cubic", "pam2025_published.csv")
 
 
 def normalise_buffer(value: object) -> float:
@@ -70,7 +72,7 @@ def add_pam_harm(cells: pd.DataFrame, capacity_mbps: float = PAM_CAPACITY_MBPS) 
 
 @lru_cache(maxsize=1)
 def _read() -> pd.DataFrame:
-    with resources.files("l4slab").joinpath("data").joinpath(_DATA_FILE).open("r", encoding="utf-8") as handle:
+    with resources.files("l4slab").joinpath(*_DATA_FILE).open("r", encoding="utf-8") as handle:
         frame = pd.read_csv(handle, comment="#", dtype={"queue": str, "l4s_cc": str, "classic": str})
     frame["buffer_bdp"] = frame["buffer_bdp"].astype(np.float64)
     return add_pam_harm(frame)

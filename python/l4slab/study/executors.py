@@ -35,21 +35,22 @@ Outcome = tuple[str, "bytes | None", float, "str | None"]
 
 def execute(task: Mapping[str, Any]) -> Outcome:
     """Simulate one run (``task``: id, config, scenario data, meta) and serialise it."""
-    from .. import __version__
-    from ..runner import RunResult, engine_version, simulate_config
+    from .. import engine
+    from ..results import RunResult
     from ..scenario import scenario_from_dict
+    from ..version import PACKAGE_VERSION
     from .store import run_file_bytes
 
     rid = task["id"]
     started = time.perf_counter()
     try:
-        version = engine_version()
+        version = engine.version()
         if version != task["engine_version"]:
             raise EngineError(f"engine {version} differs from the plan's {task['engine_version']}; re-plan the study")
         scenario = scenario_from_dict({**task["scenario"], "seed": task["config"]["seed"]})
-        raw, wall_s = simulate_config(task["config"])
+        raw, wall_s = engine.simulate(task["config"])
         result = RunResult(scenario=scenario, config=task["config"], raw=raw, wall_s=wall_s, engine_version=version)
-        meta = {**task["meta"], "wall_s": wall_s, "engine_version": version, "l4slab_version": __version__}
+        meta = {**task["meta"], "wall_s": wall_s, "engine_version": version, "l4slab_version": PACKAGE_VERSION}
         return rid, run_file_bytes(result, meta), wall_s, None
     except (EngineError, ScenarioError) as err:
         return rid, None, time.perf_counter() - started, str(err)

@@ -7,13 +7,14 @@ A study file is TOML::
     seed = 1                 # study seed: every trial's seed is derived from it
     trials = 10              # runs per point
     metrics = ["goodput_mbps", "queuing_delay_ms"]   # optional: metrics to summarise (default: all)
+    report = "pam2025-prague-cubic"  # optional: add that built-in study's report sections
 
     [base]                   # a scenario (the scenario file schema); or: base = "scenario.toml"
     duration = "60s"
     ...
 
     [factors]                # each a list of values, applied by dotted path; cartesian product
-    "bottleneck.qdisc" = "@pam2025.queues"           # a preset (see PRESETS)
+    "bottleneck.qdisc" = "@pam2025.queues"           # a preset of a built-in study (registry)
     "bottleneck.buffer" = ["0.5bdp", "1bdp", "2bdp"]
     "flows.1.ecn" = [0, 1]
 
@@ -49,32 +50,21 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping
 
-from .. import units
+from .. import engine, units
 from ..errors import ScenarioError
 from ..scenario import apply_overrides, read_toml_file, scenario_from_dict
+from . import registry
+from .summary import check_metrics
 
-__all__ = ["StudySpec", "Point", "RunSpec", "load_study", "study_from_dict", "trial_seed", "run_id", "PRESETS"]
+__all__ = ["StudySpec", "Point", "RunSpec", "load_study", "study_from_dict", "trial_seed", "run_id"]
 
 SEED_DOMAIN = "l4slab.study/1"
 TOP_KEYS = ("study", "base", "factors", "zip", "exclude", "filter")
-STUDY_KEYS = ("name", "seed", "trials", "metrics", "exclude", "filter")
+STUDY_KEYS = ("name", "seed", "trials", "metrics", "report", "exclude", "filter")
 
 # --- presets ---------------------------------------------------------------------------------
 
-#: PAM 2025 queue types (shared/studies/pam2025.md, specs/aqm.md §0): label → tc template.
-#: ``{B}``: byte limit n·BDP; ``{P}``: packet limit int(n·BDP/1500)+1; ``{T}``: threshold.
-PAM2025_QUEUES: dict[str, str] = {
-    "fifo": "bfifo limit {B}",
-    "pie": "pie limit {P} target {T} noecn",
-    "codel": "codel limit {P} target {T} interval 100ms noecn",
-    "fifo_ecn": "fq limit {P} flow_limit {P} orphan_mask 0 ce_threshold {T}",
-    "codel_ecn": "codel limit {P} target {T} interval 100ms ecn",
-    "fq": "fq limit {P} flow_limit {P} ce_threshold {T}",
-    "fq_codel": "fq_codel limit {P} target {T} interval 100ms ecn",
-    "fq_codel_l4s": "fq_codel limit {P} target {T} interval 100ms ecn ce_threshold 1ms ce_threshold_selector 0x01/0x01",
-    "dualpi2": "dualpi2 target {T}",  # PAM kept dualpi2's default limit (10000) in every buffer column
-}
-PRESETS = {"pam2025.queues": PAM2025_QUEUES}
+#: The factor presets apply to (their values are qdisc labels).
 PRESET_PATH = "bottleneck.qdisc"
 
 
@@ -89,7 +79,7 @@ class Preset:
     def qdisc(self, label: str, buffer_bytes: int) -> str:
         """The tc string of ``label`` for a buffer of ``buffer_bytes`` (PAM: int(n·BDP))."""
         packets = buffer_bytes // 1500 + 1
-        return PRESETS[self.name][label].format(B=buffer_bytes, P=packets, T=self.target)
+        return registry.presets()[self.name][label].format(B=buffer_bytes, P=packets, T=self.target)
 
 
 def _parse_preset(where: str, value: Any) -> Preset | None:
@@ -101,9 +91,10 @@ def _parse_preset(where: str, value: Any) -> Preset | None:
     else:
         return None
     name = str(spec.pop("preset")).lstrip("@")
-    if name not in PRESETS:
-        raise ScenarioError(f"{where}: unknown preset '@{name}'; known: {', '.join('@' + p for p in PRESETS)}")
-    table = PRESETS[name]
+    known = registry.presets()
+    if name not in known:
+        raise ScenarioError(f"{where}: unknown preset '@{name}'; known: {', '.join('@' + p for p in known)}")
+    table = known[name]
     only = spec.pop("only", list(table))
     target = spec.pop("target", "5ms")
     if spec:
@@ -165,6 +156,8 @@ class StudySpec:
     seed: int
     trials: int
     metrics: list[str] | None
+    #: The built-in study whose report sections the report adds (None: generic report only).
+    report: str | None
     factors: list[Factor]
     points: list[Point]
     runs: list[RunSpec] = field(default_factory=list)
@@ -285,10 +278,15 @@ def _apply_point(base: dict[str, Any], values: Mapping[str, Any], factors: list[
     return data
 
 
-def study_from_dict(data: Mapping[str, Any], *, root: Path = Path("."), source_text: str = "") -> StudySpec:
-    """Validate and expand a parsed study; every point's scenario is resolved here."""
-    from ..runner import engine_version
-
+def study_from_dict(
+    data: Mapping[str, Any],
+    *,
+    root: Path = Path("."),
+    source_text: str = "",
+    overrides: Mapping[str, Any] | None = None,
+) -> StudySpec:
+    """Validate and expand a parsed study; every point's scenario is resolved here.
+    ``overrides`` set fields of the base scenario by path before the factors apply."""
     _check_keys("", data, TOP_KEYS)
     meta = data.get("study", {})
     if not isinstance(meta, Mapping):
@@ -305,11 +303,16 @@ def study_from_dict(data: Mapping[str, Any], *, root: Path = Path("."), source_t
         raise ScenarioError(f"study.trials: {trials!r} is not a positive integer; expected e.g. 10")
     metrics = meta.get("metrics")
     if metrics is not None:
-        from .summary import check_metrics
-
         check_metrics(metrics)
+    report = meta.get("report", name if name in registry.builtin_studies() else None)
+    if report is not None and report not in registry.builtin_studies():
+        raise ScenarioError(
+            f"study.report: {report!r} is not a built-in study; built-in: {', '.join(registry.builtin_studies())}"
+        )
 
     base = _base_scenario(data, root)
+    if overrides:
+        base = apply_overrides(base, overrides)
     factors: list[Factor] = []
     dimensions: list[list[dict[str, Any]]] = []
     raw_factors = data.get("factors", {})
@@ -364,7 +367,7 @@ def study_from_dict(data: Mapping[str, Any], *, root: Path = Path("."), source_t
     if not combos:
         raise ScenarioError("study: no points left: the factors' product is empty after exclude/filter")
 
-    version = engine_version()
+    version = engine.version()
     points: list[Point] = []
     runs: list[RunSpec] = []
     seen: dict[str, str] = {}
@@ -387,28 +390,18 @@ def study_from_dict(data: Mapping[str, Any], *, root: Path = Path("."), source_t
                 raise ScenarioError(f"point {label}: trial {trial} is the same run as {seen[rid]}")
             seen[rid] = f"point {label} trial {trial}"
             runs.append(RunSpec(rid, index, trial, seed_t))
-    return StudySpec(name, seed, trials, metrics, factors, points, runs, source_text, version)
+    return StudySpec(name, seed, trials, metrics, report, factors, points, runs, source_text, version)
 
 
-def builtin_studies() -> list[str]:
-    """Names of the studies shipped with l4slab (``python/l4slab/studies/*.toml``)."""
-    from importlib.resources import files
-
-    return sorted(p.name.removesuffix(".toml") for p in files("l4slab").joinpath("studies").iterdir()
-                  if p.name.endswith(".toml"))  # fmt: skip
-
-
-def load_study(path: str | os.PathLike[str]) -> StudySpec:
+def load_study(path: str | os.PathLike[str], *, overrides: Mapping[str, Any] | None = None) -> StudySpec:
     """Read, validate and expand a study file, or a built-in study by name (see the
-    module docstring)."""
-    file = Path(path)
-    if not file.exists() and str(path) in builtin_studies():
-        from importlib.resources import files
-
-        file = Path(str(files("l4slab").joinpath("studies", f"{path}.toml")))
+    module docstring); ``overrides`` set fields of the base scenario by path
+    (``{"duration": "5s"}``) before the factors are applied."""
+    file = registry.resolve_builtin(path)
+    default_name = file.parent.name if file != Path(path) else file.stem
     data, text = read_toml_file(file, "study")
     if "study" in data and isinstance(data["study"], dict):
-        data["study"].setdefault("name", file.stem)
+        data["study"].setdefault("name", default_name)
     else:
-        data.setdefault("study", {"name": file.stem})
-    return study_from_dict(data, root=file.parent, source_text=text)
+        data.setdefault("study", {"name": default_name})
+    return study_from_dict(data, root=file.parent, source_text=text, overrides=overrides)

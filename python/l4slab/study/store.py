@@ -32,7 +32,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..output import atomic_write, write_json
+from ..io import atomic_write, write_bytes, write_json
+from ..results import flows_frame
 
 __all__ = [
     "META_KEY",
@@ -104,9 +105,7 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
 
 
 def run_file_bytes(result: Any, meta: Mapping[str, Any]) -> bytes:
-    """Serialise a :class:`~l4slab.runner.RunResult` and its identity into one Parquet file."""
-    from ..runner import flows_frame
-
+    """Serialise a :class:`~l4slab.results.RunResult` and its identity into one Parquet file."""
     frames = {
         "flows": flows_frame(result.summary["flows"]),
         "bottleneck": pd.DataFrame([bottleneck_row(result.summary)]),
@@ -124,7 +123,7 @@ def run_file_bytes(result: Any, meta: Mapping[str, Any]) -> bytes:
 
 def write_run_file(study_dir: Path, rid: str, data: bytes) -> Path:
     """Atomically place a run's Parquet file; clear a previous failure record."""
-    path = atomic_write(run_path(study_dir, rid), lambda tmp: tmp.write_bytes(data))
+    path = write_bytes(run_path(study_dir, rid), data)
     failed_path(study_dir, rid).unlink(missing_ok=True)
     return path
 

@@ -18,32 +18,39 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from .. import schema
 from ..analysis.metrics import t_quantile
 from ..errors import ScenarioError
 
-__all__ = ["t_quantile", "summarise", "check_metrics", "FLOW_METRICS", "BOTTLENECK_METRICS"]
+__all__ = ["t_quantile", "summarise", "check_metrics", "known_metrics", "DERIVED_BOTTLENECK_METRICS"]
 
-#: Numeric per-flow metrics of summary.json (docs/outputs.md).
-FLOW_METRICS = (
-    "base_rtt_ms", "goodput_mbps", "throughput_mbps", "mean_srtt_ms", "queuing_delay_ms", "mean_rtt_ms",
-    "retransmits", "rto_count", "tlp_count", "recoveries", "bytes_delivered", "packets_sent", "drops",
-    "marks", "acks_sent", "fct_s", "final_cwnd",
-)  # fmt: skip
-#: Numeric columns of the bottleneck table (store.bottleneck_row); qdisc_* extras are open-ended.
-BOTTLENECK_METRICS = (
-    "rate_mbps", "utilisation", "drops", "marks", "jain_index", "packets_sent", "packets_delivered",
-    "packets_dropped", "packets_in_flight", "packets_data", "packets_acks", "events", "sojourn_count",
-    "sojourn_mean_ms", "sojourn_p50_ms", "sojourn_p90_ms", "sojourn_p99_ms", "sojourn_p999_ms", "sojourn_max_ms",
+#: Columns of the catalog's ``bottleneck`` table that l4slab derives from a run's summary
+#: (:func:`l4slab.study.store.bottleneck_row`) beside the engine's bottleneck metrics: the
+#: sojourn statistics flattened, the link rate and the run-level counters.
+DERIVED_BOTTLENECK_METRICS = (
+    "rate_mbps", "jain_index", "packets_sent", "packets_delivered", "packets_dropped", "packets_in_flight",
+    "packets_data", "packets_acks", "events", "sojourn_count", "sojourn_mean_ms", "sojourn_p50_ms",
+    "sojourn_p90_ms", "sojourn_p99_ms", "sojourn_p999_ms", "sojourn_max_ms",
 )  # fmt: skip
 #: Identity columns that are numeric but not metrics.
 _KEYS = {"id", "group", "flow", "trial", "seed", "point", "wall_s"}
+
+
+def known_metrics() -> set[str]:
+    """What ``[study] metrics`` may name: the engine's per-flow and bottleneck summary
+    metrics (schema ``metrics``) and the derived bottleneck columns; ``qdisc_*`` extras too."""
+    return (
+        set(schema.metric_names("flow_summary"))
+        | set(schema.metric_names("bottleneck_summary"))
+        | set(DERIVED_BOTTLENECK_METRICS)
+    )
 
 
 def check_metrics(metrics: Any) -> None:
     """``[study] metrics``: a list of known metric names (``qdisc_*`` extras are accepted)."""
     if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
         raise ScenarioError(f"study.metrics: {metrics!r} is not a list of metric names; expected e.g. ['goodput_mbps']")
-    known = set(FLOW_METRICS) | set(BOTTLENECK_METRICS)
+    known = known_metrics()
     for metric in metrics:
         if metric not in known and not metric.startswith("qdisc_"):
             raise ScenarioError(

@@ -1,0 +1,67 @@
+"""The ``l4slab`` command: one module per command, dispatched from here.
+
+    l4slab run SCENARIO [--out DIR] [--seed N] [--set KEY=VALUE ...]
+    l4slab bench [--json] [--scenario FILE] [--repeat N] [--duration TIME] [--qdisc all|KIND,...]
+    l4slab demo --out DIR [--duration 20s] [--jobs N]
+    l4slab study run FILE [--out DIR] [--executor local|dask-local|dask://HOST:PORT] [--jobs N] [--emit-jobs FILE]
+    l4slab study report DIR | list | status DIR | run-one DIR RUN_ID
+    l4slab query DIR "SQL" [--csv]
+
+Each command module (:mod:`.run`, :mod:`.bench`, :mod:`.demo`, :mod:`.study`,
+:mod:`.query`) has ``add_parser(commands)`` and ``command(args) -> exit status``.
+User mistakes (an invalid scenario, a missing file) print one line
+``l4slab: error: ...`` on stderr and exit with status 2; engine failures exit 1.
+No traceback is ever printed for either.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from ..errors import EngineError, EngineUnavailableError, ScenarioError
+from ..version import PACKAGE_VERSION
+from . import bench, demo, query, run, study
+from .common import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_USAGE, error
+
+__all__ = ["main"]
+
+COMMANDS = {"run": run, "bench": bench, "demo": demo, "study": study, "query": query}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="l4slab",
+        description="Packet-level L4S network simulator: TOML scenarios in, summary.json and Parquet out.",
+    )
+    parser.add_argument("--version", action="version", version=f"l4slab {PACKAGE_VERSION}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMANDS.values():
+        module.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``l4slab`` console script; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command].command(args)
+    except ScenarioError as err:
+        error(str(err))
+        return EXIT_USAGE
+    except (EngineError, EngineUnavailableError) as err:
+        error(str(err))
+        return EXIT_ENGINE
+    except OSError as err:
+        # e.g. an output directory that cannot be created or written.
+        target = f"{err.filename}: " if getattr(err, "filename", None) else ""
+        error(f"{target}{err.strerror or err}")
+        return EXIT_ENGINE
+    except KeyboardInterrupt:
+        error("interrupted")
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""``l4slab bench``: the engine's wall time and simulated packets (and events) per second,
+on the packaged reference scenario or ``--scenario FILE``; ``--qdisc`` once per qdisc."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from contextlib import ExitStack
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import ScenarioError
+from .common import EXIT_OK
+
+#: ``bench --qdisc``: each qdisc at the PAM 2025 study's configuration for a 2-BDP
+#: buffer (aqm.md §0; 250000 B / 167 packets at 100 Mbit/s × 10 ms).
+BENCH_QDISCS = {
+    "bfifo": "bfifo limit 2bdp",
+    "fq": "fq limit 2bdp flow_limit 2bdp orphan_mask 0 ce_threshold 5ms",
+    "pie": "pie limit 2bdp target 5ms",
+    "codel": "codel limit 2bdp target 5ms ecn",
+    "fq_codel": "fq_codel limit 2bdp target 5ms ecn",
+    "dualpi2": "dualpi2 target 5ms",
+}
+
+
+def add_parser(commands) -> None:
+    bench_cmd = commands.add_parser(
+        "bench",
+        help="measure engine speed on the reference scenario",
+        description="Run a scenario (default: the packaged reference) and report the engine's wall time "
+        "and simulated packets per wall-clock second, data packets and ACKs separately.",
+    )
+    bench_cmd.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    bench_cmd.add_argument("--scenario", metavar="FILE", help="scenario to run instead of the reference")
+    bench_cmd.add_argument(
+        "--repeat", type=int, default=3, metavar="N", help="runs to time (default 3; best is reported)"
+    )
+    bench_cmd.add_argument(
+        "--duration", metavar="TIME", help="simulated time per run instead of the scenario's, e.g. 10s"
+    )
+    bench_cmd.add_argument(
+        "--qdisc",
+        metavar="all|KIND,...",
+        help="run the scenario once per qdisc at its PAM 2025 configuration for 2 BDP "
+        f"({', '.join(BENCH_QDISCS)}) and print a table; --json prints a JSON list",
+    )
+
+
+def _bench_scenario(args: argparse.Namespace):
+    """The scenario to time: ``--scenario`` or the packaged reference, with ``--duration``."""
+    from ..scenario import load_scenario, reference_scenario_path
+    from ..units import parse_time
+
+    if args.repeat < 1:
+        raise ScenarioError(f"--repeat: {args.repeat} is not a positive number of runs; expected e.g. 3")
+    duration = parse_time(args.duration, "--duration") if args.duration is not None else None
+    with ExitStack() as stack:
+        if args.scenario:
+            path = Path(args.scenario)
+        else:
+            path = stack.enter_context(resources.as_file(reference_scenario_path()))
+        scenario = load_scenario(path)
+    if duration is not None:
+        scenario = scenario.model_copy(update={"duration": duration})
+        scenario.check()
+    return scenario
+
+
+def _time_config(config: dict[str, Any], repeat: int) -> tuple[dict[str, Any], list[float]]:
+    from .. import engine
+
+    walls: list[float] = []
+    results: dict[str, Any] = {}
+    for _ in range(repeat):
+        results, wall_s = engine.simulate(config)
+        walls.append(wall_s)
+    return results, walls
+
+
+def command(args: argparse.Namespace) -> int:
+    from .. import engine
+
+    scenario = _bench_scenario(args)
+    if args.qdisc is not None:
+        return _bench_qdiscs(args, scenario)
+    config = scenario.resolve()
+
+    results, walls = _time_config(config, args.repeat)
+    best = min(walls)
+    packets = results["packets"]
+    report = {
+        "scenario": scenario.name,
+        "simulated_s": results["duration_s"],
+        "flows": len(results["flows"]),
+        "repeat": args.repeat,
+        "wall_s": best,
+        "wall_s_median": statistics.median(walls),
+        "wall_s_all": walls,
+        "packets": packets["sent"],
+        "data_packets": packets.get("data"),
+        "ack_packets": packets.get("acks"),
+        "packets_per_s": packets["sent"] / best if best > 0 else None,
+        "data_packets_per_s": packets["data"] / best if best > 0 and "data" in packets else None,
+        "ack_packets_per_s": packets["acks"] / best if best > 0 and "acks" in packets else None,
+        "events": results.get("events"),
+        "events_per_s": results["events"] / best if best > 0 and "events" in results else None,
+        "speedup": results["duration_s"] / best if best > 0 else None,
+        "engine_version": engine.version(),
+    }
+    if args.json:
+        print(json.dumps(report))
+        return EXIT_OK
+
+    def rate(value: float | None) -> str:
+        return "–" if value is None else f"{value / 1e6:.2f} M/s"
+
+    print(f"scenario:  {report['scenario']} ({report['simulated_s']:g} s simulated, {report['flows']} flows)")
+    print(
+        f"wall:      {best:.3f} s best of {args.repeat} (median {report['wall_s_median']:.3f} s); "
+        f"{report['speedup']:.0f}x faster than real time"
+    )
+    print(f"packets:   {report['packets']} = {report['data_packets']} data + {report['ack_packets']} ACKs")
+    print(
+        f"packets/s: {rate(report['packets_per_s'])} "
+        f"(data {rate(report['data_packets_per_s'])}, ACKs {rate(report['ack_packets_per_s'])})"
+    )
+    if report["events"] is not None:
+        print(f"events/s:  {rate(report['events_per_s'])} ({report['events']} events)")
+    print(f"engine:    {report['engine_version']}")
+    return EXIT_OK
+
+
+def _bench_kinds(selection: str) -> list[str]:
+    if selection.strip() == "all":
+        return list(BENCH_QDISCS)
+    kinds = [kind.strip() for kind in selection.split(",") if kind.strip()]
+    for kind in kinds:
+        if kind not in BENCH_QDISCS:
+            raise ScenarioError(f"--qdisc: {kind!r} is not one of all, {', '.join(BENCH_QDISCS)}")
+    if not kinds:
+        raise ScenarioError(f"--qdisc: empty; expected all or some of {', '.join(BENCH_QDISCS)}")
+    return list(dict.fromkeys(kinds))
+
+
+def _bench_qdiscs(args: argparse.Namespace, scenario) -> int:
+    """``bench --qdisc``: the scenario once per qdisc at its PAM configuration; a table or a JSON list."""
+    from .. import engine
+    from ..qdisc import describe_engine_qdisc, parse_qdisc
+
+    version = engine.version()
+    rows: list[dict[str, Any]] = []
+    for kind in _bench_kinds(args.qdisc):
+        bottleneck = scenario.bottleneck.model_copy(update={"qdisc": parse_qdisc(BENCH_QDISCS[kind]), "buffer": None})
+        config = scenario.model_copy(update={"bottleneck": bottleneck}).resolve()
+        results, walls = _time_config(config, args.repeat)
+        best = min(walls)
+        packets = results["packets"]["sent"]
+        rows.append(
+            {
+                "qdisc": kind,
+                "config": describe_engine_qdisc(config["bottleneck"]["qdisc"]),
+                "scenario": scenario.name,
+                "simulated_s": results["duration_s"],
+                "repeat": args.repeat,
+                "wall_s": best,
+                "wall_s_median": statistics.median(walls),
+                "packets": packets,
+                "packets_per_s": packets / best if best > 0 else None,
+                "events_per_s": results["events"] / best if best > 0 and "events" in results else None,
+                "speedup": results["duration_s"] / best if best > 0 else None,
+                "engine_version": version,
+            }
+        )
+    baseline = next((row["packets_per_s"] for row in rows if row["qdisc"] == "bfifo"), None)
+    for row in rows:
+        pps = row["packets_per_s"]
+        row["speed_vs_bfifo"] = pps / baseline if baseline and pps is not None else None
+    if args.json:
+        print(json.dumps(rows))
+        return EXIT_OK
+
+    simulated = rows[0]["simulated_s"] if rows else 0
+    print(f"scenario: {scenario.name} ({simulated:g} s simulated), best of {args.repeat}; engine {version}")
+    header = f"{'qdisc':<9} {'wall s':>8} {'packets/s':>11} {'vs bfifo':>9}  config"
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        pps = "–" if row["packets_per_s"] is None else f"{row['packets_per_s'] / 1e6:.2f} M"
+        relative = "–" if row["speed_vs_bfifo"] is None else f"{row['speed_vs_bfifo']:.2f}x"
+        print(f"{row['qdisc']:<9} {row['wall_s']:>8.3f} {pps:>11} {relative:>9}  {row['config']}")
+    return EXIT_OK

@@ -1,0 +1,90 @@
+"""``l4slab run SCENARIO [--out DIR] [--seed N] [--set KEY=VALUE ...]``: one run, a summary table,
+the ``tc -s``-like qdisc block and (with ``--out``) the run directory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .common import EXIT_OK, fmt
+
+
+def add_parser(commands) -> None:
+    run_cmd = commands.add_parser(
+        "run",
+        help="run one scenario",
+        description="Run one scenario, print a summary table and (with --out) write the output files.",
+    )
+    run_cmd.add_argument("scenario", metavar="SCENARIO", help="scenario TOML file")
+    run_cmd.add_argument("--out", metavar="DIR", help="write summary.json, scenario.json and Parquet series here")
+    run_cmd.add_argument("--seed", type=int, metavar="N", help="replace the scenario's seed")
+    run_cmd.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a field, e.g. --set bottleneck.rate=50Mbit --set flows[0].cc=reno (repeatable)",
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..results import tc_stats_lines
+    from ..runner import run
+    from ..scenario import load_scenario, parse_override
+
+    overrides = dict(parse_override(item) for item in args.overrides)
+    if args.seed is not None:
+        overrides["seed"] = args.seed
+    result = run(load_scenario(Path(args.scenario), overrides=overrides))
+    summary = result.summary
+    console = Console(width=None if sys.stdout.isatty() else 120)
+
+    bottleneck = summary["bottleneck"]
+    title = (
+        f"{summary['scenario']}: {summary['duration_s']:g} s, seed {summary['seed']}, "
+        f"htb {bottleneck['rate_mbps']:g}Mbit + {bottleneck['qdisc_config']}"
+    )
+    table = Table(title=title, title_justify="left")
+    show_labels = any(flow.get("label") not in (None, flow["cc"]) for flow in summary["flows"])
+    headers = ["flow", *(["label"] if show_labels else []), "cc", "base RTT ms", "goodput Mb/s", "mean srtt ms"]
+    headers += ["queuing ms", "retrans", "drops", "marks"]
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("label", "cc") else "right")
+    for flow in summary["flows"]:
+        table.add_row(
+            str(flow["id"]),
+            *([str(flow.get("label"))] if show_labels else []),
+            str(flow["cc"]),
+            fmt(flow.get("base_rtt_ms")),
+            fmt(flow["goodput_mbps"], 2),
+            fmt(flow["mean_srtt_ms"]),
+            fmt(flow["queuing_delay_ms"]),
+            fmt(flow["retransmits"]),
+            fmt(flow.get("drops")),
+            fmt(flow.get("marks")),
+        )
+    console.print(table)
+    sojourn = bottleneck["sojourn_ms"]
+    console.print(
+        f"bottleneck: utilisation {fmt(bottleneck['utilisation'], 3)}, sojourn mean/p50/p99 "
+        f"{fmt(sojourn.get('mean'))}/{fmt(sojourn.get('p50'))}/{fmt(sojourn.get('p99'))} ms, "
+        f"drops {bottleneck['drops']}, marks {bottleneck['marks']}; Jain index {fmt(summary['jain_index'], 3)}",
+        soft_wrap=True,
+    )
+    for line in tc_stats_lines(bottleneck):
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
+    console.print(
+        f"packets: {summary['packets_sent']} sent = {summary['packets_delivered']} delivered + "
+        f"{summary['packets_dropped']} dropped + {summary['packets_in_flight']} in flight; "
+        f"engine {result.wall_s:.3f} s wall",
+        soft_wrap=True,
+    )
+    if args.out:
+        directory = result.write(args.out)
+        console.print(f"wrote {directory}/summary.json and series (see docs/outputs.md)", soft_wrap=True)
+    return EXIT_OK

@@ -1,0 +1,84 @@
+"""``l4slab study run|report|list|status|run-one``: studies (docs/studies.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .common import EXIT_ENGINE, EXIT_OK, print_frame
+
+
+def add_parser(commands) -> None:
+    study_cmd = commands.add_parser(
+        "study",
+        help="run a study (a sweep of many runs) and inspect its progress",
+        description="Studies: a TOML file of factors over a base scenario, run as one resumable command "
+        "(docs/studies.md).",
+    )
+    study = study_cmd.add_subparsers(dest="study_command", required=True, metavar="SUBCOMMAND")
+    run_cmd = study.add_parser("run", help="validate a study file and run every run without a result")
+    run_cmd.add_argument(
+        "file", metavar="FILE", help="study TOML file, or a built-in study name (e.g. pam2025-prague-cubic)"
+    )
+    run_cmd.add_argument("--out", metavar="DIR", help="study directory (default results/<study name>)")
+    run_cmd.add_argument(
+        "--executor", default="local", metavar="local|dask-local|dask://HOST:PORT",
+        help="where runs execute (default local: a process pool)",
+    )  # fmt: skip
+    run_cmd.add_argument("--jobs", type=int, metavar="N", help="processes / Dask workers (default: every core)")
+    run_cmd.add_argument(
+        "--emit-jobs", metavar="FILE",
+        help="run nothing: write one `l4slab study run-one DIR ID` line per pending run (SLURM arrays, GNU parallel)",
+    )  # fmt: skip
+    run_cmd.add_argument("--no-progress", action="store_true", help="no progress bar")
+    report_cmd = study.add_parser("report", help="figures and a Markdown summary (DIR/report/report.md)")
+    report_cmd.add_argument("dir", metavar="DIR", help="study directory")
+    study.add_parser("list", help="the built-in studies")
+    status_cmd = study.add_parser("status", help="done/pending/failed counts per factor value")
+    status_cmd.add_argument("dir", metavar="DIR", help="study directory")
+    one_cmd = study.add_parser("run-one", help="run one planned run of a study directory (for job arrays)")
+    one_cmd.add_argument("dir", metavar="DIR", help="study directory")
+    one_cmd.add_argument("run_id", metavar="RUN_ID", help="run id (a line of --emit-jobs)")
+    one_cmd.add_argument("--force", action="store_true", help="run even if a valid result exists")
+
+
+def command(args: argparse.Namespace) -> int:
+    from .. import study
+
+    if args.study_command == "run":
+        if args.emit_jobs:
+            directory, count = study.emit_jobs(args.file, args.emit_jobs, out=args.out)
+            print(f"wrote {count} job line(s) to {args.emit_jobs} (study directory {directory})")
+            return EXIT_OK
+        report = study.run(
+            args.file,
+            out=args.out,
+            executor=args.executor,
+            jobs=args.jobs,
+            progress=not args.no_progress and sys.stderr.isatty(),
+        )
+        print(
+            f"{report.directory}: {report.total} runs: {report.skipped} already done, {report.done} run now, "
+            f"{report.failed} failed; catalog {report.directory}/catalog.duckdb"
+        )
+        for rid, error in list(report.errors.items())[:5]:
+            error(f"run {rid[:12]}: {error}")
+        return EXIT_ENGINE if report.failed else EXIT_OK
+    if args.study_command == "report":
+        from ..study.report import report as write_report
+
+        print(f"wrote {write_report(args.dir)}")
+        return EXIT_OK
+    if args.study_command == "list":
+        for name in study.builtin_studies():
+            print(name)
+        return EXIT_OK
+    if args.study_command == "status":
+        frame = study.status(args.dir)
+        print_frame(frame, csv=False)
+        return EXIT_OK
+    error = study.run_one(args.dir, args.run_id, force=args.force)
+    if error is not None:
+        error(f"run {args.run_id[:12]}: {error}")
+        return EXIT_ENGINE
+    return EXIT_OK

@@ -1,0 +1,75 @@
+"""A run directory: the files one run writes, and the order that makes it complete.
+
+Every file is written atomically (:mod:`l4slab.io`); ``summary.json`` is written last
+(and removed first), so its presence marks a complete run directory.
+
+Files (schema in docs/outputs.md):
+
+* ``scenario.json``: the resolved engine config (base units), enough to re-run;
+* ``flows.parquet``: one row per flow (the summary's flow entries);
+* ``flow_series.parquet``: per-flow time series, long format;
+* ``bottleneck_series.parquet``: bottleneck time series;
+* ``sojourn.parquet``: per-packet sojourn trace (only with ``trace_sojourn``);
+* ``meta.json``: wall time and versions (not deterministic, hence not in the summary);
+* ``summary.json``: the fixed-schema summary scripts read.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+from .io import write_json, write_parquet
+from .version import PACKAGE_VERSION
+
+__all__ = ["write_run", "OUTPUT_FILES"]
+
+OUTPUT_FILES = (
+    "scenario.json",
+    "flows.parquet",
+    "flow_series.parquet",
+    "bottleneck_series.parquet",
+    "sojourn.parquet",
+    "meta.json",
+    "summary.json",
+)
+
+
+def write_run(result: Any, out_dir: str | os.PathLike[str]) -> Path:
+    """Write every output file of ``result`` (a :class:`l4slab.results.RunResult`) into
+    ``out_dir``; return the directory.
+
+    A stale ``sojourn.parquet`` from an earlier run in the same directory is removed
+    when this run has no trace, so the directory always describes one run.
+    """
+    directory = Path(out_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    summary_path = directory / "summary.json"
+    # The old summary goes first: until the new one lands, the directory is "incomplete".
+    summary_path.unlink(missing_ok=True)
+
+    write_json(directory / "scenario.json", result.config)
+    write_parquet(directory / "flows.parquet", result.flows)
+    write_parquet(directory / "flow_series.parquet", result.flow_series)
+    write_parquet(directory / "bottleneck_series.parquet", result.bottleneck_series)
+    sojourn = result.sojourn
+    if sojourn is not None:
+        write_parquet(directory / "sojourn.parquet", sojourn)
+    else:
+        (directory / "sojourn.parquet").unlink(missing_ok=True)
+    write_json(
+        directory / "meta.json",
+        {
+            "wall_s": result.wall_s,
+            "engine_version": result.engine_version,
+            "l4slab_version": PACKAGE_VERSION,
+            "python_version": platform.python_version(),
+            "platform": platform.platform(),
+            "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        },
+    )
+    write_json(summary_path, result.summary)
+    return directory

@@ -1,0 +1,102 @@
+"""pydantic's validation errors → one :class:`~l4slab.errors.ScenarioError` line.
+
+The line names the field path (``flows[1].rate``), the value and what would have
+been accepted (the field's examples, the allowed keys with a "did you mean" hint).
+When several problems are found the first is reported (an unknown key first: it is
+usually a typo that also causes a "missing" error) and the rest are counted.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Mapping
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import ScenarioError
+from .model import SCENARIO_ERROR, Bottleneck, Scenario, TcpFlow, UdpFlow
+
+__all__ = ["one_line"]
+
+
+def _format_loc(loc: tuple[Any, ...]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "scenario"
+
+
+def _strip_tags(loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
+    """Remove the union tag pydantic inserts after a flow index: ('flows', 1, 'udp', 'rate')."""
+    cleaned: list[Any] = []
+    tag = None
+    for i, part in enumerate(loc):
+        if part in ("tcp", "udp") and i > 0 and isinstance(loc[i - 1], int):
+            tag = part
+            continue
+        cleaned.append(part)
+    return tuple(cleaned), tag
+
+
+def _model_at(loc: tuple[Any, ...], tag: str | None) -> type[BaseModel] | None:
+    if not loc:
+        return Scenario
+    if loc[0] == "bottleneck" and len(loc) == 1:
+        return Bottleneck
+    if loc[0] == "flows" and len(loc) == 2:
+        return UdpFlow if tag == "udp" else TcpFlow
+    return None
+
+
+def _example_for(loc: tuple[Any, ...], tag: str | None) -> str:
+    model = _model_at(loc[:-1], tag)
+    if model is None or not loc or loc[-1] not in model.model_fields:
+        return ""
+    examples = model.model_fields[loc[-1]].examples
+    return f"; expected e.g. {', '.join(repr(e) for e in examples)}" if examples else ""
+
+
+def _error_line(error: Mapping[str, Any]) -> str:
+    loc, tag = _strip_tags(tuple(error["loc"]))
+    kind = error["type"]
+    value = error.get("input")
+    ctx = error.get("ctx") or {}
+    if kind == SCENARIO_ERROR:
+        message = ctx["message"]
+        return message if ctx.get("has_path") else f"{_format_loc(loc)}: {message}"
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        model = _model_at(loc[:-1], tag)
+        allowed = sorted(model.model_fields, key=lambda name: name != "kind") if model else []
+        close = difflib.get_close_matches(key, allowed, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        where = f" in a {tag} flow" if tag else ""
+        return f"{_format_loc(loc)}: unknown key{where}{hint}; allowed: {', '.join(allowed)}"
+    if kind == "missing":
+        if loc == ("bottleneck",):
+            return (
+                'bottleneck: missing; add a [bottleneck] table, e.g. rate = "100Mbit" and qdisc = "bfifo limit 250000"'
+            )
+        if loc == ("flows",):
+            return 'flows: missing; add at least one [[flows]] entry, e.g. cc = "cubic" and rtt = "10ms"'
+        return f"{_format_loc(loc)}: missing{_example_for(loc, tag)}"
+    if kind == "union_tag_invalid":
+        return f"{_format_loc(loc)}.kind: {ctx.get('tag')!r} is not a flow kind; expected 'tcp' or 'udp'"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return f"{_format_loc(loc)}: {value!r} is not a table; expected e.g. [{_format_loc(loc)}] with keys"
+    if kind == "too_short" and loc == ("flows",):
+        return "flows: at least one [[flows]] entry is required"
+    message = error["msg"][0].lower() + error["msg"][1:]
+    return f"{_format_loc(loc)}: {value!r} is invalid: {message}{_example_for(loc, tag)}"
+
+
+def one_line(err: ValidationError) -> ScenarioError:
+    # An unknown key is usually a typo that also causes a "missing" error; report the typo.
+    errors = sorted(err.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    line = _error_line(errors[0])
+    if len(errors) > 1:
+        line += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return ScenarioError(line)

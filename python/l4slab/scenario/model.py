@@ -1,0 +1,351 @@
+"""The scenario model: what a scenario file may say, validated field by field, in base units.
+
+A scenario file looks like this (units as in ``tc``, see :mod:`l4slab.units`)::
+
+    name = "reference"
+    duration = "60s"
+    seed = 1
+    [bottleneck]
+    rate = "100Mbit"
+    qdisc = "bfifo limit 250000"
+    [[flows]]
+    cc = "cubic"
+    rtt = "10ms"
+    count = 2
+
+:class:`Scenario` (pydantic v2) holds the validated values in base units (ns, bit/s,
+bytes); :meth:`Scenario.check` adds the checks across fields and
+:meth:`Scenario.resolve` gives the engine's config (:mod:`.resolve`). Congestion
+control names and the TCP knobs' ranges are the engine's (:mod:`l4slab.schema`).
+Field validators raise :data:`SCENARIO_ERROR` errors whose message :mod:`.errors`
+turns into one line.
+"""
+
+from __future__ import annotations
+
+import difflib
+from fractions import Fraction
+from typing import Annotated, Any, Callable, Literal, Mapping, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PlainValidator, Tag, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
+
+from .. import schema, units
+from ..errors import ScenarioError
+from ..qdisc import QdiscRequest, parse_qdisc
+from ..units import BdpMultiple, Percent, UnitError
+from .resolve import MAX_UDP_PAYLOAD, TCP_ENGINE_FIELDS, UDP_IP_UDP_HEADER_BYTES, resolve_scenario, udp_rate_bps
+
+__all__ = ["Scenario", "Bottleneck", "TcpFlow", "UdpFlow", "SCENARIO_ERROR", "TCP_ECN_WORDS"]
+
+#: pydantic error type of the model's own checks: ``ctx["message"]`` is the one-line message.
+SCENARIO_ERROR = "l4slab_scenario_error"
+#: TcpFlow fields checked against the engine's range of their knob (schema ``tcp_flow``):
+#: field → engine key. ``ecn``/``receiver_ecn`` are checked by their parser, which also reads words.
+TCP_RANGED_FIELDS = {field: key for key, field in TCP_ENGINE_FIELDS.items() if key != "ecn"}
+
+StrictInt = Annotated[int, Field(strict=True)]
+
+
+# --- field types: unit strings parsed by PlainValidators --------------------------------
+
+
+def _unit_validator(parser: Callable[[Any], Any]) -> PlainValidator:
+    def validate(value: Any) -> Any:
+        try:
+            return parser(value)
+        except UnitError as err:
+            raise PydanticCustomError(SCENARIO_ERROR, "{message}", {"message": str(err)}) from None
+
+    return PlainValidator(validate)
+
+
+def _qdisc_validator(value: Any) -> QdiscRequest:
+    try:
+        return parse_qdisc(value)
+    except ScenarioError as err:
+        # parse_qdisc names the path itself (bottleneck.qdisc[.param]); keep it verbatim.
+        raise PydanticCustomError(SCENARIO_ERROR, "{message}", {"message": str(err), "has_path": True}) from None
+
+
+TimeNs = Annotated[int, _unit_validator(units.time_ns)]
+RateBps = Annotated[int, _unit_validator(units.rate_bps)]
+SizeBytes = Annotated[int, _unit_validator(units.size_bytes)]
+BufferAmount = Annotated[Union[int, BdpMultiple], _unit_validator(units.buffer)]
+RateOrPercent = Annotated[Union[int, Percent], _unit_validator(units.rate_or_percent)]
+QdiscField = Annotated[QdiscRequest, PlainValidator(_qdisc_validator)]
+StrictCount = Annotated[int, Field(strict=True, ge=1)]
+
+#: ``net.ipv4.tcp_ecn`` by friendly name (numbers in the engine's range are accepted as they are).
+TCP_ECN_WORDS = {"off": 0, "classic": 1, "accecn": 3}
+TCP_ECN_EXAMPLES = "2, 'off' (0), 'classic' (1), 'accecn' (3)"
+
+
+def _tcp_ecn(value: Any) -> int:
+    """``net.ipv4.tcp_ecn``: a mode in the engine's range (0–5), or off / classic / accecn."""
+    if isinstance(value, str) and value.strip().lower() in TCP_ECN_WORDS:
+        return TCP_ECN_WORDS[value.strip().lower()]
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    low, high = schema.tcp_flow_param("ecn").int_range
+    if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
+        return value
+    raise UnitError(f"{value!r} is not a tcp_ecn mode; expected {low}..{high} or e.g. {TCP_ECN_EXAMPLES}")
+
+
+TcpEcnMode = Annotated[int, _unit_validator(_tcp_ecn)]
+
+
+_ECN_ALIASES = {
+    "not-ect": "not-ect",
+    "not_ect": "not-ect",
+    "notect": "not-ect",
+    "ect0": "ect0",
+    "ect_0": "ect0",
+    "ect(0)": "ect0",
+    "ect1": "ect1",
+    "ect_1": "ect1",
+    "ect(1)": "ect1",
+    "ce": "ce",
+}
+
+
+# --- models --------------------------------------------------------------------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+
+class _FlowCommon(_Strict):
+    rtt: TimeNs = Field(description="base RTT (propagation only)", examples=["10ms"])
+    count: StrictCount = Field(1, description="number of identical flows this entry expands to")
+    start: TimeNs = Field(0, description="start time", examples=["0s", "5s"])
+    stop: TimeNs | None = Field(None, description="stop sending new data at", examples=["60s"])
+    fwd_delay: TimeNs | None = Field(
+        None, description="sender→bottleneck propagation (default rtt/2)", examples=["5ms"]
+    )
+    label: str | None = Field(None, description="name shown in tables and plots")
+
+
+class TcpFlow(_FlowCommon):
+    """A bulk TCP transfer (iperf3-like)."""
+
+    kind: Literal["tcp"] = "tcp"
+    cc: str = Field(
+        "cubic", description="congestion control by its Linux name", examples=["cubic", "reno", "dctcp", "prague"]
+    )
+    bytes: SizeBytes | None = Field(
+        None, description="bytes to send (iperf3 -n); unbounded if absent", examples=["10mb"]
+    )
+    mss: StrictInt | None = Field(None, description="maximum segment size, bytes", examples=[1448])
+    init_cwnd: StrictInt | None = Field(None, description="initial window, segments", examples=[10])
+    rto_min: TimeNs | None = Field(None, examples=["200ms"])
+    rwnd: SizeBytes | None = Field(None, description="receive window limit", examples=["4mb"])
+    delayed_ack: Annotated[bool, Field(strict=True)] | None = Field(None, examples=[True])
+    drop_segments: list[Annotated[int, Field(strict=True, ge=0)]] | None = Field(None, examples=[[10, 11]])
+    ecn: TcpEcnMode | None = Field(
+        None, description="sender's net.ipv4.tcp_ecn (Linux default 2)", examples=[2, "accecn", "classic", "off"]
+    )
+    receiver_ecn: TcpEcnMode | None = Field(
+        None,
+        description="receiver's net.ipv4.tcp_ecn (default 2; 3 for prague, 1 for dctcp)",
+        examples=[2, "accecn", "classic", "off"],
+    )
+    ecn_option: StrictInt | None = Field(
+        None, description="net.ipv4.tcp_ecn_option on both hosts (default 2)", examples=[2]
+    )
+    receiver_cc: str | None = Field(
+        None, description="receiving socket's congestion control (default cubic; dctcp for dctcp)", examples=["dctcp"]
+    )
+    fq_pacing: Annotated[bool, Field(strict=True)] | None = Field(
+        None, description="the sender host has fq as its qdisc, so every CC is paced", examples=[True]
+    )
+    tso: Annotated[bool, Field(strict=True)] | None = Field(
+        None,
+        description="TSO/GSO on the sender (ethtool -K tso/gso; Linux default on): paced senders emit "
+        "bursts of tso_segs segments; off, one segment per skb (the PAM 2025 testbed)",
+        examples=[False],
+    )
+    cc_params: dict[str, Any] | None = Field(
+        None,
+        description="module parameters of the congestion control (checked by the engine)",
+        examples=[{"segment_sizing": {"scheme": "logarithmic", "k": 4.0}}, {"beta": 717}],
+    )
+
+    @field_validator("cc", "receiver_cc")
+    @classmethod
+    def _known_cc(cls, value: str | None) -> str | None:
+        known = schema.congestion_control_names()
+        if value is not None and value not in known:
+            close = difflib.get_close_matches(value, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise PydanticCustomError(
+                SCENARIO_ERROR,
+                "{message}",
+                {"message": f"{value!r} is not a known congestion control{hint}; known: {', '.join(known)}"},
+            )
+        return value
+
+    @field_validator(*TCP_RANGED_FIELDS)
+    @classmethod
+    def _in_engine_range(cls, value: Any, info: ValidationInfo) -> Any:
+        """The engine's range of the knob, reported as pydantic reports bounds (times with units)."""
+        knob = schema.engine_schema().tcp_flow.get(TCP_RANGED_FIELDS[info.field_name])
+        if knob is None or isinstance(value, bool) or not isinstance(value, int):
+            return value
+        low, high = knob.int_range
+        shown = units.format_time if knob.kind is schema.ParamKind.TIME_NS else str
+        if low is not None and value < low:
+            raise PydanticCustomError(
+                "greater_than_equal", "Input should be greater than or equal to {ge}", {"ge": shown(low)}
+            )
+        if high is not None and value > high:
+            raise PydanticCustomError(
+                "less_than_equal", "Input should be less than or equal to {le}", {"le": shown(high)}
+            )
+        return value
+
+
+class UdpFlow(_FlowCommon):
+    """An unresponsive constant-bit-rate UDP source (iperf3 -u -b)."""
+
+    kind: Literal["udp"]
+    rate: RateOrPercent = Field(
+        description="rate counted on L2 frames, or % of the bottleneck", examples=["50%", "50Mbit"]
+    )
+    packet_size: SizeBytes = Field(1500, description="IP packet size (payload + 28)", examples=["1500B"])
+    ecn: str = Field("not-ect", description="ECN codepoint", examples=["not-ect", "ect0", "ect1", "ce"])
+
+    @field_validator("ecn", mode="before")
+    @classmethod
+    def _ecn_codepoint(cls, value: Any) -> str:
+        codepoint = _ECN_ALIASES.get(str(value).strip().lower()) if isinstance(value, str) else None
+        if codepoint is None:
+            raise PydanticCustomError(
+                SCENARIO_ERROR,
+                "{message}",
+                {"message": f"{value!r} is not an ECN codepoint; expected not-ect, ect0, ect1 or ce"},
+            )
+        return codepoint
+
+
+def _flow_kind(value: Any) -> str | None:
+    if isinstance(value, Mapping):
+        return value.get("kind", "tcp")
+    return getattr(value, "kind", None)
+
+
+Flow = Annotated[
+    Union[Annotated[TcpFlow, Tag("tcp")], Annotated[UdpFlow, Tag("udp")]],
+    Discriminator(_flow_kind),
+]
+
+
+class Bottleneck(_Strict):
+    """``htb rate R burst B`` with one child qdisc."""
+
+    rate: RateBps = Field(examples=["100Mbit"])
+    qdisc: QdiscField = Field(
+        QdiscRequest("pfifo"),
+        description="child qdisc in tc syntax; default pfifo (Linux's HTB leaf default)",
+        examples=["bfifo limit 250000"],
+    )
+    buffer: BufferAmount | None = Field(None, description="qdisc limit as bytes or BDPs", examples=["2bdp"])
+    burst: SizeBytes = Field(1600, description="HTB bucket (tc default 1600 B)", examples=["1600B"])
+    access_rate: RateBps = Field(10_000_000_000, description="senders' NIC rate", examples=["10Gbit"])
+    bdp_rtt: TimeNs | None = Field(
+        None, description="RTT of the 'bdp' unit (default: the flows' base RTT)", examples=["10ms"]
+    )
+
+
+class Scenario(_Strict):
+    """A validated scenario, values in base units (ns, bit/s, bytes)."""
+
+    name: str = "scenario"
+    duration: TimeNs = Field(examples=["60s"])
+    seed: Annotated[int, Field(strict=True, ge=0, le=2**64 - 1)] = 1
+    bin: TimeNs = Field(100_000_000, description="width of time-series bins", examples=["100ms"])
+    warmup: TimeNs = Field(0, description="start of the summary window", examples=["0s", "5s"])
+    start_jitter: TimeNs = Field(1_000_000, description="random per-flow start offset in [0, x]", examples=["1ms"])
+    trace_sojourn: Annotated[bool, Field(strict=True)] = False
+    bottleneck: Bottleneck
+    flows: list[Flow] = Field(min_length=1, description="at least one [[flows]] entry")
+
+    # --- derived views -------------------------------------------------------------
+
+    def expanded_flows(self) -> list[tuple[int, TcpFlow | UdpFlow]]:
+        """``(group, flow)`` per engine flow, in engine flow-id order (``count`` expanded)."""
+        return [(group, flow) for group, flow in enumerate(self.flows) for _ in range(flow.count)]
+
+    def flow_labels(self) -> list[str]:
+        """A display label per engine flow: the entry's ``label``, else its cc (or "udp")."""
+        return [flow.label or (flow.cc if isinstance(flow, TcpFlow) else "udp") for _, flow in self.expanded_flows()]
+
+    def bdp_bytes(self) -> tuple[Fraction | None, str]:
+        """The BDP in bytes and, when it is undefined, the reason (for error messages)."""
+        if self.bottleneck.bdp_rtt is not None:
+            return units.bdp_bytes(self.bottleneck.rate, self.bottleneck.bdp_rtt), ""
+        rtts = sorted({flow.rtt for flow in self.flows})
+        if len(rtts) == 1:
+            return units.bdp_bytes(self.bottleneck.rate, rtts[0]), ""
+        shown = ", ".join(units.format_time(r) for r in rtts)
+        return None, f"the flows have different base RTTs ({shown}); set bottleneck.bdp_rtt"
+
+    # --- checks across fields ------------------------------------------------------------
+
+    def check(self) -> None:
+        """Cross-field checks the field types cannot express; raises ScenarioError."""
+        if self.duration == 0:
+            raise ScenarioError("duration: must be > 0; expected e.g. '60s'")
+        if self.bin == 0:
+            raise ScenarioError("bin: must be > 0; expected e.g. '100ms'")
+        if self.warmup >= self.duration:
+            raise ScenarioError(
+                f"warmup: {units.format_time(self.warmup)!r} must be shorter than duration "
+                f"{units.format_time(self.duration)!r}"
+            )
+        if self.bottleneck.rate == 0:
+            raise ScenarioError("bottleneck.rate: must be > 0; expected e.g. '100Mbit'")
+        if self.bottleneck.access_rate == 0:
+            raise ScenarioError("bottleneck.access_rate: must be > 0; expected e.g. '10Gbit'")
+        if self.bottleneck.bdp_rtt == 0:
+            raise ScenarioError("bottleneck.bdp_rtt: must be > 0; expected e.g. '10ms'")
+        for index, flow in enumerate(self.flows):
+            path = f"flows[{index}]"
+            if flow.rtt == 0:
+                raise ScenarioError(f"{path}.rtt: must be > 0; expected e.g. '10ms'")
+            if flow.fwd_delay is not None and flow.fwd_delay > flow.rtt:
+                raise ScenarioError(
+                    f"{path}.fwd_delay: {units.format_time(flow.fwd_delay)!r} exceeds the rtt "
+                    f"{units.format_time(flow.rtt)!r}"
+                )
+            if flow.start >= self.duration:
+                raise ScenarioError(
+                    f"{path}.start: {units.format_time(flow.start)!r} is not before the end of the run "
+                    f"({units.format_time(self.duration)!r})"
+                )
+            if flow.stop is not None and flow.stop <= flow.start:
+                raise ScenarioError(
+                    f"{path}.stop: {units.format_time(flow.stop)!r} is not after "
+                    f"start {units.format_time(flow.start)!r}"
+                )
+            if isinstance(flow, UdpFlow):
+                payload = flow.packet_size - UDP_IP_UDP_HEADER_BYTES
+                if not 1 <= payload <= MAX_UDP_PAYLOAD:
+                    raise ScenarioError(
+                        f"{path}.packet_size: {flow.packet_size} B leaves a UDP payload of {payload} B; "
+                        f"expected {UDP_IP_UDP_HEADER_BYTES + 1}..{UDP_IP_UDP_HEADER_BYTES + MAX_UDP_PAYLOAD} B, "
+                        "e.g. '1500B'"
+                    )
+                if udp_rate_bps(flow.rate, self.bottleneck.rate) == 0:
+                    raise ScenarioError(
+                        f"{path}.rate: {str(flow.rate)!r} is a zero rate; expected e.g. '50%', '50Mbit'"
+                    )
+
+    # --- resolution ------------------------------------------------------------------------
+
+    def resolve(self) -> dict[str, Any]:
+        """The engine config (config.rs ``ScenarioConfig``) as a JSON-ready dict
+        (:func:`l4slab.scenario.resolve.resolve_scenario`)."""
+        return resolve_scenario(self)

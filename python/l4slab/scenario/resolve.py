@@ -1,0 +1,100 @@
+"""A validated scenario → the engine's config (``crates/l4slab-core/src/config.rs``).
+
+Expands ``count``, converts ``bdp`` and ``%`` values, resolves the qdisc with its
+defaults, sends optional TCP knobs only when set (so the engine's defaults apply),
+fills the receiver defaults the engine lists for the flow's congestion control, and
+lets the engine check what only it knows. Works on any object shaped like
+:class:`l4slab.scenario.model.Scenario` (it does not import the model).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import engine, schema
+from ..qdisc import resolve_qdisc
+from ..units import Percent
+
+__all__ = ["resolve_scenario", "udp_rate_bps", "UDP_IP_UDP_HEADER_BYTES", "MAX_UDP_PAYLOAD", "TCP_ENGINE_FIELDS"]
+
+#: IPv4 (20 B) + UDP (8 B) headers: a UDP flow's payload is ``packet_size - 28``.
+UDP_IP_UDP_HEADER_BYTES = 28
+#: Largest IPv4 UDP payload.
+MAX_UDP_PAYLOAD = 65_507
+
+#: Optional TCP knobs: engine config key → TcpFlow field (already in engine units).
+TCP_ENGINE_FIELDS = {
+    "bytes": "bytes",
+    "mss": "mss",
+    "init_cwnd": "init_cwnd",
+    "rto_min_ns": "rto_min",
+    "rwnd_bytes": "rwnd",
+    "delayed_ack": "delayed_ack",
+    "drop_segments": "drop_segments",
+    "fq_pacing": "fq_pacing",
+    "tso": "tso",
+    "cc_params": "cc_params",
+    "ecn": "ecn",
+    "ecn_option": "ecn_option",
+}
+
+
+def udp_rate_bps(rate: int | Percent, bottleneck_rate_bps: int) -> int:
+    """A UDP flow's rate in bit/s (``%`` of the bottleneck resolved)."""
+    if isinstance(rate, Percent):
+        return int(rate.fraction * bottleneck_rate_bps)
+    return rate
+
+
+def _set_if_given(target: dict[str, Any], key: str, value: Any) -> None:
+    """Optional expert knobs are sent only when set, so the engine's defaults apply."""
+    if value is not None:
+        target[key] = value
+
+
+def _flow_config(flow: Any, bottleneck_rate_bps: int) -> dict[str, Any]:
+    path: dict[str, Any] = {"rtt_ns": flow.rtt, "start_ns": flow.start}
+    _set_if_given(path, "fwd_delay_ns", flow.fwd_delay)
+    _set_if_given(path, "stop_ns", flow.stop)
+    if flow.kind == "udp":
+        return {
+            "kind": "udp",
+            **path,
+            "rate_bps": udp_rate_bps(flow.rate, bottleneck_rate_bps),
+            "payload_bytes": flow.packet_size - UDP_IP_UDP_HEADER_BYTES,
+            "ecn": flow.ecn,
+        }
+    config: dict[str, Any] = {"kind": "tcp", "cc": flow.cc, **path}
+    for engine_key, field_name in TCP_ENGINE_FIELDS.items():
+        _set_if_given(config, engine_key, getattr(flow, field_name))
+    receiver = schema.receiver_defaults(flow.cc)
+    _set_if_given(receiver, "receiver_ecn", flow.receiver_ecn)
+    _set_if_given(receiver, "receiver_cc", flow.receiver_cc)
+    config.update(sorted(receiver.items()))
+    return config
+
+
+def resolve_scenario(scenario: Any) -> dict[str, Any]:
+    """The engine config (config.rs ``ScenarioConfig``) of a validated scenario, as a
+    JSON-ready dict; runs the scenario's cross-field checks and the engine's own."""
+    scenario.check()
+    bottleneck = scenario.bottleneck
+    bdp, bdp_reason = scenario.bdp_bytes()
+    qdisc = resolve_qdisc(bottleneck.qdisc, buffer=bottleneck.buffer, bdp=bdp, bdp_unavailable_reason=bdp_reason)
+    config = {
+        "seed": scenario.seed,
+        "duration_ns": scenario.duration,
+        "bin_ns": scenario.bin,
+        "warmup_ns": scenario.warmup,
+        "start_jitter_ns": scenario.start_jitter,
+        "trace_sojourn": scenario.trace_sojourn,
+        "bottleneck": {
+            "rate_bps": bottleneck.rate,
+            "burst_bytes": bottleneck.burst,
+            "access_rate_bps": bottleneck.access_rate,
+            "qdisc": qdisc,
+        },
+        "flows": [_flow_config(flow, bottleneck.rate) for _, flow in scenario.expanded_flows()],
+    }
+    engine.check(config)
+    return config

@@ -1,0 +1,252 @@
+"""Running a study: plan it into its directory, run what has no result yet, report progress.
+
+:func:`plan` validates and expands the study file and writes ``study.toml`` and
+``plan.json``; :func:`run` executes every pending run (process pool or Dask) and
+rebuilds the catalog; :func:`run_one` and :func:`emit_jobs` serve job arrays;
+:func:`status` counts done / pending / failed runs per factor value.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+
+from ..errors import ScenarioError
+from ..io import write_json, write_text
+from . import store
+from .spec import StudySpec, load_study
+
+__all__ = ["plan", "run", "run_one", "emit_jobs", "status", "pending_runs", "RunReport", "PLAN_SCHEMA"]
+
+PLAN_SCHEMA = "l4slab.study.plan/1"
+
+
+def _plan_dict(spec: StudySpec) -> dict[str, Any]:
+    return {
+        "schema": PLAN_SCHEMA,
+        "study": spec.name,
+        "seed": spec.seed,
+        "trials": spec.trials,
+        "metrics": spec.metrics,
+        "report": spec.report,
+        "engine_version": spec.engine_version,
+        "factors": [
+            {"path": f.path, "column": f.column, "values": list(f.values), "preset": f.preset and f.preset.name}
+            for f in spec.factors
+        ],
+        "points": [
+            {
+                "index": p.index,
+                "key": p.key,
+                "factors": {f.column: p.values[f.path] for f in spec.factors},
+                "scenario": p.scenario,
+                "config": p.config,
+            }
+            for p in spec.points
+        ],
+        "runs": [{"id": r.id, "point": r.point, "trial": r.trial, "seed": r.seed} for r in spec.runs],
+    }
+
+
+def _task(plan: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    point = plan["points"][run["point"]]
+    return {
+        "id": run["id"],
+        "engine_version": plan["engine_version"],
+        "config": {**point["config"], "seed": run["seed"]},
+        "scenario": point["scenario"],
+        "meta": {
+            "id": run["id"],
+            "study": plan["study"],
+            "point": run["point"],
+            "point_key": point["key"],
+            "factors": point["factors"],
+            "trial": run["trial"],
+            "seed": run["seed"],
+        },
+    }
+
+
+def default_out(spec: StudySpec) -> Path:
+    return Path("results") / spec.name
+
+
+def plan(
+    path: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+) -> tuple[Path, dict[str, Any]]:
+    """Validate and expand the study file (``overrides``: base scenario fields by path),
+    write ``study.toml`` and ``plan.json`` into the study directory (default
+    ``results/<name>``); return (directory, plan)."""
+    spec = load_study(path, overrides=overrides)
+    directory = Path(out) if out is not None else default_out(spec)
+    plan_data = _plan_dict(spec)
+    directory.mkdir(parents=True, exist_ok=True)
+    write_text(directory / "study.toml", spec.source_text)
+    write_json(directory / "plan.json", plan_data)
+    return directory, plan_data
+
+
+def _require_plan(directory: Path) -> dict[str, Any]:
+    plan_data = store.load_plan(directory)
+    if plan_data is None:
+        raise ScenarioError(f"{directory}: not a study directory (no plan.json); run `l4slab study run FILE --out DIR`")
+    return plan_data
+
+
+def pending_runs(directory: Path, plan_data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Planned runs without a valid run file (failed runs are retried)."""
+    status = store.run_status(directory, [r["id"] for r in plan_data["runs"]])
+    return [r for r in plan_data["runs"] if status[r["id"]] != "done"]
+
+
+@dataclass
+class RunReport:
+    """What :func:`run` did."""
+
+    directory: Path
+    total: int
+    skipped: int
+    done: int
+    failed: int
+    errors: dict[str, str]
+
+
+def run(
+    path: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
+    *,
+    executor: str | None = "local",
+    jobs: int | None = None,
+    progress: bool = False,
+    on_run: Callable[[str, str | None], None] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> RunReport:
+    """Run a study: validate and expand it, run every run without a valid result file
+    (``executor``: ``local``, ``dask-local`` or ``dask://HOST:PORT``), then rebuild the
+    catalog. Re-running continues where an interrupted run stopped. ``overrides`` set
+    base scenario fields by path (``{"duration": "5s"}``)."""
+    from .executors import parse_executor, run_dask, run_local
+
+    kind, address = parse_executor(executor)
+    if jobs is not None and jobs < 1:
+        raise ScenarioError(f"--jobs: {jobs} is not a positive number of processes; expected e.g. 4")
+    directory, plan_data = plan(path, out, overrides=overrides)
+    todo = pending_runs(directory, plan_data)
+    tasks = [_task(plan_data, r) for r in todo]
+    errors: dict[str, str] = {}
+    counts = {"done": 0}
+
+    bar = _progress(progress, len(plan_data["runs"]), len(plan_data["runs"]) - len(todo))
+
+    def on_done(outcome) -> None:
+        rid, data, _wall, error = outcome
+        if data is not None:
+            store.write_run_file(directory, rid, data)
+            counts["done"] += 1
+        else:
+            store.write_failure(directory, rid, error or "unknown error")
+            errors[rid] = error or "unknown error"
+        if bar is not None:
+            bar[0].advance(bar[1])
+        if on_run is not None:
+            on_run(rid, error)
+
+    try:
+        if bar is not None:
+            bar[0].start()
+        if kind == "local":
+            run_local(tasks, jobs, on_done)
+        else:
+            run_dask(tasks, address, jobs, on_done)
+    finally:
+        if bar is not None:
+            bar[0].stop()
+        store.rebuild_catalog(directory)
+    return RunReport(directory, len(plan_data["runs"]), len(plan_data["runs"]) - len(todo), counts["done"],
+                     len(errors), errors)  # fmt: skip
+
+
+def _progress(enabled: bool, total: int, completed: int):
+    if not enabled:
+        return None
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    progress = Progress(
+        TextColumn("runs"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+    )
+    task = progress.add_task("runs", total=total, completed=completed)
+    return progress, task
+
+
+def run_one(directory: str | os.PathLike[str], rid: str, *, force: bool = False) -> str | None:
+    """Run one planned run in this process and write its file; None on success, else the
+    error. A run that is already done is skipped (unless ``force``)."""
+    from .executors import execute
+
+    directory = Path(directory)
+    plan_data = _require_plan(directory)
+    runs = {r["id"]: r for r in plan_data["runs"]}
+    if rid not in runs:
+        raise ScenarioError(f"run-one: {rid!r} is not a run of {directory}/plan.json")
+    if not force and store.read_run_meta(store.run_path(directory, rid)) is not None:
+        return None
+    _, data, _, error = execute(_task(plan_data, runs[rid]))
+    if data is None:
+        store.write_failure(directory, rid, error or "unknown error")
+        return error or "unknown error"
+    store.write_run_file(directory, rid, data)
+    return None
+
+
+def emit_jobs(path: str | os.PathLike[str], jobs_file: str | os.PathLike[str], out=None) -> tuple[Path, int]:
+    """Plan the study and write one ``l4slab study run-one DIR ID`` line per pending run."""
+    directory, plan_data = plan(path, out)
+    todo = pending_runs(directory, plan_data)
+    absolute = shlex.quote(str(directory.resolve()))
+    lines = [f"l4slab study run-one {absolute} {r['id']}\n" for r in todo]
+    write_text(jobs_file, "".join(lines))
+    return directory, len(lines)
+
+
+def status(directory: str | os.PathLike[str]) -> pd.DataFrame:
+    """done / pending / failed counts per factor value (plus a total row)."""
+    directory = Path(directory)
+    plan_data = _require_plan(directory)
+    states = store.run_status(directory, [r["id"] for r in plan_data["runs"]])
+    rows = []
+    for r in plan_data["runs"]:
+        point = plan_data["points"][r["point"]]
+        rows.append({**point["factors"], "status": states[r["id"]]})
+    frame = pd.DataFrame(rows)
+    out = []
+    for factor in plan_data["factors"]:
+        column = factor["column"]
+        for value, group in frame.groupby(frame[column].map(str), sort=False):
+            counts = group["status"].value_counts()
+            out.append({"factor": factor["path"], "value": value, **{s: int(counts.get(s, 0)) for s in
+                        ("done", "pending", "failed")}})  # fmt: skip
+    counts = frame["status"].value_counts()
+    out.append({"factor": "(all)", "value": "", **{s: int(counts.get(s, 0)) for s in ("done", "pending", "failed")}})
+    return pd.DataFrame(out, columns=["factor", "value", "done", "pending", "failed"])
