@@ -63,6 +63,8 @@ class ParamSpec:
     max: float | None
     choices: tuple[str, ...]
     doc: str
+    #: ``tc`` has a keyword for it (false: a device property or an l4slab model switch).
+    tc_keyword: bool = True
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "ParamSpec":
@@ -74,6 +76,7 @@ class ParamSpec:
             max=data.get("max"),
             choices=tuple(data.get("choices") or ()),
             doc=data.get("doc", ""),
+            tc_keyword=data.get("tc_keyword", True),
         )
 
     @property

@@ -348,4 +348,4 @@ def test_every_parameter_round_trips_through_its_description():
 def test_param_names_cover_every_keyword():
     assert REGISTRY["codel"].param_names == ["limit", "target", "interval", "ecn/noecn", "ce_threshold"]
     assert "drop_on_overload/overflow" in REGISTRY["dualpi2"].param_names
-    assert "l4s_ect/any_ect/cla_ect" in REGISTRY["dualpi2"].param_names
+    assert "l4s_ect/cla_ect/any_ect" in REGISTRY["dualpi2"].param_names

@@ -63,7 +63,7 @@ def test_structured_form():
         (
             "fifo",
             "bottleneck.qdisc: unknown qdisc 'fifo' (did you mean 'pfifo'?); "
-            "supported: bfifo, pfifo, fq, pie, codel, fq_codel, dualpi2",
+            "supported: bfifo, pfifo, dualpi2, pie, fq, codel, fq_codel",
         ),
         ("bfifo limt 3", "bottleneck.qdisc: bfifo has no parameter 'limt' (did you mean 'limit'?); bfifo takes: limit"),
         ("bfifo limit", "bottleneck.qdisc: bfifo parameter 'limit' needs a value, e.g. 'bfifo limit 1514000'"),

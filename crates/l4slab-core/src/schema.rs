@@ -48,12 +48,21 @@ pub struct ParamSpec {
     pub choices: Vec<&'static str>,
     /// One line: what it does, and the primary source of its default.
     pub doc: &'static str,
+    /// Whether `tc` (or the sysctl/socket option a flow knob mirrors) has a keyword
+    /// for it; `false` for device properties and l4slab's own model switches, which
+    /// the front end may leave at their default.
+    pub tc_keyword: bool,
 }
 
 impl ParamSpec {
     /// A parameter without bounds or choices.
     pub fn new(name: &'static str, kind: ParamKind, default: serde_json::Value, doc: &'static str) -> Self {
-        ParamSpec { name, kind, default, min: None, max: None, choices: Vec::new(), doc }
+        ParamSpec { name, kind, default, min: None, max: None, choices: Vec::new(), doc, tc_keyword: true }
+    }
+    /// A parameter `tc` has no keyword for (a device property or a model switch).
+    pub fn not_tc(mut self) -> Self {
+        self.tc_keyword = false;
+        self
     }
     /// Inclusive range.
     pub fn range(mut self, min: f64, max: f64) -> Self {

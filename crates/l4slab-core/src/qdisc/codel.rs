@@ -422,6 +422,7 @@ pub(crate) fn mtu_spec() -> ParamSpec {
          (include/net/codel_impl.h:codel_should_drop; Ethernet 1500 + 14).",
     )
     .range(256.0, (1 << 20) as f64)
+    .not_tc()
 }
 
 /// Packet limits of `codel` and `fq_codel` (the engine's bound; Linux takes any u32).

@@ -358,7 +358,8 @@ impl QdiscKind for DualPi2Params {
                 "Not a tc keyword: skb->truesize charged per packet against memlimit (mainline); 2304 = \
                  SKB_TRUESIZE(2048), an assumption (the testbed NIC's value is unknown).",
             )
-            .range(1.0, u32max),
+            .range(1.0, u32max)
+            .not_tc(),
         ]
     }
 

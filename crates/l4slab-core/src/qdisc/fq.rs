@@ -155,7 +155,8 @@ impl QdiscKind for FqParams {
                 json!(d.fastpath),
                 "Not a tc keyword: model the Linux >= 6.7 internal fast-path FIFO (net/sched/sch_fq.c:\
                  fq_fastpath_check); false = pre-6.7 behaviour.",
-            ),
+            )
+            .not_tc(),
         ]
     }
 
