@@ -1,0 +1,166 @@
+//! The engine's module graph has no cycles.
+//!
+//! Each top-level module (`cc`, `tcp`, `qdisc`, `net`, ...) may use the modules below it,
+//! never one that uses it back: `packet` and `qdisc` know nothing of `tcp` or `sim`, `cc`
+//! nothing of `tcp`, `net`/`traffic`/`trace` nothing of `sim`. The test reads every source
+//! file, collects the `crate::MODULE` paths outside `#[cfg(test)]` code and comments, and
+//! fails naming a cycle if the graph has one.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("readable src dir") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Top-level module of a file under `src/` (`None` for the crate root).
+fn module_of(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).expect("under src");
+    let first = rel.components().next()?.as_os_str().to_string_lossy().into_owned();
+    let name = first.trim_end_matches(".rs").to_string();
+    (name != "lib").then_some(name)
+}
+
+/// `crate::X` references in the non-test, non-comment part of `text`.
+fn crate_refs(text: &str) -> BTreeSet<String> {
+    let mut refs = BTreeSet::new();
+    for line in text.lines() {
+        let code = line.trim_start();
+        if code.starts_with("#[cfg(test)]") {
+            break; // test modules sit at the end of each file
+        }
+        if code.starts_with("//") {
+            continue;
+        }
+        let code = code.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(i) = rest.find("crate::") {
+            rest = &rest[i + "crate::".len()..];
+            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            if !name.is_empty() && name.chars().next().is_some_and(|c| c.is_lowercase()) {
+                refs.insert(name);
+            }
+        }
+        // `use crate::{a, b::C}` groups.
+        if let Some(i) = code.find("crate::{") {
+            let group = &code[i + "crate::{".len()..];
+            for item in group.split(',') {
+                let name: String = item.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                if !name.is_empty() && name.chars().next().is_some_and(|c| c.is_lowercase()) {
+                    refs.insert(name);
+                }
+            }
+        }
+    }
+    refs
+}
+
+fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in files {
+        let Some(module) = module_of(&src, &file) else { continue };
+        let text = std::fs::read_to_string(&file).expect("readable source");
+        let deps = graph.entry(module.clone()).or_default();
+        for r in crate_refs(&text) {
+            if r != module {
+                deps.insert(r);
+            }
+        }
+    }
+    // Only edges between modules (not items re-exported at the root such as `VERSION`).
+    let modules: BTreeSet<String> = graph.keys().cloned().collect();
+    for deps in graph.values_mut() {
+        deps.retain(|d| modules.contains(d));
+    }
+    graph
+}
+
+fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(node.to_string(), 1);
+        stack.push(node.to_string());
+        for dep in graph.get(node).into_iter().flatten() {
+            match state.get(dep.as_str()).copied().unwrap_or(0) {
+                1 => {
+                    let start = stack.iter().position(|n| n == dep).expect("on stack");
+                    let mut cycle = stack[start..].to_vec();
+                    cycle.push(dep.clone());
+                    return Some(cycle);
+                }
+                0 => {
+                    if let Some(c) = visit(dep, graph, state, stack) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        state.insert(node.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for node in graph.keys() {
+        if state.get(node.as_str()).copied().unwrap_or(0) == 0 {
+            if let Some(c) = visit(node, graph, &mut state, &mut Vec::new()) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn engine_modules_form_no_cycle() {
+    let graph = module_graph();
+    for core in ["cc", "tcp", "qdisc", "net", "packet", "sim", "traffic", "trace"] {
+        assert!(graph.contains_key(core), "module {core} not found; the test reads the wrong tree");
+    }
+    if std::env::var_os("L4SLAB_PRINT_MODULES").is_some() {
+        for (m, d) in &graph {
+            println!("{m} -> {d:?}");
+        }
+    }
+    if let Some(cycle) = find_cycle(&graph) {
+        let edges: Vec<String> = graph.iter().map(|(m, d)| format!("{m} -> {d:?}")).collect();
+        panic!("module cycle: {}\n{}", cycle.join(" -> "), edges.join("\n"));
+    }
+}
+
+#[test]
+fn the_leaves_stay_leaves() {
+    let graph = module_graph();
+    let uses = |m: &str, d: &str| graph.get(m).is_some_and(|s| s.contains(d));
+    assert!(!uses("qdisc", "packet") && !uses("qdisc", "config") && !uses("qdisc", "sim"), "qdiscs are sans-IO");
+    assert!(!uses("cc", "tcp"), "cc must not use tcp");
+    assert!(!uses("packet", "tcp") && !uses("packet", "cc"), "packet is a wire type");
+    for m in ["net", "traffic", "trace"] {
+        assert!(!uses(m, "sim"), "{m} must not use sim");
+    }
+}
+
+#[test]
+fn the_cycle_finder_finds_a_cycle() {
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    g.entry("a".into()).or_default().insert("b".into());
+    g.entry("b".into()).or_default().insert("c".into());
+    g.entry("c".into()).or_default().insert("a".into());
+    assert_eq!(find_cycle(&g).expect("a cycle"), vec!["a", "b", "c", "a"]);
+    g.get_mut("c").unwrap().clear();
+    assert!(find_cycle(&g).is_none());
+}
