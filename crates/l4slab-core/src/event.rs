@@ -171,6 +171,10 @@ impl EventQueue {
 
     #[inline]
     fn update_first_pin(&mut self) {
+        if self.n_pins == 1 {
+            self.first_pin = self.pins[0].map(|_| 0);
+            return;
+        }
         self.first_pin = None;
         let mut best = u128::MAX;
         for (i, p) in self.pins[..self.n_pins].iter().enumerate() {
@@ -208,13 +212,36 @@ impl EventQueue {
     /// Remove and return the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Target)> {
+        self.pop_until(Time::MAX)
+    }
+
+    /// Remove and return the earliest event if it is due at or before `end`.
+    #[inline]
+    pub fn pop_until(&mut self, end: Time) -> Option<(Time, Target)> {
+        let heap_top = self.heap.peek().map(Entry::key);
         let e = match self.first_pin {
-            Some(i) if self.heap.peek().is_none_or(|h| self.pins[i].expect("first pin").key() < h.key()) => {
-                let e = self.pins[i].take().expect("first pin");
-                self.update_first_pin();
-                e
+            Some(i) => {
+                let pin = self.pins[i].as_ref().expect("first pin").key();
+                if heap_top.is_none_or(|h| pin < h) {
+                    if (pin >> 64) as Time > end {
+                        return None;
+                    }
+                    let e = self.pins[i].take().expect("first pin");
+                    self.update_first_pin();
+                    e
+                } else {
+                    if (heap_top? >> 64) as Time > end {
+                        return None;
+                    }
+                    self.heap.pop()?
+                }
             }
-            _ => self.heap.pop()?,
+            None => {
+                if (heap_top? >> 64) as Time > end {
+                    return None;
+                }
+                self.heap.pop()?
+            }
         };
         self.processed += 1;
         Some((e.time, e.target))

@@ -224,11 +224,7 @@ impl Simulation {
 
     /// Run until the configured duration.
     pub fn run(&mut self) {
-        while let Some(t) = self.events.peek_time() {
-            if t > self.end {
-                break;
-            }
-            let (now, target) = self.events.pop().expect("peeked");
+        while let Some((now, target)) = self.events.pop_until(self.end) {
             self.dispatch(now, target);
         }
     }
@@ -399,9 +395,14 @@ impl Simulation {
     #[inline]
     fn drain_reports(&mut self, now: Time, l: LinkId) {
         let q = self.net.links[l.0 as usize].queue_mut().expect("queued link");
-        if q.dropped.is_empty() && q.marked.is_empty() {
-            return;
+        if !q.dropped.is_empty() || !q.marked.is_empty() {
+            self.drain_nonempty_reports(now, l);
         }
+    }
+
+    #[cold]
+    fn drain_nonempty_reports(&mut self, now: Time, l: LinkId) {
+        let q = self.net.links[l.0 as usize].queue_mut().expect("queued link");
         for p in q.dropped.drain(..) {
             self.counts.dropped += 1;
             self.observers.on_drop(now, l, &p);
