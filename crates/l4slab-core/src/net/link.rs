@@ -22,17 +22,23 @@ pub struct Serialiser {
     rate_bps: u64,
     /// When the NIC is free again; departures are monotone.
     free_at: Time,
+    /// The last frame length and its transmission time: most frames are full-sized
+    /// (or all ACKs alike), and `tx_time` is a 128-bit division.
+    last: (u32, u64),
 }
 
 impl Serialiser {
     pub fn new(rate_bps: u64) -> Self {
-        Serialiser { rate_bps, free_at: 0 }
+        Serialiser { rate_bps, free_at: 0, last: (0, 0) }
     }
 
     /// Departure time (end of transmission) of a frame of `wire_len` bytes handed over at `now`.
     #[inline]
     pub fn depart(&mut self, now: Time, wire_len: u32) -> Time {
-        let t = now.max(self.free_at) + tx_time(wire_len as u64, self.rate_bps);
+        if self.last.0 != wire_len {
+            self.last = (wire_len, tx_time(wire_len as u64, self.rate_bps));
+        }
+        let t = now.max(self.free_at) + self.last.1;
         self.free_at = t;
         t
     }
