@@ -23,6 +23,10 @@ use std::collections::BinaryHeap;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LinkId(pub u32);
 
+/// Index of a delay line (see [`crate::net::delay_line`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LineId(pub u32);
+
 /// Index of an endpoint (one side of a flow) in the flow table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EndpointId(pub u32);
@@ -53,8 +57,8 @@ impl EndpointId {
 pub enum Target {
     /// A flow starts (TCP connect / UDP source on).
     FlowStart { flow: u32 },
-    /// The packet at the head of a link's delay line reaches the next hop.
-    LineHead(LinkId),
+    /// The packet at the head of a delay line reaches the next hop.
+    LineHead(LineId),
     /// A link's shaper may send again (tokens refilled).
     ShaperWake(LinkId),
     /// A link's qdisc timer (PIE/DualPI2 tupdate).
@@ -134,6 +138,8 @@ pub struct EventQueue {
     n_pins: usize,
     /// Index of the earliest occupied pin, if any.
     first_pin: Option<usize>,
+    /// Sequence number of the event popped last.
+    last_seq: u64,
     seq: u64,
     processed: u64,
 }
@@ -145,6 +151,7 @@ impl EventQueue {
             pins: [None; MAX_PINS],
             n_pins: 0,
             first_pin: None,
+            last_seq: 0,
             seq: 0,
             processed: 0,
         }
@@ -244,6 +251,7 @@ impl EventQueue {
             }
         };
         self.processed += 1;
+        self.last_seq = e.seq;
         Some((e.time, e.target))
     }
 
@@ -255,6 +263,13 @@ impl EventQueue {
             Some(p) => Some(h.map_or(p.time, |h| h.min(p.time))),
             None => h,
         }
+    }
+
+    /// Sequence number of the event [`pop`](Self::pop) returned last: a place that
+    /// keeps several keys (a delay line) checks it against its head.
+    #[inline]
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
     }
 
     /// Events processed so far.

@@ -8,8 +8,8 @@
 
 use crate::config::ScenarioConfig;
 use crate::event::{EndpointId, EventQueue, LinkId, Target};
-use crate::net::dumbbell::{shaped_queue, Dumbbell};
-use crate::net::{Hop, Link, Network, Ready};
+use crate::net::dumbbell::{shaped_queue, Dumbbell, SHARED_LINES_FROM_FLOWS};
+use crate::net::{Hop, LinePolicy, Link, Network, Ready};
 use crate::packet::{Packet, PacketKind};
 use crate::results::*;
 use crate::rng;
@@ -168,6 +168,9 @@ impl Simulation {
         let end = cfg.duration_ns;
         let mut net = Network::new();
         let mut topology = Dumbbell::build(&mut net, &cfg.bottleneck, rng::stream(cfg.seed, rng::Stream::Qdisc));
+        if cfg.flows.len() >= SHARED_LINES_FROM_FLOWS {
+            topology.nic_lines = LinePolicy::SharedByDelay;
+        }
         if let Some(rev) = &cfg.reverse_bottleneck {
             let queue = shaped_queue(rev, rng::stream(cfg.seed, rng::Stream::ReverseQdisc));
             topology.add_reverse_queue(&mut net, queue);
@@ -231,10 +234,12 @@ impl Simulation {
 
     fn dispatch(&mut self, now: Time, target: Target) {
         match target {
-            Target::LineHead(l) => {
-                let pkt = self.net.link_mut(l).arrive_head(&mut self.events);
-                let hop = self.net.next_hop(&pkt, Some(l));
-                self.forward(now, hop, &pkt);
+            Target::LineHead(line) => {
+                let seq = self.events.last_seq();
+                if let Some((from, pkt)) = self.net.arrive(line, now, seq, &mut self.events) {
+                    let hop = self.net.next_hop(&pkt, Some(from));
+                    self.forward(now, hop, &pkt);
+                }
             }
             Target::EndpointTimer(e) => {
                 // A released slot ignores its old flow's timers.
@@ -367,7 +372,7 @@ impl Simulation {
             self.drain_reports(now, l);
             self.service(now, l);
             self.net.link_mut(l).arm_qdisc_timer(&mut self.events);
-        } else if link.transmit(now, pkt, &mut self.events) {
+        } else if self.net.transmit(l, now, pkt, &mut self.events) {
             let hop = self.net.next_hop(pkt, Some(l));
             self.forward(now, hop, pkt);
         }
@@ -384,7 +389,7 @@ impl Simulation {
             self.drain_reports(now, l);
             let Ready::Packet(pkt) = ready else { return };
             self.observers.on_dequeue(now, l, &pkt, now - pkt.enqueue_ts);
-            if self.net.link_mut(l).transmit(now, &pkt, &mut self.events) {
+            if self.net.transmit(l, now, &pkt, &mut self.events) {
                 let hop = self.net.next_hop(&pkt, Some(l));
                 self.forward(now, hop, &pkt);
             }
