@@ -51,15 +51,13 @@ impl DelayLine {
     #[inline]
     pub fn push(&mut self, arrive: Time, from: LinkId, pkt: &Packet, events: &mut EventQueue) {
         let seq = events.reserve_seq();
-        let e = InFlight { arrive, seq, from, pkt: *pkt };
         match self.fifo.back() {
-            None => {
-                events.push_reserved(arrive, seq, Target::LineHead(self.id));
-                self.fifo.push_back(e);
-            }
-            Some(b) if b.key() <= e.key() => self.fifo.push_back(e),
-            Some(_) => self.insert_sorted(e, events),
+            None => events.push_reserved(arrive, seq, Target::LineHead(self.id)),
+            Some(b) if b.key() <= (arrive, seq) => {}
+            Some(_) => return self.insert_sorted(InFlight { arrive, seq, from, pkt: *pkt }, events),
         }
+        // Built in place: a packet is copied once, into the line.
+        self.fifo.push_back(InFlight { arrive, seq, from, pkt: *pkt });
     }
 
     #[cold]
