@@ -23,6 +23,10 @@ use std::collections::BinaryHeap;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LinkId(pub u32);
 
+/// Index of a delay line (see [`crate::net::delay_line`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LineId(pub u32);
+
 /// Index of an endpoint (one side of a flow) in the flow table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EndpointId(pub u32);
@@ -53,8 +57,8 @@ impl EndpointId {
 pub enum Target {
     /// A flow starts (TCP connect / UDP source on).
     FlowStart { flow: u32 },
-    /// The packet at the head of a link's delay line reaches the next hop.
-    LineHead(LinkId),
+    /// The packet at the head of a delay line reaches the next hop.
+    LineHead(LineId),
     /// A link's shaper may send again (tokens refilled).
     ShaperWake(LinkId),
     /// A link's qdisc timer (PIE/DualPI2 tupdate).
@@ -134,6 +138,8 @@ pub struct EventQueue {
     n_pins: usize,
     /// Index of the earliest occupied pin, if any.
     first_pin: Option<usize>,
+    /// Sequence number of the event popped last.
+    last_seq: u64,
     seq: u64,
     processed: u64,
 }
@@ -145,6 +151,7 @@ impl EventQueue {
             pins: [None; MAX_PINS],
             n_pins: 0,
             first_pin: None,
+            last_seq: 0,
             seq: 0,
             processed: 0,
         }
@@ -171,6 +178,10 @@ impl EventQueue {
 
     #[inline]
     fn update_first_pin(&mut self) {
+        if self.n_pins == 1 {
+            self.first_pin = self.pins[0].map(|_| 0);
+            return;
+        }
         self.first_pin = None;
         let mut best = u128::MAX;
         for (i, p) in self.pins[..self.n_pins].iter().enumerate() {
@@ -208,15 +219,39 @@ impl EventQueue {
     /// Remove and return the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Target)> {
+        self.pop_until(Time::MAX)
+    }
+
+    /// Remove and return the earliest event if it is due at or before `end`.
+    #[inline]
+    pub fn pop_until(&mut self, end: Time) -> Option<(Time, Target)> {
+        let heap_top = self.heap.peek().map(Entry::key);
         let e = match self.first_pin {
-            Some(i) if self.heap.peek().is_none_or(|h| self.pins[i].expect("first pin").key() < h.key()) => {
-                let e = self.pins[i].take().expect("first pin");
-                self.update_first_pin();
-                e
+            Some(i) => {
+                let pin = self.pins[i].as_ref().expect("first pin").key();
+                if heap_top.is_none_or(|h| pin < h) {
+                    if (pin >> 64) as Time > end {
+                        return None;
+                    }
+                    let e = self.pins[i].take().expect("first pin");
+                    self.update_first_pin();
+                    e
+                } else {
+                    if (heap_top? >> 64) as Time > end {
+                        return None;
+                    }
+                    self.heap.pop()?
+                }
             }
-            _ => self.heap.pop()?,
+            None => {
+                if (heap_top? >> 64) as Time > end {
+                    return None;
+                }
+                self.heap.pop()?
+            }
         };
         self.processed += 1;
+        self.last_seq = e.seq;
         Some((e.time, e.target))
     }
 
@@ -228,6 +263,13 @@ impl EventQueue {
             Some(p) => Some(h.map_or(p.time, |h| h.min(p.time))),
             None => h,
         }
+    }
+
+    /// Sequence number of the event [`pop`](Self::pop) returned last: a place that
+    /// keeps several keys (a delay line) checks it against its head.
+    #[inline]
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
     }
 
     /// Events processed so far.

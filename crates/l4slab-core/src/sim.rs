@@ -8,8 +8,8 @@
 
 use crate::config::ScenarioConfig;
 use crate::event::{EndpointId, EventQueue, LinkId, Target};
-use crate::net::dumbbell::{shaped_queue, Dumbbell};
-use crate::net::{Hop, Link, Network, Ready};
+use crate::net::dumbbell::{shaped_queue, Dumbbell, SHARED_LINES_FROM_FLOWS};
+use crate::net::{Hop, LinePolicy, Link, Network, Ready};
 use crate::packet::{Packet, PacketKind};
 use crate::results::*;
 use crate::rng;
@@ -168,6 +168,9 @@ impl Simulation {
         let end = cfg.duration_ns;
         let mut net = Network::new();
         let mut topology = Dumbbell::build(&mut net, &cfg.bottleneck, rng::stream(cfg.seed, rng::Stream::Qdisc));
+        if cfg.flows.len() >= SHARED_LINES_FROM_FLOWS {
+            topology.nic_lines = LinePolicy::SharedByDelay;
+        }
         if let Some(rev) = &cfg.reverse_bottleneck {
             let queue = shaped_queue(rev, rng::stream(cfg.seed, rng::Stream::ReverseQdisc));
             topology.add_reverse_queue(&mut net, queue);
@@ -224,21 +227,19 @@ impl Simulation {
 
     /// Run until the configured duration.
     pub fn run(&mut self) {
-        while let Some(t) = self.events.peek_time() {
-            if t > self.end {
-                break;
-            }
-            let (now, target) = self.events.pop().expect("peeked");
+        while let Some((now, target)) = self.events.pop_until(self.end) {
             self.dispatch(now, target);
         }
     }
 
     fn dispatch(&mut self, now: Time, target: Target) {
         match target {
-            Target::LineHead(l) => {
-                let pkt = self.net.link_mut(l).arrive_head(&mut self.events);
-                let hop = self.net.next_hop(&pkt, Some(l));
-                self.forward(now, hop, &pkt);
+            Target::LineHead(line) => {
+                let seq = self.events.last_seq();
+                if let Some((from, pkt)) = self.net.arrive(line, now, seq, &mut self.events) {
+                    let hop = self.net.next_hop(&pkt, Some(from));
+                    self.forward(now, hop, &pkt);
+                }
             }
             Target::EndpointTimer(e) => {
                 // A released slot ignores its old flow's timers.
@@ -371,7 +372,7 @@ impl Simulation {
             self.drain_reports(now, l);
             self.service(now, l);
             self.net.link_mut(l).arm_qdisc_timer(&mut self.events);
-        } else if link.transmit(now, pkt, &mut self.events) {
+        } else if self.net.transmit(l, now, pkt, &mut self.events) {
             let hop = self.net.next_hop(pkt, Some(l));
             self.forward(now, hop, pkt);
         }
@@ -388,7 +389,7 @@ impl Simulation {
             self.drain_reports(now, l);
             let Ready::Packet(pkt) = ready else { return };
             self.observers.on_dequeue(now, l, &pkt, now - pkt.enqueue_ts);
-            if self.net.link_mut(l).transmit(now, &pkt, &mut self.events) {
+            if self.net.transmit(l, now, &pkt, &mut self.events) {
                 let hop = self.net.next_hop(&pkt, Some(l));
                 self.forward(now, hop, &pkt);
             }
@@ -399,9 +400,14 @@ impl Simulation {
     #[inline]
     fn drain_reports(&mut self, now: Time, l: LinkId) {
         let q = self.net.links[l.0 as usize].queue_mut().expect("queued link");
-        if q.dropped.is_empty() && q.marked.is_empty() {
-            return;
+        if !q.dropped.is_empty() || !q.marked.is_empty() {
+            self.drain_nonempty_reports(now, l);
         }
+    }
+
+    #[cold]
+    fn drain_nonempty_reports(&mut self, now: Time, l: LinkId) {
+        let q = self.net.links[l.0 as usize].queue_mut().expect("queued link");
         for p in q.dropped.drain(..) {
             self.counts.dropped += 1;
             self.observers.on_drop(now, l, &p);

@@ -1,56 +1,87 @@
-//! A FIFO of packets in propagation: what a wire (or a serialiser feeding a wire)
-//! holds between the time a packet leaves a hop and the time it reaches the next.
+//! Packets in propagation: what the wires hold between the time a packet leaves a
+//! link and the time it reaches the next hop.
 //!
-//! Packets enter in non-decreasing arrival time (a constant delay after monotone
-//! departures), so the line is a `VecDeque` and only its head needs an event. Each
-//! packet keeps the sequence number it would have had as an event of its own (see
-//! [`crate::event`]), so the global event order is unchanged; htsim's `Pipe`
-//! (`pipe.cpp`) keeps its in-flight packets the same way.
+//! All links with the same propagation delay share one line, kept sorted by each
+//! packet's event key (arrival time, sequence number), so only its head needs an
+//! event and a thousand flows' NICs cost one heap entry, not a thousand. Packets
+//! mostly arrive in order (a constant delay after nearly monotone departures) and
+//! go to the back; a packet that overtakes some (another NIC's backlog was longer)
+//! is inserted in place. Each packet keeps the sequence number it would have had
+//! as an event of its own (see [`crate::event`]), so the global event order is
+//! unchanged; htsim's `Pipe` (`pipe.cpp`) keeps its in-flight packets the same way.
+//!
+//! When an insertion displaces the head, the old head's event stays in the heap;
+//! an event fires only if its key is still the head's key, so such an entry (and
+//! the duplicate scheduled when that packet is head again) is skipped.
 
-use crate::event::{EventQueue, Target};
+use crate::event::{EventQueue, LineId, LinkId, Target};
 use crate::packet::Packet;
 use crate::time::Time;
 use std::collections::VecDeque;
 
-/// One packet on the wire: when it arrives, its event key, the packet.
+/// One packet on the wire: when it arrives, its event key, the link it left.
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
     arrive: Time,
     seq: u64,
+    from: LinkId,
     pkt: Packet,
 }
 
-/// A FIFO delay line with at most one pending event (for its head).
-#[derive(Debug, Default)]
+impl InFlight {
+    #[inline]
+    fn key(&self) -> (Time, u64) {
+        (self.arrive, self.seq)
+    }
+}
+
+/// A sorted delay line with one pending event for its head.
+#[derive(Debug)]
 pub struct DelayLine {
+    id: LineId,
     fifo: VecDeque<InFlight>,
 }
 
 impl DelayLine {
-    pub fn new() -> Self {
-        DelayLine { fifo: VecDeque::with_capacity(64) }
+    pub fn new(id: LineId) -> Self {
+        DelayLine { id, fifo: VecDeque::with_capacity(64) }
     }
 
-    /// Put `pkt` on the line to arrive at `arrive`; `head` is the event that fires
-    /// when it reaches the head. Arrival times must not decrease.
+    /// Put `pkt`, leaving link `from`, on the line to arrive at `arrive`.
     #[inline]
-    pub fn push(&mut self, arrive: Time, pkt: &Packet, events: &mut EventQueue, head: Target) {
-        debug_assert!(self.fifo.back().is_none_or(|b| b.arrive <= arrive), "delay line out of order");
+    pub fn push(&mut self, arrive: Time, from: LinkId, pkt: &Packet, events: &mut EventQueue) {
         let seq = events.reserve_seq();
-        if self.fifo.is_empty() {
-            events.push_reserved(arrive, seq, head);
+        match self.fifo.back() {
+            None => events.push_reserved(arrive, seq, Target::LineHead(self.id)),
+            Some(b) if b.key() <= (arrive, seq) => {}
+            Some(_) => return self.insert_sorted(InFlight { arrive, seq, from, pkt: *pkt }, events),
         }
-        self.fifo.push_back(InFlight { arrive, seq, pkt: *pkt });
+        // Built in place: a packet is copied once, into the line.
+        self.fifo.push_back(InFlight { arrive, seq, from, pkt: *pkt });
     }
 
-    /// Take the head (its event just fired) and schedule the next one's event.
-    #[inline]
-    pub fn pop(&mut self, events: &mut EventQueue, head: Target) -> Packet {
-        let p = self.fifo.pop_front().expect("a delay line event fired with the line empty");
-        if let Some(next) = self.fifo.front() {
-            events.push_reserved(next.arrive, next.seq, head);
+    #[cold]
+    fn insert_sorted(&mut self, e: InFlight, events: &mut EventQueue) {
+        let pos = self.fifo.partition_point(|x| x.key() < e.key());
+        if pos == 0 {
+            events.push_reserved(e.arrive, e.seq, Target::LineHead(self.id));
         }
-        p.pkt
+        self.fifo.insert(pos, e);
+    }
+
+    /// The event (`time`, `seq`) of this line fired: take the head if the event
+    /// is still its own (else `None`: a displaced head's stale entry), and
+    /// schedule the next head.
+    #[inline]
+    pub fn pop(&mut self, time: Time, seq: u64, events: &mut EventQueue) -> Option<(LinkId, Packet)> {
+        if self.fifo.front()?.key() != (time, seq) {
+            return None;
+        }
+        let p = self.fifo.pop_front().expect("front checked");
+        if let Some(next) = self.fifo.front() {
+            events.push_reserved(next.arrive, next.seq, Target::LineHead(self.id));
+        }
+        Some((p.from, p.pkt))
     }
 
     /// Packets on the line.
@@ -66,7 +97,6 @@ impl DelayLine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::LinkId;
     use crate::packet::PacketKind;
 
     fn pkt(id: u64) -> Packet {
@@ -75,27 +105,47 @@ mod tests {
         p
     }
 
+    /// Drain `q`, taking line packets through `line`; (time, packet id or 0).
+    fn drain(q: &mut EventQueue, line: &mut DelayLine) -> Vec<(Time, u64)> {
+        let mut seen = Vec::new();
+        while let Some((t, target)) = q.pop() {
+            match target {
+                Target::LineHead(_) => {
+                    if let Some((_, p)) = line.pop(t, q.last_seq(), q) {
+                        seen.push((t, p.id))
+                    }
+                }
+                _ => seen.push((t, 0)),
+            }
+        }
+        seen
+    }
+
     #[test]
     fn interleaves_with_other_events_as_one_event_per_packet_would() {
         // Line packets at 10, 10, 20 interleaved with plain events at 10 and 20
         // scheduled between them: pops must follow scheduling order at equal times.
-        let head = Target::LineHead(LinkId(0));
         let mut q = EventQueue::with_capacity(8);
-        let mut line = DelayLine::new();
-        line.push(10, &pkt(1), &mut q, head);
+        let mut line = DelayLine::new(LineId(0));
+        line.push(10, LinkId(0), &pkt(1), &mut q);
         q.push(10, Target::Sample);
-        line.push(10, &pkt(2), &mut q, head);
+        line.push(10, LinkId(0), &pkt(2), &mut q);
         q.push(20, Target::Sample);
-        line.push(20, &pkt(3), &mut q, head);
+        line.push(20, LinkId(0), &pkt(3), &mut q);
         assert_eq!(q.len(), 3, "one heap entry for the whole line");
-        let mut seen = Vec::new();
-        while let Some((t, target)) = q.pop() {
-            match target {
-                Target::LineHead(_) => seen.push((t, line.pop(&mut q, head).id)),
-                _ => seen.push((t, 0)),
-            }
-        }
-        assert_eq!(seen, vec![(10, 1), (10, 0), (10, 2), (20, 0), (20, 3)]);
+        assert_eq!(drain(&mut q, &mut line), vec![(10, 1), (10, 0), (10, 2), (20, 0), (20, 3)]);
         assert!(line.is_empty());
+    }
+
+    #[test]
+    fn an_overtaking_packet_goes_first_and_the_displaced_head_fires_once() {
+        let mut q = EventQueue::with_capacity(8);
+        let mut line = DelayLine::new(LineId(0));
+        line.push(30, LinkId(1), &pkt(1), &mut q);
+        line.push(40, LinkId(1), &pkt(2), &mut q);
+        line.push(20, LinkId(2), &pkt(3), &mut q); // a shorter NIC backlog: overtakes both
+        line.push(35, LinkId(2), &pkt(4), &mut q);
+        q.push(30, Target::Sample);
+        assert_eq!(drain(&mut q, &mut line), vec![(20, 3), (30, 1), (30, 0), (35, 4), (40, 2)]);
     }
 }

@@ -10,7 +10,7 @@
 //! reverse path is uncongested unless [`Dumbbell::add_reverse_queue`] puts a shaped
 //! queue on it, shared by every flow's ACKs (ACKs behind data, or data both ways).
 
-use super::{EndpointId, FlowRoutes, LinkId, Network, Route, Serialiser, ShapedQueue, Shaper};
+use super::{EndpointId, FlowRoutes, LinePolicy, LinkId, Network, Route, Serialiser, ShapedQueue, Shaper};
 use crate::config::BottleneckConfig;
 use crate::qdisc;
 use crate::rng::SimRng;
@@ -21,7 +21,13 @@ pub struct Dumbbell {
     pub bottleneck: LinkId,
     pub reverse_queue: Option<LinkId>,
     access_rate_bps: u64,
+    /// How the flows' NICs propagate (see [`LinePolicy`]).
+    pub nic_lines: LinePolicy,
 }
+
+/// From this many flows on, NICs share delay lines: the heap then stays small
+/// enough for L1, which outweighs the occasional sorted insert.
+pub const SHARED_LINES_FROM_FLOWS: usize = 32;
 
 /// A shaped queue from a bottleneck description (`htb rate R burst B` + child qdisc).
 pub fn shaped_queue(cfg: &BottleneckConfig, mut rng: SimRng) -> ShapedQueue {
@@ -33,7 +39,7 @@ impl Dumbbell {
     /// Add the shared bottleneck to `net`; `rng` becomes its qdisc's random stream.
     pub fn build(net: &mut Network, cfg: &BottleneckConfig, rng: SimRng) -> Self {
         let bottleneck = net.add_link(Some(shaped_queue(cfg, rng)), None, 0);
-        Dumbbell { bottleneck, reverse_queue: None, access_rate_bps: cfg.access_rate_bps }
+        Dumbbell { bottleneck, reverse_queue: None, access_rate_bps: cfg.access_rate_bps, nic_lines: LinePolicy::Own }
     }
 
     /// Put a shaped queue on the reverse path (call before attaching flows).
@@ -49,7 +55,7 @@ impl Dumbbell {
         let old = net.previous_routes(flow).map(|r| (r.forward.links()[0], r.reverse.links()[0]));
         let nic = |net: &mut Network, old: Option<LinkId>, delay| match old {
             Some(l) if net.link_mut(l).reset_for_reuse(delay) => l,
-            _ => net.add_link(None, Some(Serialiser::new(self.access_rate_bps)), delay),
+            _ => net.add_link_with(None, Some(Serialiser::new(self.access_rate_bps)), delay, self.nic_lines),
         };
         let tx_nic = nic(net, old.map(|o| o.0), fwd_delay_ns);
         let rx_nic = nic(net, old.map(|o| o.1), rev_delay_ns);

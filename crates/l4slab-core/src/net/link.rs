@@ -4,13 +4,12 @@
 //! child [`Qdisc`], as `tc qdisc add ... htb` + `tc qdisc add ... parent`), a
 //! serialiser (a NIC sending at its line rate: a packet leaves when the previous
 //! one has, `max(now, free_at) + tx_time`, with no event of its own) and a
-//! propagation delay (a [`DelayLine`]). A link with neither serialiser nor delay
+//! propagation delay (the network's delay line for that delay). A link with neither serialiser nor delay
 //! hands a dequeued packet to the next hop at once, inside the same event, as a
 //! router's egress hands a frame to a directly attached host.
 
-use super::delay_line::DelayLine;
 use super::shaper::Shaper;
-use crate::event::{EventQueue, LinkId, PinId, Target};
+use crate::event::{EventQueue, LineId, LinkId, PinId, Target};
 use crate::packet::Packet;
 use crate::qdisc::{Qdisc, QdiscCtx};
 use crate::rng::SimRng;
@@ -22,17 +21,23 @@ pub struct Serialiser {
     rate_bps: u64,
     /// When the NIC is free again; departures are monotone.
     free_at: Time,
+    /// The last frame length and its transmission time: most frames are full-sized
+    /// (or all ACKs alike), and `tx_time` is a 128-bit division.
+    last: (u32, u64),
 }
 
 impl Serialiser {
     pub fn new(rate_bps: u64) -> Self {
-        Serialiser { rate_bps, free_at: 0 }
+        Serialiser { rate_bps, free_at: 0, last: (0, 0) }
     }
 
     /// Departure time (end of transmission) of a frame of `wire_len` bytes handed over at `now`.
     #[inline]
     pub fn depart(&mut self, now: Time, wire_len: u32) -> Time {
-        let t = now.max(self.free_at) + tx_time(wire_len as u64, self.rate_bps);
+        if self.last.0 != wire_len {
+            self.last = (wire_len, tx_time(wire_len as u64, self.rate_bps));
+        }
+        let t = now.max(self.free_at) + self.last.1;
         self.free_at = t;
         t
     }
@@ -100,7 +105,10 @@ pub struct Link {
     pub id: LinkId,
     delay_ns: u64,
     serialiser: Option<Serialiser>,
-    line: DelayLine,
+    /// The delay line its packets propagate on (none: it hands packets over at once).
+    line: Option<LineId>,
+    /// Its packets on that line.
+    on_wire: u64,
     pub stats: LinkStats,
     /// Boxed: most links (NICs) have none, and a small `Link` keeps a
     /// thousand-flow network's per-packet state in fewer cache lines.
@@ -109,15 +117,16 @@ pub struct Link {
 
 impl Link {
     /// A link with the given stages; see the module docs for their order.
-    pub fn new(id: LinkId, queue: Option<ShapedQueue>, serialiser: Option<Serialiser>, delay_ns: u64) -> Self {
-        Link {
-            id,
-            queue: queue.map(Box::new),
-            serialiser,
-            delay_ns,
-            line: DelayLine::new(),
-            stats: LinkStats::default(),
-        }
+    /// `line` must be given exactly when the link has a serialiser or a delay.
+    pub fn new(
+        id: LinkId,
+        queue: Option<ShapedQueue>,
+        serialiser: Option<Serialiser>,
+        delay_ns: u64,
+        line: Option<LineId>,
+    ) -> Self {
+        debug_assert_eq!(line.is_some(), serialiser.is_some() || delay_ns > 0);
+        Link { id, queue: queue.map(Box::new), serialiser, delay_ns, line, on_wire: 0, stats: LinkStats::default() }
     }
 
     #[inline]
@@ -134,22 +143,27 @@ impl Link {
         self.delay_ns
     }
 
-    /// Reuse an idle NIC link for a new flow: a fresh serialiser at the same rate
-    /// and a new propagation delay. False (and unchanged) if packets are still on it.
+    /// Reuse an idle NIC link for a new flow with the same delay: a fresh
+    /// serialiser at the same rate. False (and unchanged) if it is not idle.
     pub fn reset_for_reuse(&mut self, delay_ns: u64) -> bool {
-        if !self.line.is_empty() || self.queue.is_some() {
+        if self.on_wire > 0 || self.queue.is_some() || self.delay_ns != delay_ns {
             return false;
         }
         if let Some(s) = self.serialiser.as_mut() {
             *s = Serialiser::new(s.rate_bps);
         }
-        self.delay_ns = delay_ns;
         true
     }
 
-    /// Packets held by the link (queue and wire), for the conservation check.
-    pub fn packets_held(&self) -> u64 {
-        self.line.len() as u64 + self.queue.as_ref().map_or(0, |q| q.qdisc.len() as u64)
+    /// Packets in the link's queue, for the conservation check (its packets on
+    /// the wire are counted with the delay lines).
+    pub fn packets_queued(&self) -> u64 {
+        self.queue.as_ref().map_or(0, |q| q.qdisc.len() as u64)
+    }
+
+    /// Packets of this link still propagating.
+    pub fn packets_on_wire(&self) -> u64 {
+        self.on_wire
     }
 
     /// Offer `pkt` to the queue (the caller drains `dropped`/`marked` afterwards).
@@ -234,20 +248,26 @@ impl Link {
         }
     }
 
-    /// Put `pkt` on the wire at `now` (after the queue, if any). Returns true if it
-    /// reaches the next hop now (no serialiser, no delay); otherwise a copy waits
-    /// on the delay line and its arrival is an event.
+    /// Put `pkt` on the wire at `now` (after the queue, if any). `None`: it
+    /// reaches the next hop now (no serialiser, no delay); otherwise the delay line
+    /// to put it on and its arrival time there.
     #[inline]
-    pub fn transmit(&mut self, now: Time, pkt: &Packet, events: &mut EventQueue) -> bool {
+    pub fn transmit(&mut self, now: Time, pkt: &Packet) -> Option<(LineId, Time)> {
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += pkt.wire_len as u64;
+        let line = self.line?;
         let depart = match self.serialiser.as_mut() {
             Some(s) => s.depart(now, pkt.wire_len),
-            None if self.delay_ns == 0 => return true,
             None => now,
         };
-        self.line.push(depart + self.delay_ns, pkt, events, Target::LineHead(self.id));
-        false
+        self.on_wire += 1;
+        Some((line, depart + self.delay_ns))
+    }
+
+    /// One of this link's packets left its delay line.
+    #[inline]
+    pub fn left_wire(&mut self) {
+        self.on_wire -= 1;
     }
 
     /// Test drop injection: the serialiser sends `pkt`, the wire loses it.
@@ -255,11 +275,5 @@ impl Link {
         if let Some(s) = self.serialiser.as_mut() {
             s.depart(now, pkt.wire_len);
         }
-    }
-
-    /// The head of the delay line arrived (its `LineHead` event fired).
-    #[inline]
-    pub fn arrive_head(&mut self, events: &mut EventQueue) -> Packet {
-        self.line.pop(events, Target::LineHead(self.id))
     }
 }

@@ -2,7 +2,8 @@
 //! them ending at endpoints.
 //!
 //! - [`link`]: a link's stages (shaped queue, serialiser, propagation).
-//! - [`delay_line`]: packets in propagation, one pending event per line.
+//! - [`delay_line`]: packets in propagation, one line per distinct delay, one
+//!   pending event per line.
 //! - [`shaper`]: the HTB-like token bucket of a queued link.
 //! - [`route`]: routes, hops and directions.
 //! - [`dumbbell`]: the topology `ScenarioConfig` describes, as one builder among
@@ -19,10 +20,25 @@ pub mod shaper;
 
 use crate::packet::Packet;
 
-pub use crate::event::{EndpointId, LinkId};
+use crate::event::EventQueue;
+pub use crate::event::{EndpointId, LineId, LinkId};
+use crate::time::Time;
+use delay_line::DelayLine;
 pub use link::{Link, LinkStats, Ready, Serialiser, ShapedQueue};
 pub use route::{Direction, Hop, Route};
 pub use shaper::Shaper;
+
+/// Which delay line a link's packets propagate on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinePolicy {
+    /// A line of its own: packets enter in departure order (always at the back),
+    /// one heap entry per link. Best for a few links carrying long bursts.
+    Own,
+    /// The line shared by every link with the same delay: one heap entry per
+    /// distinct delay, at the price of sorted inserts when one link's packet
+    /// overtakes another's. Best for many links (a thousand flows' NICs).
+    SharedByDelay,
+}
 
 /// The forward and reverse route of one flow slot.
 #[derive(Clone, Copy, Debug)]
@@ -41,10 +57,15 @@ impl FlowRoutes {
     }
 }
 
-/// Links and the routes of every flow slot.
+/// Links, the delay lines their packets propagate on, and the routes of every
+/// flow slot.
 #[derive(Default)]
 pub struct Network {
     pub links: Vec<Link>,
+    lines: Vec<DelayLine>,
+    /// The line of each distinct propagation delay (links without a delay but
+    /// with a serialiser share the delay-0 line).
+    line_by_delay: Vec<(u64, LineId)>,
     routes: Vec<Option<FlowRoutes>>,
 }
 
@@ -53,11 +74,64 @@ impl Network {
         Network::default()
     }
 
-    /// Add a link built from its stages; returns its id.
+    /// Add a link built from its stages, with a delay line of its own; returns its id.
     pub fn add_link(&mut self, queue: Option<ShapedQueue>, serialiser: Option<Serialiser>, delay_ns: u64) -> LinkId {
+        self.add_link_with(queue, serialiser, delay_ns, LinePolicy::Own)
+    }
+
+    /// Add a link, choosing how its packets propagate.
+    pub fn add_link_with(
+        &mut self,
+        queue: Option<ShapedQueue>,
+        serialiser: Option<Serialiser>,
+        delay_ns: u64,
+        policy: LinePolicy,
+    ) -> LinkId {
         let id = LinkId(self.links.len() as u32);
-        self.links.push(Link::new(id, queue, serialiser, delay_ns));
+        let line = (serialiser.is_some() || delay_ns > 0).then(|| match policy {
+            LinePolicy::Own => self.new_line(None),
+            LinePolicy::SharedByDelay => self.line_for(delay_ns),
+        });
+        self.links.push(Link::new(id, queue, serialiser, delay_ns, line));
         id
+    }
+
+    fn line_for(&mut self, delay_ns: u64) -> LineId {
+        match self.line_by_delay.iter().find(|(d, _)| *d == delay_ns) {
+            Some(&(_, l)) => l,
+            None => self.new_line(Some(delay_ns)),
+        }
+    }
+
+    fn new_line(&mut self, shared_delay: Option<u64>) -> LineId {
+        let l = LineId(self.lines.len() as u32);
+        self.lines.push(DelayLine::new(l));
+        if let Some(d) = shared_delay {
+            self.line_by_delay.push((d, l));
+        }
+        l
+    }
+
+    /// Put `pkt` on link `l`'s wire at `now`. True if it reaches the next hop now;
+    /// otherwise it waits on a delay line and its arrival is an event.
+    #[inline]
+    pub fn transmit(&mut self, l: LinkId, now: Time, pkt: &Packet, events: &mut EventQueue) -> bool {
+        match self.links[l.0 as usize].transmit(now, pkt) {
+            None => true,
+            Some((line, arrive)) => {
+                self.lines[line.0 as usize].push(arrive, l, pkt, events);
+                false
+            }
+        }
+    }
+
+    /// Line `line`'s event (`time`, `seq`) fired: the packet that arrives and the
+    /// link it left, or `None` for a stale entry.
+    #[inline]
+    pub fn arrive(&mut self, line: LineId, time: Time, seq: u64, events: &mut EventQueue) -> Option<(LinkId, Packet)> {
+        let (from, pkt) = self.lines[line.0 as usize].pop(time, seq, events)?;
+        self.links[from.0 as usize].left_wire();
+        Some((from, pkt))
     }
 
     #[inline]
@@ -99,8 +173,9 @@ impl Network {
         }
     }
 
-    /// Packets held by all links (queues and wires).
+    /// Packets held by the network (queues and wires).
     pub fn packets_held(&self) -> u64 {
-        self.links.iter().map(Link::packets_held).sum()
+        self.links.iter().map(Link::packets_queued).sum::<u64>()
+            + self.lines.iter().map(|l| l.len() as u64).sum::<u64>()
     }
 }

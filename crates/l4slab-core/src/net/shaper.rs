@@ -19,6 +19,9 @@ pub struct Shaper {
     last_ns: Time,
     /// `mbuffer`: credit accumulation is bounded by 60 s of elapsed time.
     mbuffer_ns: i64,
+    /// The last frame length charged and its transmission time (`tx_time` is a
+    /// 128-bit division; Linux keeps a precomputed rate table, `psched_l2t_ns`).
+    last: (u32, i64),
 }
 
 impl Shaper {
@@ -31,6 +34,7 @@ impl Shaper {
             tokens_ns: buffer_ns,
             last_ns: 0,
             mbuffer_ns: 60_000_000_000,
+            last: (0, 0),
         }
     }
 
@@ -54,7 +58,10 @@ impl Shaper {
     /// Charge a frame of `wire_len` bytes sent at `now`.
     #[inline]
     pub fn charge(&mut self, now: Time, wire_len: u32) {
-        let t = self.tokens_at(now) - tx_time(wire_len as u64, self.rate_bps) as i64;
+        if self.last.0 != wire_len {
+            self.last = (wire_len, tx_time(wire_len as u64, self.rate_bps) as i64);
+        }
+        let t = self.tokens_at(now) - self.last.1;
         self.tokens_ns = t.max(1 - self.mbuffer_ns);
         self.last_ns = now;
     }

@@ -73,7 +73,8 @@ pub struct Recorder {
     window_drops: u64,
     window_marks: u64,
     sojourn: DelayHistogram,
-    /// Per sub-queue of the watched link's qdisc.
+    /// Per sub-queue of the watched link's qdisc; empty for a single-queue qdisc,
+    /// whose one class has exactly the samples of `sojourn`.
     class_sojourn: Vec<DelayHistogram>,
 }
 
@@ -105,7 +106,11 @@ impl Recorder {
             window_drops: 0,
             window_marks: 0,
             sojourn: DelayHistogram::new(),
-            class_sojourn: (0..n_classes.max(1)).map(|_| DelayHistogram::new()).collect(),
+            class_sojourn: if n_classes > 1 {
+                (0..n_classes).map(|_| DelayHistogram::new()).collect()
+            } else {
+                Vec::new()
+            },
         };
         r.ensure_flows(n_flows);
         r
@@ -186,13 +191,21 @@ impl Recorder {
             sojourn_ms: self.sojourn.stats_ms(),
             drops: self.window_drops,
             marks: self.window_marks,
-            sojourn_by_class: q
-                .qdisc
-                .class_names()
-                .iter()
-                .zip(self.class_sojourn.iter())
-                .map(|(name, h)| ClassSojourn { class: name.to_string(), sojourn_ms: h.stats_ms() })
-                .collect(),
+            sojourn_by_class: if self.class_sojourn.is_empty() {
+                let names = q.qdisc.class_names();
+                names
+                    .first()
+                    .map(|n| ClassSojourn { class: n.to_string(), sojourn_ms: self.sojourn.stats_ms() })
+                    .into_iter()
+                    .collect()
+            } else {
+                q.qdisc
+                    .class_names()
+                    .iter()
+                    .zip(self.class_sojourn.iter())
+                    .map(|(name, h)| ClassSojourn { class: name.to_string(), sojourn_ms: h.stats_ms() })
+                    .collect()
+            },
             qdisc: QdiscStatsOut {
                 kind: q.qdisc.kind().into(),
                 sent_bytes: st.sent_bytes,
