@@ -155,18 +155,18 @@ pub struct TcpFlowConfig {
     /// `tcp_rto_min_us` in ns.
     #[serde(default = "default_rto_min_ns")]
     pub rto_min_ns: u64,
-    /// Receive window limit in bytes; `None` = never limiting (tcp.md §2.12).
+    /// Receive window limit in bytes; `None` = never limiting (Linux Documentation/networking/ip-sysctl.rst (tcp_rmem)).
     #[serde(default)]
     pub rwnd_bytes: Option<u64>,
     /// Receiver delayed ACKs (Linux default on); off = quick-ACK every segment.
     #[serde(default = "default_true")]
     pub delayed_ack: bool,
     /// The sender host has `fq` as its egress qdisc, so the stack paces every CC
-    /// (tcp.md §2.10); without it only CCs that need pacing (Prague, BBR) are paced.
+    /// (Linux net/ipv4/tcp_output.c:tcp_pacing_check); without it only CCs that need pacing (Prague, BBR) are paced.
     #[serde(default)]
     pub fq_pacing: bool,
     /// TSO/GSO on the sender (`ethtool -K tso/gso`, Linux default on): a paced
-    /// sender emits skbs of `tso_segs` segments back to back (tcp.md §2.11);
+    /// sender emits skbs of `tso_segs` segments back to back (Linux net/ipv4/tcp_output.c:tcp_tso_segs);
     /// off, every skb is one segment (the PAM 2025 testbed).
     #[serde(default = "default_true")]
     pub tso: bool,
@@ -184,7 +184,7 @@ pub struct TcpFlowConfig {
     #[serde(default = "default_tcp_ecn_option")]
     pub ecn_option: u8,
     /// Congestion control of the receiving socket; it decides DCTCP-style echo and
-    /// whether a listener accepts AccECN (tcp.md §3.4, §3.5.5). Default "cubic".
+    /// whether a listener accepts AccECN (Linux net/ipv4/tcp_dctcp.h:dctcp_ece_ack_update, RFC 9768 §3.1). Default "cubic".
     #[serde(default)]
     pub receiver_cc: Option<String>,
     /// Drop injection for tests: the first transmission of these segment numbers

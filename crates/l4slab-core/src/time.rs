@@ -11,7 +11,7 @@ pub const NS_PER_US: u64 = 1_000;
 pub const NS_PER_MS: u64 = 1_000_000;
 pub const NS_PER_SEC: u64 = 1_000_000_000;
 
-/// Linux `HZ` of the modelled kernels (1000 on distro server kernels; tcp.md §0.3).
+/// Linux `HZ` of the modelled kernels (1000 on distro server kernels; Linux kernel/Kconfig.hz (CONFIG_HZ)).
 pub const HZ: u64 = 1000;
 pub const NS_PER_JIFFY: u64 = NS_PER_SEC / HZ;
 
@@ -49,7 +49,7 @@ mod tests {
     use super::*;
     #[test]
     fn frame_time_at_100mbit() {
-        // aqm.md §8.2: L2T(1514 B) at 100 Mb/s = 121.12 µs.
+        // Linux include/net/sch_generic.h:psched_l2t_ns: L2T(1514 B) at 100 Mb/s = 121.12 µs.
         assert_eq!(tx_time(1514, 100_000_000), 121_120);
     }
     #[test]

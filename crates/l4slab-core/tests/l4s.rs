@@ -1,5 +1,5 @@
 //! L4S behaviour end to end: AccECN + Prague over DualPI2, L4S-aware FQ-CoDel and
-//! FIFO+ECN against the published PAM 2025 panels (shared/studies/pam2025.md:
+//! FIFO+ECN against the published PAM 2025 panels (PAM 2025 paper, Prague-vs-CUBIC panels:
 //! 100 Mbit/s, 10 ms, 2 BDP, Prague vs CUBIC), DCTCP over a step marker, fallbacks.
 
 mod common;
@@ -125,7 +125,7 @@ fn prague_without_an_accecn_receiver_falls_back_to_not_ect_reno() {
 }
 
 /// One Prague flow at 200 kbit/s, 20 ms with a segment-sizing scheme, on S2's shaper
-/// (segment-sizing.md: kernel 5.15 with the L4STeam DualPI2, 300 KB ≈ 200 packets,
+/// (S2 paper §5.1: kernel 5.15 with the L4STeam DualPI2, 300 KB ≈ 200 packets,
 /// 1 ms step). Returns the mean payload and the mean formula value over the 25-ms
 /// bins after 10 s, and the retransmissions of the whole run.
 fn prague_segment_sizing(scheme: &Value, seed: u64, formula: &dyn Fn(f64, f64) -> f64) -> (f64, f64, u64) {
@@ -152,7 +152,7 @@ fn prague_segment_sizing(scheme: &Value, seed: u64, formula: &dyn Fn(f64, f64) -
 
 #[test]
 fn prague_segment_sizes_follow_each_schemes_formula_at_200kbit() {
-    // tcp.md §7.11 (default: MTU = ⌈r·max(srtt, 25 ms)/2⌉) and §7.12 (S2: S(x),
+    // L4STeam/linux net/ipv4/tcp_prague.c:prague_pacing_rate_to_max_mtu (default: MTU = ⌈r·max(srtt, 25 ms)/2⌉) and S2 paper §4 (S2: S(x),
     // x = (r − 100 kb/s)/900 kb/s, within [150 B, MSS]); MSS = 1436 with AccECN.
     let (s_min, s_max) = (150.0, 1436.0);
     let x = |r: f64| (r.clamp(1e5, 1e6) - 1e5) / 9e5;

@@ -31,7 +31,7 @@ fn dualpi2_holds_four_cubic_flows_at_its_15ms_target() {
 
 #[test]
 fn dualpi2_overload_drops_the_excess_of_unresponsive_classic_udp() {
-    // dualq.md §5: UDP at 140 % of the link in the C queue. To keep the queue finite
+    // DualQ paper §IV-G and Fig. 12 (unresponsive UDP at 50–200 % of the link): UDP at 140 % of the link in the C queue. To keep the queue finite
     // the C drop probability must approach 1 − 1/1.4 ≈ 29 %.
     let flows = vec![udp(140, "not-ect"), tcp("cubic", 10), tcp("cubic", 10)];
     let r = run(&scenario(100, json!({"kind": "dualpi2"}), flows, 20));
@@ -114,7 +114,7 @@ fn fq_codel_shares_fairly_between_10ms_and_80ms_rtt() {
 #[test]
 fn fq_with_orphan_mask_0_is_one_shared_queue() {
     // The studies' "FIFO+ECN": forwarded packets have no socket, so fq hashes them
-    // with orphan_mask; 0 puts every flow in one queue (aqm.md §6.2).
+    // with orphan_mask; 0 puts every flow in one queue (Linux net/sched/sch_fq.c:fq_classify).
     let q = |mask: u32| json!({"kind": "fq", "orphan_mask": mask, "limit_packets": 167, "flow_limit_packets": 167});
     let flows = || vec![tcp("cubic", 10), tcp("cubic", 10), tcp("reno", 10)];
     let one = run(&scenario(100, q(0), flows(), 10));

@@ -1,4 +1,4 @@
-//! Drop-injection tests of loss recovery (tcp.md §2.7): fast retransmit, TLP, and
+//! Drop-injection tests of loss recovery (Linux net/ipv4/tcp_recovery.c): fast retransmit, TLP, and
 //! bursts repaired without a retransmission timeout.
 
 mod common;
@@ -48,7 +48,7 @@ fn tail_loss_is_repaired_by_the_loss_probe() {
 #[test]
 fn single_tail_loss_probe_fires_no_later_than_the_rto() {
     // With one packet outstanding the PTO is 2·srtt + 200 ms, capped by the RTO
-    // (tcp.md §2.7.6): the probe, not the RTO, repairs the loss.
+    // (Linux net/ipv4/tcp_output.c:tcp_schedule_loss_probe): the probe, not the RTO, repairs the loss.
     let mss = 1448;
     let r = injected(vec![99], Some(100 * mss), 3);
     let f = &r.flows[0];

@@ -1,6 +1,6 @@
 """Published PAM 2025 results (Prague vs CUBIC) and their comparison with simulated cells.
 
-The two tables of ``shared/studies/pam2025.md`` ("CUBIC without ECN", "CUBIC with classic
+The two Prague-vs-CUBIC heatmaps of the PAM 2025 paper ("CUBIC without ECN", "CUBIC with classic
 ECN") are shipped in the PAM study's folder,
 ``l4slab/studies/pam2025-prague-cubic/pam2025_published.csv``, one row per cell (2 × 9 × 5 =
 90 rows): ``queue``, ``buffer_bdp``, ``l4s_cc`` ("prague"), ``classic`` ("cubic" |

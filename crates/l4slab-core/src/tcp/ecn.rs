@@ -1,6 +1,6 @@
-//! ECN negotiation and feedback (tcp.md §3): the `tcp_ecn` sysctl matrix, the
+//! ECN negotiation and feedback (Linux include/net/tcp_ecn.h and net/ipv4/tcp_input.c): the `tcp_ecn` sysctl matrix, the
 //! SYN/SYN-ACK encodings, RFC 3168 / DCTCP-style / AccECN receiver state, and the
-//! AccECN sender's decoding of the ACE field and option (§3.5.6).
+//! AccECN sender's decoding of the ACE field and option (Linux net/ipv4/tcp_input.c:__tcp_accecn_process).
 
 use crate::cc::CcFlags;
 pub use crate::cc::EcnMode;
@@ -14,13 +14,13 @@ pub const SYNACK_ACE_CLASSIC: u8 = 0b001;
 
 /// `TCP_ACCECN_CEP_INIT_OFFSET`: r.cep and s.cep start at 5.
 pub const ACCECN_CEP_INIT: u32 = 5;
-/// Byte counters start at E1B = E0B = 1, CEB = 0 (tcp.md §3.2).
+/// Byte counters start at E1B = E0B = 1, CEB = 0 (RFC 9768 §3.2.1).
 pub const ACCECN_E1B_INIT: u32 = 1;
 pub const ACCECN_E0B_INIT: u32 = 1;
 pub const ACCECN_CEB_INIT: u32 = 0;
 /// AccECN option byte counters are 24 bits wide.
 pub const ACCECN_FIELD_MASK: u32 = (1 << 24) - 1;
-/// Unreported CE marks that force an immediate ACK (Linux; tcp.md §3.5.4).
+/// Unreported CE marks that force an immediate ACK (Linux; Linux net/ipv4/tcp_input.c:__tcp_accecn_process).
 pub const ACCECN_CE_PENDING_ACK_NOW: u32 = 6;
 
 /// What the client asks for in its SYN, from its `tcp_ecn` sysctl and CC flags.
@@ -38,7 +38,7 @@ pub fn client_syn_ace(tcp_ecn: u8, cc: CcFlags) -> u8 {
     }
 }
 
-/// IP-ECN codepoint of the SYN (tcp.md §3.1): Not-ECT unless the CC needs ECN.
+/// IP-ECN codepoint of the SYN (Linux include/net/tcp_ecn.h:tcp_ecn_send_syn): Not-ECT unless the CC needs ECN.
 pub fn syn_codepoint(cc: CcFlags) -> Ecn {
     if cc.wants_ect1 {
         Ecn::Ect1
@@ -49,7 +49,7 @@ pub fn syn_codepoint(cc: CcFlags) -> Ecn {
     }
 }
 
-/// The server's decision on a SYN: (mode, SYN/ACK ACE) (tcp.md §3.2).
+/// The server's decision on a SYN: (mode, SYN/ACK ACE) (Linux net/ipv4/tcp_input.c:tcp_ecn_create_request).
 pub fn server_accept(syn_ace: u8, syn_ip_ecn: Ecn, tcp_ecn: u8, cc: CcFlags) -> (EcnMode, u8) {
     let accecn_ok = tcp_ecn >= 3 || cc.needs_accecn;
     if syn_ace != 0 && syn_ace != SYN_ACE_CLASSIC && accecn_ok {

@@ -24,13 +24,13 @@ pub use sender::TcpSender;
 
 use crate::time::{Time, NS_PER_MS};
 
-/// `TCP_TIMEOUT_INIT`: RTO before the first RTT sample (tcp.md §2.3).
+/// `TCP_TIMEOUT_INIT`: RTO before the first RTT sample (Linux include/net/tcp.h).
 pub const TCP_TIMEOUT_INIT_NS: u64 = 1_000 * NS_PER_MS;
-/// `TCP_RTO_MAX` (tcp.md §2.13).
+/// `TCP_RTO_MAX` (Linux include/net/tcp.h (TCP_* constants)).
 pub const TCP_RTO_MAX_NS: u64 = 120_000 * NS_PER_MS;
 /// `TCP_TIMEOUT_MIN`: 2 jiffies (RACK reorder timer slack, TLP with > 1 packet out).
 pub const TCP_TIMEOUT_MIN_NS: u64 = 2 * NS_PER_MS;
-/// `TCP_ATO_MIN` = `TCP_DELACK_MIN` = HZ/25 (tcp.md §2.5).
+/// `TCP_ATO_MIN` = `TCP_DELACK_MIN` = HZ/25 (Linux include/net/tcp.h).
 pub const TCP_ATO_MIN_NS: u64 = 40 * NS_PER_MS;
 /// `TCP_DELACK_MAX` = HZ/5.
 pub const TCP_DELACK_MAX_NS: u64 = 200 * NS_PER_MS;

@@ -13,7 +13,7 @@ impl TcpSender {
         p.wire_len = SYN_WIRE_LEN;
         p.tcp.tsval = ts_clock(now);
         p.retrans = self.syn_retries > 0;
-        // ECN request (RFC 3168 §6.1.1, AccECN §3.1.1); beyond the first SYN retransmission the ECN
+        // ECN request (RFC 3168 §6.1.1, RFC 9768 §3.1.1); beyond the first SYN retransmission the ECN
         // flags are stripped (tcp_ecn_fallback), AccECN is still tried on the first.
         let flags = self.cc.flags();
         self.syn_ace = if self.syn_retries <= 1 { ecn::client_syn_ace(self.tcp_ecn, flags) } else { 0 };

@@ -9,7 +9,7 @@
 //! The sample: delivered = `tp->delivered` now − at the packet's transmission;
 //! interval = max(send phase of its flight, time since `tp->delivered_mstamp` at
 //! its transmission), so the rate is min(send rate, ACK rate) and cannot exceed
-//! the bottleneck through ACK compression (draft-cheng-iccrg-delivery-rate-estimation §3).
+//! the bottleneck through ACK compression (draft-cheng-iccrg-delivery-rate-estimation Linux include/net/tcp_ecn.h and net/ipv4/tcp_input.c).
 
 use super::sender::*;
 

@@ -1,5 +1,5 @@
 //! The receiving endpoint: in-order and out-of-order data, SACK/D-SACK blocks, and
-//! Linux's ACK policy (tcp.md §1.3, §2.5): an ACK for every second full segment,
+//! Linux's ACK policy (Linux net/ipv4/tcp_input.c:tcp_rcv_established, __tcp_ack_snd_check): an ACK for every second full segment,
 //! quick-ACKs for the first 16 segments and after gaps, immediate ACKs while data is
 //! out of order (then SACK compression), and the 40 ms delayed-ACK timer with `ato`
 //! adaptation.
@@ -50,7 +50,7 @@ pub struct TcpReceiver {
     rcv_rtt_us8: u64,
     /// `ts_recent`: TSval to echo (RFC 7323 rule).
     ts_recent: u32,
-    // --- ECN (tcp.md §3) ---
+    // --- ECN (Linux include/net/tcp_ecn.h and net/ipv4/tcp_input.c) ---
     /// This host's `tcp_ecn` sysctl and `tcp_ecn_option`.
     tcp_ecn: u8,
     ecn_option: u8,
@@ -143,7 +143,7 @@ impl TcpReceiver {
     pub fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
         match pkt.kind {
             PacketKind::Syn => {
-                // Answer every (re)transmitted SYN with a SYN/ACK; decide ECN (§3.2).
+                // Answer every (re)transmitted SYN with a SYN/ACK; decide ECN (Linux net/ipv4/tcp_input.c:tcp_ecn_create_request).
                 self.ts_recent = pkt.tcp.tsval;
                 let (mode, ace) = ecn::server_accept(pkt.tcp.ace, pkt.ecn, self.tcp_ecn, self.cc_flags);
                 self.ecn_mode = mode;
@@ -153,7 +153,7 @@ impl TcpReceiver {
                 self.cc.init(&mut self.cc_sock);
                 let mut a = Packet::new(self.flow, PacketKind::SynAck);
                 a.tcp.ace = ace;
-                // The SYN/ACK is ECT only if the listener's CC needs ECN (§3.1).
+                // The SYN/ACK is ECT only if the listener's CC needs ECN (Linux include/net/tcp_ecn.h:tcp_ecn_send_synack).
                 if mode != EcnMode::Off {
                     a.ecn = ecn::syn_codepoint(self.cc_flags);
                 }
@@ -177,7 +177,7 @@ impl TcpReceiver {
             self.ce_packets += 1;
             self.ce_bytes += pkt.payload as u64;
         }
-        // AccECN receive counters run on every segment (tcp.md §1.3 step 1, §3.5.3).
+        // AccECN receive counters run on every segment (Linux include/net/tcp_ecn.h:tcp_ecn_received_counters).
         if self.ecn_mode == EcnMode::AccEcn {
             let edge = self.accecn.on_packet(pkt.ecn, pkt.payload);
             if edge || self.accecn.pending_ce >= ecn::ACCECN_CE_PENDING_ACK_NOW {
@@ -246,7 +246,7 @@ impl TcpReceiver {
         }
     }
 
-    /// `tcp_event_data_recv`: rcv_mss, quick-ACK and ato bookkeeping (tcp.md §2.5).
+    /// `tcp_event_data_recv`: rcv_mss, quick-ACK and ato bookkeeping (Linux net/ipv4/tcp_input.c).
     fn event_data_recv(&mut self, len: u32, now: Time) {
         // tcp_measure_rcv_mss (simplified to the full-segment case).
         if len >= self.rcv_mss {
@@ -340,7 +340,7 @@ impl TcpReceiver {
         self.ato = TCP_ATO_MIN_NS;
     }
 
-    /// `__tcp_ack_snd_check` (tcp.md §2.5).
+    /// `__tcp_ack_snd_check` (Linux net/ipv4/tcp_input.c).
     fn ack_snd_check(&mut self, now: Time, out: &mut Vec<Packet>) {
         if !self.ack_scheduled {
             return;
@@ -458,7 +458,7 @@ impl TcpReceiver {
             EcnMode::Off => {}
             EcnMode::Rfc3168 => {
                 a.tcp.ece = self.demand_cwr;
-                // Pure ACKs are ECT only from a CC that needs ECN (DCTCP; §3.1).
+                // Pure ACKs are ECT only from a CC that needs ECN (DCTCP; Linux net/ipv4/tcp_output.c:tcp_ecn_send).
                 if self.cc_flags.needs_ecn {
                     a.ecn = if self.cc_flags.wants_ect1 { Ecn::Ect1 } else { Ecn::Ect0 };
                 }
@@ -473,7 +473,7 @@ impl TcpReceiver {
     }
 
     /// Append the AccECN option if the mode and `tcp_ecn_option` ask for it and it
-    /// fits beside the SACK blocks (tcp.md §3.5.2).
+    /// fits beside the SACK blocks (Linux net/ipv4/tcp_output.c:tcp_established_options).
     fn add_accecn_option(&self, a: &mut Packet) {
         if self.ecn_mode != EcnMode::AccEcn || self.ecn_option < 2 {
             return;
