@@ -124,6 +124,12 @@ pub struct PathConfig {
     /// When the flow stops sending new data, ns (default: the end of the run).
     #[serde(default)]
     pub stop_ns: Option<u64>,
+    /// The flow's sender sits on the receivers' side: its data crosses the reverse
+    /// path (and `reverse_bottleneck`, if any) and its ACKs the forward bottleneck,
+    /// so data flows both ways and ACKs queue behind data. `fwd_delay_ns` is still
+    /// the sender-to-queue propagation.
+    #[serde(default)]
+    pub reverse: bool,
 }
 
 impl PathConfig {
@@ -256,6 +262,12 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             TimeNs,
             serde_json::Value::Null,
             "When the sender stops sending new data; unset = end of run.",
+        ),
+        ParamSpec::new(
+            "reverse",
+            Bool,
+            json!(false),
+            "The sender sits on the receivers' side: data crosses reverse_bottleneck, ACKs the bottleneck.",
         ),
         ParamSpec::new(
             "bytes",

@@ -75,7 +75,7 @@ impl FlowOpener for Opener<'_> {
         self.flows.slots.len() as u32 - 1
     }
     fn open(&mut self, slot: u32, spec: FlowSpec) {
-        self.topology.attach_flow(self.net, slot, spec.fwd_delay_ns, spec.rev_delay_ns);
+        self.topology.attach_flow(self.net, slot, spec.fwd_delay_ns, spec.rev_delay_ns, spec.reverse);
         self.flows.slots[slot as usize] = Some(FlowSlot {
             ends: [spec.sender, spec.receiver],
             timer_at: [None, None],
@@ -538,6 +538,7 @@ mod tests {
                     base_rtt_ns: 10_000_000,
                     fwd_delay_ns: 5_000_000,
                     rev_delay_ns: 5_000_000,
+                    reverse: false,
                 },
             );
         }

@@ -84,3 +84,38 @@ fn udp_source_at_half_the_link_leaves_tcp_the_rest() {
     assert!((u.goodput_mbps - expected).abs() / expected < 0.05, "udp {}", u.goodput_mbps);
     assert!(r.bottleneck.utilisation > 0.95);
 }
+
+/// Data both ways over a dumbbell with a queue in each direction: the forward flow's
+/// ACKs wait behind the reverse flow's data, so its RTT carries the reverse queue's
+/// delay (the ACK-compression setting of Zhang, Shenker & Clark, "Observations on the
+/// dynamics of a congestion control algorithm", SIGCOMM 1991), while each direction's
+/// data still fills its own link.
+#[test]
+fn data_both_ways_puts_acks_behind_data() {
+    // 10 Mbit/s each way, 20 ms; forward buffer 1 BDP (25 kB ≈ 20 ms), reverse 8 BDP
+    // (200 kB ≈ 160 ms of queue when full).
+    let mut reverse_flow = tcp("cubic", 20);
+    reverse_flow["reverse"] = json!(true);
+    let one_way = scenario(10, bfifo(25_000), vec![tcp("cubic", 20)], 20);
+    let mut both_ways = scenario(10, bfifo(25_000), vec![tcp("cubic", 20), reverse_flow], 20);
+    both_ways["reverse_bottleneck"] = json!({"rate_bps": 10 * MBIT, "qdisc": bfifo(200_000)});
+    let a = run(&one_way);
+    let b = run(&both_ways);
+    let (fwd_alone, fwd, rev) = (&a.flows[0], &b.flows[0], &b.flows[1]);
+    // Alone, the forward flow's queueing delay is bounded by its 1-BDP buffer.
+    assert!(fwd_alone.queuing_delay_ms < 25.0, "alone: {} ms", fwd_alone.queuing_delay_ms);
+    // With reverse data its ACKs queue behind up to 160 ms of data.
+    assert!(fwd.queuing_delay_ms > 60.0, "ACKs behind data: {} ms", fwd.queuing_delay_ms);
+    // The reverse flow's own data sits in the deep reverse queue.
+    assert!(rev.queuing_delay_ms > 60.0, "reverse data queue: {} ms", rev.queuing_delay_ms);
+    // The reverse flow, with a deep buffer, keeps its link busy; the forward flow's
+    // 1-BDP buffer is now a fraction of its ACK-inflated BDP, so it loses throughput.
+    assert!(rev.goodput_mbps > 8.0 && rev.goodput_mbps < 10.0, "reverse goodput {}", rev.goodput_mbps);
+    assert!(fwd_alone.goodput_mbps > 9.0, "alone: {}", fwd_alone.goodput_mbps);
+    assert!(
+        fwd.goodput_mbps < 0.8 * fwd_alone.goodput_mbps,
+        "two-way: {} vs {}",
+        fwd.goodput_mbps,
+        fwd_alone.goodput_mbps
+    );
+}

@@ -51,7 +51,9 @@ impl Dumbbell {
 
     /// Give flow slot `flow` its two NICs and routes; a reused slot keeps its NIC
     /// links when nothing is left on them, so short flows do not grow the network.
-    pub fn attach_flow(&self, net: &mut Network, flow: u32, fwd_delay_ns: u64, rev_delay_ns: u64) {
+    /// A `reverse` flow's sender sits on the receivers' side: its data crosses the
+    /// reverse queue (if any) and its ACKs the bottleneck.
+    pub fn attach_flow(&self, net: &mut Network, flow: u32, fwd_delay_ns: u64, rev_delay_ns: u64, reverse: bool) {
         let old = net.previous_routes(flow).map(|r| (r.forward.links()[0], r.reverse.links()[0]));
         let nic = |net: &mut Network, old: Option<LinkId>, delay| match old {
             Some(l) if net.link_mut(l).reset_for_reuse(delay) => l,
@@ -59,13 +61,19 @@ impl Dumbbell {
         };
         let tx_nic = nic(net, old.map(|o| o.0), fwd_delay_ns);
         let rx_nic = nic(net, old.map(|o| o.1), rev_delay_ns);
-        let mut reverse = vec![rx_nic];
-        reverse.extend(self.reverse_queue);
+        // The queue each direction's packets meet after their NIC and propagation.
+        let (data_queue, ack_queue) = if reverse {
+            (self.reverse_queue, Some(self.bottleneck))
+        } else {
+            (Some(self.bottleneck), self.reverse_queue)
+        };
+        let data_path: Vec<LinkId> = std::iter::once(tx_nic).chain(data_queue).collect();
+        let ack_path: Vec<LinkId> = std::iter::once(rx_nic).chain(ack_queue).collect();
         net.set_routes(
             flow,
             FlowRoutes {
-                forward: Route::new(vec![tx_nic, self.bottleneck], EndpointId::receiver(flow)),
-                reverse: Route::new(reverse, EndpointId::sender(flow)),
+                forward: Route::new(data_path, EndpointId::receiver(flow)),
+                reverse: Route::new(ack_path, EndpointId::sender(flow)),
             },
         );
     }
@@ -90,7 +98,7 @@ mod tests {
         let mut net = Network::new();
         let mut d = Dumbbell::build(&mut net, &cfg, stream(1, Stream::Qdisc));
         let rq = d.add_reverse_queue(&mut net, shaped_queue(&cfg, stream(1, Stream::ReverseQdisc)));
-        d.attach_flow(&mut net, 0, 3_000, 7_000);
+        d.attach_flow(&mut net, 0, 3_000, 7_000, false);
         let data = Packet::new(0, PacketKind::Data);
         let ack = Packet::new(0, PacketKind::Ack);
         let Hop::Link(nic) = net.next_hop(&data, None) else { panic!("data starts on the NIC") };

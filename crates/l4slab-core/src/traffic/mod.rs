@@ -80,6 +80,8 @@ pub struct FlowSpec {
     /// One-way propagation delays the topology gives the flow's path.
     pub fwd_delay_ns: u64,
     pub rev_delay_ns: u64,
+    /// Data crosses the topology's reverse direction (see `PathConfig::reverse`).
+    pub reverse: bool,
 }
 
 /// What a traffic source may do to the flow table.

@@ -72,6 +72,7 @@ impl TrafficSource for ScenarioFlows {
                     base_rtt_ns: path.rtt_ns,
                     fwd_delay_ns: path.fwd_delay(),
                     rev_delay_ns: path.rev_delay(),
+                    reverse: path.reverse,
                 },
             );
         }
