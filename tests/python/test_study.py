@@ -363,3 +363,29 @@ def test_unreadable_study_and_base_files_are_one_line_errors(tmp_path):
         with pytest.raises(ScenarioError) as info:
             load_study(path)
         assert "\n" not in str(info.value) and expected in str(info.value), str(info.value)
+
+
+def test_a_study_summarises_an_engine_result_field_it_names(tmp_path):
+    """``[study] metrics`` takes the engine's result fields by name (schema ``metrics``)."""
+    import l4slab.study as study
+    from l4slab import schema
+
+    assert "mean_payload_bytes" in schema.metric_names("flow_summary")
+    path = write_study(tmp_path, '[study]\nmetrics = ["mean_payload_bytes"]\ntrials = 2\n')
+    report = study.run(path, tmp_path / "out", jobs=1)
+    assert (report.done, report.failed) == (2, 0)
+    summaries = study.load(tmp_path / "out").summaries
+    assert set(summaries["metric"]) == {"mean_payload_bytes"}
+    assert sorted(summaries["flow"]) == [0, 1] and (summaries["n"] == 2).all()
+    assert (summaries["mean"] == schema.tcp_flow_param("mss").default).all()  # full-sized segments
+
+
+def test_a_study_accepts_every_summary_field_of_the_engine(tmp_path):
+    import l4slab.study as study
+    from l4slab import schema
+
+    fields = [*schema.metric_names("flow_summary"), *schema.metric_names("bottleneck_summary")]
+    path = write_study(tmp_path, f"[study]\nmetrics = {json.dumps(fields)}\n")
+    assert study.run(path, tmp_path / "out", jobs=1).done == 1
+    summarised = set(study.load(tmp_path / "out").summaries["metric"])
+    assert {"mean_payload_bytes", "goodput_mbps", "drops"} <= summarised <= set(fields)
