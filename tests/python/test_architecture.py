@@ -119,6 +119,18 @@ def test_a_bare_import_reaches_every_top_level_name_and_subpackage():
     assert done.stdout == "module 'l4slab' has no attribute 'nope'\n"
 
 
+def test_the_core_stub_matches_the_binding():
+    """``_core.pyi`` declares exactly the binding's functions, with their parameter names."""
+    import inspect
+
+    core = importlib.import_module("l4slab._core")
+    stub = ast.parse((PACKAGE / "_core.pyi").read_text(encoding="utf-8"))
+    functions = [node for node in stub.body if isinstance(node, ast.FunctionDef)]
+    stubbed = {node.name: [arg.arg for arg in node.args.args] for node in functions}
+    bound = {name: list(inspect.signature(getattr(core, name)).parameters) for name in dir(core) if name[0] != "_"}
+    assert stubbed == bound
+
+
 def test_study_list_lists_the_study_folders(capsys):
     from l4slab.cli import main
 
@@ -239,7 +251,7 @@ def test_a_qdisc_the_engine_adds_is_spelled_from_its_schema(engine_with_a_new_qd
         resolve_qdisc(parse_qdisc("red limit 20001"), buffer=None, bdp=None)
 
 
-#: A TCP flow entry setting every knob a scenario has (each to a non-default value).
+#: A TCP flow entry that sets every knob a scenario has, so that its config carries each one.
 EVERY_TCP_KNOB = {
     "cc": "prague",
     "rtt": "10ms",
