@@ -10,16 +10,27 @@ Quick use::
     result.write("results/ref")
 
 See README.md for the scenario format and docs/outputs.md for the output files.
+
+This module owns the package's top-level names. They, and the subpackages
+(``l4slab.study``, ``l4slab.analysis``, ...), are imported on first use, so that
+``l4slab --version`` and ``l4slab --help`` start without pandas, pyarrow, duckdb or
+matplotlib.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
 from .errors import EngineError, EngineUnavailableError, ScenarioError
-from .results import RunResult, rebin
-from .rundir import write_run
-from .runner import run
-from .scenario import Scenario, load_scenario, reference_scenario_path
 from .version import PACKAGE_VERSION as __version__
+
+if TYPE_CHECKING:
+    from .results import RunResult, rebin
+    from .rundir import write_run
+    from .runner import run
+    from .scenario import Scenario, load_scenario, reference_scenario_path
 
 __all__ = [
     "__version__",
@@ -34,3 +45,29 @@ __all__ = [
     "EngineError",
     "EngineUnavailableError",
 ]
+
+#: Top-level names imported on first use, by the module that defines them.
+_LAZY = {
+    "run": ".runner",
+    "RunResult": ".results",
+    "rebin": ".results",
+    "write_run": ".rundir",
+    "load_scenario": ".scenario",
+    "Scenario": ".scenario",
+    "reference_scenario_path": ".scenario",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A lazy top-level name, or a submodule (``l4slab.study`` after a bare ``import l4slab``)."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

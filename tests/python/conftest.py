@@ -1,17 +1,19 @@
 """Shared fixtures: a results dict shaped exactly like the engine's results.rs, the engine
-marker, and the hand-written engine schema fixture for an engine built without ``schema()``."""
+marker, and the argv that runs the ``l4slab`` command in a new process."""
 
 from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 
-import engine_schema_fixture
 import pytest
+from l4slab.scenario import scenario_from_toml
 
-engine_schema_fixture.install()
 
-from l4slab.scenario import scenario_from_toml  # noqa: E402
+def l4slab_command(*args: str) -> list[str]:
+    """The argv that runs ``l4slab ARGS`` in a new process of this interpreter."""
+    return [sys.executable, "-m", "l4slab", *args]
 
 
 def engine_available() -> bool:

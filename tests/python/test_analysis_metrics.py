@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import requires_engine
 from l4slab.analysis import metrics as m
 
 
@@ -201,3 +202,15 @@ def test_pam_cells_from_flows():
     assert row["l4s_qdelay_ms"] == pytest.approx(4.8)
     assert row["classic_qdelay_ms"] == pytest.approx(9.5)
     assert row["l4s_mbps_ci"] == pytest.approx(12.7062 * math.sqrt(2) / math.sqrt(2), abs=1e-3)
+
+
+@requires_engine
+def test_l4s_flows_are_the_engines_l4s_ccs_and_testbed_names_it_lacks():
+    from l4slab import schema
+
+    engine = schema.engine_schema().congestion_controls
+    assert not m.TESTBED_L4S_CCS & set(engine)  # only names the engine does not implement
+    assert m.l4s_congestion_controls() == {name for name, cc in engine.items() if cc.l4s} | m.TESTBED_L4S_CCS
+    flows = pd.DataFrame({"cc": ["prague", "Prague-v06", "dctcp", "cubic", "bbr2-l4s"]})
+    assert list(m.flow_class(flows)) == ["l4s", "l4s", "classic", "classic", "l4s"]
+    assert list(m.flow_class(flows, l4s_ccs={"dctcp"})) == ["classic", "classic", "l4s", "classic", "classic"]

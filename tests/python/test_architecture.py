@@ -6,10 +6,12 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
-from engine_schema_fixture import FIXTURE
 from l4slab import schema
 from l4slab.errors import ScenarioError
 
@@ -83,6 +85,52 @@ def test_only_engine_py_imports_the_compiled_core():
     assert importers == ["l4slab.engine"]
 
 
+#: Libraries ``l4slab --version`` and ``l4slab --help`` must not load.
+DATA_STACK = ("pandas", "pyarrow", "duckdb", "matplotlib")
+
+
+@pytest.mark.parametrize("option", ["--version", "--help"])
+def test_version_and_help_start_without_the_data_stack(option):
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "l4slab", option], capture_output=True, text=True, timeout=60
+    )
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "l4slab.cli" in imported
+    loaded = sorted(name for name in imported if name.split(".")[0] in DATA_STACK)
+    assert loaded == []
+    if option == "--version":
+        assert done.stdout.startswith("l4slab ")
+        assert elapsed < 1.0, f"l4slab --version took {elapsed:.2f} s"
+
+
+def test_a_bare_import_reaches_every_top_level_name_and_subpackage():
+    code = (
+        "import l4slab\n"
+        "assert callable(l4slab.run) and callable(l4slab.study.load) and callable(l4slab.analysis.flow_class)\n"
+        "assert all(getattr(l4slab, name) is not None for name in l4slab.__all__)\n"
+        "assert set(l4slab.__all__) <= set(dir(l4slab))\n"
+        "try:\n    l4slab.nope\nexcept AttributeError as err:\n    print(err)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "module 'l4slab' has no attribute 'nope'\n"
+
+
+def test_the_core_stub_matches_the_binding():
+    """``_core.pyi`` declares exactly the binding's functions, with their parameter names."""
+    import inspect
+
+    core = importlib.import_module("l4slab._core")
+    stub = ast.parse((PACKAGE / "_core.pyi").read_text(encoding="utf-8"))
+    functions = [node for node in stub.body if isinstance(node, ast.FunctionDef)]
+    stubbed = {node.name: [arg.arg for arg in node.args.args] for node in functions}
+    bound = {name: list(inspect.signature(getattr(core, name)).parameters) for name in dir(core) if name[0] != "_"}
+    assert stubbed == bound
+
+
 def test_study_list_lists_the_study_folders(capsys):
     from l4slab.cli import main
 
@@ -149,12 +197,18 @@ def test_studies_accept_every_summary_metric_the_engine_produces(tmp_path):
     ]
 
 
-def test_the_fixture_has_the_shape_of_the_engine_schema():
-    """FIXTURE check: the hand-written schema parses as the engine's would."""
-    parsed = schema.parse_schema(FIXTURE.read_text())
+def test_the_engine_schema_has_the_shape_the_front_end_reads():
+    """The compiled engine's own schema parses, and names what the front end looks up."""
+    import l4slab.engine
+
+    text = l4slab.engine.schema_json()
+    parsed = schema.parse_schema(text)
+    assert parsed == schema.engine_schema()
+    assert parsed.version == l4slab.engine.version() == json.loads(text)["version"]
     assert set(parsed.metrics) == {"flow_summary", "flow_series", "bottleneck_summary", "bottleneck_series"}
+    assert all(parsed.metrics.values())
     assert parsed.qdiscs["dualpi2"].classes == ("C", "L")
-    assert json.loads(FIXTURE.read_text())["version"]
+    assert parsed.tcp_flow["cc"].choices == tuple(parsed.congestion_controls)
 
 
 @pytest.fixture
@@ -197,11 +251,77 @@ def test_a_qdisc_the_engine_adds_is_spelled_from_its_schema(engine_with_a_new_qd
         resolve_qdisc(parse_qdisc("red limit 20001"), buffer=None, bdp=None)
 
 
+#: A TCP flow entry that sets every knob a scenario has, so that its config carries each one.
+EVERY_TCP_KNOB = {
+    "cc": "prague",
+    "rtt": "10ms",
+    "start": "1ms",
+    "stop": "900ms",
+    "fwd_delay": "4ms",
+    "bytes": "10mb",
+    "mss": 1400,
+    "init_cwnd": 4,
+    "rto_min": "100ms",
+    "rwnd": "4mb",
+    "delayed_ack": False,
+    "drop_segments": [3],
+    "ecn": "accecn",
+    "receiver_ecn": 1,
+    "ecn_option": 1,
+    "receiver_cc": "dctcp",
+    "fq_pacing": True,
+    "tso": False,
+    "cc_params": {},
+}
+
+
 def test_every_tcp_knob_python_sends_is_one_the_engine_describes():
+    from l4slab.scenario import TcpFlow, scenario_from_dict
     from l4slab.scenario.resolve import TCP_ENGINE_FIELDS
 
     described = set(schema.engine_schema().tcp_flow)
     assert set(TCP_ENGINE_FIELDS) | {"receiver_ecn", "receiver_cc"} <= described
+    assert set(EVERY_TCP_KNOB) == set(TcpFlow.model_fields) - {"kind", "count", "label"}
+    scenario = {"duration": "1s", "bottleneck": {"rate": "10Mbit"}, "flows": [EVERY_TCP_KNOB]}
+    (sent,) = scenario_from_dict(scenario).resolve()["flows"]
+    assert sent.pop("kind") == "tcp"
+    assert set(sent) <= described, sorted(set(sent) - described)
+    assert len(sent) == len(EVERY_TCP_KNOB)
+    for cc in schema.engine_schema().congestion_controls.values():
+        assert set(cc.receiver_defaults) <= described, cc.name
+
+
+def test_cc_names_and_receiver_defaults_are_the_engines():
+    """Which CCs a flow may name and what its receiver gets by default come from the schema only."""
+    from l4slab.scenario import TcpFlow, scenario_from_dict
+
+    ccs = schema.engine_schema().congestion_controls
+    assert schema.congestion_control_names() == tuple(ccs)
+    assert TcpFlow(rtt="10ms").cc == schema.engine_schema().tcp_flow["cc"].default
+    for name, cc in ccs.items():
+        scenario = {"duration": "1s", "bottleneck": {"rate": "10Mbit"}, "flows": [{"cc": name, "rtt": "10ms"}]}
+        (sent,) = scenario_from_dict(scenario).resolve()["flows"]
+        receiver = {key: sent[key] for key in ("receiver_ecn", "receiver_cc") if key in sent}
+        assert receiver == dict(cc.receiver_defaults), name
+
+
+def test_the_package_holds_no_list_of_congestion_control_names():
+    """A literal set, list or tuple of two or more engine CC names anywhere in the package would
+    be a second CC registry (``examples=`` of a field are illustrations, not a registry)."""
+    names = set(schema.congestion_control_names())
+    illustrations = set()
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.keyword) and node.arg == "examples":
+                illustrations.add(id(node.value))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Set, ast.List, ast.Tuple)) and id(node) not in illustrations:
+                strings = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+                if len(strings & names) >= 2:
+                    found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert found == []
 
 
 def test_tcp_knob_ranges_are_the_engines(monkeypatch):
@@ -225,10 +345,12 @@ def test_tcp_knob_ranges_are_the_engines(monkeypatch):
 
 
 def test_every_spelled_qdisc_parameter_is_one_the_engine_describes():
-    """The tc tables name engine fields only; every engine parameter has a tc spelling."""
-    from l4slab.qdisc import SPELLINGS
+    """The tc tables name engine fields only; every engine parameter ``tc`` has a keyword for
+    is spelled; every engine qdisc is in the registry, in the engine's order."""
+    from l4slab.qdisc import REGISTRY, SPELLINGS
 
     engine = schema.engine_schema().qdiscs
+    assert list(REGISTRY) == list(engine)
     #: Engine fields set by another parameter's spelling (``step_thresh 5pkt``).
     alternatives = {("dualpi2", "step_thresh_packets")}
     for kind, spelling in SPELLINGS.items():
@@ -237,6 +359,8 @@ def test_every_spelled_qdisc_parameter_is_one_the_engine_describes():
         assert spelled <= set(engine[kind].params), kind
         unspelled = {name for name, param in engine[kind].params.items() if param.tc_keyword} - spelled
         assert unspelled == {f for k, f in alternatives if k == kind}, kind
+        for param in spelling.params:
+            assert param.spec is engine[kind].params[param.engine_field], (kind, param.name)
 
 
 def test_a_schema_lookup_the_engine_cannot_answer_is_an_engine_error():
@@ -264,7 +388,15 @@ def test_an_unreadable_engine_schema_is_one_engine_error(monkeypatch):
         schema.engine_schema.cache_clear()
 
 
-def test_metrics_may_be_listed_as_names_or_objects():
-    data = json.loads(FIXTURE.read_text())
+def test_metrics_may_be_listed_as_names_or_objects(monkeypatch):
+    import l4slab.engine
+
+    data = json.loads(l4slab.engine.schema_json())
     data["metrics"]["flow_summary"] = [{"name": "goodput_mbps", "unit": "Mbit/s"}, "mean_payload_bytes"]
-    assert schema.parse_schema(json.dumps(data)).metrics["flow_summary"] == ("goodput_mbps", "mean_payload_bytes")
+    monkeypatch.setattr(l4slab.engine, "schema_json", lambda: json.dumps(data))
+    schema.engine_schema.cache_clear()
+    try:
+        assert schema.metric_names("flow_summary") == ("goodput_mbps", "mean_payload_bytes")
+    finally:
+        monkeypatch.undo()
+        schema.engine_schema.cache_clear()

@@ -4,14 +4,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import requires_engine
-from engine_schema_fixture import command
+from conftest import l4slab_command, requires_engine
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def l4slab(*args, cwd=REPO):
-    return subprocess.run(command(*args), capture_output=True, text=True, cwd=cwd, timeout=300)
+    return subprocess.run(l4slab_command(*args), capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
 def assert_user_error(completed, *fragments):

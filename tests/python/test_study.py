@@ -11,16 +11,12 @@ import sys
 import time
 from pathlib import Path
 
-import engine_schema_fixture
 import pandas as pd
 import pytest
-from conftest import requires_engine
-from engine_schema_fixture import command
+from conftest import l4slab_command, requires_engine
 from l4slab.errors import ScenarioError
 
 pytestmark = [requires_engine, pytest.mark.engine]
-
-FIXTURE_DIR = Path(engine_schema_fixture.__file__).parent
 
 BASE = """
 [base]
@@ -143,12 +139,9 @@ def test_trial_seeds_are_stable(tmp_path):
     c = load(tmp_path, header.replace("seed = 5", "seed = 6"), factors)
     assert not {r.seed for r in a.runs} & {r.seed for r in c.runs}
     # A separate interpreter (different hash randomisation) derives the same seeds.
-    code = (
-        "import engine_schema_fixture, sys; engine_schema_fixture.install(); from l4slab.study.spec import load_study; "
-        "print([r.seed for r in load_study(sys.argv[1]).runs])"
-    )
+    code = "import sys; from l4slab.study.spec import load_study; print([r.seed for r in load_study(sys.argv[1]).runs])"
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s.toml")], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONHASHSEED": "123", "PYTHONPATH": str(FIXTURE_DIR)},
+                         env={**os.environ, "PYTHONHASHSEED": "123"},
                          check=True)  # fmt: skip
     assert json.loads(out.stdout) == [r.seed for r in c.runs]
 
@@ -183,7 +176,7 @@ def test_malformed_study_rejected_before_any_run(tmp_path):
     unknown_rule = write_study(tmp_path, '[study]\nexclude = [{"flows.9.ecn" = 1}]\n', "", "u.toml")
     for path, expected in ((bad_unit, "3xbdp"), (empty, "no points left"), (unknown_rule, "not a factor")):
         out = tmp_path / f"out-{path.stem}"
-        result = subprocess.run(command("study", "run", str(path), "--out", str(out)),
+        result = subprocess.run(l4slab_command("study", "run", str(path), "--out", str(out)),
                                 capture_output=True, text=True)  # fmt: skip
         assert result.returncode == 2, result.stderr
         lines = result.stderr.strip().splitlines()
@@ -240,7 +233,7 @@ def test_emit_jobs_and_run_one(tmp_path):
     path = write_study(tmp_path, "[study]\ntrials = 3\n")
     out = tmp_path / "out"
     jobs = tmp_path / "jobs.txt"
-    result = subprocess.run(command("study", "run", str(path), "--out", str(out),
+    result = subprocess.run(l4slab_command("study", "run", str(path), "--out", str(out),
                              "--emit-jobs", str(jobs)), capture_output=True, text=True)  # fmt: skip
     assert result.returncode == 0, result.stderr
     lines = jobs.read_text().splitlines()
@@ -262,7 +255,7 @@ def test_resume_after_sigkill(tmp_path):
     path = write_study(tmp_path, "[study]\ntrials = 60\n", '[factors]\n"flows.1.cc" = ["cubic", "reno"]\n')
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        command("study", "run", str(path), "--out", str(out), "--jobs", "1", "--no-progress"),
+        l4slab_command("study", "run", str(path), "--out", str(out), "--jobs", "1", "--no-progress"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -319,17 +312,13 @@ def _summaries(out: Path) -> pd.DataFrame:
     return frame.sort_values(["point", "scope", "flow", "metric"], na_position="first", ignore_index=True)
 
 
-def test_local_and_dask_executors_agree(tmp_path, monkeypatch):
+def test_local_and_dask_executors_agree(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     import l4slab.study as study
 
     path = write_study(tmp_path, "[study]\ntrials = 2\n", '[factors]\n"flows.1.cc" = ["cubic", "reno"]\n')
     study.run(path, tmp_path / "local", jobs=2)
-    monkeypatch.setenv("PYTHONPATH", str(FIXTURE_DIR))  # workers preload the schema fixture by module name
-    preload = [engine_schema_fixture.__name__]
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, preload=preload
-    ) as cluster:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         address = cluster.scheduler_address.replace("tcp://", "dask://")
         report = study.run(path, tmp_path / "dask", executor=address)
     assert report.done == 4
@@ -374,3 +363,29 @@ def test_unreadable_study_and_base_files_are_one_line_errors(tmp_path):
         with pytest.raises(ScenarioError) as info:
             load_study(path)
         assert "\n" not in str(info.value) and expected in str(info.value), str(info.value)
+
+
+def test_a_study_summarises_an_engine_result_field_it_names(tmp_path):
+    """``[study] metrics`` takes the engine's result fields by name (schema ``metrics``)."""
+    import l4slab.study as study
+    from l4slab import schema
+
+    assert "mean_payload_bytes" in schema.metric_names("flow_summary")
+    path = write_study(tmp_path, '[study]\nmetrics = ["mean_payload_bytes"]\ntrials = 2\n')
+    report = study.run(path, tmp_path / "out", jobs=1)
+    assert (report.done, report.failed) == (2, 0)
+    summaries = study.load(tmp_path / "out").summaries
+    assert set(summaries["metric"]) == {"mean_payload_bytes"}
+    assert sorted(summaries["flow"]) == [0, 1] and (summaries["n"] == 2).all()
+    assert (summaries["mean"] == schema.tcp_flow_param("mss").default).all()  # full-sized segments
+
+
+def test_a_study_accepts_every_summary_field_of_the_engine(tmp_path):
+    import l4slab.study as study
+    from l4slab import schema
+
+    fields = [*schema.metric_names("flow_summary"), *schema.metric_names("bottleneck_summary")]
+    path = write_study(tmp_path, f"[study]\nmetrics = {json.dumps(fields)}\n")
+    assert study.run(path, tmp_path / "out", jobs=1).done == 1
+    summarised = set(study.load(tmp_path / "out").summaries["metric"])
+    assert {"mean_payload_bytes", "goodput_mbps", "drops"} <= summarised <= set(fields)

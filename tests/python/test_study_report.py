@@ -5,7 +5,7 @@ import json
 import subprocess
 
 import pytest
-from engine_schema_fixture import command
+from conftest import l4slab_command
 
 pytest.importorskip("l4slab._core")
 
@@ -60,8 +60,8 @@ def test_report_compares_with_the_published_panels(tmp_path):
     study_file = tmp_path / "pam-mini.toml"
     study_file.write_text(PAM_MINI)
     out = tmp_path / "out"
-    subprocess.run(command("study", "run", str(study_file), "--out", str(out), "--no-progress"), check=True)
-    done = subprocess.run(command("study", "report", str(out)), check=True, capture_output=True, text=True)
+    subprocess.run(l4slab_command("study", "run", str(study_file), "--out", str(out), "--no-progress"), check=True)
+    done = subprocess.run(l4slab_command("study", "report", str(out)), check=True, capture_output=True, text=True)
     assert "report.md" in done.stdout
     report = (out / "report" / "report.md").read_text()
     assert "## PAM 2025 reproduction" in report

@@ -48,18 +48,11 @@ fn schema() -> PyResult<String> {
         .map_err(|e| PyValueError::new_err(format!("serialising the schema: {e}")))
 }
 
-/// Congestion controls the engine knows.
-#[pyfunction]
-fn congestion_controls() -> Vec<&'static str> {
-    l4slab_core::cc::KNOWN.to_vec()
-}
-
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
-    m.add_function(wrap_pyfunction!(congestion_controls, m)?)?;
     Ok(())
 }

@@ -15,8 +15,8 @@ from __future__ import annotations
 from .metrics import (
     HARMED_FACTOR,
     HARMFUL_FACTOR,
-    L4S_CCS,
     PAM_CAPACITY_MBPS,
+    TESTBED_L4S_CCS,
     MeanCI,
     add_harm,
     add_probabilities,
@@ -31,6 +31,7 @@ from .metrics import (
     harm_labels,
     jain_by_run,
     jain_index,
+    l4s_congestion_controls,
     mean_ci,
     pam_cells,
     probability,
@@ -45,10 +46,11 @@ from .metrics import (
 from .published import BUFFERS_BDP, CLASSICS, QUEUE_ORDER, Comparison, compare, load_published, published_cell
 
 __all__ = [
-    "HARMED_FACTOR", "HARMFUL_FACTOR", "L4S_CCS", "PAM_CAPACITY_MBPS", "MeanCI", "add_harm", "add_probabilities",
-    "aggregate", "ccdf", "ccdf_from_histogram", "fair_share", "flow_class", "group_harm", "group_ratio",
-    "harm_label", "harm_labels", "jain_by_run", "jain_index", "mean_ci", "pam_cells", "probability", "rate_ratio",
-    "sojourn_stats", "srtt_queue_delay", "t_quantile", "throughput_share", "utilisation", "window_ratio",
+    "HARMED_FACTOR", "HARMFUL_FACTOR", "PAM_CAPACITY_MBPS", "TESTBED_L4S_CCS", "MeanCI", "add_harm",
+    "add_probabilities", "aggregate", "ccdf", "ccdf_from_histogram", "fair_share", "flow_class", "group_harm",
+    "group_ratio", "harm_label", "harm_labels", "jain_by_run", "jain_index", "l4s_congestion_controls", "mean_ci",
+    "pam_cells", "probability", "rate_ratio", "sojourn_stats", "srtt_queue_delay", "t_quantile", "throughput_share",
+    "utilisation", "window_ratio",
     "BUFFERS_BDP", "CLASSICS", "QUEUE_ORDER", "Comparison", "compare", "load_published", "published_cell",
 ]  # fmt: skip
 

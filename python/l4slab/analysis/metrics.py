@@ -30,11 +30,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .. import schema
+
 __all__ = [
     "PAM_CAPACITY_MBPS",
     "HARMED_FACTOR",
     "HARMFUL_FACTOR",
-    "L4S_CCS",
+    "TESTBED_L4S_CCS",
+    "l4s_congestion_controls",
     "harm_label",
     "harm_labels",
     "flow_class",
@@ -67,8 +70,9 @@ PAM_CAPACITY_MBPS = 100.0
 HARMED_FACTOR = 0.4
 #: ``harmful`` above this multiple of the fair share (PAM: 80 % of 50 %).
 HARMFUL_FACTOR = 1.6
-#: Congestion controls counted as L4S by :func:`flow_class`.
-L4S_CCS = frozenset({"prague", "prague-v06", "dctcp", "bbr2-l4s", "bbrv2-l4s", "l4s"})
+#: L4S congestion controls of testbeds that the engine does not implement, as their results
+#: name them (BBRv2's L4S mode; ``l4s`` as a generic label); :func:`l4s_congestion_controls` adds the engine's.
+TESTBED_L4S_CCS = frozenset({"bbr2-l4s", "bbrv2-l4s", "l4s"})
 
 Capacity = float | str | None
 
@@ -97,9 +101,18 @@ def harm_labels(share: Iterable[float] | pd.Series, fair_share: float | Iterable
     return pd.Series(labels, index=index, dtype="object", name="harm")
 
 
-def flow_class(flows: pd.DataFrame, l4s_ccs: Iterable[str] = L4S_CCS, cc: str = "cc") -> pd.Series:
-    """``"l4s"`` for flows whose congestion control is in ``l4s_ccs``, else ``"classic"``."""
-    is_l4s = flows[cc].astype(str).str.lower().isin(set(l4s_ccs))
+def l4s_congestion_controls() -> frozenset[str]:
+    """Congestion controls counted as L4S by :func:`flow_class`: the engine's (its schema's
+    ``l4s`` flag: sends ECT(1), scalable response to CE) and :data:`TESTBED_L4S_CCS`."""
+    engine = (name for name, spec in schema.engine_schema().congestion_controls.items() if spec.l4s)
+    return frozenset(engine) | TESTBED_L4S_CCS
+
+
+def flow_class(flows: pd.DataFrame, l4s_ccs: Iterable[str] | None = None, cc: str = "cc") -> pd.Series:
+    """``"l4s"`` for flows whose congestion control is in ``l4s_ccs`` (default:
+    :func:`l4s_congestion_controls`), else ``"classic"``."""
+    l4s = l4s_congestion_controls() if l4s_ccs is None else set(l4s_ccs)
+    is_l4s = flows[cc].astype(str).str.lower().isin(l4s)
     return pd.Series(np.where(is_l4s, "l4s", "classic"), index=flows.index, name="class")
 
 

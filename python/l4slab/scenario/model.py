@@ -133,7 +133,9 @@ class TcpFlow(_FlowCommon):
 
     kind: Literal["tcp"] = "tcp"
     cc: str = Field(
-        "cubic", description="congestion control by its Linux name", examples=["cubic", "reno", "dctcp", "prague"]
+        default_factory=lambda: schema.tcp_flow_param("cc").default,
+        description="congestion control by its Linux name (default: the engine's)",
+        examples=["cubic", "reno", "dctcp", "prague"],
     )
     bytes: SizeBytes | None = Field(
         None, description="bytes to send (iperf3 -n); unbounded if absent", examples=["10mb"]
@@ -149,14 +151,16 @@ class TcpFlow(_FlowCommon):
     )
     receiver_ecn: TcpEcnMode | None = Field(
         None,
-        description="receiver's net.ipv4.tcp_ecn (default 2; 3 for prague, 1 for dctcp)",
+        description="receiver's net.ipv4.tcp_ecn (default: the engine's for the flow's cc)",
         examples=[2, "accecn", "classic", "off"],
     )
     ecn_option: StrictInt | None = Field(
         None, description="net.ipv4.tcp_ecn_option on both hosts (default 2)", examples=[2]
     )
     receiver_cc: str | None = Field(
-        None, description="receiving socket's congestion control (default cubic; dctcp for dctcp)", examples=["dctcp"]
+        None,
+        description="receiving socket's congestion control (default: the engine's for the flow's cc)",
+        examples=["dctcp"],
     )
     fq_pacing: Annotated[bool, Field(strict=True)] | None = Field(
         None, description="the sender host has fq as its qdisc, so every CC is paced", examples=[True]
