@@ -114,11 +114,20 @@ def coerce_scenario(scenario: Any, overrides: Mapping[str, Any] | None = None) -
     if isinstance(scenario, os.PathLike):
         return load_scenario(scenario, overrides=overrides)
     if isinstance(scenario, str):
-        looks_like_toml = "\n" in scenario or "=" in scenario
-        if looks_like_toml and not Path(scenario).is_file():
+        # A path never holds a newline; a long TOML string is no file name either
+        # (os.stat raises ENAMETOOLONG on it).
+        looks_like_toml = "\n" in scenario or ("=" in scenario and not _is_file(scenario))
+        if looks_like_toml:
             return scenario_from_toml(scenario, overrides=overrides)
         return load_scenario(scenario, overrides=overrides)
     raise ScenarioError(f"scenario: {type(scenario).__name__} is not a path, TOML string, dict or Scenario")
+
+
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 # --- overrides (--set key=value, run(**overrides)) ---------------------------------------

@@ -126,6 +126,12 @@ class _FlowCommon(_Strict):
         None, description="sender→bottleneck propagation (default rtt/2)", examples=["5ms"]
     )
     label: str | None = Field(None, description="name shown in tables and plots")
+    direction: Literal["forward", "reverse"] = Field(
+        "forward",
+        description="forward: data crosses [bottleneck]; reverse: the sender sits on the receivers' side, "
+        "its data crosses [reverse_bottleneck] and its ACKs [bottleneck]",
+        examples=["reverse"],
+    )
 
 
 class TcpFlow(_FlowCommon):
@@ -274,6 +280,11 @@ class Scenario(_Strict):
     start_jitter: TimeNs = Field(1_000_000, description="random per-flow start offset in [0, x]", examples=["1ms"])
     trace_sojourn: Annotated[bool, Field(strict=True)] = False
     bottleneck: Bottleneck
+    reverse_bottleneck: Bottleneck | None = Field(
+        None,
+        description="a shaped queue on the reverse path, met by forward flows' ACKs and by the data of "
+        "direction = 'reverse' flows (unset: the reverse path never queues)",
+    )
     flows: list[Flow] = Field(min_length=1, description="at least one [[flows]] entry")
 
     # --- derived views -------------------------------------------------------------
@@ -286,15 +297,26 @@ class Scenario(_Strict):
         """A display label per engine flow: the entry's ``label``, else its cc (or "udp")."""
         return [flow.label or (flow.cc if isinstance(flow, TcpFlow) else "udp") for _, flow in self.expanded_flows()]
 
-    def bdp_bytes(self) -> tuple[Fraction | None, str]:
-        """The BDP in bytes and, when it is undefined, the reason (for error messages)."""
-        if self.bottleneck.bdp_rtt is not None:
-            return units.bdp_bytes(self.bottleneck.rate, self.bottleneck.bdp_rtt), ""
+
+
+    def bdp_bytes(self, which: str = "bottleneck") -> tuple[Fraction | None, str]:
+        """The BDP in bytes of ``bottleneck`` or ``reverse_bottleneck`` and, when it is
+        undefined, the reason (for error messages)."""
+        link = getattr(self, which)
+        if link.bdp_rtt is not None:
+            return units.bdp_bytes(link.rate, link.bdp_rtt), ""
         rtts = sorted({flow.rtt for flow in self.flows})
         if len(rtts) == 1:
-            return units.bdp_bytes(self.bottleneck.rate, rtts[0]), ""
+            return units.bdp_bytes(link.rate, rtts[0]), ""
         shown = ", ".join(units.format_time(r) for r in rtts)
-        return None, f"the flows have different base RTTs ({shown}); set bottleneck.bdp_rtt"
+        return None, f"the flows have different base RTTs ({shown}); set {which}.bdp_rtt"
+
+    def data_link(self, flow: TcpFlow | UdpFlow) -> Bottleneck:
+        """The shaped link a flow's data crosses (its UDP ``%`` rates are shares of it):
+        the reverse bottleneck for a reverse flow when there is one."""
+        if flow.direction == "reverse" and self.reverse_bottleneck is not None:
+            return self.reverse_bottleneck
+        return self.bottleneck
 
     # --- checks across fields ------------------------------------------------------------
 
@@ -315,6 +337,11 @@ class Scenario(_Strict):
             raise ScenarioError("bottleneck.access_rate: must be > 0; expected e.g. '10Gbit'")
         if self.bottleneck.bdp_rtt == 0:
             raise ScenarioError("bottleneck.bdp_rtt: must be > 0; expected e.g. '10ms'")
+        if self.reverse_bottleneck is not None:
+            if self.reverse_bottleneck.rate == 0:
+                raise ScenarioError("reverse_bottleneck.rate: must be > 0; expected e.g. '100Mbit'")
+            if self.reverse_bottleneck.bdp_rtt == 0:
+                raise ScenarioError("reverse_bottleneck.bdp_rtt: must be > 0; expected e.g. '10ms'")
         for index, flow in enumerate(self.flows):
             path = f"flows[{index}]"
             if flow.rtt == 0:
@@ -342,7 +369,7 @@ class Scenario(_Strict):
                         f"expected {UDP_IP_UDP_HEADER_BYTES + 1}..{UDP_IP_UDP_HEADER_BYTES + MAX_UDP_PAYLOAD} B, "
                         "e.g. '1500B'"
                     )
-                if udp_rate_bps(flow.rate, self.bottleneck.rate) == 0:
+                if udp_rate_bps(flow.rate, self.data_link(flow).rate) == 0:
                     raise ScenarioError(
                         f"{path}.rate: {str(flow.rate)!r} is a zero rate; expected e.g. '50%', '50Mbit'"
                     )

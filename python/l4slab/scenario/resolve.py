@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import engine, schema
+from ..errors import ScenarioError
 from ..qdisc import resolve_qdisc
 from ..units import Percent
 
@@ -56,6 +57,8 @@ def _flow_config(flow: Any, bottleneck_rate_bps: int) -> dict[str, Any]:
     path: dict[str, Any] = {"rtt_ns": flow.rtt, "start_ns": flow.start}
     _set_if_given(path, "fwd_delay_ns", flow.fwd_delay)
     _set_if_given(path, "stop_ns", flow.stop)
+    if flow.direction == "reverse":
+        path["reverse"] = True
     if flow.kind == "udp":
         return {
             "kind": "udp",
@@ -74,13 +77,24 @@ def _flow_config(flow: Any, bottleneck_rate_bps: int) -> dict[str, Any]:
     return config
 
 
+def _link_config(scenario: Any, which: str) -> dict[str, Any]:
+    """The engine's ``BottleneckConfig`` of ``scenario.bottleneck`` or ``.reverse_bottleneck``."""
+    link = getattr(scenario, which)
+    bdp, bdp_reason = scenario.bdp_bytes(which)
+    try:
+        qdisc = resolve_qdisc(link.qdisc, buffer=link.buffer, bdp=bdp, bdp_unavailable_reason=bdp_reason)
+    except ScenarioError as err:
+        # resolve_qdisc names its fields "bottleneck.…"; say which link.
+        if which != "bottleneck" and str(err).startswith("bottleneck."):
+            raise ScenarioError(which + str(err)[len("bottleneck"):]) from None
+        raise
+    return {"rate_bps": link.rate, "burst_bytes": link.burst, "access_rate_bps": link.access_rate, "qdisc": qdisc}
+
+
 def resolve_scenario(scenario: Any) -> dict[str, Any]:
     """The engine config (config.rs ``ScenarioConfig``) of a validated scenario, as a
     JSON-ready dict; runs the scenario's cross-field checks and the engine's own."""
     scenario.check()
-    bottleneck = scenario.bottleneck
-    bdp, bdp_reason = scenario.bdp_bytes()
-    qdisc = resolve_qdisc(bottleneck.qdisc, buffer=bottleneck.buffer, bdp=bdp, bdp_unavailable_reason=bdp_reason)
     config = {
         "seed": scenario.seed,
         "duration_ns": scenario.duration,
@@ -88,13 +102,10 @@ def resolve_scenario(scenario: Any) -> dict[str, Any]:
         "warmup_ns": scenario.warmup,
         "start_jitter_ns": scenario.start_jitter,
         "trace_sojourn": scenario.trace_sojourn,
-        "bottleneck": {
-            "rate_bps": bottleneck.rate,
-            "burst_bytes": bottleneck.burst,
-            "access_rate_bps": bottleneck.access_rate,
-            "qdisc": qdisc,
-        },
-        "flows": [_flow_config(flow, bottleneck.rate) for _, flow in scenario.expanded_flows()],
+        "bottleneck": _link_config(scenario, "bottleneck"),
+        "flows": [_flow_config(flow, scenario.data_link(flow).rate) for _, flow in scenario.expanded_flows()],
     }
+    if scenario.reverse_bottleneck is not None:
+        config["reverse_bottleneck"] = _link_config(scenario, "reverse_bottleneck")
     engine.check(config)
     return config
