@@ -314,6 +314,13 @@ class RunResult:
         return flows_frame(self.summary["flows"])
 
     @cached_property
+    def flow_records(self) -> pd.DataFrame | None:
+        """One row per flow that closed and released its slot during the run (the short
+        flows of a traffic source; rates over each flow's own lifetime), or None."""
+        records = self.raw.get("flow_records") or []
+        return flows_frame(records) if records else None
+
+    @cached_property
     def flow_series(self) -> pd.DataFrame:
         return flow_series_frame(self.raw)
 

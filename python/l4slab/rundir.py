@@ -10,6 +10,8 @@ Files (schema in docs/outputs.md):
 * ``flow_series.parquet``: per-flow time series, long format;
 * ``bottleneck_series.parquet``: bottleneck time series;
 * ``sojourn.parquet``: per-packet sojourn trace (only with ``trace_sojourn``);
+* ``flow_records.parquet``: one row per flow that closed during the run (only when a
+  traffic source reuses flow slots);
 * ``meta.json``: wall time and versions (not deterministic, hence not in the summary);
 * ``summary.json``: the fixed-schema summary scripts read.
 """
@@ -33,6 +35,7 @@ OUTPUT_FILES = (
     "flow_series.parquet",
     "bottleneck_series.parquet",
     "sojourn.parquet",
+    "flow_records.parquet",
     "meta.json",
     "summary.json",
 )
@@ -60,6 +63,11 @@ def write_run(result: Any, out_dir: str | os.PathLike[str]) -> Path:
         write_parquet(directory / "sojourn.parquet", sojourn)
     else:
         (directory / "sojourn.parquet").unlink(missing_ok=True)
+    records = result.flow_records
+    if records is not None:
+        write_parquet(directory / "flow_records.parquet", records)
+    else:
+        (directory / "flow_records.parquet").unlink(missing_ok=True)
     write_json(
         directory / "meta.json",
         {

@@ -272,6 +272,7 @@ EVERY_TCP_KNOB = {
     "fq_pacing": True,
     "tso": False,
     "cc_params": {},
+    "direction": "reverse",
 }
 
 

@@ -200,6 +200,12 @@ pub struct RunResults {
     pub sojourn_trace: Option<SojournTrace>,
     /// Per-flow jain's index of goodputs over the window.
     pub jain_index: f64,
+    /// Flows that closed and released their slot during the run (short flows of a
+    /// traffic source), one summary each in closing order: `id` is the slot, rates
+    /// are over the flow's own lifetime in the window. `flows` and the series
+    /// describe slots (their last occupant; series aggregate all occupants).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flow_records: Vec<FlowSummary>,
 }
 
 /// The metric names each result table carries, derived from the serialised field

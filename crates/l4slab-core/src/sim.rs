@@ -63,6 +63,8 @@ struct Opener<'a> {
     topology: &'a Dumbbell,
     events: &'a mut EventQueue,
     observers: Option<&'a mut Observers>,
+    /// The time of the source's event (0 at setup).
+    now: Time,
     end: Time,
 }
 
@@ -93,6 +95,9 @@ impl FlowOpener for Opener<'_> {
         self.flows.slots[slot as usize].as_ref().is_none_or(|f| f.ends.iter().all(|e| e.is_finished()))
     }
     fn release(&mut self, slot: u32) {
+        if let Some(o) = self.observers.as_deref_mut() {
+            o.on_flow_close(self.now, slot, &View { flows: self.flows, net: self.net });
+        }
         self.flows.slots[slot as usize] = None;
         self.flows.free.push(slot);
     }
@@ -187,6 +192,7 @@ impl Simulation {
                 topology: &topology,
                 events: &mut events,
                 observers: None,
+                now: 0,
                 end,
             };
             s.open_initial(&mut opener)?;
@@ -276,6 +282,7 @@ impl Simulation {
                     topology: &self.topology,
                     events: &mut self.events,
                     observers: Some(&mut self.observers),
+                    now,
                     end: self.end,
                 };
                 let source = &mut self.sources[i as usize];
@@ -559,6 +566,19 @@ mod tests {
         assert!(fct > 0.01 && fct < 1.0, "fct {fct}");
         assert!((web.start_s - 2.0).abs() < 1e-9, "the slot now holds the second flow");
         assert_eq!(sim.net.links.len(), 1 + 2 * 3, "the reused slot kept its NIC links");
+        // The first transfer, closed at 2 s, left a record of its own.
+        assert_eq!(r.flow_records.len(), 1);
+        let first = &r.flow_records[0];
+        assert_eq!((first.id, first.bytes_delivered), (2, 100_000));
+        assert!((first.start_s - 0.5).abs() < 1e-9);
+        let first_fct = first.fct_s.expect("the first transfer completed");
+        assert!(first_fct > 0.01 && first_fct < 1.0, "fct {first_fct}");
+        // Goodput over its lifetime in the window (0.5 s to 2 s).
+        assert!((first.goodput_mbps - 100_000.0 * 8.0 / 1.5 / 1e6).abs() < 1e-9, "{}", first.goodput_mbps);
+        // The slot's series aggregate both occupants: no counter runs backwards.
+        let slot_bytes: f64 = r.flow_series[2].goodput_mbps.iter().map(|m| m * 1e6 / 8.0 * 0.1).sum();
+        assert!((slot_bytes - 200_000.0).abs() < 1.0, "the slot's series carry both transfers: {slot_bytes}");
+        assert!(r.flow_series[2].goodput_mbps.iter().all(|g| g.is_finite() && *g >= 0.0));
     }
 
     #[test]

@@ -35,6 +35,21 @@ pub struct FlowCumulative {
     pub payload_bytes_sent: u64,
 }
 
+impl std::ops::Add for FlowCumulative {
+    type Output = FlowCumulative;
+    fn add(self, o: FlowCumulative) -> FlowCumulative {
+        FlowCumulative {
+            bytes_delivered: self.bytes_delivered + o.bytes_delivered,
+            retransmits: self.retransmits + o.retransmits,
+            rtt_sum_us: self.rtt_sum_us + o.rtt_sum_us,
+            rtt_samples: self.rtt_samples + o.rtt_samples,
+            ce_packets: self.ce_packets + o.ce_packets,
+            segments_sent: self.segments_sent + o.segments_sent,
+            payload_bytes_sent: self.payload_bytes_sent + o.payload_bytes_sent,
+        }
+    }
+}
+
 /// A flow's sender state at the end of a bin (NaN where it has none).
 #[derive(Clone, Copy, Debug)]
 pub struct FlowSample {
@@ -80,6 +95,9 @@ pub trait Observer {
     fn on_deliver(&mut self, _now: Time, _to: EndpointId, _pkt: &Packet) {}
     /// A flow was opened in slot `flow`.
     fn on_flow_open(&mut self, _flow: u32) {}
+    /// The flow in slot `flow` is closed and its slot released at `now` (the view
+    /// still shows it); a reused slot then holds a new flow.
+    fn on_flow_close(&mut self, _now: Time, _flow: u32, _view: &dyn NetworkView) {}
     /// End of a bin.
     fn on_sample(&mut self, _now: Time, _view: &dyn NetworkView) {}
 }
@@ -121,6 +139,9 @@ impl Observer for Observers {
     #[inline]
     fn on_deliver(&mut self, now: Time, to: EndpointId, pkt: &Packet) {
         self.recorder.on_deliver(now, to, pkt);
+    }
+    fn on_flow_close(&mut self, now: Time, flow: u32, view: &dyn NetworkView) {
+        self.recorder.on_flow_close(now, flow, view);
     }
     fn on_flow_open(&mut self, flow: u32) {
         self.recorder.on_flow_open(flow);

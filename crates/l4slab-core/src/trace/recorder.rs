@@ -5,6 +5,11 @@
 //! so recording allocates nothing per packet. At the end it writes its own parts of
 //! [`RunResults`]: flow summaries and series, the bottleneck summary and series,
 //! bin times and Jain's index.
+//!
+//! A flow slot may hold many short flows in turn (a traffic source releases and
+//! reuses slots): the slot's series then aggregate its occupants (the counters of
+//! closed flows are carried in `closed`), and each closed flow leaves a per-flow
+//! record (`RunResults::flow_records`) instead of series of its own.
 
 use super::histogram::DelayHistogram;
 use super::{FlowCumulative, NetworkView, Observer};
@@ -37,9 +42,11 @@ struct FlowHot {
 #[derive(Default)]
 struct FlowRecord {
     series: FlowSeries,
-    /// Cumulative counters at the end of the previous bin.
+    /// The slot's cumulative counters (closed occupants included) at the end of the previous bin.
     prev: FlowCumulative,
-    /// ... and at the start of the summary window.
+    /// Sum of the final counters of the flows that held this slot and closed.
+    closed: FlowCumulative,
+    /// The current occupant's counters at the start of the summary window.
     at_warmup: FlowCumulative,
     /// srtt samples (ms) inside the window: sum and count (iperf3-like mean).
     srtt_sum: f64,
@@ -76,6 +83,8 @@ pub struct Recorder {
     /// Per sub-queue of the watched link's qdisc; empty for a single-queue qdisc,
     /// whose one class has exactly the samples of `sojourn`.
     class_sojourn: Vec<DelayHistogram>,
+    /// Summaries of flows closed during the run, in closing order.
+    records: Vec<FlowSummary>,
 }
 
 impl Recorder {
@@ -111,6 +120,7 @@ impl Recorder {
             } else {
                 Vec::new()
             },
+            records: Vec::new(),
         };
         r.ensure_flows(n_flows);
         r
@@ -152,37 +162,64 @@ impl Recorder {
         now >= self.warmup
     }
 
+    /// The summary of the flow now in slot `fi`, rates over `window_s` seconds.
+    fn flow_summary(&self, fi: usize, view: &dyn NetworkView, window_s: f64) -> FlowSummary {
+        let (rec, hot) = (&self.flows[fi], &self.hot[fi]);
+        let cum = view.cumulative(fi);
+        let w = rec.at_warmup;
+        let goodput = (cum.bytes_delivered - w.bytes_delivered) as f64 * 8.0 / window_s / 1e6;
+        let mean_srtt = if rec.srtt_n > 0 { rec.srtt_sum / rec.srtt_n as f64 } else { f64::NAN };
+        let base_rtt_ms = view.base_rtt_ns(fi) as f64 / NS_PER_MS as f64;
+        let mut s = FlowSummary {
+            id: fi as u32,
+            start_s: secs(view.flow_start(fi)),
+            base_rtt_ms,
+            goodput_mbps: goodput,
+            throughput_mbps: hot.window_bytes as f64 * 8.0 / window_s / 1e6,
+            mean_srtt_ms: mean_srtt,
+            queuing_delay_ms: mean_srtt - base_rtt_ms,
+            bytes_delivered: cum.bytes_delivered,
+            drops: hot.drops,
+            marks: hot.marks,
+            ..Default::default()
+        };
+        view.summarise(fi, &mut s);
+        s.goodput_efficiency = if s.throughput_mbps > 0.0 { s.goodput_mbps / s.throughput_mbps } else { f64::NAN };
+        s
+    }
+
+    /// Close the flow in slot `flow` at `now`: keep its record and carry its counters
+    /// into the slot's series so a new occupant starts from zero.
+    pub fn on_flow_close(&mut self, now: Time, flow: u32, view: &dyn NetworkView) {
+        let fi = flow as usize;
+        if fi >= self.flows.len() {
+            return;
+        }
+        // A closed flow's rates are over its own lifetime inside the window.
+        let from = view.flow_start(fi).max(self.warmup);
+        let lifetime_s = secs(now.saturating_sub(from)).max(1e-9);
+        let mut s = self.flow_summary(fi, view, lifetime_s);
+        if now <= self.warmup {
+            // Closed before the window opened: nothing of it counts in the window.
+            (s.goodput_mbps, s.throughput_mbps, s.goodput_efficiency) = (f64::NAN, f64::NAN, f64::NAN);
+        }
+        self.records.push(s);
+        let (rec, hot) = (&mut self.flows[fi], &mut self.hot[fi]);
+        rec.closed = rec.closed + view.cumulative(fi);
+        rec.at_warmup = FlowCumulative::default();
+        (rec.srtt_sum, rec.srtt_n) = (0.0, 0);
+        (hot.drops, hot.marks, hot.window_bytes) = (0, 0, 0);
+    }
+
     /// Write the recorder's parts of the results.
     pub fn fill_results(&self, view: &dyn NetworkView, r: &mut RunResults) {
         let window_s = secs(self.end - self.warmup);
-        let mut flows = Vec::with_capacity(view.n_flows());
-        for (fi, (rec, hot)) in self.flows.iter().zip(&self.hot).enumerate().take(view.n_flows()) {
-            let cum = view.cumulative(fi);
-            let w = rec.at_warmup;
-            let goodput = (cum.bytes_delivered - w.bytes_delivered) as f64 * 8.0 / window_s / 1e6;
-            let mean_srtt = if rec.srtt_n > 0 { rec.srtt_sum / rec.srtt_n as f64 } else { f64::NAN };
-            let base_rtt_ms = view.base_rtt_ns(fi) as f64 / NS_PER_MS as f64;
-            let start = view.flow_start(fi);
-            let mut s = FlowSummary {
-                id: fi as u32,
-                start_s: secs(start),
-                base_rtt_ms,
-                goodput_mbps: goodput,
-                throughput_mbps: hot.window_bytes as f64 * 8.0 / window_s / 1e6,
-                mean_srtt_ms: mean_srtt,
-                queuing_delay_ms: mean_srtt - base_rtt_ms,
-                bytes_delivered: cum.bytes_delivered,
-                drops: hot.drops,
-                marks: hot.marks,
-                ..Default::default()
-            };
-            view.summarise(fi, &mut s);
-            s.goodput_efficiency = if s.throughput_mbps > 0.0 { s.goodput_mbps / s.throughput_mbps } else { f64::NAN };
-            flows.push(s);
-        }
+        let flows: Vec<FlowSummary> =
+            (0..view.n_flows().min(self.flows.len())).map(|fi| self.flow_summary(fi, view, window_s)).collect();
         let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_mbps).collect();
         r.jain_index = jain_index(&goodputs);
         r.flows = flows;
+        r.flow_records = self.records.clone();
         let link = view.link(self.link);
         let q = link.queue().expect("the recorder watches a queued link");
         let st = q.qdisc.stats();
@@ -295,7 +332,8 @@ impl Observer for Recorder {
         let mbps = |bytes: u64| bytes as f64 * 8.0 / width_s / 1e6;
         let warmup = self.warmup;
         for (fi, (rec, hot)) in self.flows.iter_mut().zip(self.hot.iter_mut()).enumerate().take(view.n_flows()) {
-            let cum = view.cumulative(fi);
+            let occupant = view.cumulative(fi);
+            let cum = rec.closed + occupant;
             let prev = rec.prev;
             let acc = hot.acc;
             let sample = view.sample(fi);
@@ -330,7 +368,7 @@ impl Observer for Recorder {
             rec.prev = cum;
             hot.acc = FlowBinAcc::default();
             if now <= warmup {
-                rec.at_warmup = cum;
+                rec.at_warmup = occupant;
             }
         }
         let q = view.link(self.link).queue().expect("the recorder watches a queued link");
