@@ -26,6 +26,11 @@ pub struct ReceiverDefaults {
     pub receiver_cc: Option<&'static str>,
 }
 
+impl ReceiverDefaults {
+    /// The flow's own receiver settings (Linux's defaults) apply.
+    pub const NONE: ReceiverDefaults = ReceiverDefaults { receiver_ecn: None, receiver_cc: None };
+}
+
 /// A CC's constructor from its `cc_params`.
 pub type BuildFn = fn(Option<&serde_json::Value>) -> Result<Box<dyn CongestionControl>, String>;
 
