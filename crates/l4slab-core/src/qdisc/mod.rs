@@ -22,7 +22,7 @@
 
 use crate::rng::SimRng;
 use crate::schema::{ParamSpec, QdiscSpec};
-use crate::time::Time;
+use crate::time::{Time, NS_PER_US};
 use serde::{Deserialize, Serialize};
 
 pub mod codel;
@@ -33,6 +33,14 @@ pub mod fq_codel;
 pub mod pie;
 #[cfg(test)]
 pub(crate) mod testutil;
+
+/// `psched_mtu(dev)` of an Ethernet device: 1500 + 14 (include/net/pkt_sched.h:psched_mtu,
+/// qdisc_pkt_len), the MTU every qdisc's defaults derive from.
+pub const PSCHED_MTU: u32 = 1514;
+
+/// Largest time `tc` carries in a u32-microsecond netlink attribute (`TCA_PIE_TARGET`,
+/// `TCA_FQ_CE_THRESHOLD`, `TCA_DUALPI2_TARGET`, …), ns.
+pub const TC_MAX_US_NS: u64 = u32::MAX as u64 * NS_PER_US;
 
 /// The IP ECN field (RFC 3168 §5; Linux `include/net/inet_ecn.h` `INET_ECN_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
