@@ -1,5 +1,5 @@
-//! CoDel (Linux `include/net/codel.h` + `codel_impl.h`, `net/sched/sch_codel.c`;
-//! include/net/codel_impl.h, net/sched/sch_codel.c).
+//! CoDel (RFC 8289) as Linux implements it: the core in `include/net/codel.h` and
+//! `include/net/codel_impl.h`, the `codel` qdisc in `net/sched/sch_codel.c`.
 //!
 //! The first half of this file is the CoDel core shared by the `codel` qdisc below and
 //! by `fq_codel` (one instance of [`CodelVars`] per flow bucket there): the per-queue
