@@ -393,7 +393,7 @@ mod tests {
 
     #[test]
     fn every_descriptor_builds_with_its_defaults() {
-        assert_eq!(REGISTRY.len(), 7);
+        assert!(REGISTRY.iter().any(|d| d.kind == "dualpi2"));
         let kinds: BTreeSet<&str> = REGISTRY.iter().map(|d| d.kind).collect();
         assert_eq!(kinds.len(), REGISTRY.len(), "tc kinds are unique");
         for d in REGISTRY {
