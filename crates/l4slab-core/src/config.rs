@@ -6,7 +6,7 @@
 //! unit. `deny_unknown_fields` makes a front-end/engine mismatch a clear error.
 
 use crate::packet::Ecn;
-use crate::schema::{ParamKind, ParamSpec};
+use crate::schema::{check_params, ParamKind, ParamSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -229,13 +229,6 @@ const INIT_CWND_MIN: f64 = 1.0;
 /// doc naming the primary source of the default.
 pub fn tcp_flow_params() -> Vec<ParamSpec> {
     use ParamKind::*;
-    let mut init_cwnd = ParamSpec::new(
-        "init_cwnd",
-        Packets,
-        json!(default_init_cwnd()),
-        "Initial window, segments: TCP_INIT_CWND = 10 (include/net/tcp.h; RFC 6928), `ip route ... initcwnd`.",
-    );
-    init_cwnd.min = Some(INIT_CWND_MIN);
     vec![
         ParamSpec::new(
             "cc",
@@ -282,7 +275,13 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             "mss_cache payload: 1448 = 1500-byte MTU less IP, TCP and timestamp option (tcp_mtu_to_mss).",
         )
         .range(MSS_RANGE.0, MSS_RANGE.1),
-        init_cwnd,
+        ParamSpec::new(
+            "init_cwnd",
+            Packets,
+            json!(default_init_cwnd()),
+            "Initial window, segments: TCP_INIT_CWND = 10 (include/net/tcp.h; RFC 6928), `ip route ... initcwnd`.",
+        )
+        .at_least(INIT_CWND_MIN),
         ParamSpec::new(
             "rto_min_ns",
             TimeNs,
@@ -356,16 +355,6 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
     ]
 }
 
-/// Check `value` of TCP knob `name` against its range in [`tcp_flow_params`].
-fn check_tcp_range(params: &[ParamSpec], name: &str, value: f64) -> Result<(), String> {
-    let p = params.iter().find(|p| p.name == name).expect("known TCP knob");
-    let fmt = |b: Option<f64>| b.map_or(String::new(), |b| format!("{b}"));
-    if p.min.is_some_and(|m| value < m) || p.max.is_some_and(|m| value > m) {
-        return Err(format!("{name}: {value} outside {}..={}", fmt(p.min), fmt(p.max)));
-    }
-    Ok(())
-}
-
 impl ScenarioConfig {
     /// Checks the engine needs; the front end gives users friendlier messages first.
     pub fn validate(&self) -> Result<(), String> {
@@ -394,6 +383,7 @@ impl ScenarioConfig {
         if self.flows.is_empty() {
             return Err("flows: at least one flow is required".into());
         }
+        let tcp_params = tcp_flow_params();
         for (i, f) in self.flows.iter().enumerate() {
             let p = f.path();
             if p.fwd_delay() > p.rtt_ns {
@@ -407,34 +397,9 @@ impl ScenarioConfig {
             }
             match f {
                 FlowConfig::Tcp(t) => {
-                    if crate::cc::by_name(&t.cc).is_none() {
-                        return Err(format!(
-                            "flows[{i}].cc: unknown congestion control {:?} (known: {})",
-                            t.cc,
-                            crate::cc::KNOWN.join(", ")
-                        ));
-                    }
-                    if let Err(e) = crate::cc::build(&t.cc, t.cc_params.as_ref()) {
-                        return Err(format!("flows[{i}].cc_params: {e}"));
-                    }
-                    let params = tcp_flow_params();
-                    for (name, value) in [
-                        ("mss", t.mss as f64),
-                        ("init_cwnd", t.init_cwnd as f64),
-                        ("ecn", t.ecn as f64),
-                        ("receiver_ecn", t.receiver_ecn as f64),
-                        ("ecn_option", t.ecn_option as f64),
-                    ] {
-                        check_tcp_range(&params, name, value).map_err(|e| format!("flows[{i}].{e}"))?;
-                    }
-                    if let Some(rc) = &t.receiver_cc {
-                        if crate::cc::by_name(rc).is_none() {
-                            return Err(format!(
-                                "flows[{i}].receiver_cc: unknown congestion control {rc:?} (known: {})",
-                                crate::cc::KNOWN.join(", ")
-                            ));
-                        }
-                    }
+                    // Ranges and the `cc` / `receiver_cc` choices of `tcp_flow_params`.
+                    check_params(&tcp_params, t).map_err(|e| format!("flows[{i}].{e}"))?;
+                    crate::cc::build(&t.cc, t.cc_params.as_ref()).map_err(|e| format!("flows[{i}].cc_params: {e}"))?;
                 }
                 FlowConfig::Udp(u) => {
                     if u.rate_bps == 0 || u.payload_bytes == 0 {
@@ -488,5 +453,11 @@ mod tests {
             assert!(e.starts_with(&format!("flows[0].{k}: ")), "{e}");
             assert!(tcp_flow(json!({ k: good })).validate().is_ok(), "{k}={good}");
         }
+        let e = tcp_flow(json!({"cc": "bbr9"})).validate().unwrap_err();
+        assert!(e.starts_with("flows[0].cc: \"bbr9\" is not allowed (allowed reno, cubic"), "{e}");
+        let e = tcp_flow(json!({"receiver_cc": "x"})).validate().unwrap_err();
+        assert!(e.starts_with("flows[0].receiver_cc: \"x\" is not allowed"), "{e}");
+        let e = tcp_flow(json!({"cc_params": {"beta": 5000}})).validate().unwrap_err();
+        assert_eq!(e, "flows[0].cc_params: beta: 5000 is out of range (allowed 1..=1023)");
     }
 }

@@ -9,14 +9,18 @@
 //! - [`event`]: the event queue (small entries, deterministic tie-break).
 //! - [`packet`]: packets, ECN codepoints, TCP header fields.
 //! - [`net`]: links (shaped queue, serialiser, delay line), routes, the dumbbell builder.
-//! - [`qdisc`]: the [`qdisc::Qdisc`] trait (enqueue / dequeue / peek, timer) and one file per qdisc.
+//! - [`qdisc`]: the [`qdisc::Qdisc`] trait (enqueue / dequeue / peek, timer), one file per
+//!   qdisc and the registry (`qdisc_registry!`) with each qdisc's parameter schema.
 //! - [`tcp`]: the TCP sender and receiver (Linux `tcp_input.c` / `tcp_output.c` behaviour).
-//! - [`cc`]: the [`cc::CongestionControl`] trait and one file per algorithm.
+//! - [`cc`]: the [`cc::CongestionControl`] trait (Linux `struct tcp_congestion_ops`), one
+//!   file or folder per algorithm and [`cc::registry`], the one table of them.
 //! - [`traffic`]: the [`traffic::Endpoint`] trait (TCP sender/receiver, UDP source/sink)
 //!   and [`traffic::TrafficSource`]s that open flows.
 //! - [`trace`]: measurement as [`trace::Observer`]s (binned recorder, sojourn trace).
 //! - [`sim`]: the event loop; [`run`] is the entry point.
 //! - [`config`], [`results`]: the serde types at the boundary with the Python front end.
+//! - [`schema`]: the self-description ([`engine_schema`]) the front end derives its
+//!   registries, defaults and ranges from; [`schema::check_params`] enforces the ranges.
 
 pub mod cc;
 pub mod config;

@@ -70,6 +70,11 @@ impl ParamSpec {
         self.max = Some(max);
         self
     }
+    /// A lower bound only.
+    pub fn at_least(mut self, min: f64) -> Self {
+        self.min = Some(min);
+        self
+    }
     /// Allowed values.
     pub fn choices(mut self, choices: &[&'static str]) -> Self {
         self.choices = choices.to_vec();
@@ -116,4 +121,55 @@ pub struct EngineSchema {
     /// Metric names per result table: `flow_summary`, `flow_series`, `bottleneck_summary`,
     /// `bottleneck_series`.
     pub metrics: serde_json::Value,
+}
+
+/// Check `value`'s serde fields against `params` (a qdisc's, a CC's `cc_params` or a
+/// TCP flow's knobs): numbers (and each number of an
+/// array) within `min..=max`, strings among `choices`; `null` (an unset optional) passes.
+pub fn check_params<T: Serialize>(params: &[ParamSpec], value: &T) -> Result<(), String> {
+    let v = serde_json::to_value(value).map_err(|e| e.to_string())?;
+    for p in params {
+        let Some(x) = v.get(p.name) else { continue };
+        let nums: Vec<&serde_json::Value> = match x {
+            serde_json::Value::Array(a) => a.iter().collect(),
+            _ => vec![x],
+        };
+        for n in nums {
+            if let Some(f) = n.as_f64() {
+                let lo = p.min.unwrap_or(f64::NEG_INFINITY);
+                let hi = p.max.unwrap_or(f64::INFINITY);
+                if !(lo..=hi).contains(&f) {
+                    return Err(format!("{}: {x} is out of range (allowed {})", p.name, range_text(p)));
+                }
+            }
+            if let (Some(s), false) = (n.as_str(), p.choices.is_empty()) {
+                if !p.choices.contains(&s) {
+                    return Err(format!("{}: {x} is not allowed (allowed {})", p.name, p.choices.join(", ")));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `min..=max` as a validation message shows it.
+pub(crate) fn range_text(p: &ParamSpec) -> String {
+    let f = |b: Option<f64>| b.map_or(String::new(), |x| x.to_string());
+    format!("{}..={}", f(p.min), f(p.max))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn choices_are_checked() {
+        let p = [ParamSpec::new("mode", ParamKind::Choice, Value::Null, "x").choices(&["a", "b"])];
+        assert_eq!(check_params(&p, &serde_json::json!({"mode": "b"})), Ok(()));
+        assert_eq!(
+            check_params(&p, &serde_json::json!({"mode": "c"})).unwrap_err(),
+            "mode: \"c\" is not allowed (allowed a, b)"
+        );
+    }
 }

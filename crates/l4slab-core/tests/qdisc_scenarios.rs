@@ -1,5 +1,7 @@
-//! Scenario tests of the AQM qdiscs with long-lived flows (issue acceptance for the
-//! bottleneck suite), checked against their targets and the seed studies.
+//! Scenario tests of the AQM qdiscs with long-lived flows and unresponsive UDP,
+//! checked against each AQM's own target: DualPI2's 15 ms C-queue and 1 ms L-step
+//! (RFC 9332, net/sched/sch_dualpi2.c), PIE's 15 ms QDELAY_REF (RFC 8033), CoDel's
+//! 5 ms TARGET (RFC 8289), fq/fq_codel flow isolation (net/sched/sch_fq*.c, RFC 8290).
 
 mod common;
 use common::*;

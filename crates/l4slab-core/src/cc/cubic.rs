@@ -85,14 +85,8 @@ pub const DESCRIPTOR: super::registry::CcDescriptor = super::registry::CcDescrip
     name: "cubic",
     doc: "CUBIC with HyStart (net/ipv4/tcp_cubic.c; RFC 9438): Linux's default.",
     l4s: false,
-    flags: CcFlags {
-        needs_ecn: false,
-        needs_accecn: false,
-        wants_ect1: false,
-        no_fallback_rfc3168: false,
-        needs_pacing: false,
-    },
-    receiver: super::registry::ReceiverDefaults { receiver_ecn: None, receiver_cc: None },
+    flags: CcFlags::NONE,
+    receiver: super::registry::ReceiverDefaults::NONE,
     build: |p| Ok(Box::new(Cubic::new(super::registry::parse_params("cubic", CubicParams::default(), p)?))),
     params: param_specs,
 };

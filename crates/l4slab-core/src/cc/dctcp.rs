@@ -169,7 +169,7 @@ impl Dctcp {
 /// the last data segment; on a change, an ACK that was being delayed first goes out
 /// for the data before this segment carrying the old state, and this segment is
 /// ACKed at once, so the sender sees exactly which segments were marked (RFC 8257
-/// Linux include/net/tcp_ecn.h:tcp_ecn_send_syn). `TCP_ECN_DEMAND_CWR` holds the state ECE echoes (`dctcp_ece_ack_cwr`).
+/// §3.2). `TCP_ECN_DEMAND_CWR` holds the state ECE echoes (`dctcp_ece_ack_cwr`).
 pub fn dctcp_ece_ack_update(tp: &mut CcSock, ev: CaEvent, prior_rcv_nxt: &mut u64, ce_state: &mut bool) {
     let new_ce_state = ev == CaEvent::EcnIsCe;
     let r = &mut tp.rcv;

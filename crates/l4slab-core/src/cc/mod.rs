@@ -178,6 +178,17 @@ pub struct CcFlags {
     pub needs_pacing: bool,
 }
 
+impl CcFlags {
+    /// No `TCP_CONG_*` flag (Reno, CUBIC, and a `*-reno` fallback).
+    pub const NONE: CcFlags = CcFlags {
+        needs_ecn: false,
+        needs_accecn: false,
+        wants_ect1: false,
+        no_fallback_rfc3168: false,
+        needs_pacing: false,
+    };
+}
+
 /// The receive-side state a CC's `CA_EVENT_ECN_IS_CE` / `CA_EVENT_ECN_NO_CE`
 /// handler reads and writes, as `dctcp_ece_ack_update` (net/ipv4/tcp_dctcp.h) does
 /// on the `tcp_sock` of a receiving socket. The receiver fills the read part before

@@ -12,7 +12,7 @@
 //! plus one line in [`TABLE`].
 
 use super::{reno, CcFlags, CongestionControl};
-use crate::schema::{CcSpec, ParamSpec};
+use crate::schema::{check_params, CcSpec, ParamSpec};
 use serde::{de::DeserializeOwned, Serialize};
 
 /// Defaults for the receiving host that a testbed running this CC used, applied
@@ -24,6 +24,11 @@ pub struct ReceiverDefaults {
     /// The receiving socket's congestion control (DCTCP's CE echo needs DCTCP on
     /// both ends, RFC 8257 §3.2).
     pub receiver_cc: Option<&'static str>,
+}
+
+impl ReceiverDefaults {
+    /// The flow's own receiver settings (Linux's defaults) apply.
+    pub const NONE: ReceiverDefaults = ReceiverDefaults { receiver_ecn: None, receiver_cc: None };
 }
 
 /// A CC's constructor from its `cc_params`.
@@ -81,12 +86,17 @@ pub fn find(name: &str) -> Option<&'static CcDescriptor> {
     TABLE.iter().find(|d| d.name == name)
 }
 
-/// Build `name` with `params`; an unknown name is an error listing the known ones.
+/// Build `name` with `params`, checked against the ranges of its parameter schema;
+/// an unknown name is an error listing the known ones.
 pub fn build(name: &str, params: Option<&serde_json::Value>) -> Result<Box<dyn CongestionControl>, String> {
-    match find(name) {
-        Some(d) => (d.build)(params),
-        None => Err(format!("unknown congestion control {name:?} (known: {})", KNOWN.join(", "))),
+    let d = find(name).ok_or_else(|| format!("unknown congestion control {name:?} (known: {})", KNOWN.join(", ")))?;
+    // The given values against the ranges the schema declares, before a constructor
+    // meets a value it cannot take (`Cubic::new` asserts beta < 1024); serde then
+    // checks the types.
+    if let Some(p) = params {
+        check_params(&(d.params)(), p)?;
     }
+    (d.build)(params)
 }
 
 /// The front end's view of every registered congestion control.

@@ -67,14 +67,8 @@ pub const DESCRIPTOR: CcDescriptor = CcDescriptor {
     name: "reno",
     doc: "TCP Reno (net/ipv4/tcp_cong.c; RFC 5681): halve on loss or ECE, +1 packet per RTT.",
     l4s: false,
-    flags: CcFlags {
-        needs_ecn: false,
-        needs_accecn: false,
-        wants_ect1: false,
-        no_fallback_rfc3168: false,
-        needs_pacing: false,
-    },
-    receiver: ReceiverDefaults { receiver_ecn: None, receiver_cc: None },
+    flags: CcFlags::NONE,
+    receiver: ReceiverDefaults::NONE,
     build: |p| {
         super::registry::parse_params("reno", NoParams {}, p)?;
         Ok(Box::new(Reno))
@@ -132,7 +126,7 @@ impl<C: CongestionControl + EcnRequirement> CongestionControl for RenoFallback<C
     }
     fn flags(&self) -> CcFlags {
         if self.reno {
-            CcFlags::default()
+            CcFlags::NONE
         } else {
             self.inner.flags()
         }

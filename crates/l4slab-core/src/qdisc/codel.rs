@@ -1,5 +1,5 @@
-//! CoDel (Linux `include/net/codel.h` + `codel_impl.h`, `net/sched/sch_codel.c`;
-//! include/net/codel_impl.h, net/sched/sch_codel.c).
+//! CoDel (RFC 8289) as Linux implements it: the core in `include/net/codel.h` and
+//! `include/net/codel_impl.h`, the `codel` qdisc in `net/sched/sch_codel.c`.
 //!
 //! The first half of this file is the CoDel core shared by the `codel` qdisc below and
 //! by `fq_codel` (one instance of [`CodelVars`] per flow bucket there): the per-queue
@@ -8,7 +8,7 @@
 //! 1.024 µs "codel time" (ns >> 10, u32, wrap-safe signed comparisons; include/net/codel.h:codel_get_time).
 //! Where Linux and RFC 8289 differ, this follows Linux (the comments say where).
 
-use super::{Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats};
+use super::{Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats, PSCHED_MTU};
 use crate::rng::SimRng;
 use crate::schema::{ParamKind, ParamSpec};
 use crate::time::Time;
@@ -30,9 +30,6 @@ pub const CODEL_SHIFT: u32 = 10;
 /// `REC_INV_SQRT_SHIFT`: rec_inv_sqrt is kept in 16 bits, used as Q0.32 after
 /// shifting left by 16 (codel_impl.h:codel_Newton_step).
 const REC_INV_SQRT_SHIFT: u32 = 16;
-
-/// `psched_mtu` of an Ethernet device: 1500 + 14 (include/net/pkt_sched.h:psched_mtu, qdisc_pkt_len).
-pub const PSCHED_MTU: u32 = 1514;
 
 /// Largest time parameter accepted (100 s): keeps 16 x interval below 2^31 codel
 /// units so the wrap-safe comparisons of the re-entry rule stay meaningful.
@@ -471,21 +468,28 @@ pub struct Codel<P> {
     last_now: CodelTime,
 }
 
-/// The FIFO of the codel qdisc seen by the CoDel core.
-struct CodelFifo<'a, 'c, P> {
-    queue: &'a mut VecDeque<P>,
-    stats: &'a mut QdiscStats,
-    ctx: &'a mut QdiscCtx<'c, P>,
+/// A qdisc's FIFO seen by the CoDel core, for `codel` (the whole queue) and
+/// `fq_codel` (one bucket): `dequeue_func` lowers the qdisc's backlog before
+/// `codel_should_drop` runs (sch_codel.c:dequeue_func, sch_fq_codel.c:dequeue_func),
+/// plus what the qdisc accounts of its own in `on_remove` (fq_codel: the bucket's
+/// backlog and the memory usage); `drop_func` and marks are counted in the qdisc's
+/// `tc -s` stats and reported through `ctx`.
+pub(crate) struct QdiscFifo<'a, 'c, P, F> {
+    pub queue: &'a mut VecDeque<P>,
+    pub stats: &'a mut QdiscStats,
+    pub ctx: &'a mut QdiscCtx<'c, P>,
+    pub on_remove: F,
 }
 
-impl<P: QdiscPacket> CodelQueue for CodelFifo<'_, '_, P> {
+impl<P: QdiscPacket, F: FnMut(&P)> CodelQueue for QdiscFifo<'_, '_, P, F> {
     type Pkt = P;
     fn dequeue_head(&mut self) -> Option<P> {
         let pkt = self.queue.pop_front()?;
-        // sch_codel's dequeue_func lowers the qdisc backlog before should_drop runs.
         self.stats.on_remove(&pkt);
+        (self.on_remove)(&pkt);
         Some(pkt)
     }
+    /// The whole qdisc's backlog, also in fq_codel (sch_fq_codel.c:fq_codel_dequeue).
     fn backlog_bytes(&self) -> u64 {
         self.stats.backlog_bytes
     }
@@ -555,7 +559,7 @@ impl<P: QdiscPacket> Qdisc<P> for Codel<P> {
 
     fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<P>) -> Option<P> {
         self.last_now = codel_time(now);
-        let mut fifo = CodelFifo { queue: &mut self.queue, stats: &mut self.stats, ctx };
+        let mut fifo = QdiscFifo { queue: &mut self.queue, stats: &mut self.stats, ctx, on_remove: |_: &P| {} };
         let pkt = codel_dequeue(&mut fifo, now, &self.cfg, &mut self.vars, &mut self.cstats)?;
         self.stats.on_sent(&pkt);
         Some(pkt)

@@ -25,7 +25,7 @@
 //! simulator only carries MTU frames), the `max_rtt`/`typical_rtt` tc helper, and
 //! hrtimer callback latency (the PI update runs exactly every `tupdate`).
 
-use super::{Ecn, Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats};
+use super::{Ecn, Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats, PSCHED_MTU, TC_MAX_US_NS};
 use crate::rng::SimRng;
 use crate::schema::{ParamKind, ParamSpec};
 use crate::time::{Time, NS_PER_MS, NS_PER_SEC, NS_PER_US};
@@ -33,8 +33,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::VecDeque;
 
-/// `psched_mtu(dev)` on Ethernet: 1500 + 14 (include/net/pkt_sched.h:psched_mtu, qdisc_pkt_len).
-pub const PSCHED_MTU: u32 = 1514;
 /// `MAX_PROB`: the u32 probability scale, 2^32 - 1 == 1.0 (sch_dualpi2.c `MAX_PROB`).
 pub const MAX_PROB: u32 = u32::MAX;
 /// alpha/beta cross netlink in units of 1/256 Hz (`ALPHA_BETA_SHIFT` = 8) and are
@@ -212,8 +210,6 @@ impl DualPi2Params {
     }
 }
 
-/// Largest time tc can carry in a u32-µs attribute, ns (`TCA_DUALPI2_TARGET`).
-const MAX_US_NS: u64 = u32::MAX as u64 * NS_PER_US;
 /// `tupdate` and `step_thresh` are kept as u32 ns by the kernel: whole µs up to 2^32 ns.
 const MAX_U32_NS: u64 = (u32::MAX as u64 / NS_PER_US) * NS_PER_US;
 
@@ -251,7 +247,7 @@ impl QdiscKind for DualPi2Params {
                 "PI reference queue delay, whole µs (net/sched/sch_dualpi2.c:dualpi2_reset_default: 15 ms, both \
                  variants; RFC 9332 §A.1).",
             )
-            .range(NS_PER_US as f64, MAX_US_NS as f64),
+            .range(NS_PER_US as f64, TC_MAX_US_NS as f64),
             ParamSpec::new(
                 "tupdate_ns",
                 ParamKind::TimeNs,

@@ -1,7 +1,7 @@
 //! `pfifo` and `bfifo` (Linux `net/sched/sch_fifo.c`): tail drop on a packet or
 //! byte limit, no marking.
 
-use super::{Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats};
+use super::{Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats, PSCHED_MTU};
 use crate::rng::SimRng;
 use crate::schema::{ParamKind, ParamSpec};
 use crate::time::Time;
@@ -12,8 +12,6 @@ use std::collections::VecDeque;
 /// `DEFAULT_TX_QUEUE_LEN` of an Ethernet device (`ether_setup`), the limit
 /// `sch_fifo.c:fifo_init` starts from when tc gives none.
 pub const DEFAULT_TX_QUEUE_LEN: u32 = 1000;
-/// `psched_mtu` of Ethernet: 1500 + 14.
-const PSCHED_MTU: u32 = 1514;
 
 /// `tc qdisc add ... bfifo` parameters.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

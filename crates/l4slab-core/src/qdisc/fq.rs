@@ -13,7 +13,7 @@
 //! priority bands (every packet has priority 0 → band 1, so band selection never
 //! changes the order). The ≥ 6.7 internal fast-path queue is optional (`fastpath`).
 
-use super::{flow_hash, Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats};
+use super::{flow_hash, Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats, PSCHED_MTU, TC_MAX_US_NS};
 use crate::rng::SimRng;
 use crate::schema::{ParamKind, ParamSpec};
 use crate::time::{jiffies, Time, HZ, NS_PER_JIFFY, NS_PER_MS, NS_PER_US};
@@ -21,8 +21,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{HashMap, VecDeque};
 
-/// `psched_mtu` of the Ethernet bottleneck (include/net/pkt_sched.h:psched_mtu, qdisc_pkt_len).
-const PSCHED_MTU: u32 = 1514;
 /// Detached flows older than this are garbage-collected (`FQ_GC_AGE` = 3 s).
 const GC_AGE_JIFFIES: u64 = 3 * HZ;
 /// "Disabled" ce_threshold: ~0U µs (≈ 4295 s), as Linux's default.
@@ -87,7 +85,7 @@ impl QdiscKind for FqParams {
     fn params() -> Vec<ParamSpec> {
         let d = FqParams::default();
         // tc carries times as u32 microseconds (iproute2 tc/q_fq.c).
-        let max_us_ns = u32::MAX as f64 * NS_PER_US as f64;
+        let max_us_ns = TC_MAX_US_NS as f64;
         vec![
             ParamSpec::new(
                 "limit_packets",

@@ -5,10 +5,9 @@
 //! is dropped from the head of the fattest bucket.
 
 use super::codel::{
-    codel_dequeue, codel_time_specs, mtu_spec, CodelConfig, CodelQueue, CodelStats, CodelVars, MAX_LIMIT_PACKETS,
-    PSCHED_MTU,
+    codel_dequeue, codel_time_specs, mtu_spec, CodelConfig, CodelStats, CodelVars, QdiscFifo, MAX_LIMIT_PACKETS,
 };
-use super::{flow_hash, Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats};
+use super::{flow_hash, Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats, PSCHED_MTU};
 use crate::rng::SimRng;
 use crate::schema::{ParamKind, ParamSpec};
 use crate::time::Time;
@@ -183,37 +182,6 @@ pub struct FqCodel<P> {
     drop_overmemory: u64,
     new_flow_count: u64,
     stats: QdiscStats,
-}
-
-/// One bucket's FIFO seen by the CoDel core, with the qdisc-wide accounting
-/// (fq_codel's `dequeue_func` / `drop_func`).
-struct BucketQueue<'a, 'c, P> {
-    queue: &'a mut VecDeque<P>,
-    backlog: &'a mut u64,
-    memory_usage: &'a mut u64,
-    stats: &'a mut QdiscStats,
-    ctx: &'a mut QdiscCtx<'c, P>,
-}
-
-impl<P: QdiscPacket> CodelQueue for BucketQueue<'_, '_, P> {
-    type Pkt = P;
-    fn dequeue_head(&mut self) -> Option<P> {
-        let pkt = self.queue.pop_front()?;
-        *self.backlog -= pkt.wire_len() as u64;
-        *self.memory_usage -= truesize(pkt.wire_len());
-        self.stats.on_remove(&pkt);
-        Some(pkt)
-    }
-    /// sch_fq_codel.c:fq_codel_dequeue: the whole qdisc's backlog, not the bucket's.
-    fn backlog_bytes(&self) -> u64 {
-        self.stats.backlog_bytes
-    }
-    fn drop(&mut self, pkt: P) {
-        self.ctx.drop_counted(self.stats, pkt);
-    }
-    fn mark(&mut self, pkt: &P) {
-        self.ctx.mark_counted(self.stats, pkt.flow_key());
-    }
 }
 
 impl<P: QdiscPacket> FqCodel<P> {
@@ -416,8 +384,12 @@ impl<P: QdiscPacket> Qdisc<P> for FqCodel<P> {
             }
             // Step 3: per-bucket CoDel; the minimum-backlog rule sees the qdisc backlog.
             let Flow { queue, backlog, cvars, .. } = &mut *flow;
-            let mut bq =
-                BucketQueue { queue, backlog, memory_usage: &mut self.memory_usage, stats: &mut self.stats, ctx };
+            let memory_usage = &mut self.memory_usage;
+            let on_remove = |p: &P| {
+                *backlog -= p.wire_len() as u64;
+                *memory_usage -= truesize(p.wire_len());
+            };
+            let mut bq = QdiscFifo { queue, stats: &mut self.stats, ctx, on_remove };
             let pkt = codel_dequeue(&mut bq, now, &self.cfg, cvars, &mut self.cstats);
             match pkt {
                 None => {

@@ -21,8 +21,8 @@
 //! `check()`), then add `pub mod foo;` and the line `Foo(foo::FooParams),` here.
 
 use crate::rng::SimRng;
-use crate::schema::{ParamSpec, QdiscSpec};
-use crate::time::Time;
+use crate::schema::{check_params, ParamSpec, QdiscSpec};
+use crate::time::{Time, NS_PER_US};
 use serde::{Deserialize, Serialize};
 
 pub mod codel;
@@ -33,6 +33,14 @@ pub mod fq_codel;
 pub mod pie;
 #[cfg(test)]
 pub(crate) mod testutil;
+
+/// `psched_mtu(dev)` of an Ethernet device: 1500 + 14 (include/net/pkt_sched.h:psched_mtu,
+/// qdisc_pkt_len), the MTU every qdisc's defaults derive from.
+pub const PSCHED_MTU: u32 = 1514;
+
+/// Largest time `tc` carries in a u32-microsecond netlink attribute (`TCA_PIE_TARGET`,
+/// `TCA_FQ_CE_THRESHOLD`, `TCA_DUALPI2_TARGET`, …), ns.
+pub const TC_MAX_US_NS: u64 = u32::MAX as u64 * NS_PER_US;
 
 /// The IP ECN field (RFC 3168 §5; Linux `include/net/inet_ecn.h` `INET_ECN_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -361,40 +369,6 @@ pub fn descriptor(kind: &str) -> Option<&'static QdiscDescriptor> {
     REGISTRY.iter().find(|d| d.kind == kind)
 }
 
-/// Check `value`'s serde fields against `params`: numbers (and each number of an
-/// array) within `min..=max`, strings among `choices`; `null` (an unset optional) passes.
-pub fn check_params<T: Serialize>(params: &[ParamSpec], value: &T) -> Result<(), String> {
-    let v = serde_json::to_value(value).map_err(|e| e.to_string())?;
-    for p in params {
-        let Some(x) = v.get(p.name) else { continue };
-        let nums: Vec<&serde_json::Value> = match x {
-            serde_json::Value::Array(a) => a.iter().collect(),
-            _ => vec![x],
-        };
-        for n in nums {
-            if let Some(f) = n.as_f64() {
-                let lo = p.min.unwrap_or(f64::NEG_INFINITY);
-                let hi = p.max.unwrap_or(f64::INFINITY);
-                if !(lo..=hi).contains(&f) {
-                    return Err(format!("{}: {x} is out of range (allowed {})", p.name, range_text(p)));
-                }
-            }
-            if let (Some(s), false) = (n.as_str(), p.choices.is_empty()) {
-                if !p.choices.contains(&s) {
-                    return Err(format!("{}: {x} is not allowed (allowed {})", p.name, p.choices.join(", ")));
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `min..=max` as a validation message shows it.
-fn range_text(p: &ParamSpec) -> String {
-    let f = |b: Option<f64>| b.map_or(String::new(), |x| x.to_string());
-    format!("{}..={}", f(p.min), f(p.max))
-}
-
 /// Packet flow hash for the flow-queueing qdiscs (fq, fq_codel), standing in for
 /// `skb_get_hash` (a keyed jhash of the 5-tuple): the flow id times an odd constant,
 /// xor the perturbation key, then murmur3's finaliser. A bijection of `flow` for a
@@ -419,7 +393,7 @@ mod tests {
 
     #[test]
     fn every_descriptor_builds_with_its_defaults() {
-        assert_eq!(REGISTRY.len(), 7);
+        assert!(REGISTRY.iter().any(|d| d.kind == "dualpi2"));
         let kinds: BTreeSet<&str> = REGISTRY.iter().map(|d| d.kind).collect();
         assert_eq!(kinds.len(), REGISTRY.len(), "tc kinds are unique");
         for d in REGISTRY {
@@ -513,22 +487,15 @@ mod tests {
                     let Ok(cfg) = serde_json::from_value::<QdiscConfig>(Value::Object(m)) else { continue };
                     let err = cfg.validate().expect_err(&format!("{}.{} = {v}", d.kind, p.name));
                     let shown = serde_json::to_value(&cfg).unwrap()[p.name].clone();
-                    assert_eq!(err, format!("{}: {shown} is out of range (allowed {})", p.name, range_text(&p)));
+                    assert_eq!(
+                        err,
+                        format!("{}: {shown} is out of range (allowed {})", p.name, crate::schema::range_text(&p))
+                    );
                     assert!(!err.contains('\n'));
                     tested += 1;
                 }
             }
         }
         assert!(tested >= 20, "only {tested} out-of-range cases reachable through serde");
-    }
-
-    #[test]
-    fn choices_are_checked() {
-        let p = [ParamSpec::new("mode", crate::schema::ParamKind::Choice, Value::Null, "x").choices(&["a", "b"])];
-        assert_eq!(check_params(&p, &serde_json::json!({"mode": "b"})), Ok(()));
-        assert_eq!(
-            check_params(&p, &serde_json::json!({"mode": "c"})).unwrap_err(),
-            "mode: \"c\" is not allowed (allowed a, b)"
-        );
     }
 }

@@ -14,10 +14,10 @@
 //! * de-randomisation by `accu_prob` (RFC 8033 §5.4 as implemented by Linux);
 //! * decay is ×(1 − 1/64) instead of the RFC's ×0.98 (sch_pie.c:pie_calculate_probability step 7).
 
-use super::{Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats};
+use super::{Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats, PSCHED_MTU, TC_MAX_US_NS};
 use crate::rng::SimRng;
 use crate::schema::{ParamKind, ParamSpec};
-use crate::time::{Time, NS_PER_JIFFY, NS_PER_MS, NS_PER_SEC, NS_PER_US};
+use crate::time::{Time, NS_PER_JIFFY, NS_PER_MS, NS_PER_SEC};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::VecDeque;
@@ -28,8 +28,6 @@ pub const MAX_PROB: u64 = u64::MAX >> 8;
 const PSCHED_SHIFT: u32 = 6;
 /// psched ticks per second (10^9 >> 6 = 15 625 000; include/net/pkt_sched.h:PSCHED_TICKS_PER_SEC).
 const PSCHED_TICKS_PER_SEC: u64 = NS_PER_SEC >> PSCHED_SHIFT;
-/// `psched_mtu` of the Ethernet bottleneck (include/net/pkt_sched.h:psched_mtu, qdisc_pkt_len).
-const PSCHED_MTU: u32 = 1514;
 /// Rate estimator: measurement cycles need this many bytes (sch_pie.c:pie_process_dequeue).
 const QUEUE_THRESHOLD: u32 = 16_384;
 /// Fixed-point shift of the dequeue-rate estimate (bytes/tick × 256).
@@ -90,9 +88,6 @@ impl Default for PieParams {
     }
 }
 
-/// tc carries times as u32 microseconds (`TCA_PIE_TARGET`, `TCA_PIE_TUPDATE`).
-const MAX_US_NS: f64 = u32::MAX as f64 * NS_PER_US as f64;
-
 impl QdiscKind for PieParams {
     const KIND: &'static str = "pie";
     const DOC: &'static str =
@@ -106,10 +101,10 @@ impl QdiscKind for PieParams {
                 .range(1.0, u32::MAX as f64),
             ParamSpec::new("target_ns", ParamKind::TimeNs, json!(d.target_ns),
                 "Reference queueing delay QDELAY_REF (include/net/pie.h:pie_params_init, RFC 8033 §4.2: 15 ms).")
-                .range(0.0, MAX_US_NS),
+                .range(0.0, TC_MAX_US_NS as f64),
             ParamSpec::new("tupdate_ns", ParamKind::TimeNs, json!(d.tupdate_ns),
                 "Probability update period T_UPDATE, rounded up to jiffies (include/net/pie.h:pie_params_init: 15 ms).")
-                .range(1.0, MAX_US_NS),
+                .range(1.0, TC_MAX_US_NS as f64),
             ParamSpec::new("alpha", ParamKind::Int, json!(d.alpha),
                 "Integral gain in 1/16 Hz (include/net/pie.h:pie_params_init: 2 = 0.125 Hz, RFC 8033 §4.2); \
                  iproute2 tc/q_pie.c accepts 0..=32.")

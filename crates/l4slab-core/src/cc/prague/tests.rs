@@ -1,3 +1,7 @@
+//! Unit tests of TCP Prague against the arithmetic of L4STeam/linux
+//! `net/ipv4/tcp_prague.c` (v0.7 at 893e147 unless a test says v0.6, 02573a2):
+//! ACK-by-ACK window, α, pacing and segment-sizing steps on a bare [`CcSock`].
+
 use super::*;
 use crate::time::NS_PER_MS;
 
