@@ -142,7 +142,7 @@ impl TcpSender {
                         pkt.tcp.num_sack > 0 || self.tp.ca_state == CaState::Open || self.tp.ca_state == CaState::Cwr;
                     let delta = self.accecn.process(
                         pkt.tcp.ace,
-                        pkt.tcp.accecn,
+                        pkt.tcp.accecn.get(),
                         acked_sacked,
                         bytes,
                         self.tp.mss,
