@@ -316,7 +316,7 @@ impl Simulation {
         if let Some(t) = f.ends[side].next_timer() {
             if f.timer_at[side].is_none_or(|s| t < s) {
                 f.timer_at[side] = Some(t);
-                self.events.push(t, Target::EndpointTimer(e));
+                self.events.push_timer(t, Target::EndpointTimer(e));
             }
         }
     }
