@@ -327,6 +327,7 @@ impl Simulation {
             return;
         }
         let side = (e.0 % 2) as usize;
+        let injects_drops = self.flows.slot(e.flow()).ends[side].injects_drops();
         let mut out = std::mem::take(&mut self.out);
         for pkt in out.iter_mut() {
             pkt.id = self.next_id;
@@ -338,7 +339,7 @@ impl Simulation {
                 _ => self.counts.acks += 1,
             }
             let hop = self.net.next_hop(pkt, None);
-            if self.flows.slot(e.flow()).ends[side].loses_on_first_hop(pkt) {
+            if injects_drops && self.flows.slot(e.flow()).ends[side].loses_on_first_hop(pkt) {
                 // Drop injection (tests): the NIC sends it, the wire loses it.
                 if let Hop::Link(l) = hop {
                     self.net.link_mut(l).transmit_lost(now, pkt);
