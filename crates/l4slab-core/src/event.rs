@@ -134,6 +134,10 @@ pub const MAX_PINS: usize = 4;
 /// Pending events.
 pub struct EventQueue {
     heap: BinaryHeap<Entry>,
+    /// Endpoint timers ([`push_timer`](Self::push_timer)): one or two per flow,
+    /// rarely due, so kept apart from the packets' events, whose heap then stays
+    /// a few levels deep with hundreds of flows.
+    timers: BinaryHeap<Entry>,
     pins: [Option<Entry>; MAX_PINS],
     n_pins: usize,
     /// Index of the earliest occupied pin, if any.
@@ -148,6 +152,7 @@ impl EventQueue {
     pub fn with_capacity(n: usize) -> Self {
         EventQueue {
             heap: BinaryHeap::with_capacity(n),
+            timers: BinaryHeap::with_capacity(n),
             pins: [None; MAX_PINS],
             n_pins: 0,
             first_pin: None,
@@ -201,6 +206,13 @@ impl EventQueue {
         self.heap.push(Entry { time, seq, target });
     }
 
+    /// Schedule an endpoint's timer: ordered exactly as [`push`](Self::push).
+    #[inline]
+    pub fn push_timer(&mut self, time: Time, target: Target) {
+        let seq = self.reserve_seq();
+        self.timers.push(Entry { time, seq, target });
+    }
+
     /// Take the next sequence number without scheduling anything: the key of a
     /// packet that waits in a FIFO place (see the module docs).
     #[inline]
@@ -223,32 +235,27 @@ impl EventQueue {
     }
 
     /// Remove and return the earliest event if it is due at or before `end`.
+    /// Keys are unique, so the earliest of the heap's, the timers' and the pins'
+    /// heads is the earliest event overall.
     #[inline]
     pub fn pop_until(&mut self, end: Time) -> Option<(Time, Target)> {
-        let heap_top = self.heap.peek().map(Entry::key);
-        let e = match self.first_pin {
-            Some(i) => {
-                let pin = self.pins[i].as_ref().expect("first pin").key();
-                if heap_top.is_none_or(|h| pin < h) {
-                    if (pin >> 64) as Time > end {
-                        return None;
-                    }
-                    let e = self.pins[i].take().expect("first pin");
-                    self.update_first_pin();
-                    e
-                } else {
-                    if (heap_top? >> 64) as Time > end {
-                        return None;
-                    }
-                    self.heap.pop()?
-                }
-            }
-            None => {
-                if (heap_top? >> 64) as Time > end {
-                    return None;
-                }
-                self.heap.pop()?
-            }
+        let heap_top = self.heap.peek().map_or(u128::MAX, Entry::key);
+        let timer_top = self.timers.peek().map_or(u128::MAX, Entry::key);
+        let pin_top = self.first_pin.map_or(u128::MAX, |i| self.pins[i].as_ref().expect("first pin").key());
+        let first = heap_top.min(timer_top).min(pin_top);
+        // u128::MAX: all empty (an entry's seq is below u64::MAX).
+        if first == u128::MAX || (first >> 64) as Time > end {
+            return None;
+        }
+        let e = if first == heap_top {
+            self.heap.pop()?
+        } else if first == timer_top {
+            self.timers.pop()?
+        } else {
+            let i = self.first_pin?;
+            let e = self.pins[i].take().expect("first pin");
+            self.update_first_pin();
+            e
         };
         self.processed += 1;
         self.last_seq = e.seq;
@@ -259,6 +266,11 @@ impl EventQueue {
     #[inline]
     pub fn peek_time(&self) -> Option<Time> {
         let h = self.heap.peek().map(|e| e.time);
+        let t = self.timers.peek().map(|e| e.time);
+        let h = match (h, t) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         match self.first_pin.and_then(|i| self.pins[i]) {
             Some(p) => Some(h.map_or(p.time, |h| h.min(p.time))),
             None => h,
@@ -279,7 +291,7 @@ impl EventQueue {
 
     /// Entries pending (heap and pins).
     pub fn len(&self) -> usize {
-        self.heap.len() + self.pins.iter().flatten().count()
+        self.heap.len() + self.timers.len() + self.pins.iter().flatten().count()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -334,6 +346,27 @@ mod tests {
         q.push_pinned(a, 9, Target::Sample);
         assert_eq!(q.pop(), Some((9, Target::Sample)));
         assert!(q.pop().is_none());
+    }
+
+    #[test]
+    fn timers_order_like_heap_events() {
+        let mut q = EventQueue::with_capacity(8);
+        let a = q.pin().unwrap();
+        q.push_timer(5, Target::FlowStart { flow: 0 });
+        q.push(5, Target::FlowStart { flow: 1 });
+        q.push_pinned(a, 5, Target::FlowStart { flow: 2 });
+        q.push_timer(3, Target::FlowStart { flow: 3 });
+        q.push(4, Target::FlowStart { flow: 4 });
+        q.push_timer(5, Target::FlowStart { flow: 5 });
+        assert_eq!((q.len(), q.peek_time()), (6, Some(3)));
+        let order: Vec<u32> = std::iter::from_fn(|| q.pop())
+            .map(|(_, a)| match a {
+                Target::FlowStart { flow } => flow,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(order, vec![3, 4, 0, 1, 2, 5]);
+        assert!(q.is_empty());
     }
 
     #[test]

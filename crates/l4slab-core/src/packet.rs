@@ -50,6 +50,57 @@ pub struct AccEcnOption {
     pub e0b: u32,
 }
 
+/// The AccECN option as a packet stores it: "none" or 0–3 fields, and the three
+/// 24-bit counters (`ACCECN_FIELD_MASK`: the option carries 24 bits each) packed in
+/// 9 bytes, so that the whole `Packet` fits in 128 bytes (copied inline, not by a
+/// `memcpy` call). [`get`](Self::get) returns exactly the value given to [`set`](Self::set).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccEcnSlot {
+    /// `NO_OPTION`, or the number of counters present.
+    fields: u8,
+    counters: [u8; 9],
+}
+
+impl AccEcnSlot {
+    const NO_OPTION: u8 = u8::MAX;
+    /// Largest counter value the option holds.
+    const COUNTER_MAX: u32 = (1 << 24) - 1;
+
+    #[inline]
+    pub fn get(&self) -> Option<AccEcnOption> {
+        if self.fields == Self::NO_OPTION {
+            return None;
+        }
+        let c = &self.counters;
+        let at = |i: usize| u32::from_le_bytes([c[i], c[i + 1], c[i + 2], 0]);
+        Some(AccEcnOption { fields: self.fields, e1b: at(0), ceb: at(3), e0b: at(6) })
+    }
+
+    /// Store `opt`; its counters must fit in 24 bits (the receiver masks them).
+    #[inline]
+    pub fn set(&mut self, opt: Option<AccEcnOption>) {
+        *self = match opt {
+            None => Self::default(),
+            Some(o) => {
+                assert!(o.fields != Self::NO_OPTION, "AccECN option with {} fields", o.fields);
+                debug_assert!(o.e1b.max(o.ceb).max(o.e0b) <= Self::COUNTER_MAX, "AccECN counter above 24 bits");
+                let mut counters = [0u8; 9];
+                for (i, v) in [o.e1b, o.ceb, o.e0b].into_iter().enumerate() {
+                    counters[3 * i..3 * i + 3].copy_from_slice(&v.to_le_bytes()[..3]);
+                }
+                AccEcnSlot { fields: o.fields, counters }
+            }
+        };
+    }
+}
+
+impl Default for AccEcnSlot {
+    /// No option.
+    fn default() -> Self {
+        AccEcnSlot { fields: Self::NO_OPTION, counters: [0; 9] }
+    }
+}
+
 /// One SACK (or D-SACK) block `[start, end)` in sequence space.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SackBlock {
@@ -75,7 +126,7 @@ pub struct TcpHeader {
     /// The 3-bit ACE field of AccECN (AE, CWR, ECE) when AccECN is negotiated.
     pub ace: u8,
     /// AccECN option carried (fields = 0..3), if any.
-    pub accecn: Option<AccEcnOption>,
+    pub accecn: AccEcnSlot,
     /// Number of valid entries in `sack`.
     pub num_sack: u8,
     /// Whether `sack[0]` is a D-SACK block (RFC 2883).
@@ -190,6 +241,22 @@ mod tests {
         assert_eq!(tcp_wire_len(1448, 0), 1514);
         assert_eq!(tcp_wire_len(0, 0), 66);
         assert_eq!(tcp_wire_len(0, 3), 66 + 28);
+    }
+    #[test]
+    fn packet_fits_in_128_bytes() {
+        assert!(std::mem::size_of::<Packet>() <= 128, "Packet is {} bytes", std::mem::size_of::<Packet>());
+    }
+    #[test]
+    fn accecn_slot_round_trips() {
+        let mut h = TcpHeader::default();
+        assert_eq!(h.accecn.get(), None);
+        for fields in 0..=3 {
+            let o = AccEcnOption { fields, e1b: 0xff_fffe, ceb: 1, e0b: 0x12_3456 };
+            h.accecn.set(Some(o));
+            assert_eq!(h.accecn.get(), Some(o));
+        }
+        h.accecn.set(None);
+        assert_eq!(h.accecn, AccEcnSlot::default());
     }
     #[test]
     fn set_ce_semantics() {

@@ -323,7 +323,7 @@ impl Simulation {
         if let Some(t) = f.ends[side].next_timer() {
             if f.timer_at[side].is_none_or(|s| t < s) {
                 f.timer_at[side] = Some(t);
-                self.events.push(t, Target::EndpointTimer(e));
+                self.events.push_timer(t, Target::EndpointTimer(e));
             }
         }
     }
@@ -334,6 +334,7 @@ impl Simulation {
             return;
         }
         let side = (e.0 % 2) as usize;
+        let injects_drops = self.flows.slot(e.flow()).ends[side].injects_drops();
         let mut out = std::mem::take(&mut self.out);
         for pkt in out.iter_mut() {
             pkt.id = self.next_id;
@@ -345,7 +346,7 @@ impl Simulation {
                 _ => self.counts.acks += 1,
             }
             let hop = self.net.next_hop(pkt, None);
-            if self.flows.slot(e.flow()).ends[side].loses_on_first_hop(pkt) {
+            if injects_drops && self.flows.slot(e.flow()).ends[side].loses_on_first_hop(pkt) {
                 // Drop injection (tests): the NIC sends it, the wire loses it.
                 if let Hop::Link(l) = hop {
                     self.net.link_mut(l).transmit_lost(now, pkt);

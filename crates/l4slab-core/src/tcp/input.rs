@@ -142,7 +142,7 @@ impl TcpSender {
                         pkt.tcp.num_sack > 0 || self.tp.ca_state == CaState::Open || self.tp.ca_state == CaState::Cwr;
                     let delta = self.accecn.process(
                         pkt.tcp.ace,
-                        pkt.tcp.accecn,
+                        pkt.tcp.accecn.get(),
                         acked_sacked,
                         bytes,
                         self.tp.mss,
@@ -244,14 +244,17 @@ impl TcpSender {
             }
             let start_idx = self.rtx.partition_point(|s| s.end <= b.start);
             for i in start_idx..self.rtx.len() {
-                let s = self.rtx[i];
-                if s.seq >= b.end {
+                // Test through a reference: most segments of a repeated block are
+                // SACKed already, and only a newly SACKed one is copied out.
+                let r = &self.rtx[i];
+                if r.seq >= b.end {
                     break;
                 }
-                if s.end > b.end || s.has(SACKED) {
+                if r.end > b.end || r.has(SACKED) {
                     continue;
                 }
                 // Newly SACKed.
+                let s = *r;
                 let mut seg = s;
                 if seg.has(LOST) {
                     self.tp.lost_out -= 1;

@@ -479,12 +479,12 @@ impl TcpReceiver {
             return;
         }
         if let Some(fields) = ecn::accecn_fields_fitting(option_space_left(a.tcp.num_sack)) {
-            a.tcp.accecn = Some(AccEcnOption {
+            a.tcp.accecn.set(Some(AccEcnOption {
                 fields,
                 e1b: self.accecn.e1b & ecn::ACCECN_FIELD_MASK,
                 ceb: self.accecn.ceb & ecn::ACCECN_FIELD_MASK,
                 e0b: self.accecn.e0b & ecn::ACCECN_FIELD_MASK,
-            });
+            }));
             a.wire_len += ecn::accecn_option_len(fields);
         }
     }

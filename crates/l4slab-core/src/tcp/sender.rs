@@ -299,6 +299,11 @@ impl TcpSender {
             && self.drop_segments.binary_search(&(pkt.tcp.seq / self.mss as u64)).is_ok()
     }
 
+    /// Whether any segment is to be dropped by the test harness.
+    pub fn injects_drops(&self) -> bool {
+        !self.drop_segments.is_empty()
+    }
+
     /// Open the connection: send the SYN (`tcp_connect`).
     pub fn start(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.tp.now = now;

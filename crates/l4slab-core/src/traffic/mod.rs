@@ -53,6 +53,12 @@ pub trait Endpoint: Send {
         false
     }
 
+    /// Whether [`loses_on_first_hop`](Self::loses_on_first_hop) may ever be true
+    /// for this endpoint (asked once per batch of emitted packets).
+    fn injects_drops(&self) -> bool {
+        false
+    }
+
     /// Add this side's cumulative counters (differences give per-bin values).
     fn add_cumulative(&self, _c: &mut FlowCumulative) {}
 

@@ -33,6 +33,10 @@ impl Endpoint for TcpSenderEndpoint {
     fn loses_on_first_hop(&self, pkt: &Packet) -> bool {
         pkt.kind == PacketKind::Data && self.0.should_inject_drop(pkt)
     }
+    #[inline]
+    fn injects_drops(&self) -> bool {
+        self.0.injects_drops()
+    }
     fn add_cumulative(&self, c: &mut FlowCumulative) {
         let st = &self.0.stats;
         c.retransmits += st.retransmits;
