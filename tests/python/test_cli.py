@@ -165,3 +165,11 @@ def test_run_prints_a_tc_s_block_with_classes(tmp_path):
     assert "qdisc dualpi2 limit 10000 target 5ms (tc -s, whole run)" in out
     assert " Sent " in out and " backlog " in out and "maxq" in out and "prob " in out
     assert " class C: " in out and " class L: " in out
+
+
+@requires_engine
+def test_impossible_memory_is_refused_before_running():
+    # Was: "memory allocation of 80000000000 bytes failed", a Rust backtrace and exit 134.
+    completed = l4slab("run", "examples/reference.toml", "--set", "duration=1e9s")
+    assert_user_error(completed, "duration_ns: 1000000000000000000 ns of 100 ms bins for 2 flows", "at most 4 GiB")
+    assert_user_error(l4slab("run", "examples/reference.toml", "--set", "bin=1ns"), "bin_ns: 1 is out of range")
