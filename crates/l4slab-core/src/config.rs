@@ -538,7 +538,7 @@ impl ScenarioConfig {
                 human_bytes(series + trace + state)
             ));
         }
-        let bin = if self.bin_ns % 1_000_000 == 0 {
+        let bin = if self.bin_ns.is_multiple_of(1_000_000) {
             format!("{} ms", self.bin_ns / 1_000_000)
         } else {
             format!("{} ns", self.bin_ns)
