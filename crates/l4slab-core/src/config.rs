@@ -224,6 +224,79 @@ const TCP_ECN_OPTION_RANGE: (f64, f64) = (0.0, 3.0);
 /// `initcwnd` (`ip route ... initcwnd N`): at least one segment.
 const INIT_CWND_MIN: f64 = 1.0;
 
+/// Upper bound of `duration_ns` (and of every other time of the scenario): 10^15 ns,
+/// about 11.6 days of simulated time. Far beyond any packet-level study (hours at
+/// most), and it keeps every instant below 2^53 ns, so times convert to f64 seconds
+/// exactly and sums of a few times never overflow the u64 clock.
+pub const MAX_DURATION_NS: u64 = 1_000_000_000_000_000;
+/// Lower bound of `bin_ns`: 1 µs. Narrower bins sample below one packet time at any
+/// rate the engine models (1500 B take 1.2 µs even at 10 Gbit/s).
+pub const MIN_BIN_NS: u64 = 1_000;
+/// Upper bound of the number of flows: 16384, 32 times the 512-flow benchmark. The
+/// per-flow series, TCP state and summaries scale with it; the memory bound below
+/// is usually what stops a large count first.
+pub const MAX_FLOWS: usize = 16_384;
+/// Upper bound of every rate (bottleneck, access link, UDP source): 10 Tbit/s, beyond
+/// any NIC; `tx_time` of a minimum-size packet stays ≥ 1 ns below it.
+pub const MAX_RATE_BPS: u64 = 10_000_000_000_000;
+/// `burst_bytes`: HTB's bucket is a u32 (`struct tc_htb_opt.buffer`, include/uapi/linux/pkt_sched.h).
+pub const MAX_BURST_BYTES: u64 = u32::MAX as u64;
+/// `payload_bytes` of a UDP datagram: at most 65507 (65535 less IPv4 and UDP headers).
+pub const MAX_UDP_PAYLOAD_BYTES: u32 = 65_507;
+/// `bytes` of a TCP transfer: 1 B .. 2^60 B (an exabyte; no run can send more, and it
+/// leaves headroom in the u64 sequence space).
+const BYTES_RANGE: (f64, f64) = (1.0, (1u64 << 60) as f64);
+/// `init_cwnd`: at most 65535 segments (an initial window beyond that has no meaning
+/// at the rates modelled and would burst gigabytes into the first RTT).
+const INIT_CWND_MAX: f64 = 65_535.0;
+/// `rto_min_ns`: at most TCP_RTO_MAX = 120 s (include/net/tcp.h).
+const RTO_MIN_MAX_NS: f64 = 120e9;
+
+/// The memory a run may preallocate: 4 GiB. A run's results cross to Python as JSON
+/// and become DataFrames, which multiplies the engine's footprint several times, and
+/// studies run one engine per core; 4 GiB of preallocation is already a workstation's
+/// worth for one run. Ordinary runs need kilobytes to megabytes (60 s of 100 ms bins
+/// for 2 flows: 150 kB), so anything above is a mistake (`duration=1e9s`, `bin=1ns`),
+/// not a big experiment.
+pub const MAX_PREALLOC_BYTES: u64 = 4 << 30;
+/// Series the recorder keeps per flow slot (`results::FlowSeries`) and for the
+/// bottleneck (`results::BottleneckSeries`), 8 bytes a value.
+pub const PER_FLOW_SERIES: u64 = 12;
+pub const BOTTLENECK_SERIES: u64 = 7;
+/// Bytes of one sojourn-trace record (`results::SojournTrace`: f64 + u32 + u8 + f64).
+pub const SOJOURN_RECORD_BYTES: u64 = 8 + 4 + 1 + 8;
+/// A generous estimate of one flow's fixed state beyond its series: the sender's
+/// retransmit queue (1024 segments preallocated), receiver, routes, delay lines, summaries.
+pub const PER_FLOW_STATE_BYTES: u64 = 64 << 10;
+
+/// What a run of `cfg` preallocates, in bytes, by part: (series, sojourn trace, flow state).
+/// Mirrors the sizes `sim.rs` and `trace/` ask for; saturating, never overflows.
+pub fn prealloc_estimate(cfg: &ScenarioConfig) -> (u128, u128, u128) {
+    let bins = cfg.duration_ns.div_ceil(cfg.bin_ns.max(1)) as u128;
+    let flows = cfg.flows.len() as u128;
+    let series = bins * (flows * PER_FLOW_SERIES as u128 + BOTTLENECK_SERIES as u128) * 8;
+    // As sim.rs sizes the sojourn trace: the packets of 1000 B the bottleneck carries in the run.
+    let trace = if cfg.trace_sojourn {
+        cfg.bottleneck.rate_bps as u128 * cfg.duration_ns as u128 / 8 / 1_000_000_000 / 1000
+            * SOJOURN_RECORD_BYTES as u128
+    } else {
+        0
+    };
+    (series, trace, flows * PER_FLOW_STATE_BYTES as u128)
+}
+
+/// `n` bytes for a message: "80 GB", "512 MB", "3 kB".
+fn human_bytes(n: u128) -> String {
+    let units = [(1e18, "EB"), (1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")];
+    let x = n as f64;
+    for (scale, unit) in units {
+        if x >= scale {
+            return format!("{:.0} {unit}", x / scale);
+        }
+    }
+    format!("{n} B")
+}
+
 /// Every knob of a TCP flow (`TcpFlowConfig`, with its flattened path fields):
 /// engine name, kind, Linux default, the range `validate` enforces, and a one-line
 /// doc naming the primary source of the default.
@@ -267,7 +340,8 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             Bytes,
             serde_json::Value::Null,
             "Bytes to send (iperf3 -n); unset = unbounded transfer.",
-        ),
+        )
+        .range(BYTES_RANGE.0, BYTES_RANGE.1),
         ParamSpec::new(
             "mss",
             Bytes,
@@ -281,13 +355,14 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             json!(default_init_cwnd()),
             "Initial window, segments: TCP_INIT_CWND = 10 (include/net/tcp.h; RFC 6928), `ip route ... initcwnd`.",
         )
-        .at_least(INIT_CWND_MIN),
+        .range(INIT_CWND_MIN, INIT_CWND_MAX),
         ParamSpec::new(
             "rto_min_ns",
             TimeNs,
             json!(default_rto_min_ns()),
             "Minimum RTO: TCP_RTO_MIN = 200 ms (include/net/tcp.h), `ip route ... rto_min`.",
-        ),
+        )
+        .range(1.0, RTO_MIN_MAX_NS),
         ParamSpec::new(
             "rwnd_bytes",
             Bytes,
@@ -361,31 +436,48 @@ impl ScenarioConfig {
         if self.duration_ns == 0 {
             return Err("duration_ns: must be > 0".into());
         }
-        if self.bin_ns == 0 {
-            return Err("bin_ns: must be > 0".into());
+        if self.bin_ns < MIN_BIN_NS || self.bin_ns > MAX_DURATION_NS {
+            return Err(format!(
+                "bin_ns: {} is out of range (allowed {MIN_BIN_NS}..={MAX_DURATION_NS} ns, at least 1 µs)",
+                self.bin_ns
+            ));
         }
         if self.warmup_ns >= self.duration_ns {
             return Err(format!("warmup_ns: {} must be shorter than duration_ns {}", self.warmup_ns, self.duration_ns));
         }
-        if self.bottleneck.rate_bps == 0 {
-            return Err("bottleneck.rate_bps: must be > 0".into());
+        if self.start_jitter_ns > MAX_DURATION_NS {
+            return Err(format!(
+                "start_jitter_ns: {} is out of range (allowed 0..={MAX_DURATION_NS} ns)",
+                self.start_jitter_ns
+            ));
         }
-        if self.bottleneck.access_rate_bps == 0 {
-            return Err("bottleneck.access_rate_bps: must be > 0".into());
-        }
+        check_link("bottleneck", &self.bottleneck, true)?;
         self.bottleneck.qdisc.validate().map_err(|e| format!("bottleneck.qdisc.{e}"))?;
         if let Some(r) = &self.reverse_bottleneck {
-            if r.rate_bps == 0 {
-                return Err("reverse_bottleneck.rate_bps: must be > 0".into());
-            }
+            check_link("reverse_bottleneck", r, false)?;
             r.qdisc.validate().map_err(|e| format!("reverse_bottleneck.qdisc.{e}"))?;
         }
         if self.flows.is_empty() {
             return Err("flows: at least one flow is required".into());
         }
+        if self.flows.len() > MAX_FLOWS {
+            return Err(format!("flows: {} flows is too many (at most {MAX_FLOWS})", self.flows.len()));
+        }
+        // The memory bound first: it names what a too-long run would cost.
+        self.check_memory()?;
+        if self.duration_ns > MAX_DURATION_NS {
+            let max_s = MAX_DURATION_NS / 1_000_000_000;
+            return Err(format!(
+                "duration_ns: {} is out of range (allowed 1..={MAX_DURATION_NS} ns, {max_s} s)",
+                self.duration_ns
+            ));
+        }
         let tcp_params = tcp_flow_params();
         for (i, f) in self.flows.iter().enumerate() {
             let p = f.path();
+            if p.rtt_ns > MAX_DURATION_NS {
+                return Err(format!("flows[{i}].rtt_ns: {} is out of range (allowed 0..={MAX_DURATION_NS})", p.rtt_ns));
+            }
             if p.fwd_delay() > p.rtt_ns {
                 return Err(format!("flows[{i}].fwd_delay_ns: exceeds rtt_ns"));
             }
@@ -402,14 +494,79 @@ impl ScenarioConfig {
                     crate::cc::build(&t.cc, t.cc_params.as_ref()).map_err(|e| format!("flows[{i}].cc_params: {e}"))?;
                 }
                 FlowConfig::Udp(u) => {
-                    if u.rate_bps == 0 || u.payload_bytes == 0 {
-                        return Err(format!("flows[{i}]: rate_bps and payload_bytes must be > 0"));
+                    if u.rate_bps == 0 || u.rate_bps > MAX_RATE_BPS {
+                        return Err(format!(
+                            "flows[{i}].rate_bps: {} is out of range (allowed 1..={MAX_RATE_BPS})",
+                            u.rate_bps
+                        ));
+                    }
+                    if u.payload_bytes == 0 || u.payload_bytes > MAX_UDP_PAYLOAD_BYTES {
+                        return Err(format!(
+                            "flows[{i}].payload_bytes: {} is out of range (allowed 1..={MAX_UDP_PAYLOAD_BYTES})",
+                            u.payload_bytes
+                        ));
                     }
                 }
             }
         }
         Ok(())
     }
+
+    /// Refuses a run whose preallocation (`prealloc_estimate`) exceeds `MAX_PREALLOC_BYTES`,
+    /// naming the field that drives it.
+    fn check_memory(&self) -> Result<(), String> {
+        let (series, trace, state) = prealloc_estimate(self);
+        let limit = MAX_PREALLOC_BYTES as u128;
+        if series + trace + state <= limit {
+            return Ok(());
+        }
+        let n = self.flows.len();
+        let flows = if n == 1 { "1 flow".to_string() } else { format!("{n} flows") };
+        let limit_s = format!("at most {} GiB", MAX_PREALLOC_BYTES >> 30);
+        if trace >= series && trace >= state {
+            return Err(format!(
+                "trace_sojourn: a per-packet trace of {} ns at {} bit/s needs ~{}; {limit_s} \
+                 (turn trace_sojourn off or shorten the run)",
+                self.duration_ns,
+                self.bottleneck.rate_bps,
+                human_bytes(series + trace + state)
+            ));
+        }
+        if state > series {
+            return Err(format!(
+                "flows: {flows} need ~{} of state and series; {limit_s} (use fewer flows)",
+                human_bytes(series + trace + state)
+            ));
+        }
+        let bin = if self.bin_ns.is_multiple_of(1_000_000) {
+            format!("{} ms", self.bin_ns / 1_000_000)
+        } else {
+            format!("{} ns", self.bin_ns)
+        };
+        Err(format!(
+            "duration_ns: {} ns of {bin} bins for {flows} needs ~{} of series; {limit_s} \
+             (use a wider bin or a shorter run)",
+            self.duration_ns,
+            human_bytes(series + trace + state)
+        ))
+    }
+}
+
+/// Rates and bucket of a shaped link.
+fn check_link(name: &str, l: &BottleneckConfig, check_access: bool) -> Result<(), String> {
+    if l.rate_bps == 0 || l.rate_bps > MAX_RATE_BPS {
+        return Err(format!("{name}.rate_bps: {} is out of range (allowed 1..={MAX_RATE_BPS})", l.rate_bps));
+    }
+    if check_access && (l.access_rate_bps == 0 || l.access_rate_bps > MAX_RATE_BPS) {
+        return Err(format!(
+            "{name}.access_rate_bps: {} is out of range (allowed 1..={MAX_RATE_BPS})",
+            l.access_rate_bps
+        ));
+    }
+    if l.burst_bytes > MAX_BURST_BYTES {
+        return Err(format!("{name}.burst_bytes: {} is out of range (allowed 0..={MAX_BURST_BYTES})", l.burst_bytes));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -459,5 +616,83 @@ mod tests {
         assert!(e.starts_with("flows[0].receiver_cc: \"x\" is not allowed"), "{e}");
         let e = tcp_flow(json!({"cc_params": {"beta": 5000}})).validate().unwrap_err();
         assert_eq!(e, "flows[0].cc_params: beta: 5000 is out of range (allowed 1..=1023)");
+    }
+
+    fn with(cfg: ScenarioConfig, top: serde_json::Value) -> ScenarioConfig {
+        let mut v = serde_json::to_value(cfg).unwrap();
+        v.as_object_mut().unwrap().extend(top.as_object().unwrap().clone());
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn memory_bound_names_the_field_value_and_limit() {
+        let mut cfg = with(tcp_flow(json!({})), json!({"duration_ns": 1_000_000_000_000_000_000u64}));
+        cfg.flows.push(cfg.flows[0].clone());
+        let e = cfg.validate().unwrap_err();
+        assert_eq!(
+            e,
+            "duration_ns: 1000000000000000000 ns of 100 ms bins for 2 flows needs ~2 TB of series; \
+             at most 4 GiB (use a wider bin or a shorter run)"
+        );
+        // Just under and over the bound: 4 GiB / (19 series * 8 B) bins of 1 µs, one flow.
+        let bins_ok = (MAX_PREALLOC_BYTES - PER_FLOW_STATE_BYTES) / ((PER_FLOW_SERIES + BOTTLENECK_SERIES) * 8);
+        let ok = with(tcp_flow(json!({})), json!({"bin_ns": 1000, "duration_ns": bins_ok * 1000}));
+        assert!(ok.validate().is_ok());
+        let over = with(tcp_flow(json!({})), json!({"bin_ns": 1000, "duration_ns": (bins_ok + 1) * 1000}));
+        assert!(over.validate().unwrap_err().starts_with("duration_ns: "));
+        let e = with(
+            tcp_flow(json!({})),
+            json!({"duration_ns": 1_000_000_000_000u64, "trace_sojourn": true,
+            "bottleneck": {"rate_bps": 10_000_000_000u64, "qdisc": {"kind": "pfifo", "limit_packets": 100}}}),
+        )
+        .validate()
+        .unwrap_err();
+        assert!(e.starts_with("trace_sojourn: "), "{e}");
+        let mut many = tcp_flow(json!({}));
+        many.flows = vec![many.flows[0].clone(); MAX_FLOWS + 1];
+        assert_eq!(many.validate().unwrap_err(), format!("flows: {} flows is too many (at most 16384)", MAX_FLOWS + 1));
+    }
+
+    #[test]
+    fn every_unbounded_input_is_bounded() {
+        let cases = [
+            (json!({"bin_ns": 999}), "bin_ns: 999 is out of range"),
+            (
+                json!({"duration_ns": MAX_DURATION_NS + 1, "bin_ns": MAX_DURATION_NS}),
+                "duration_ns: 1000000000000001 is out of range",
+            ),
+            (json!({"start_jitter_ns": u64::MAX}), "start_jitter_ns: "),
+            (json!({"bottleneck": {"rate_bps": u64::MAX, "qdisc": {"kind": "pfifo"}}}), "bottleneck.rate_bps: "),
+            (
+                json!({"bottleneck": {"rate_bps": 1000, "access_rate_bps": 0, "qdisc": {"kind": "pfifo"}}}),
+                "bottleneck.access_rate_bps: ",
+            ),
+            (
+                json!({"bottleneck": {"rate_bps": 1000, "burst_bytes": u64::MAX, "qdisc": {"kind": "pfifo"}}}),
+                "bottleneck.burst_bytes: ",
+            ),
+        ];
+        for (top, want) in cases {
+            let e = with(tcp_flow(json!({})), top.clone()).validate().unwrap_err();
+            assert!(e.starts_with(want), "{top}: {e}");
+        }
+        for (k, bad) in [
+            ("rtt_ns", json!(u64::MAX)),
+            ("bytes", json!(0)),
+            ("init_cwnd", json!(u32::MAX)),
+            ("rto_min_ns", json!(u64::MAX)),
+        ] {
+            let e = tcp_flow(json!({ k: bad })).validate().unwrap_err();
+            assert!(e.starts_with(&format!("flows[0].{k}: ")), "{e}");
+        }
+        let udp = |rate: u64, payload: u32| -> ScenarioConfig {
+            with(
+                tcp_flow(json!({})),
+                json!({"flows": [{"kind": "udp", "rtt_ns": 1000, "rate_bps": rate, "payload_bytes": payload}]}),
+            )
+        };
+        assert!(udp(1_000_000, 1472).validate().is_ok());
+        assert!(udp(u64::MAX, 1472).validate().unwrap_err().starts_with("flows[0].rate_bps: "));
+        assert!(udp(1_000_000, 70_000).validate().unwrap_err().starts_with("flows[0].payload_bytes: "));
     }
 }

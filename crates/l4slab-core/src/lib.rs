@@ -25,6 +25,7 @@
 pub mod cc;
 pub mod config;
 pub mod event;
+pub mod guard;
 pub mod net;
 pub mod packet;
 pub mod qdisc;

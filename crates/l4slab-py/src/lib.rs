@@ -3,6 +3,8 @@
 //! The Python package (`l4slab`) resolves scenarios and shapes the results into
 //! DataFrames; this module only crosses the language boundary and releases the GIL
 //! while the engine runs, so a process pool or Dask worker threads run in parallel.
+//! Every engine call goes through `l4slab_core::guard::catch_panic`: an engine panic
+//! is a one-line `ValueError` (the package's `EngineError`), never an abort.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -15,7 +17,7 @@ fn simulate(py: Python<'_>, config_json: &str) -> PyResult<(String, f64)> {
         serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(format!("engine config: {e}")))?;
     let out = py.allow_threads(move || {
         let start = std::time::Instant::now();
-        let res = l4slab_core::run(&config);
+        let res = l4slab_core::guard::catch_panic(|| l4slab_core::run(&config));
         let wall = start.elapsed().as_secs_f64();
         res.map(|r| (r, wall))
     });
@@ -31,7 +33,7 @@ fn simulate(py: Python<'_>, config_json: &str) -> PyResult<(String, f64)> {
 fn check(config_json: &str) -> PyResult<()> {
     let config: l4slab_core::ScenarioConfig =
         serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(format!("engine config: {e}")))?;
-    config.validate().map_err(PyValueError::new_err)
+    l4slab_core::guard::catch_panic(|| config.validate()).map_err(PyValueError::new_err)
 }
 
 /// Engine version (part of a run's identity).

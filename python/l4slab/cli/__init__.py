@@ -11,19 +11,21 @@ Each command module (:mod:`.run`, :mod:`.bench`, :mod:`.demo`, :mod:`.study`,
 :mod:`.query`) has ``add_parser(commands)`` and ``command(args) -> exit status``.
 User mistakes (an invalid scenario, a missing file) print one line
 ``l4slab: error: ...`` on stderr and exit with status 2; engine failures exit 1.
-No traceback is ever printed for either.
+No traceback is ever printed for either. An output directory (``--out``) is checked
+before anything runs; a closed stdout (``| head``) ends a command quietly.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
 from ..errors import EngineError, EngineUnavailableError, ScenarioError
 from ..version import PACKAGE_VERSION
 from . import bench, demo, query, run, study
-from .common import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_USAGE, error
+from .common import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, error
 
 __all__ = ["main"]
 
@@ -42,11 +44,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # pragma: no cover - stdout without a descriptor
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``l4slab`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        return COMMANDS[args.command].command(args)
+        status = COMMANDS[args.command].command(args)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # stdout closed by the reader (`l4slab run X --out D | head -1`): results are
+        # already written; stop quietly, and keep the interpreter's final flush quiet too.
+        _silence_stdout()
+        return EXIT_OK
     except ScenarioError as err:
         error(str(err))
         return EXIT_USAGE

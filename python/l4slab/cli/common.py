@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 EXIT_OK = 0
@@ -14,6 +16,38 @@ EXIT_INTERRUPTED = 130
 def error(message: str) -> None:
     """Print ``l4slab: error: MESSAGE`` as one line on stderr."""
     print(f"l4slab: error: {' '.join(str(message).split())}", file=sys.stderr)
+
+
+def check_out_dir(out: str | os.PathLike[str], flag: str = "--out") -> None:
+    """Refuse, before anything runs, an output directory that cannot be one: an existing
+    file, a path under a file, or a place whose nearest existing parent is not writable.
+    Raises :class:`~l4slab.errors.ScenarioError` (exit 2) naming ``flag``."""
+    from ..errors import ScenarioError
+
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise ScenarioError(f"{flag}: {out} is an existing file, not a directory")
+    parent = path.absolute()
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ScenarioError(f"{flag}: {out} cannot be created: {parent} is a file, not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        where = "" if parent == path.absolute() else f" ({parent} does not allow writing)"
+        raise ScenarioError(f"{flag}: {out} is not writable{where}")
+
+
+def stdout_console(width: int):
+    """A rich ``Console`` on stdout, ``width`` columns when piped. A closed stdout raises
+    :class:`BrokenPipeError`, which :func:`l4slab.cli.main` ends quietly with status 0
+    (rich's own handling exits 1)."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError(32, "stdout closed")
+
+    return _Console(width=None if sys.stdout.isatty() else width)
 
 
 def fmt(value: Any, digits: int = 1) -> str:
@@ -30,7 +64,6 @@ def print_frame(frame, *, csv: bool) -> None:
     if csv:
         sys.stdout.write(frame.to_csv(index=False))
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(show_edge=False)
@@ -38,4 +71,4 @@ def print_frame(frame, *, csv: bool) -> None:
         table.add_column(str(column), justify="right" if frame[column].dtype.kind in "iuf" else "left")
     for row in frame.itertuples(index=False):
         table.add_row(*(fmt(v, 4) if isinstance(v, float) else str(v) for v in row))
-    Console(width=None if sys.stdout.isatty() else 200).print(table)
+    stdout_console(200).print(table)

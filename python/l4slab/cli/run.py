@@ -1,13 +1,15 @@
 """``l4slab run SCENARIO [--out DIR] [--seed N] [--set KEY=VALUE ...]``: one run, a summary table,
-the ``tc -s``-like qdisc block and (with ``--out``) the run directory."""
+the ``tc -s``-like qdisc block and (with ``--out``) the run directory.
+
+``--out`` is checked before the run (exit 2 for a file or an unwritable place) and the
+run directory is written before anything is printed."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from .common import EXIT_OK, fmt
+from .common import EXIT_OK, check_out_dir, fmt, stdout_console
 
 
 def add_parser(commands) -> None:
@@ -30,19 +32,22 @@ def add_parser(commands) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from ..results import tc_stats_lines
     from ..runner import run
     from ..scenario import load_scenario, parse_override
 
+    if args.out:
+        check_out_dir(args.out)
     overrides = dict(parse_override(item) for item in args.overrides)
     if args.seed is not None:
         overrides["seed"] = args.seed
     result = run(load_scenario(Path(args.scenario), overrides=overrides))
+    # Results first: the run directory exists even if printing fails (`| head -1`).
+    directory = result.write(args.out) if args.out else None
     summary = result.summary
-    console = Console(width=None if sys.stdout.isatty() else 120)
+    console = stdout_console(120)
 
     bottleneck = summary["bottleneck"]
     title = (
@@ -84,7 +89,6 @@ def command(args: argparse.Namespace) -> int:
         f"engine {result.wall_s:.3f} s wall",
         soft_wrap=True,
     )
-    if args.out:
-        directory = result.write(args.out)
+    if directory is not None:
         console.print(f"wrote {directory}/summary.json and series (see docs/outputs.md)", soft_wrap=True)
     return EXIT_OK

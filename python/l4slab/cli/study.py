@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import EXIT_ENGINE, EXIT_OK, print_frame
+from .common import EXIT_ENGINE, EXIT_OK, check_out_dir, print_frame
+from .common import error as print_error
 
 
 def add_parser(commands) -> None:
@@ -46,6 +47,8 @@ def command(args: argparse.Namespace) -> int:
     from .. import study
 
     if args.study_command == "run":
+        if args.out:
+            check_out_dir(args.out)
         if args.emit_jobs:
             directory, count = study.emit_jobs(args.file, args.emit_jobs, out=args.out)
             print(f"wrote {count} job line(s) to {args.emit_jobs} (study directory {directory})")
@@ -61,8 +64,8 @@ def command(args: argparse.Namespace) -> int:
             f"{report.directory}: {report.total} runs: {report.skipped} already done, {report.done} run now, "
             f"{report.failed} failed; catalog {report.directory}/catalog.duckdb"
         )
-        for rid, error in list(report.errors.items())[:5]:
-            error(f"run {rid[:12]}: {error}")
+        for rid, message in list(report.errors.items())[:5]:
+            print_error(f"run {rid[:12]}: {message}")
         return EXIT_ENGINE if report.failed else EXIT_OK
     if args.study_command == "report":
         from ..study.report import report as write_report
@@ -77,8 +80,8 @@ def command(args: argparse.Namespace) -> int:
         frame = study.status(args.dir)
         print_frame(frame, csv=False)
         return EXIT_OK
-    error = study.run_one(args.dir, args.run_id, force=args.force)
-    if error is not None:
-        error(f"run {args.run_id[:12]}: {error}")
+    message = study.run_one(args.dir, args.run_id, force=args.force)
+    if message is not None:
+        print_error(f"run {args.run_id[:12]}: {message}")
         return EXIT_ENGINE
     return EXIT_OK
