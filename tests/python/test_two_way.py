@@ -52,6 +52,11 @@ def test_forward_only_scenarios_have_no_reverse_link():
         (('direction = "reverse"', 'direction = "back"'), "flows[1].direction: 'back' is invalid"),
         (('buffer = "8bdp"', 'buffer = "lots"'), "reverse_bottleneck.buffer: 'lots' is not a buffer size"),
         (('buffer = "8bdp"', 'buffer = "8bdp"\nbdp_rtt = "0s"'), "reverse_bottleneck.bdp_rtt: must be > 0"),
+        # Errors inside the reverse link's qdisc name that link, not the forward one.
+        (('qdisc = "bfifo"\nbuffer = "8bdp"', 'qdisc = "bogus"'), "reverse_bottleneck.qdisc: unknown qdisc 'bogus'"),
+        (('qdisc = "bfifo"\nbuffer = "8bdp"', 'qdisc = "bfifo limit 0"'), "reverse_bottleneck.qdisc.limit: '0'"),
+        (('qdisc = "bfifo"\nbuffer = "8bdp"', 'qdisc = "bfifo limit 1000"\nbuffer = "1bdp"'),
+         "reverse_bottleneck.buffer: given together with reverse_bottleneck.qdisc 'limit'"),
     ],
 )
 def test_mistakes_name_the_field(change, message):

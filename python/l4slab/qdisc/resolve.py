@@ -49,12 +49,14 @@ def resolve_qdisc(
     """
     spec = request.spec
     given = dict(request.params)
+    # `buffer` sits beside `qdisc` in the same table (bottleneck or reverse_bottleneck).
+    buffer_path = field_path.rpartition(".")[0] + ".buffer"
     if buffer is not None:
         if spec.buffer_param is None:
-            raise ScenarioError(f"bottleneck.buffer: {spec.name} has no buffer limit to set")
+            raise ScenarioError(f"{buffer_path}: {spec.name} has no buffer limit to set")
         if spec.buffer_param in given:
             raise ScenarioError(
-                f"bottleneck.buffer: given together with {field_path} {spec.buffer_param!r}; set only one of them"
+                f"{buffer_path}: given together with {field_path} {spec.buffer_param!r}; set only one of them"
             )
         given[spec.buffer_param] = _BufferBytes(buffer)
 
@@ -65,7 +67,7 @@ def resolve_qdisc(
         if _out_of_range(param, value):
             shown = raw.value if isinstance(raw, _BufferBytes) else raw
             shown = param.format(shown) if param.unit == "ns" and isinstance(shown, int) else str(shown)
-            source = "bottleneck.buffer" if isinstance(raw, _BufferBytes) else f"{field_path}.{param.name}"
+            source = buffer_path if isinstance(raw, _BufferBytes) else f"{field_path}.{param.name}"
             raise ScenarioError(
                 f"{source}: {shown!r} gives {param.name} {_amount(param, value)}, outside the allowed "
                 f"range {_amount(param, param.minimum, bare=True)}..{_amount(param, param.maximum, bare=True)}"
@@ -105,7 +107,7 @@ def _to_base_unit(param: Param, raw: Any, bdp: Fraction | None, field_path: str,
     value = raw.value if from_buffer else raw
     if isinstance(value, BdpMultiple):
         if bdp is None:
-            source = "bottleneck.buffer" if from_buffer else f"{field_path}.{param.name}"
+            source = field_path.rpartition(".")[0] + ".buffer" if from_buffer else f"{field_path}.{param.name}"
             raise ScenarioError(f"{source}: {str(value)!r} needs a BDP, but {bdp_unavailable_reason}")
         value = bdp_to_bytes(value, bdp)
         return bytes_to_packets(value) if param.unit == "packets" else value

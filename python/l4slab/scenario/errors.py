@@ -66,7 +66,9 @@ def _error_line(error: Mapping[str, Any]) -> str:
     ctx = error.get("ctx") or {}
     if kind == SCENARIO_ERROR:
         message = ctx["message"]
-        return message if ctx.get("has_path") else f"{_format_loc(loc)}: {message}"
+        if ctx.get("path_from_parent"):
+            return f"{_format_loc(loc[:-1])}.{message}" if len(loc) > 1 else message
+        return f"{_format_loc(loc)}: {message}"
     if kind == "extra_forbidden":
         key = str(loc[-1])
         model = _model_at(loc[:-1], tag)

@@ -62,10 +62,13 @@ def _unit_validator(parser: Callable[[Any], Any]) -> PlainValidator:
 
 def _qdisc_validator(value: Any) -> QdiscRequest:
     try:
-        return parse_qdisc(value)
+        return parse_qdisc(value, field_path="qdisc")
     except ScenarioError as err:
-        # parse_qdisc names the path itself (bottleneck.qdisc[.param]); keep it verbatim.
-        raise PydanticCustomError(SCENARIO_ERROR, "{message}", {"message": str(err), "has_path": True}) from None
+        # parse_qdisc names the path below the field (qdisc[.param]); the error line puts
+        # the owning table (bottleneck or reverse_bottleneck) in front.
+        raise PydanticCustomError(
+            SCENARIO_ERROR, "{message}", {"message": str(err), "path_from_parent": True}
+        ) from None
 
 
 TimeNs = Annotated[int, _unit_validator(units.time_ns)]

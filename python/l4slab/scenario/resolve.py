@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from .. import engine, schema
-from ..errors import ScenarioError
 from ..qdisc import resolve_qdisc
 from ..units import Percent
 
@@ -81,13 +80,9 @@ def _link_config(scenario: Any, which: str) -> dict[str, Any]:
     """The engine's ``BottleneckConfig`` of ``scenario.bottleneck`` or ``.reverse_bottleneck``."""
     link = getattr(scenario, which)
     bdp, bdp_reason = scenario.bdp_bytes(which)
-    try:
-        qdisc = resolve_qdisc(link.qdisc, buffer=link.buffer, bdp=bdp, bdp_unavailable_reason=bdp_reason)
-    except ScenarioError as err:
-        # resolve_qdisc names its fields "bottleneck.…"; say which link.
-        if which != "bottleneck" and str(err).startswith("bottleneck."):
-            raise ScenarioError(which + str(err)[len("bottleneck"):]) from None
-        raise
+    qdisc = resolve_qdisc(
+        link.qdisc, buffer=link.buffer, bdp=bdp, field_path=f"{which}.qdisc", bdp_unavailable_reason=bdp_reason
+    )
     return {"rate_bps": link.rate, "burst_bytes": link.burst, "access_rate_bps": link.access_rate, "qdisc": qdisc}
 
 
