@@ -69,7 +69,7 @@ def resolve(value, buffer=None, bdp=BDP_100M_10MS):
     return resolve_qdisc(parse_qdisc(value), buffer=buffer, bdp=bdp, bdp_unavailable_reason="no common RTT")
 
 
-#: PAM 2025 paper §3 and its notebook fatihsarpkaya/L4S-PAM2025 single_flow_experiments.ipynb: the child qdiscs of the PAM 2025 study at 2 BDP (N = 167), verbatim.
+#: PAM 2025 paper §3: the child qdiscs of the PAM 2025 study at 2 BDP (N = 167), verbatim.
 PAM_STRINGS = [
     (
         "fq limit 167 flow_limit 167 orphan_mask 0 ce_threshold 5ms",
@@ -130,7 +130,7 @@ def test_pam_strings_describe_back_as_written(text, engine):
     ],
 )
 def test_linux_defaults(kind, engine):
-    """Linux net/sched/sch_dualpi2.c:dualpi2_reset_default, include/net/pie.h:pie_params_init, include/net/codel_impl.h:codel_params_init, net/sched/sch_fq_codel.c:fq_codel_init, net/sched/sch_fq.c:fq_init; optional engine fields (None) are omitted."""
+    """Defaults as each qdisc's Linux ``*_init`` sets them; optional engine fields (None) are omitted."""
     assert resolve(kind) == engine
     assert describe_engine_qdisc(engine).startswith(kind + " limit ")
 

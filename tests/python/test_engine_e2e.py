@@ -99,7 +99,7 @@ def test_demo_runs_the_demo_study_and_writes_its_report(tmp_path, capsys):
     assert {point["scenario"]["duration"] for point in plan["points"]} == {"2s"}
 
 
-#: Every AQM at its PAM 2025 configuration for 2 BDP (PAM 2025 paper §3 and its notebook fatihsarpkaya/L4S-PAM2025 single_flow_experiments.ipynb), plus non-default knobs.
+#: Every AQM at its PAM 2025 configuration for 2 BDP (PAM 2025 paper §3), plus non-default knobs.
 AQM_RUNS = [
     (
         "fq limit 2bdp flow_limit 2bdp orphan_mask 0 ce_threshold 5ms",

@@ -33,7 +33,7 @@ def test_tc_strings(text, engine):
     [("0.5", 62_500, 42), ("1", 125_000, 84), ("2", 250_000, 167), ("4", 500_000, 334), ("8", 1_000_000, 667)],
 )
 def test_pam_study_table(n_bdp, limit_bytes, limit_packets):
-    """PAM 2025 paper §3 and its notebook fatihsarpkaya/L4S-PAM2025 single_flow_experiments.ipynb: bfifo n×125000 B and int(n×125000/1500)+1 packets at 100 Mbit/s × 10 ms."""
+    """PAM 2025 paper §3: bfifo n×125000 B and int(n×125000/1500)+1 packets at 100 Mbit/s × 10 ms."""
     assert resolve({"kind": "bfifo", "limit": f"{n_bdp}bdp"})["limit_bytes"] == limit_bytes
     assert resolve({"kind": "pfifo", "limit": f"{n_bdp}bdp"})["limit_packets"] == limit_packets
     assert resolve("bfifo", buffer=parse_buffer(f"{n_bdp}bdp"))["limit_bytes"] == limit_bytes

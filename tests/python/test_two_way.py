@@ -34,7 +34,10 @@ direction = "reverse"
 
 def test_reverse_flows_and_link_resolve_to_the_engine_fields():
     config = scenario_from_toml(TWO_WAY).resolve()
-    assert config["reverse_bottleneck"]["qdisc"] == {"kind": "bfifo", "limit_bytes": 200_000}  # 8 BDP of 10 Mbit/s x 20 ms
+    assert config["reverse_bottleneck"]["qdisc"] == {
+        "kind": "bfifo",
+        "limit_bytes": 200_000,
+    }  # 8 BDP of 10 Mbit/s x 20 ms
     assert "reverse" not in config["flows"][0]  # forward flows keep their engine config (and run ids)
     assert config["flows"][1]["reverse"] is True
     # A reverse UDP flow's % is a share of the link its data crosses.
@@ -42,7 +45,9 @@ def test_reverse_flows_and_link_resolve_to_the_engine_fields():
 
 
 def test_forward_only_scenarios_have_no_reverse_link():
-    config = scenario_from_toml(TWO_WAY.split("[reverse_bottleneck]")[0] + "[[flows]]\ncc = 'cubic'\nrtt = '20ms'\n").resolve()
+    config = scenario_from_toml(
+        TWO_WAY.split("[reverse_bottleneck]")[0] + "[[flows]]\ncc = 'cubic'\nrtt = '20ms'\n"
+    ).resolve()
     assert "reverse_bottleneck" not in config
 
 
@@ -55,8 +60,10 @@ def test_forward_only_scenarios_have_no_reverse_link():
         # Errors inside the reverse link's qdisc name that link, not the forward one.
         (('qdisc = "bfifo"\nbuffer = "8bdp"', 'qdisc = "bogus"'), "reverse_bottleneck.qdisc: unknown qdisc 'bogus'"),
         (('qdisc = "bfifo"\nbuffer = "8bdp"', 'qdisc = "bfifo limit 0"'), "reverse_bottleneck.qdisc.limit: '0'"),
-        (('qdisc = "bfifo"\nbuffer = "8bdp"', 'qdisc = "bfifo limit 1000"\nbuffer = "1bdp"'),
-         "reverse_bottleneck.buffer: given together with reverse_bottleneck.qdisc 'limit'"),
+        (
+            ('qdisc = "bfifo"\nbuffer = "8bdp"', 'qdisc = "bfifo limit 1000"\nbuffer = "1bdp"'),
+            "reverse_bottleneck.buffer: given together with reverse_bottleneck.qdisc 'limit'",
+        ),
     ],
 )
 def test_mistakes_name_the_field(change, message):

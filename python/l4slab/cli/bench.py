@@ -15,7 +15,7 @@ from ..errors import ScenarioError
 from .common import EXIT_OK
 
 #: ``bench --qdisc``: each qdisc at the PAM 2025 study's configuration for a 2-BDP
-#: buffer (PAM 2025 paper §3 and its notebook fatihsarpkaya/L4S-PAM2025 single_flow_experiments.ipynb; 250000 B / 167 packets at 100 Mbit/s × 10 ms).
+#: buffer (PAM 2025 paper §3; 250000 B / 167 packets at 100 Mbit/s × 10 ms).
 BENCH_QDISCS = {
     "bfifo": "bfifo limit 2bdp",
     "fq": "fq limit 2bdp flow_limit 2bdp orphan_mask 0 ce_threshold 5ms",

@@ -14,16 +14,16 @@ the engine lists, spelled by :data:`SPELLINGS` or, for a kind without a table he
 by its engine fields without unit suffix (``target_ns`` → ``target``).
 
 Buffer limits may be given relative to the bandwidth-delay product, as the PAM 2025
-study did (PAM 2025 paper §3 and its notebook fatihsarpkaya/L4S-PAM2025 single_flow_experiments.ipynb): with ``BDP = rate × RTT / 8`` bytes and ``n`` BDPs,
+study did (PAM 2025 paper §3): with ``BDP = rate × RTT / 8`` bytes and ``n`` BDPs,
 
 * byte limits (bfifo): ``int(n · BDP)`` bytes;
 * packet limits (pfifo and the AQMs): ``int(int(n · BDP) / 1500) + 1`` packets,
 
 so ``2bdp`` at 100 Mbit/s and 10 ms is ``bfifo limit 250000`` or ``pfifo limit 167``.
 
-Kinds and their ``tc`` parameters (defaults as Linux,
-Linux net/sched/sch_dualpi2.c:dualpi2_reset_default, include/net/pie.h:pie_params_init, include/net/codel_impl.h:codel_params_init, net/sched/sch_fq_codel.c:fq_codel_init, net/sched/sch_fq.c:fq_init, as the engine's schema gives them; every parameter the engine models is accepted, the others are refused with a
-one-line "not simulated" error instead of being ignored):
+Kinds and their ``tc`` parameters (defaults as each qdisc's Linux ``*_init`` sets them,
+read from the engine's schema; every parameter the engine models is accepted, the
+others are refused with a one-line "not simulated" error instead of being ignored):
 
 * ``bfifo`` / ``pfifo``: limit.
 * ``fq``: limit, flow_limit, quantum, initial_quantum, refill_delay, orphan_mask,

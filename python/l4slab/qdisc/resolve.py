@@ -1,7 +1,7 @@
 """A parsed qdisc → the engine's qdisc config: defaults, ``[bottleneck] buffer``, BDP units, ranges.
 
 Buffer limits relative to the bandwidth-delay product follow the PAM 2025 study's rule
-(PAM 2025 paper §3 and its notebook fatihsarpkaya/L4S-PAM2025 single_flow_experiments.ipynb): ``int(n · BDP)`` bytes for byte limits, ``int(int(n · BDP) / 1500) + 1``
+(PAM 2025 paper §3): ``int(n · BDP)`` bytes for byte limits, ``int(int(n · BDP) / 1500) + 1``
 packets for packet limits. A resolved value outside the engine's range is one
 :class:`~l4slab.errors.ScenarioError` line.
 """

@@ -243,7 +243,7 @@ def _generic_kind(spec: QdiscSpec) -> QdiscKind:
     return QdiscKind(spec.kind, tuple(params), buffer_param=limit)
 
 
-#: tc spelling of the kinds l4slab knows by name, in Linux's words (Linux net/sched/sch_dualpi2.c:dualpi2_reset_default).
+#: tc spelling of the kinds l4slab knows by name, in Linux's words (iproute2 tc/q_*.c).
 SPELLINGS: dict[str, QdiscKind] = {}
 
 

@@ -300,8 +300,6 @@ class Scenario(_Strict):
         """A display label per engine flow: the entry's ``label``, else its cc (or "udp")."""
         return [flow.label or (flow.cc if isinstance(flow, TcpFlow) else "udp") for _, flow in self.expanded_flows()]
 
-
-
     def bdp_bytes(self, which: str = "bottleneck") -> tuple[Fraction | None, str]:
         """The BDP in bytes of ``bottleneck`` or ``reverse_bottleneck`` and, when it is
         undefined, the reason (for error messages)."""
