@@ -28,38 +28,88 @@ fn module_of(src: &Path, file: &Path) -> Option<String> {
     (name != "lib").then_some(name)
 }
 
-/// `crate::X` references in the non-test, non-comment part of `text`.
-fn crate_refs(text: &str) -> BTreeSet<String> {
-    let mut refs = BTreeSet::new();
-    for line in text.lines() {
-        let code = line.trim_start();
-        if code.starts_with("#[cfg(test)]") {
-            break; // test modules sit at the end of each file
+/// The lines of `text` outside `#[cfg(test)]` items: the item after the attribute is
+/// skipped whole (a `mod x;` line, or a braced block up to its closing brace).
+fn non_test_lines(text: &str) -> Vec<&str> {
+    let mut kept = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if !line.trim_start().starts_with("#[cfg(test)]") {
+            kept.push(line);
+            continue;
         }
+        let (mut depth, mut opened) = (0i64, false);
+        for item in lines.by_ref() {
+            let code = item.split("//").next().unwrap_or("");
+            depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+            opened |= code.contains('{');
+            if (!opened && code.trim_end().ends_with(';')) || (opened && depth <= 0) {
+                break;
+            }
+        }
+    }
+    kept
+}
+
+/// `crate::X` references in the non-test, non-comment part of `text`, including
+/// `use crate::{a, b::C}` groups spread over several lines.
+fn crate_refs(text: &str) -> BTreeSet<String> {
+    let word = |s: &str| -> String { s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
+    let is_module = |n: &str| n.chars().next().is_some_and(|c| c.is_lowercase());
+    let mut refs = BTreeSet::new();
+    // Inside a `crate::{...}` group: brace depth (0 = outside) and whether the next
+    // word starts a top-level item of the group.
+    let (mut depth, mut item_start) = (0usize, false);
+    for line in non_test_lines(text) {
+        let code = line.trim_start();
         if code.starts_with("//") {
             continue;
         }
         let code = code.split("//").next().unwrap_or("");
+        let group = if depth > 0 {
+            Some(code)
+        } else {
+            code.find("crate::{").map(|i| {
+                (depth, item_start) = (1, true);
+                &code[i + "crate::{".len()..]
+            })
+        };
+        for (i, ch) in group.unwrap_or("").char_indices() {
+            if depth == 0 {
+                break;
+            }
+            match ch {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 1 => item_start = true,
+                c if item_start && depth == 1 && !c.is_whitespace() => {
+                    let name = word(&group.unwrap()[i..]);
+                    if is_module(&name) {
+                        refs.insert(name);
+                    }
+                    item_start = false;
+                }
+                _ => {}
+            }
+        }
         let mut rest = code;
         while let Some(i) = rest.find("crate::") {
             rest = &rest[i + "crate::".len()..];
-            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-            if !name.is_empty() && name.chars().next().is_some_and(|c| c.is_lowercase()) {
+            let name = word(rest);
+            if is_module(&name) {
                 refs.insert(name);
-            }
-        }
-        // `use crate::{a, b::C}` groups.
-        if let Some(i) = code.find("crate::{") {
-            let group = &code[i + "crate::{".len()..];
-            for item in group.split(',') {
-                let name: String = item.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-                if !name.is_empty() && name.chars().next().is_some_and(|c| c.is_lowercase()) {
-                    refs.insert(name);
-                }
             }
         }
     }
     refs
+}
+
+#[test]
+fn the_reader_sees_multi_line_groups_and_code_after_test_items() {
+    let text = "use crate::{\n    net::Link,\n    qdisc::{self, Qdisc},\n};\n#[cfg(test)]\nmod testutil;\n\
+                #[cfg(test)]\nmod tests {\n    use crate::sim;\n}\nfn f() { crate::time::secs(0); }\n";
+    let refs: Vec<String> = crate_refs(text).into_iter().collect();
+    assert_eq!(refs, vec!["net", "qdisc", "time"]);
 }
 
 fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
