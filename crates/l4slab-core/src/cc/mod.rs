@@ -161,6 +161,27 @@ pub struct SkbLostInfo {
     pub tx: SkbTx,
 }
 
+/// A congestion control's model state, sampled at the end of every bin for the
+/// per-flow series (`FlowSeries`): what `ss -tin` shows of BBR (`bbr:(bw:…,mrtt:…,
+/// pacing_gain:…)`, from `bbr_get_info` in net/ipv4/tcp_bbr.c) plus the v2/v3
+/// two-timescale bounds. `None` where the CC has no such quantity.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CcState {
+    /// Bandwidth estimate the CC paces and sizes cwnd from, bytes per second
+    /// (BBR's `bbr_bw`).
+    pub bw_bytes_per_s: Option<u64>,
+    /// The CC's own minimum-RTT estimate, µs (BBR's `min_rtt_us`).
+    pub min_rtt_us: Option<u32>,
+    /// Mode and phase, e.g. "STARTUP", "PROBE_BW:UP", "PROBE_RTT".
+    pub mode: Option<&'static str>,
+    /// Current pacing gain (BBR's `pacing_gain`, unitless).
+    pub pacing_gain: Option<f64>,
+    /// Upper bound on in-flight data, packets (BBRv2/v3 `inflight_hi`; `None` when unset/∞).
+    pub inflight_hi: Option<u32>,
+    /// Short-term bound on in-flight data, packets (BBRv2/v3 `inflight_lo`; `None` when unset/∞).
+    pub inflight_lo: Option<u32>,
+}
+
 /// Requirements a CC places on the connection (`TCP_CONG_*` flags of `tcp_congestion_ops`).
 ///
 /// Which flags each CC sets is in its [`registry::CcDescriptor`].
@@ -448,6 +469,11 @@ pub trait CongestionControl: Send {
     /// for metrics; `None` for CCs without one.
     fn alpha(&self) -> Option<f64> {
         None
+    }
+
+    /// The model state for the per-flow series (`None` fields for CCs without one).
+    fn cc_state(&self, _tp: &CcSock) -> CcState {
+        CcState::default()
     }
 
     /// ECN codepoint for new data when ECN was negotiated.
