@@ -13,6 +13,7 @@ use crate::time::{jiffies, Time};
 
 pub mod cubic;
 pub mod dctcp;
+pub mod minmax;
 pub mod prague;
 pub mod registry;
 pub mod reno;
