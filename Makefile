@@ -1,25 +1,63 @@
 # l4slab: `make demo` runs a small study, `make test` runs every test.
+#
+# Both work on a fresh clone with Python >= 3.10 (with its venv module), cargo and make:
+# they create a project virtual environment ($(VENV)), build the engine once into it with
+# `maturin develop --release` (cargo's progress is shown) and install what is needed:
+# the package's dependencies for `make demo`, plus the test extras for `make test`.
+# Stamp files in $(VENV) depend on the sources, so nothing is rebuilt or reinstalled when
+# nothing changed. The extension and `cargo test --release` share one target directory
+# and one profile, so the Rust tests reuse the extension build's dependencies.
 PYTHON ?= python3
+VENV ?= .venv
 CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TARGET_DIR
 
-.PHONY: demo test install bench
+PY := $(VENV)/bin/python
+MATURIN := $(VENV)/bin/maturin
+# What the extension is built from: any change rebuilds (cargo itself then compiles only what changed).
+ENGINE_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock pyproject.toml
+BUILT := $(VENV)/.l4slab-built
+BUILT_TEST := $(VENV)/.l4slab-built-test
 
-## demo: install l4slab if it is not importable yet, then run the demo study and write results/demo/report/report.md
-demo:
-	@$(PYTHON) -c "import l4slab._core" 2>/dev/null || $(MAKE) install
-	$(PYTHON) -m l4slab demo --out results/demo
+.PHONY: demo test install bench venv clean-venv
 
-## install: build the Rust engine and install the package with its test extras
-install:
-	$(PYTHON) -m pip install --quiet ".[test]"
+## demo: build l4slab into the project venv (if sources changed) and write results/demo/report/report.{md,html}
+demo: $(BUILT)
+	$(PY) -m l4slab demo --out results/demo
 
-## test: engine tests (Rust), then the Python tests against the freshly installed package
-test: install
+## test: engine tests (Rust), then the Python tests against the installed package
+test: $(BUILT_TEST)
 	cargo test -p l4slab-core --release
-	$(PYTHON) -m pytest -q tests/python
+	$(PY) -m pytest -q tests/python
+
+## install: (re)build the engine and install the package with its test extras into the venv
+install:
+	rm -f $(BUILT) $(BUILT_TEST)
+	$(MAKE) $(BUILT_TEST)
 
 ## bench: engine speed on the reference scenario
-bench:
-	@$(PYTHON) -c "import l4slab._core" 2>/dev/null || $(MAKE) install
-	$(PYTHON) -m l4slab bench
+bench: $(BUILT)
+	$(PY) -m l4slab bench
+
+venv: $(MATURIN)
+
+# The venv, with pip and maturin. Debian/Ubuntu ship venv separately: say so in one line.
+$(MATURIN):
+	@$(PYTHON) -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 10))' 2>/dev/null || { \
+	  echo "l4slab: error: '$(PYTHON)' needs Python >= 3.10 with the venv module (Debian/Ubuntu: apt-get install python3-venv)" >&2; \
+	  exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q 'maturin>=1.5,<2'
+
+# The engine and the package's dependencies (maturin installs them from pyproject.toml).
+$(BUILT): $(ENGINE_SOURCES) | $(MATURIN)
+	VIRTUAL_ENV=$(abspath $(VENV)) $(MATURIN) develop --release
+	@touch $@
+
+# The same build with the test extras; it also stands for $(BUILT) (a superset of its packages).
+$(BUILT_TEST): $(ENGINE_SOURCES) | $(MATURIN)
+	VIRTUAL_ENV=$(abspath $(VENV)) $(MATURIN) develop --release --extras test
+	@touch $@ $(BUILT)
+
+clean-venv:
+	rm -rf $(VENV)

@@ -252,3 +252,17 @@ def test_an_engine_panic_is_one_line_and_exit_1(monkeypatch, capsys):
         err
         == "l4slab: error: engine: internal error (a bug; please report it with the scenario): attempt to overflow\n"
     )
+
+
+@requires_engine
+def test_run_labels_the_summary_window_after_a_warm_up():
+    # Was (issue 13): with warmup = "5s" the flow rows' drops/marks/retransmits counted the whole
+    # run and the bottleneck line only the window after the warm-up, and nothing said so.
+    completed = l4slab("run", "examples/reference.toml", "--set", "duration=2s", "--set", "warmup=1s")
+    assert completed.returncode == 0, completed.stderr
+    out = completed.stdout
+    assert "summary window 1–2 s (after 1 s warm-up)" in out
+    assert "drops (whole run)" in out.replace("\n", " ") or "(whole" in out
+    assert "bottleneck (window 1–2 s): utilisation" in out
+    plain = l4slab("run", "examples/reference.toml", "--set", "duration=1s")
+    assert plain.returncode == 0 and "warm-up" not in plain.stdout and "whole run)" not in plain.stdout.split("qdisc")[0]

@@ -54,10 +54,16 @@ def command(args: argparse.Namespace) -> int:
         f"{summary['scenario']}: {summary['duration_s']:g} s, seed {summary['seed']}, "
         f"htb {bottleneck['rate_mbps']:g}Mbit + {bottleneck['qdisc_config']}"
     )
+    warmup = float(summary.get("warmup_s") or 0.0)
+    if warmup > 0:
+        # Issue 13: say which numbers skip the warm-up (docs/outputs.md: the summary window is
+        # [warmup, duration); flow drops/marks/retransmits count the whole run).
+        title += f"; summary window {warmup:g}–{summary['duration_s']:g} s (after {warmup:g} s warm-up)"
     table = Table(title=title, title_justify="left")
     show_labels = any(flow.get("label") not in (None, flow["cc"]) for flow in summary["flows"])
     headers = ["flow", *(["label"] if show_labels else []), "cc", "base RTT ms", "goodput Mb/s", "mean srtt ms"]
-    headers += ["queuing ms", "retrans", "drops", "marks"]
+    whole = " (whole run)" if warmup > 0 else ""
+    headers += ["queuing ms", f"retrans{whole}", f"drops{whole}", f"marks{whole}"]
     for header in headers:
         table.add_column(header, justify="left" if header in ("label", "cc") else "right")
     for flow in summary["flows"]:
@@ -75,8 +81,9 @@ def command(args: argparse.Namespace) -> int:
         )
     console.print(table)
     sojourn = bottleneck["sojourn_ms"]
+    window = f" (window {warmup:g}–{summary['duration_s']:g} s)" if warmup > 0 else ""
     console.print(
-        f"bottleneck: utilisation {fmt(bottleneck['utilisation'], 3)}, sojourn mean/p50/p99 "
+        f"bottleneck{window}: utilisation {fmt(bottleneck['utilisation'], 3)}, sojourn mean/p50/p99 "
         f"{fmt(sojourn.get('mean'))}/{fmt(sojourn.get('p50'))}/{fmt(sojourn.get('p99'))} ms, "
         f"drops {bottleneck['drops']}, marks {bottleneck['marks']}; Jain index {fmt(summary['jain_index'], 3)}",
         soft_wrap=True,
