@@ -265,4 +265,6 @@ def test_run_labels_the_summary_window_after_a_warm_up():
     assert "drops (whole run)" in out.replace("\n", " ") or "(whole" in out
     assert "bottleneck (window 1–2 s): utilisation" in out
     plain = l4slab("run", "examples/reference.toml", "--set", "duration=1s")
-    assert plain.returncode == 0 and "warm-up" not in plain.stdout and "whole run)" not in plain.stdout.split("qdisc")[0]
+    assert (
+        plain.returncode == 0 and "warm-up" not in plain.stdout and "whole run)" not in plain.stdout.split("qdisc")[0]
+    )

@@ -7,7 +7,10 @@ catalog's tables stacked over runs) and return new objects. See docs/analysis.md
   probabilities, queue delay, Student-t confidence intervals, per-point aggregation;
 * :mod:`.published` — the PAM 2025 Prague-vs-CUBIC tables and :func:`compare`;
 * :mod:`.figures` — heatmap table, bars, CCDF, time series, and :func:`save`
-  (imported lazily: matplotlib is loaded only when figures are used).
+  (imported lazily: matplotlib is loaded only when figures are used);
+* :mod:`.runplots` — a run directory's flent-style figures and its ``run.html`` (``l4slab plot``);
+* :mod:`.html` — self-contained HTML reports and the escaping of user text (Markdown, HTML, matplotlib);
+* :mod:`.verdict` — the "Adopt L4S here?" verdict of PAM-shaped studies.
 """
 
 from __future__ import annotations
@@ -56,8 +59,8 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    if name == "figures":  # lazy: matplotlib is imported only when figures are used
+    if name in ("figures", "runplots", "html", "verdict"):  # lazy: matplotlib only when figures are used
         import importlib
 
-        return importlib.import_module(f"{__name__}.figures")
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -231,6 +231,11 @@ def time_series(
     confidence: float = 0.95,
     ylabel: str | None = None,
     title: str | None = None,
+    legend_title: str | None = None,
+    trial: str | None = None,
+    min_trials_for_band: int = 2,
+    lower: float | None = None,
+    upper: float | None = None,
 ) -> Figure:
     """``value`` over time, one line per ``group`` (e.g. flow, label or class; None for one
     line), the mean across trials with a shaded ``confidence`` band (Student t).
@@ -238,19 +243,35 @@ def time_series(
     ``series`` holds the bins of several trials of one point stacked (long format, e.g.
     ``flow_series`` or ``bottleneck_series`` with a run/trial column): rows sharing
     ``(group, time)`` are the trials. Use ``srtt_ms`` for RTT, ``sojourn_ms`` /
-    ``backlog_packets`` (group=None) for the queue."""
+    ``backlog_packets`` (group=None) for the queue.
+
+    With a ``trial`` column and fewer than ``min_trials_for_band`` trials, each trial is drawn
+    as a thin line under the mean instead of a band (a t-interval from 2–4 samples says little
+    and can cross physical bounds). The band is clipped to ``[lower, upper]`` (e.g. ``lower=0``
+    for rates, delays and windows). The legend shows the ``group`` values (flow labels) under
+    ``legend_title`` (default: the column name)."""
     stats = _band(series, time, group, value, confidence)
+    n_trials = series[trial].nunique() if trial is not None and trial in series else None
     fig = Figure(figsize=(6.4, 3.6), layout="constrained")
     ax = fig.add_subplot()
     parts = [(None, stats)] if group is None else list(stats.groupby(group, sort=True))
     for name, part in parts:
         line = ax.plot(part[time], part["mean"], label=None if name is None else str(name), linewidth=1.2)[0]
+        if n_trials is not None and n_trials < min_trials_for_band:
+            raw = series if group is None else series[series[group] == name]
+            for _, one in raw.groupby(trial, sort=True):
+                ax.plot(one[time], one[value], color=line.get_color(), linewidth=0.6, alpha=0.35)
+            continue
         low, high = part["mean"] - part["half"], part["mean"] + part["half"]
+        if lower is not None or upper is not None:
+            low, high = low.clip(lower=lower, upper=upper), high.clip(lower=lower, upper=upper)
         ax.fill_between(part[time], low, high, color=line.get_color(), alpha=0.25, linewidth=0)
     ax.set_xlabel("time (s)")
     ax.set_ylabel(ylabel or value)
+    if lower is not None:
+        ax.set_ylim(bottom=lower)
     if group is not None:
-        ax.legend(fontsize=8, title=group)
+        ax.legend(fontsize=8, title=legend_title or group)
     if title:
         ax.set_title(title)
     return fig

@@ -1,10 +1,19 @@
-"""``l4slab study report DIR``: figures and a Markdown summary of a finished study.
+"""``l4slab study report DIR``: figures, a Markdown summary and a self-contained HTML page of a study.
 
-Every study gets the generic report: per-point tables (mean ± 95 % CI over trials of each
-flow's goodput, share and queuing delay, and of the bottleneck's utilisation and
-sojourn), a bar chart per flow label and time series of the first points. The built-in
-study named by the plan's ``report`` (``[study] report``, by default the study itself
-when it is built in) adds its own sections after the header (:mod:`.registry`).
+Every study gets the generic report: per-point tables of each flow's goodput, share and
+queuing delay and of the bottleneck's utilisation and sojourn (mean ± 95 % CI over trials;
+with fewer than :data:`MIN_TRIALS_FOR_CI` trials the mean and the trials' min–max, since a
+t-interval from 2–4 samples is wider than the physical range), the sojourn per qdisc queue
+(DualPI2's C and L), a bar chart per flow label, and for each point its time series (the
+trials' lines, or their mean with a band clipped to the quantity's physical bounds),
+linked from the tables. A study shaped like PAM 2025 (queues × buffers with L4S and classic
+flows) gets the "Adopt L4S here?" verdict (:mod:`l4slab.analysis.verdict`). The built-in
+study named by the plan's ``report`` (``[study] report``, by default the study itself when it
+is built in) adds its own sections after the header (:mod:`.registry`).
+
+``report.md`` and ``report.html`` are written from the same Markdown; every user-written
+text (study name, labels, factor values) is escaped for Markdown, HTML and matplotlib
+(:mod:`l4slab.analysis.html`).
 """
 
 from __future__ import annotations
@@ -12,15 +21,34 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from ..analysis import figures, metrics
+from ..analysis import figures, metrics, verdict
+from ..analysis.html import html_page, markdown_to_html, md_text, mpl_text
 from ..io import write_text
 from . import registry, store
 from .catalog import load
-from .markdown import markdown_table, mean_ci
+from .markdown import markdown_table
 
-__all__ = ["report"]
+__all__ = ["report", "MIN_TRIALS_FOR_CI", "MAX_SERIES_POINTS"]
+
+#: Fewer trials than this: tables show mean (min–max) and figures the trials themselves.
+MIN_TRIALS_FOR_CI = 5
+#: Points shown with time series; the report says so when a study has more.
+MAX_SERIES_POINTS = 24
+
+#: Bottleneck columns of the tables, with their headers (name and unit) and decimals.
+BOTTLENECK_COLUMNS = {
+    "utilisation": ("utilisation (fraction of rate)", 3),
+    "jain_index": ("Jain index", 3),
+    "sojourn_mean_ms": ("sojourn mean (ms)", 2),
+    "sojourn_p99_ms": ("sojourn p99 (ms)", 2),
+    "drops": ("drops (packets)", 0),
+    "marks": ("CE marks (packets)", 0),
+}
+#: Per-queue sojourn columns (``classes`` table): DualPI2's C and L, or "all".
+CLASS_COLUMNS = {"mean_ms": ("sojourn mean (ms)", 2), "p99_ms": ("sojourn p99 (ms)", 2), "count": ("packets", 0)}
 
 
 def _factor_columns(runs: pd.DataFrame) -> list[str]:
@@ -28,108 +56,290 @@ def _factor_columns(runs: pd.DataFrame) -> list[str]:
     return [c for c in runs.columns if c not in fixed]
 
 
+def _factor_names(plan: dict, factors: list[str]) -> dict[str, str]:
+    """Column → the factor's path as written in the study file (``flows.1.ecn``)."""
+    names = {f.get("column"): f.get("path") for f in plan.get("factors") or [] if isinstance(f, dict)}
+    return {c: str(names.get(c) or c) for c in factors}
+
+
+def _short_names(paths: dict[str, str]) -> dict[str, str]:
+    """The last component of each factor path (``ecn``, ``buffer``), longer where two would clash."""
+    short = {c: p.split(".")[-1] for c, p in paths.items()}
+    if len(set(short.values())) < len(short):
+        return dict(paths)
+    return short
+
+
+def _describe(directory: Path, plan: dict) -> tuple[str, str | None]:
+    """The study's name and description: ``[study] description`` of its study file, else the
+    comment block that opens the file."""
+    name = str(plan.get("study") or directory.name)
+    path = directory / "study.toml"
+    if not path.is_file():
+        return name, None
+    text = path.read_text(encoding="utf-8")
+    try:
+        from ..scenario.load import tomllib
+
+        data = tomllib.loads(text)
+    except ValueError:  # tomllib.TOMLDecodeError
+        data = None
+    if data and isinstance(data.get("study"), dict) and isinstance(data["study"].get("description"), str):
+        return name, " ".join(data["study"]["description"].split())
+    comments = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        comments.append(line.lstrip("#").strip())
+    return name, " ".join(c for c in comments if c) or None
+
+
+def _stat_cell(values: np.ndarray, digits: int, scale: float = 1.0, unit: str = "") -> str:
+    """``mean ± CI`` (≥ MIN_TRIALS_FOR_CI trials), ``mean (min–max)`` (2–4), ``mean`` (1), ``–`` (none)."""
+    values = values[~np.isnan(values)] * scale
+    if values.size == 0:
+        return "–"
+    stats = metrics.mean_ci(values)
+    if values.size >= MIN_TRIALS_FOR_CI:
+        text = f"{stats.mean:.{digits}f} ± {stats.half:.{digits}f}"
+    elif values.size > 1:
+        text = f"{stats.mean:.{digits}f} ({values.min():.{digits}f}–{values.max():.{digits}f})"
+    else:
+        text = f"{stats.mean:.{digits}f}"
+    return text + unit
+
+
+def _point_link(point: object) -> str:
+    return f"[{int(point)}](#point-{int(point)})"
+
+
+def _flow_names(flows: pd.DataFrame) -> pd.Series:
+    """A flow's name in legends: its label, with ``#id`` where a run has several of that label."""
+    dup = flows.duplicated(["run_id", "label"], keep=False)
+    return flows["label"].astype(str).where(~dup, flows["label"].astype(str) + " #" + flows["id"].astype(str))
+
+
 def report(directory: str | os.PathLike[str]) -> Path:
-    """Write ``DIR/report/report.md`` with its figures; returns the Markdown path."""
+    """Write ``DIR/report/report.md`` and ``DIR/report/report.html`` with their figures;
+    returns the Markdown path."""
     directory = Path(directory)
     data = load(directory)
     out = directory / "report"
     out.mkdir(exist_ok=True)
-    runs, flows, bottleneck = data.runs, data.flows, data.bottleneck
+    plan = store.load_plan(directory) or {}
+    name, description = _describe(directory, plan)
+    runs = data.runs
     factors = _factor_columns(runs)
+    paths = _factor_names(plan, factors)
+    short = _short_names(paths)
     done = runs[runs["status"] == "done"] if "status" in runs else runs
-    lines = [
-        f"# Study report: {directory.name}",
-        "",
-        f"{len(done)} of {len(runs)} runs done; factors: {', '.join(factors) or '(none)'}.",
+    body = [
+        f"{len(done)} of {len(runs)} runs done; factors: "
+        + (", ".join(f"`{md_text(paths[f])}`" for f in factors) or "(none)")
+        + f". Tables: mean ± 95 % CI over trials (Student t); with fewer than {MIN_TRIALS_FOR_CI} trials, "
+        "the mean and the trials' (min–max). The point number links to the point's time series.",
         "",
     ]
-    plan = store.load_plan(directory) or {}
     for section in registry.report_sections(plan.get("report")):
-        lines += section(data, out)
+        body += section(data, out)
+    if data.flows.empty or done.empty:
+        body += ["No finished run yet: nothing to tabulate.", ""]
+        return _write(out, name, description, body)
 
-    # Per point and flow label: goodput, share of the link and harm label (share vs the
-    # fair share 1/N; harmed < 0.4·fair, harmful > 1.6·fair), queuing delay (mean sRTT −
-    # base RTT), mean ± 95 % CI over trials.
+    flows = data.flows  # every catalog table carries run_id, point, the factors and trial
     flows = flows.assign(queuing_delay_ms=metrics.srtt_queue_delay(flows))
-    if "rate_mbps" in bottleneck:
-        flows = flows.merge(bottleneck[["run_id", "rate_mbps"]], on="run_id", how="left")
+    if "rate_mbps" in data.bottleneck:
+        flows = flows.merge(data.bottleneck[["run_id", "rate_mbps"]], on="run_id", how="left")
         flows = metrics.add_harm(flows, capacity_mbps="rate_mbps")
     else:
         flows = metrics.add_harm(flows)
-    keys = [*factors, "label"]
-    cols = ["goodput_mbps", "share", "fair_share", "queuing_delay_ms", "retransmits"]
-    agg = metrics.aggregate(flows, keys, columns=cols)
-    table = agg[keys].copy()
-    table["share of link"] = [
-        mean_ci(100 * m, 100 * h) + " %" for m, h in zip(agg["share"], agg["share_ci"], strict=True)
-    ]
-    table["harm"] = metrics.harm_labels(agg["share"], agg["fair_share"]).values
-    table["goodput (Mbit/s)"] = [
-        mean_ci(m, h) for m, h in zip(agg["goodput_mbps"], agg["goodput_mbps_ci"], strict=True)
-    ]
-    table["queuing delay (ms)"] = [
-        mean_ci(m, h) for m, h in zip(agg["queuing_delay_ms"], agg["queuing_delay_ms_ci"], strict=True)
-    ]
-    table["retransmits"] = [mean_ci(m, h, 0) for m, h in zip(agg["retransmits"], agg["retransmits_ci"], strict=True)]
-    table["n"] = agg["n"]
-    lines += ["## Flows (mean ± 95 % CI over trials)", "", markdown_table(table), ""]
 
-    bcols = [
-        c
-        for c in ("utilisation", "jain_index", "sojourn_mean_ms", "sojourn_p99_ms", "drops", "marks")
-        if c in bottleneck
-    ]
-    if factors and bcols:
-        bagg = metrics.aggregate(bottleneck, factors, columns=bcols)
-        btable = bagg[factors].copy()
-        for c in bcols:
-            btable[c] = [
-                mean_ci(m, h, 3 if c in ("utilisation", "jain_index") else 1)
-                for m, h in zip(bagg[c], bagg[f"{c}_ci"], strict=True)
-            ]
-        lines += ["## Bottleneck (mean ± 95 % CI over trials)", "", markdown_table(btable), ""]
+    body += verdict.verdict_section(flows, factors, paths)
+    body += _flow_table(flows, factors, short)
+    body += _bottleneck_tables(data, runs, factors, short)
+    body += _bars(flows, factors, short, out)
+    body += _time_series_section(data, runs, factors, short, out)
+    return _write(out, name, description, body)
 
-    if factors:
-        point = agg.assign(point=agg[factors].astype(str).agg(" ".join, axis=1))
-        fig = figures.flow_bars(
-            point, x="point", value="goodput_mbps", ci="goodput_mbps_ci", hue="label", title="Goodput per point"
-        )
-        figures.save(fig, out / "goodput")
-        lines += ["## Goodput per point", "", "![goodput](goodput.png)", ""]
-    lines += _time_series_section(data, factors, out)
+
+def _write(out: Path, name: str, description: str | None, body: list[str]) -> Path:
+    head = [f"# {md_text(name)}", ""]
+    if description:
+        head += [md_text(description), ""]
     path = out / "report.md"
-    write_text(path, "\n".join(lines) + "\n")
+    write_text(path, "\n".join(head + body) + "\n")
+    page = html_page(name, markdown_to_html("\n".join(body), out), description)
+    write_text(out / "report.html", page)
     return path
 
 
-#: Points shown with time series (the first ones of the plan; the rest are in the tables).
-MAX_SERIES_POINTS = 4
+def _point_frame(frame: pd.DataFrame, keys: list[str], factors: list[str], short: dict[str, str]) -> pd.DataFrame:
+    table = pd.DataFrame({"point": [_point_link(p) for p in frame["point"]]})
+    for f in factors:
+        table[short[f]] = [md_text(v) for v in frame[f]]
+    for k in keys:
+        if k not in ("point", *factors):
+            table[k] = [md_text(v) for v in frame[k]]
+    return table
 
 
-def _time_series_section(data, factors: list[str], out: Path) -> list[str]:
-    """Goodput, sRTT and bottleneck queue over time for the first points: the mean across
-    trials with a 95 % confidence band."""
-    runs = data.runs[data.runs["status"] == "done"] if "status" in data.runs else data.runs
-    if runs.empty:
+def _flow_table(flows: pd.DataFrame, factors: list[str], short: dict[str, str]) -> list[str]:
+    keys = ["point", *factors, "label"]
+    rows = []
+    for key, group in flows.groupby(keys, sort=True, dropna=False):
+        row = dict(zip(keys, key, strict=True))
+
+        def col(c: str, group: pd.DataFrame = group) -> np.ndarray:
+            return group[c].to_numpy(dtype=np.float64, na_value=np.nan)
+
+        share = metrics.mean_ci(col("share")).mean
+        row.update(
+            {
+                "share of link": _stat_cell(col("share"), 1, 100.0, " %"),
+                "harm": metrics.harm_label(share, float(np.nanmean(col("fair_share")))) or "–",
+                "goodput (Mbit/s)": _stat_cell(col("goodput_mbps"), 2),
+                "queuing delay (ms)": _stat_cell(col("queuing_delay_ms"), 2),
+                "retransmits (packets)": _stat_cell(col("retransmits"), 0),
+                "n": len(group),
+            }
+        )
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    table = _point_frame(frame, keys, factors, short)
+    for c in ("share of link", "harm", "goodput (Mbit/s)", "queuing delay (ms)", "retransmits (packets)", "n"):
+        table[c] = frame[c].to_numpy()
+    return ["## Flows", "", markdown_table(table), ""]
+
+
+def _bottleneck_tables(data, runs: pd.DataFrame, factors: list[str], short: dict[str, str]) -> list[str]:
+    lines: list[str] = []
+    bottleneck = data.bottleneck
+    columns = [c for c in BOTTLENECK_COLUMNS if c in bottleneck]
+    if columns:
+        keys = ["point", *factors]
+        rows = []
+        for key, group in bottleneck.groupby(keys, sort=True, dropna=False):
+            row = dict(zip(keys, key, strict=True))
+            for c in columns:
+                header, digits = BOTTLENECK_COLUMNS[c]
+                row[header] = _stat_cell(group[c].to_numpy(dtype=np.float64, na_value=np.nan), digits)
+            row["n"] = len(group)
+            rows.append(row)
+        frame = pd.DataFrame(rows)
+        table = _point_frame(frame, keys, factors, short)
+        for c in frame.columns:
+            if c not in keys:
+                table[c] = frame[c].to_numpy()
+        lines += ["## Bottleneck", "", markdown_table(table), ""]
+    classes = data.classes
+    if not classes.empty and "class" in classes:
+        keys = ["point", *factors, "class"]
+        rows = []
+        for key, group in classes.groupby(keys, sort=True, dropna=False):
+            row = dict(zip(keys, key, strict=True))
+            for c, (header, digits) in CLASS_COLUMNS.items():
+                if c in group:
+                    row[header] = _stat_cell(group[c].to_numpy(dtype=np.float64, na_value=np.nan), digits)
+            rows.append(row)
+        frame = pd.DataFrame(rows)
+        table = _point_frame(frame, ["point", *factors], factors, short)
+        table.insert(1 + len(factors), "queue", [md_text(c) for c in frame["class"]])
+        for c in frame.columns:
+            if c not in keys:
+                table[c] = frame[c].to_numpy()
+        lines += [
+            "## Sojourn per qdisc queue",
+            "",
+            "DualPI2's classic and L4S queues are C and L (as in `tc -s qdisc`); single-queue qdiscs have one "
+            "queue, all.",
+            "",
+            markdown_table(table),
+            "",
+        ]
+    return lines
+
+
+def _point_names(frame: pd.DataFrame, factors: list[str], short: dict[str, str]) -> pd.Series:
+    """``qdisc=dualpi2 · ecn=0``: each factor's short name with its value (issue 13: not "dualpi2 0")."""
+    if not factors:
+        return frame["point"].map(lambda p: f"point {p}")
+    return frame[factors].apply(lambda r: " · ".join(f"{short[f]}={r[f]}" for f in factors), axis=1)
+
+
+def _bars(flows: pd.DataFrame, factors: list[str], short: dict[str, str], out: Path) -> list[str]:
+    if not factors:
         return []
-    lines = ["## Time series (mean and 95 % CI over trials)", ""]
-    labels = data.flows[["run_id", "id", "label"]].rename(columns={"id": "flow"})
-    for n, (point, group) in enumerate(runs.groupby("point", sort=True)):
-        if n >= MAX_SERIES_POINTS:
-            break
-        name = " ".join(str(group[f].iloc[0]) for f in factors) or f"point {point}"
+    frame = flows.assign(
+        point_name=_point_names(flows, factors, short).map(mpl_text), label=flows["label"].astype(str).map(mpl_text)
+    )
+    fig = figures.flow_bars(
+        frame[["point_name", "label", "goodput_mbps"]],
+        x="point_name",
+        value="goodput_mbps",
+        hue="label",
+        ylabel="goodput (Mbit/s)",
+        title="Goodput per point (mean, 95 % CI over trials)",
+    )
+    figures.save(fig, out / "goodput")
+    return ["## Goodput per point", "", "![goodput per point](goodput.png)", ""]
+
+
+def _time_series_section(data, runs: pd.DataFrame, factors: list[str], short: dict[str, str], out: Path) -> list[str]:
+    """For each point: goodput, sRTT and cwnd per flow and the bottleneck's sojourn over time."""
+    done = runs[runs["status"] == "done"] if "status" in runs else runs
+    if done.empty:
+        return []
+    lines = ["## Time series per point", ""]
+    flows = data.flows.assign(flow_name=_flow_names(data.flows))
+    names = flows[["run_id", "id", "flow_name"]].rename(columns={"id": "flow"})
+    points = list(done.groupby("point", sort=True))
+    if len(points) > MAX_SERIES_POINTS:
+        lines += [
+            f"Time series of the first {MAX_SERIES_POINTS} of {len(points)} points; the others: "
+            "`l4slab plot` on a run exported with `l4slab study run-one`, or `l4slab query`.",
+            "",
+        ]
+    for point, group in points[:MAX_SERIES_POINTS]:
+        title = _point_names(group.head(1), factors, short).iloc[0]
         ids = group["run_id"].tolist()
-        fs = data.series("flow_series", ids).merge(labels, on=["run_id", "flow"], how="left")
-        bs = data.series("bottleneck_series", ids)
-        stem = f"series_point{point}"
+        trials = group.assign(run_label="trial " + group["trial"].astype(str))[["run_id", "run_label"]]
+        fs = data.series("flow_series", ids).merge(names, on=["run_id", "flow"], how="left").merge(trials, on="run_id")
+        bs = data.series("bottleneck_series", ids).merge(trials, on="run_id")
+        fs["flow_name"] = fs["flow_name"].astype(str).map(mpl_text)
+        stem = f"series_point{int(point)}"
         row = []
         for value, ylabel, frame, grp in (
-            ("goodput_mbps", "goodput (Mbit/s)", fs, "label"),
-            ("srtt_ms", "sRTT (ms)", fs, "label"),
+            ("goodput_mbps", "goodput (Mbit/s)", fs, "flow_name"),
+            ("srtt_ms", "sRTT (ms)", fs, "flow_name"),
+            ("cwnd", "cwnd (packets)", fs, "flow_name"),
             ("sojourn_ms", "bottleneck sojourn (ms)", bs, None),
         ):
-            fig = figures.time_series(frame, value=value, group=grp, ylabel=ylabel, title=name)
+            if value not in frame:
+                continue
+            fig = figures.time_series(
+                frame,
+                value=value,
+                group=grp,
+                ylabel=ylabel,
+                title=mpl_text(title),
+                legend_title="flow",
+                trial="run_label",
+                min_trials_for_band=MIN_TRIALS_FOR_CI,
+                lower=0.0,
+            )
             figures.save(fig, out / f"{stem}_{value}")
-            row.append(f"![{value}]({stem}_{value}.png)")
-        lines += [f"### {name}", "", " ".join(row), ""]
+            row.append(f"![{value} over time]({stem}_{value}.png)")
+        runs_text = "; ".join(
+            f"trial {int(r.trial)}: seed {int(r.seed)}, run `{str(r.run_id)[:12]}`" for r in group.itertuples()
+        )
+        lines += [
+            f'<a id="point-{int(point)}"></a>',
+            "",
+            f"### Point {int(point)}: {md_text(title)}",
+            "",
+            f"Runs: {runs_text}.",
+            "",
+            " ".join(row),
+            "",
+        ]
     return lines

@@ -60,7 +60,7 @@ __all__ = ["StudySpec", "Point", "RunSpec", "load_study", "study_from_dict", "tr
 
 SEED_DOMAIN = "l4slab.study/1"
 TOP_KEYS = ("study", "base", "factors", "zip", "exclude", "filter")
-STUDY_KEYS = ("name", "seed", "trials", "metrics", "report", "exclude", "filter")
+STUDY_KEYS = ("name", "description", "seed", "trials", "metrics", "report", "exclude", "filter")
 
 # --- presets ---------------------------------------------------------------------------------
 
@@ -293,6 +293,8 @@ def study_from_dict(
         raise ScenarioError("study: not a table; expected [study] with name, seed, trials")
     _check_keys("study.", meta, STUDY_KEYS)
     name = meta.get("name", "study")
+    if not isinstance(meta.get("description", ""), str):
+        raise ScenarioError(f"study.description: {meta['description']!r} is not a string; expected a sentence or two")
     seed = meta.get("seed", 1)
     trials = meta.get("trials", 1)
     if not isinstance(name, str) or not re.fullmatch(r"[\w.+-]+", name):

@@ -1,0 +1,206 @@
+"""``study report`` writes a self-contained ``report.html`` beside ``report.md`` (issue 13 item 4),
+with the "Adopt L4S here?" verdict for a PAM-shaped study (item 10), user text escaped
+everywhere (issue 14 row 9), and the page rendered in headless Chromium: every figure laid out,
+no console error."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import l4slab_command, requires_engine
+from l4slab.analysis.html import markdown_to_html, md_text, mpl_text
+
+REPO = Path(__file__).resolve().parents[2]
+NASTY = "prague $a$ <script>alert(1)</script> | b_c"
+
+STUDY = f"""
+[study]
+name = "html-mini"
+description = "Prague vs CUBIC over two queues <b>$x$</b>"
+seed = 5
+trials = 2
+
+[base]
+duration = "1s"
+[base.bottleneck]
+rate = "100Mbit"
+bdp_rtt = "10ms"
+[[base.flows]]
+label = {json.dumps(NASTY)}
+cc = "prague"
+rtt = "10ms"
+[[base.flows]]
+label = "cubic"
+cc = "cubic"
+rtt = "10ms"
+
+[factors]
+"bottleneck.qdisc" = ["dualpi2 target 5ms", "bfifo"]
+"bottleneck.buffer" = ["1bdp", "4bdp"]
+"""
+
+
+def test_user_text_is_escaped_for_markdown_html_and_mathtext():
+    cell = md_text(NASTY)
+    assert "|" not in cell.replace("\\|", "") and "<" not in cell.replace("\\<", "")
+    html = markdown_to_html(f"| label | n |\n|---|---|\n| {cell} | 1 |")
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert html.count("<td") == 2  # the | inside the label did not add a column
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    fig.add_subplot().set_title(mpl_text("cost $5 and $a_b"))  # an unbalanced $ crashes mathtext
+    fig.savefig(__import__("io").BytesIO(), format="png")
+
+
+@pytest.fixture(scope="module")
+def report_dir(tmp_path_factory):
+    pytest.importorskip("l4slab._core")
+    root = tmp_path_factory.mktemp("html")
+    (root / "study.toml").write_text(STUDY)
+    out = root / "out"
+    for args in (
+        ("study", "run", str(root / "study.toml"), "--out", str(out), "--no-progress"),
+        ("study", "report", str(out)),
+    ):
+        done = subprocess.run(l4slab_command(*args), capture_output=True, text=True, cwd=REPO, timeout=600)
+        assert done.returncode == 0, done.stderr
+    return out / "report"
+
+
+@requires_engine
+def test_report_html_is_one_self_contained_file(report_dir):
+    markdown = (report_dir / "report.md").read_text(encoding="utf-8")
+    page = (report_dir / "report.html").read_text(encoding="utf-8")
+    # Titled by the study, not its directory, with its description (escaped).
+    assert "<title>html-mini</title>" in page and "<h1>html-mini</h1>" in page
+    assert "Prague vs CUBIC over two queues &lt;b&gt;$x$&lt;/b&gt;" in page
+    assert markdown.startswith("# html-mini\n")
+    # Self-contained: figures inline as SVG, nothing fetched.
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", markdown)
+    assert len(images) == 1 + 4 * 4  # goodput bars + 4 series for each of the 4 points (not only 4 of them)
+    assert page.count("<figure") == len(images) and page.count("<svg") == len(images)
+    assert not re.search(r"""(src|href)=["'](https?:|file:|//)""", page) and "<link" not in page
+    assert "missing figure" not in page
+    # User text escaped: no live <script>, the | did not split a table cell, $ did not crash mathtext.
+    assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "\\<script\\>" in markdown and "\\|" in markdown
+    # Tables with units and factor names; C/L for DualPI2's queues; points linked to their series.
+    for header in ("goodput (Mbit/s)", "queuing delay (ms)", "sojourn p99 (ms)", "<th>qdisc</th>", "<th>buffer</th>"):
+        assert header in page
+    assert re.search(r"<td>C</td>", page) and re.search(r"<td>L</td>", page) and "<td>all</td>" in page
+    links = set(re.findall(r'href="#(point-\d+)"', page))
+    anchors = set(re.findall(r'<a id="(point-\d+)"></a>', page))
+    assert links == anchors == {f"point-{n}" for n in range(4)}
+    assert "Point 0: qdisc=dualpi2 target 5ms · buffer=1bdp" in page  # factor names on labels
+    # Two trials: mean (min–max), never a ± half-width that could cross zero.
+    flows = markdown.split("## Flows", 1)[1].split("##", 1)[0]
+    assert " ± " not in flows and re.search(r"\d\.\d+ \(\d+\.\d+–\d+\.\d+\)", flows)
+    # Flow labels in legends (SVG text kept as text), axis labels with units.
+    assert "cubic" in page and "goodput (Mbit/s)" in page and "time (s)" in page and "sRTT (ms)" in page
+
+
+@requires_engine
+def test_adopt_l4s_verdict_per_queue(report_dir):
+    markdown = (report_dir / "report.md").read_text(encoding="utf-8")
+    section = markdown.split("## Adopt L4S here?", 1)[1].split("\n## ", 1)[0]
+    rows = {r.split("|")[1].strip(): r for r in section.splitlines() if r.startswith("| ") and "---" not in r}
+    # DualPI2 isolates Prague in its L queue (sub-ms sojourn); a 4-BDP FIFO queues Prague
+    # behind CUBIC's standing queue of ~4 × 10 ms. (Shares after 1 s runs are not asserted.)
+    assert "no low latency" not in rows["dualpi2 target 5ms"], section
+    assert "✘" in rows["bfifo"] and "no low latency at buffer=4bdp" in rows["bfifo"], section
+    assert "cells clear at 95 %" in rows["bfifo"]
+
+
+def _flows(cells):
+    """A synthetic PAM-shaped flows table: per (queue, buffer) cell, trials of (L4S Mbit/s, L4S delay)."""
+    import pandas as pd
+
+    rows = []
+    for (queue, buffer), trials in cells.items():
+        for k, (mbps, delay) in enumerate(trials):
+            run = f"{queue}-{buffer}-{k}"
+            common = {"run_id": run, "bottleneck_qdisc": queue, "bottleneck_buffer": buffer, "base_rtt_ms": 10.0}
+            rows.append(
+                {**common, "cc": "prague", "goodput_mbps": mbps, "mean_srtt_ms": 10 + delay, "rate_mbps": 100.0}
+            )
+            rows.append({**common, "cc": "cubic", "goodput_mbps": 95 - mbps, "mean_srtt_ms": 30.0, "rate_mbps": 100.0})
+    return pd.DataFrame(rows)
+
+
+def test_verdict_logic_on_known_cells():
+    from l4slab.analysis.verdict import adopt_verdict, is_pam_shaped
+
+    factors = ["bottleneck_qdisc", "bottleneck_buffer"]
+    paths = {"bottleneck_qdisc": "bottleneck.qdisc", "bottleneck_buffer": "bottleneck.buffer"}
+    good = [(47, 0.5), (48, 0.6), (46, 0.4), (47, 0.5), (48, 0.5)]
+    flows = _flows(
+        {
+            ("dualpi2", "1bdp"): good,
+            ("dualpi2", "4bdp"): good,
+            ("fq", "1bdp"): good,
+            ("fq", "4bdp"): [(90, 0.5)] * 5,  # 90 % > 1.6 × 50 %: harmful to the classic flow
+            ("pie", "1bdp"): [(47, 8.0)] * 5,  # 8 ms queuing delay: no low latency
+            ("pie", "4bdp"): [(10, 1.0), (30, 1.0), (19, 1.0), (22, 1.0), (21, 1.0)],  # 20 % ± 9: CI straddles 20 %
+        }
+    )
+    assert is_pam_shaped(flows, factors, paths)
+    table = adopt_verdict(flows, factors, paths).set_index("queue")
+    assert table.loc["dualpi2", "adopt"] and table.loc["dualpi2", "uncertain"] == 0
+    assert table.loc["dualpi2", "trials"] == 5 and table.loc["dualpi2", "cells"] == 2
+    assert not table.loc["fq", "adopt"] and "harmful to classic flows at buffer=4bdp" in table.loc["fq", "reason"]
+    assert not table.loc["pie", "adopt"] and "no low latency at buffer=1bdp" in table.loc["pie", "reason"]
+    assert table.loc["pie", "uncertain"] == 1  # the 4-BDP cell sits on the harmed threshold
+    assert not is_pam_shaped(flows[flows["cc"] == "cubic"], factors, paths)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+#: Injected before the page's own content: records script errors and console.error calls, and
+#: after load writes every figure's laid-out size into a <pre> that --dump-dom prints.
+PROBE = (
+    "<script>window.__errors=[];"
+    "window.addEventListener('error',e=>window.__errors.push(String(e.message||e)),true);"
+    "const __ce=console.error;console.error=(...a)=>{window.__errors.push(a.join(' '));__ce(...a)};"
+    "window.addEventListener('load',()=>{const f=[...document.querySelectorAll('figure')]"
+    ".map(x=>{const r=x.getBoundingClientRect();return [r.width,r.height]});"
+    "const p=document.createElement('pre');p.id='l4slab-probe';"
+    "p.textContent=JSON.stringify({figures:f,errors:window.__errors});document.body.appendChild(p);});</script>"
+)
+
+
+def _chromium(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars"]
+    return subprocess.run([CHROMIUM, *flags, *args], capture_output=True, text=True, timeout=timeout)
+
+
+@requires_engine
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs Debian's chromium)")
+def test_report_renders_in_headless_chromium(report_dir, tmp_path):
+    page = (report_dir / "report.html").read_text(encoding="utf-8")
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.replace("<head>", "<head>\n" + PROBE, 1), encoding="utf-8")
+    done = _chromium("--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.search(r'<pre id="l4slab-probe">([^<]*)</pre>', done.stdout)
+    assert found, done.stdout[-2000:]
+    result = json.loads(found.group(1).replace("&quot;", '"'))
+    assert len(result["figures"]) == page.count("<figure")
+    assert all(w > 50 and h > 50 for w, h in result["figures"]), result["figures"]
+    assert result["errors"] == []
+    console = [line for line in done.stderr.splitlines() if "CONSOLE" in line or "Failed to load resource" in line]
+    assert console == []
+    # The screenshot: a real page, not blank.
+    shot = tmp_path / "report.png"
+    done = _chromium(f"--screenshot={shot}", "--window-size=1280,2400", (report_dir / "report.html").as_uri())
+    assert shot.is_file() and shot.stat().st_size > 10_000, done.stderr[-2000:]
+    from PIL import Image
+
+    with Image.open(shot) as image:
+        colours = image.convert("L").getextrema()
+    assert colours[0] < 60 and colours[1] > 200  # dark text on a light page
