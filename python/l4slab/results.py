@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -279,12 +279,20 @@ def tc_stats_lines(bottleneck: Mapping[str, Any], *, per_line: int = 6) -> list[
     return lines
 
 
-def sojourn_frame(raw: Mapping[str, Any]) -> pd.DataFrame | None:
-    """Per-packet sojourn trace (time_s, flow, class, sojourn_ms), or None if not traced."""
+def sojourn_frame(raw: Mapping[str, Any], class_names: Sequence[str] | None = None) -> pd.DataFrame | None:
+    """Per-packet sojourn trace (time_s, flow, class, sojourn_ms), or None if not traced.
+    With ``class_names`` (the summary's ``sojourn_by_class`` order: DualPI2's "C", "L"), the
+    engine's sub-queue index in ``class`` becomes that name, as in the summary (issue 13)."""
     trace = raw.get("sojourn_trace")
     if trace is None:
         return None
-    return pd.DataFrame({name: _column(values) for name, values in trace.items()})
+    frame = pd.DataFrame({name: _column(values) for name, values in trace.items()})
+    if class_names and "class" in frame and len(frame):
+        names = list(class_names)
+        index = frame["class"].astype("int64")
+        if index.between(0, len(names) - 1).all():
+            frame["class"] = np.asarray(names, dtype=object)[index.to_numpy()]
+    return frame
 
 
 @dataclass
@@ -340,7 +348,9 @@ class RunResult:
 
     @cached_property
     def sojourn(self) -> pd.DataFrame | None:
-        return sojourn_frame(self.raw)
+        """Per-packet trace; ``class`` named as in the summary (DualPI2: "C", "L"; else "all")."""
+        classes = self.summary["bottleneck"].get("sojourn_by_class") or []
+        return sojourn_frame(self.raw, [entry["class"] for entry in classes])
 
     def write(self, out_dir) -> Path:
         """Write the run's files into ``out_dir`` (see :func:`l4slab.rundir.write_run`)."""

@@ -6,9 +6,10 @@
     l4slab study run FILE [--out DIR] [--executor local|dask-local|dask://HOST:PORT] [--jobs N] [--emit-jobs FILE]
     l4slab study report DIR | list | status DIR | run-one DIR RUN_ID
     l4slab query DIR "SQL" [--csv]
+    l4slab plot RUN_DIR [--out DIR] [--format png,svg]
 
 Each command module (:mod:`.run`, :mod:`.bench`, :mod:`.demo`, :mod:`.study`,
-:mod:`.query`) has ``add_parser(commands)`` and ``command(args) -> exit status``.
+:mod:`.query`, :mod:`.plot`) has ``add_parser(commands)`` and ``command(args) -> exit status``.
 User mistakes (an invalid scenario, a missing file) print one line
 ``l4slab: error: ...`` on stderr and exit with status 2; engine failures exit 1.
 No traceback is ever printed for either. An output directory (``--out``) is checked
@@ -24,12 +25,12 @@ from typing import Sequence
 
 from ..errors import EngineError, EngineUnavailableError, ScenarioError
 from ..version import PACKAGE_VERSION
-from . import bench, demo, query, run, study
+from . import bench, demo, plot, query, run, study
 from .common import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, error
 
 __all__ = ["main"]
 
-COMMANDS = {"run": run, "bench": bench, "demo": demo, "study": study, "query": query}
+COMMANDS = {"run": run, "bench": bench, "demo": demo, "study": study, "query": query, "plot": plot}
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,0 +1,89 @@
+"""``l4slab plot RUN_DIR``: flent-style figures of a run and ``run.html`` (issue 13 item 5); the
+per-packet trace names DualPI2's queues C and L as the summary does (issue 13)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import l4slab_command, requires_engine
+
+REPO = Path(__file__).resolve().parents[2]
+
+SCENARIO = """
+name = "plot-pair"
+duration = "2s"
+trace_sojourn = true
+[bottleneck]
+rate = "100Mbit"
+qdisc = "dualpi2 target 5ms"
+[[flows]]
+cc = "prague"
+rtt = "10ms"
+label = "prague $x$"
+[[flows]]
+cc = "cubic"
+rtt = "10ms"
+count = 2
+"""
+
+
+def l4slab(*args):
+    return subprocess.run(l4slab_command(*args), capture_output=True, text=True, cwd=REPO, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    pytest.importorskip("l4slab._core")
+    import l4slab
+
+    out = tmp_path_factory.mktemp("plot") / "run"
+    l4slab.run(SCENARIO).write(out)
+    return out
+
+
+@requires_engine
+def test_the_sojourn_trace_names_dualpi2_queues_c_and_l(run_dir):
+    import pandas as pd
+
+    trace = pd.read_parquet(run_dir / "sojourn.parquet")
+    assert set(trace["class"]) == {"C", "L"}
+    # Prague (flow 0, ECT(1)) goes to L, CUBIC (no ECN) to C.
+    by_flow = trace.groupby("flow")["class"].agg(lambda s: set(s))
+    assert by_flow[0] == {"L"} and by_flow[1] == {"C"} and by_flow[2] == {"C"}
+
+
+@requires_engine
+def test_plot_writes_every_figure_and_run_html(run_dir):
+    done = l4slab("plot", str(run_dir))
+    assert done.returncode == 0, done.stderr
+    from l4slab.analysis.runplots import FIGURES
+
+    for stem in FIGURES:
+        for fmt in ("png", "svg"):
+            assert (run_dir / "plots" / f"{stem}.{fmt}").stat().st_size > 1000
+    page = (run_dir / "run.html").read_text(encoding="utf-8")
+    assert page.count("<svg") == len(FIGURES) and "missing figure" not in page
+    # Flow labels (not ids) in legends, with ``#id`` where a label repeats; queues C and L.
+    goodput = (run_dir / "plots" / "goodput.svg").read_text(encoding="utf-8")
+    assert "prague $x$" in goodput and "cubic #1" in goodput and "cubic #2" in goodput
+    ccdf = (run_dir / "plots" / "ccdf.svg").read_text(encoding="utf-8")
+    assert "queue C" in ccdf and "queue L" in ccdf
+    for unit in ("goodput (Mbit/s)", "cwnd (packets)", "sRTT (ms)", "sojourn time (ms)", "packets per second"):
+        assert unit in page
+
+
+@requires_engine
+def test_plot_formats_and_mistakes(run_dir, tmp_path):
+    done = l4slab("plot", str(run_dir), "--out", str(tmp_path / "png"), "--format", "png")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.suffix for p in (tmp_path / "png").iterdir()) == [".png"] * 6
+    for args, fragment in (
+        (("plot", str(tmp_path / "absent")), "is not a directory"),
+        (("plot", str(tmp_path)), "has no summary.json"),
+        (("plot", str(run_dir), "--format", "jpg"), "--format: 'jpg' is not a list of png, svg"),
+    ):
+        done = l4slab(*args)
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert done.stderr.startswith("l4slab: error: ") and fragment in done.stderr, done.stderr
