@@ -19,7 +19,7 @@ ENGINE_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.to
 BUILT := $(VENV)/.l4slab-built
 BUILT_TEST := $(VENV)/.l4slab-built-test
 
-.PHONY: demo test install bench venv clean-venv
+.PHONY: demo test test-slow install bench venv clean-venv
 
 ## demo: build l4slab into the project venv (if sources changed) and write results/demo/report/report.{md,html}
 demo: $(BUILT)
@@ -28,7 +28,12 @@ demo: $(BUILT)
 ## test: engine tests (Rust), then the Python tests against the installed package
 test: $(BUILT_TEST)
 	cargo test -p l4slab-core --release
-	$(PY) -m pytest -q tests/python
+	$(PY) -m pytest -q -m "not slow" tests/python
+
+## test-slow: the slow tests (a manylinux wheel built with zig, installed into a fresh venv without Rust, running the demo)
+test-slow: $(BUILT_TEST)
+	$(PY) -m pip install --disable-pip-version-check -q 'ziglang>=0.11'
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pytest -q -m slow tests/python
 
 ## install: (re)build the engine and install the package with its test extras into the venv
 install:
