@@ -120,6 +120,22 @@ def _scenario_rows(model: Any) -> list[str]:
     return rows
 
 
+def _other_tables(model: Any) -> list[str]:
+    """A section for every other table of a scenario (e.g. ``[capture]``), found in the model."""
+    import typing
+
+    from pydantic import BaseModel
+
+    covered = {model.Bottleneck, model.TcpFlow, model.UdpFlow}
+    out: list[str] = []
+    for name, info in model.Scenario.model_fields.items():
+        for sub in typing.get_args(info.annotation) or (info.annotation,):
+            if isinstance(sub, type) and issubclass(sub, BaseModel) and sub not in covered:
+                covered.add(sub)
+                out += [f"## `[{info.alias or name}]`", "", *_scenario_rows(sub), ""]
+    return out
+
+
 def render() -> str:
     """The reference page as Markdown."""
     from .qdisc.spelling import REGISTRY
@@ -150,6 +166,7 @@ def render() -> str:
         "",
         *_scenario_rows(model.UdpFlow),
         "",
+        *_other_tables(model),
         "## TCP flow knobs in the engine",
         "",
         "What a TCP flow's keys become in the engine config, with the engine's defaults and ranges.",
