@@ -295,8 +295,9 @@ def _time_series_section(data, runs: pd.DataFrame, factors: list[str], short: di
     points = list(done.groupby("point", sort=True))
     if len(points) > MAX_SERIES_POINTS:
         lines += [
-            f"Time series of the first {MAX_SERIES_POINTS} of {len(points)} points; the others: "
-            "`l4slab plot` on a run exported with `l4slab study run-one`, or `l4slab query`.",
+            f"Time series of the first {MAX_SERIES_POINTS} of {len(points)} points; the others are in the "
+            "tables above, and their series in the catalog (`l4slab query DIR`, views flow_series and "
+            "bottleneck_series).",
             "",
         ]
     for point, group in points[:MAX_SERIES_POINTS]:
