@@ -204,3 +204,23 @@ def test_report_renders_in_headless_chromium(report_dir, tmp_path):
     with Image.open(shot) as image:
         colours = image.convert("L").getextrema()
     assert colours[0] < 60 and colours[1] > 200  # dark text on a light page
+
+
+def test_time_series_bands_respect_physical_bounds():
+    # Was (issue 13): "433 ± 911 ms" from 3 trials, an sRTT band down to -900 ms.
+    import numpy as np
+    import pandas as pd
+    from l4slab.analysis import figures
+    from matplotlib.collections import PolyCollection
+
+    def series(trials):
+        values = [10.0, 1500.0, 5.0, 12.0, 8.0][:trials]
+        rows = [{"time_s": t, "flow": "a", "run": k, "srtt_ms": v} for k, v in enumerate(values) for t in (0.0, 0.1)]
+        return pd.DataFrame(rows)
+
+    fig = figures.time_series(series(5), value="srtt_ms", group="flow", trial="run", min_trials_for_band=5, lower=0.0)
+    (band,) = [c for c in fig.axes[0].collections if isinstance(c, PolyCollection)]
+    assert np.min(band.get_paths()[0].vertices[:, 1]) >= 0.0
+    fig = figures.time_series(series(3), value="srtt_ms", group="flow", trial="run", min_trials_for_band=5, lower=0.0)
+    assert not [c for c in fig.axes[0].collections if isinstance(c, PolyCollection)]
+    assert len(fig.axes[0].lines) == 1 + 3  # the mean and each trial
