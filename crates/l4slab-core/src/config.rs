@@ -211,8 +211,10 @@ pub struct TcpFlowConfig {
     /// Receiver delayed ACKs (Linux default on); off = quick-ACK every segment.
     #[serde(default = "default_true")]
     pub delayed_ack: bool,
-    /// The sender host has `fq` as its egress qdisc, so the stack paces every CC
-    /// (Linux net/ipv4/tcp_output.c:tcp_pacing_check); without it only CCs that need pacing (Prague, BBR) are paced.
+    /// The sender host has `fq` as its egress qdisc: every CC is paced, by fq at the
+    /// skbs' EDT departure times (net/sched/sch_fq.c), with TCP Small Queues bounding
+    /// what waits there; without it only CCs that need pacing (Prague, BBR) are paced,
+    /// inside TCP (net/ipv4/tcp_output.c:tcp_pacing_check).
     #[serde(default)]
     pub fq_pacing: bool,
     /// TSO/GSO on the sender (`ethtool -K tso/gso`, Linux default on): a paced
@@ -424,7 +426,7 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             "fq_pacing",
             Bool,
             json!(false),
-            "Sender has the fq qdisc, so every CC is paced (sch_fq.c; tcp_needs_internal_pacing otherwise).",
+            "Sender has the fq qdisc: every CC paced by fq at EDT departure times, TSQ bounds the host queue (sch_fq.c, tcp_small_queue_check).",
         ),
         ParamSpec::new(
             "tso",
