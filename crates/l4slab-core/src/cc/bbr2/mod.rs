@@ -1570,7 +1570,7 @@ pub const DESCRIPTOR: CcDescriptor = CcDescriptor {
 /// testbed ran it with `tcp_ecn = 3` on both hosts).
 pub const DESCRIPTOR_L4S: CcDescriptor = CcDescriptor {
     name: "bbr2-l4s",
-    doc: "L4S-BBRv2 (L4STeam/linux tcp_bbr2.c): ECN on at any RTT, ECT(1) only with AccECN, ECN cuts inflight_lo only.",
+    doc: "L4S-BBRv2 (L4STeam/linux tcp_bbr2.c): ECN on at any RTT, ECT(1) only with AccECN (set the sender ecn = 3, as the L4STeam hosts), ECN cuts inflight_lo only.",
     l4s: true,
     flags: FLAGS,
     receiver: ReceiverDefaults { receiver_ecn: Some(3), receiver_cc: None },
