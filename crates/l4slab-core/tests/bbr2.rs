@@ -151,3 +151,28 @@ fn a_bad_receiver_cc_params_is_one_line_naming_the_field() {
     let e = l4slab_core::run(&cfg).err().expect("refused");
     assert_eq!(e, "flows[0].receiver_cc_params: fast_ack_mode: 3 is out of range (allowed 0..=2)");
 }
+
+#[test]
+fn probe_rtt_dips_to_half_a_bdp_about_every_5_s_under_a_standing_queue() {
+    // Two flows hold a ≈ 1 BDP standing queue (test above), so no RTT sample matches
+    // the minimum and each flow's 5 s probe_rtt_min window expires (bbr_update_min_rtt,
+    // bbr_probe_rtt_win_ms = 5000): PROBE_RTT caps cwnd at max(4, BDP_share/2) for
+    // ≥ 200 ms. Its BDP is computed from the flow's bw (≈ half the link): ≈ 21-25 packets.
+    let r = run(&scenario(100, bfifo(1_000_000), vec![bbr2("none"), bbr2("none")], 31));
+    let cwnd = &r.flow_series[0].cwnd;
+    let bin_s = 0.1;
+    let mut starts = Vec::new();
+    let mut in_dip = false;
+    for (i, &c) in cwnd.iter().enumerate() {
+        let dip = c > 0.0 && c <= 30.0;
+        if dip && !in_dip && i as f64 * bin_s > 2.0 {
+            starts.push(i as f64 * bin_s);
+        }
+        in_dip = dip;
+    }
+    assert!((5..=7).contains(&starts.len()), "PROBE_RTT dips at {starts:?}");
+    for w in starts.windows(2) {
+        let gap = w[1] - w[0];
+        assert!((4.0..=6.5).contains(&gap), "dips at {starts:?}");
+    }
+}
