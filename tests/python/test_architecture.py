@@ -269,6 +269,7 @@ EVERY_TCP_KNOB = {
     "receiver_ecn": 1,
     "ecn_option": 1,
     "receiver_cc": "dctcp",
+    "receiver_cc_params": {},
     "fq_pacing": True,
     "tso": False,
     "cc_params": {},
@@ -281,7 +282,7 @@ def test_every_tcp_knob_python_sends_is_one_the_engine_describes():
     from l4slab.scenario.resolve import TCP_ENGINE_FIELDS
 
     described = set(schema.engine_schema().tcp_flow)
-    assert set(TCP_ENGINE_FIELDS) | {"receiver_ecn", "receiver_cc"} <= described
+    assert set(TCP_ENGINE_FIELDS) | {"receiver_ecn", "receiver_cc", "receiver_cc_params"} <= described
     assert set(EVERY_TCP_KNOB) == set(TcpFlow.model_fields) - {"kind", "count", "label"}
     scenario = {"duration": "1s", "bottleneck": {"rate": "10Mbit"}, "flows": [EVERY_TCP_KNOB]}
     (sent,) = scenario_from_dict(scenario).resolve()["flows"]

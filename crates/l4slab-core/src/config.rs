@@ -239,6 +239,11 @@ pub struct TcpFlowConfig {
     /// whether a listener accepts AccECN (Linux net/ipv4/tcp_dctcp.h:dctcp_ece_ack_update, RFC 9768 §3.1). Default "cubic".
     #[serde(default)]
     pub receiver_cc: Option<String>,
+    /// Module parameters of the receiving socket's congestion control, as
+    /// `cc_params` (e.g. `{"ecn_enable": true}` for a bbr2 receiver that echoes CE
+    /// DCTCP-style: google/bbr v2alpha tcp_bbr2.c:bbr_cwnd_event).
+    #[serde(default)]
+    pub receiver_cc_params: Option<serde_json::Value>,
     /// Drop injection for tests: the first transmission of these segment numbers
     /// (0-based, in MSS units of sequence space) is lost before the bottleneck.
     #[serde(default)]
@@ -469,6 +474,12 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
         )
         .choices(crate::cc::KNOWN),
         ParamSpec::new(
+            "receiver_cc_params",
+            Object,
+            serde_json::Value::Null,
+            "Module parameters of the receiving socket's congestion control, as cc_params (e.g. bbr2 ecn_enable).",
+        ),
+        ParamSpec::new(
             "drop_segments",
             Object,
             json!([]),
@@ -542,6 +553,11 @@ impl ScenarioConfig {
                     // Ranges and the `cc` / `receiver_cc` choices of `tcp_flow_params`.
                     check_params(&tcp_params, t).map_err(|e| format!("flows[{i}].{e}"))?;
                     crate::cc::build(&t.cc, t.cc_params.as_ref()).map_err(|e| format!("flows[{i}].cc_params: {e}"))?;
+                    if t.receiver_cc.is_some() || t.receiver_cc_params.is_some() {
+                        let rcc = t.receiver_cc.as_deref().unwrap_or("cubic");
+                        crate::cc::build(rcc, t.receiver_cc_params.as_ref())
+                            .map_err(|e| format!("flows[{i}].receiver_cc_params: {e}"))?;
+                    }
                 }
                 FlowConfig::Udp(u) => {
                     if u.rate_bps == 0 || u.rate_bps > MAX_RATE_BPS {

@@ -185,6 +185,12 @@ class TcpFlow(_FlowCommon):
         description="module parameters of the congestion control (checked by the engine)",
         examples=[{"segment_sizing": {"scheme": "logarithmic", "k": 4.0}}, {"beta": 717}],
     )
+    receiver_cc_params: dict[str, Any] | None = Field(
+        None,
+        description="module parameters of the receiving socket's congestion control, as cc_params "
+        "(e.g. a bbr2 receiver with ecn_enable echoes CE DCTCP-style: PAM 2025's two-sided BBRv2)",
+        examples=[{"ecn_enable": True, "ecn_max_rtt_us": 0}],
+    )
 
     @field_validator("cc", "receiver_cc")
     @classmethod

@@ -72,6 +72,7 @@ def _flow_config(flow: Any, bottleneck_rate_bps: int) -> dict[str, Any]:
     receiver = schema.receiver_defaults(flow.cc)
     _set_if_given(receiver, "receiver_ecn", flow.receiver_ecn)
     _set_if_given(receiver, "receiver_cc", flow.receiver_cc)
+    _set_if_given(receiver, "receiver_cc_params", flow.receiver_cc_params)
     config.update(sorted(receiver.items()))
     return config
 
