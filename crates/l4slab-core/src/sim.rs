@@ -104,6 +104,11 @@ impl FlowOpener for Opener<'_> {
     fn end(&self) -> Time {
         self.end
     }
+    fn fill_request(&self, slot: u32, r: &mut crate::results::RequestRecord) {
+        if let Some(f) = self.flows.slots[slot as usize].as_ref() {
+            f.ends.iter().for_each(|e| e.fill_request(r));
+        }
+    }
 }
 
 /// The network and flows as observers read them.
@@ -184,6 +189,7 @@ impl Simulation {
         let mut flows = FlowTable::default();
         let mut sources: Vec<Box<dyn TrafficSource>> =
             vec![Box::new(ScenarioFlows::new(&cfg.flows, cfg.seed, cfg.start_jitter_ns))];
+        sources.extend(crate::traffic::build_sources(cfg)?);
         sources.extend(extra);
         for s in sources.iter_mut() {
             let mut opener = Opener {
@@ -235,6 +241,18 @@ impl Simulation {
     pub fn run(&mut self) {
         while let Some((now, target)) = self.events.pop_until(self.end) {
             self.dispatch(now, target);
+        }
+        for source in self.sources.iter_mut() {
+            let mut opener = Opener {
+                flows: &mut self.flows,
+                net: &mut self.net,
+                topology: &self.topology,
+                events: &mut self.events,
+                observers: None,
+                now: self.end,
+                end: self.end,
+            };
+            source.finish(self.end, &mut opener);
         }
     }
 
@@ -461,6 +479,9 @@ impl Simulation {
             ..Default::default()
         };
         self.observers.fill_results(&View { flows: &self.flows, net: &self.net }, &mut r);
+        for source in self.sources.iter() {
+            source.fill_results(&mut r);
+        }
         r
     }
 
