@@ -110,8 +110,14 @@ fn arrivals_are_poisson_and_runs_are_deterministic() {
     assert!(done.iter().all(|q| q.efficiency > 0.0 && q.efficiency <= 1.0));
     assert!(done.len() as f64 > 0.97 * n, "{} of {n} completed", done.len());
     assert!(done.iter().all(|q| q.bytes_received == q.size_bytes));
-    // Slots are reused: far fewer slots than requests.
+    // Slots are reused: far fewer slots than requests; every slot's series spans the run.
     assert!(r.flows.len() < 400, "{} slots for {n} requests", r.flows.len());
+    for s in &r.flow_series {
+        assert_eq!(
+            (s.goodput_mbps.len(), s.cwnd.len(), s.drops.len()),
+            (r.time_s.len(), r.time_s.len(), r.time_s.len())
+        );
+    }
     // Same seed, same records; another seed, other arrivals.
     let again = run(&cfg).unwrap();
     let text = |r: &RunResults| serde_json::to_string(&r.requests).unwrap();

@@ -27,8 +27,8 @@
 //! whose packets take the forward route through the bottleneck) is the server; its
 //! connect machinery emits the bottleneck-crossing handshake packet with the same
 //! size, ECN codepoint rule and 1 s doubling timer as the SYN-ACK above, and the
-//! receiver's answer plays the client's ACK + request. The client's own SYN (step
-//! 1) is modelled by its propagation only: `WebServer` starts its socket one
+//! receiver's answer plays the client's ACK + request. The client's own SYN (in
+//! step 1) is modelled by its propagation only: `WebServer` starts its socket one
 //! reverse one-way delay after the arrival. Simplification: that SYN does not
 //! cross `reverse_bottleneck` (the paper's client → server path never queued), and
 //! ECN negotiation runs from the server's side (both ends use the source's
