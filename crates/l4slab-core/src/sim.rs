@@ -26,6 +26,9 @@ struct FlowSlot {
     timer_at: [Option<Time>; 2],
     start: Time,
     base_rtt: u64,
+    /// Packets of this flow inside the network (queues and wires): a source reuses
+    /// the slot only when none is left (`FlowOpener::is_quiet`).
+    in_network: u32,
 }
 
 /// Whole-run packet accounting.
@@ -81,6 +84,7 @@ impl FlowOpener for Opener<'_> {
         self.flows.slots[slot as usize] = Some(FlowSlot {
             ends: [spec.sender, spec.receiver],
             timer_at: [None, None],
+            in_network: 0,
             start: spec.start,
             base_rtt: spec.base_rtt_ns,
         });
@@ -93,6 +97,11 @@ impl FlowOpener for Opener<'_> {
     }
     fn is_finished(&self, slot: u32) -> bool {
         self.flows.slots[slot as usize].as_ref().is_none_or(|f| f.ends.iter().all(|e| e.is_finished()))
+    }
+    fn is_quiet(&self, slot: u32) -> bool {
+        self.flows.slots[slot as usize]
+            .as_ref()
+            .is_none_or(|f| f.in_network == 0 && f.ends.iter().all(|e| e.is_finished()))
     }
     fn release(&mut self, slot: u32) {
         if let Some(o) = self.observers.as_deref_mut() {
@@ -354,6 +363,7 @@ impl Simulation {
         let side = (e.0 % 2) as usize;
         let injects_drops = self.flows.slot(e.flow()).ends[side].injects_drops();
         let mut out = std::mem::take(&mut self.out);
+        self.flows.slot_mut(e.flow()).in_network += out.len() as u32;
         for pkt in out.iter_mut() {
             pkt.id = self.next_id;
             self.next_id += 1;
@@ -369,6 +379,7 @@ impl Simulation {
                 if let Hop::Link(l) = hop {
                     self.net.link_mut(l).transmit_lost(now, pkt);
                 }
+                self.flows.slot_mut(e.flow()).in_network -= 1;
                 self.counts.dropped += 1;
                 continue;
             }
@@ -436,6 +447,9 @@ impl Simulation {
         let q = self.net.links[l.0 as usize].queue_mut().expect("queued link");
         for p in q.dropped.drain(..) {
             self.counts.dropped += 1;
+            if let Some(f) = self.flows.slots[p.flow as usize].as_mut() {
+                f.in_network = f.in_network.saturating_sub(1);
+            }
             self.observers.on_drop(now, l, &p);
         }
         for flow in q.marked.drain(..) {
@@ -451,6 +465,7 @@ impl Simulation {
         let side = (e.0 % 2) as usize;
         // A packet of a flow whose slot was released arrives at a closed socket.
         let Some(f) = self.flows.slots[e.flow() as usize].as_mut() else { return };
+        f.in_network = f.in_network.saturating_sub(1);
         f.ends[side].on_packet(pkt, now, &mut self.out);
         self.after_endpoint(now, e);
     }

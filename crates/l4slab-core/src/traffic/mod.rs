@@ -106,6 +106,9 @@ pub trait FlowOpener {
     fn open(&mut self, slot: u32, spec: FlowSpec);
     /// Whether the flow in `slot` has finished (both endpoints say so).
     fn is_finished(&self, slot: u32) -> bool;
+    /// Finished, and none of its packets is left in the network: the slot can be
+    /// released and reused without an old packet reaching the new flow.
+    fn is_quiet(&self, slot: u32) -> bool;
     /// Give `slot` back for reuse once its flow has finished. Its old flow's
     /// pending timers are ignored, and packets of it still in the network are
     /// delivered to a closed socket (counted, then discarded) while the slot is

@@ -34,9 +34,10 @@
 //! ECN negotiation runs from the server's side (both ends use the source's
 //! settings, so the negotiated mode is the same).
 //!
-//! Slots: a finished connection keeps its slot for `SLOT_LINGER_NS` (a stand-in
-//! for TIME_WAIT: stray retransmissions or ACKs still in flight must not reach the
-//! next connection of the slot), then the source records it and releases the slot.
+//! Slots: a finished connection keeps its slot until none of its packets is left
+//! in the network (`FlowOpener::is_quiet`: stray retransmissions or ACKs must not
+//! reach the next connection of the slot, the job TIME_WAIT does for a 4-tuple);
+//! at the next arrival after that the source records it and releases the slot.
 //! Random streams: arrivals (`Stream::Arrivals`), sizes (`Stream::Sizes`) and each
 //! connection's CC (`Stream::Connection`) come from the seed, independent of one
 //! another and of slot reuse.
@@ -51,9 +52,6 @@ use crate::tcp::ecn::EcnMode;
 use crate::tcp::{TcpReceiver, TcpSender};
 use crate::time::{secs, Time, NS_PER_SEC};
 use crate::trace::{FlowCumulative, FlowSample};
-
-/// How long a finished connection keeps its slot before the source releases it.
-pub const SLOT_LINGER_NS: Time = 2 * NS_PER_SEC;
 
 /// A Poisson process's next gap: exponential with mean `1/rate_per_s` seconds, in ns.
 pub fn exp_gap_ns(rng: &mut SimRng, rate_per_s: f64) -> u64 {
@@ -212,7 +210,6 @@ struct Conn {
     slot: u32,
     start: Time,
     size: u64,
-    finished_seen: Option<Time>,
 }
 
 /// A web source (`SourceConfig::Web`).
@@ -298,18 +295,14 @@ impl WebSource {
                 reverse: false,
             },
         );
-        self.open.push(Conn { id, slot, start: now, size, finished_seen: None });
+        self.open.push(Conn { id, slot, start: now, size });
     }
 
-    /// Release the slots of connections finished at least `SLOT_LINGER_NS` ago.
-    fn sweep(&mut self, now: Time, opener: &mut dyn FlowOpener) {
+    /// Record and release the connections that are finished and quiet.
+    fn sweep(&mut self, opener: &mut dyn FlowOpener) {
         let mut i = 0;
         while i < self.open.len() {
-            let c = &mut self.open[i];
-            if c.finished_seen.is_none() && opener.is_finished(c.slot) {
-                c.finished_seen = Some(now);
-            }
-            if c.finished_seen.is_some_and(|t| now - t >= SLOT_LINGER_NS) {
+            if opener.is_quiet(self.open[i].slot) {
                 let c = self.open.swap_remove(i);
                 self.record(&c, opener);
                 opener.release(c.slot);
@@ -328,7 +321,7 @@ impl TrafficSource for WebSource {
         self.next_arrival.filter(|&t| t < self.stop)
     }
     fn on_event(&mut self, now: Time, opener: &mut dyn FlowOpener) {
-        self.sweep(now, opener);
+        self.sweep(opener);
         self.open_connection(now, opener);
         self.next_arrival = Some(now + exp_gap_ns(&mut self.arrivals, self.cfg.rate_per_s));
     }
