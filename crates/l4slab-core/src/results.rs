@@ -230,6 +230,8 @@ pub struct RequestRecord {
     /// From just before the SYN to the client seeing the server's close (the FIN on
     /// the last segment); None if the response did not complete within the run.
     pub fct_s: Option<f64>,
+    /// Base RTT of the connection's path, s.
+    pub base_rtt_s: f64,
     /// One base RTT (the handshake) plus the size at the full bottleneck rate.
     pub ideal_fct_s: f64,
     /// `ideal_fct_s / fct_s` (NaN if incomplete).

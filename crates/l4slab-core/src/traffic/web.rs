@@ -254,6 +254,7 @@ impl WebSource {
             flow: c.slot,
             start_s: secs(c.start),
             size_bytes: c.size,
+            base_rtt_s: secs(self.cfg.tcp.path.rtt_ns),
             ideal_fct_s: ideal,
             ..Default::default()
         };
