@@ -210,6 +210,9 @@ pub struct RunResults {
     /// (those still open at the end included, with `fct_s` None).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requests: Vec<RequestRecord>,
+    /// The packet capture, when the scenario asked for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture: Option<CaptureResult>,
 }
 
 /// One web request (seed 001 Appendix B, C): what the client measured.
@@ -243,6 +246,19 @@ pub struct RequestRecord {
     pub retransmits: u64,
     pub rto_count: u64,
     pub ce_packets: u64,
+}
+
+/// A run's packet capture: counts in the results, the pcapng file beside them.
+#[derive(Clone, Debug, Serialize)]
+pub struct CaptureResult {
+    /// Packets written to the file.
+    pub packets: u64,
+    /// Packets that passed the point in the window after `max_packets` were kept.
+    pub missed: u64,
+    /// The pcapng file (or why it could not be written). Not serialised: the binding
+    /// hands the bytes over on their own.
+    #[serde(skip)]
+    pub pcapng: Result<Vec<u8>, String>,
 }
 
 /// The metric names each result table carries, derived from the serialised field
