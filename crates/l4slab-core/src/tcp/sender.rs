@@ -317,6 +317,11 @@ impl TcpSender {
             && self.drop_segments.binary_search(&(pkt.tcp.seq / self.mss as u64)).is_ok()
     }
 
+    /// SYN retransmissions so far (the 1 s, 2 s, ... handshake timeouts).
+    pub fn syn_retransmits(&self) -> u32 {
+        self.syn_retries
+    }
+
     /// Whether any segment is to be dropped by the test harness.
     pub fn injects_drops(&self) -> bool {
         !self.drop_segments.is_empty()
