@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..analysis import figures, metrics
+from ..analysis.published import published_section
 from ..io import write_text
 from . import registry, store
 from .catalog import load
@@ -28,8 +29,10 @@ def _factor_columns(runs: pd.DataFrame) -> list[str]:
     return [c for c in runs.columns if c not in fixed]
 
 
-def report(directory: str | os.PathLike[str]) -> Path:
-    """Write ``DIR/report/report.md`` with its figures; returns the Markdown path."""
+def report(directory: str | os.PathLike[str], published: str | os.PathLike[str] | None = None) -> Path:
+    """Write ``DIR/report/report.md`` with its figures; returns the Markdown path.
+    ``published``: a published table (:mod:`l4slab.analysis.published`) put beside the
+    simulated cells of every panel it covers."""
     directory = Path(directory)
     data = load(directory)
     out = directory / "report"
@@ -44,6 +47,8 @@ def report(directory: str | os.PathLike[str]) -> Path:
         "",
     ]
     plan = store.load_plan(directory) or {}
+    if published is not None:
+        lines += published_section(data, out, published, plan.get("study"))
     for section in registry.report_sections(plan.get("report")):
         lines += section(data, out)
 
