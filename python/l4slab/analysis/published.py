@@ -328,7 +328,9 @@ def simulated_cells(data, study_name: str | None = None) -> pd.DataFrame:
     keys = runs[["run_id", *needed, *(["panel"] if "panel" in runs else [])]].copy()
     if "panel" not in keys:
         keys["panel"] = study_name or "study"
-    frame = flows.merge(keys, on="run_id", how="inner")
+    frame = flows.drop(columns=[c for c in keys.columns if c != "run_id" and c in flows]).merge(
+        keys, on="run_id", how="inner"
+    )
     if frame.empty:
         return pd.DataFrame(columns=list(PUBLISHED_COLUMNS))
     frame = frame.assign(_class=flow_class(frame).to_numpy(), _qd=srtt_queue_delay(frame).to_numpy())
