@@ -7,10 +7,9 @@ passed: each BBR test names the CC it needs.
 
 from __future__ import annotations
 
-import tomllib
-
 import l4slab
 import pytest
+import tomllib
 from l4slab import schema
 from l4slab.errors import ScenarioError
 from l4slab.study import registry
@@ -193,3 +192,55 @@ def test_fallback_constants_bad_value_is_one_line():
         l4slab.run(scenario)
     message = str(err.value)
     assert "\n" not in message and "fallback_constants" in message and "pam2025" in message
+
+
+MINI = """
+[study]
+name = "mini-pam"
+seed = 1
+trials = 1
+report = "pam2025"
+
+[base]
+duration = "2s"
+[base.bottleneck]
+rate = "100Mbit"
+bdp_rtt = "10ms"
+[[base.flows]]
+label = "l4s"
+cc = "prague"
+rtt = "10ms"
+tso = false
+[[base.flows]]
+label = "classic"
+cc = "cubic"
+ecn = 1
+receiver_ecn = 1
+rtt = "10ms"
+tso = false
+
+[factors]
+"bottleneck.qdisc" = {preset = "pam2025.testbed", only = ["dualpi2"]}
+"bottleneck.buffer" = ["2bdp"]
+
+[panels.prague-cubic-ecn]
+[panels.prague-mix]
+zip = { mix = { "flows.0.count" = [1, 2], "flows.1.count" = [2, 2] } }
+"""
+
+
+def test_pam2025_report_sections_on_a_mini_study(tmp_path):
+    from l4slab import study
+    from l4slab.study.report import report
+
+    path = tmp_path / "mini.toml"
+    path.write_text(MINI, encoding="utf-8")
+    result = study.run(path, out=tmp_path / "out", jobs=1)
+    assert (result.total, result.failed) == (3, 0)
+    text = report(result.directory).read_text(encoding="utf-8")
+    assert "## Comparison with the published table (pam2025_published.csv)" in text
+    assert "| prague-cubic-ecn | 1 |" in text  # one cell compared: dualpi2, 2 BDP
+    assert "### prague-cubic-ecn" in text and (result.directory / "report" / "pam2025_prague-cubic-ecn.png").is_file()
+    assert "## Multi-flow mixes: share per kind" in text
+    # one row per kind and mix; the fair share of 2 of 4 flows is 50 %, of 1 of 3 is 33 %
+    assert "| prague-mix | dualpi2 | 2v2 | l4s |" in text and "| 50 % |" in text and "| 33 % |" in text

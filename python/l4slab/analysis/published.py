@@ -48,7 +48,6 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
@@ -259,7 +258,9 @@ def read_published(path: str | os.PathLike[str]) -> pd.DataFrame:
             text = handle.read()
     except (OSError, UnicodeDecodeError) as err:
         raise ScenarioError(f"--published: cannot read {path}: {getattr(err, 'strerror', None) or err}") from None
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip() and not line.lstrip().startswith("#")]
+    lines = [
+        (n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip() and not line.lstrip().startswith("#")
+    ]
     if not lines:
         raise ScenarioError(f"{path}: no header row; expected {','.join(PUBLISHED_COLUMNS)}")
     reader = csv.reader(io.StringIO("\n".join(line for _, line in lines)))
@@ -496,7 +497,8 @@ def published_section(data, out, published: str | os.PathLike[str], study_name: 
     for row in result.panels.itertuples(index=False):
         lines.append(
             f"| {row.panel} | {int(row.cells)} | {_fmt(row.harm_agreement, '.0%')} | {_fmt(row.within_3mbps, '.0%')} "
-            f"| {_fmt(row.tput_mae_mbps, '.1f')} | {_fmt(row.l4s_mae_mbps, '.1f')} | {_fmt(row.l4s_qdelay_mae_ms, '.2f')} |"
+            f"| {_fmt(row.tput_mae_mbps, '.1f')} | {_fmt(row.l4s_mae_mbps, '.1f')} "
+            f"| {_fmt(row.l4s_qdelay_mae_ms, '.2f')} |"
         )
     lines.append("")
     for panel in result.panels["panel"]:

@@ -29,6 +29,20 @@ def _factor_columns(runs: pd.DataFrame) -> list[str]:
     return [c for c in runs.columns if c not in fixed]
 
 
+def _label(value) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _fill_factors(frame: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
+    frame = frame.copy()
+    for column in factors:
+        if column in frame and frame[column].isna().any():
+            frame[column] = [("–" if pd.isna(v) else _label(v)) for v in frame[column]]
+    return frame
+
+
 def report(directory: str | os.PathLike[str], published: str | os.PathLike[str] | None = None) -> Path:
     """Write ``DIR/report/report.md`` with its figures; returns the Markdown path.
     ``published``: a published table (:mod:`l4slab.analysis.published`) put beside the
@@ -37,8 +51,12 @@ def report(directory: str | os.PathLike[str], published: str | os.PathLike[str] 
     data = load(directory)
     out = directory / "report"
     out.mkdir(exist_ok=True)
+    factors = _factor_columns(data.runs)
+    # A study with panels leaves a panel's missing factors empty: show them as "–" so that
+    # grouping keeps those rows.
+    for name in ("runs", "flows", "bottleneck"):
+        setattr(data, name, _fill_factors(getattr(data, name), factors))
     runs, flows, bottleneck = data.runs, data.flows, data.bottleneck
-    factors = _factor_columns(runs)
     done = runs[runs["status"] == "done"] if "status" in runs else runs
     lines = [
         f"# Study report: {directory.name}",

@@ -461,7 +461,9 @@ def study_from_dict(
                 factors.append(factor)
                 continue
             known_factor = factors[by_path[factor.path]]
-            extra = tuple(v for v in factor.values if canonical_json(v) not in {canonical_json(k) for k in known_factor.values})
+            extra = tuple(
+                v for v in factor.values if canonical_json(v) not in {canonical_json(k) for k in known_factor.values}
+            )
             factors[by_path[factor.path]] = Factor(known_factor.path, known_factor.values + extra, known_factor.preset)
     columns = [f.column for f in factors]
     if len(set(columns)) != len(columns):
