@@ -24,7 +24,13 @@ A study file is TOML::
     exclude = [{"bottleneck.qdisc" = "dualpi2", "flows.1.ecn" = 1}]   # drop matching points
     filter = [{"bottleneck.buffer" = ["1bdp", "2bdp"]}]              # keep only matching points
 
-(``exclude``/``filter`` go before the first table header or inside ``[study]``.) A rule
+    [panels.prague-bbr1]     # optional named sub-studies (docs/studies.md "Panels"):
+    set = {"flows.1.cc" = "bbr"}                     # base overrides of this panel
+    factors = {"bottleneck.buffer" = ["2bdp"]}       # merged over [factors]; zip/exclude/filter replace
+
+(``exclude``/``filter`` go before the first table header or inside ``[study]``.) With
+panels, the points are the union of every panel's product, with a leading ``panel``
+factor; ``load_study(..., panels=[...])`` (``study run --panel``) keeps only some. A rule
 matches a point when every factor it names has the given value (or one of the given
 values, for a list).
 
