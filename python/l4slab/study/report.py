@@ -67,6 +67,7 @@ def report(directory: str | os.PathLike[str], published: str | os.PathLike[str] 
     plan = store.load_plan(directory) or {}
     if published is not None:
         lines += published_section(data, out, published, plan.get("study"))
+    data.published = published  # a built-in section may skip its own comparison then
     for section in registry.report_sections(plan.get("report")):
         lines += section(data, out)
 

@@ -46,7 +46,10 @@ def panels_section(data, out: Path) -> list[str]:
 
 
 def published_pam_section(data, out: Path) -> list[str]:
-    """Simulated beside the shipped published panels (only if the study ran one of them)."""
+    """Simulated beside the shipped published panels (only if the study ran one of them and
+    the report was not given ``--published``, whose section comes first)."""
+    if getattr(data, "published", None) is not None:
+        return []
     if "panel" not in data.runs or not {"prague-cubic", "prague-cubic-ecn"} & set(data.runs["panel"]):
         return []
     return published_section(data, out, PAM2025_FILE, "pam2025")
