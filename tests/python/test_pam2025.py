@@ -244,3 +244,63 @@ def test_pam2025_report_sections_on_a_mini_study(tmp_path):
     assert "## Multi-flow mixes: share per kind" in text
     # one row per kind and mix; the fair share of 2 of 4 flows is 50 %, of 1 of 3 is 33 %
     assert "| prague-mix | dualpi2 | 2v2 | l4s |" in text and "| 50 % |" in text and "| 33 % |" in text
+
+
+PANEL_STUDY = """
+[study]
+name = "p"
+[base]
+duration = "1s"
+[base.bottleneck]
+rate = "10Mbit"
+[[base.flows]]
+rtt = "10ms"
+[factors]
+"bottleneck.buffer" = ["1bdp", "2bdp"]
+{panels}
+"""
+
+
+def _panel_study(tmp_path, text: str, **kwargs):
+    path = tmp_path / "p.toml"
+    path.write_text(PANEL_STUDY.format(panels=text), encoding="utf-8")
+    return load_study(path, **kwargs)
+
+
+def test_panels_union_their_points_with_a_panel_column(tmp_path):
+    spec = _panel_study(
+        tmp_path,
+        '[panels.a]\n[panels.b]\nset = {"flows.0.rtt" = "20ms"}\nfactors = {"bottleneck.buffer" = ["4bdp"]}\n'
+        '[panels.c]\nzip = {z = {"flows.0.count" = [1, 1], "flows.0.rtt" = ["5ms", "6ms"]}}\n',
+    )
+    assert [f.column for f in spec.factors] == ["panel", "bottleneck_buffer", "flows_0_count", "flows_0_rtt"]
+    assert [(p.values["panel"], p.values["bottleneck.buffer"]) for p in spec.points] == [
+        ("a", "1bdp"), ("a", "2bdp"), ("b", "4bdp"), ("c", "1bdp"), ("c", "1bdp"), ("c", "2bdp"), ("c", "2bdp"),
+    ]  # fmt: skip
+    assert spec.points[2].config["flows"][0]["rtt_ns"] == 20_000_000
+    assert spec.points[0].values["flows.0.count"] is None  # a panel leaves others' factors empty
+    assert spec.points[0].key.startswith('[["panel","a"]')
+    only_b = _panel_study(tmp_path, "[panels.a]\n[panels.b]\n", panels=["b"])
+    assert [p.values["panel"] for p in only_b.points] == ["b", "b"]
+    # The same point in two panels gets different seeds (the key holds the panel).
+    both = _panel_study(tmp_path, "[panels.a]\n[panels.b]\n")
+    assert both.runs[0].seed != both.runs[2].seed
+
+
+@pytest.mark.parametrize(
+    ("panels", "message"),
+    [
+        (
+            "[panels.a]\nsett = {}\n",
+            r"^panels\.a\.sett: unknown key; allowed: doc, set, factors, zip, exclude, filter$",
+        ),
+        ('[panels.a]\nset = {"flows.3.rtt" = "1ms"}\n', r"^panels\.a\.set: flows\.3\.rtt: no such entry"),
+        ('[panels.a]\nfactors = {"bottleneck.buffer" = []}\n', r"^panels\.a\.factors\.bottleneck\.buffer: \[\] is not"),
+        ('[panels.a]\nzip = {z = {"flows.0.count" = [1, 1]}}\n', r"^panels\.a\.zip\.z: a repeated row of values"),
+        ('[panels.a]\nset = {"flows.0.rtt" = "fast"}\n', r"^point panel=a, bottleneck\.buffer=1bdp: .*fast"),
+    ],
+)
+def test_panel_mistakes_are_one_line(tmp_path, panels, message):
+    with pytest.raises(ScenarioError, match=message) as err:
+        _panel_study(tmp_path, panels)
+    assert "\n" not in str(err.value)
