@@ -304,3 +304,34 @@ def test_panel_mistakes_are_one_line(tmp_path, panels, message):
     with pytest.raises(ScenarioError, match=message) as err:
         _panel_study(tmp_path, panels)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("panel", ["prague-bbr3-short", "bbr2l4s-bbr3-short"])
+def test_short_path_geometry_without_the_bbr_ccs(panel):
+    """The 2 ms panels' path, BDP and thresholds, checked now: the same panel with CUBIC in
+    place of BBRv3 (and without its ecn_low key), so it resolves before the BBR CCs land."""
+    from l4slab.study.spec import study_from_dict
+
+    data = tomllib.loads(STUDY.read_text(encoding="utf-8"))
+    settings = dict(data["panels"][panel]["set"])
+    settings.pop("flows.1.ecn_low")
+    settings["flows.1.cc"] = "cubic"
+    if settings.get("flows.0.cc") == "bbr2-l4s":
+        settings["flows.0.cc"] = "prague"
+    data["panels"] = {panel: {**data["panels"][panel], "set": settings}}
+    spec = study_from_dict(data, panels=[panel])
+    assert len(spec.runs) == 450
+    bdp = 25_000  # 100 Mbit/s × 2 ms
+    for point in spec.points:
+        assert [f["rtt_ns"] for f in point.config["flows"]] == [2_000_000, 2_000_000]
+        n = float(point.values["bottleneck.buffer"].removesuffix("bdp"))
+        queue, qdisc = point.values["bottleneck.qdisc"], point.config["bottleneck"]["qdisc"]
+        if queue == "fifo":
+            assert qdisc["limit_bytes"] == int(n * bdp)  # 12 500 … 200 000 B
+        elif queue == "dualpi2":
+            assert (qdisc["limit_packets"], qdisc["step_thresh_ns"], qdisc["variant"]) == (10000, 1_000_000, "l4steam")
+        else:
+            assert qdisc["limit_packets"] == int(n * bdp) // 1500 + 1  # 9 … 134 packets
+        thresholds = {k: v for k, v in qdisc.items() if k in ("target_ns", "ce_threshold_ns")}
+        if queue != "fifo":  # bfifo has no threshold
+            assert thresholds and set(thresholds.values()) == {1_000_000}, (queue, thresholds)
