@@ -144,11 +144,11 @@ def test_bbr_panels_resolve(panel):
     if settings.get("flows.0.cc") == "bbr2-l4s":
         assert l4s["cc"] == "bbr2-l4s"
     if panel.endswith("bbr2-onesided"):
-        assert classic["cc_params"] == {"ecn_enable": 1, "ecn_max_rtt_us": 0}
+        assert classic["cc_params"] == {"ecn_enable": True, "ecn_max_rtt_us": 0}
         assert (classic["ecn"], classic["receiver_ecn"], classic["receiver_cc"]) == (1, 1, "cubic")
     if panel.endswith("bbr2-twosided"):
         assert classic["receiver_cc"] == "bbr2"
-        assert classic["receiver_cc_params"] == {"ecn_enable": 1, "ecn_max_rtt_us": 0}
+        assert classic["receiver_cc_params"] == {"ecn_enable": True, "ecn_max_rtt_us": 0}
 
 
 # --- the Prague fallback vintage (L4STeam/linux issue #38) ----------------------------------------
