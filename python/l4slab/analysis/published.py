@@ -52,7 +52,7 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
 from ..errors import ScenarioError
-from ..io import write_text
+from ..io import atomic_write, write_text
 from .metrics import PAM_CAPACITY_MBPS, flow_class, harm_labels, srtt_queue_delay
 
 __all__ = [
@@ -504,10 +504,8 @@ def published_section(data, out, published: str | os.PathLike[str], study_name: 
     for panel in result.panels["panel"]:
         stem = f"published_{re.sub(r'[^0-9A-Za-z_.-]', '_', str(panel))}"
         fig = comparison_figure(result.table, panel)
-        for fmt in ("png", "svg"):
-            buffer = io.BytesIO()
-            fig.savefig(buffer, format=fmt, dpi=150)
-            (out / f"{stem}.{fmt}").write_bytes(buffer.getvalue())
+        for fmt in ("png", "svg"):  # each through a temporary file renamed into place
+            atomic_write(out / f"{stem}.{fmt}", lambda tmp, fmt=fmt, fig=fig: fig.savefig(tmp, format=fmt, dpi=150))
         cells = result.table[result.table["panel"] == panel]
         lines += [f"### {panel}", "", f"![{panel}]({stem}.png)", ""]
         lines += ["| queue | buffer | L4S sim (pub) | other sim (pub) | L4S delay sim (pub) | harm sim / pub |",
