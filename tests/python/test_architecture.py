@@ -135,7 +135,16 @@ def test_study_list_lists_the_study_folders(capsys):
     from l4slab.cli import main
 
     folders = sorted(p.name for p in STUDY_FOLDERS.iterdir() if (p / "study.toml").is_file())
-    assert {"demo", "pam2025-prague-cubic", "s2-segment-sizing", "s2-syn-flood", "dualq-basic"} <= set(folders)
+    assert {
+        "demo",
+        "pam2025",
+        "pam2025-prague-cubic",
+        "s2-segment-sizing",
+        "s2-syn-flood",
+        "dualq-basic",
+        "dualq-web",
+        "coexistence",
+    } <= set(folders)
     assert main(["study", "list"]) == 0
     assert capsys.readouterr().out.split() == folders
 
@@ -147,7 +156,7 @@ def test_builtin_report_sections_load():
     assert [s.__name__ for s in registry.report_sections("demo")] == ["cwnd_section", "sojourn_section"]
     assert registry.report_sections("s2-segment-sizing") == ()
     assert registry.report_sections(None) == ()
-    assert set(registry.presets()) == {"pam2025.queues"}
+    assert set(registry.presets()) == {"pam2025.queues", "pam2025.testbed"}
 
 
 STUDY = """
