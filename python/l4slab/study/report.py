@@ -26,6 +26,7 @@ import pandas as pd
 
 from ..analysis import figures, metrics, verdict
 from ..analysis.html import html_page, markdown_to_html, md_text, mpl_text
+from ..analysis.published import published_section
 from ..io import write_text
 from . import registry, store
 from .catalog import load
@@ -54,6 +55,20 @@ CLASS_COLUMNS = {"mean_ms": ("sojourn mean (ms)", 2), "p99_ms": ("sojourn p99 (m
 def _factor_columns(runs: pd.DataFrame) -> list[str]:
     fixed = {"run_id", "point", "trial", "seed", "status", "wall_s", "error", "in_plan"}
     return [c for c in runs.columns if c not in fixed]
+
+
+def _label(value) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _fill_factors(frame: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
+    frame = frame.copy()
+    for column in factors:
+        if column in frame and frame[column].isna().any():
+            frame[column] = [("–" if pd.isna(v) else _label(v)) for v in frame[column]]
+    return frame
 
 
 def _factor_names(plan: dict, factors: list[str]) -> dict[str, str]:
@@ -119,17 +134,22 @@ def _flow_names(flows: pd.DataFrame) -> pd.Series:
     return flows["label"].astype(str).where(~dup, flows["label"].astype(str) + " #" + flows["id"].astype(str))
 
 
-def report(directory: str | os.PathLike[str]) -> Path:
+def report(directory: str | os.PathLike[str], published: str | os.PathLike[str] | None = None) -> Path:
     """Write ``DIR/report/report.md`` and ``DIR/report/report.html`` with their figures;
-    returns the Markdown path."""
+    returns the Markdown path. ``published``: a published table
+    (:mod:`l4slab.analysis.published`) put beside the simulated cells of every panel it covers."""
     directory = Path(directory)
     data = load(directory)
     out = directory / "report"
     out.mkdir(exist_ok=True)
     plan = store.load_plan(directory) or {}
     name, description = _describe(directory, plan)
+    factors = _factor_columns(data.runs)
+    # A study with panels leaves a panel's missing factors empty: show them as "–" so that
+    # grouping keeps those rows.
+    for table in ("runs", "flows", "bottleneck", "classes"):
+        setattr(data, table, _fill_factors(getattr(data, table), factors))
     runs = data.runs
-    factors = _factor_columns(runs)
     paths = _factor_names(plan, factors)
     short = _short_names(paths)
     done = runs[runs["status"] == "done"] if "status" in runs else runs
@@ -140,6 +160,9 @@ def report(directory: str | os.PathLike[str]) -> Path:
         "the mean and the trials' (min–max). The point number links to the point's time series.",
         "",
     ]
+    if published is not None:
+        body += published_section(data, out, published, plan.get("study"))
+    data.published = published  # a built-in section may skip its own comparison then
     for section in registry.report_sections(plan.get("report")):
         body += section(data, out)
     if data.flows.empty or done.empty:
