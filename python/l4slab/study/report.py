@@ -292,9 +292,8 @@ def _point_names(frame: pd.DataFrame, factors: list[str], short: dict[str, str])
 def _bars(flows: pd.DataFrame, factors: list[str], short: dict[str, str], out: Path) -> list[str]:
     if not factors:
         return []
-    frame = flows.assign(
-        point_name=_point_names(flows, factors, short).map(mpl_text), label=flows["label"].astype(str).map(mpl_text)
-    )
+    names = _point_names(flows, factors, short).str.replace(" · ", "\n", regex=False)
+    frame = flows.assign(point_name=names.map(mpl_text), label=flows["label"].astype(str).map(mpl_text))
     fig = figures.flow_bars(
         frame[["point_name", "label", "goodput_mbps"]],
         x="point_name",
@@ -303,6 +302,10 @@ def _bars(flows: pd.DataFrame, factors: list[str], short: dict[str, str], out: P
         ylabel="goodput (Mbit/s)",
         title="Goodput per point (mean, 95 % CI over trials)",
     )
+    # One "factor=value" per line under each bar; width for the longest line, height for the lines.
+    longest = max((len(part) for n in frame["point_name"] for part in str(n).split("\n")), default=0)
+    n_points = frame["point_name"].nunique()
+    fig.set_size_inches(max(fig.get_figwidth(), 0.09 * longest * n_points + 2.0), 3.6 + 0.2 * len(factors))
     figures.save(fig, out / "goodput")
     return ["## Goodput per point", "", "![goodput per point](goodput.png)", ""]
 
