@@ -193,6 +193,11 @@ pub struct TcpFlowConfig {
     /// whether a listener accepts AccECN (Linux net/ipv4/tcp_dctcp.h:dctcp_ece_ack_update, RFC 9768 §3.1). Default "cubic".
     #[serde(default)]
     pub receiver_cc: Option<String>,
+    /// The route feature `ecn_low` on both hosts (`ip route ... features ecn_low`;
+    /// google/bbr v3 `RTAX_FEATURE_ECN_LOW` → `TCP_ECN_LOW`): CE marks signal a
+    /// shallow-threshold AQM. BBRv3 uses ECN only with it. Default off.
+    #[serde(default)]
+    pub ecn_low: bool,
     /// Drop injection for tests: the first transmission of these segment numbers
     /// (0-based, in MSS units of sequence space) is lost before the bottleneck.
     #[serde(default)]
@@ -421,6 +426,12 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             "Receiving socket's congestion control (DCTCP-style echo, AccECN acceptance); unset = cubic, Linux's default.",
         )
         .choices(crate::cc::KNOWN),
+        ParamSpec::new(
+            "ecn_low",
+            Bool,
+            json!(false),
+            "Route feature ecn_low (ip route ... features ecn_low; google/bbr v3 RTAX_FEATURE_ECN_LOW): BBRv3 uses ECN only with it.",
+        ),
         ParamSpec::new(
             "drop_segments",
             Object,

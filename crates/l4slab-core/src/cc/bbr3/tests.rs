@@ -1,0 +1,1 @@
+//! Mechanism tests of BBRv3.
