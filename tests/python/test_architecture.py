@@ -269,6 +269,7 @@ EVERY_TCP_KNOB = {
     "receiver_ecn": 1,
     "ecn_option": 1,
     "receiver_cc": "dctcp",
+    "ecn_low": True,
     "fq_pacing": True,
     "tso": False,
     "cc_params": {},
