@@ -62,6 +62,9 @@ pub enum CaEvent {
     EcnNoCe,
     /// Receiver: a data segment arrived with CE.
     EcnIsCe,
+    /// A retransmitted tail loss probe repaired a real loss (google/bbr v3
+    /// `CA_EVENT_TLP_RECOVERY`, raised in `tcp_process_tlp_ack` before the reduction).
+    TlpRecovery,
 }
 
 /// Flags of the current ACK passed to `in_ack_event` (`CA_ACK_*`).
@@ -308,6 +311,9 @@ pub struct CcSock {
     /// `dst_feature(dst, RTAX_FEATURE_ECN_LOW)` → `TCP_ECN_LOW` in google/bbr v3):
     /// CE marks come from a shallow-threshold AQM and the peer ACKs precisely.
     pub ecn_low: bool,
+    /// `tp->tlp_orig_data_app_limited` (google/bbr v3): the segment a tail loss
+    /// probe retransmitted was sent application-limited.
+    pub tlp_orig_data_app_limited: bool,
     /// `tp->tcp_wstamp_ns`: earliest departure time (EDT) of the next skb, as the
     /// pacing bookkeeping of `tcp_update_skb_after_send` left it.
     pub wstamp_ns: Time,
@@ -349,6 +355,7 @@ impl CcSock {
             lsndtime: 0,
             ecn_mode: EcnMode::Off,
             ecn_low: false,
+            tlp_orig_data_app_limited: false,
             wstamp_ns: 0,
             rcv: RcvAckState::default(),
         }

@@ -278,6 +278,9 @@ impl TcpSender {
                 self.probe_sent(now);
             } else if let Some(last) = self.rtx.len().checked_sub(1) {
                 if !self.rtx[last].has(SACKED) {
+                    // google/bbr v3 tcp_send_loss_probe: remember the original's
+                    // app-limited mark before the retransmission re-stamps it.
+                    self.tp.tlp_orig_data_app_limited = self.rtx[last].tx.is_app_limited;
                     self.retransmit_seg(last, now, out);
                     self.tlp_retrans = true;
                     self.probe_sent(now);

@@ -22,9 +22,9 @@
 //! gains in 1/256, volumes in packets, times in µs (`tcp_mstamp`) and jiffies.
 //!
 //! Not modelled (see docs/architecture.md): PLB (`tcp_plb_enabled` is off by
-//! default; with it off α is updated only while ECN-eligible, as here), the
-//! `CA_EVENT_TLP_RECOVERY` loss signal and `rs->is_acking_tlp_retrans_seq` (the
-//! engine does not report TLP-repaired losses to the CC), the receive-side precise
+//! default; with it off α is updated only while ECN-eligible, as here),
+//! `rs->is_acking_tlp_retrans_seq` (the latest-delivery filters are reset on every
+//! loss-round start, also by the ACK of a TLP retransmission), the receive-side precise
 //! ECE of a bbr receiving socket (`bbr_precise_ece_ack`; the PAM testbed's v3
 //! receivers were CUBIC), and `fast_ack_mode` (it only turns off the receive-window
 //! check of `__tcp_ack_snd_check`, which the engine's receiver never applies).
@@ -1184,6 +1184,23 @@ impl Bbr3 {
         self.ecn_in_cycle |= rs.delivered_ce > 0;
     }
 
+    /// `bbr_run_loss_probe_recovery`: a TLP repaired the loss of one segment.
+    fn run_loss_probe_recovery(&mut self, tp: &mut CcSock) {
+        self.note_loss(tp);
+        if !self.bw_probe_samples {
+            return;
+        }
+        let rs = RateSample {
+            lost: 1,
+            tx_in_flight: self.inflight_latest + 1,
+            is_app_limited: tp.tlp_orig_data_app_limited,
+            ..RateSample::default()
+        };
+        if self.is_inflight_too_high(&rs) {
+            self.handle_inflight_too_high(tp, &rs);
+        }
+    }
+
     /// `bbr_note_loss`.
     fn note_loss(&mut self, tp: &CcSock) {
         if !self.loss_in_round {
@@ -1311,10 +1328,13 @@ impl CongestionControl for Bbr3 {
         }
     }
 
-    /// `bbr_cwnd_event` (the CE events of a receiving socket and
-    /// `CA_EVENT_TLP_RECOVERY` are not delivered by the engine; see the module doc).
+    /// `bbr_cwnd_event` (the CE events of a receiving socket are not delivered to
+    /// BBRv3 by the engine; see the module doc).
     fn cwnd_event(&mut self, tp: &mut CcSock, ev: CaEvent) {
-        if ev == CaEvent::TxStart {
+        if ev == CaEvent::TlpRecovery {
+            // bbr_loss_probe_recovery = true.
+            self.run_loss_probe_recovery(tp);
+        } else if ev == CaEvent::TxStart {
             if tp.app_limited == 0 {
                 return;
             }

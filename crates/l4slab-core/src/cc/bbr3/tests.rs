@@ -562,3 +562,35 @@ fn cc_state_reports_the_model() {
     assert!(s.pacing_gain.is_some());
 }
 
+
+#[test]
+fn a_tlp_repaired_loss_is_a_loss_and_while_probing_a_too_high_sample() {
+    // bbr_run_loss_probe_recovery (bbr_loss_probe_recovery = true).
+    let mut cc = Bbr3::new(Bbr3Params::default());
+    let mut tp = CcSock::new(MSS, 10);
+    tp.min_rtt_us = 10_000;
+    cc.init(&mut tp);
+    tp.delivered = 500;
+    cc.cwnd_event(&mut tp, CaEvent::TlpRecovery);
+    assert!(cc.loss_in_round && cc.loss_in_cycle);
+    assert_eq!(cc.loss_round_delivered, 500, "the first loss of a round re-arms the loss round");
+    assert_eq!(cc.inflight_hi, UNSET, "not probing: only noted");
+    // Probing: one lost of inflight_latest + 1 = 31 > 31·5/256 → too high, inflight_hi
+    // = max(31, 0.7·target_inflight).
+    cc.mode = Mode::ProbeBw;
+    cc.cycle_idx = Phase::Up;
+    cc.bw_probe_samples = true;
+    cc.inflight_latest = 30;
+    tp.cwnd = 20;
+    cc.cwnd_event(&mut tp, CaEvent::TlpRecovery);
+    assert_eq!(cc.inflight_hi, 31);
+    assert_eq!(cc.cycle_idx, Phase::Down);
+    // An app-limited original does not move inflight_hi (bbr_handle_inflight_too_high).
+    cc.cycle_idx = Phase::Up;
+    cc.bw_probe_samples = true;
+    cc.inflight_latest = 60;
+    tp.tlp_orig_data_app_limited = true;
+    cc.cwnd_event(&mut tp, CaEvent::TlpRecovery);
+    assert_eq!(cc.inflight_hi, 31);
+    assert!(cc.prev_probe_too_high);
+}
