@@ -8,8 +8,8 @@
 //! (×(1 − α/3)) round outside probes, and the long-term `inflight_hi` set where a
 //! probe's loss rate passed 2 % (or its CE share 50 %). STARTUP paces at 2.77 with
 //! cwnd gain 2, exits on a bandwidth plateau (3 rounds < 25 % growth), on loss
-//! (≥ 6 loss events and > 2 % loss in a recovery round) or on ECN (2 rounds of
-//! > 50 % CE); DRAIN at 1/2.885; PROBE_BW cycles DOWN (0.91) → CRUISE → REFILL →
+//! (≥ 6 loss events and > 2 % loss in a recovery round) or on ECN (2 rounds with
+//! more than 50 % CE); DRAIN at 1/2.885; PROBE_BW cycles DOWN (0.91) → CRUISE → REFILL →
 //! UP (1.25, cwnd gain 2.25).
 //!
 //! ECN is used only when `bbr_can_use_ecn`: ECN negotiated **and** the route
@@ -377,7 +377,7 @@ impl Bbr3 {
             return self.init_cwnd;
         }
         let w = bw as u64 * self.min_rtt_us as u64;
-        ((((w * gain as u64) >> BBR_SCALE) + BW_UNIT - 1) / BW_UNIT) as u32
+        ((w * gain as u64) >> BBR_SCALE).div_ceil(BW_UNIT) as u32
     }
 
     /// `bbr_quantization_budget`.
