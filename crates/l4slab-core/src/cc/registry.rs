@@ -68,6 +68,7 @@ pub const TABLE: &[CcDescriptor] = &[
     super::prague::DESCRIPTOR_V06,
     super::bbr2::DESCRIPTOR,
     super::bbr2::DESCRIPTOR_L4S,
+    super::bbr3::DESCRIPTOR,
 ];
 
 const N: usize = TABLE.len();

@@ -51,9 +51,9 @@ impl TcpSender {
                         self.tsq_throttled = true;
                         break;
                     }
-                } else if self.tp.paced && self.wstamp > now && !probe {
+                } else if self.tp.paced && self.tp.wstamp_ns > now && !probe {
                     // tcp_pacing_check: arm the pacing timer for the departure time.
-                    self.pacing_timer = Some(self.wstamp);
+                    self.pacing_timer = Some(self.tp.wstamp_ns);
                     break;
                 }
                 let quota = if probe { 1 } else { self.cwnd_test() };
@@ -165,14 +165,14 @@ impl TcpSender {
         if !self.tp.paced {
             return;
         }
-        let prior = self.wstamp;
-        self.wstamp = self.wstamp.max(now);
+        let prior = self.tp.wstamp_ns;
+        self.tp.wstamp_ns = self.tp.wstamp_ns.max(now);
         let rate = self.tp.pacing_rate;
         if rate > 0 && self.stats.data_segments_sent >= 10 {
             let mut len_ns = bytes * NS_PER_SEC / rate;
-            let credit = self.wstamp - prior;
+            let credit = self.tp.wstamp_ns - prior;
             len_ns -= (len_ns / 2).min(credit);
-            self.wstamp += len_ns;
+            self.tp.wstamp_ns += len_ns;
         }
     }
 
@@ -213,7 +213,7 @@ impl TcpSender {
     #[inline]
     pub(super) fn departure(&self, now: Time) -> Time {
         if self.fq_pacing && self.tp.paced {
-            self.wstamp.max(now)
+            self.tp.wstamp_ns.max(now)
         } else {
             now
         }
@@ -266,8 +266,9 @@ impl TcpSender {
         let flags = self.cc.flags();
         match self.tp.ecn_mode {
             EcnMode::Off => Ecn::NotEct,
-            // RFC 3168 forbids ECT on retransmissions unless the CC needs ECN.
-            EcnMode::Rfc3168 if retrans && !flags.needs_ecn => Ecn::NotEct,
+            // RFC 3168 forbids ECT on retransmissions unless the CC needs ECN or set
+            // TCP_ECN_ECT_PERMANENT (google/bbr v3 tcp_ecn_send).
+            EcnMode::Rfc3168 if retrans && !flags.needs_ecn && !self.tp.ect_permanent => Ecn::NotEct,
             _ => self.cc.ect_codepoint(),
         }
     }
@@ -292,8 +293,8 @@ impl TcpSender {
                     self.tsq_throttled = true;
                     break;
                 }
-            } else if self.tp.paced && self.wstamp > now {
-                self.pacing_timer = Some(self.wstamp);
+            } else if self.tp.paced && self.tp.wstamp_ns > now {
+                self.pacing_timer = Some(self.tp.wstamp_ns);
                 break;
             }
             let s = self.rtx[i];
@@ -361,6 +362,9 @@ impl TcpSender {
                 self.probe_sent(now);
             } else if let Some(last) = self.rtx.len().checked_sub(1) {
                 if !self.rtx[last].has(SACKED) {
+                    // google/bbr v3 tcp_send_loss_probe: remember the original's
+                    // app-limited mark before the retransmission re-stamps it.
+                    self.tp.tlp_orig_data_app_limited = self.rtx[last].tx.is_app_limited;
                     self.retransmit_seg(last, now, out);
                     self.tlp_retrans = true;
                     self.probe_sent(now);
@@ -414,7 +418,7 @@ mod tests {
         s.tp.pacing_rate = rate;
         s.tp.min_rtt_us = 10_000;
         s.stats.data_segments_sent = 10;
-        s.wstamp = 1_000_000; // on time at t = 1 ms: no late-sender credit
+        s.tp.wstamp_ns = 1_000_000; // on time at t = 1 ms: no late-sender credit
         s
     }
 
@@ -426,13 +430,13 @@ mod tests {
         s.write_xmit(1_000_000, &mut out, false);
         assert_eq!(out.len(), 4, "one skb of tso_segs segments");
         let bytes: u64 = out.iter().map(|p| p.payload as u64).sum();
-        assert_eq!(s.wstamp, 1_000_000 + bytes * NS_PER_SEC / rate, "EDT moves by the skb's bytes / rate");
-        assert_eq!(s.pacing_timer, Some(s.wstamp));
+        assert_eq!(s.tp.wstamp_ns, 1_000_000 + bytes * NS_PER_SEC / rate, "EDT moves by the skb's bytes / rate");
+        assert_eq!(s.pacing_timer, Some(s.tp.wstamp_ns));
         // Nothing more until the departure time, then the next skb.
         out.clear();
-        s.write_xmit(s.wstamp - 1, &mut out, false);
+        s.write_xmit(s.tp.wstamp_ns - 1, &mut out, false);
         assert!(out.is_empty());
-        s.write_xmit(s.wstamp, &mut out, false);
+        s.write_xmit(s.tp.wstamp_ns, &mut out, false);
         assert_eq!(out.len(), 4);
     }
 
@@ -444,7 +448,7 @@ mod tests {
         s.write_xmit(5_000_000, &mut out, false); // 4 ms late
         let bytes: u64 = out.iter().map(|p| p.payload as u64).sum();
         let len_ns = bytes * NS_PER_SEC / rate;
-        assert_eq!(s.wstamp, 5_000_000 + len_ns - len_ns / 2);
+        assert_eq!(s.tp.wstamp_ns, 5_000_000 + len_ns - len_ns / 2);
     }
 
     #[test]
@@ -453,7 +457,7 @@ mod tests {
         let mut out = Vec::new();
         s.write_xmit(1_000_000, &mut out, false);
         assert_eq!(out.len(), 1);
-        assert_eq!(s.wstamp, 1_000_000 + out[0].payload as u64 * NS_PER_SEC / 12_500_000);
+        assert_eq!(s.tp.wstamp_ns, 1_000_000 + out[0].payload as u64 * NS_PER_SEC / 12_500_000);
     }
 
     #[test]
@@ -478,5 +482,47 @@ mod tests {
         let mut out = Vec::new();
         s.write_xmit(1_000_000, &mut out, false);
         assert_eq!(out.len(), 10);
+    }
+
+    #[test]
+    fn bbr3_keeps_ect_on_retransmissions_only_when_ecn_is_usable() {
+        // google/bbr v3: bbr_init sets TCP_ECN_ECT_PERMANENT when bbr_can_use_ecn
+        // (ECN negotiated and the route's ecn_low); tcp_ecn_send then keeps ECT on
+        // retransmissions, which RFC 3168 §6.1.5 otherwise sends Not-ECT.
+        for (ecn_mode, ecn_low, retrans_ecn) in [
+            (EcnMode::Rfc3168, true, Ecn::Ect0),
+            (EcnMode::Rfc3168, false, Ecn::NotEct),
+            (EcnMode::Off, true, Ecn::NotEct),
+        ] {
+            let cfg: TcpFlowConfig =
+                serde_json::from_value(serde_json::json!({"cc": "bbr3", "rtt_ns": 10_000_000u64, "ecn_low": ecn_low}))
+                    .unwrap();
+            let mut s = TcpSender::new(0, &cfg, crate::cc::by_name("bbr3").unwrap(), Time::MAX);
+            assert_eq!(s.tp.ecn_low, ecn_low, "the flow key reaches the CC's socket");
+            s.phase = Phase::Established;
+            s.tp.ecn_mode = ecn_mode;
+            s.tp.min_rtt_us = 10_000;
+            s.cc.init(&mut s.tp);
+            let mut out = Vec::new();
+            s.write_xmit(1_000_000, &mut out, false);
+            let first = if ecn_mode == EcnMode::Off { Ecn::NotEct } else { Ecn::Ect0 };
+            assert_eq!(out[0].ecn, first);
+            out.clear();
+            s.retransmit_seg(0, 2_000_000, &mut out);
+            assert!(out[0].retrans);
+            assert_eq!(out[0].ecn, retrans_ecn, "{ecn_mode:?} ecn_low {ecn_low}");
+        }
+        // Other CCs are unchanged: CUBIC's retransmissions stay Not-ECT.
+        let cfg: TcpFlowConfig =
+            serde_json::from_value(serde_json::json!({"cc": "cubic", "rtt_ns": 10_000_000u64, "ecn_low": true})).unwrap();
+        let mut s = TcpSender::new(0, &cfg, crate::cc::by_name("cubic").unwrap(), Time::MAX);
+        s.phase = Phase::Established;
+        s.tp.ecn_mode = EcnMode::Rfc3168;
+        s.cc.init(&mut s.tp);
+        let mut out = Vec::new();
+        s.write_xmit(1_000_000, &mut out, false);
+        out.clear();
+        s.retransmit_seg(0, 2_000_000, &mut out);
+        assert_eq!(out[0].ecn, Ecn::NotEct);
     }
 }

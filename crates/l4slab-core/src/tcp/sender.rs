@@ -175,8 +175,6 @@ pub struct TcpSender {
     pub(super) xmit_timer: Option<(XmitTimer, Time)>,
     pub(super) syn_sent_at: Time,
     pub(super) syn_retries: u32,
-    /// Internal pacing (EDT): earliest departure of the next packet.
-    pub(super) wstamp: Time,
     /// The host runs fq: pace whatever the CC.
     pub(super) fq_pacing: bool,
     /// TSO/GSO on: skbs of up to `tso_segs` segments.
@@ -207,6 +205,7 @@ impl TcpSender {
         let paced = cc.flags().needs_pacing || cfg.fq_pacing;
         let mut tp = CcSock::new(cfg.mss, cfg.init_cwnd);
         tp.paced = paced;
+        tp.ecn_low = cfg.ecn_low;
         // Seed 0 until the simulator hands the run's seed (`seed_cc_rng`).
         tp.rng = crate::rng::stream(0, crate::rng::Stream::Flow(flow));
         TcpSender {
@@ -249,7 +248,6 @@ impl TcpSender {
             xmit_timer: None,
             syn_sent_at: 0,
             syn_retries: 0,
-            wstamp: 0,
             fq_pacing: cfg.fq_pacing,
             tso: cfg.tso,
             pacing_timer: None,
