@@ -11,6 +11,7 @@
 use crate::packet::Ecn;
 use crate::time::{jiffies, Time};
 
+pub mod bbr;
 pub mod cubic;
 pub mod dctcp;
 pub mod minmax;
@@ -296,6 +297,9 @@ pub struct CcSock {
     pub paced: bool,
     /// `tp->lsndtime`: time of the last data transmission.
     pub lsndtime: Time,
+    /// `tp->tcp_wstamp_ns`: earliest departure time of the next skb under EDT pacing
+    /// (BBR's `bbr_packets_in_net_at_edt`).
+    pub wstamp_ns: Time,
     /// The negotiated ECN feedback mode.
     pub ecn_mode: EcnMode,
     /// Receive side, for the CE events of a receiving socket's CC.
@@ -333,6 +337,7 @@ impl CcSock {
             max_packets_out: 0,
             paced: false,
             lsndtime: 0,
+            wstamp_ns: 0,
             ecn_mode: EcnMode::Off,
             rcv: RcvAckState::default(),
         }
@@ -463,6 +468,13 @@ pub trait CongestionControl: Send {
 
     /// Segments per TSO burst (`tso_segs`), `None` to use the stack's autosizing.
     fn tso_segs(&self, _tp: &CcSock) -> Option<u32> {
+        None
+    }
+
+    /// `min_tso_segs`: the minimum segments per skb for `tcp_tso_autosize`
+    /// (`tcp_tso_segs` in net/ipv4/tcp_output.c; BBRv1 `bbr_min_tso_segs`), `None` for
+    /// the sysctl `tcp_min_tso_segs`. Used only when `tso_segs` is `None`.
+    fn min_tso_segs(&self, _tp: &CcSock) -> Option<u32> {
         None
     }
 

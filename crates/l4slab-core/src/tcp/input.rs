@@ -61,6 +61,7 @@ impl TcpSender {
         let prior_in_flight = self.tp.in_flight();
         let prior_delivered = self.tp.delivered;
         let prior_lost_out = self.tp.lost_out;
+        let prior_lost = self.tp.lost;
         let mut fl: u32 = 0;
         let mut rs = RateSample { prior_in_flight, ..RateSample::default() };
         let mut first_sack_xmit: Option<Time> = None;
@@ -196,12 +197,14 @@ impl TcpSender {
 
         // Rate sample (tcp_rate_gen) and congestion control.
         rs.is_ece = fl & flag::ECE != 0;
-        // Newly lost for rs.losses and PRR. Linux's tcp_ack takes the growth of
-        // tp->lost; the growth of lost_out used here is smaller when a packet marked
-        // lost earlier is (S)ACKed by this ACK or a retransmission is lost again.
-        // Kept: changing it changes results.
+        // rs.losses is the growth of tp->lost, as tcp_ack passes it to tcp_rate_gen
+        // ("freshly marked lost"). PRR here still takes the growth of lost_out, which
+        // is smaller when a packet marked lost earlier is (S)ACKed by this ACK or a
+        // retransmission is lost again: kept, because changing it changes the
+        // results of every loss-based CC (a known divergence, docs/engine.md).
         let lost_now = self.tp.lost_out.saturating_sub(prior_lost_out);
-        self.rate_gen(now, acked_sacked, lost_now, &mut rs);
+        let newly_lost = (self.tp.lost - prior_lost) as u32;
+        self.rate_gen(now, acked_sacked, newly_lost, &mut rs);
         if self.tp.snd_una >= self.app_bytes && self.stats.completed_at.is_none() {
             self.stats.completed_at = Some(now);
         }

@@ -44,9 +44,9 @@ impl TcpSender {
                 if skb_bytes > 0 {
                     self.skb_sent(std::mem::take(&mut skb_bytes), now);
                 }
-                if self.tp.paced && self.wstamp > now && !probe {
+                if self.tp.paced && self.tp.wstamp_ns > now && !probe {
                     // tcp_pacing_check: arm the pacing timer for the departure time.
-                    self.pacing_timer = Some(self.wstamp);
+                    self.pacing_timer = Some(self.tp.wstamp_ns);
                     break;
                 }
                 let quota = if probe { 1 } else { self.cwnd_test() };
@@ -134,7 +134,9 @@ impl TcpSender {
             bytes += GSO_MAX_SIZE >> r;
         }
         let segs = bytes.min(GSO_MAX_SIZE) / self.tp.mss.max(1) as u64;
-        (segs as u32).max(TCP_MIN_TSO_SEGS)
+        // tcp_tso_segs: the CC's min_tso_segs op (BBR) replaces the sysctl.
+        let min_tso = self.cc.min_tso_segs(&self.tp).unwrap_or(TCP_MIN_TSO_SEGS);
+        (segs as u32).max(min_tso)
     }
 
     /// `tcp_cwnd_test`: segments the cwnd lets the next skb take, 0 when full. One
@@ -154,14 +156,14 @@ impl TcpSender {
         if !self.tp.paced {
             return;
         }
-        let prior = self.wstamp;
-        self.wstamp = self.wstamp.max(now);
+        let prior = self.tp.wstamp_ns;
+        self.tp.wstamp_ns = self.tp.wstamp_ns.max(now);
         let rate = self.tp.pacing_rate;
         if rate > 0 && self.stats.data_segments_sent >= 10 {
             let mut len_ns = bytes * NS_PER_SEC / rate;
-            let credit = self.wstamp - prior;
+            let credit = self.tp.wstamp_ns - prior;
             len_ns -= (len_ns / 2).min(credit);
-            self.wstamp += len_ns;
+            self.tp.wstamp_ns += len_ns;
         }
     }
 
@@ -210,8 +212,8 @@ impl TcpSender {
             if self.tp.in_flight() >= self.tp.cwnd {
                 break;
             }
-            if self.tp.paced && self.wstamp > now {
-                self.pacing_timer = Some(self.wstamp);
+            if self.tp.paced && self.tp.wstamp_ns > now {
+                self.pacing_timer = Some(self.tp.wstamp_ns);
                 break;
             }
             let s = self.rtx[i];
@@ -330,7 +332,7 @@ mod tests {
         s.tp.pacing_rate = rate;
         s.tp.min_rtt_us = 10_000;
         s.stats.data_segments_sent = 10;
-        s.wstamp = 1_000_000; // on time at t = 1 ms: no late-sender credit
+        s.tp.wstamp_ns = 1_000_000; // on time at t = 1 ms: no late-sender credit
         s
     }
 
@@ -342,13 +344,13 @@ mod tests {
         s.write_xmit(1_000_000, &mut out, false);
         assert_eq!(out.len(), 4, "one skb of tso_segs segments");
         let bytes: u64 = out.iter().map(|p| p.payload as u64).sum();
-        assert_eq!(s.wstamp, 1_000_000 + bytes * NS_PER_SEC / rate, "EDT moves by the skb's bytes / rate");
-        assert_eq!(s.pacing_timer, Some(s.wstamp));
+        assert_eq!(s.tp.wstamp_ns, 1_000_000 + bytes * NS_PER_SEC / rate, "EDT moves by the skb's bytes / rate");
+        assert_eq!(s.pacing_timer, Some(s.tp.wstamp_ns));
         // Nothing more until the departure time, then the next skb.
         out.clear();
-        s.write_xmit(s.wstamp - 1, &mut out, false);
+        s.write_xmit(s.tp.wstamp_ns - 1, &mut out, false);
         assert!(out.is_empty());
-        s.write_xmit(s.wstamp, &mut out, false);
+        s.write_xmit(s.tp.wstamp_ns, &mut out, false);
         assert_eq!(out.len(), 4);
     }
 
@@ -360,7 +362,7 @@ mod tests {
         s.write_xmit(5_000_000, &mut out, false); // 4 ms late
         let bytes: u64 = out.iter().map(|p| p.payload as u64).sum();
         let len_ns = bytes * NS_PER_SEC / rate;
-        assert_eq!(s.wstamp, 5_000_000 + len_ns - len_ns / 2);
+        assert_eq!(s.tp.wstamp_ns, 5_000_000 + len_ns - len_ns / 2);
     }
 
     #[test]
@@ -369,7 +371,7 @@ mod tests {
         let mut out = Vec::new();
         s.write_xmit(1_000_000, &mut out, false);
         assert_eq!(out.len(), 1);
-        assert_eq!(s.wstamp, 1_000_000 + out[0].payload as u64 * NS_PER_SEC / 12_500_000);
+        assert_eq!(s.tp.wstamp_ns, 1_000_000 + out[0].payload as u64 * NS_PER_SEC / 12_500_000);
     }
 
     #[test]

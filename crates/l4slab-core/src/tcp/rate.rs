@@ -36,12 +36,17 @@ impl TcpSender {
     }
 
     /// `tcp_rate_skb_delivered`: when `s` is the most recently sent packet this ACK
-    /// delivered so far, take the sample's starting point from it.
+    /// delivered so far (`tcp_skb_sent_after`: later send time, ties broken by the
+    /// higher end_seq; mainline since Linux 5.18, google/bbr v3), take the sample's
+    /// starting point from it.
     pub(super) fn rate_skb_delivered(&mut self, s: &mut Seg, rs: &mut RateSample) {
         if s.has(DELIVERED) {
             return;
         }
-        if rs.prior_mstamp == 0 || s.tx.delivered > rs.prior_delivered {
+        let tx_us = s.xmit / NS_PER_US;
+        if rs.prior_delivered == 0
+            || skb_sent_after(tx_us, self.tp.first_tx_mstamp / NS_PER_US, s.end, rs.last_end_seq)
+        {
             rs.prior_delivered = s.tx.delivered;
             rs.prior_delivered_ce = s.tx.delivered_ce;
             rs.is_app_limited = s.tx.is_app_limited;
@@ -49,10 +54,12 @@ impl TcpSender {
             rs.tx_in_flight = s.tx.in_flight;
             rs.lost = (self.tp.lost - s.tx.lost) as i64;
             rs.last_end_seq = s.end;
-            // Send phase of this flight, kept in `interval_us` for rate_gen.
-            rs.interval_us = ((s.xmit - s.tx.first_tx_mstamp) / NS_PER_US) as i64;
-            self.tp.first_tx_mstamp = s.xmit;
             rs.prior_mstamp = s.tx.delivered_mstamp;
+            // Send time of the most recently delivered packet.
+            self.tp.first_tx_mstamp = s.xmit;
+            // Send phase of this flight (tcp_stamp_us_delta on µs stamps), kept in
+            // `interval_us` for rate_gen.
+            rs.interval_us = tx_us.saturating_sub(s.tx.first_tx_mstamp / NS_PER_US) as i64;
         }
         // Linux zeroes tx.delivered_mstamp so a SACKed packet is not sampled again
         // when it is cumulatively acknowledged.
@@ -79,7 +86,8 @@ impl TcpSender {
         rs.delivered = (self.tp.delivered - rs.prior_delivered) as i64;
         rs.delivered_ce = (self.tp.delivered_ce - rs.prior_delivered_ce) as i64;
         let snd_us = rs.interval_us;
-        let ack_us = ((now.saturating_sub(prior_time)) / NS_PER_US) as i64;
+        // tcp_stamp_us_delta(tp->tcp_mstamp, rs->prior_mstamp): µs clocks.
+        let ack_us = (now / NS_PER_US).saturating_sub(prior_time / NS_PER_US) as i64;
         rs.interval_us = snd_us.max(ack_us);
         // An interval below min RTT is from ACK compression or a stretched clock.
         if rs.interval_us < self.tp.min_rtt_us as i64 {
@@ -99,6 +107,13 @@ impl TcpSender {
             self.tp.app_limited = (self.tp.delivered + in_flight as u64).max(1);
         }
     }
+}
+
+/// `tcp_skb_sent_after(t1, t2, seq1, seq2)` (include/net/tcp.h): sent later, or at
+/// the same time with a higher end sequence.
+#[inline]
+fn skb_sent_after(t1: u64, t2: u64, seq1: u64, seq2: u64) -> bool {
+    t1 > t2 || (t1 == t2 && seq1 > seq2)
 }
 
 #[cfg(test)]

@@ -175,8 +175,6 @@ pub struct TcpSender {
     pub(super) xmit_timer: Option<(XmitTimer, Time)>,
     pub(super) syn_sent_at: Time,
     pub(super) syn_retries: u32,
-    /// Internal pacing (EDT): earliest departure of the next packet.
-    pub(super) wstamp: Time,
     /// The host runs fq: pace whatever the CC.
     pub(super) fq_pacing: bool,
     /// TSO/GSO on: skbs of up to `tso_segs` segments.
@@ -235,7 +233,6 @@ impl TcpSender {
             xmit_timer: None,
             syn_sent_at: 0,
             syn_retries: 0,
-            wstamp: 0,
             fq_pacing: cfg.fq_pacing,
             tso: cfg.tso,
             pacing_timer: None,
