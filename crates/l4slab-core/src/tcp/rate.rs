@@ -183,20 +183,23 @@ mod tests {
             send(&mut s, t0 + k * NS_PER_MS);
         }
         // First ACK, 20 ms after the flight started from idle, for 2 packets: both
-        // were sent with delivered = 0, the first (earliest) one is the sample's
-        // start; its send phase is 0, the ACK phase 20 ms.
+        // were sent with delivered = 0; the most recently sent one (t0 + 1 ms,
+        // tcp_skb_sent_after) is the sample's start; its send phase is 1 ms, the
+        // ACK phase 20 ms.
         let rs = ack(&mut s, 2, t0 + 20 * NS_PER_MS);
         assert_eq!((rs.prior_delivered, rs.prior_mstamp), (0, t0));
         assert_eq!((rs.delivered, rs.interval_us), (2, 20_000));
-        assert_eq!((s.tp.delivered_mstamp, s.tp.first_tx_mstamp), (t0 + 20 * NS_PER_MS, t0));
-        // A packet sent at 21 ms carries delivered = 2 and the send phase start t0.
+        assert_eq!(rs.tx_in_flight, 2, "the second packet's snapshot");
+        assert_eq!((s.tp.delivered_mstamp, s.tp.first_tx_mstamp), (t0 + 20 * NS_PER_MS, t0 + NS_PER_MS));
+        // A packet sent at 21 ms carries delivered = 2 and the send phase start.
         send(&mut s, t0 + 21 * NS_PER_MS);
         let tx = s.rtx.back().unwrap().tx;
-        assert_eq!((tx.delivered, tx.delivered_mstamp, tx.first_tx_mstamp), (2, t0 + 20 * NS_PER_MS, t0));
+        assert_eq!((tx.delivered, tx.delivered_mstamp, tx.first_tx_mstamp), (2, t0 + 20 * NS_PER_MS, t0 + NS_PER_MS));
         // The ACK at 25 ms delivers it with the two older ones: it is the most
-        // recently sent, so delivered = 5 − 2 = 3 over max(21 ms send, 5 ms ACK).
+        // recently sent, so delivered = 5 − 2 = 3 over max(20 ms send, 5 ms ACK):
+        // the send phase is the longer one here (ACK compression).
         let rs = ack(&mut s, 3, t0 + 25 * NS_PER_MS);
-        assert_eq!((rs.prior_delivered, rs.delivered, rs.interval_us), (2, 3, 21_000));
+        assert_eq!((rs.prior_delivered, rs.delivered, rs.interval_us), (2, 3, 20_000));
         assert_eq!(rs.tx_in_flight, 3, "two in flight when it left, plus itself");
         assert_eq!(rs.last_end_seq, 5 * 1448);
         // Below min RTT the interval is not trusted.
@@ -204,6 +207,59 @@ mod tests {
         send(&mut s, t0 + 26 * NS_PER_MS);
         let rs = ack(&mut s, 1, t0 + 27 * NS_PER_MS);
         assert_eq!((rs.delivered, rs.interval_us), (1, -1));
+    }
+
+    #[test]
+    fn the_sample_starts_at_the_most_recently_sent_packet_ties_broken_by_sequence() {
+        let mut s = sender(Box::new(Reno));
+        let t0 = 10 * NS_PER_MS;
+        // Three packets of one TSO burst (same send time) and a fourth 2 ms later,
+        // delivered together by one ACK; none carries a later tx.delivered.
+        for k in 0..3 {
+            send(&mut s, t0);
+            assert_eq!(s.rtx[k].xmit, t0);
+        }
+        send(&mut s, t0 + 2 * NS_PER_MS);
+        // The ACK processes them in sequence order; the last-sent wins.
+        let rs = ack(&mut s, 4, t0 + 15 * NS_PER_MS);
+        assert_eq!((rs.tx_in_flight, rs.last_end_seq), (4, 4 * 1448));
+        assert_eq!(rs.interval_us, 15_000, "ACK phase from the flight's start");
+        // Two packets sent at the same time: the higher end_seq is the sample
+        // (delivered > 0 at their send: with tx.delivered = 0, Linux's
+        // `!rs->prior_delivered` lets every later-processed packet replace it).
+        let mut s = sender(Box::new(Reno));
+        s.tp.delivered = 5;
+        send(&mut s, t0);
+        send(&mut s, t0);
+        let mut rs = RateSample::default();
+        let (mut a, mut b) = (s.rtx[0], s.rtx[1]);
+        s.tp.delivered += 2;
+        s.tp.first_tx_mstamp = 0;
+        s.rate_skb_delivered(&mut b, &mut rs);
+        s.rate_skb_delivered(&mut a, &mut rs);
+        assert_eq!((rs.last_end_seq, rs.tx_in_flight), (2 * 1448, 2), "order of processing does not matter");
+        // A SACKed packet is not sampled again when cumulatively acknowledged.
+        let mut rs2 = RateSample::default();
+        s.rate_skb_delivered(&mut b, &mut rs2);
+        assert_eq!(rs2.prior_mstamp, 0);
+    }
+
+    #[test]
+    fn an_interval_below_min_rtt_and_a_sample_without_timing_are_invalid() {
+        let mut s = sender(Box::new(Reno));
+        s.tp.min_rtt_us = 10_000;
+        send(&mut s, NS_PER_MS);
+        // 9.999 ms: below min RTT (ACK compression or a stretched clock): discarded,
+        // but the delivery counts stand.
+        let rs = ack(&mut s, 1, NS_PER_MS + 9_999_000);
+        assert_eq!((rs.delivered, rs.interval_us, rs.acked_sacked), (1, -1, 1));
+        send(&mut s, 20 * NS_PER_MS);
+        let rs = ack(&mut s, 1, 30 * NS_PER_MS);
+        assert_eq!((rs.delivered, rs.interval_us), (1, 10_000), "exactly min RTT is kept");
+        // An ACK that delivers nothing has no timing: delivered = interval = −1.
+        let mut rs = RateSample::default();
+        s.rate_gen(31 * NS_PER_MS, 0, 2, &mut rs);
+        assert_eq!((rs.delivered, rs.interval_us, rs.losses), (-1, -1, 2));
     }
 
     #[test]
