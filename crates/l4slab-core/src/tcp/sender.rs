@@ -263,6 +263,11 @@ impl TcpSender {
         self.cc.alpha()
     }
 
+    /// The CC's model state for the per-flow series (`cc_state`).
+    pub fn cc_state(&self) -> crate::cc::CcState {
+        self.cc.cc_state(&self.tp)
+    }
+
     /// Current payload bytes per full segment (Prague may shrink it).
     pub fn segment_payload(&self) -> u32 {
         self.tp.mss.saturating_sub(self.data_option_len)
