@@ -123,13 +123,21 @@ def _time_series_section(data, factors: list[str], out: Path) -> list[str]:
         bs = data.series("bottleneck_series", ids)
         stem = f"series_point{point}"
         row = []
-        for value, ylabel, frame, grp in (
+        panels = [
             ("goodput_mbps", "goodput (Mbit/s)", fs, "label"),
             ("srtt_ms", "sRTT (ms)", fs, "label"),
             ("sojourn_ms", "bottleneck sojourn (ms)", bs, None),
-        ):
+        ]
+        # The CC's model state, for CCs that report one (BBR): bandwidth estimate.
+        if "bw_est_mbps" in fs and fs["bw_est_mbps"].notna().any():
+            panels.append(("bw_est_mbps", "bandwidth estimate (Mbit/s)", fs, "label"))
+        for value, ylabel, frame, grp in panels:
             fig = figures.time_series(frame, value=value, group=grp, ylabel=ylabel, title=name)
             figures.save(fig, out / f"{stem}_{value}")
             row.append(f"![{value}]({stem}_{value}.png)")
+        if "cc_mode" in fs and (fs["cc_mode"].astype(str) != "").any():
+            fig = figures.cc_mode_timeline(fs, group="label", title=f"{name}: CC mode")
+            figures.save(fig, out / f"{stem}_cc_mode")
+            row.append(f"![cc_mode]({stem}_cc_mode.png)")
         lines += [f"### {name}", "", " ".join(row), ""]
     return lines
