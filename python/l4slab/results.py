@@ -145,9 +145,10 @@ CC_STATE_SERIES = ("bw_est_mbps", "min_rtt_ms", "pacing_gain", "inflight_hi", "i
 def flow_series_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
     """Long table: one row per (flow, bin): time_s, flow, goodput_mbps, ..., marks.
 
-    The CC-state columns (:data:`CC_STATE_SERIES`) are present only when the engine sent
-    them for at least one flow of the run; rows of the other flows then hold NaN (and
-    ``""`` for ``cc_mode``), as do a flow's bins before its CC first reported a state."""
+    The CC-state columns (:data:`CC_STATE_SERIES`) are present, all six, only when the
+    engine sent any of them for at least one flow of the run; rows of the other flows then
+    hold NaN (and ``""`` for ``cc_mode``), as do a flow's bins before its CC first reported
+    a state and quantities its CC does not have."""
     frames = [
         _series_frame(raw["time_s"], series, flow=flow["id"])
         for flow, series in zip(raw["flows"], raw["flow_series"], strict=True)
@@ -155,7 +156,11 @@ def flow_series_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame({"time_s": [], "flow": []})
     frame = pd.concat(frames, ignore_index=True)
-    if "cc_mode" in frame:
+    if any(name in frame for name in CC_STATE_SERIES):
+        # All six together, whichever the engine sent (BBRv1 has no inflight bounds).
+        for name in CC_STATE_SERIES:
+            if name not in frame:
+                frame[name] = "" if name == "cc_mode" else np.nan
         frame["cc_mode"] = frame["cc_mode"].fillna("").astype(object)
     return frame
 

@@ -44,8 +44,7 @@ impl TcpSender {
             return;
         }
         let tx_us = s.xmit / NS_PER_US;
-        if rs.prior_delivered == 0
-            || skb_sent_after(tx_us, self.tp.first_tx_mstamp / NS_PER_US, s.end, rs.last_end_seq)
+        if rs.prior_delivered == 0 || skb_sent_after(tx_us, self.tp.first_tx_mstamp / NS_PER_US, s.end, rs.last_end_seq)
         {
             rs.prior_delivered = s.tx.delivered;
             rs.prior_delivered_ce = s.tx.delivered_ce;

@@ -429,4 +429,3 @@ fn push_state<T: Copy + PartialEq>(v: &mut Vec<T>, bin: usize, x: T, absent: T) 
     }
     v.push(x);
 }
-

@@ -146,37 +146,119 @@ fn param_specs() -> Vec<crate::schema::ParamSpec> {
         gain("high_gain", d.high_gain, "STARTUP pacing/cwnd gain in 1/256 (tcp_bbr.c bbr_high_gain: 739 ≈ 2.885)"),
         gain("drain_gain", d.drain_gain, "DRAIN pacing gain in 1/256 (tcp_bbr.c bbr_drain_gain: 88 ≈ 1/2.885)"),
         gain("cwnd_gain", d.cwnd_gain, "PROBE_BW cwnd gain in 1/256 (tcp_bbr.c bbr_cwnd_gain: 512 = 2)"),
-        P::new("cycle_rand", Int, d.cycle_rand.into(), "PROBE_BW start phase drawn over this many phases (tcp_bbr.c bbr_cycle_rand: 7)")
-            .range(1.0, 7.0),
-        P::new("cwnd_min_target", Int, d.cwnd_min_target.into(), "minimum cwnd and PROBE_RTT cwnd, packets (tcp_bbr.c bbr_cwnd_min_target: 4)")
-            .range(1.0, 1e6),
-        P::new("bw_rtts", Int, d.bw_rtts.into(), "max-bw filter window, rounds (tcp_bbr.c bbr_bw_rtts: CYCLE_LEN + 2 = 10)")
-            .range(1.0, 1e6),
-        P::new("min_rtt_win_sec", Int, d.min_rtt_win_sec.into(), "min-RTT filter window, s (tcp_bbr.c bbr_min_rtt_win_sec: 10)")
-            .range(1.0, 1e6),
-        P::new("probe_rtt_mode_ms", Int, d.probe_rtt_mode_ms.into(), "time at the minimum cwnd in PROBE_RTT, ms; 0 = never probe (tcp_bbr.c bbr_probe_rtt_mode_ms: 200)")
-            .range(0.0, 1e6),
-        P::new("min_tso_rate", Int, d.min_tso_rate.into(), "below this pacing rate, bit/s, one segment per skb (tcp_bbr.c bbr_min_tso_rate: 1200000)")
-            .range(0.0, 1e13),
-        P::new("pacing_margin_percent", Int, d.pacing_margin_percent.into(), "pace this many percent below gain × bw (tcp_bbr.c bbr_pacing_margin_percent: 1)")
-            .range(0.0, 99.0),
-        gain("full_bw_thresh", d.full_bw_thresh, "bw growth per round that keeps STARTUP going, 1/256 (tcp_bbr.c bbr_full_bw_thresh: 320 = 1.25)"),
-        P::new("full_bw_cnt", Int, d.full_bw_cnt.into(), "rounds without that growth before the pipe is full (tcp_bbr.c bbr_full_bw_cnt: 3)")
-            .range(1.0, 3.0),
-        P::new("lt_intvl_min_rtts", Int, d.lt_intvl_min_rtts.into(), "policer detector: minimum rounds per interval (tcp_bbr.c bbr_lt_intvl_min_rtts: 4)")
-            .range(1.0, 31.0),
-        gain("lt_loss_thresh", d.lt_loss_thresh, "policer detector: lossy interval threshold, 1/256 (tcp_bbr.c bbr_lt_loss_thresh: 50 ≈ 20 %)"),
-        gain("lt_bw_ratio", d.lt_bw_ratio, "policer detector: consistent bw ratio, 1/256 (tcp_bbr.c bbr_lt_bw_ratio: 32 = 1/8)"),
-        P::new("lt_bw_diff", Int, d.lt_bw_diff.into(), "policer detector: consistent bw difference, bytes/s (tcp_bbr.c bbr_lt_bw_diff: 500 = 4 kbit/s)")
-            .range(0.0, 1e12),
-        P::new("lt_bw_max_rtts", Int, d.lt_bw_max_rtts.into(), "rounds to pace at the policed rate (tcp_bbr.c bbr_lt_bw_max_rtts: 48)")
-            .range(1.0, 127.0),
-        P::new("extra_acked_gain", Int, d.extra_acked_gain.into(), "ACK-aggregation cwnd allowance gain, 1/256; 0 = off (tcp_bbr.c bbr_extra_acked_gain: 256)")
-            .range(0.0, 1023.0),
-        P::new("extra_acked_win_rtts", Int, d.extra_acked_win_rtts.into(), "rounds per extra_acked filter slot (tcp_bbr.c bbr_extra_acked_win_rtts: 5)")
-            .range(1.0, 31.0),
-        P::new("extra_acked_max_us", Int, d.extra_acked_max_us.into(), "cap of the aggregation allowance, µs of bw (tcp_bbr.c bbr_extra_acked_max_us: 100000)")
-            .range(0.0, 1e9),
+        P::new(
+            "cycle_rand",
+            Int,
+            d.cycle_rand.into(),
+            "PROBE_BW start phase drawn over this many phases (tcp_bbr.c bbr_cycle_rand: 7)",
+        )
+        .range(1.0, 7.0),
+        P::new(
+            "cwnd_min_target",
+            Int,
+            d.cwnd_min_target.into(),
+            "minimum cwnd and PROBE_RTT cwnd, packets (tcp_bbr.c bbr_cwnd_min_target: 4)",
+        )
+        .range(1.0, 1e6),
+        P::new(
+            "bw_rtts",
+            Int,
+            d.bw_rtts.into(),
+            "max-bw filter window, rounds (tcp_bbr.c bbr_bw_rtts: CYCLE_LEN + 2 = 10)",
+        )
+        .range(1.0, 1e6),
+        P::new(
+            "min_rtt_win_sec",
+            Int,
+            d.min_rtt_win_sec.into(),
+            "min-RTT filter window, s (tcp_bbr.c bbr_min_rtt_win_sec: 10)",
+        )
+        .range(1.0, 1e6),
+        P::new(
+            "probe_rtt_mode_ms",
+            Int,
+            d.probe_rtt_mode_ms.into(),
+            "time at the minimum cwnd in PROBE_RTT, ms; 0 = never probe (tcp_bbr.c bbr_probe_rtt_mode_ms: 200)",
+        )
+        .range(0.0, 1e6),
+        P::new(
+            "min_tso_rate",
+            Int,
+            d.min_tso_rate.into(),
+            "below this pacing rate, bit/s, one segment per skb (tcp_bbr.c bbr_min_tso_rate: 1200000)",
+        )
+        .range(0.0, 1e13),
+        P::new(
+            "pacing_margin_percent",
+            Int,
+            d.pacing_margin_percent.into(),
+            "pace this many percent below gain × bw (tcp_bbr.c bbr_pacing_margin_percent: 1)",
+        )
+        .range(0.0, 99.0),
+        gain(
+            "full_bw_thresh",
+            d.full_bw_thresh,
+            "bw growth per round that keeps STARTUP going, 1/256 (tcp_bbr.c bbr_full_bw_thresh: 320 = 1.25)",
+        ),
+        P::new(
+            "full_bw_cnt",
+            Int,
+            d.full_bw_cnt.into(),
+            "rounds without that growth before the pipe is full (tcp_bbr.c bbr_full_bw_cnt: 3)",
+        )
+        .range(1.0, 3.0),
+        P::new(
+            "lt_intvl_min_rtts",
+            Int,
+            d.lt_intvl_min_rtts.into(),
+            "policer detector: minimum rounds per interval (tcp_bbr.c bbr_lt_intvl_min_rtts: 4)",
+        )
+        .range(1.0, 31.0),
+        gain(
+            "lt_loss_thresh",
+            d.lt_loss_thresh,
+            "policer detector: lossy interval threshold, 1/256 (tcp_bbr.c bbr_lt_loss_thresh: 50 ≈ 20 %)",
+        ),
+        gain(
+            "lt_bw_ratio",
+            d.lt_bw_ratio,
+            "policer detector: consistent bw ratio, 1/256 (tcp_bbr.c bbr_lt_bw_ratio: 32 = 1/8)",
+        ),
+        P::new(
+            "lt_bw_diff",
+            Int,
+            d.lt_bw_diff.into(),
+            "policer detector: consistent bw difference, bytes/s (tcp_bbr.c bbr_lt_bw_diff: 500 = 4 kbit/s)",
+        )
+        .range(0.0, 1e12),
+        P::new(
+            "lt_bw_max_rtts",
+            Int,
+            d.lt_bw_max_rtts.into(),
+            "rounds to pace at the policed rate (tcp_bbr.c bbr_lt_bw_max_rtts: 48)",
+        )
+        .range(1.0, 127.0),
+        P::new(
+            "extra_acked_gain",
+            Int,
+            d.extra_acked_gain.into(),
+            "ACK-aggregation cwnd allowance gain, 1/256; 0 = off (tcp_bbr.c bbr_extra_acked_gain: 256)",
+        )
+        .range(0.0, 1023.0),
+        P::new(
+            "extra_acked_win_rtts",
+            Int,
+            d.extra_acked_win_rtts.into(),
+            "rounds per extra_acked filter slot (tcp_bbr.c bbr_extra_acked_win_rtts: 5)",
+        )
+        .range(1.0, 31.0),
+        P::new(
+            "extra_acked_max_us",
+            Int,
+            d.extra_acked_max_us.into(),
+            "cap of the aggregation allowance, µs of bw (tcp_bbr.c bbr_extra_acked_max_us: 100000)",
+        )
+        .range(0.0, 1e9),
     ]
 }
 

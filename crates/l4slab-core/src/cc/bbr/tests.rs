@@ -28,7 +28,14 @@ impl H {
     /// One ACK `dt_us` after the previous one delivering `d` packets over an
     /// interval of `interval_us`; `prior_delivered` is the sampled packet's
     /// `tx.delivered` (`None`: what was delivered before this ACK, i.e. a new round).
-    fn ack_with(&mut self, dt_us: u64, d: u64, interval_us: i64, prior_delivered: Option<u64>, rtt_us: i64) -> RateSample {
+    fn ack_with(
+        &mut self,
+        dt_us: u64,
+        d: u64,
+        interval_us: i64,
+        prior_delivered: Option<u64>,
+        rtt_us: i64,
+    ) -> RateSample {
         self.tp.now += dt_us * 1000;
         let prior = prior_delivered.unwrap_or(self.tp.delivered);
         self.tp.delivered += d;
