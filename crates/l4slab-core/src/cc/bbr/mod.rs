@@ -477,7 +477,7 @@ impl Bbr {
             return TCP_INIT_CWND;
         }
         let w = bw as u64 * self.min_rtt_us as u64;
-        ((((w as u128 * gain as u128) >> BBR_SCALE) + BW_UNIT as u128 - 1) / BW_UNIT as u128) as u32
+        ((w as u128 * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128) as u32
     }
 
     /// `bbr_quantization_budget`: + 3 TSO skbs, rounded up to even, + 2 in the 5/4 phase.
@@ -964,7 +964,7 @@ impl CongestionControl for Bbr {
 
     /// What `bbr_get_info` reports (`ss -tin`: bw, mrtt, pacing_gain).
     fn cc_state(&self, tp: &CcSock) -> CcState {
-        let bw = self.bw() as u128 * tp.mss as u128 * USEC_PER_SEC as u128 >> BW_SCALE;
+        let bw = (self.bw() as u128 * tp.mss as u128 * USEC_PER_SEC as u128) >> BW_SCALE;
         CcState {
             bw_bytes_per_s: Some(bw.min(u64::MAX as u128) as u64),
             min_rtt_us: (self.min_rtt_us != u32::MAX).then_some(self.min_rtt_us),

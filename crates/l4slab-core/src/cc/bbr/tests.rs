@@ -71,7 +71,7 @@ impl H {
     }
 
     /// Grow to a full pipe at 100 packets per round, staying in DRAIN (a big flight).
-    fn to_drain(&mut self) {
+    fn reach_drain(&mut self) {
         self.tp.packets_out = 1000;
         for d in [10, 20, 40, 80, 100, 100, 100, 100] {
             self.round(d);
@@ -80,8 +80,8 @@ impl H {
     }
 
     /// …then let the flight fall to the target: PROBE_BW.
-    fn to_probe_bw(&mut self) {
-        self.to_drain();
+    fn reach_probe_bw(&mut self) {
+        self.reach_drain();
         self.tp.packets_out = 50;
         self.ack_with(100, 0, -1, None, -1);
         assert_eq!(self.bbr.mode, Mode::ProbeBw);
@@ -135,7 +135,11 @@ fn full_pipe_after_three_rounds_below_25_percent_growth() {
     assert_eq!(h.bbr.cwnd_gain, HIGH_GAIN, "DRAIN keeps the STARTUP cwnd gain");
     // ssthresh is exported at STARTUP exit: inflight(max_bw, 1).
     // (with the quantization budget at the STARTUP pacing rate of that moment).
-    assert!(h.tp.ssthresh > h.bbr.bdp(h.bbr.max_bw(), BBR_UNIT) && h.tp.ssthresh % 2 == 0, "{}", h.tp.ssthresh);
+    assert!(
+        h.tp.ssthresh > h.bbr.bdp(h.bbr.max_bw(), BBR_UNIT) && h.tp.ssthresh.is_multiple_of(2),
+        "{}",
+        h.tp.ssthresh
+    );
 
     // A 25 % step keeps STARTUP going; app-limited rounds do not count.
     let mut g = H::new();
@@ -170,7 +174,7 @@ fn full_pipe_after_three_rounds_below_25_percent_growth() {
 #[test]
 fn drain_lasts_until_the_flight_is_down_to_the_bdp_target() {
     let mut h = H::new();
-    h.to_drain();
+    h.reach_drain();
     let target = h.bbr.inflight(&h.tp, h.bbr.max_bw(), BBR_UNIT);
     // BDP = 100 packets; + 3 TSO skbs of ⌊pacing/1024/mss⌋, rounded up to even.
     let goal = h.bbr.tso_segs_goal(&h.tp);
@@ -188,7 +192,7 @@ fn drain_lasts_until_the_flight_is_down_to_the_bdp_target() {
 #[test]
 fn probe_bw_cycles_through_the_eight_gains() {
     let mut h = H::new();
-    h.to_probe_bw();
+    h.reach_probe_bw();
     // Flight above 1.25 × BDP so the probing phase may end once min_rtt has passed.
     h.tp.packets_out = 400;
     let start = h.bbr.cycle_idx;
@@ -207,7 +211,7 @@ fn probe_bw_cycles_through_the_eight_gains() {
 #[test]
 fn the_probing_phase_waits_for_its_inflight_target_unless_packets_are_lost() {
     let mut h = H::new();
-    h.to_probe_bw();
+    h.reach_probe_bw();
     // Walk to phase 0 (gain 5/4).
     h.tp.packets_out = 400;
     while h.bbr.cycle_idx != 0 {
@@ -246,7 +250,7 @@ fn the_probing_phase_waits_for_its_inflight_target_unless_packets_are_lost() {
 #[test]
 fn the_random_start_phase_is_uniform_over_seven_and_never_the_draining_one() {
     let mut h = H::new();
-    h.to_probe_bw();
+    h.reach_probe_bw();
     let mut counts = [0u32; 8];
     let n = 70_000;
     for _ in 0..n {
@@ -263,7 +267,7 @@ fn the_random_start_phase_is_uniform_over_seven_and_never_the_draining_one() {
 #[test]
 fn probe_rtt_after_ten_seconds_without_a_new_minimum_holds_four_packets_for_200_ms_and_a_round() {
     let mut h = H::new();
-    h.to_probe_bw();
+    h.reach_probe_bw();
     h.tp.packets_out = 200;
     h.tp.cwnd = 200;
     let stamp = h.bbr.min_rtt_stamp;
@@ -308,7 +312,7 @@ fn probe_rtt_after_ten_seconds_without_a_new_minimum_holds_four_packets_for_200_
 
     // Without a packet-timed round the 200 ms are not enough.
     let mut g = H::new();
-    g.to_probe_bw();
+    g.reach_probe_bw();
     g.tp.packets_out = 4;
     g.tp.now += 10 * NS_PER_SEC;
     g.ack_with(1_000, 1, 10_000, Some(g.tp.delivered - 1), 12_000);
@@ -324,7 +328,7 @@ fn probe_rtt_after_ten_seconds_without_a_new_minimum_holds_four_packets_for_200_
 #[test]
 fn recovery_conserves_packets_for_a_round_then_restores_cwnd() {
     let mut h = H::new();
-    h.to_probe_bw();
+    h.reach_probe_bw();
     h.tp.cwnd = 200;
     h.tp.packets_out = 150;
     // Entering recovery: the stack calls ssthresh (bbr_save_cwnd), then set_state.
@@ -355,7 +359,7 @@ fn recovery_conserves_packets_for_a_round_then_restores_cwnd() {
 #[test]
 fn an_rto_ends_a_round_and_resets_the_full_pipe_estimate() {
     let mut h = H::new();
-    h.to_probe_bw();
+    h.reach_probe_bw();
     assert!(h.bbr.full_bw > 0);
     h.bbr.set_state(&mut h.tp, CaState::Loss);
     assert_eq!((h.bbr.full_bw, h.bbr.round_start, h.bbr.prev_ca_state), (0, true, CaState::Loss));
@@ -367,7 +371,7 @@ fn an_rto_ends_a_round_and_resets_the_full_pipe_estimate() {
 #[test]
 fn two_consistent_lossy_intervals_mean_a_policer() {
     let mut h = H::new();
-    h.to_probe_bw();
+    h.reach_probe_bw();
     h.tp.packets_out = 100;
     // A policer at 50 packets per 10 ms with 25 % loss: rounds of 50 delivered, 13 lost.
     let lossy_round = |h: &mut H| {
@@ -411,7 +415,7 @@ fn two_consistent_lossy_intervals_mean_a_policer() {
 #[test]
 fn ack_aggregation_raises_the_cwnd_target_by_the_excess_acked() {
     let mut h = H::new();
-    h.to_probe_bw();
+    h.reach_probe_bw();
     let base = h.bbr.inflight(&h.tp, h.bbr.bw(), 512);
     // ACKs arrive in bursts: 40 packets at once after 2 ms of silence (bw is 10/ms).
     for _ in 0..20 {
@@ -441,7 +445,7 @@ fn tso_goal_is_a_millisecond_of_data_and_one_segment_below_1_2_mbit() {
 #[test]
 fn idle_restart_paces_at_the_estimate_in_probe_bw() {
     let mut h = H::new();
-    h.to_probe_bw();
+    h.reach_probe_bw();
     while h.bbr.cycle_idx != 0 {
         h.tp.packets_out = 400;
         h.ack_with(MIN_RTT_US as u64 + 100, 50, MIN_RTT_US as i64, Some(h.tp.delivered - 50), MIN_RTT_US as i64);
