@@ -130,7 +130,8 @@ def _time_series_section(data, factors: list[str], out: Path) -> list[str]:
         ]
         # The CC's model state, for CCs that report one (BBR): bandwidth estimate.
         if "bw_est_mbps" in fs and fs["bw_est_mbps"].notna().any():
-            panels.append(("bw_est_mbps", "bandwidth estimate (Mbit/s)", fs, "label"))
+            with_state = fs[fs["bw_est_mbps"].notna()]  # only the flows whose CC has one
+            panels.append(("bw_est_mbps", "bandwidth estimate (Mbit/s)", with_state, "label"))
         for value, ylabel, frame, grp in panels:
             fig = figures.time_series(frame, value=value, group=grp, ylabel=ylabel, title=name)
             figures.save(fig, out / f"{stem}_{value}")
