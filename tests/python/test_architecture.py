@@ -278,6 +278,7 @@ EVERY_TCP_KNOB = {
     "receiver_ecn": 1,
     "ecn_option": 1,
     "receiver_cc": "dctcp",
+    "ecn_low": True,
     "receiver_cc_params": {},
     "fq_pacing": True,
     "tso": False,

@@ -373,6 +373,11 @@ pub struct TcpFlowConfig {
     /// DCTCP-style: google/bbr v2alpha tcp_bbr2.c:bbr_cwnd_event).
     #[serde(default)]
     pub receiver_cc_params: Option<serde_json::Value>,
+    /// The route feature `ecn_low` on both hosts (`ip route ... features ecn_low`;
+    /// google/bbr v3 `RTAX_FEATURE_ECN_LOW` → `TCP_ECN_LOW`): CE marks signal a
+    /// shallow-threshold AQM. BBRv3 uses ECN only with it. Default off.
+    #[serde(default)]
+    pub ecn_low: bool,
     /// Drop injection for tests: the first transmission of these segment numbers
     /// (0-based, in MSS units of sequence space) is lost before the bottleneck.
     #[serde(default)]
@@ -607,6 +612,12 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             Object,
             serde_json::Value::Null,
             "Module parameters of the receiving socket's congestion control, as cc_params (e.g. bbr2 ecn_enable).",
+        ),
+        ParamSpec::new(
+            "ecn_low",
+            Bool,
+            json!(false),
+            "Route feature ecn_low (ip route ... features ecn_low; google/bbr v3 RTAX_FEATURE_ECN_LOW): BBRv3 uses ECN only with it.",
         ),
         ParamSpec::new(
             "drop_segments",

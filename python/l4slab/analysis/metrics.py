@@ -71,8 +71,8 @@ HARMED_FACTOR = 0.4
 #: ``harmful`` above this multiple of the fair share (PAM: 80 % of 50 %).
 HARMFUL_FACTOR = 1.6
 #: L4S congestion controls of testbeds that the engine does not implement, as their results
-#: name them (BBRv2's L4S mode; ``l4s`` as a generic label); :func:`l4s_congestion_controls` adds the engine's.
-TESTBED_L4S_CCS = frozenset({"bbr2-l4s", "bbrv2-l4s", "l4s"})
+#: name them (``bbrv2-l4s``; ``l4s`` as a generic label); :func:`l4s_congestion_controls` adds the engine's.
+TESTBED_L4S_CCS = frozenset({"bbrv2-l4s", "l4s"})
 
 Capacity = float | str | None
 

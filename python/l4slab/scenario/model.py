@@ -172,6 +172,12 @@ class TcpFlow(_FlowCommon):
         description="receiving socket's congestion control (default: the engine's for the flow's cc)",
         examples=["dctcp"],
     )
+    ecn_low: Annotated[bool, Field(strict=True)] | None = Field(
+        None,
+        description="route feature ecn_low on both hosts (ip route ... features ecn_low): CE marks come from "
+        "a shallow-threshold AQM; BBRv3 uses ECN only with it (and ECN negotiated, min RTT <= 5 ms)",
+        examples=[True],
+    )
     fq_pacing: Annotated[bool, Field(strict=True)] | None = Field(
         None, description="the sender host has fq as its qdisc, so every CC is paced", examples=[True]
     )

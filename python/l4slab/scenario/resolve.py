@@ -36,6 +36,7 @@ TCP_ENGINE_FIELDS = {
     "cc_params": "cc_params",
     "ecn": "ecn",
     "ecn_option": "ecn_option",
+    "ecn_low": "ecn_low",
 }
 
 

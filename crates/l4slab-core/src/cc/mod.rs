@@ -13,6 +13,7 @@ use crate::time::{jiffies, Time};
 
 pub mod bbr;
 pub mod bbr2;
+pub mod bbr3;
 pub mod cubic;
 pub mod dctcp;
 pub mod minmax;
@@ -63,6 +64,9 @@ pub enum CaEvent {
     EcnNoCe,
     /// Receiver: a data segment arrived with CE.
     EcnIsCe,
+    /// A retransmitted tail loss probe repaired a real loss (google/bbr v3
+    /// `CA_EVENT_TLP_RECOVERY`, raised in `tcp_process_tlp_ack` before the reduction).
+    TlpRecovery,
 }
 
 /// Flags of the current ACK passed to `in_ack_event` (`CA_ACK_*`).
@@ -240,7 +244,8 @@ pub struct RcvAckState {
 /// This is the sender's own state (one source of truth, as Linux's `struct
 /// tcp_sock`): the TCP sender updates these counters where they change, so a hook
 /// always sees current values. A CC writes only `cwnd`, `ssthresh`, `cwnd_cnt`,
-/// `cwnd_clamp`, `pacing_rate` (and `mss`, Prague) and draws from `rng`.
+/// `cwnd_clamp`, `pacing_rate`, `ect_permanent` (BBRv3) (and `mss`, Prague) and
+/// draws from `rng`.
 #[derive(Clone, Debug)]
 pub struct CcSock {
     // --- written by the CC ---
@@ -254,6 +259,10 @@ pub struct CcSock {
     pub cwnd_clamp: u32,
     /// `sk_pacing_rate`, bytes per second (payload bytes, as Linux).
     pub pacing_rate: u64,
+    /// `tp->ecn_flags & TCP_ECN_ECT_PERMANENT` (google/bbr v3 patch "ensure
+    /// ECN-enabled BBR flows set ECT on retransmits", include/net/tcp.h): with ECN
+    /// negotiated, retransmissions keep the ECT codepoint (`tcp_ecn_send`).
+    pub ect_permanent: bool,
     // --- read-only for the CC ---
     /// `tp->tcp_mstamp`: the time of the event being processed (set on entry to
     /// `on_packet`, `on_timer` and `start`, as `tcp_mstamp_refresh`).
@@ -301,11 +310,18 @@ pub struct CcSock {
     pub paced: bool,
     /// `tp->lsndtime`: time of the last data transmission.
     pub lsndtime: Time,
-    /// `tp->tcp_wstamp_ns`: earliest departure time of the next skb under EDT pacing
-    /// (BBR's `bbr_packets_in_net_at_edt`).
-    pub wstamp_ns: Time,
     /// The negotiated ECN feedback mode.
     pub ecn_mode: EcnMode,
+    /// The route feature `ecn_low` (`ip route ... features ecn_low`,
+    /// `dst_feature(dst, RTAX_FEATURE_ECN_LOW)` → `TCP_ECN_LOW` in google/bbr v3):
+    /// CE marks come from a shallow-threshold AQM and the peer ACKs precisely.
+    pub ecn_low: bool,
+    /// `tp->tlp_orig_data_app_limited` (google/bbr v3): the segment a tail loss
+    /// probe retransmitted was sent application-limited.
+    pub tlp_orig_data_app_limited: bool,
+    /// `tp->tcp_wstamp_ns`: earliest departure time (EDT) of the next skb, as the
+    /// pacing bookkeeping of `tcp_update_skb_after_send` left it.
+    pub wstamp_ns: Time,
     /// Receive side, for the CE events of a receiving socket's CC.
     pub rcv: RcvAckState,
 }
@@ -318,6 +334,7 @@ impl CcSock {
             cwnd_cnt: 0,
             cwnd_clamp: u32::MAX / 2,
             pacing_rate: 0,
+            ect_permanent: false,
             now: 0,
             mss,
             srtt_us: 0,
@@ -341,8 +358,10 @@ impl CcSock {
             max_packets_out: 0,
             paced: false,
             lsndtime: 0,
-            wstamp_ns: 0,
             ecn_mode: EcnMode::Off,
+            ecn_low: false,
+            tlp_orig_data_app_limited: false,
+            wstamp_ns: 0,
             rcv: RcvAckState::default(),
         }
     }

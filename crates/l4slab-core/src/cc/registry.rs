@@ -69,6 +69,7 @@ pub const TABLE: &[CcDescriptor] = &[
     super::bbr::DESCRIPTOR,
     super::bbr2::DESCRIPTOR,
     super::bbr2::DESCRIPTOR_L4S,
+    super::bbr3::DESCRIPTOR,
 ];
 
 const N: usize = TABLE.len();

@@ -531,7 +531,9 @@ impl TcpSender {
             // Original and probe both arrived: no loss.
             self.tlp_high_seq = 0;
         } else if ack > self.tlp_high_seq {
-            // The probe repaired a loss: reduce once (CWR entered and ended at once).
+            // The probe repaired a loss: reduce once (CWR entered and ended at once);
+            // google/bbr v3 first tells the CC (BBRv3 counts it as a loss).
+            self.cc.cwnd_event(&mut self.tp, CaEvent::TlpRecovery);
             self.init_cwnd_reduction();
             self.set_ca_state(CaState::Cwr);
             self.end_cwnd_reduction();

@@ -268,8 +268,9 @@ impl TcpSender {
         let flags = self.cc.flags();
         match self.tp.ecn_mode {
             EcnMode::Off => Ecn::NotEct,
-            // RFC 3168 forbids ECT on retransmissions unless the CC needs ECN.
-            EcnMode::Rfc3168 if retrans && !flags.needs_ecn => Ecn::NotEct,
+            // RFC 3168 forbids ECT on retransmissions unless the CC needs ECN or set
+            // TCP_ECN_ECT_PERMANENT (google/bbr v3 tcp_ecn_send).
+            EcnMode::Rfc3168 if retrans && !flags.needs_ecn && !self.tp.ect_permanent => Ecn::NotEct,
             _ => self.cc.ect_codepoint(),
         }
     }
@@ -363,6 +364,9 @@ impl TcpSender {
                 self.probe_sent(now);
             } else if let Some(last) = self.rtx.len().checked_sub(1) {
                 if !self.rtx[last].has(SACKED) {
+                    // google/bbr v3 tcp_send_loss_probe: remember the original's
+                    // app-limited mark before the retransmission re-stamps it.
+                    self.tp.tlp_orig_data_app_limited = self.rtx[last].tx.is_app_limited;
                     self.retransmit_seg(last, now, out);
                     self.tlp_retrans = true;
                     self.probe_sent(now);
@@ -480,5 +484,48 @@ mod tests {
         let mut out = Vec::new();
         s.write_xmit(1_000_000, &mut out, false);
         assert_eq!(out.len(), 10);
+    }
+
+    #[test]
+    fn bbr3_keeps_ect_on_retransmissions_only_when_ecn_is_usable() {
+        // google/bbr v3: bbr_init sets TCP_ECN_ECT_PERMANENT when bbr_can_use_ecn
+        // (ECN negotiated and the route's ecn_low); tcp_ecn_send then keeps ECT on
+        // retransmissions, which RFC 3168 §6.1.5 otherwise sends Not-ECT.
+        for (ecn_mode, ecn_low, retrans_ecn) in [
+            (EcnMode::Rfc3168, true, Ecn::Ect0),
+            (EcnMode::Rfc3168, false, Ecn::NotEct),
+            (EcnMode::Off, true, Ecn::NotEct),
+        ] {
+            let cfg: TcpFlowConfig =
+                serde_json::from_value(serde_json::json!({"cc": "bbr3", "rtt_ns": 10_000_000u64, "ecn_low": ecn_low}))
+                    .unwrap();
+            let mut s = TcpSender::new(0, &cfg, crate::cc::by_name("bbr3").unwrap(), Time::MAX);
+            assert_eq!(s.tp.ecn_low, ecn_low, "the flow key reaches the CC's socket");
+            s.phase = Phase::Established;
+            s.tp.ecn_mode = ecn_mode;
+            s.tp.min_rtt_us = 10_000;
+            s.cc.init(&mut s.tp);
+            let mut out = Vec::new();
+            s.write_xmit(1_000_000, &mut out, false);
+            let first = if ecn_mode == EcnMode::Off { Ecn::NotEct } else { Ecn::Ect0 };
+            assert_eq!(out[0].ecn, first);
+            out.clear();
+            s.retransmit_seg(0, 2_000_000, &mut out);
+            assert!(out[0].retrans);
+            assert_eq!(out[0].ecn, retrans_ecn, "{ecn_mode:?} ecn_low {ecn_low}");
+        }
+        // Other CCs are unchanged: CUBIC's retransmissions stay Not-ECT.
+        let cfg: TcpFlowConfig =
+            serde_json::from_value(serde_json::json!({"cc": "cubic", "rtt_ns": 10_000_000u64, "ecn_low": true}))
+                .unwrap();
+        let mut s = TcpSender::new(0, &cfg, crate::cc::by_name("cubic").unwrap(), Time::MAX);
+        s.phase = Phase::Established;
+        s.tp.ecn_mode = EcnMode::Rfc3168;
+        s.cc.init(&mut s.tp);
+        let mut out = Vec::new();
+        s.write_xmit(1_000_000, &mut out, false);
+        out.clear();
+        s.retransmit_seg(0, 2_000_000, &mut out);
+        assert_eq!(out[0].ecn, Ecn::NotEct);
     }
 }

@@ -205,6 +205,7 @@ impl TcpSender {
         let paced = cc.flags().needs_pacing || cfg.fq_pacing;
         let mut tp = CcSock::new(cfg.mss, cfg.init_cwnd);
         tp.paced = paced;
+        tp.ecn_low = cfg.ecn_low;
         // Seed 0 until the simulator hands the run's seed (`seed_cc_rng`).
         tp.rng = crate::rng::stream(0, crate::rng::Stream::Flow(flow));
         TcpSender {

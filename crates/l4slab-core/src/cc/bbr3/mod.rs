@@ -1,0 +1,1445 @@
+//! BBRv3 as google/bbr's `v3` branch implements it (`net/ipv4/tcp_bbr.c`,
+//! `BBR_VERSION 3`, module name `bbr`; the PAM 2025 testbed ran the 6.4 build of
+//! this branch). Function names in comments are that file's.
+//!
+//! The model: a two-slot max filter of delivery-rate samples (`bw_hi[2]`, one slot
+//! per PROBE_BW cycle), the min RTT (10 s window, PROBE_RTT every 5 s), short-term
+//! lower bounds `bw_lo` / `inflight_lo` cut per lossy (×0.7) or CE-marked
+//! (×(1 − α/3)) round outside probes, and the long-term `inflight_hi` set where a
+//! probe's loss rate passed 2 % (or its CE share 50 %). STARTUP paces at 2.77 with
+//! cwnd gain 2, exits on a bandwidth plateau (3 rounds < 25 % growth), on loss
+//! (≥ 6 loss events and > 2 % loss in a recovery round) or on ECN (2 rounds with
+//! more than 50 % CE); DRAIN at 1/2.885; PROBE_BW cycles DOWN (0.91) → CRUISE → REFILL →
+//! UP (1.25, cwnd gain 2.25).
+//!
+//! ECN is used only when `bbr_can_use_ecn`: ECN negotiated **and** the route
+//! feature `ecn_low` ([`CcSock::ecn_low`]), and then only once the flow is
+//! "ECN-eligible", latched at a round start with min RTT ≤ `ecn_max_rtt_us`
+//! (5 ms). With `bbr_can_use_ecn` at `bbr_init` the socket sets
+//! `TCP_ECN_ECT_PERMANENT` ([`CcSock::ect_permanent`]): retransmissions keep ECT.
+//!
+//! Everything is the kernel's fixed point: bw in packets/µs << 24 (`BW_SCALE`),
+//! gains in 1/256, volumes in packets, times in µs (`tcp_mstamp`) and jiffies.
+//!
+//! Not modelled (see docs/architecture.md): PLB (`tcp_plb_enabled` is off by
+//! default; with it off α is updated only while ECN-eligible, as here),
+//! `rs->is_acking_tlp_retrans_seq` (the latest-delivery filters are reset on every
+//! loss-round start, also by the ACK of a TLP retransmission), the receive-side precise
+//! ECE of a bbr receiving socket (`bbr_precise_ece_ack`; the PAM testbed's v3
+//! receivers were CUBIC), and `fast_ack_mode` (it only turns off the receive-window
+//! check of `__tcp_ack_snd_check`, which the engine's receiver never applies).
+//!
+//! This file is standalone on purpose: BBRv2 (`cc/bbr2/`) has near-identical
+//! helpers (bdp, quantization budget, ack aggregation); a later unification can
+//! share them.
+
+use super::registry::{parse_params, CcDescriptor, ReceiverDefaults};
+use super::*;
+
+pub mod params;
+#[cfg(test)]
+mod tests;
+
+pub use params::Bbr3Params;
+use params::{BBR_SCALE, BBR_UNIT};
+
+/// `BW_SCALE`: bw is in packets per µs << 24.
+const BW_SCALE: u32 = 24;
+const BW_UNIT: u64 = 1 << BW_SCALE;
+/// `GSO_LEGACY_MAX_SIZE`.
+const GSO_LEGACY_MAX_SIZE: u64 = 65_536;
+/// `MAX_TCP_HEADER` of an x86-64 distro kernel (`L1_CACHE_ALIGN(128 + MAX_HEADER)`).
+const MAX_TCP_HEADER: u64 = 320;
+const USEC_PER_SEC: u64 = 1_000_000;
+/// `~0U`: "unset" for `bw_lo`, `inflight_lo`, `inflight_hi`, `bw_probe_up_cnt`.
+const UNSET: u32 = u32::MAX;
+
+/// `enum bbr_mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Startup,
+    Drain,
+    ProbeBw,
+    ProbeRtt,
+}
+
+/// `enum bbr_pacing_gain_phase`: the PROBE_BW phase, also the index of `pacing_gain`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Up = 0,
+    Down = 1,
+    Cruise = 2,
+    Refill = 3,
+}
+
+/// `enum bbr_ack_phase`: what the incoming ACKs reflect of the probing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AckPhase {
+    Init,
+    Refilling,
+    ProbeStarting,
+    ProbeFeedback,
+    ProbeStopping,
+}
+
+/// `struct bbr` (the fields of v3; bit-field widths noted where they saturate or wrap).
+#[derive(Clone, Debug)]
+pub struct Bbr3 {
+    p: Bbr3Params,
+    min_rtt_us: u32,
+    /// jiffies.
+    min_rtt_stamp: u64,
+    probe_rtt_done_stamp: u64,
+    probe_rtt_min_us: u32,
+    probe_rtt_min_stamp: u64,
+    next_rtt_delivered: u64,
+    /// µs.
+    cycle_mstamp: u64,
+    mode: Mode,
+    prev_ca_state: CaState,
+    round_start: bool,
+    /// 5 bits.
+    bw_probe_up_rounds: u32,
+    try_fast_path: bool,
+    idle_restart: bool,
+    probe_rtt_round_done: bool,
+    /// 7 bits.
+    init_cwnd: u32,
+    pacing_gain: u32,
+    cwnd_gain: u32,
+    full_bw_reached: bool,
+    /// 2 bits.
+    full_bw_cnt: u32,
+    cycle_idx: Phase,
+    has_seen_rtt: bool,
+    prior_cwnd: u32,
+    full_bw: u32,
+    /// µs.
+    ack_epoch_mstamp: u64,
+    extra_acked: [u16; 2],
+    /// 20 bits.
+    ack_epoch_acked: u32,
+    /// 5 bits.
+    extra_acked_win_rtts: u32,
+    extra_acked_win_idx: usize,
+    full_bw_now: bool,
+    /// 2 bits.
+    startup_ecn_rounds: u32,
+    loss_in_cycle: bool,
+    ecn_in_cycle: bool,
+    loss_round_delivered: u64,
+    undo_bw_lo: u32,
+    undo_inflight_lo: u32,
+    undo_inflight_hi: u32,
+    bw_latest: u32,
+    bw_lo: u32,
+    bw_hi: [u32; 2],
+    inflight_latest: u32,
+    inflight_lo: u32,
+    inflight_hi: u32,
+    bw_probe_up_cnt: u32,
+    bw_probe_up_acks: u32,
+    probe_wait_us: u32,
+    ecn_eligible: bool,
+    /// 0..=256.
+    ecn_alpha: u32,
+    bw_probe_samples: bool,
+    prev_probe_too_high: bool,
+    stopped_risky_probe: bool,
+    /// 8 bits.
+    rounds_since_probe: u32,
+    loss_round_start: bool,
+    loss_in_round: bool,
+    ecn_in_round: bool,
+    ack_phase: AckPhase,
+    /// 4 bits.
+    loss_events_in_round: u32,
+    initialized: bool,
+    alpha_last_delivered: u64,
+    alpha_last_delivered_ce: u64,
+}
+
+/// `struct bbr_context`.
+#[derive(Clone, Copy, Default)]
+struct Ctx {
+    sample_bw: u32,
+}
+
+#[inline]
+fn now_us(tp: &CcSock) -> u64 {
+    tp.now / 1000
+}
+
+/// `ilog2` (0 for 0, where the kernel's is undefined).
+#[inline]
+fn ilog2(v: u64) -> u32 {
+    if v == 0 {
+        0
+    } else {
+        63 - v.leading_zeros()
+    }
+}
+
+impl Bbr3 {
+    pub fn new(p: Bbr3Params) -> Self {
+        Bbr3 {
+            p,
+            min_rtt_us: u32::MAX,
+            min_rtt_stamp: 0,
+            probe_rtt_done_stamp: 0,
+            probe_rtt_min_us: u32::MAX,
+            probe_rtt_min_stamp: 0,
+            next_rtt_delivered: 0,
+            cycle_mstamp: 0,
+            mode: Mode::Startup,
+            prev_ca_state: CaState::Open,
+            round_start: false,
+            bw_probe_up_rounds: 0,
+            try_fast_path: false,
+            idle_restart: false,
+            probe_rtt_round_done: false,
+            init_cwnd: 10,
+            // struct bbr starts zeroed; bbr_update_gains sets them on the first ACK.
+            pacing_gain: 0,
+            cwnd_gain: 0,
+            full_bw_reached: false,
+            full_bw_cnt: 0,
+            cycle_idx: Phase::Up,
+            has_seen_rtt: false,
+            prior_cwnd: 0,
+            full_bw: 0,
+            ack_epoch_mstamp: 0,
+            extra_acked: [0; 2],
+            ack_epoch_acked: 0,
+            extra_acked_win_rtts: 0,
+            extra_acked_win_idx: 0,
+            full_bw_now: false,
+            startup_ecn_rounds: 0,
+            loss_in_cycle: false,
+            ecn_in_cycle: false,
+            loss_round_delivered: 0,
+            undo_bw_lo: 0,
+            undo_inflight_lo: 0,
+            undo_inflight_hi: 0,
+            bw_latest: 0,
+            bw_lo: UNSET,
+            bw_hi: [0; 2],
+            inflight_latest: 0,
+            inflight_lo: UNSET,
+            inflight_hi: UNSET,
+            bw_probe_up_cnt: UNSET,
+            bw_probe_up_acks: 0,
+            probe_wait_us: 0,
+            ecn_eligible: false,
+            ecn_alpha: BBR_UNIT,
+            bw_probe_samples: false,
+            prev_probe_too_high: false,
+            stopped_risky_probe: false,
+            rounds_since_probe: 0,
+            loss_round_start: false,
+            loss_in_round: false,
+            ecn_in_round: false,
+            ack_phase: AckPhase::Init,
+            loss_events_in_round: 0,
+            initialized: false,
+            alpha_last_delivered: 0,
+            alpha_last_delivered_ce: 0,
+        }
+    }
+
+    pub fn params(&self) -> &Bbr3Params {
+        &self.p
+    }
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+    pub fn phase(&self) -> Phase {
+        self.cycle_idx
+    }
+    pub fn pacing_gain(&self) -> u32 {
+        self.pacing_gain
+    }
+    pub fn cwnd_gain(&self) -> u32 {
+        self.cwnd_gain
+    }
+    pub fn full_bw_reached(&self) -> bool {
+        self.full_bw_reached
+    }
+    pub fn ecn_eligible(&self) -> bool {
+        self.ecn_eligible
+    }
+    /// `inflight_hi`, `None` while unset (`~0U`).
+    pub fn inflight_hi(&self) -> Option<u32> {
+        (self.inflight_hi != UNSET).then_some(self.inflight_hi)
+    }
+    /// `inflight_lo`, `None` while unset.
+    pub fn inflight_lo(&self) -> Option<u32> {
+        (self.inflight_lo != UNSET).then_some(self.inflight_lo)
+    }
+    /// `ecn_alpha` in 1/256.
+    pub fn ecn_alpha(&self) -> u32 {
+        self.ecn_alpha
+    }
+
+    /// `bbr_can_use_ecn`: ECN negotiated and the route's `ecn_low` (`TCP_ECN_LOW`).
+    #[inline]
+    fn can_use_ecn(tp: &CcSock) -> bool {
+        tp.ecn_mode != EcnMode::Off && tp.ecn_low
+    }
+
+    /// `bbr_max_bw`.
+    #[inline]
+    pub fn max_bw(&self) -> u32 {
+        self.bw_hi[0].max(self.bw_hi[1])
+    }
+
+    /// `bbr_bw`.
+    #[inline]
+    pub fn bw(&self) -> u32 {
+        self.max_bw().min(self.bw_lo)
+    }
+
+    /// `bbr_extra_acked`.
+    #[inline]
+    fn extra_acked(&self) -> u32 {
+        self.extra_acked[0].max(self.extra_acked[1]) as u32
+    }
+
+    /// `bbr_rate_bytes_per_sec`.
+    fn rate_bytes_per_sec(tp: &CcSock, rate: u64, gain: u32, margin: u32) -> u64 {
+        let mut rate = rate * tp.mss as u64;
+        rate *= gain as u64;
+        rate >>= BBR_SCALE;
+        rate *= USEC_PER_SEC / 100 * (100 - margin as u64);
+        rate >>= BW_SCALE;
+        rate.max(1)
+    }
+
+    /// `bbr_bw_to_pacing_rate` (no `sk_max_pacing_rate` cap is configured).
+    fn bw_to_pacing_rate(&self, tp: &CcSock, bw: u32, gain: u32) -> u64 {
+        Self::rate_bytes_per_sec(tp, bw as u64, gain, self.p.pacing_margin_percent)
+    }
+
+    /// `bbr_init_pacing_rate_from_rtt`.
+    fn init_pacing_rate_from_rtt(&mut self, tp: &mut CcSock) {
+        let rtt_us = if tp.srtt_us > 0 {
+            self.has_seen_rtt = true;
+            tp.srtt_us.max(1)
+        } else {
+            1000
+        };
+        let bw = tp.cwnd as u64 * BW_UNIT / rtt_us;
+        // bbr_bw_to_pacing_rate takes a u32 bw.
+        tp.pacing_rate = self.bw_to_pacing_rate(tp, bw as u32, self.p.startup_pacing_gain);
+    }
+
+    /// `bbr_set_pacing_rate`.
+    fn set_pacing_rate(&mut self, tp: &mut CcSock, bw: u32, gain: u32) {
+        let rate = self.bw_to_pacing_rate(tp, bw, gain);
+        if !self.has_seen_rtt && tp.srtt_us > 0 {
+            self.init_pacing_rate_from_rtt(tp);
+        }
+        if self.full_bw_reached || rate > tp.pacing_rate {
+            tp.pacing_rate = rate;
+        }
+    }
+
+    /// `bbr_tso_segs_generic`.
+    fn tso_segs_generic(&self, tp: &CcSock, gso_max_size: u64) -> u32 {
+        let mut bytes = tp.pacing_rate >> SK_PACING_SHIFT;
+        if self.p.tso_rtt_shift != 0 {
+            let r = self.min_rtt_us >> self.p.tso_rtt_shift;
+            if r < 32 {
+                bytes += GSO_LEGACY_MAX_SIZE >> r;
+            }
+        }
+        let bytes = bytes.min(gso_max_size - 1 - MAX_TCP_HEADER);
+        ((bytes / tp.mss.max(1) as u64) as u32).max(self.p.min_tso_segs)
+    }
+
+    /// `bbr_tso_segs_goal`.
+    fn tso_segs_goal(&self, tp: &CcSock) -> u32 {
+        self.tso_segs_generic(tp, GSO_LEGACY_MAX_SIZE)
+    }
+
+    /// `bbr_save_cwnd`.
+    fn save_cwnd(&mut self, tp: &CcSock) {
+        if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
+            self.prior_cwnd = tp.cwnd;
+        } else {
+            self.prior_cwnd = self.prior_cwnd.max(tp.cwnd);
+        }
+    }
+
+    /// `bbr_bdp`.
+    fn bdp(&self, bw: u32, gain: u32) -> u32 {
+        if self.min_rtt_us == u32::MAX {
+            return self.init_cwnd;
+        }
+        let w = bw as u64 * self.min_rtt_us as u64;
+        ((w * gain as u64) >> BBR_SCALE).div_ceil(BW_UNIT) as u32
+    }
+
+    /// `bbr_quantization_budget`.
+    fn quantization_budget(&self, tp: &CcSock, cwnd: u32) -> u32 {
+        let tso_segs_goal = 3 * self.tso_segs_goal(tp);
+        let mut cwnd = cwnd.max(tso_segs_goal).max(self.p.cwnd_min_target);
+        if self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
+            cwnd += 2;
+        }
+        cwnd
+    }
+
+    /// `bbr_inflight`.
+    fn inflight(&self, tp: &CcSock, bw: u32, gain: u32) -> u32 {
+        self.quantization_budget(tp, self.bdp(bw, gain))
+    }
+
+    /// `bbr_packets_in_net_at_edt`.
+    fn packets_in_net_at_edt(&self, tp: &CcSock, inflight_now: u32) -> u32 {
+        let now_ns = tp.now;
+        let edt_ns = tp.wstamp_ns.max(now_ns);
+        let interval_us = (edt_ns - now_ns) / 1000;
+        let interval_delivered = ((self.bw() as u64 * interval_us) >> BW_SCALE) as u32;
+        let mut inflight_at_edt = inflight_now;
+        if self.pacing_gain > BBR_UNIT {
+            inflight_at_edt += self.tso_segs_goal(tp);
+        }
+        inflight_at_edt.saturating_sub(interval_delivered)
+    }
+
+    /// `bbr_ack_aggregation_cwnd`.
+    fn ack_aggregation_cwnd(&self) -> u32 {
+        if self.p.extra_acked_gain == 0 {
+            return 0;
+        }
+        let max_aggr_cwnd = (self.bw() as u64 * self.p.extra_acked_max_us as u64 / BW_UNIT) as u32;
+        let aggr_cwnd = (self.p.extra_acked_gain * self.extra_acked()) >> BBR_SCALE;
+        aggr_cwnd.min(max_aggr_cwnd)
+    }
+
+    /// `bbr_probe_rtt_cwnd`.
+    fn probe_rtt_cwnd(&self) -> u32 {
+        self.p.cwnd_min_target.max(self.bdp(self.bw(), self.p.probe_rtt_cwnd_gain))
+    }
+
+    /// `bbr_set_cwnd`.
+    fn set_cwnd(&mut self, tp: &mut CcSock, acked: u32, bw: u32, gain: u32) {
+        let mut cwnd = tp.cwnd;
+        if acked != 0 {
+            let mut target = self.bdp(bw, gain);
+            target += self.ack_aggregation_cwnd();
+            target = self.quantization_budget(tp, target);
+            self.try_fast_path = false;
+            if self.full_bw_reached {
+                cwnd += acked;
+                if cwnd >= target {
+                    cwnd = target;
+                    self.try_fast_path = true;
+                }
+            } else if cwnd < target || cwnd < 2 * self.init_cwnd {
+                cwnd += acked;
+            } else {
+                self.try_fast_path = true;
+            }
+            cwnd = cwnd.max(self.p.cwnd_min_target);
+        }
+        tp.cwnd = cwnd.min(tp.cwnd_clamp);
+        if self.mode == Mode::ProbeRtt {
+            tp.cwnd = tp.cwnd.min(self.probe_rtt_cwnd());
+        }
+    }
+
+    /// `bbr_update_round_start`.
+    fn update_round_start(&mut self, tp: &CcSock, rs: &RateSample) {
+        self.round_start = false;
+        if rs.interval_us > 0 && rs.prior_delivered >= self.next_rtt_delivered {
+            self.next_rtt_delivered = tp.delivered;
+            self.round_start = true;
+        }
+    }
+
+    /// `bbr_calculate_bw_sample`: delivered / interval, rounded up.
+    fn calculate_bw_sample(rs: &RateSample, ctx: &mut Ctx) {
+        let mut bw = 0u64;
+        if rs.interval_us > 0 {
+            if rs.delivered < 0 {
+                return;
+            }
+            bw = (rs.delivered as u64 * BW_UNIT).div_ceil(rs.interval_us as u64);
+        }
+        ctx.sample_bw = bw.min(u32::MAX as u64) as u32;
+    }
+
+    /// `bbr_update_ack_aggregation`.
+    fn update_ack_aggregation(&mut self, tp: &CcSock, rs: &RateSample) {
+        if self.p.extra_acked_gain == 0 || rs.acked_sacked == 0 || rs.delivered < 0 || rs.interval_us <= 0 {
+            return;
+        }
+        let mut win_thresh = self.p.extra_acked_win_rtts;
+        if self.round_start {
+            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1f);
+            if !self.full_bw_reached {
+                win_thresh = 1;
+            }
+            if self.extra_acked_win_rtts >= win_thresh {
+                self.extra_acked_win_rtts = 0;
+                self.extra_acked_win_idx ^= 1;
+                self.extra_acked[self.extra_acked_win_idx] = 0;
+            }
+        }
+        let epoch_us = (tp.delivered_mstamp / 1000).saturating_sub(self.ack_epoch_mstamp);
+        let mut expected_acked = (self.bw() as u64 * epoch_us / BW_UNIT) as u32;
+        if self.ack_epoch_acked <= expected_acked
+            || (self.ack_epoch_acked as u64 + rs.acked_sacked as u64 >= self.p.ack_epoch_acked_reset_thresh as u64)
+        {
+            self.ack_epoch_acked = 0;
+            self.ack_epoch_mstamp = tp.delivered_mstamp / 1000;
+            expected_acked = 0;
+        }
+        self.ack_epoch_acked = (self.ack_epoch_acked + rs.acked_sacked).min(0xfffff);
+        let extra = (self.ack_epoch_acked - expected_acked).min(tp.cwnd);
+        // `extra_acked[]` is u16 in struct bbr.
+        let extra = extra as u16;
+        if extra > self.extra_acked[self.extra_acked_win_idx] {
+            self.extra_acked[self.extra_acked_win_idx] = extra;
+        }
+    }
+
+    /// `bbr_check_probe_rtt_done`.
+    fn check_probe_rtt_done(&mut self, tp: &mut CcSock) {
+        if !(self.probe_rtt_done_stamp != 0 && tp.jiffies() > self.probe_rtt_done_stamp) {
+            return;
+        }
+        self.probe_rtt_min_stamp = tp.jiffies();
+        tp.cwnd = tp.cwnd.max(self.prior_cwnd);
+        self.exit_probe_rtt(tp);
+    }
+
+    /// `bbr_update_min_rtt`.
+    fn update_min_rtt(&mut self, tp: &mut CcSock, rs: &RateSample) {
+        let j = tp.jiffies();
+        let probe_rtt_expired = j > self.probe_rtt_min_stamp + self.p.probe_rtt_win_ms as u64 * HZ_PER_MS;
+        if rs.rtt_us >= 0
+            && ((rs.rtt_us as u64) < self.probe_rtt_min_us as u64 || (probe_rtt_expired && !rs.is_ack_delayed))
+        {
+            self.probe_rtt_min_us = rs.rtt_us.min(u32::MAX as i64) as u32;
+            self.probe_rtt_min_stamp = j;
+        }
+        let min_rtt_expired = j > self.min_rtt_stamp + self.p.min_rtt_win_sec as u64 * HZ;
+        if self.probe_rtt_min_us <= self.min_rtt_us || min_rtt_expired {
+            self.min_rtt_us = self.probe_rtt_min_us;
+            self.min_rtt_stamp = self.probe_rtt_min_stamp;
+        }
+        if self.p.probe_rtt_mode_ms > 0 && probe_rtt_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
+            self.mode = Mode::ProbeRtt;
+            self.save_cwnd(tp);
+            self.probe_rtt_done_stamp = 0;
+            self.ack_phase = AckPhase::ProbeStopping;
+            self.next_rtt_delivered = tp.delivered;
+        }
+        if self.mode == Mode::ProbeRtt {
+            // Ignore low-rate samples during this mode.
+            tp.app_limited = (tp.delivered + tp.in_flight() as u64).max(1);
+            if self.probe_rtt_done_stamp == 0 && tp.in_flight() <= self.probe_rtt_cwnd() {
+                self.probe_rtt_done_stamp = j + self.p.probe_rtt_mode_ms as u64 * HZ_PER_MS;
+                self.probe_rtt_round_done = false;
+                self.next_rtt_delivered = tp.delivered;
+            } else if self.probe_rtt_done_stamp != 0 {
+                if self.round_start {
+                    self.probe_rtt_round_done = true;
+                }
+                if self.probe_rtt_round_done {
+                    self.check_probe_rtt_done(tp);
+                }
+            }
+        }
+        if rs.delivered > 0 {
+            self.idle_restart = false;
+        }
+    }
+
+    /// `bbr_update_gains`.
+    fn update_gains(&mut self) {
+        match self.mode {
+            Mode::Startup => {
+                self.pacing_gain = self.p.startup_pacing_gain;
+                self.cwnd_gain = self.p.startup_cwnd_gain;
+            }
+            Mode::Drain => {
+                self.pacing_gain = self.p.drain_gain;
+                self.cwnd_gain = self.p.startup_cwnd_gain;
+            }
+            Mode::ProbeBw => {
+                self.pacing_gain = self.p.pacing_gain[self.cycle_idx as usize];
+                self.cwnd_gain = self.p.cwnd_gain;
+                if self.p.bw_probe_cwnd_gain != 0 && self.cycle_idx == Phase::Up {
+                    self.cwnd_gain += BBR_UNIT * self.p.bw_probe_cwnd_gain / 4;
+                }
+            }
+            Mode::ProbeRtt => {
+                self.pacing_gain = BBR_UNIT;
+                self.cwnd_gain = BBR_UNIT;
+            }
+        }
+    }
+
+    /// `bbr_take_max_bw_sample`.
+    fn take_max_bw_sample(&mut self, bw: u32) {
+        self.bw_hi[1] = self.bw_hi[1].max(bw);
+    }
+
+    /// `bbr_advance_max_bw_filter`.
+    fn advance_max_bw_filter(&mut self) {
+        if self.bw_hi[1] == 0 {
+            return;
+        }
+        self.bw_hi[0] = self.bw_hi[1];
+        self.bw_hi[1] = 0;
+    }
+
+    /// `bbr_reset_full_bw`.
+    fn reset_full_bw(&mut self) {
+        self.full_bw = 0;
+        self.full_bw_cnt = 0;
+        self.full_bw_now = false;
+    }
+
+    /// `bbr_target_inflight`.
+    fn target_inflight(&self, tp: &CcSock) -> u32 {
+        self.inflight(tp, self.bw(), BBR_UNIT).min(tp.cwnd)
+    }
+
+    /// `bbr_is_probing_bandwidth`.
+    fn is_probing_bandwidth(&self) -> bool {
+        self.mode == Mode::Startup
+            || (self.mode == Mode::ProbeBw && (self.cycle_idx == Phase::Refill || self.cycle_idx == Phase::Up))
+    }
+
+    /// `bbr_has_elapsed_in_phase`.
+    fn has_elapsed_in_phase(&self, tp: &CcSock, interval_us: u32) -> bool {
+        now_us(tp) > self.cycle_mstamp + interval_us as u64
+    }
+
+    /// `bbr_handle_queue_too_high_in_startup`.
+    fn handle_queue_too_high_in_startup(&mut self, tp: &CcSock) {
+        self.full_bw_reached = true;
+        let bdp = self.inflight(tp, self.max_bw(), BBR_UNIT);
+        self.inflight_hi = bdp.max(self.inflight_latest);
+    }
+
+    /// `bbr_check_ecn_too_high_in_startup`.
+    fn check_ecn_too_high_in_startup(&mut self, tp: &CcSock, ce_ratio: u32) {
+        if self.full_bw_reached || !self.ecn_eligible || self.p.full_ecn_cnt == 0 || self.p.ecn_thresh == 0 {
+            return;
+        }
+        if ce_ratio >= self.p.ecn_thresh {
+            // 2-bit field.
+            self.startup_ecn_rounds = (self.startup_ecn_rounds + 1) & 3;
+        } else {
+            self.startup_ecn_rounds = 0;
+        }
+        if self.startup_ecn_rounds >= self.p.full_ecn_cnt {
+            self.handle_queue_too_high_in_startup(tp);
+        }
+    }
+
+    /// `bbr_update_ecn_alpha`: returns the round's CE ratio (1/256), `None` if not available.
+    fn update_ecn_alpha(&mut self, tp: &CcSock) -> Option<u32> {
+        let can = Self::can_use_ecn(tp);
+        if !self.ecn_eligible
+            && can
+            && self.p.ecn_factor != 0
+            && (self.min_rtt_us <= self.p.ecn_max_rtt_us || self.p.ecn_max_rtt_us == 0)
+        {
+            self.ecn_eligible = true;
+        }
+        // PLB (`tcp_plb_enabled`) is off: α only while ECN-eligible.
+        if !self.ecn_eligible {
+            return None;
+        }
+        let delivered = tp.delivered.wrapping_sub(self.alpha_last_delivered);
+        let delivered_ce = tp.delivered_ce.wrapping_sub(self.alpha_last_delivered_ce);
+        if delivered == 0 || delivered > i64::MAX as u64 || delivered_ce > i64::MAX as u64 {
+            return None;
+        }
+        let ce_ratio = (delivered_ce << BBR_SCALE) / delivered;
+        let gain = self.p.ecn_alpha_gain as u64;
+        let mut alpha = ((BBR_UNIT as u64 - gain) * self.ecn_alpha as u64) >> BBR_SCALE;
+        alpha += (gain * ce_ratio) >> BBR_SCALE;
+        self.ecn_alpha = alpha.min(BBR_UNIT as u64) as u32;
+        self.alpha_last_delivered = tp.delivered;
+        self.alpha_last_delivered_ce = tp.delivered_ce;
+        let ce_ratio = ce_ratio.min(u32::MAX as u64) as u32;
+        self.check_ecn_too_high_in_startup(tp, ce_ratio);
+        Some(ce_ratio)
+    }
+
+    /// `bbr_raise_inflight_hi_slope`.
+    fn raise_inflight_hi_slope(&mut self, tp: &CcSock) {
+        let growth_this_round = 1u32 << self.bw_probe_up_rounds;
+        self.bw_probe_up_rounds = (self.bw_probe_up_rounds + 1).min(30);
+        self.bw_probe_up_cnt = (tp.cwnd / growth_this_round).max(1);
+    }
+
+    /// `bbr_probe_inflight_hi_upward`.
+    fn probe_inflight_hi_upward(&mut self, tp: &CcSock, rs: &RateSample) {
+        if !tp.is_cwnd_limited || tp.cwnd < self.inflight_hi {
+            return;
+        }
+        self.bw_probe_up_acks += rs.acked_sacked;
+        if self.bw_probe_up_acks >= self.bw_probe_up_cnt {
+            let delta = self.bw_probe_up_acks / self.bw_probe_up_cnt;
+            self.bw_probe_up_acks -= delta * self.bw_probe_up_cnt;
+            self.inflight_hi = self.inflight_hi.wrapping_add(delta);
+            self.try_fast_path = false;
+        }
+        if self.round_start {
+            self.raise_inflight_hi_slope(tp);
+        }
+    }
+
+    /// `bbr_is_inflight_too_high`: the sample's loss rate above `loss_thresh`, or
+    /// (ECN-eligible) its CE share above `ecn_thresh`.
+    fn is_inflight_too_high(&self, rs: &RateSample) -> bool {
+        if rs.lost > 0 && rs.tx_in_flight != 0 {
+            let loss_thresh = (rs.tx_in_flight as u64 * self.p.loss_thresh as u64) >> BBR_SCALE;
+            if rs.lost as u64 > loss_thresh {
+                return true;
+            }
+        }
+        if rs.delivered_ce > 0 && rs.delivered > 0 && self.ecn_eligible && self.p.ecn_thresh != 0 {
+            let ecn_thresh = (rs.delivered as u64 * self.p.ecn_thresh as u64) >> BBR_SCALE;
+            if rs.delivered_ce as u64 > ecn_thresh {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `bbr_inflight_hi_from_lost_skb`: the in-flight level at which the loss
+    /// rate crossed `loss_thresh` within this skb.
+    fn inflight_hi_from_lost_skb(&self, rs: &RateSample, pcount: u32) -> u32 {
+        let loss_thresh = self.p.loss_thresh as u64;
+        let inflight_prev = rs.tx_in_flight as i64 - pcount as i64;
+        if inflight_prev < 0 {
+            return UNSET;
+        }
+        let lost_prev = rs.lost - pcount as i64;
+        if lost_prev < 0 {
+            return UNSET;
+        }
+        let loss_budget = (inflight_prev as u64 * loss_thresh + BBR_UNIT as u64 - 1) >> BBR_SCALE;
+        let lost_prefix = if lost_prev as u64 >= loss_budget {
+            0
+        } else {
+            let divisor = BBR_UNIT as u64 - loss_thresh;
+            if divisor == 0 {
+                return UNSET;
+            }
+            ((loss_budget - lost_prev as u64) << BBR_SCALE) / divisor
+        };
+        (inflight_prev as u64 + lost_prefix).min(u32::MAX as u64) as u32
+    }
+
+    /// `bbr_inflight_with_headroom`.
+    fn inflight_with_headroom(&self) -> u32 {
+        if self.inflight_hi == UNSET {
+            return UNSET;
+        }
+        let headroom = ((self.inflight_hi as u64 * self.p.inflight_headroom as u64) >> BBR_SCALE) as u32;
+        let headroom = headroom.max(1);
+        (self.inflight_hi as i32).wrapping_sub(headroom as i32).max(self.p.cwnd_min_target as i32) as u32
+    }
+
+    /// `bbr_bound_cwnd_for_inflight_model`.
+    fn bound_cwnd_for_inflight_model(&self, tp: &mut CcSock) {
+        if !self.initialized {
+            return;
+        }
+        let mut cap = UNSET;
+        if self.mode == Mode::ProbeBw && self.cycle_idx != Phase::Cruise {
+            cap = self.inflight_hi;
+        } else if self.mode == Mode::ProbeRtt || (self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Cruise) {
+            cap = self.inflight_with_headroom();
+        }
+        cap = cap.min(self.inflight_lo);
+        cap = cap.max(self.p.cwnd_min_target);
+        tp.cwnd = tp.cwnd.min(cap);
+    }
+
+    /// `bbr_ecn_cut`.
+    fn ecn_cut(&self) -> u32 {
+        BBR_UNIT - ((self.ecn_alpha * self.p.ecn_factor) >> BBR_SCALE)
+    }
+
+    /// `bbr_init_lower_bounds`.
+    fn init_lower_bounds(&mut self, tp: &CcSock, init_bw: bool) {
+        if init_bw && self.bw_lo == UNSET {
+            self.bw_lo = self.max_bw();
+        }
+        if self.inflight_lo == UNSET {
+            self.inflight_lo = tp.cwnd;
+        }
+    }
+
+    /// `bbr_adapt_lower_bounds`: per loss round outside probes, cut inflight_lo
+    /// by the ECN factor and bw_lo / inflight_lo by β (never below the latest round's delivery).
+    fn adapt_lower_bounds(&mut self, tp: &CcSock) {
+        if self.is_probing_bandwidth() {
+            return;
+        }
+        let mut ecn_inflight_lo = UNSET;
+        if self.ecn_in_round && self.p.ecn_factor != 0 {
+            self.init_lower_bounds(tp, false);
+            ecn_inflight_lo = ((self.inflight_lo as u64 * self.ecn_cut() as u64) >> BBR_SCALE) as u32;
+        }
+        if self.loss_in_round {
+            self.init_lower_bounds(tp, true);
+            let loss_cut = (BBR_UNIT - self.p.beta) as u64;
+            self.bw_lo = self.bw_latest.max(((self.bw_lo as u64 * loss_cut) >> BBR_SCALE) as u32);
+            self.inflight_lo = self.inflight_latest.max(((self.inflight_lo as u64 * loss_cut) >> BBR_SCALE) as u32);
+        }
+        self.inflight_lo = self.inflight_lo.min(ecn_inflight_lo);
+        self.bw_lo = self.bw_lo.max(1);
+    }
+
+    /// `bbr_reset_lower_bounds`.
+    fn reset_lower_bounds(&mut self) {
+        self.bw_lo = UNSET;
+        self.inflight_lo = UNSET;
+    }
+
+    /// `bbr_reset_congestion_signals`.
+    fn reset_congestion_signals(&mut self) {
+        self.loss_in_round = false;
+        self.ecn_in_round = false;
+        self.loss_in_cycle = false;
+        self.ecn_in_cycle = false;
+        self.bw_latest = 0;
+        self.inflight_latest = 0;
+    }
+
+    /// `bbr_exit_loss_recovery`.
+    fn exit_loss_recovery(&mut self, tp: &mut CcSock) {
+        tp.cwnd = tp.cwnd.max(self.prior_cwnd);
+        self.try_fast_path = false;
+    }
+
+    /// `bbr_update_latest_delivery_signals`.
+    fn update_latest_delivery_signals(&mut self, tp: &CcSock, rs: &RateSample, ctx: &Ctx) {
+        self.loss_round_start = false;
+        if rs.interval_us <= 0 || rs.acked_sacked == 0 {
+            return;
+        }
+        self.bw_latest = self.bw_latest.max(ctx.sample_bw);
+        self.inflight_latest = self.inflight_latest.max(rs.delivered.clamp(0, u32::MAX as i64) as u32);
+        if rs.prior_delivered >= self.loss_round_delivered {
+            self.loss_round_delivered = tp.delivered;
+            self.loss_round_start = true;
+        }
+    }
+
+    /// `bbr_advance_latest_delivery_signals` (`rs->is_acking_tlp_retrans_seq` is
+    /// not reported by the engine: taken as false).
+    fn advance_latest_delivery_signals(&mut self, rs: &RateSample, ctx: &Ctx) {
+        if self.loss_round_start {
+            self.bw_latest = ctx.sample_bw;
+            self.inflight_latest = rs.delivered.clamp(0, u32::MAX as i64) as u32;
+        }
+    }
+
+    /// `bbr_update_congestion_signals`.
+    fn update_congestion_signals(&mut self, tp: &CcSock, rs: &RateSample, ctx: &Ctx) {
+        if rs.interval_us <= 0 || rs.acked_sacked == 0 {
+            return;
+        }
+        let bw = ctx.sample_bw;
+        if !rs.is_app_limited || bw >= self.max_bw() {
+            self.take_max_bw_sample(bw);
+        }
+        self.loss_in_round |= rs.losses > 0;
+        if !self.loss_round_start {
+            return;
+        }
+        self.adapt_lower_bounds(tp);
+        self.loss_in_round = false;
+        self.ecn_in_round = false;
+    }
+
+    /// `bbr_is_reno_coexistence_probe_time`.
+    fn is_reno_coexistence_probe_time(&self, tp: &CcSock) -> bool {
+        let rounds = self.p.bw_probe_max_rounds.min(self.target_inflight(tp));
+        self.rounds_since_probe >= rounds
+    }
+
+    /// `bbr_pick_probe_wait`: `get_random_u32_below` from the flow's stream.
+    fn pick_probe_wait(&mut self, tp: &mut CcSock) {
+        self.rounds_since_probe = below(tp, self.p.bw_probe_rand_rounds);
+        self.probe_wait_us = self.p.bw_probe_base_us.saturating_add(below(tp, self.p.bw_probe_rand_us));
+    }
+
+    /// `bbr_set_cycle_idx`.
+    fn set_cycle_idx(&mut self, idx: Phase) {
+        self.cycle_idx = idx;
+        self.try_fast_path = false;
+    }
+
+    /// `bbr_start_bw_probe_refill`.
+    fn start_bw_probe_refill(&mut self, tp: &CcSock, bw_probe_up_rounds: u32) {
+        self.reset_lower_bounds();
+        self.bw_probe_up_rounds = bw_probe_up_rounds & 0x1f;
+        self.bw_probe_up_acks = 0;
+        self.stopped_risky_probe = false;
+        self.ack_phase = AckPhase::Refilling;
+        self.next_rtt_delivered = tp.delivered;
+        self.set_cycle_idx(Phase::Refill);
+    }
+
+    /// `bbr_start_bw_probe_up`.
+    fn start_bw_probe_up(&mut self, tp: &CcSock, ctx: &Ctx) {
+        self.ack_phase = AckPhase::ProbeStarting;
+        self.next_rtt_delivered = tp.delivered;
+        self.cycle_mstamp = now_us(tp);
+        self.reset_full_bw();
+        self.full_bw = ctx.sample_bw;
+        self.set_cycle_idx(Phase::Up);
+        self.raise_inflight_hi_slope(tp);
+    }
+
+    /// `bbr_start_bw_probe_down`.
+    fn start_bw_probe_down(&mut self, tp: &mut CcSock) {
+        self.reset_congestion_signals();
+        self.bw_probe_up_cnt = UNSET;
+        self.pick_probe_wait(tp);
+        self.cycle_mstamp = now_us(tp);
+        self.ack_phase = AckPhase::ProbeStopping;
+        self.next_rtt_delivered = tp.delivered;
+        self.set_cycle_idx(Phase::Down);
+    }
+
+    /// `bbr_start_bw_probe_cruise`.
+    fn start_bw_probe_cruise(&mut self) {
+        if self.inflight_lo != UNSET {
+            self.inflight_lo = self.inflight_lo.min(self.inflight_hi);
+        }
+        self.set_cycle_idx(Phase::Cruise);
+    }
+
+    /// `bbr_handle_inflight_too_high`.
+    fn handle_inflight_too_high(&mut self, tp: &mut CcSock, rs: &RateSample) {
+        self.prev_probe_too_high = true;
+        self.bw_probe_samples = false;
+        if !rs.is_app_limited {
+            let cut = (self.target_inflight(tp) as u64 * (BBR_UNIT - self.p.beta) as u64) >> BBR_SCALE;
+            self.inflight_hi = rs.tx_in_flight.max(cut as u32);
+        }
+        if self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
+            self.start_bw_probe_down(tp);
+        }
+    }
+
+    /// `bbr_adapt_upper_bounds`: returns true if it decided a state transition.
+    fn adapt_upper_bounds(&mut self, tp: &mut CcSock, rs: &RateSample) -> bool {
+        if self.ack_phase == AckPhase::ProbeStarting && self.round_start {
+            self.ack_phase = AckPhase::ProbeFeedback;
+        }
+        if self.ack_phase == AckPhase::ProbeStopping && self.round_start {
+            self.bw_probe_samples = false;
+            self.ack_phase = AckPhase::Init;
+            if self.mode == Mode::ProbeBw && !rs.is_app_limited {
+                self.advance_max_bw_filter();
+            }
+            if self.mode == Mode::ProbeBw && self.stopped_risky_probe && !self.prev_probe_too_high {
+                self.start_bw_probe_refill(tp, 0);
+                return true;
+            }
+        }
+        if self.is_inflight_too_high(rs) {
+            if self.bw_probe_samples {
+                self.handle_inflight_too_high(tp, rs);
+            }
+        } else {
+            if self.inflight_hi == UNSET {
+                return false;
+            }
+            if rs.tx_in_flight > self.inflight_hi {
+                self.inflight_hi = rs.tx_in_flight;
+            }
+            if self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
+                self.probe_inflight_hi_upward(tp, rs);
+            }
+        }
+        false
+    }
+
+    /// `bbr_check_time_to_probe_bw`.
+    fn check_time_to_probe_bw(&mut self, tp: &CcSock) -> bool {
+        if self.p.ecn_reprobe_gain != 0
+            && self.ecn_eligible
+            && self.ecn_in_cycle
+            && !self.loss_in_cycle
+            && tp.ca_state == CaState::Open
+        {
+            let n = ilog2((self.inflight_hi as u64 * self.p.ecn_reprobe_gain as u64) >> BBR_SCALE);
+            self.start_bw_probe_refill(tp, n);
+            return true;
+        }
+        if self.has_elapsed_in_phase(tp, self.probe_wait_us) || self.is_reno_coexistence_probe_time(tp) {
+            self.start_bw_probe_refill(tp, 0);
+            return true;
+        }
+        false
+    }
+
+    /// `bbr_check_time_to_cruise`.
+    fn check_time_to_cruise(&self, tp: &CcSock, inflight: u32, bw: u32) -> bool {
+        if inflight > self.inflight_with_headroom() {
+            return false;
+        }
+        inflight <= self.inflight(tp, bw, BBR_UNIT)
+    }
+
+    /// `bbr_update_cycle_phase`.
+    fn update_cycle_phase(&mut self, tp: &mut CcSock, rs: &RateSample, ctx: &Ctx) {
+        if !self.full_bw_reached {
+            return;
+        }
+        if self.adapt_upper_bounds(tp, rs) {
+            return;
+        }
+        if self.mode != Mode::ProbeBw {
+            return;
+        }
+        let inflight = self.packets_in_net_at_edt(tp, rs.prior_in_flight);
+        let bw = self.max_bw();
+        match self.cycle_idx {
+            Phase::Cruise => {
+                self.check_time_to_probe_bw(tp);
+            }
+            Phase::Refill => {
+                if self.round_start {
+                    self.bw_probe_samples = true;
+                    self.start_bw_probe_up(tp, ctx);
+                }
+            }
+            Phase::Up => {
+                let mut done = false;
+                if self.prev_probe_too_high && inflight >= self.inflight_hi {
+                    self.stopped_risky_probe = true;
+                    done = true;
+                } else if tp.is_cwnd_limited && tp.cwnd >= self.inflight_hi {
+                    // inflight_hi is limiting bw growth.
+                    self.reset_full_bw();
+                    self.full_bw = ctx.sample_bw;
+                } else if self.full_bw_now {
+                    // Plateau in estimated bw: the pipe looks full.
+                    done = true;
+                }
+                if done {
+                    self.prev_probe_too_high = false;
+                    self.start_bw_probe_down(tp);
+                }
+            }
+            Phase::Down => {
+                if self.check_time_to_probe_bw(tp) {
+                    return;
+                }
+                if self.check_time_to_cruise(tp, inflight, bw) {
+                    self.start_bw_probe_cruise();
+                }
+            }
+        }
+    }
+
+    /// `bbr_exit_probe_rtt`.
+    fn exit_probe_rtt(&mut self, tp: &mut CcSock) {
+        self.reset_lower_bounds();
+        if self.full_bw_reached {
+            self.mode = Mode::ProbeBw;
+            self.start_bw_probe_down(tp);
+            self.start_bw_probe_cruise();
+        } else {
+            self.mode = Mode::Startup;
+        }
+    }
+
+    /// `bbr_check_loss_too_high_in_startup`.
+    fn check_loss_too_high_in_startup(&mut self, tp: &CcSock, rs: &RateSample) {
+        if self.full_bw_reached {
+            return;
+        }
+        if rs.losses > 0 && self.loss_events_in_round < 0xf {
+            self.loss_events_in_round += 1;
+        }
+        if self.p.full_loss_cnt != 0
+            && self.loss_round_start
+            && tp.ca_state == CaState::Recovery
+            && self.loss_events_in_round >= self.p.full_loss_cnt
+            && self.is_inflight_too_high(rs)
+        {
+            self.handle_queue_too_high_in_startup(tp);
+            return;
+        }
+        if self.loss_round_start {
+            self.loss_events_in_round = 0;
+        }
+    }
+
+    /// `bbr_check_full_bw_reached`: any sample ≥ 1.25 × full_bw restarts the
+    /// count; otherwise each round start counts, and `full_bw_cnt` rounds make a plateau.
+    fn check_full_bw_reached(&mut self, rs: &RateSample, ctx: &Ctx) {
+        if self.full_bw_now || rs.is_app_limited {
+            return;
+        }
+        let bw_thresh = ((self.full_bw as u64 * self.p.full_bw_thresh as u64) >> BBR_SCALE).min(u32::MAX as u64) as u32;
+        if ctx.sample_bw >= bw_thresh {
+            self.reset_full_bw();
+            self.full_bw = ctx.sample_bw;
+            return;
+        }
+        if !self.round_start {
+            return;
+        }
+        self.full_bw_cnt = (self.full_bw_cnt + 1) & 3;
+        self.full_bw_now = self.full_bw_cnt >= self.p.full_bw_cnt;
+        self.full_bw_reached |= self.full_bw_now;
+    }
+
+    /// `bbr_check_drain`.
+    fn check_drain(&mut self, tp: &mut CcSock) {
+        if self.mode == Mode::Startup && self.full_bw_reached {
+            self.mode = Mode::Drain;
+            // Exported for monitoring only (ssthresh is not used by BBR).
+            tp.ssthresh = self.inflight(tp, self.max_bw(), BBR_UNIT);
+            self.reset_congestion_signals();
+        }
+        if self.mode == Mode::Drain
+            && self.packets_in_net_at_edt(tp, tp.in_flight()) <= self.inflight(tp, self.max_bw(), BBR_UNIT)
+        {
+            self.mode = Mode::ProbeBw;
+            self.start_bw_probe_down(tp);
+        }
+    }
+
+    /// `bbr_update_model`.
+    fn update_model(&mut self, tp: &mut CcSock, rs: &RateSample, ctx: &Ctx) {
+        self.update_congestion_signals(tp, rs, ctx);
+        self.update_ack_aggregation(tp, rs);
+        self.check_loss_too_high_in_startup(tp, rs);
+        self.check_full_bw_reached(rs, ctx);
+        self.check_drain(tp);
+        self.update_cycle_phase(tp, rs, ctx);
+        self.update_min_rtt(tp, rs);
+    }
+
+    /// `bbr_run_fast_path`: returns true to skip the control update too;
+    /// clears `update_model` to skip only the model.
+    fn run_fast_path(&mut self, tp: &mut CcSock, update_model: &mut bool, rs: &RateSample, ctx: &Ctx) -> bool {
+        if self.p.fast_path
+            && self.try_fast_path
+            && rs.is_app_limited
+            && ctx.sample_bw < self.max_bw()
+            && !self.loss_in_round
+            && !self.ecn_in_round
+        {
+            let prev_mode = self.mode;
+            let prev_min_rtt_us = self.min_rtt_us;
+            self.check_drain(tp);
+            self.update_cycle_phase(tp, rs, ctx);
+            self.update_min_rtt(tp, rs);
+            if self.mode == prev_mode && self.min_rtt_us == prev_min_rtt_us && self.try_fast_path {
+                return true;
+            }
+            *update_model = false;
+        }
+        false
+    }
+
+    /// `bbr_main`.
+    fn main(&mut self, tp: &mut CcSock, rs: &RateSample) {
+        let mut ctx = Ctx::default();
+        let mut update_model = true;
+        self.update_round_start(tp, rs);
+        if self.round_start {
+            self.rounds_since_probe = (self.rounds_since_probe + 1).min(0xff);
+            self.update_ecn_alpha(tp);
+        }
+        self.ecn_in_round |= self.ecn_eligible && rs.is_ece;
+        Self::calculate_bw_sample(rs, &mut ctx);
+        self.update_latest_delivery_signals(tp, rs, &ctx);
+        if !self.run_fast_path(tp, &mut update_model, rs, &ctx) {
+            if update_model {
+                self.update_model(tp, rs, &ctx);
+            }
+            self.update_gains();
+            let bw = self.bw();
+            self.set_pacing_rate(tp, bw, self.pacing_gain);
+            self.set_cwnd(tp, rs.acked_sacked, bw, self.cwnd_gain);
+            self.bound_cwnd_for_inflight_model(tp);
+        }
+        self.advance_latest_delivery_signals(rs, &ctx);
+        self.prev_ca_state = tp.ca_state;
+        self.loss_in_cycle |= rs.lost > 0;
+        self.ecn_in_cycle |= rs.delivered_ce > 0;
+    }
+
+    /// `bbr_run_loss_probe_recovery`: a TLP repaired the loss of one segment.
+    fn run_loss_probe_recovery(&mut self, tp: &mut CcSock) {
+        self.note_loss(tp);
+        if !self.bw_probe_samples {
+            return;
+        }
+        let rs = RateSample {
+            lost: 1,
+            tx_in_flight: self.inflight_latest + 1,
+            is_app_limited: tp.tlp_orig_data_app_limited,
+            ..RateSample::default()
+        };
+        if self.is_inflight_too_high(&rs) {
+            self.handle_inflight_too_high(tp, &rs);
+        }
+    }
+
+    /// `bbr_note_loss`.
+    fn note_loss(&mut self, tp: &CcSock) {
+        if !self.loss_in_round {
+            self.loss_round_delivered = tp.delivered;
+        }
+        self.loss_in_round = true;
+        self.loss_in_cycle = true;
+    }
+}
+
+/// `HZ` per ms: `msecs_to_jiffies` at HZ = 1000.
+const HZ_PER_MS: u64 = crate::time::HZ / 1000;
+const HZ: u64 = crate::time::HZ;
+/// `sk_pacing_shift` default (`SK_PACING_SHIFT` in include/net/sock.h).
+const SK_PACING_SHIFT: u32 = 10;
+
+/// `get_random_u32_below(n)`: uniform in [0, n) from the flow's stream.
+fn below(tp: &mut CcSock, n: u32) -> u32 {
+    if n <= 1 {
+        0
+    } else {
+        tp.rng.below_inclusive(n as u64 - 1) as u32
+    }
+}
+
+impl CongestionControl for Bbr3 {
+    fn name(&self) -> &'static str {
+        "bbr3"
+    }
+
+    fn flags(&self) -> CcFlags {
+        BBR3_FLAGS
+    }
+
+    /// `bbr_init`.
+    fn init(&mut self, tp: &mut CcSock) {
+        let j = tp.jiffies();
+        self.initialized = true;
+        self.init_cwnd = tp.cwnd.min(0x7f);
+        self.prior_cwnd = tp.prior_cwnd;
+        tp.ssthresh = TCP_INFINITE_SSTHRESH;
+        self.next_rtt_delivered = tp.delivered;
+        self.prev_ca_state = CaState::Open;
+        self.probe_rtt_done_stamp = 0;
+        self.probe_rtt_round_done = false;
+        self.probe_rtt_min_us = tp.min_rtt_us;
+        self.probe_rtt_min_stamp = j;
+        self.min_rtt_us = tp.min_rtt_us;
+        self.min_rtt_stamp = j;
+        self.has_seen_rtt = false;
+        self.init_pacing_rate_from_rtt(tp);
+        self.round_start = false;
+        self.idle_restart = false;
+        self.full_bw_reached = false;
+        self.full_bw = 0;
+        self.full_bw_cnt = 0;
+        self.cycle_mstamp = 0;
+        self.cycle_idx = Phase::Up;
+        self.mode = Mode::Startup;
+        self.ack_epoch_mstamp = now_us(tp);
+        self.ack_epoch_acked = 0;
+        self.extra_acked_win_rtts = 0;
+        self.extra_acked_win_idx = 0;
+        self.extra_acked = [0; 2];
+        self.try_fast_path = false;
+        // Start sampling ECN mark rate after the first full flight is ACKed.
+        self.loss_round_delivered = tp.delivered + 1;
+        self.loss_round_start = false;
+        self.undo_bw_lo = 0;
+        self.undo_inflight_lo = 0;
+        self.undo_inflight_hi = 0;
+        self.loss_events_in_round = 0;
+        self.startup_ecn_rounds = 0;
+        self.reset_congestion_signals();
+        self.bw_lo = UNSET;
+        self.bw_hi = [0; 2];
+        self.inflight_lo = UNSET;
+        self.inflight_hi = UNSET;
+        self.reset_full_bw();
+        self.bw_probe_up_cnt = UNSET;
+        self.bw_probe_up_acks = 0;
+        self.bw_probe_up_rounds = 0;
+        self.probe_wait_us = 0;
+        self.stopped_risky_probe = false;
+        self.ack_phase = AckPhase::Init;
+        self.rounds_since_probe = 0;
+        self.bw_probe_samples = false;
+        self.prev_probe_too_high = false;
+        self.ecn_eligible = false;
+        self.ecn_alpha = self.p.ecn_alpha_init;
+        self.alpha_last_delivered = 0;
+        self.alpha_last_delivered_ce = 0;
+        if Self::can_use_ecn(tp) {
+            tp.ect_permanent = true;
+        }
+    }
+
+    /// `bbr_ssthresh`: save state for undo; ssthresh is unchanged.
+    fn ssthresh(&mut self, tp: &CcSock) -> u32 {
+        self.save_cwnd(tp);
+        self.undo_bw_lo = self.bw_lo;
+        self.undo_inflight_lo = self.inflight_lo;
+        self.undo_inflight_hi = self.inflight_hi;
+        tp.ssthresh
+    }
+
+    fn has_cong_control(&self) -> bool {
+        true
+    }
+
+    fn cong_control(&mut self, tp: &mut CcSock, rs: &RateSample) {
+        self.main(tp, rs);
+    }
+
+    /// `bbr_set_state`.
+    fn set_state(&mut self, tp: &mut CcSock, new_state: CaState) {
+        if new_state == CaState::Loss {
+            self.prev_ca_state = CaState::Loss;
+            self.reset_full_bw();
+            if !self.is_probing_bandwidth() && self.inflight_lo == UNSET {
+                self.inflight_lo = tp.cwnd.max(self.prior_cwnd);
+            }
+        } else if self.prev_ca_state == CaState::Loss && new_state != CaState::Loss {
+            self.exit_loss_recovery(tp);
+        }
+    }
+
+    /// `bbr_cwnd_event` (the CE events of a receiving socket are not delivered to
+    /// BBRv3 by the engine; see the module doc).
+    fn cwnd_event(&mut self, tp: &mut CcSock, ev: CaEvent) {
+        if ev == CaEvent::TlpRecovery {
+            // bbr_loss_probe_recovery = true.
+            self.run_loss_probe_recovery(tp);
+        } else if ev == CaEvent::TxStart {
+            if tp.app_limited == 0 {
+                return;
+            }
+            self.idle_restart = true;
+            self.ack_epoch_mstamp = now_us(tp);
+            self.ack_epoch_acked = 0;
+            if self.mode == Mode::ProbeBw {
+                let bw = self.bw();
+                self.set_pacing_rate(tp, bw, BBR_UNIT);
+            } else if self.mode == Mode::ProbeRtt {
+                self.check_probe_rtt_done(tp);
+            }
+        }
+    }
+
+    /// `bbr_skb_marked_lost`: while probing, was the loss rate of the flight up
+    /// to this packet too high, and at which packet did it become so?
+    fn skb_marked_lost(&mut self, tp: &mut CcSock, skb: &SkbLostInfo) {
+        self.note_loss(tp);
+        if !self.bw_probe_samples {
+            return;
+        }
+        if skb.tx.delivered_mstamp == 0 {
+            return;
+        }
+        let mut rs = RateSample {
+            tx_in_flight: skb.tx.in_flight,
+            lost: tp.lost as i64 - skb.tx.lost as i64,
+            is_app_limited: skb.tx.is_app_limited,
+            ..RateSample::default()
+        };
+        if self.is_inflight_too_high(&rs) {
+            rs.tx_in_flight = self.inflight_hi_from_lost_skb(&rs, skb.pcount);
+            self.handle_inflight_too_high(tp, &rs);
+        }
+    }
+
+    /// `bbr_undo_cwnd`.
+    fn undo_cwnd(&mut self, _tp: &CcSock) -> u32 {
+        self.reset_full_bw();
+        self.loss_in_round = false;
+        self.bw_lo = self.bw_lo.max(self.undo_bw_lo);
+        self.inflight_lo = self.inflight_lo.max(self.undo_inflight_lo);
+        self.inflight_hi = self.inflight_hi.max(self.undo_inflight_hi);
+        self.try_fast_path = false;
+        self.prior_cwnd
+    }
+
+    /// `bbr_tso_segs` (the device's GSO limit is the legacy 64 KB here).
+    fn tso_segs(&self, tp: &CcSock) -> Option<u32> {
+        Some(self.tso_segs_generic(tp, GSO_LEGACY_MAX_SIZE))
+    }
+
+    /// `ecn_alpha` while the flow is ECN-eligible (it is updated only then).
+    fn alpha(&self) -> Option<f64> {
+        self.ecn_eligible.then(|| self.ecn_alpha as f64 / BBR_UNIT as f64)
+    }
+
+    /// What `bbr_get_info` reports.
+    fn cc_state(&self, tp: &CcSock) -> CcState {
+        let mode = match self.mode {
+            Mode::Startup => "STARTUP",
+            Mode::Drain => "DRAIN",
+            Mode::ProbeRtt => "PROBE_RTT",
+            Mode::ProbeBw => match self.cycle_idx {
+                Phase::Up => "PROBE_BW:UP",
+                Phase::Down => "PROBE_BW:DOWN",
+                Phase::Cruise => "PROBE_BW:CRUISE",
+                Phase::Refill => "PROBE_BW:REFILL",
+            },
+        };
+        CcState {
+            bw_bytes_per_s: Some(Self::rate_bytes_per_sec(tp, self.bw() as u64, BBR_UNIT, 0)),
+            min_rtt_us: (self.min_rtt_us != u32::MAX).then_some(self.min_rtt_us),
+            mode: Some(mode),
+            pacing_gain: Some(self.pacing_gain as f64 / BBR_UNIT as f64),
+            inflight_hi: self.inflight_hi(),
+            inflight_lo: self.inflight_lo(),
+        }
+    }
+}
+
+/// `TCP_CONG_NON_RESTRICTED | TCP_CONG_WANTS_CE_EVENTS` and pacing (`bbr_init`
+/// sets `SK_PACING_NEEDED`); no `TCP_CONG_NEEDS_ECN`: ECN follows the host's `tcp_ecn`.
+const BBR3_FLAGS: CcFlags = CcFlags {
+    needs_ecn: false,
+    needs_accecn: false,
+    wants_ect1: false,
+    no_fallback_rfc3168: false,
+    needs_pacing: true,
+};
+
+fn build(p: Option<&serde_json::Value>) -> Result<Box<dyn CongestionControl>, String> {
+    let params = parse_params("bbr3", Bbr3Params::default(), p)?;
+    params.check()?;
+    Ok(Box::new(Bbr3::new(params)))
+}
+
+/// `bbr3` in the registry: google/bbr v3 with its compile-time constants as defaults.
+pub const DESCRIPTOR: CcDescriptor = CcDescriptor {
+    name: "bbr3",
+    doc: "BBRv3 (google/bbr v3 net/ipv4/tcp_bbr.c): STARTUP 2.77, PROBE_BW DOWN/CRUISE/REFILL/UP, ECN only with ecn_low and min RTT <= 5 ms.",
+    l4s: false,
+    flags: BBR3_FLAGS,
+    receiver: ReceiverDefaults::NONE,
+    build,
+    params: params::param_specs,
+};
