@@ -202,8 +202,12 @@ impl TcpSender {
         if self.tp.lost_out <= self.tp.retrans_out {
             return;
         }
-        let mut i = 0;
-        while i < self.rtx.len() {
+        // The scoreboard index visits only the segments to retransmit (LOST, not
+        // SACKED, not RETRANS). The stop tests depend only on state a retransmission
+        // changes, so testing them before each such segment stops where a scan of
+        // the whole queue testing them at every segment would.
+        let mut next = self.rtx.next_lost(0);
+        while let Some(i) = next {
             if self.tp.retrans_out >= self.tp.lost_out {
                 break;
             }
@@ -214,14 +218,11 @@ impl TcpSender {
                 self.pacing_timer = Some(self.wstamp);
                 break;
             }
-            let s = self.rtx[i];
-            if s.has(LOST) && !s.has(SACKED) && !s.has(RETRANS) {
-                self.retransmit_seg(i, now, out);
-                if self.tp.ca_state == CaState::Cwr || self.tp.ca_state == CaState::Recovery {
-                    self.prr_out += 1;
-                }
+            self.retransmit_seg(i, now, out);
+            if self.tp.ca_state == CaState::Cwr || self.tp.ca_state == CaState::Recovery {
+                self.prr_out += 1;
             }
-            i += 1;
+            next = self.rtx.next_lost(i + 1);
         }
     }
 
@@ -235,10 +236,11 @@ impl TcpSender {
         if !self.rtx[i].has(RETRANS) {
             self.tp.retrans_out += 1;
         }
-        let s = &mut self.rtx[i];
+        let mut s = self.rtx[i];
         s.flags = (s.flags | RETRANS | EVER_RETRANS) & !DELIVERED;
         s.xmit = now;
         s.tx = tx;
+        self.rtx.replace(i, s);
         self.stats.retransmits += 1;
         self.emit_data(seq, len, true, now, out);
         self.skb_sent(len as u64, now);

@@ -38,11 +38,13 @@ impl TcpSender {
     pub(super) fn rack_detect_loss(&mut self, now: Time) -> u64 {
         let reo_wnd = self.rack_reo_wnd_us();
         let mut timeout = 0u64;
-        for i in 0..self.rtx.len() {
-            let s = self.rtx[i];
-            if s.has(SACKED) || (s.has(LOST) && !s.has(RETRANS)) {
-                continue;
-            }
+        // SACKed segments and lost ones awaiting retransmission are skipped: the
+        // scoreboard index visits the others only (Linux walks
+        // tp->tsorted_sent_queue, from which it unlinks what it marks lost).
+        let mut next = self.rtx.next_in_flight(0);
+        while let Some(i) = next {
+            next = self.rtx.next_in_flight(i + 1);
+            let s = &self.rtx[i];
             if !rack_sent_after(self.rack.xmit, s.xmit, self.rack.end_seq, s.end) {
                 if s.has(EVER_RETRANS) {
                     continue; // retransmitted later; later originals may still qualify
