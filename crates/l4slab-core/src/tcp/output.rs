@@ -240,7 +240,7 @@ impl TcpSender {
         s.flags = (s.flags | RETRANS | EVER_RETRANS) & !DELIVERED;
         s.xmit = now;
         s.tx = tx;
-        self.rtx.replace(i, s);
+        self.rtx.retransmit(i, s);
         self.stats.retransmits += 1;
         self.emit_data(seq, len, true, now, out);
         self.skb_sent(len as u64, now);

@@ -11,25 +11,34 @@
 //! word operations (a second level of one bit per non-empty word skips empty runs):
 //!
 //! * **unsacked**: not `SACKED` — what SACK tagging may still tag;
-//! * **in flight for RACK**: not `SACKED` and not lost-awaiting-retransmission — the
-//!   segments `tcp_rack_detect_loss` examines (it skips the others);
+//! * **original in flight**: never retransmitted, not `SACKED`, not `LOST` — the
+//!   first transmissions `tcp_rack_detect_loss` examines, in sequence order which
+//!   for them is also send order;
 //! * **lost**: `LOST`, not `RETRANS`, not `SACKED` — what
 //!   `tcp_xmit_retransmit_queue` retransmits.
 //!
+//!
+//! and a list of retransmissions in send order (Linux's `tsorted_sent_queue` for
+//! them: `tcp_rate_skb_sent` → `list_move_tail`), so RACK looks only at the
+//! retransmissions sent before its reference packet instead of every one in flight.
+//!
 //! The sets are updated on every flag change (all flag writes go through
-//! [`RtxQueue::set_flags`] / [`RtxQueue::replace`]), so each walk visits the same
-//! segments in the same (sequence) order as a scan of the whole queue would, minus
-//! the ones it would have skipped: results are unchanged, only the skipping is cheap.
+//! [`RtxQueue::set_flags`] / [`RtxQueue::replace`] / [`RtxQueue::retransmit`]), so
+//! each walk visits the same segments as a scan of the whole queue would, minus the
+//! ones it would have skipped: results are unchanged, only the skipping is cheap.
 //! Positions are absolute (segments popped so far + index), so popping the head
 //! does not renumber the sets; the sets are rings of words that grow by doubling,
 //! like the `VecDeque` itself, so nothing is allocated per packet once warm.
 
-use super::sender::{Seg, LOST, RETRANS, SACKED};
+use super::sender::{Seg, EVER_RETRANS, LOST, RETRANS, SACKED};
+use crate::time::Time;
 use std::collections::VecDeque;
 
 /// Scoreboard classes of a segment's flags, one bit per set.
 const C_UNSACKED: u8 = 1;
-const C_FLIGHT: u8 = 2;
+const C_ORIG: u8 = 2;
+/// In flight for RACK after a retransmission (not a set: the send-ordered list).
+const C_RETRANS: u8 = 8;
 const C_LOST: u8 = 4;
 
 #[inline]
@@ -39,8 +48,10 @@ fn classes(flags: u8) -> u8 {
     }
     if flags & LOST != 0 && flags & RETRANS == 0 {
         C_UNSACKED | C_LOST
+    } else if flags & EVER_RETRANS != 0 {
+        C_UNSACKED | C_RETRANS
     } else {
-        C_UNSACKED | C_FLIGHT
+        C_UNSACKED | C_ORIG
     }
 }
 
@@ -140,8 +151,14 @@ pub(super) struct RtxQueue {
     /// Absolute position of `segs[0]` (segments popped so far).
     base: u64,
     unsacked: Bits,
-    flight: Bits,
+    orig: Bits,
     lost: Bits,
+    /// (absolute position, send time) of each retransmission, in send order;
+    /// entries whose segment left (SACKed, lost again, acked, sent again) are
+    /// dropped when a walk reaches them.
+    retrans: VecDeque<(u64, Time)>,
+    /// Reusable buffer for a RACK pass's indices to mark lost.
+    pub(super) scratch: Vec<usize>,
 }
 
 impl RtxQueue {
@@ -151,8 +168,10 @@ impl RtxQueue {
             segs: VecDeque::with_capacity(n),
             base: 0,
             unsacked: Bits::new(nwords),
-            flight: Bits::new(nwords),
+            orig: Bits::new(nwords),
             lost: Bits::new(nwords),
+            retrans: VecDeque::with_capacity(64),
+            scratch: Vec::with_capacity(64),
         }
     }
 
@@ -189,7 +208,7 @@ impl RtxQueue {
         if d == 0 {
             return;
         }
-        for (c, bits) in [(C_UNSACKED, &mut self.unsacked), (C_FLIGHT, &mut self.flight), (C_LOST, &mut self.lost)] {
+        for (c, bits) in [(C_UNSACKED, &mut self.unsacked), (C_ORIG, &mut self.orig), (C_LOST, &mut self.lost)] {
             if d & c != 0 {
                 if n & c != 0 {
                     bits.insert(a);
@@ -208,7 +227,7 @@ impl RtxQueue {
         if (a >> 6) - (self.base >> 6) >= nwords {
             let n = (nwords as usize) * 2;
             self.unsacked = self.unsacked.regrow(n, self.base, a);
-            self.flight = self.flight.regrow(n, self.base, a);
+            self.orig = self.orig.regrow(n, self.base, a);
             self.lost = self.lost.regrow(n, self.base, a);
         }
         self.update(a, SACKED, seg.flags);
@@ -251,11 +270,50 @@ impl RtxQueue {
         self.next_in(&self.unsacked, from)
     }
 
-    /// First index ≥ `from` of a segment RACK examines: not SACKed and not lost
-    /// awaiting retransmission.
+    /// First index ≥ `from` of a segment never retransmitted and neither SACKed
+    /// nor marked lost.
     #[inline]
-    pub(super) fn next_in_flight(&self, from: usize) -> Option<usize> {
-        self.next_in(&self.flight, from)
+    pub(super) fn next_original(&self, from: usize) -> Option<usize> {
+        self.next_in(&self.orig, from)
+    }
+
+    /// Replace the segment at index `i` by its retransmission `seg` (sent now, at
+    /// `seg.xmit`, flags with `RETRANS | EVER_RETRANS`).
+    #[inline]
+    pub(super) fn retransmit(&mut self, i: usize, seg: Seg) {
+        debug_assert!(seg.flags & RETRANS != 0 && seg.flags & EVER_RETRANS != 0);
+        debug_assert!(self.retrans.back().is_none_or(|&(_, t)| t <= seg.xmit));
+        self.replace(i, seg);
+        self.retrans.push_back((self.base + i as u64, seg.xmit));
+    }
+
+    /// Visit, in send order, the retransmitted segments RACK examines (not SACKed,
+    /// not lost awaiting another retransmission) last sent at or before `until`:
+    /// `visit(index, segment)`. Listed entries of segments that left are dropped.
+    pub(super) fn walk_retransmitted(&mut self, until: Time, mut visit: impl FnMut(usize, &Seg)) {
+        let mut n = 0;
+        while n < self.retrans.len() && self.retrans[n].1 <= until {
+            n += 1;
+        }
+        // Keep the live entries of the first n, in order, at the end of that prefix.
+        let mut w = n;
+        for k in (0..n).rev() {
+            let (a, t) = self.retrans[k];
+            let live = a >= self.base && a < self.base + self.segs.len() as u64 && {
+                let s = &self.segs[(a - self.base) as usize];
+                s.xmit == t && classes(s.flags) & C_RETRANS != 0
+            };
+            if live {
+                w -= 1;
+                self.retrans[w] = (a, t);
+            }
+        }
+        self.retrans.drain(..w);
+        for k in 0..n - w {
+            let a = self.retrans[k].0;
+            let i = (a - self.base) as usize;
+            visit(i, &self.segs[i]);
+        }
     }
 
     /// First index ≥ `from` of a segment lost and not yet retransmitted.
@@ -283,41 +341,60 @@ mod tests {
     }
 
     /// Each query against a scan of the whole queue, over a long random history of
-    /// pushes, pops and flag changes that wraps the rings many times and grows them.
+    /// pushes, pops, flag changes and retransmissions that wraps the rings many
+    /// times and grows them.
     #[test]
     fn every_query_equals_a_full_scan() {
         let mut rng = crate::rng::stream(7, crate::rng::Stream::Flow(0));
         let mut q = RtxQueue::with_capacity(16);
         let mut next = 0u64;
-        let flag_sets = [0, SACKED, LOST, LOST | RETRANS, RETRANS, SACKED | LOST, LOST | RETRANS | 8];
+        let mut clock: Time = 0;
+        let e = EVER_RETRANS;
+        let flag_sets = [0, SACKED, LOST, LOST | RETRANS | e, RETRANS | e, SACKED | e, LOST | e, 16, SACKED | LOST];
         for step in 0..200_000u32 {
+            clock += (rng.next_u32() % 3) as Time;
             let r = rng.next_u32() % 100;
             // Grow to a few thousand, then shrink, then grow again.
             let target = if (step / 20_000) % 2 == 0 { 3000 } else { 50 };
             if r < 30 && q.len() < target {
                 let f = flag_sets[(rng.next_u32() as usize) % 2];
-                q.push_back(seg(next, f));
+                q.push_back(Seg { xmit: clock, ..seg(next, f) });
                 next += 1;
             } else if r < 45 && !q.is_empty() {
                 q.pop_front();
             } else if !q.is_empty() {
                 let i = rng.next_u32() as usize % q.len();
                 let f = flag_sets[rng.next_u32() as usize % flag_sets.len()];
-                if r < 90 {
+                // As in the sender, a segment joins the retransmitted ones only by
+                // a retransmission; it may change flags among them (lost again).
+                let joins = classes(f) & C_RETRANS != 0 && classes(q[i].flags) & C_RETRANS == 0;
+                if r >= 90 || joins {
+                    q.retransmit(i, Seg { flags: f | RETRANS | e, xmit: clock, ..q[i] });
+                } else if r < 85 {
                     q.set_flags(i, f);
                 } else {
-                    let mut s = q[i];
-                    s.flags = f;
-                    s.xmit += 1;
-                    q.replace(i, s);
+                    q.replace(i, Seg { flags: f, ..q[i] });
                 }
             }
             if step % 7 == 0 && !q.is_empty() {
                 let from = rng.next_u32() as usize % (q.len() + 1);
                 let scan = |c: u8| (from..q.len()).find(|&i| classes(q[i].flags) & c != 0);
                 assert_eq!(q.next_unsacked(from), scan(C_UNSACKED), "step {step}");
-                assert_eq!(q.next_in_flight(from), scan(C_FLIGHT), "step {step}");
+                assert_eq!(q.next_original(from), scan(C_ORIG), "step {step}");
                 assert_eq!(q.next_lost(from), scan(C_LOST), "step {step}");
+                // Retransmitted segments in flight sent by `until`: those the walk
+                // visits, once each when never retransmitted twice at one instant.
+                let until = clock.saturating_sub((rng.next_u32() % 50) as Time);
+                let want: Vec<usize> =
+                    (0..q.len()).filter(|&i| classes(q[i].flags) & C_RETRANS != 0 && q[i].xmit <= until).collect();
+                let mut got = Vec::new();
+                q.walk_retransmitted(until, |i, s| {
+                    assert!(s.xmit <= until);
+                    got.push(i)
+                });
+                got.sort_unstable();
+                got.dedup();
+                assert_eq!(got, want, "step {step}");
             }
         }
         assert!(q.unsacked.words.len() >= 3000 / 64, "the rings grew");
@@ -327,9 +404,10 @@ mod tests {
     fn classes_follow_the_rack_and_retransmit_rules() {
         // tcp_rack_detect_loss skips SACKed and lost-not-retransmitted packets;
         // tcp_xmit_retransmit_queue sends LOST ones not SACKED and not in flight again.
-        assert_eq!(classes(0), C_UNSACKED | C_FLIGHT);
-        assert_eq!(classes(RETRANS), C_UNSACKED | C_FLIGHT);
-        assert_eq!(classes(LOST | RETRANS), C_UNSACKED | C_FLIGHT);
+        assert_eq!(classes(0), C_UNSACKED | C_ORIG);
+        assert_eq!(classes(RETRANS | EVER_RETRANS), C_UNSACKED | C_RETRANS);
+        assert_eq!(classes(LOST | RETRANS | EVER_RETRANS), C_UNSACKED | C_RETRANS);
+        assert_eq!(classes(EVER_RETRANS | 16), C_UNSACKED | C_RETRANS);
         assert_eq!(classes(LOST), C_UNSACKED | C_LOST);
         assert_eq!(classes(SACKED), 0);
     }
