@@ -313,6 +313,12 @@ class RunResult:
         """One row per flow (the summary's flow entries)."""
         return flows_frame(self.summary["flows"])
 
+    @property
+    def capture_pcapng(self) -> bytes | None:
+        """The pcapng file of the scenario's ``[capture]`` (open it in Wireshark), or None."""
+        capture = self.raw.get("capture")
+        return None if capture is None else capture.get("pcapng")
+
     @cached_property
     def flow_records(self) -> pd.DataFrame | None:
         """One row per flow that closed and released its slot during the run (the short

@@ -24,7 +24,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from .io import write_json, write_parquet
+from .io import write_bytes, write_json, write_parquet
 from .version import PACKAGE_VERSION
 
 __all__ = ["write_run", "OUTPUT_FILES"]
@@ -63,6 +63,11 @@ def write_run(result: Any, out_dir: str | os.PathLike[str]) -> Path:
         write_parquet(directory / "sojourn.parquet", sojourn)
     else:
         (directory / "sojourn.parquet").unlink(missing_ok=True)
+    pcapng = getattr(result, "capture_pcapng", None)
+    if pcapng is not None:
+        write_bytes(directory / "capture.pcapng", pcapng)
+    else:
+        (directory / "capture.pcapng").unlink(missing_ok=True)
     records = result.flow_records
     if records is not None:
         write_parquet(directory / "flow_records.parquet", records)

@@ -72,7 +72,51 @@ pub struct ScenarioConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reverse_bottleneck: Option<BottleneckConfig>,
     pub flows: Vec<FlowConfig>,
+    /// Capture packets at one point into pcapng (`trace/capture.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<CaptureConfig>,
 }
+
+/// Where a packet capture listens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CapturePoint {
+    /// The bottleneck's egress, after its qdisc (marks applied, drops gone), as
+    /// `tcpdump -i` on the router's outgoing interface.
+    Bottleneck,
+    /// A flow's sending host: its data out and its ACKs in.
+    Sender,
+    /// A flow's receiving host: its data in and its ACKs out.
+    Receiver,
+}
+
+/// A packet capture (`tcpdump -w`): a point, a window and a bound.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureConfig {
+    pub point: CapturePoint,
+    /// Only this flow (required at a host; all flows at the bottleneck if unset).
+    #[serde(default)]
+    pub flow: Option<u32>,
+    /// Start of the window, ns.
+    #[serde(default)]
+    pub start_ns: u64,
+    /// End of the window, ns (unset: the end of the run).
+    #[serde(default)]
+    pub stop_ns: Option<u64>,
+    /// At most this many packets are kept (the rest are counted as missed).
+    #[serde(default = "default_capture_max_packets")]
+    pub max_packets: u64,
+}
+
+fn default_capture_max_packets() -> u64 {
+    1_000_000
+}
+
+/// Upper bound of `capture.max_packets` (≈ 1.5 GB of packet copies).
+pub const MAX_CAPTURE_PACKETS: u64 = 10_000_000;
+/// Bytes the capture keeps per packet (a copy of the packet, its time and sojourn).
+pub const CAPTURE_RECORD_BYTES: u64 = 152;
 
 /// The shaped bottleneck: `htb rate R burst B` with one child qdisc.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -282,7 +326,8 @@ pub fn prealloc_estimate(cfg: &ScenarioConfig) -> (u128, u128, u128) {
     } else {
         0
     };
-    (series, trace, flows * PER_FLOW_STATE_BYTES as u128)
+    let capture = cfg.capture.as_ref().map_or(0, |c| c.max_packets as u128 * CAPTURE_RECORD_BYTES as u128);
+    (series, trace + capture, flows * PER_FLOW_STATE_BYTES as u128)
 }
 
 /// `n` bytes for a message: "80 GB", "512 MB", "3 kB".
@@ -472,6 +517,9 @@ impl ScenarioConfig {
                 self.duration_ns
             ));
         }
+        if let Some(c) = &self.capture {
+            self.check_capture(c)?;
+        }
         let tcp_params = tcp_flow_params();
         for (i, f) in self.flows.iter().enumerate() {
             let p = f.path();
@@ -514,6 +562,31 @@ impl ScenarioConfig {
 
     /// Refuses a run whose preallocation (`prealloc_estimate`) exceeds `MAX_PREALLOC_BYTES`,
     /// naming the field that drives it.
+    fn check_capture(&self, c: &CaptureConfig) -> Result<(), String> {
+        if c.max_packets == 0 || c.max_packets > MAX_CAPTURE_PACKETS {
+            return Err(format!(
+                "capture.max_packets: {} is out of range (allowed 1..={MAX_CAPTURE_PACKETS})",
+                c.max_packets
+            ));
+        }
+        if c.start_ns >= self.duration_ns {
+            return Err(format!("capture.start_ns: {} is not before the end of the run", c.start_ns));
+        }
+        if c.stop_ns.is_some_and(|s| s <= c.start_ns) {
+            return Err("capture.stop_ns: must be after capture.start_ns".into());
+        }
+        match (c.point, c.flow) {
+            (CapturePoint::Sender | CapturePoint::Receiver, None) => {
+                Err(format!("capture.flow: required at point {:?} (which host?)", c.point).to_lowercase())
+            }
+            (_, Some(f)) if f as usize >= self.flows.len() => Err(format!(
+                "capture.flow: {f} is not a flow (allowed 0..={})",
+                self.flows.len().saturating_sub(1)
+            )),
+            _ => Ok(()),
+        }
+    }
+
     fn check_memory(&self) -> Result<(), String> {
         let (series, trace, state) = prealloc_estimate(self);
         let limit = MAX_PREALLOC_BYTES as u128;
@@ -523,6 +596,13 @@ impl ScenarioConfig {
         let n = self.flows.len();
         let flows = if n == 1 { "1 flow".to_string() } else { format!("{n} flows") };
         let limit_s = format!("at most {} GiB", MAX_PREALLOC_BYTES >> 30);
+        if trace >= series && trace >= state && !self.trace_sojourn {
+            return Err(format!(
+                "capture.max_packets: {} packets need ~{} with the rest of the run; {limit_s}",
+                self.capture.as_ref().map_or(0, |c| c.max_packets),
+                human_bytes(series + trace + state)
+            ));
+        }
         if trace >= series && trace >= state {
             return Err(format!(
                 "trace_sojourn: a per-packet trace of {} ns at {} bit/s needs ~{}; {limit_s} \

@@ -206,6 +206,22 @@ pub struct RunResults {
     /// describe slots (their last occupant; series aggregate all occupants).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flow_records: Vec<FlowSummary>,
+    /// The packet capture, when the scenario asked for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture: Option<CaptureResult>,
+}
+
+/// A run's packet capture: counts in the results, the pcapng file beside them.
+#[derive(Clone, Debug, Serialize)]
+pub struct CaptureResult {
+    /// Packets written to the file.
+    pub packets: u64,
+    /// Packets that passed the point in the window after `max_packets` were kept.
+    pub missed: u64,
+    /// The pcapng file (or why it could not be written). Not serialised: the binding
+    /// hands the bytes over on their own.
+    #[serde(skip)]
+    pub pcapng: Result<Vec<u8>, String>,
 }
 
 /// The metric names each result table carries, derived from the serialised field

@@ -14,6 +14,7 @@ use crate::packet::{Packet, PacketKind};
 use crate::results::*;
 use crate::rng;
 use crate::time::{secs, Time};
+use crate::trace::capture::PacketCapture;
 use crate::trace::{FlowCumulative, FlowSample, NetworkView, Observer, Observers, Recorder, SojournTracer};
 use crate::traffic::scenario::ScenarioFlows;
 use crate::traffic::{Endpoint, FlowOpener, FlowSpec, TrafficSource};
@@ -210,6 +211,10 @@ impl Simulation {
             let cap = (cfg.bottleneck.rate_bps as u128 * cfg.duration_ns as u128 / 8 / 1_000_000_000 / 1000) as usize;
             SojournTracer::new(topology.bottleneck, cap)
         });
+        let capture = cfg.capture.as_ref().map(|c| {
+            let classes = net.link(topology.bottleneck).queue().map_or(Vec::new(), |q| q.qdisc.class_names().to_vec());
+            PacketCapture::new(c, topology.bottleneck, classes)
+        });
         for link in net.links.iter_mut() {
             if let Some(q) = link.queue_mut() {
                 q.pin_watchdog(&mut events);
@@ -223,7 +228,7 @@ impl Simulation {
             topology,
             flows,
             sources,
-            observers: Observers { recorder, sojourn },
+            observers: Observers { recorder, sojourn, capture },
             out: Vec::with_capacity(256),
             counts: Counts::default(),
             next_id: 0,
@@ -341,6 +346,7 @@ impl Simulation {
             self.next_id += 1;
             pkt.sent_ts = now;
             self.counts.sent += 1;
+            self.observers.on_emit(now, e, pkt);
             match pkt.kind {
                 PacketKind::Data | PacketKind::Udp => self.counts.data += 1,
                 _ => self.counts.acks += 1,

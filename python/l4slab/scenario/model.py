@@ -272,6 +272,26 @@ class Bottleneck(_Strict):
     )
 
 
+class Capture(_Strict):
+    """``[capture]``: write the packets passing one point to ``capture.pcapng`` (as
+    ``tcpdump -w``), headers only, with per-packet comments (flow, sojourn, queue)."""
+
+    point: Literal["bottleneck", "sender", "receiver"] = Field(
+        description="bottleneck egress (after the qdisc), or a flow's sending or receiving host",
+        examples=["bottleneck"],
+    )
+    flow: Annotated[int, Field(strict=True, ge=0)] | None = Field(
+        None,
+        description="the flow id (as in flows.parquet); required at a host, all flows at the bottleneck if unset",
+        examples=[0],
+    )
+    start: TimeNs = Field(0, description="start of the capture window", examples=["10s"])
+    stop: TimeNs | None = Field(None, description="end of the capture window (default: end of run)", examples=["11s"])
+    max_packets: Annotated[int, Field(strict=True, ge=1)] = Field(
+        1_000_000, description="packets kept at most (the rest are counted as missed)", examples=[100_000]
+    )
+
+
 class Scenario(_Strict):
     """A validated scenario, values in base units (ns, bit/s, bytes)."""
 
@@ -289,6 +309,7 @@ class Scenario(_Strict):
         "direction = 'reverse' flows (unset: the reverse path never queues)",
     )
     flows: list[Flow] = Field(min_length=1, description="at least one [[flows]] entry")
+    capture: Capture | None = Field(None, description="a packet capture written as capture.pcapng")
 
     # --- derived views -------------------------------------------------------------
 

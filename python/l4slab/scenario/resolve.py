@@ -102,5 +102,9 @@ def resolve_scenario(scenario: Any) -> dict[str, Any]:
     }
     if scenario.reverse_bottleneck is not None:
         config["reverse_bottleneck"] = _link_config(scenario, "reverse_bottleneck")
+    if scenario.capture is not None:
+        c = scenario.capture
+        config["capture"] = {"point": c.point, "flow": c.flow, "start_ns": c.start, "stop_ns": c.stop}
+        config["capture"]["max_packets"] = c.max_packets
     engine.check(config)
     return config
