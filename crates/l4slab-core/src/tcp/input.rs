@@ -242,7 +242,7 @@ impl TcpSender {
             if b.end <= self.tp.snd_una {
                 continue;
             }
-            let start_idx = self.rtx.partition_point(|s| s.end <= b.start);
+            let start_idx = self.rtx.first_ending_after(b.start);
             // Only segments not SACKed yet are visited (tcp_sacktag_skip over what a
             // repeated block already covered): most of a repeated block is.
             let mut next = self.rtx.next_unsacked(start_idx);

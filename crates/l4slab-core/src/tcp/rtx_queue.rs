@@ -196,9 +196,63 @@ impl RtxQueue {
     pub(super) fn iter(&self) -> impl Iterator<Item = &Seg> {
         self.segs.iter()
     }
-    #[inline]
+    #[allow(dead_code)]
     pub(super) fn partition_point(&self, pred: impl FnMut(&Seg) -> bool) -> usize {
         self.segs.partition_point(pred)
+    }
+
+    /// Index of the first segment ending after `seq` (`len()` if none): the
+    /// segments are in sequence order, so this is `partition_point(|s| s.end <=
+    /// seq)`, found by guessing the index from the head segment's length (exact
+    /// when the segments have one size, as they mostly do) and galloping from the
+    /// guess, instead of a binary search whose every probe misses the cache on a
+    /// long queue.
+    pub(super) fn first_ending_after(&self, seq: u64) -> usize {
+        let n = self.segs.len();
+        let Some(head) = self.segs.front() else { return 0 };
+        if head.end > seq {
+            return 0;
+        }
+        let len = (head.end - head.seq).max(1);
+        let guess = (((seq - head.seq) / len) as usize).min(n - 1);
+        // Invariant: lo < answer ≤ hi, with index lo known to end at or before seq.
+        let (mut lo, mut hi);
+        if self.segs[guess].end <= seq {
+            lo = guess;
+            let mut step = 1;
+            hi = loop {
+                let probe = lo + step;
+                if probe >= n {
+                    break n;
+                }
+                if self.segs[probe].end > seq {
+                    break probe;
+                }
+                lo = probe;
+                step *= 2;
+            };
+        } else {
+            hi = guess;
+            let mut step = 1;
+            lo = loop {
+                // Index 0 ends at or before seq (checked above).
+                let probe = hi.saturating_sub(step);
+                if self.segs[probe].end <= seq {
+                    break probe;
+                }
+                hi = probe;
+                step *= 2;
+            };
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if self.segs[mid].end <= seq {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        hi
     }
 
     #[inline]
@@ -398,6 +452,32 @@ mod tests {
             }
         }
         assert!(q.unsacked.words.len() >= 3000 / 64, "the rings grew");
+    }
+
+    #[test]
+    fn first_ending_after_equals_a_binary_search() {
+        // Segments of mixed sizes (full, runts, a size change) and every probe
+        // sequence from below the head to past the tail.
+        let mut rng = crate::rng::stream(11, crate::rng::Stream::Flow(0));
+        for round in 0..200 {
+            let mut q = RtxQueue::with_capacity(16);
+            let mut seq = 1000 * round as u64;
+            let n = rng.next_u32() % 300;
+            for _ in 0..n {
+                let len = match rng.next_u32() % 10 {
+                    0 => 1 + (rng.next_u32() % 1448) as u64,
+                    1 => 1200,
+                    _ => 1448,
+                };
+                q.push_back(Seg { seq, end: seq + len, xmit: 0, tx: SkbTx::default(), flags: 0 });
+                seq += len;
+            }
+            let lo = q.front().map_or(0, |s| s.seq.saturating_sub(3000));
+            for _ in 0..200 {
+                let probe = lo + (rng.next_u64() % (seq - lo + 3000));
+                assert_eq!(q.first_ending_after(probe), q.partition_point(|s| s.end <= probe), "seq {probe}");
+            }
+        }
     }
 
     #[test]
