@@ -327,6 +327,19 @@ class RunResult:
         return flows_frame(records) if records else None
 
     @cached_property
+    def requests(self) -> pd.DataFrame | None:
+        """One row per web request (``[[sources]] kind = "web"``): source, id, start_s,
+        size_bytes, fct_s (NaN if incomplete), ideal_fct_s, efficiency, cc, ecn_mode,
+        syn_retransmits, ...; or None when the scenario has no web source."""
+        records = self.raw.get("requests") or []
+        if not records:
+            return None
+        frame = pd.DataFrame(records)
+        frame["fct_s"] = frame["fct_s"].astype(float)
+        frame["efficiency"] = frame["efficiency"].astype(float)
+        return frame
+
+    @cached_property
     def flow_series(self) -> pd.DataFrame:
         return flow_series_frame(self.raw)
 

@@ -248,8 +248,8 @@ fn build_frame(pkt: &Packet, ip_id: u16, zeros: &[u8], out: &mut Vec<u8>) -> Res
     let io = |e: std::io::Error| format!("capture: {e}");
     if pkt.kind == PacketKind::Udp {
         let udp = UdpHeader::without_ipv4_checksum(sport, dport, payload).map_err(|e| format!("capture: {e}"))?;
-        let mut ip = Ipv4Header::new((8 + payload) as u16, 64, IpNumber::UDP, src, dst)
-            .map_err(|e| format!("capture: {e}"))?;
+        let mut ip =
+            Ipv4Header::new((8 + payload) as u16, 64, IpNumber::UDP, src, dst).map_err(|e| format!("capture: {e}"))?;
         ip.ecn = ecn;
         ip.identification = ip_id;
         let udp = UdpHeader { checksum: udp.calc_checksum_ipv4(&ip, &zeros[..payload]).unwrap_or(0), ..udp };
