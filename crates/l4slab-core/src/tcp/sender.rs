@@ -18,6 +18,7 @@
 pub(super) use super::ecn::{self, AccEcnSender, EcnMode};
 pub(super) use super::rtt::RttEstimator;
 pub(super) use super::rtx_queue::RtxQueue;
+use std::collections::VecDeque;
 pub(super) use super::*;
 pub(super) use crate::cc::{
     AckEventFlags, AckSample, CaEvent, CaState, CcSock, CongestionControl, RateSample, SkbLostInfo, SkbTx,
