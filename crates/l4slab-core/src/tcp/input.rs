@@ -245,15 +245,17 @@ impl TcpSender {
             if b.end <= self.tp.snd_una {
                 continue;
             }
-            let start_idx = self.rtx.partition_point(|s| s.end <= b.start);
-            for i in start_idx..self.rtx.len() {
-                // Test through a reference: most segments of a repeated block are
-                // SACKed already, and only a newly SACKed one is copied out.
+            let start_idx = self.rtx.first_ending_after(b.start);
+            // Only segments not SACKed yet are visited (tcp_sacktag_skip over what a
+            // repeated block already covered): most of a repeated block is.
+            let mut next = self.rtx.next_unsacked(start_idx);
+            while let Some(i) = next {
+                next = self.rtx.next_unsacked(i + 1);
                 let r = &self.rtx[i];
                 if r.seq >= b.end {
                     break;
                 }
-                if r.end > b.end || r.has(SACKED) {
+                if r.end > b.end {
                     continue;
                 }
                 // Newly SACKed.
@@ -279,7 +281,7 @@ impl TcpSender {
                 self.rack_advance(s.has(EVER_RETRANS), s.end, s.xmit, now);
                 self.rate_skb_delivered(&mut seg, rs);
                 self.fack = self.fack.max(seg.end);
-                self.rtx[i] = seg;
+                self.rtx.replace(i, seg);
             }
         }
         if reord != u64::MAX {
@@ -435,7 +437,7 @@ impl TcpSender {
     /// retransmission was lost too, take it out of `retrans_out`), count it in
     /// `tp->lost` and tell the CC (google/bbr v3 `tcp_notify_skb_loss_event`).
     pub(super) fn mark_skb_lost(&mut self, i: usize) {
-        let s = &mut self.rtx[i];
+        let s = self.rtx[i];
         if s.has(SACKED) {
             return;
         }
@@ -444,10 +446,10 @@ impl TcpSender {
                 return;
             }
             // The retransmission itself was lost.
-            s.flags &= !RETRANS;
+            self.rtx.set_flags(i, s.flags & !RETRANS);
             self.tp.retrans_out -= 1;
         } else {
-            s.flags |= LOST;
+            self.rtx.set_flags(i, s.flags | LOST);
             self.tp.lost_out += 1;
         }
         let info = SkbLostInfo { seq: s.seq, end_seq: s.end, pcount: 1, tx: s.tx };

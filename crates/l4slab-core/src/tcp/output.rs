@@ -281,8 +281,12 @@ impl TcpSender {
         if self.tp.lost_out <= self.tp.retrans_out {
             return;
         }
-        let mut i = 0;
-        while i < self.rtx.len() {
+        // The scoreboard index visits only the segments to retransmit (LOST, not
+        // SACKED, not RETRANS). The stop tests depend only on state a retransmission
+        // changes, so testing them before each such segment stops where a scan of
+        // the whole queue testing them at every segment would.
+        let mut next = self.rtx.next_lost(0);
+        while let Some(i) = next {
             if self.tp.retrans_out >= self.tp.lost_out {
                 break;
             }
@@ -299,14 +303,11 @@ impl TcpSender {
                 self.pacing_timer = Some(self.tp.wstamp_ns);
                 break;
             }
-            let s = self.rtx[i];
-            if s.has(LOST) && !s.has(SACKED) && !s.has(RETRANS) {
-                self.retransmit_seg(i, now, out);
-                if self.tp.ca_state == CaState::Cwr || self.tp.ca_state == CaState::Recovery {
-                    self.prr_out += 1;
-                }
+            self.retransmit_seg(i, now, out);
+            if self.tp.ca_state == CaState::Cwr || self.tp.ca_state == CaState::Recovery {
+                self.prr_out += 1;
             }
-            i += 1;
+            next = self.rtx.next_lost(i + 1);
         }
     }
 
@@ -321,10 +322,11 @@ impl TcpSender {
         if !self.rtx[i].has(RETRANS) {
             self.tp.retrans_out += 1;
         }
-        let s = &mut self.rtx[i];
+        let mut s = self.rtx[i];
         s.flags = (s.flags | RETRANS | EVER_RETRANS) & !DELIVERED;
         s.xmit = stamp;
         s.tx = tx;
+        self.rtx.retransmit(i, s);
         self.stats.retransmits += 1;
         self.skb_overhead_due = true;
         self.emit_data(seq, len, true, now, out);
