@@ -17,7 +17,15 @@ from typing import Any, Callable
 
 import pandas as pd
 
-__all__ = ["atomic_write", "remove_leftovers", "check_out_file", "write_bytes", "write_text", "write_json", "write_parquet"]
+__all__ = [
+    "atomic_write",
+    "remove_leftovers",
+    "check_out_file",
+    "write_bytes",
+    "write_text",
+    "write_json",
+    "write_parquet",
+]
 
 
 def _fsync_directory(directory: Path) -> None:

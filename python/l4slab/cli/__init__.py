@@ -32,8 +32,16 @@ __all__ = ["main"]
 COMMANDS = {"run": run, "bench": bench, "demo": demo, "study": study, "query": query}
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (``l4slab: error: ...``, exit 2), like every other mistake."""
+
+    def error(self, message: str):  # type: ignore[override]
+        error(f"{message} (see {self.prog} --help)")
+        raise SystemExit(EXIT_USAGE)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="l4slab",
         description="Packet-level L4S network simulator: TOML scenarios in, summary.json and Parquet out.",
     )
