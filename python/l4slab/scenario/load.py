@@ -178,6 +178,10 @@ def parse_override(assignment: str) -> tuple[str, Any]:
         value = tomllib.loads(f"value = {raw}")["value"]
     except tomllib.TOMLDecodeError:
         value = raw
+    except (ValueError, RecursionError):  # the int-str limit, or nesting too deep
+        raise ScenarioError(
+            f"{show(key.strip())}: {show(raw)} is a number with too many digits or nested too deeply"
+        ) from None
     return key.strip(), value
 
 

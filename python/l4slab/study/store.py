@@ -503,8 +503,12 @@ def collect(study_dir: Path) -> dict[str, pd.DataFrame]:
 CATALOG = "catalog.duckdb"
 
 
-class CatalogError(ScenarioError):
-    """The catalog could not be written or verified (one line; the run files are intact)."""
+class CatalogError(OSError):
+    """The catalog could not be written or verified: one line, exit 1 (the environment,
+    e.g. a full disk, not a user mistake); the run files are intact."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
 
 
 def _remove_leftovers(study_dir: Path) -> None:
