@@ -323,25 +323,34 @@ def _session_members(sid: int) -> list[int]:
 
 
 def test_sigkill_at_random_moments(tmp_path):
-    """SIGKILL the `study run` process (not its workers) at random moments: its workers
-    die with it (none left in its session), and the next run completes every run
-    exactly once."""
+    """SIGKILL the `study run` process (not its workers) at random moments after it has
+    planned: its workers die with it (none left in its session), and the next run
+    completes every run, each written once."""
     import l4slab.study as study
+    from l4slab.study import store
 
     if not Path("/proc/self/stat").exists():
         pytest.skip("needs /proc")
     kills = 20 if FULL else 2
-    path = write_study(tmp_path, trials=6 if FULL else 3, duration="1s")
+    path = write_study(tmp_path, trials=15 if FULL else 3, duration="1s")
     out = tmp_path / "out"
     rng = random.Random(3)
     started = time.perf_counter()
     survivors_total = 0
+    progress = []
     for _ in range(kills):
+        launched = time.time_ns()
         proc = subprocess.Popen(
             l4slab_command("study", "run", str(path), "--out", str(out), "--jobs", "2", "--no-progress"),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
-        time.sleep(rng.uniform(0.2, 2.5))
+        deadline = time.monotonic() + 60
+        plan = out / "plan.json"
+        while proc.poll() is None and time.monotonic() < deadline:
+            if plan.exists() and plan.stat().st_mtime_ns >= launched:
+                break
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 2.0))
         os.kill(proc.pid, signal.SIGKILL)
         # The workers held the killed process's stdout/stderr: reading them ends only
         # when every holder is gone.
@@ -354,13 +363,19 @@ def test_sigkill_at_random_moments(tmp_path):
         for pid in survivors:
             os.kill(pid, signal.SIGKILL)
         assert survivors == []
+        progress.append(len(run_files(out)))
     report = study.run(path, out, jobs=2)
     plan = json.loads((out / "plan.json").read_text())
     assert sorted(f.stem for f in run_files(out)) == sorted(r["id"] for r in plan["runs"])
     runs = study.load(out).runs
     assert runs["run_id"].is_unique and set(runs["status"]) == {"done"} and len(runs) == report.total
-    print(f"{kills} SIGKILLs in {time.perf_counter() - started:.1f} s; {survivors_total} processes left over; "
-          f"then {report.done} of {report.total} runs to finish")  # fmt: skip
+    lines = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines() if line.strip()]
+    written = [line["id"] for line in lines]
+    assert all(written.count(rid) <= 1 for rid in set(written)), "a finished run was run again"
+    assert len(set(written)) >= report.total - kills  # a kill between rename and record may skip a record
+    assert all(store.read_run_meta(f) is not None for f in run_files(out))
+    print(f"{kills} SIGKILLs in {time.perf_counter() - started:.1f} s; run files after each kill: {progress}; "
+          f"{survivors_total} processes left over; then {report.done} of {report.total} runs to finish")  # fmt: skip
 
 
 def test_second_study_run_is_refused_naming_the_holder(tmp_path):

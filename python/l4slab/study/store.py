@@ -345,6 +345,8 @@ def _check_plan(study_dir: Path, plan: Any) -> dict[str, Any]:
     for key, kind in (("factors", list), ("points", list), ("runs", list), ("study", str), ("engine_version", str)):
         if not isinstance(plan.get(key), kind):
             raise _plan_error(study_dir, f"{key!r} is missing or not a {kind.__name__}")
+    if not plan["runs"] or not plan["points"]:
+        raise _plan_error(study_dir, "it plans no runs")
     for i, factor in enumerate(plan["factors"]):
         if not isinstance(factor, dict) or not isinstance(factor.get("column"), str) or "path" not in factor:
             raise _plan_error(study_dir, f"factors[{i}] is not a factor")
