@@ -28,8 +28,9 @@ FULL = os.environ.get("L4SLAB_FUZZ") == "full"
 SCENARIOS = 100_000 if FULL else 300
 STUDIES = 20_000 if FULL else 60
 INVOCATIONS = 1_000 if FULL else 40
-#: An input that takes longer than this to accept or refuse is a hang.
-BOUND_S = 10.0
+#: An input that takes longer than this to accept or refuse is a hang (a CLI invocation
+#: may run a 200 ms scenario or a 2-run study on a busy machine).
+BOUND_S = 30.0
 
 SCENARIO = """name = "fuzz"
 duration = "200ms"
@@ -78,15 +79,31 @@ TOKENS = [
 ]  # fmt: skip
 
 
+VALUES = [
+    '"1s"', '"100ms"', '"0s"', "1", "0", "3", '"5Mbit"', '"1Gbit"', '"0.5bdp"', '"pfifo"', '"codel"', '"pie"',
+    '"reno"', '"dctcp"', '"bbr"', "true", "false", '["cubic"]', '["1bdp", "2bdp"]', "16384", "16385",
+]  # fmt: skip
+
+
 def _edits(base: str):
-    token = st.one_of(st.sampled_from(TOKENS), st.text(max_size=12))
-    edit = st.tuples(st.integers(0, len(base)), st.integers(0, 8), token)
-    return st.lists(edit, min_size=1, max_size=4)
+    """Raw edits anywhere (positions in the text), or a value replaced on a ``key = value`` line."""
+    lines = base.count("\n") + 1
+    token = st.one_of(st.sampled_from(TOKENS), st.sampled_from(VALUES), st.text(max_size=12))
+    raw = st.tuples(st.just("raw"), st.integers(0, len(base)), st.integers(0, 8), token)
+    value = st.tuples(st.just("value"), st.integers(0, lines - 1), st.just(0), token)
+    return st.lists(raw | value | value, min_size=1, max_size=3)
 
 
 def _apply(base: str, edits) -> str:
     text = base
-    for position, cut, token in edits:
+    for kind, position, cut, token in edits:
+        if kind == "value":
+            lines = text.split("\n")
+            line = lines[min(position, len(lines) - 1)]
+            if "=" in line:
+                lines[min(position, len(lines) - 1)] = line.split("=", 1)[0] + "= " + token
+            text = "\n".join(lines)
+            continue
         position = min(position, len(text))
         text = text[:position] + token + text[position + cut :]
     return text
@@ -256,8 +273,10 @@ def _argv(draw, pools: dict[str, list[str]]) -> list[str]:
         argv += draw(
             st.sampled_from([[], ["--out", pick("out")], ["--emit-jobs", pick("out")], ["--executor", executor]])
         )
-    elif command in ("study status", "study report"):
+    elif command == "study status":
         argv += [pick("dir")]
+    elif command == "study report":  # a real report (figures) takes ~10 s: broken directories only
+        argv += [draw(st.sampled_from(pools["dir"][1:]) | st.text(max_size=10))]
     elif command == "study run-one":
         argv += [pick("dir"), pick("id")]
     elif command == "query":
