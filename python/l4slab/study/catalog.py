@@ -63,7 +63,7 @@ def _series_views(con, directory: Path) -> None:
     for rid in con.execute("SELECT run_id FROM runs WHERE status = 'done'").fetchall():
         path = store.run_path(directory, rid[0])
         try:
-            store.verify_run_file(path, records)
+            store.verify_run_file(path, records, decode=False)
         except (OSError, store.CorruptRunFile) as err:
             store.warn(f"{err}; left out of the series views")
             continue

@@ -22,10 +22,12 @@ metadata key ``l4slab.study.sha256`` holds :func:`content_digest` of its decoded
 contents (identity JSON and every column's values), and ``records.jsonl`` in the study
 directory gets one line ``{"id", "sha256", "bytes"}`` with the sha256 of the file's
 bytes, appended when the file is placed. Parquet page checksums (CRC32 of each data
-page) are written and verified on every read. A run counts as done only when all three
-agree (:func:`verify_run_file`); ``study run`` moves a file that fails into
-``runs/corrupt/``, names it on one warning line and runs it again; readers skip it
-(and say so) or raise one line (:class:`CorruptRunFile`) — none returns changed values.
+page) are written and verified on every read. A run counts as done only when its bytes
+match their record or, for a file with no record (a ``run-one`` elsewhere, a lost
+``records.jsonl``), its page CRCs and content digest agree (:func:`verify_run_file`);
+``study run`` moves a file that fails into ``runs/corrupt/``, names it on one warning
+line and runs it again; readers skip it (and say so) or raise one line
+(:class:`CorruptRunFile`) — none returns changed values.
 
 ``id`` = sha256 of the canonical JSON of the resolved engine config (seed included)
 and the engine version (:func:`l4slab.study.spec.run_id`).
@@ -153,8 +155,8 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
 
 def _column_digest(digest: Any, column: pa.ChunkedArray) -> None:
     """Feed one column's decoded values into ``digest``: validity, then values by kind
-    (numbers and booleans as their numpy bytes with nulls filled, strings length-prefixed,
-    anything else as the repr of its Python values)."""
+    (numbers and booleans as their numpy bytes with nulls filled, strings as their
+    lengths and characters, anything else as the repr of its Python values)."""
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     kind = array.type
     digest.update(np.packbits(array.is_valid().to_numpy(zero_copy_only=False)).tobytes())
@@ -163,9 +165,15 @@ def _column_digest(digest: Any, column: pa.ChunkedArray) -> None:
         values = filled.to_numpy(zero_copy_only=False)
         digest.update(values.dtype.str.encode() + b"\0" + values.tobytes())
     elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        for value in pc.fill_null(array, "").to_pylist():
-            data = value.encode("utf-8", "surrogatepass")
-            digest.update(len(data).to_bytes(8, "little") + data)
+        # The lengths, then the characters: read from the buffers (a Python loop over a
+        # series' rows would cost a second per file).
+        filled = pc.fill_null(array, "")
+        digest.update(pc.binary_length(filled).to_numpy(zero_copy_only=False).astype("<i8").tobytes())
+        _, offsets, data = filled.buffers()
+        if len(filled) and data is not None:
+            width = np.int32 if pa.types.is_string(kind) else np.int64
+            bounds = np.frombuffer(offsets, dtype=width)[filled.offset : filled.offset + len(filled) + 1]
+            digest.update(memoryview(data)[int(bounds[0]) : int(bounds[-1])])
     else:
         digest.update(repr(array.to_pylist()).encode("utf-8", "backslashreplace"))
 
@@ -254,11 +262,17 @@ def _study_of(path: Path) -> Path:
     return Path(path).parent.parent
 
 
-def verify_run_file(path: Path, records: Mapping[str, str] | None = None) -> tuple[dict[str, Any], pa.Table]:
+def verify_run_file(
+    path: Path, records: Mapping[str, str] | None = None, *, decode: bool = True
+) -> tuple[dict[str, Any], pa.Table | None]:
     """Read and verify a run file: its bytes against ``records.jsonl`` (when the run is
     recorded there), every page's CRC, the identity and the content digest. Returns
     (identity, table); raises :class:`CorruptRunFile` naming the file and the failed
-    check, or ``FileNotFoundError`` when there is no file."""
+    check, or ``FileNotFoundError`` when there is no file.
+
+    Bytes that match their record are exactly the bytes written, whose digest was taken
+    from the very table they encode: the digest is not recomputed then, and with
+    ``decode=False`` nothing is decoded (``status``: ({}, None), a hash per file)."""
     path = Path(path)
     data = path.read_bytes()
     if records is None:
@@ -268,8 +282,11 @@ def verify_run_file(path: Path, records: Mapping[str, str] | None = None) -> tup
         return CorruptRunFile(f"{path}: corrupt run file: {why}")
 
     expected = records.get(path.stem)
-    if expected is not None and hashlib.sha256(data).hexdigest() != expected:
+    recorded = expected is not None and hashlib.sha256(data).hexdigest() == expected
+    if expected is not None and not recorded:
         raise corrupt(f"its sha256 differs from the one recorded in {RECORDS} when it was written")
+    if recorded and not decode:
+        return {}, None
     try:
         table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
         metadata = table.schema.metadata or {}
@@ -282,6 +299,8 @@ def verify_run_file(path: Path, records: Mapping[str, str] | None = None) -> tup
         raise corrupt(" ".join(str(err).split())[:200] or type(err).__name__) from None
     if not isinstance(meta, dict) or not meta.get("complete") or meta.get("id") != path.stem:
         raise corrupt("its identity does not name this run")
+    if recorded:
+        return meta, table
     try:
         actual = content_digest(table.replace_schema_metadata(None), identity)
     except (pa.ArrowException, ValueError, TypeError) as err:
@@ -405,7 +424,7 @@ def run_status(
     for rid in run_ids:
         path = run_path(study_dir, rid)
         try:
-            verify_run_file(path, records)
+            verify_run_file(path, records, decode=False)
             status[rid] = "done"
             continue
         except FileNotFoundError:
