@@ -418,6 +418,8 @@ struct Entry<P> {
     class: Class,
     /// Step eligibility decided at enqueue (sch_dualpi2.c:dualpi2_enqueue_skb step 4).
     apply_step: bool,
+    /// A CE mark on this packet has been reported to the caller (see [`DualPi2::mark`]).
+    mark_reported: bool,
 }
 
 /// How the step threshold is measured.
@@ -560,10 +562,20 @@ impl<P: QdiscPacket> DualPi2<P> {
 
     /// `dualpi2_mark`: set CE if ECN-capable (re-marks of CE count), bump
     /// `ecn_mark` and report the mark (include/net/inet_ecn.h:INET_ECN_set_ce, sch_dualpi2.c:must_drop).
-    fn mark(&mut self, pkt: &mut P, ctx: &mut QdiscCtx<P>) -> bool {
-        if pkt.set_ce() {
+    ///
+    /// A packet can be marked twice here: by the coupled (PI) rule and then by the
+    /// step on the same dequeue, or at enqueue (`drop_enqueue`) and at dequeue. Linux
+    /// counts both in `ecn_mark` (`INET_ECN_set_ce` succeeds on a CE packet), and so do
+    /// the `tc -s` counters here; but the caller is told once per packet, so that
+    /// per-flow marks and mark probabilities count packets (a probability never exceeds 1).
+    fn mark(&mut self, e: &mut Entry<P>, ctx: &mut QdiscCtx<P>) -> bool {
+        if e.pkt.set_ce() {
             self.ecn_mark += 1;
-            ctx.mark_counted(&mut self.stats, pkt.flow_key());
+            self.stats.marks += 1;
+            if !e.mark_reported {
+                e.mark_reported = true;
+                ctx.note_mark(e.pkt.flow_key());
+            }
             true
         } else {
             false
@@ -588,7 +600,7 @@ impl<P: QdiscPacket> DualPi2<P> {
                     if overload || e.ect == Ecn::NotEct {
                         return true;
                     }
-                    self.mark(&mut e.pkt, ctx);
+                    self.mark(e, ctx);
                 }
                 false
             }
@@ -600,7 +612,7 @@ impl<P: QdiscPacket> DualPi2<P> {
                     if self.params.drop_on_overload && Self::roll(prob, ctx.rng) && Self::roll(prob, ctx.rng) {
                         return true;
                     }
-                    self.mark(&mut e.pkt, ctx);
+                    self.mark(e, ctx);
                     return false;
                 }
                 // sch_dualpi2.c:dualpi2_scalable_marking: p_CL = k x p' (fits in u32 as not overloaded).
@@ -608,7 +620,7 @@ impl<P: QdiscPacket> DualPi2<P> {
                     if e.ect == Ecn::NotEct {
                         return true;
                     }
-                    self.mark(&mut e.pkt, ctx);
+                    self.mark(e, ctx);
                 }
                 false
             }
@@ -627,7 +639,7 @@ impl<P: QdiscPacket> DualPi2<P> {
             if e.ect == Ecn::NotEct {
                 return true;
             }
-            if self.mark(&mut e.pkt, ctx) {
+            if self.mark(e, ctx) {
                 self.step_marks += 1;
             }
         }
@@ -711,7 +723,7 @@ impl<P: QdiscPacket> Qdisc<P> for DualPi2<P> {
             ctx.drop_counted(&mut self.stats, pkt);
             return;
         }
-        let mut e = Entry { pkt, ect, class, apply_step: false };
+        let mut e = Entry { pkt, ect, class, apply_step: false, mark_reported: false };
         // sch_dualpi2.c:dualpi2_enqueue_skb: drop_enqueue mode runs the PI decision on the backlog before adding.
         if !self.params.drop_dequeue && self.must_drop(&mut e, self.stats.backlog_bytes, ctx) {
             ctx.drop_counted(&mut self.stats, e.pkt);
@@ -1039,6 +1051,34 @@ mod tests {
         assert_eq!(dropped, 0);
         let pc = p_roll(MAX_PROB / 2).powi(2);
         assert!((marked as f64 / n as f64 - pc).abs() < tol5(pc, n), "marked {marked}");
+    }
+
+    #[test]
+    fn a_packet_marked_by_coupling_and_step_is_reported_once() {
+        // p' = 0.5 - 2^-32: p_CL = k p' fires for every L packet (sch_dualpi2.c:dualpi2_scalable_marking),
+        // and a dequeue 2 ms after enqueue is above the 1 ms step (sch_dualpi2.c:do_step_aqm): both
+        // rules mark each packet. Linux's `ecn_mark` counts both (INET_ECN_set_ce succeeds on CE); the
+        // per-packet report, which per-flow marks and mark probabilities are built from, counts one.
+        let mut q = qdisc(DualPi2Params::default());
+        q.set_prob(2_147_483_647);
+        let mut h = H::with_seed(3);
+        let n = 2_000u64;
+        for id in 0..n {
+            q.enqueue(frame(id, Ecn::Ect1, FRAME), 0, &mut h.ctx());
+        }
+        let mut sent = 0u64;
+        while let Some(p) = q.dequeue(2_000_000, &mut h.ctx()) {
+            assert_eq!(p.ecn, Ecn::Ce);
+            sent += 1;
+        }
+        assert_eq!(sent, n);
+        assert_eq!(h.marked.len() as u64, n, "one report per marked packet");
+        // The first packets found fewer than two queued behind them (step eligibility
+        // `qlen(L) > 1` at enqueue, DP2-T) or under 2 MTU left (must_drop): count both rules.
+        let ecn_mark = extra(&q, "ecn_mark") as u64;
+        let step = extra(&q, "step_marks") as u64;
+        assert!(step >= n - 2 && ecn_mark >= 2 * n - 4, "ecn_mark {ecn_mark}, step_marks {step}");
+        assert_eq!(q.stats().marks, ecn_mark, "tc -s counts every mark, as Linux");
     }
 
     #[test]
