@@ -115,6 +115,8 @@ def check_out_file(path: str | os.PathLike[str], flag: str) -> Path:
 
     if str(path) == "":
         raise ScenarioError(f"{flag}: an empty path is not a file name")
+    if "\0" in str(path):
+        raise ScenarioError(f"{flag}: the path holds a NUL character")
     target = Path(path)
     if target.is_dir():
         raise ScenarioError(f"{flag}: {path} is a directory, not a file")

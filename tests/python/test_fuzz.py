@@ -201,7 +201,8 @@ def test_fuzz_study_loader(tmp_path):
         try:
             spec = study_from_dict(_parse_toml(_apply(STUDY, edits), "study"), root=tmp_path)
             assert 1 <= len(spec.runs) <= 200_000
-            assert ".." not in spec.name and "/" not in spec.name and not spec.name.startswith(".")
+            assert "/" not in spec.name and "\0" not in spec.name and not spec.name.startswith(".")  # no '..'
+            assert (Path("results") / spec.name).resolve().parent == Path("results").resolve()
             accepted = True
         except ScenarioError as err:
             _one_line(err)

@@ -22,11 +22,11 @@ TABLE_NAMES = ("runs", "flows", "bottleneck", "classes", "summaries")
 
 
 def _catalog(directory: Path, rebuild: bool = False) -> Path:
+    store.load_plan(directory)  # a NUL in the name, a truncated or ill-typed plan: one line here
     if directory.exists() and not directory.is_dir():
         raise ScenarioError(f"{directory}: not a study directory (a file)")
     if not (directory / "plan.json").exists() and not store.runs_dir(directory).exists():
         raise ScenarioError(f"{directory}: not a study directory (no plan.json or runs/)")
-    store.load_plan(directory)  # a truncated or ill-typed plan is one line here
     if rebuild or store.catalog_stale(directory):
         store.rebuild_catalog(directory)
     return directory / store.CATALOG

@@ -53,6 +53,7 @@ import pyarrow.parquet as pq
 
 from ..errors import ScenarioError
 from ..io import atomic_write, remove_leftovers, write_bytes, write_json
+from ..limits import show
 from ..results import flows_frame
 
 __all__ = [
@@ -392,6 +393,8 @@ def _check_plan(study_dir: Path, plan: Any) -> dict[str, Any]:
 def load_plan(study_dir: Path) -> dict[str, Any] | None:
     """The study's ``plan.json`` (None when there is none); a truncated, ill-typed or
     unreadable plan is a one-line :class:`ScenarioError`."""
+    if "\0" in str(study_dir) or str(study_dir) == "":
+        raise ScenarioError(f"{show(str(study_dir))}: not a study directory name")
     path = Path(study_dir) / "plan.json"
     try:
         text = path.read_bytes()
