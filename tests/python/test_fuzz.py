@@ -229,7 +229,14 @@ def _cli_fixtures(root: Path) -> dict[str, list[str]]:
     rid = sorted((done / "runs").glob("*.parquet"))[0].stem
     return {
         "path": [str(root / n) for n in ("ok.toml", "bad.toml", "study.toml", "file.txt", "missing.toml")]
-        + [str(root), "", "\0", "../" * 40, "x" * 5000, "examples/reference.toml"],
+        + [
+            str(root),
+            "",
+            "\0",
+            "../" * 40,
+            "x" * 5000,
+            str(Path(__file__).resolve().parents[2] / "examples" / "reference.toml"),
+        ],
         "dir": [str(done), str(broken), str(root / "file.txt"), str(root / "nowhere"), "", "/proc/self"],
         "out": [str(root / "out"), "", str(root / "file.txt"), "/proc/l4slab/x", str(root / "file.txt" / "x")],
         "id": [rid, "../../escaped", "0" * 64, "", "x" * 300],
@@ -291,7 +298,11 @@ def test_fuzz_cli(tmp_path, capsys, monkeypatch):
     from l4slab.cli import main
 
     pools = _cli_fixtures(tmp_path)
-    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    # Relative paths the fuzzer makes up (e.g. --out with random text) land in a scratch
+    # directory, never in the repository.
+    scratch = tmp_path / "cwd"
+    scratch.mkdir()
+    monkeypatch.chdir(scratch)
     stats = Stats("cli")
     codes: dict[int, int] = {}
 
