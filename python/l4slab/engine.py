@@ -37,12 +37,19 @@ def _one_line(err: Exception) -> str:
 
 
 def simulate(config: Mapping[str, Any]) -> tuple[dict[str, Any], float]:
-    """Run a resolved engine config; return ``(results dict, engine wall seconds)``."""
+    """Run a resolved engine config; return ``(results dict, engine wall seconds)``.
+
+    With a packet capture, ``results["capture"]`` holds ``packets``, ``missed`` and the
+    pcapng file as ``pcapng`` (bytes)."""
     try:
-        results_json, wall_s = _core().simulate(json.dumps(config, allow_nan=False))
+        results_json, wall_s, capture = _core().simulate(json.dumps(config, allow_nan=False))
     except ValueError as err:
         raise EngineError(f"engine: {_one_line(err)}") from None
-    return json.loads(results_json), wall_s
+    raw = json.loads(results_json)
+    if capture is not None:
+        # The pcapng file of the scenario's [capture] (bytes, not JSON: see results.RunResult.capture_pcapng).
+        raw["capture"]["pcapng"] = capture
+    return raw, wall_s
 
 
 def check(config: Mapping[str, Any]) -> None:

@@ -313,12 +313,31 @@ class RunResult:
         """One row per flow (the summary's flow entries)."""
         return flows_frame(self.summary["flows"])
 
+    @property
+    def capture_pcapng(self) -> bytes | None:
+        """The pcapng file of the scenario's ``[capture]`` (open it in Wireshark), or None."""
+        capture = self.raw.get("capture")
+        return None if capture is None else capture.get("pcapng")
+
     @cached_property
     def flow_records(self) -> pd.DataFrame | None:
         """One row per flow that closed and released its slot during the run (the short
         flows of a traffic source; rates over each flow's own lifetime), or None."""
         records = self.raw.get("flow_records") or []
         return flows_frame(records) if records else None
+
+    @cached_property
+    def requests(self) -> pd.DataFrame | None:
+        """One row per web request (``[[sources]] kind = "web"``): source, id, start_s,
+        size_bytes, fct_s (NaN if incomplete), ideal_fct_s, efficiency, cc, ecn_mode,
+        syn_retransmits, ...; or None when the scenario has no web source."""
+        records = self.raw.get("requests") or []
+        if not records:
+            return None
+        frame = pd.DataFrame(records)
+        frame["fct_s"] = frame["fct_s"].astype(float)
+        frame["efficiency"] = frame["efficiency"].astype(float)
+        return frame
 
     @cached_property
     def flow_series(self) -> pd.DataFrame:

@@ -12,6 +12,7 @@ Files (schema in docs/outputs.md):
 * ``sojourn.parquet``: per-packet sojourn trace (only with ``trace_sojourn``);
 * ``flow_records.parquet``: one row per flow that closed during the run (only when a
   traffic source reuses flow slots);
+* ``requests.parquet``: one row per web request (only with a ``kind = "web"`` source);
 * ``meta.json``: wall time and versions (not deterministic, hence not in the summary);
 * ``summary.json``: the fixed-schema summary scripts read.
 """
@@ -24,7 +25,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from .io import write_json, write_parquet
+from .io import write_bytes, write_json, write_parquet
 from .version import PACKAGE_VERSION
 
 __all__ = ["write_run", "OUTPUT_FILES"]
@@ -36,6 +37,7 @@ OUTPUT_FILES = (
     "bottleneck_series.parquet",
     "sojourn.parquet",
     "flow_records.parquet",
+    "requests.parquet",
     "meta.json",
     "summary.json",
 )
@@ -63,11 +65,21 @@ def write_run(result: Any, out_dir: str | os.PathLike[str]) -> Path:
         write_parquet(directory / "sojourn.parquet", sojourn)
     else:
         (directory / "sojourn.parquet").unlink(missing_ok=True)
+    pcapng = getattr(result, "capture_pcapng", None)
+    if pcapng is not None:
+        write_bytes(directory / "capture.pcapng", pcapng)
+    else:
+        (directory / "capture.pcapng").unlink(missing_ok=True)
     records = result.flow_records
     if records is not None:
         write_parquet(directory / "flow_records.parquet", records)
     else:
         (directory / "flow_records.parquet").unlink(missing_ok=True)
+    requests = result.requests
+    if requests is not None:
+        write_parquet(directory / "requests.parquet", requests)
+    else:
+        (directory / "requests.parquet").unlink(missing_ok=True)
     write_json(
         directory / "meta.json",
         {

@@ -135,7 +135,16 @@ def test_study_list_lists_the_study_folders(capsys):
     from l4slab.cli import main
 
     folders = sorted(p.name for p in STUDY_FOLDERS.iterdir() if (p / "study.toml").is_file())
-    assert folders == ["demo", "pam2025-prague-cubic", "s2-segment-sizing"]
+    assert {
+        "demo",
+        "pam2025",
+        "pam2025-prague-cubic",
+        "s2-segment-sizing",
+        "s2-syn-flood",
+        "dualq-basic",
+        "dualq-web",
+        "coexistence",
+    } <= set(folders)
     assert main(["study", "list"]) == 0
     assert capsys.readouterr().out.split() == folders
 
@@ -147,7 +156,7 @@ def test_builtin_report_sections_load():
     assert [s.__name__ for s in registry.report_sections("demo")] == ["cwnd_section", "sojourn_section"]
     assert registry.report_sections("s2-segment-sizing") == ()
     assert registry.report_sections(None) == ()
-    assert set(registry.presets()) == {"pam2025.queues"}
+    assert set(registry.presets()) == {"pam2025.queues", "pam2025.testbed"}
 
 
 STUDY = """
@@ -179,7 +188,7 @@ def test_report_sections_come_from_the_registry_not_from_columns(tmp_path):
     assert load_study("demo").report == "demo"
     assert _study(tmp_path, 'name = "mine"').report is None
     assert _study(tmp_path, 'report = "pam2025-prague-cubic"').report == "pam2025-prague-cubic"
-    with pytest.raises(ScenarioError, match=r"^study\.report: 'pam' is not a built-in study; built-in: demo, "):
+    with pytest.raises(ScenarioError, match=r"^study\.report: 'pam' is not a built-in study; built-in: (.*, )?demo, "):
         _study(tmp_path, 'report = "pam"')
 
 
@@ -269,6 +278,7 @@ EVERY_TCP_KNOB = {
     "receiver_ecn": 1,
     "ecn_option": 1,
     "receiver_cc": "dctcp",
+    "receiver_cc_params": {},
     "fq_pacing": True,
     "tso": False,
     "cc_params": {},
@@ -281,7 +291,7 @@ def test_every_tcp_knob_python_sends_is_one_the_engine_describes():
     from l4slab.scenario.resolve import TCP_ENGINE_FIELDS
 
     described = set(schema.engine_schema().tcp_flow)
-    assert set(TCP_ENGINE_FIELDS) | {"receiver_ecn", "receiver_cc"} <= described
+    assert set(TCP_ENGINE_FIELDS) | {"receiver_ecn", "receiver_cc", "receiver_cc_params"} <= described
     assert set(EVERY_TCP_KNOB) == set(TcpFlow.model_fields) - {"kind", "count", "label"}
     scenario = {"duration": "1s", "bottleneck": {"rate": "10Mbit"}, "flows": [EVERY_TCP_KNOB]}
     (sent,) = scenario_from_dict(scenario).resolve()["flows"]

@@ -71,8 +71,181 @@ pub struct ScenarioConfig {
     /// Its `access_rate_bps` is unused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reverse_bottleneck: Option<BottleneckConfig>,
+    #[serde(default)]
     pub flows: Vec<FlowConfig>,
+    /// Traffic sources that open flows during the run (web requests) or add
+    /// inelastic load (SYN floods); see `traffic::web`, `traffic::synflood`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<SourceConfig>,
+    /// Capture packets at one point into pcapng (`trace/capture.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<CaptureConfig>,
 }
+
+/// A traffic source beyond the configured flows.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SourceConfig {
+    /// Web requests (seed 001 Appendix C): Poisson arrivals, one TCP connection
+    /// each, a bounded-Pareto response size, closed by the server.
+    Web(WebSourceConfig),
+    /// hping3-like SYN flood (S2 §5.3): inelastic SYNs at a rate and ECN codepoint.
+    SynFlood(SynFloodConfig),
+}
+
+/// Response sizes of a web source: a Pareto distribution of shape `alpha`
+/// truncated to [`min_bytes`, `max_bytes`] (seed 001 Appendix C: α = 0.9, 1 kB–1 MB).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebSizes {
+    pub alpha: f64,
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+}
+
+/// A web source: requests arrive as a Poisson process of `rate_per_s`; each opens
+/// a new connection (handshake through the queues, 1 s SYN RTO) on which the server
+/// sends one response of a size drawn from `sizes` and closes. The TCP knobs
+/// (`cc`, `rtt_ns`, `mss`, `ecn`, ...) are those of a TCP flow and apply to every
+/// connection; `start_ns`/`stop_ns` bound the arrivals; `bytes` is not allowed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WebSourceConfig {
+    /// Mean request arrivals per second.
+    pub rate_per_s: f64,
+    pub sizes: WebSizes,
+    /// Test drop injection: the first handshake packet crossing the bottleneck of
+    /// these requests (0-based arrival index) is lost before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drop_handshake_of: Vec<u64>,
+    #[serde(flatten)]
+    pub tcp: TcpFlowConfig,
+}
+
+/// An inelastic SYN flood (`hping3 -S --flood`-like, S2 §5.3): SYNs of `syn_bytes`
+/// on the wire, at `rate_bps` counted on those frames, every one with codepoint `ecn`;
+/// nothing answers them (no handshake completes).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SynFloodConfig {
+    #[serde(flatten)]
+    pub path: PathConfig,
+    pub rate_bps: u64,
+    /// L2 frame bytes of each SYN as the qdisc counts them (default 54: Ethernet 14 +
+    /// IPv4 20 + TCP 20 without options, hping3's bare SYN).
+    #[serde(default = "default_syn_bytes")]
+    pub syn_bytes: u32,
+    #[serde(default)]
+    pub ecn: Ecn,
+}
+
+fn default_syn_bytes() -> u32 {
+    54
+}
+
+/// Most requests per second a web source may ask for (10^5: 200 times the paper's
+/// highest load of 500/s; each request is a connection with its own state).
+pub const MAX_WEB_RATE_PER_S: f64 = 1e5;
+/// Most sources a scenario may list (each has its own random streams, `rng::Stream`).
+pub const MAX_SOURCES: usize = 1024;
+
+impl SourceConfig {
+    fn validate(&self, duration_ns: u64) -> Result<(), String> {
+        let path = match self {
+            SourceConfig::Web(w) => &w.tcp.path,
+            SourceConfig::SynFlood(f) => &f.path,
+        };
+        if path.rtt_ns > MAX_DURATION_NS || path.fwd_delay() > path.rtt_ns {
+            return Err(format!(
+                "rtt_ns: {} is out of range (allowed 0..={MAX_DURATION_NS}, ≥ fwd_delay_ns)",
+                path.rtt_ns
+            ));
+        }
+        if path.start_ns >= duration_ns {
+            return Err(format!("start_ns: {} is not before the end of the run", path.start_ns));
+        }
+        if path.stop_ns.is_some_and(|s| s <= path.start_ns) {
+            return Err("stop_ns: must be after start_ns".into());
+        }
+        match self {
+            SourceConfig::Web(w) => {
+                if !(w.rate_per_s > 0.0 && w.rate_per_s <= MAX_WEB_RATE_PER_S) {
+                    return Err(format!(
+                        "rate_per_s: {} is out of range (allowed > 0 ..= {MAX_WEB_RATE_PER_S})",
+                        w.rate_per_s
+                    ));
+                }
+                let z = &w.sizes;
+                if !(z.alpha > 0.0 && z.alpha <= 100.0) {
+                    return Err(format!("sizes.alpha: {} is out of range (allowed > 0 ..= 100)", z.alpha));
+                }
+                if z.min_bytes == 0 || z.min_bytes > z.max_bytes || z.max_bytes as f64 > BYTES_RANGE.1 {
+                    return Err(format!(
+                        "sizes: {}..{} bytes is not a range (allowed 1 ≤ min_bytes ≤ max_bytes ≤ 2^60)",
+                        z.min_bytes, z.max_bytes
+                    ));
+                }
+                if w.tcp.bytes.is_some() {
+                    return Err("bytes: not allowed on a web source (sizes draws each response's size)".into());
+                }
+                if w.tcp.path.reverse {
+                    return Err("reverse: not allowed on a web source (responses cross the bottleneck)".into());
+                }
+                check_params(&tcp_flow_params(), &w.tcp)?;
+                crate::cc::build(&w.tcp.cc, w.tcp.cc_params.as_ref()).map_err(|e| format!("cc_params: {e}"))?;
+            }
+            SourceConfig::SynFlood(f) => {
+                if f.rate_bps == 0 || f.rate_bps > MAX_RATE_BPS {
+                    return Err(format!("rate_bps: {} is out of range (allowed 1..={MAX_RATE_BPS})", f.rate_bps));
+                }
+                if !(54..=1514).contains(&f.syn_bytes) {
+                    return Err(format!("syn_bytes: {} is out of range (allowed 54..=1514)", f.syn_bytes));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a packet capture listens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CapturePoint {
+    /// The bottleneck's egress, after its qdisc (marks applied, drops gone), as
+    /// `tcpdump -i` on the router's outgoing interface.
+    Bottleneck,
+    /// A flow's sending host: its data out and its ACKs in.
+    Sender,
+    /// A flow's receiving host: its data in and its ACKs out.
+    Receiver,
+}
+
+/// A packet capture (`tcpdump -w`): a point, a window and a bound.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureConfig {
+    pub point: CapturePoint,
+    /// Only this flow (required at a host; all flows at the bottleneck if unset).
+    #[serde(default)]
+    pub flow: Option<u32>,
+    /// Start of the window, ns.
+    #[serde(default)]
+    pub start_ns: u64,
+    /// End of the window, ns (unset: the end of the run).
+    #[serde(default)]
+    pub stop_ns: Option<u64>,
+    /// At most this many packets are kept (the rest are counted as missed).
+    #[serde(default = "default_capture_max_packets")]
+    pub max_packets: u64,
+}
+
+fn default_capture_max_packets() -> u64 {
+    1_000_000
+}
+
+/// Upper bound of `capture.max_packets` (≈ 1.5 GB of packet copies).
+pub const MAX_CAPTURE_PACKETS: u64 = 10_000_000;
+/// Bytes the capture keeps per packet (a copy of the packet, its time and sojourn).
+pub const CAPTURE_RECORD_BYTES: u64 = 152;
 
 /// The shaped bottleneck: `htb rate R burst B` with one child qdisc.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -167,8 +340,10 @@ pub struct TcpFlowConfig {
     /// Receiver delayed ACKs (Linux default on); off = quick-ACK every segment.
     #[serde(default = "default_true")]
     pub delayed_ack: bool,
-    /// The sender host has `fq` as its egress qdisc, so the stack paces every CC
-    /// (Linux net/ipv4/tcp_output.c:tcp_pacing_check); without it only CCs that need pacing (Prague, BBR) are paced.
+    /// The sender host has `fq` as its egress qdisc: every CC is paced, by fq at the
+    /// skbs' EDT departure times (net/sched/sch_fq.c), with TCP Small Queues bounding
+    /// what waits there; without it only CCs that need pacing (Prague, BBR) are paced,
+    /// inside TCP (net/ipv4/tcp_output.c:tcp_pacing_check).
     #[serde(default)]
     pub fq_pacing: bool,
     /// TSO/GSO on the sender (`ethtool -K tso/gso`, Linux default on): a paced
@@ -193,6 +368,11 @@ pub struct TcpFlowConfig {
     /// whether a listener accepts AccECN (Linux net/ipv4/tcp_dctcp.h:dctcp_ece_ack_update, RFC 9768 §3.1). Default "cubic".
     #[serde(default)]
     pub receiver_cc: Option<String>,
+    /// Module parameters of the receiving socket's congestion control, as
+    /// `cc_params` (e.g. `{"ecn_enable": true}` for a bbr2 receiver that echoes CE
+    /// DCTCP-style: google/bbr v2alpha tcp_bbr2.c:bbr_cwnd_event).
+    #[serde(default)]
+    pub receiver_cc_params: Option<serde_json::Value>,
     /// Drop injection for tests: the first transmission of these segment numbers
     /// (0-based, in MSS units of sequence space) is lost before the bottleneck.
     #[serde(default)]
@@ -282,7 +462,8 @@ pub fn prealloc_estimate(cfg: &ScenarioConfig) -> (u128, u128, u128) {
     } else {
         0
     };
-    (series, trace, flows * PER_FLOW_STATE_BYTES as u128)
+    let capture = cfg.capture.as_ref().map_or(0, |c| c.max_packets as u128 * CAPTURE_RECORD_BYTES as u128);
+    (series, trace + capture, flows * PER_FLOW_STATE_BYTES as u128)
 }
 
 /// `n` bytes for a message: "80 GB", "512 MB", "3 kB".
@@ -379,7 +560,7 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             "fq_pacing",
             Bool,
             json!(false),
-            "Sender has the fq qdisc, so every CC is paced (sch_fq.c; tcp_needs_internal_pacing otherwise).",
+            "Sender has the fq qdisc: every CC paced by fq at EDT departure times, TSQ bounds the host queue (sch_fq.c, tcp_small_queue_check).",
         ),
         ParamSpec::new(
             "tso",
@@ -422,6 +603,12 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
         )
         .choices(crate::cc::KNOWN),
         ParamSpec::new(
+            "receiver_cc_params",
+            Object,
+            serde_json::Value::Null,
+            "Module parameters of the receiving socket's congestion control, as cc_params (e.g. bbr2 ecn_enable).",
+        ),
+        ParamSpec::new(
             "drop_segments",
             Object,
             json!([]),
@@ -457,8 +644,8 @@ impl ScenarioConfig {
             check_link("reverse_bottleneck", r, false)?;
             r.qdisc.validate().map_err(|e| format!("reverse_bottleneck.qdisc.{e}"))?;
         }
-        if self.flows.is_empty() {
-            return Err("flows: at least one flow is required".into());
+        if self.flows.is_empty() && self.sources.is_empty() {
+            return Err("flows: at least one flow or source is required".into());
         }
         if self.flows.len() > MAX_FLOWS {
             return Err(format!("flows: {} flows is too many (at most {MAX_FLOWS})", self.flows.len()));
@@ -471,6 +658,9 @@ impl ScenarioConfig {
                 "duration_ns: {} is out of range (allowed 1..={MAX_DURATION_NS} ns, {max_s} s)",
                 self.duration_ns
             ));
+        }
+        if let Some(c) = &self.capture {
+            self.check_capture(c)?;
         }
         let tcp_params = tcp_flow_params();
         for (i, f) in self.flows.iter().enumerate() {
@@ -492,6 +682,11 @@ impl ScenarioConfig {
                     // Ranges and the `cc` / `receiver_cc` choices of `tcp_flow_params`.
                     check_params(&tcp_params, t).map_err(|e| format!("flows[{i}].{e}"))?;
                     crate::cc::build(&t.cc, t.cc_params.as_ref()).map_err(|e| format!("flows[{i}].cc_params: {e}"))?;
+                    if t.receiver_cc.is_some() || t.receiver_cc_params.is_some() {
+                        let rcc = t.receiver_cc.as_deref().unwrap_or("cubic");
+                        crate::cc::build(rcc, t.receiver_cc_params.as_ref())
+                            .map_err(|e| format!("flows[{i}].receiver_cc_params: {e}"))?;
+                    }
                 }
                 FlowConfig::Udp(u) => {
                     if u.rate_bps == 0 || u.rate_bps > MAX_RATE_BPS {
@@ -509,11 +704,41 @@ impl ScenarioConfig {
                 }
             }
         }
+        if self.sources.len() > MAX_SOURCES {
+            return Err(format!("sources: {} sources is too many (at most {MAX_SOURCES})", self.sources.len()));
+        }
+        for (i, src) in self.sources.iter().enumerate() {
+            src.validate(self.duration_ns).map_err(|e| format!("sources[{i}].{e}"))?;
+        }
         Ok(())
     }
 
     /// Refuses a run whose preallocation (`prealloc_estimate`) exceeds `MAX_PREALLOC_BYTES`,
     /// naming the field that drives it.
+    fn check_capture(&self, c: &CaptureConfig) -> Result<(), String> {
+        if c.max_packets == 0 || c.max_packets > MAX_CAPTURE_PACKETS {
+            return Err(format!(
+                "capture.max_packets: {} is out of range (allowed 1..={MAX_CAPTURE_PACKETS})",
+                c.max_packets
+            ));
+        }
+        if c.start_ns >= self.duration_ns {
+            return Err(format!("capture.start_ns: {} is not before the end of the run", c.start_ns));
+        }
+        if c.stop_ns.is_some_and(|s| s <= c.start_ns) {
+            return Err("capture.stop_ns: must be after capture.start_ns".into());
+        }
+        match (c.point, c.flow) {
+            (CapturePoint::Sender | CapturePoint::Receiver, None) => {
+                Err(format!("capture.flow: required at point {:?} (which host?)", c.point).to_lowercase())
+            }
+            (_, Some(f)) if f as usize >= self.flows.len() => {
+                Err(format!("capture.flow: {f} is not a flow (allowed 0..={})", self.flows.len().saturating_sub(1)))
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn check_memory(&self) -> Result<(), String> {
         let (series, trace, state) = prealloc_estimate(self);
         let limit = MAX_PREALLOC_BYTES as u128;
@@ -523,6 +748,13 @@ impl ScenarioConfig {
         let n = self.flows.len();
         let flows = if n == 1 { "1 flow".to_string() } else { format!("{n} flows") };
         let limit_s = format!("at most {} GiB", MAX_PREALLOC_BYTES >> 30);
+        if trace >= series && trace >= state && !self.trace_sojourn {
+            return Err(format!(
+                "capture.max_packets: {} packets need ~{} with the rest of the run; {limit_s}",
+                self.capture.as_ref().map_or(0, |c| c.max_packets),
+                human_bytes(series + trace + state)
+            ));
+        }
         if trace >= series && trace >= state {
             return Err(format!(
                 "trace_sojourn: a per-packet trace of {} ns at {} bit/s needs ~{}; {limit_s} \

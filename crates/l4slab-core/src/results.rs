@@ -206,6 +206,59 @@ pub struct RunResults {
     /// describe slots (their last occupant; series aggregate all occupants).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flow_records: Vec<FlowSummary>,
+    /// One record per request of the web sources, in arrival order per source
+    /// (those still open at the end included, with `fct_s` None).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<RequestRecord>,
+    /// The packet capture, when the scenario asked for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture: Option<CaptureResult>,
+}
+
+/// One web request (seed 001 Appendix B, C): what the client measured.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct RequestRecord {
+    /// Index of the source in `sources`.
+    pub source: u32,
+    /// Arrival index within the source (0-based).
+    pub id: u64,
+    /// Flow slot the connection used.
+    pub flow: u32,
+    /// Arrival time: the client opens its socket (timing starts), s.
+    pub start_s: f64,
+    /// Response size drawn, bytes.
+    pub size_bytes: u64,
+    /// Response bytes the client received in order.
+    pub bytes_received: u64,
+    /// From just before the SYN to the client seeing the server's close (the FIN on
+    /// the last segment); None if the response did not complete within the run.
+    pub fct_s: Option<f64>,
+    /// Base RTT of the connection's path, s.
+    pub base_rtt_s: f64,
+    /// One base RTT (the handshake) plus the size at the full bottleneck rate.
+    pub ideal_fct_s: f64,
+    /// `ideal_fct_s / fct_s` (NaN if incomplete).
+    pub efficiency: f64,
+    pub cc: String,
+    pub ecn_mode: String,
+    /// Retransmissions of the bottleneck-crossing handshake packet (1 s, 2 s, ... timeouts).
+    pub syn_retransmits: u32,
+    pub retransmits: u64,
+    pub rto_count: u64,
+    pub ce_packets: u64,
+}
+
+/// A run's packet capture: counts in the results, the pcapng file beside them.
+#[derive(Clone, Debug, Serialize)]
+pub struct CaptureResult {
+    /// Packets written to the file.
+    pub packets: u64,
+    /// Packets that passed the point in the window after `max_packets` were kept.
+    pub missed: u64,
+    /// The pcapng file (or why it could not be written). Not serialised: the binding
+    /// hands the bytes over on their own.
+    #[serde(skip)]
+    pub pcapng: Result<Vec<u8>, String>,
 }
 
 /// The metric names each result table carries, derived from the serialised field

@@ -18,6 +18,13 @@ pub enum Stream {
     ReverseQdisc,
     /// The congestion control of flow `n` (BBR's random PROBE_BW start phase).
     Flow(u32),
+    /// The request arrivals of source `n` (`config.sources[n]`).
+    Arrivals(u32),
+    /// The response sizes of source `n`.
+    Sizes(u32),
+    /// The congestion control of connection `c` of source `n`: a stream per
+    /// connection, since a source reuses flow slots (`Flow(slot)` would repeat).
+    Connection(u32, u32),
 }
 
 impl Stream {
@@ -29,6 +36,10 @@ impl Stream {
             Stream::Qdisc => 2,
             Stream::ReverseQdisc => 3,
             Stream::Flow(n) => (1 << 32) | n as u64,
+            Stream::Arrivals(n) => (2 << 32) | n as u64,
+            Stream::Sizes(n) => (3 << 32) | n as u64,
+            // Sources below 2^16 (`config::MAX_SOURCES`): ids from 2^48 up, disjoint from the rest.
+            Stream::Connection(n, c) => (1 << 48) | ((n as u64 & 0xFFFF) << 32) | c as u64,
         }
     }
 }
@@ -62,6 +73,11 @@ impl SimRng {
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
         self.0.gen()
+    }
+    /// Uniform in (0, 1]: 53 random bits, never 0 (safe under `ln`).
+    #[inline]
+    pub fn unit_open0(&mut self) -> f64 {
+        ((self.next_u64() >> 11) + 1) as f64 * (1.0 / (1u64 << 53) as f64)
     }
     /// Uniform in [0, n]; 0 if n = 0.
     pub fn below_inclusive(&mut self, n: u64) -> u64 {

@@ -14,6 +14,7 @@ use crate::packet::{Packet, PacketKind};
 use crate::results::*;
 use crate::rng;
 use crate::time::{secs, Time};
+use crate::trace::capture::PacketCapture;
 use crate::trace::{FlowCumulative, FlowSample, NetworkView, Observer, Observers, Recorder, SojournTracer};
 use crate::traffic::scenario::ScenarioFlows;
 use crate::traffic::{Endpoint, FlowOpener, FlowSpec, TrafficSource};
@@ -26,6 +27,9 @@ struct FlowSlot {
     timer_at: [Option<Time>; 2],
     start: Time,
     base_rtt: u64,
+    /// Packets of this flow inside the network (queues and wires): a source reuses
+    /// the slot only when none is left (`FlowOpener::is_quiet`).
+    in_network: u32,
 }
 
 /// Whole-run packet accounting.
@@ -81,6 +85,7 @@ impl FlowOpener for Opener<'_> {
         self.flows.slots[slot as usize] = Some(FlowSlot {
             ends: [spec.sender, spec.receiver],
             timer_at: [None, None],
+            in_network: 0,
             start: spec.start,
             base_rtt: spec.base_rtt_ns,
         });
@@ -94,6 +99,11 @@ impl FlowOpener for Opener<'_> {
     fn is_finished(&self, slot: u32) -> bool {
         self.flows.slots[slot as usize].as_ref().is_none_or(|f| f.ends.iter().all(|e| e.is_finished()))
     }
+    fn is_quiet(&self, slot: u32) -> bool {
+        self.flows.slots[slot as usize]
+            .as_ref()
+            .is_none_or(|f| f.in_network == 0 && f.ends.iter().all(|e| e.is_finished()))
+    }
     fn release(&mut self, slot: u32) {
         if let Some(o) = self.observers.as_deref_mut() {
             o.on_flow_close(self.now, slot, &View { flows: self.flows, net: self.net });
@@ -103,6 +113,11 @@ impl FlowOpener for Opener<'_> {
     }
     fn end(&self) -> Time {
         self.end
+    }
+    fn fill_request(&self, slot: u32, r: &mut crate::results::RequestRecord) {
+        if let Some(f) = self.flows.slots[slot as usize].as_ref() {
+            f.ends.iter().for_each(|e| e.fill_request(r));
+        }
     }
 }
 
@@ -184,6 +199,7 @@ impl Simulation {
         let mut flows = FlowTable::default();
         let mut sources: Vec<Box<dyn TrafficSource>> =
             vec![Box::new(ScenarioFlows::new(&cfg.flows, cfg.seed, cfg.start_jitter_ns))];
+        sources.extend(crate::traffic::build_sources(cfg)?);
         sources.extend(extra);
         for s in sources.iter_mut() {
             let mut opener = Opener {
@@ -210,6 +226,10 @@ impl Simulation {
             let cap = (cfg.bottleneck.rate_bps as u128 * cfg.duration_ns as u128 / 8 / 1_000_000_000 / 1000) as usize;
             SojournTracer::new(topology.bottleneck, cap)
         });
+        let capture = cfg.capture.as_ref().map(|c| {
+            let classes = net.link(topology.bottleneck).queue().map_or(Vec::new(), |q| q.qdisc.class_names().to_vec());
+            PacketCapture::new(c, topology.bottleneck, classes)
+        });
         for link in net.links.iter_mut() {
             if let Some(q) = link.queue_mut() {
                 q.pin_watchdog(&mut events);
@@ -223,7 +243,7 @@ impl Simulation {
             topology,
             flows,
             sources,
-            observers: Observers { recorder, sojourn },
+            observers: Observers { recorder, sojourn, capture },
             out: Vec::with_capacity(256),
             counts: Counts::default(),
             next_id: 0,
@@ -235,6 +255,18 @@ impl Simulation {
     pub fn run(&mut self) {
         while let Some((now, target)) = self.events.pop_until(self.end) {
             self.dispatch(now, target);
+        }
+        for source in self.sources.iter_mut() {
+            let mut opener = Opener {
+                flows: &mut self.flows,
+                net: &mut self.net,
+                topology: &self.topology,
+                events: &mut self.events,
+                observers: None,
+                now: self.end,
+                end: self.end,
+            };
+            source.finish(self.end, &mut opener);
         }
     }
 
@@ -336,11 +368,13 @@ impl Simulation {
         let side = (e.0 % 2) as usize;
         let injects_drops = self.flows.slot(e.flow()).ends[side].injects_drops();
         let mut out = std::mem::take(&mut self.out);
+        self.flows.slot_mut(e.flow()).in_network += out.len() as u32;
         for pkt in out.iter_mut() {
             pkt.id = self.next_id;
             self.next_id += 1;
             pkt.sent_ts = now;
             self.counts.sent += 1;
+            self.observers.on_emit(now, e, pkt);
             match pkt.kind {
                 PacketKind::Data | PacketKind::Udp => self.counts.data += 1,
                 _ => self.counts.acks += 1,
@@ -351,6 +385,7 @@ impl Simulation {
                 if let Hop::Link(l) = hop {
                     self.net.link_mut(l).transmit_lost(now, pkt);
                 }
+                self.flows.slot_mut(e.flow()).in_network -= 1;
                 self.counts.dropped += 1;
                 continue;
             }
@@ -418,6 +453,9 @@ impl Simulation {
         let q = self.net.links[l.0 as usize].queue_mut().expect("queued link");
         for p in q.dropped.drain(..) {
             self.counts.dropped += 1;
+            if let Some(f) = self.flows.slots[p.flow as usize].as_mut() {
+                f.in_network = f.in_network.saturating_sub(1);
+            }
             self.observers.on_drop(now, l, &p);
         }
         for flow in q.marked.drain(..) {
@@ -433,6 +471,7 @@ impl Simulation {
         let side = (e.0 % 2) as usize;
         // A packet of a flow whose slot was released arrives at a closed socket.
         let Some(f) = self.flows.slots[e.flow() as usize].as_mut() else { return };
+        f.in_network = f.in_network.saturating_sub(1);
         f.ends[side].on_packet(pkt, now, &mut self.out);
         self.after_endpoint(now, e);
     }
@@ -461,6 +500,9 @@ impl Simulation {
             ..Default::default()
         };
         self.observers.fill_results(&View { flows: &self.flows, net: &self.net }, &mut r);
+        for source in self.sources.iter() {
+            source.fill_results(&mut r);
+        }
         r
     }
 

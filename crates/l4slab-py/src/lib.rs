@@ -8,11 +8,13 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 /// Run one resolved scenario (engine JSON, see `l4slab_core::config`).
-/// Returns `(results_json, engine_wall_seconds)`.
+/// Returns `(results_json, engine_wall_seconds, capture)`: `capture` is the pcapng
+/// file (bytes) when the scenario asked for a packet capture, else None.
 #[pyfunction]
-fn simulate(py: Python<'_>, config_json: &str) -> PyResult<(String, f64)> {
+fn simulate(py: Python<'_>, config_json: &str) -> PyResult<(String, f64, Option<Py<PyBytes>>)> {
     let config: l4slab_core::ScenarioConfig =
         serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(format!("engine config: {e}")))?;
     let out = py.allow_threads(move || {
@@ -21,10 +23,15 @@ fn simulate(py: Python<'_>, config_json: &str) -> PyResult<(String, f64)> {
         let wall = start.elapsed().as_secs_f64();
         res.map(|r| (r, wall))
     });
-    let (results, wall) = out.map_err(PyValueError::new_err)?;
+    let (mut results, wall) = out.map_err(PyValueError::new_err)?;
+    let capture = match results.capture.as_mut().map(|c| std::mem::replace(&mut c.pcapng, Ok(Vec::new()))) {
+        Some(Ok(bytes)) => Some(PyBytes::new_bound(py, &bytes).unbind()),
+        Some(Err(e)) => return Err(PyValueError::new_err(e)),
+        None => None,
+    };
     let json =
         serde_json::to_string(&results).map_err(|e| PyValueError::new_err(format!("serialising results: {e}")))?;
-    Ok((json, wall))
+    Ok((json, wall, capture))
 }
 
 /// Validate a resolved scenario without running it; raises ValueError with a

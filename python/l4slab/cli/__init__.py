@@ -6,6 +6,8 @@
     l4slab study run FILE [--out DIR] [--executor local|dask-local|dask://HOST:PORT] [--jobs N] [--emit-jobs FILE]
     l4slab study report DIR | list | status DIR | run-one DIR RUN_ID
     l4slab query DIR "SQL" [--csv]
+    l4slab export (--flent | --iperf3-json) RUN_DIR [--output PATH]
+    l4slab fidelity [--rows N,N] [--quick] [--out DIR]
 
 Each command module (:mod:`.run`, :mod:`.bench`, :mod:`.demo`, :mod:`.study`,
 :mod:`.query`) has ``add_parser(commands)`` and ``command(args) -> exit status``.
@@ -24,12 +26,20 @@ from typing import Sequence
 
 from ..errors import EngineError, EngineUnavailableError, ScenarioError
 from ..version import PACKAGE_VERSION
-from . import bench, demo, query, run, study
+from . import bench, demo, export, fidelity, query, run, study
 from .common import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, error
 
 __all__ = ["main"]
 
-COMMANDS = {"run": run, "bench": bench, "demo": demo, "study": study, "query": query}
+COMMANDS = {
+    "run": run,
+    "bench": bench,
+    "demo": demo,
+    "study": study,
+    "query": query,
+    "export": export,
+    "fidelity": fidelity,
+}
 
 
 class _Parser(argparse.ArgumentParser):

@@ -31,9 +31,18 @@ def add_parser(commands) -> None:
         "--emit-jobs", metavar="FILE",
         help="run nothing: write one `l4slab study run-one DIR ID` line per pending run (SLURM arrays, GNU parallel)",
     )  # fmt: skip
+    run_cmd.add_argument(
+        "--panel", action="append", metavar="NAME",
+        help="only this panel of a study with panels (repeat, or NAME,NAME; e.g. pam2025 --panel prague-bbr1)",
+    )  # fmt: skip
     run_cmd.add_argument("--no-progress", action="store_true", help="no progress bar")
     report_cmd = study.add_parser("report", help="figures and a Markdown summary (DIR/report/report.md)")
     report_cmd.add_argument("dir", metavar="DIR", help="study directory")
+    report_cmd.add_argument(
+        "--published", metavar="FILE.csv",
+        help="a published table (docs/studies.md 'Published tables'; `pam2025` = the shipped PAM 2025 panels) "
+        "to put beside the simulated cells: heatmaps, differences, harm agreement, within 3 Mbit/s, MAE",
+    )  # fmt: skip
     study.add_parser("list", help="the built-in studies")
     status_cmd = study.add_parser("status", help="done/pending/failed counts per factor value")
     status_cmd.add_argument("dir", metavar="DIR", help="study directory")
@@ -59,10 +68,11 @@ def command(args: argparse.Namespace) -> int:
     from .. import study
 
     if args.study_command == "run":
+        panels = [name.strip() for arg in (args.panel or []) for name in arg.split(",") if name.strip()] or None
         if args.out is not None:
             check_out_dir(args.out)
         if args.emit_jobs is not None:
-            directory, count = study.emit_jobs(args.file, args.emit_jobs, out=args.out)
+            directory, count = study.emit_jobs(args.file, args.emit_jobs, out=args.out, panels=panels)
             print(f"wrote {count} job line(s) to {args.emit_jobs} (study directory {directory})")
             return EXIT_OK
         report = study.run(
@@ -71,6 +81,7 @@ def command(args: argparse.Namespace) -> int:
             executor=args.executor,
             jobs=args.jobs,
             progress=not args.no_progress and sys.stderr.isatty(),
+            panels=panels,
         )
         print(
             f"{report.directory}: {report.total} runs: {report.skipped} already done, {report.done} run now, "
@@ -83,7 +94,7 @@ def command(args: argparse.Namespace) -> int:
         from ..study.report import report as write_report
 
         _require_done_run(args.dir)
-        print(f"wrote {write_report(args.dir)}")
+        print(f"wrote {write_report(args.dir, published=args.published)}")
         return EXIT_OK
     if args.study_command == "list":
         for name in study.builtin_studies():

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ScenarioError
-from .model import SCENARIO_ERROR, Bottleneck, Scenario, TcpFlow, UdpFlow
+from .model import SCENARIO_ERROR, Bottleneck, Scenario, SynFlood, TcpFlow, UdpFlow, WebSource
 
 __all__ = ["one_line"]
 
@@ -34,7 +34,7 @@ def _strip_tags(loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
     cleaned: list[Any] = []
     tag = None
     for i, part in enumerate(loc):
-        if part in ("tcp", "udp") and i > 0 and isinstance(loc[i - 1], int):
+        if part in ("tcp", "udp", "web", "syn_flood") and i > 0 and isinstance(loc[i - 1], int):
             tag = part
             continue
         cleaned.append(part)
@@ -48,6 +48,8 @@ def _model_at(loc: tuple[Any, ...], tag: str | None) -> type[BaseModel] | None:
         return Bottleneck
     if loc[0] == "flows" and len(loc) == 2:
         return UdpFlow if tag == "udp" else TcpFlow
+    if loc[0] == "sources" and len(loc) == 2:
+        return SynFlood if tag == "syn_flood" else WebSource
     return None
 
 
@@ -85,6 +87,8 @@ def _error_line(error: Mapping[str, Any]) -> str:
         if loc == ("flows",):
             return 'flows: missing; add at least one [[flows]] entry, e.g. cc = "cubic" and rtt = "10ms"'
         return f"{_format_loc(loc)}: missing{_example_for(loc, tag)}"
+    if kind == "union_tag_invalid" and loc and loc[0] == "sources":
+        return f"{_format_loc(loc)}.kind: {ctx.get('tag')!r} is not a source kind; expected 'web' or 'syn_flood'"
     if kind == "union_tag_invalid":
         return f"{_format_loc(loc)}.kind: {ctx.get('tag')!r} is not a flow kind; expected 'tcp' or 'udp'"
     if kind in ("model_type", "model_attributes_type", "dict_type"):

@@ -35,8 +35,9 @@ from ..errors import ScenarioError
 from ..qdisc import QdiscRequest, parse_qdisc
 from ..units import BdpMultiple, Percent, UnitError
 from .resolve import MAX_UDP_PAYLOAD, TCP_ENGINE_FIELDS, UDP_IP_UDP_HEADER_BYTES, resolve_scenario, udp_rate_bps
+from .sources import syn_flood_fields, web_source_fields
 
-__all__ = ["Scenario", "Bottleneck", "TcpFlow", "UdpFlow", "SCENARIO_ERROR", "TCP_ECN_WORDS"]
+__all__ = ["Scenario", "Bottleneck", "TcpFlow", "UdpFlow", "WebSource", "SynFlood", "SCENARIO_ERROR", "TCP_ECN_WORDS"]
 
 #: pydantic error type of the model's own checks: ``ctx["message"]`` is the one-line message.
 SCENARIO_ERROR = "l4slab_scenario_error"
@@ -187,6 +188,12 @@ class TcpFlow(_FlowCommon):
         description="module parameters of the congestion control (checked by the engine)",
         examples=[{"segment_sizing": {"scheme": "logarithmic", "k": 4.0}}, {"beta": 717}],
     )
+    receiver_cc_params: dict[str, Any] | None = Field(
+        None,
+        description="module parameters of the receiving socket's congestion control, as cc_params "
+        "(e.g. a bbr2 receiver with ecn_enable echoes CE DCTCP-style: PAM 2025's two-sided BBRv2)",
+        examples=[{"ecn_enable": True, "ecn_max_rtt_us": 0}],
+    )
 
     @field_validator("cc", "receiver_cc")
     @classmethod
@@ -257,6 +264,22 @@ Flow = Annotated[
 ]
 
 
+WebSource = web_source_fields(TcpFlow)
+SynFlood = syn_flood_fields(UdpFlow)
+
+
+def _source_kind(value: Any) -> str | None:
+    if isinstance(value, Mapping):
+        return value.get("kind")
+    return getattr(value, "kind", None)
+
+
+Source = Annotated[
+    Union[Annotated[WebSource, Tag("web")], Annotated[SynFlood, Tag("syn_flood")]],
+    Discriminator(_source_kind),
+]
+
+
 class Bottleneck(_Strict):
     """``htb rate R burst B`` with one child qdisc."""
 
@@ -271,6 +294,26 @@ class Bottleneck(_Strict):
     access_rate: RateBps = Field(10_000_000_000, description="senders' NIC rate", examples=["10Gbit"])
     bdp_rtt: TimeNs | None = Field(
         None, description="RTT of the 'bdp' unit (default: the flows' base RTT)", examples=["10ms"]
+    )
+
+
+class Capture(_Strict):
+    """``[capture]``: write the packets passing one point to ``capture.pcapng`` (as
+    ``tcpdump -w``), headers only, with per-packet comments (flow, sojourn, queue)."""
+
+    point: Literal["bottleneck", "sender", "receiver"] = Field(
+        description="bottleneck egress (after the qdisc), or a flow's sending or receiving host",
+        examples=["bottleneck"],
+    )
+    flow: Annotated[int, Field(strict=True, ge=0)] | None = Field(
+        None,
+        description="the flow id (as in flows.parquet); required at a host, all flows at the bottleneck if unset",
+        examples=[0],
+    )
+    start: TimeNs = Field(0, description="start of the capture window", examples=["10s"])
+    stop: TimeNs | None = Field(None, description="end of the capture window (default: end of run)", examples=["11s"])
+    max_packets: Annotated[int, Field(strict=True, ge=1)] = Field(
+        1_000_000, description="packets kept at most (the rest are counted as missed)", examples=[100_000]
     )
 
 
@@ -290,7 +333,11 @@ class Scenario(_Strict):
         description="a shaped queue on the reverse path, met by forward flows' ACKs and by the data of "
         "direction = 'reverse' flows (unset: the reverse path never queues)",
     )
-    flows: list[Flow] = Field(min_length=1, description="at least one [[flows]] entry")
+    flows: list[Flow] = Field(default_factory=list, description="[[flows]] entries (at least one flow or source)")
+    sources: list[Source] = Field(
+        default_factory=list, description="[[sources]]: web requests, SYN floods (l4slab.scenario.sources)"
+    )
+    capture: Capture | None = Field(None, description="a packet capture written as capture.pcapng")
 
     # --- derived views -------------------------------------------------------------
 
@@ -308,7 +355,7 @@ class Scenario(_Strict):
         link = getattr(self, which)
         if link.bdp_rtt is not None:
             return units.bdp_bytes(link.rate, link.bdp_rtt), ""
-        rtts = sorted({flow.rtt for flow in self.flows})
+        rtts = sorted({flow.rtt for flow in [*self.flows, *self.sources]})
         if len(rtts) == 1:
             return units.bdp_bytes(link.rate, rtts[0]), ""
         shown = ", ".join(units.format_time(r) for r in rtts)
@@ -357,8 +404,17 @@ class Scenario(_Strict):
                 raise ScenarioError("reverse_bottleneck.rate: must be > 0; expected e.g. '100Mbit'")
             if self.reverse_bottleneck.bdp_rtt == 0:
                 raise ScenarioError("reverse_bottleneck.bdp_rtt: must be > 0; expected e.g. '10ms'")
-        for index, flow in enumerate(self.flows):
-            path = f"flows[{index}]"
+        if not self.flows and not self.sources:
+            raise ScenarioError("flows: at least one [[flows]] entry is required (or a [[sources]] entry)")
+        entries = [(f"flows[{i}]", flow) for i, flow in enumerate(self.flows)]
+        entries += [(f"sources[{i}]", source) for i, source in enumerate(self.sources)]
+        for path, flow in entries:
+            if path.startswith("sources") and flow.count != 1:
+                raise ScenarioError(f"{path}.count: a source is one entry; use its rate instead")
+            if isinstance(flow, WebSource) and flow.bytes is not None:
+                raise ScenarioError(f"{path}.bytes: not allowed on a web source; sizes draws each response")
+            if isinstance(flow, (WebSource, SynFlood)) and flow.direction != "forward":
+                raise ScenarioError(f"{path}.direction: a source's traffic crosses [bottleneck] (forward only)")
             if flow.rtt == 0:
                 raise ScenarioError(f"{path}.rtt: must be > 0; expected e.g. '10ms'")
             if flow.fwd_delay is not None and flow.fwd_delay > flow.rtt:
@@ -376,7 +432,7 @@ class Scenario(_Strict):
                     f"{path}.stop: {units.format_time(flow.stop)!r} is not after "
                     f"start {units.format_time(flow.start)!r}"
                 )
-            if isinstance(flow, UdpFlow):
+            if isinstance(flow, UdpFlow) and not isinstance(flow, SynFlood):
                 payload = flow.packet_size - UDP_IP_UDP_HEADER_BYTES
                 if not 1 <= payload <= MAX_UDP_PAYLOAD:
                     raise ScenarioError(

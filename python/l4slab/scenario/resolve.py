@@ -72,7 +72,27 @@ def _flow_config(flow: Any, bottleneck_rate_bps: int) -> dict[str, Any]:
     receiver = schema.receiver_defaults(flow.cc)
     _set_if_given(receiver, "receiver_ecn", flow.receiver_ecn)
     _set_if_given(receiver, "receiver_cc", flow.receiver_cc)
+    _set_if_given(receiver, "receiver_cc_params", flow.receiver_cc_params)
     config.update(sorted(receiver.items()))
+    return config
+
+
+def _source_config(source: Any, bottleneck_rate_bps: int) -> dict[str, Any]:
+    """A ``[[sources]]`` entry → the engine's ``SourceConfig`` (config.rs)."""
+    if source.kind == "syn_flood":
+        path: dict[str, Any] = {"rtt_ns": source.rtt, "start_ns": source.start}
+        _set_if_given(path, "fwd_delay_ns", source.fwd_delay)
+        _set_if_given(path, "stop_ns", source.stop)
+        rate = udp_rate_bps(source.rate, bottleneck_rate_bps)
+        return {"kind": "syn_flood", **path, "rate_bps": rate, "syn_bytes": source.syn_size, "ecn": source.ecn}
+    config = _flow_config(source, bottleneck_rate_bps)
+    alpha, low, high = source.sizes
+    config.update(
+        kind="web",
+        rate_per_s=source.rate.per_second(bottleneck_rate_bps),
+        sizes={"alpha": alpha, "min_bytes": low, "max_bytes": high},
+    )
+    _set_if_given(config, "drop_handshake_of", source.drop_handshake_of)
     return config
 
 
@@ -100,7 +120,14 @@ def resolve_scenario(scenario: Any) -> dict[str, Any]:
         "bottleneck": _link_config(scenario, "bottleneck"),
         "flows": [_flow_config(flow, scenario.data_link(flow).rate) for _, flow in scenario.expanded_flows()],
     }
+    sources = [_source_config(source, scenario.bottleneck.rate) for source in getattr(scenario, "sources", [])]
+    if sources:
+        config["sources"] = sources
     if scenario.reverse_bottleneck is not None:
         config["reverse_bottleneck"] = _link_config(scenario, "reverse_bottleneck")
+    if scenario.capture is not None:
+        c = scenario.capture
+        config["capture"] = {"point": c.point, "flow": c.flow, "start_ns": c.start, "stop_ns": c.stop}
+        config["capture"]["max_packets"] = c.max_packets
     engine.check(config)
     return config

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..analysis import figures, metrics
+from ..analysis.published import published_section
 from ..io import write_text
 from . import registry, store
 from .catalog import load
@@ -28,14 +29,34 @@ def _factor_columns(runs: pd.DataFrame) -> list[str]:
     return [c for c in runs.columns if c not in fixed]
 
 
-def report(directory: str | os.PathLike[str]) -> Path:
-    """Write ``DIR/report/report.md`` with its figures; returns the Markdown path."""
+def _label(value) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _fill_factors(frame: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
+    frame = frame.copy()
+    for column in factors:
+        if column in frame and frame[column].isna().any():
+            frame[column] = [("–" if pd.isna(v) else _label(v)) for v in frame[column]]
+    return frame
+
+
+def report(directory: str | os.PathLike[str], published: str | os.PathLike[str] | None = None) -> Path:
+    """Write ``DIR/report/report.md`` with its figures; returns the Markdown path.
+    ``published``: a published table (:mod:`l4slab.analysis.published`) put beside the
+    simulated cells of every panel it covers."""
     directory = Path(directory)
     data = load(directory)
     out = directory / "report"
     out.mkdir(exist_ok=True)
+    factors = _factor_columns(data.runs)
+    # A study with panels leaves a panel's missing factors empty: show them as "–" so that
+    # grouping keeps those rows.
+    for name in ("runs", "flows", "bottleneck"):
+        setattr(data, name, _fill_factors(getattr(data, name), factors))
     runs, flows, bottleneck = data.runs, data.flows, data.bottleneck
-    factors = _factor_columns(runs)
     done = runs[runs["status"] == "done"] if "status" in runs else runs
     lines = [
         f"# Study report: {directory.name}",
@@ -44,6 +65,9 @@ def report(directory: str | os.PathLike[str]) -> Path:
         "",
     ]
     plan = store.load_plan(directory) or {}
+    if published is not None:
+        lines += published_section(data, out, published, plan.get("study"))
+    data.published = published  # a built-in section may skip its own comparison then
     for section in registry.report_sections(plan.get("report")):
         lines += section(data, out)
 

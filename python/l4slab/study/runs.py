@@ -12,7 +12,7 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
@@ -81,11 +81,13 @@ def plan(
     out: str | os.PathLike[str] | None = None,
     *,
     overrides: Mapping[str, Any] | None = None,
+    panels: Sequence[str] | None = None,
 ) -> tuple[Path, dict[str, Any]]:
-    """Validate and expand the study file (``overrides``: base scenario fields by path),
-    write ``study.toml`` and ``plan.json`` into the study directory (default
-    ``results/<name>``); return (directory, plan)."""
-    spec = load_study(path, overrides=overrides)
+    """Validate and expand the study file (``overrides``: base scenario fields by path;
+    ``panels``: only these of its ``[panels.NAME]``), write ``study.toml`` and
+    ``plan.json`` into the study directory (default ``results/<name>``); return
+    (directory, plan)."""
+    spec = load_study(path, overrides=overrides, panels=panels)
     with lock.study_lock(Path(out) if out is not None else default_out(spec)):
         return _write_plan(spec, out)
 
@@ -136,17 +138,19 @@ def run(
     progress: bool = False,
     on_run: Callable[[str, str | None], None] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    panels: Sequence[str] | None = None,
 ) -> RunReport:
     """Run a study: validate and expand it, run every run without a valid result file
     (``executor``: ``local``, ``dask-local`` or ``dask://HOST:PORT``), then rebuild the
     catalog. Re-running continues where an interrupted run stopped. ``overrides`` set
-    base scenario fields by path (``{"duration": "5s"}``)."""
+    base scenario fields by path (``{"duration": "5s"}``); ``panels`` runs only those
+    panels of a study with ``[panels.NAME]`` tables."""
     from .executors import parse_executor
 
     kind, address = parse_executor(executor)
     if jobs is not None and jobs < 1:
         raise ScenarioError(f"--jobs: {jobs} is not a positive number of processes; expected e.g. 4")
-    spec = load_study(path, overrides=overrides)
+    spec = load_study(path, overrides=overrides, panels=panels)
     with lock.study_lock(Path(out) if out is not None else default_out(spec)):
         return _run_locked(spec, out, kind, address, jobs, progress, on_run)
 
@@ -237,10 +241,12 @@ def run_one(directory: str | os.PathLike[str], rid: str, *, force: bool = False)
     return None
 
 
-def emit_jobs(path: str | os.PathLike[str], jobs_file: str | os.PathLike[str], out=None) -> tuple[Path, int]:
+def emit_jobs(
+    path: str | os.PathLike[str], jobs_file: str | os.PathLike[str], out=None, panels: Sequence[str] | None = None
+) -> tuple[Path, int]:
     """Plan the study and write one ``l4slab study run-one DIR ID`` line per pending run."""
     check_out_file(jobs_file, "--emit-jobs")
-    directory, plan_data = plan(path, out)
+    directory, plan_data = plan(path, out, panels=panels)
     todo = pending_runs(directory, plan_data)
     absolute = shlex.quote(str(directory.resolve()))
     lines = [f"l4slab study run-one {absolute} {r['id']}\n" for r in todo]

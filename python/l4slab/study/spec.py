@@ -24,7 +24,13 @@ A study file is TOML::
     exclude = [{"bottleneck.qdisc" = "dualpi2", "flows.1.ecn" = 1}]   # drop matching points
     filter = [{"bottleneck.buffer" = ["1bdp", "2bdp"]}]              # keep only matching points
 
-(``exclude``/``filter`` go before the first table header or inside ``[study]``.) A rule
+    [panels.prague-bbr1]     # optional named sub-studies (docs/studies.md "Panels"):
+    set = {"flows.1.cc" = "bbr"}                     # base overrides of this panel
+    factors = {"bottleneck.buffer" = ["2bdp"]}       # merged over [factors]; zip/exclude/filter replace
+
+(``exclude``/``filter`` go before the first table header or inside ``[study]``.) With
+panels, the points are the union of every panel's product, with a leading ``panel``
+factor; ``load_study(..., panels=[...])`` (``study run --panel``) keeps only some. A rule
 matches a point when every factor it names has the given value (or one of the given
 values, for a list).
 
@@ -48,7 +54,7 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .. import engine, units
 from ..errors import ScenarioError
@@ -67,7 +73,11 @@ MAX_FACTOR_VALUES = 1_000
 MAX_PRODUCT = 1_000_000
 MAX_POINTS = 20_000
 MAX_RUNS = 200_000
-TOP_KEYS = ("study", "base", "factors", "zip", "exclude", "filter")
+TOP_KEYS = ("study", "base", "factors", "zip", "exclude", "filter", "panels")
+#: Keys of a ``[panels.NAME]`` table.
+PANEL_KEYS = ("doc", "set", "factors", "zip", "exclude", "filter")
+#: The catalog column (and pseudo-factor path) naming a point's panel.
+PANEL_FACTOR = "panel"
 STUDY_KEYS = ("name", "seed", "trials", "metrics", "report", "exclude", "filter")
 
 # --- presets ---------------------------------------------------------------------------------
@@ -200,7 +210,7 @@ def run_id(config: Mapping[str, Any], engine_version: str) -> str:
 # --- parsing ---------------------------------------------------------------------------------
 
 
-def _values(where: str, value: Any) -> tuple[tuple[Any, ...], Preset | None]:
+def _values(where: str, value: Any, unique: bool = True) -> tuple[tuple[Any, ...], Preset | None]:
     preset = _parse_preset(where, value)
     if preset is not None:
         return preset.labels, preset
@@ -209,7 +219,7 @@ def _values(where: str, value: Any) -> tuple[tuple[Any, ...], Preset | None]:
     if len(value) > MAX_FACTOR_VALUES:
         raise ScenarioError(f"{where}: {len(value)} values; at most {MAX_FACTOR_VALUES} per factor")
     keys = [canonical_json(v) for v in value]
-    if len(set(keys)) != len(keys):
+    if unique and len(set(keys)) != len(keys):
         raise ScenarioError(f"{where}: repeated value in {value!r}")
     return tuple(value), None
 
@@ -288,15 +298,147 @@ def _apply_point(base: dict[str, Any], values: Mapping[str, Any], factors: list[
     return data
 
 
+def _product(
+    where: str, raw_factors: Any, raw_zip: Any, raw_exclude: Any, raw_filter: Any
+) -> tuple[list[Factor], list[dict[str, Any]]]:
+    """The factors of one product (``[factors]`` and ``[zip]``) and its points after
+    ``exclude`` / ``filter``: (factors, [path → value])."""
+    factors: list[Factor] = []
+    dimensions: list[list[dict[str, Any]]] = []
+    if not isinstance(raw_factors, Mapping):
+        raise ScenarioError(f'{where}factors: not a table; expected [factors] with "path" = [values]')
+    for path, value in raw_factors.items():
+        values, preset = _values(f"{where}factors.{path}", value)
+        if preset is not None and path != PRESET_PATH:
+            raise ScenarioError(f"{where}factors.{path}: presets apply to {PRESET_PATH!r} only")
+        factors.append(Factor(path, values, preset))
+        dimensions.append([{path: v} for v in values])
+    if not isinstance(raw_zip, Mapping):
+        raise ScenarioError(f'{where}zip: not a table; expected [zip] group = {{"path" = [...], "path2" = [...]}}')
+    for group, members in raw_zip.items():
+        if not isinstance(members, Mapping) or len(members) < 1:
+            raise ScenarioError(f"{where}zip.{group}: not a table of factor = [values]")
+        columns = []
+        for path, value in members.items():
+            if _parse_preset(f"{where}zip.{group}.{path}", value) is not None:
+                raise ScenarioError(f"{where}zip.{group}.{path}: presets cannot be zipped; put it in [factors]")
+            # A zipped list may repeat a value (1v2, 1v5, ...); the rows must differ.
+            values, _ = _values(f"{where}zip.{group}.{path}", value, unique=False)
+            distinct = tuple({canonical_json(v): v for v in values}.values())
+            factors.append(Factor(path, distinct))
+            columns.append((path, values))
+        lengths = {len(values) for _, values in columns}
+        if len(lengths) > 1:
+            shown = ", ".join(f"{path}: {len(values)}" for path, values in columns)
+            raise ScenarioError(
+                f"{where}zip.{group}: lists of different lengths ({shown}); zipped factors need equal lengths"
+            )
+        rows = [canonical_json([values[i] for _, values in columns]) for i in range(len(columns[0][1]))]
+        if len(set(rows)) != len(rows):
+            raise ScenarioError(f"{where}zip.{group}: a repeated row of values; each zipped row must differ")
+        dimensions.append([{path: values[i] for path, values in columns} for i in range(lengths.pop())])
+    paths = [f.path for f in factors]
+    duplicates = sorted({p for p in paths if paths.count(p) > 1})
+    if duplicates:
+        raise ScenarioError(
+            f"{where}factors: {duplicates[0]!r} is varied twice (in [factors] and [zip], or two zip groups)"
+        )
+    columns = [f.column for f in factors]
+    if len(set(columns)) != len(columns):
+        raise ScenarioError(f"{where}factors: two factor paths map to the same catalog column ({columns})")
+    size = 1
+    for dimension in dimensions:
+        size *= len(dimension)
+    if size > MAX_PRODUCT:
+        raise ScenarioError(f"{where}factors: {size} combinations before exclude/filter; at most {MAX_PRODUCT}")
+    known = set(paths)
+    excludes = _rules(f"{where}exclude", raw_exclude, known)
+    filters = _rules(f"{where}filter", raw_filter, known)
+    combos = []
+    for parts in itertools.product(*dimensions):
+        values: dict[str, Any] = {}
+        for part in parts:
+            values.update(part)
+        ordered = {path: values[path] for path in paths}
+        if any(_matches(ordered, rule) for rule in excludes):
+            continue
+        if filters and not any(_matches(ordered, rule) for rule in filters):
+            continue
+        combos.append(ordered)
+    if not combos:
+        raise ScenarioError(f"{where or 'study: '}no points left: the factors' product is empty after exclude/filter")
+    return factors, combos
+
+
+Unit = tuple[str | None, dict[str, Any], list[Factor], list[dict[str, Any]]]
+
+
+def _panel_units(
+    data: Mapping[str, Any], meta: Mapping[str, Any], base: dict[str, Any], selected: Sequence[str] | None
+) -> list[Unit]:
+    """The study's products: one (None, base, ...) without ``[panels]``; else one per
+    selected panel, its base being the study's with the panel's ``set`` applied, its
+    factors the study's with the panel's ``factors`` merged over them (a panel's
+    ``zip``, ``exclude``, ``filter`` replace the study's)."""
+    study_factors = data.get("factors", {})
+    study_zip = data.get("zip", {})
+    study_exclude = data.get("exclude", meta.get("exclude"))
+    study_filter = data.get("filter", meta.get("filter"))
+    raw = data.get("panels")
+    if raw is None:
+        if selected:
+            raise ScenarioError(f"--panel: {selected[0]!r}: this study has no [panels]")
+        return [(None, base, *_product("", study_factors, study_zip, study_exclude, study_filter))]
+    if not isinstance(raw, Mapping) or not raw:
+        raise ScenarioError("panels: not a table of [panels.NAME] tables")
+    names = list(raw)
+    if selected:
+        for name in selected:
+            if name not in raw:
+                raise ScenarioError(f"--panel: {name!r} is not a panel of this study; panels: {', '.join(names)}")
+        names = [n for n in names if n in set(selected)]
+    units: list[Unit] = []
+    for name in names:
+        where = f"panels.{name}."
+        if not re.fullmatch(r"[\w.+-]+", name):
+            raise ScenarioError(f"panels.{name}: not a name of letters, digits, '_', '-', '.', '+'")
+        panel = raw[name]
+        if not isinstance(panel, Mapping):
+            raise ScenarioError(f"panels.{name}: not a table; expected [panels.{name}] with set, factors, ...")
+        _check_keys(where, panel, PANEL_KEYS)
+        settings = panel.get("set", {})
+        if not isinstance(settings, Mapping):
+            raise ScenarioError(f'{where}set: not a table; expected e.g. {{"flows.1.cc" = "bbr"}}')
+        try:
+            unit_base = apply_overrides(base, settings)
+        except ScenarioError as err:
+            raise ScenarioError(f"{where}set: {err}") from None
+        own_factors = panel.get("factors", {})
+        if not isinstance(own_factors, Mapping):
+            raise ScenarioError(f'{where}factors: not a table; expected "path" = [values]')
+        merged = {**study_factors, **own_factors} if isinstance(study_factors, Mapping) else study_factors
+        unit = _product(
+            where,
+            merged,
+            panel.get("zip", study_zip),
+            panel.get("exclude", study_exclude),
+            panel.get("filter", study_filter),
+        )
+        units.append((name, unit_base, *unit))
+    return units
+
+
 def study_from_dict(
     data: Mapping[str, Any],
     *,
     root: Path = Path("."),
     source_text: str = "",
     overrides: Mapping[str, Any] | None = None,
+    panels: Sequence[str] | None = None,
 ) -> StudySpec:
     """Validate and expand a parsed study; every point's scenario is resolved here.
-    ``overrides`` set fields of the base scenario by path before the factors apply."""
+    ``overrides`` set fields of the base scenario by path before the factors apply;
+    ``panels`` selects some of the study's ``[panels.NAME]`` (default: all)."""
     if not isinstance(data, Mapping):
         raise ScenarioError(f"study: {show(data)} is not a table")
     check_values(dict(data))
@@ -331,67 +473,35 @@ def study_from_dict(
     base = _base_scenario(data, root)
     if overrides:
         base = apply_overrides(base, overrides)
+    units = _panel_units(data, meta, base, panels)
+    # The plan's factors: "panel" first (when the study has panels), then the union of every
+    # panel's factors in order of first appearance (a panel leaves the others' columns empty).
     factors: list[Factor] = []
-    dimensions: list[list[dict[str, Any]]] = []
-    raw_factors = data.get("factors", {})
-    if not isinstance(raw_factors, Mapping):
-        raise ScenarioError('factors: not a table; expected [factors] with "path" = [values]')
-    for path, value in raw_factors.items():
-        values, preset = _values(f"factors.{path}", value)
-        if preset is not None and path != PRESET_PATH:
-            raise ScenarioError(f"factors.{path}: presets apply to {PRESET_PATH!r} only")
-        factors.append(Factor(path, values, preset))
-        dimensions.append([{path: v} for v in values])
-    raw_zip = data.get("zip", {})
-    if not isinstance(raw_zip, Mapping):
-        raise ScenarioError('zip: not a table; expected [zip] group = {"path" = [...], "path2" = [...]}')
-    for group, members in raw_zip.items():
-        if not isinstance(members, Mapping) or len(members) < 1:
-            raise ScenarioError(f"zip.{group}: not a table of factor = [values]")
-        columns = []
-        for path, value in members.items():
-            if _parse_preset(f"zip.{group}.{path}", value) is not None:
-                raise ScenarioError(f"zip.{group}.{path}: presets cannot be zipped; put it in [factors]")
-            values, _ = _values(f"zip.{group}.{path}", value)
-            factors.append(Factor(path, values))
-            columns.append((path, values))
-        lengths = {len(values) for _, values in columns}
-        if len(lengths) > 1:
-            shown = ", ".join(f"{path}: {len(values)}" for path, values in columns)
-            raise ScenarioError(f"zip.{group}: lists of different lengths ({shown}); zipped factors need equal lengths")
-        dimensions.append([{path: values[i] for path, values in columns} for i in range(lengths.pop())])
-    paths = [f.path for f in factors]
-    duplicates = sorted({p for p in paths if paths.count(p) > 1})
-    if duplicates:
-        raise ScenarioError(f"factors: {duplicates[0]!r} is varied twice (in [factors] and [zip], or two zip groups)")
+    by_path: dict[str, int] = {}
+    if units[0][0] is not None:
+        factors.append(Factor(PANEL_FACTOR, tuple(u[0] for u in units)))
+        by_path[PANEL_FACTOR] = 0
+    for _panel, _base, unit_factors, _combos in units:
+        for factor in unit_factors:
+            if factor.path == PANEL_FACTOR:
+                raise ScenarioError(f"factors: {PANEL_FACTOR!r} is the panels' column; it cannot be a factor path")
+            if factor.path not in by_path:
+                by_path[factor.path] = len(factors)
+                factors.append(factor)
+                continue
+            known_factor = factors[by_path[factor.path]]
+            extra = tuple(
+                v for v in factor.values if canonical_json(v) not in {canonical_json(k) for k in known_factor.values}
+            )
+            factors[by_path[factor.path]] = Factor(known_factor.path, known_factor.values + extra, known_factor.preset)
     columns = [f.column for f in factors]
     if len(set(columns)) != len(columns):
         raise ScenarioError(f"factors: two factor paths map to the same catalog column ({columns})")
 
-    size = 1
-    for dimension in dimensions:
-        size *= len(dimension)
-    if size > MAX_PRODUCT:
-        raise ScenarioError(f"factors: {size} combinations before exclude/filter; at most {MAX_PRODUCT}")
-    known = set(paths)
-    excludes = _rules("exclude", data.get("exclude", meta.get("exclude")), known)
-    filters = _rules("filter", data.get("filter", meta.get("filter")), known)
-    combos = []
-    for parts in itertools.product(*dimensions):
-        values: dict[str, Any] = {}
-        for part in parts:
-            values.update(part)
-        ordered = {path: values[path] for path in paths}
-        if any(_matches(ordered, rule) for rule in excludes):
-            continue
-        if filters and not any(_matches(ordered, rule) for rule in filters):
-            continue
-        combos.append(ordered)
-    if not combos:
-        raise ScenarioError("study: no points left: the factors' product is empty after exclude/filter")
-    if len(combos) > MAX_POINTS or len(combos) * trials > MAX_RUNS:
+    total = sum(len(unit[3]) for unit in units)
+    if total > MAX_POINTS or total * trials > MAX_RUNS:
         raise ScenarioError(
-            f"study: {len(combos)} points × {trials} trials = {len(combos) * trials} runs; at most "
+            f"study: {total} points × {trials} trials = {total * trials} runs; at most "
             f"{MAX_POINTS} points and {MAX_RUNS} runs (split the study)"
         )
 
@@ -399,29 +509,43 @@ def study_from_dict(
     points: list[Point] = []
     runs: list[RunSpec] = []
     seen: dict[str, str] = {}
-    for index, values in enumerate(combos):
-        key = canonical_json([[path, values[path]] for path in paths])
-        label = ", ".join(f"{p}={v}" for p, v in values.items()) or "base"
-        try:
-            scenario_data = _apply_point(base, values, factors)
-            scenario_data.setdefault("name", name)
-            config = scenario_from_dict(scenario_data).resolve()
-        except ScenarioError as err:
-            raise ScenarioError(f"point {label}: {err}") from None
-        config.pop("seed", None)
-        point = Point(index, values, key, scenario_data, config)
-        points.append(point)
-        for trial in range(trials):
-            seed_t = trial_seed(seed, key, trial)
-            rid = run_id({**config, "seed": seed_t}, version)
-            if rid in seen:
-                raise ScenarioError(f"point {label}: trial {trial} is the same run as {seen[rid]}")
-            seen[rid] = f"point {label} trial {trial}"
-            runs.append(RunSpec(rid, index, trial, seed_t))
+    index = 0
+    for panel, unit_base, unit_factors, combos in units:
+        paths = [f.path for f in unit_factors]
+        for combo in combos:
+            pairs = [[path, combo[path]] for path in paths]
+            if panel is not None:
+                pairs.insert(0, [PANEL_FACTOR, panel])
+            key = canonical_json(pairs)
+            label = ", ".join(f"{p}={v}" for p, v in pairs) or "base"
+            try:
+                scenario_data = _apply_point(unit_base, combo, unit_factors)
+                scenario_data.setdefault("name", name if panel is None else f"{name}/{panel}")
+                config = scenario_from_dict(scenario_data).resolve()
+            except ScenarioError as err:
+                raise ScenarioError(f"point {label}: {err}") from None
+            config.pop("seed", None)
+            values = {f.path: None for f in factors}
+            values.update({p: v for p, v in pairs})
+            point = Point(index, values, key, scenario_data, config)
+            points.append(point)
+            index += 1
+            for trial in range(trials):
+                seed_t = trial_seed(seed, key, trial)
+                rid = run_id({**config, "seed": seed_t}, version)
+                if rid in seen:
+                    raise ScenarioError(f"point {label}: trial {trial} is the same run as {seen[rid]}")
+                seen[rid] = f"point {label} trial {trial}"
+                runs.append(RunSpec(rid, point.index, trial, seed_t))
     return StudySpec(name, seed, trials, metrics, report, factors, points, runs, source_text, version)
 
 
-def load_study(path: str | os.PathLike[str], *, overrides: Mapping[str, Any] | None = None) -> StudySpec:
+def load_study(
+    path: str | os.PathLike[str],
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    panels: Sequence[str] | None = None,
+) -> StudySpec:
     """Read, validate and expand a study file, or a built-in study by name (see the
     module docstring); ``overrides`` set fields of the base scenario by path
     (``{"duration": "5s"}``) before the factors are applied."""
@@ -432,4 +556,4 @@ def load_study(path: str | os.PathLike[str], *, overrides: Mapping[str, Any] | N
         data["study"].setdefault("name", default_name)
     else:
         data.setdefault("study", {"name": default_name})
-    return study_from_dict(data, root=file.parent, source_text=text, overrides=overrides)
+    return study_from_dict(data, root=file.parent, source_text=text, overrides=overrides, panels=panels)

@@ -11,6 +11,7 @@
 use crate::packet::Ecn;
 use crate::time::{jiffies, Time};
 
+pub mod bbr2;
 pub mod cubic;
 pub mod dctcp;
 pub mod minmax;
@@ -228,6 +229,9 @@ pub struct RcvAckState {
     /// Written: `__tcp_send_ack(sk, ack)` with ECE = `ece`, sent at once, before
     /// the ACK of this segment.
     pub send_ack: Option<(u64, bool)>,
+    /// Written: `tcp_enter_quickack_mode(sk, TCP_MAX_QUICKACKS)` (BBRv2's
+    /// `fast_ack_mode = 2` on CE, google/bbr v2alpha tcp_bbr2.c:bbr_cwnd_event).
+    pub quickack: bool,
 }
 
 /// The `tcp_sock` state a congestion control reads and writes.
@@ -442,6 +446,13 @@ pub trait CongestionControl: Send {
 
     /// Called before the endpoint changes `ca_state` (`set_state`).
     fn set_state(&mut self, _tp: &mut CcSock, _new_state: CaState) {}
+
+    /// `TCP_CONG_WANTS_CE_EVENTS` (google/bbr and L4STeam trees): a receiving
+    /// socket passes each segment's CE state to `cwnd_event` as DCTCP's does
+    /// (`tcp_ca_wants_ce_events` = needs ECN or this flag), without needing ECN.
+    fn wants_ce_events(&self) -> bool {
+        false
+    }
 
     /// `cwnd_event`.
     fn cwnd_event(&mut self, _tp: &mut CcSock, _ev: CaEvent) {}

@@ -53,6 +53,12 @@ pub const TCP_PACING_SS_RATIO: u64 = 200;
 pub const TCP_PACING_CA_RATIO: u64 = 120;
 /// `sk_pacing_shift`: TSO autosizing aims at 2^-10 s (≈1 ms) of data per skb.
 pub const SK_PACING_SHIFT: u32 = 10;
+/// `skb->truesize` beyond the payload of one TCP skb, bytes: the `struct sk_buff` and
+/// `skb_shared_info` plus the linear head (`MAX_TCP_HEADER`) that `tcp_stream_alloc_skb`
+/// allocates (include/linux/skbuff.h `SKB_TRUESIZE`); an approximation on x86-64
+/// (≈ 2304 − 1448, the 1514-byte frame's truesize used by the DualPI2 model). TCP Small
+/// Queues counts it (`sk_wmem_alloc`).
+pub const TSQ_SKB_OVERHEAD: u32 = 856;
 /// `tcp_tso_rtt_log`: autosizing adds GSO_MAX_SIZE >> (min_rtt_us >> 9).
 pub const TCP_TSO_RTT_LOG: u32 = 9;
 /// `GSO_LEGACY_MAX_SIZE` (64 KB), the default `gso_max_size` of a device.

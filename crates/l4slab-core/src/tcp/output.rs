@@ -44,7 +44,14 @@ impl TcpSender {
                 if skb_bytes > 0 {
                     self.skb_sent(std::mem::take(&mut skb_bytes), now);
                 }
-                if self.tp.paced && self.wstamp > now && !probe {
+                if self.fq_pacing {
+                    // fq paces below TCP; TCP Small Queues bounds what waits there
+                    // (tcp_write_xmit → tcp_small_queue_check).
+                    if !probe && self.tsq_limited(0) {
+                        self.tsq_throttled = true;
+                        break;
+                    }
+                } else if self.tp.paced && self.wstamp > now && !probe {
                     // tcp_pacing_check: arm the pacing timer for the departure time.
                     self.pacing_timer = Some(self.wstamp);
                     break;
@@ -55,6 +62,7 @@ impl TcpSender {
                     break;
                 }
                 skb_room = max_segs.min(quota).max(1);
+                self.skb_overhead_due = true;
             }
             if self.tp.snd_nxt + self.mss as u64 > self.tp.snd_una.saturating_add(self.rwnd_bytes) {
                 break;
@@ -66,8 +74,11 @@ impl TcpSender {
             if was_empty {
                 self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
             }
-            let tx = self.rate_skb_sent(now, self.tp.in_flight() + 1);
-            self.rtx.push_back(Seg { seq, end: seq + len as u64, xmit: now, tx, flags: 0 });
+            // The skb's timestamp: its EDT departure with fq below (`skb_mstamp_ns =
+            // tcp_wstamp_ns` in __tcp_transmit_skb), else now.
+            let stamp = self.departure(now);
+            let tx = self.rate_skb_sent(stamp, self.tp.in_flight() + 1);
+            self.rtx.push_back(Seg { seq, end: seq + len as u64, xmit: stamp, tx, flags: 0 });
             self.tp.snd_nxt += len as u64;
             self.tp.packets_out += 1;
             if self.tp.ca_state == CaState::Cwr || self.tp.ca_state == CaState::Recovery {
@@ -173,16 +184,81 @@ impl TcpSender {
         p.retrans = retrans;
         p.ecn = self.data_codepoint(retrans);
         p.tcp.seq = seq;
-        p.tcp.tsval = ts_clock(now);
+        // TSval from the skb's timestamp (tcp_skb_timestamp_ts: the EDT departure).
+        let stamp = self.departure(now);
+        p.tcp.tsval = ts_clock(stamp);
         if self.ecn_rfc3168 && !retrans {
             p.tcp.cwr = std::mem::take(&mut self.queue_cwr);
         }
-        out.push(p);
+        if self.fq_pacing {
+            // Handed to fq, which sends it at `stamp`; its truesize counts against
+            // TSQ until then (one skb's overhead on its first segment).
+            let truesize = len + if self.skb_overhead_due { TSQ_SKB_OVERHEAD } else { 0 };
+            self.skb_overhead_due = false;
+            self.host_q_truesize += truesize as u64;
+            self.host_q.push_back((stamp, p, truesize));
+        } else {
+            out.push(p);
+        }
         self.stats.data_segments_sent += 1;
         self.stats.payload_bytes_sent += len as u64;
         self.stats.payload_sq_sum += (len as u128) * (len as u128);
         self.stats.pacing_rate_sum += self.tp.pacing_rate as u128;
         self.tp.lsndtime = now;
+    }
+
+    /// The timestamp of an skb handed down now: with fq on the host, its EDT
+    /// departure `max(tcp_wstamp_ns, now)` (__tcp_transmit_skb); otherwise now (an
+    /// internally paced sender only sends once `wstamp` has come).
+    #[inline]
+    pub(super) fn departure(&self, now: Time) -> Time {
+        if self.fq_pacing && self.tp.paced {
+            self.wstamp.max(now)
+        } else {
+            now
+        }
+    }
+
+    /// `tcp_small_queue_check`: more than ≈1 ms of data at the pacing rate (at least
+    /// two skbs) already below TCP; `factor` 1 doubles the limit (retransmissions).
+    /// With fq the `tcp_limit_output_bytes` cap does not apply (it is only for
+    /// `SK_PACING_NONE`).
+    pub(super) fn tsq_limited(&self, factor: u32) -> bool {
+        if self.host_q.len() <= 1 {
+            // tcp_rtx_queue_empty_or_single_skb-like: one skb may always wait.
+            return false;
+        }
+        let two_skbs = 2 * (self.tp.mss as u64 * self.tso_segs() as u64 + TSQ_SKB_OVERHEAD as u64);
+        let limit = two_skbs.max(self.tp.pacing_rate >> SK_PACING_SHIFT) << factor;
+        self.host_q_truesize > limit
+    }
+
+    /// fq's dequeue on the sender host, run at the end of every sender callback:
+    /// every packet whose departure time has come goes to the NIC; the space it frees
+    /// may unthrottle TSQ (`tcp_wfree` → `tcp_tsq_handler`: retransmissions first,
+    /// then new data), whose packets may be due at once. A loop, not recursion: each
+    /// round releases at least one packet or ends.
+    pub(super) fn fq_service(&mut self, now: Time, out: &mut Vec<Packet>) {
+        loop {
+            let mut released = false;
+            while let Some(&(at, p, truesize)) = self.host_q.front() {
+                if at > now {
+                    break;
+                }
+                self.host_q.pop_front();
+                self.host_q_truesize -= truesize as u64;
+                out.push(p);
+                released = true;
+            }
+            if !(released && self.tsq_throttled && !self.tsq_limited(0)) {
+                return;
+            }
+            self.tsq_throttled = false;
+            if self.tp.lost_out > self.tp.retrans_out {
+                self.xmit_retransmit_queue(now, out);
+            }
+            self.write_xmit(now, out, false);
+        }
     }
 
     /// IP-ECN codepoint of a data segment (`tcp_ecn_send`, RFC 3168 §6.1.5).
@@ -210,7 +286,13 @@ impl TcpSender {
             if self.tp.in_flight() >= self.tp.cwnd {
                 break;
             }
-            if self.tp.paced && self.wstamp > now {
+            if self.fq_pacing {
+                // tcp_xmit_retransmit_queue → tcp_small_queue_check(sk, skb, 1).
+                if self.tsq_limited(1) {
+                    self.tsq_throttled = true;
+                    break;
+                }
+            } else if self.tp.paced && self.wstamp > now {
                 self.pacing_timer = Some(self.wstamp);
                 break;
             }
@@ -231,15 +313,17 @@ impl TcpSender {
             let s = &self.rtx[i];
             (s.seq, (s.end - s.seq) as u32)
         };
-        let tx = self.rate_skb_sent(now, self.tp.in_flight() + 1);
+        let stamp = self.departure(now);
+        let tx = self.rate_skb_sent(stamp, self.tp.in_flight() + 1);
         if !self.rtx[i].has(RETRANS) {
             self.tp.retrans_out += 1;
         }
         let s = &mut self.rtx[i];
         s.flags = (s.flags | RETRANS | EVER_RETRANS) & !DELIVERED;
-        s.xmit = now;
+        s.xmit = stamp;
         s.tx = tx;
         self.stats.retransmits += 1;
+        self.skb_overhead_due = true;
         self.emit_data(seq, len, true, now, out);
         self.skb_sent(len as u64, now);
     }

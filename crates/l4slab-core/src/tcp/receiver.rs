@@ -84,6 +84,17 @@ impl TcpReceiver {
     /// socket's congestion control (by Linux name, module defaults; CUBIC if unknown).
     pub fn new(flow: u32, delayed_ack: bool, tcp_ecn: u8, ecn_option: u8, cc: &str) -> Self {
         let cc = crate::cc::by_name(cc).or_else(|| crate::cc::by_name("cubic")).expect("cubic is registered");
+        Self::with_cc(flow, delayed_ack, tcp_ecn, ecn_option, cc)
+    }
+
+    /// A receiver whose socket runs `cc`, already built (with its `receiver_cc_params`).
+    pub fn with_cc(
+        flow: u32,
+        delayed_ack: bool,
+        tcp_ecn: u8,
+        ecn_option: u8,
+        cc: Box<dyn crate::cc::CongestionControl>,
+    ) -> Self {
         let cc_flags = cc.flags();
         TcpReceiver {
             flow,
@@ -299,11 +310,12 @@ impl TcpReceiver {
         }
     }
 
-    /// `tcp_ca_event(sk, ev)` if the CC needs ECN (`tcp_ca_needs_ecn`): hand it the
-    /// receive state, then apply what it asked for (an ACK for earlier data, an
-    /// immediate ACK, the ECE state).
+    /// `tcp_ca_event(sk, ev)` if the CC needs ECN (`tcp_ca_needs_ecn`) or wants CE
+    /// events (`tcp_ca_wants_ce_events`, google/bbr and L4STeam trees' tcp_input.c:
+    /// BBRv2): hand it the receive state, then apply what it asked for (an ACK for
+    /// earlier data, an immediate ACK, quick-ACK mode, the ECE state).
     fn ca_ecn_event(&mut self, ev: CaEvent, now: Time, out: &mut Vec<Packet>) {
-        if !self.cc.flags().needs_ecn {
+        if !(self.cc.flags().needs_ecn || self.cc.wants_ce_events()) {
             return;
         }
         let r = &mut self.cc_sock.rcv;
@@ -312,6 +324,7 @@ impl TcpReceiver {
         r.demand_cwr = self.demand_cwr;
         r.ack_now = false;
         r.send_ack = None;
+        r.quickack = false;
         self.cc_sock.now = now;
         self.cc.cwnd_event(&mut self.cc_sock, ev);
         let r = self.cc_sock.rcv;
@@ -324,6 +337,9 @@ impl TcpReceiver {
         }
         if r.ack_now {
             self.ack_now = true;
+        }
+        if r.quickack {
+            self.enter_quickack_mode(TCP_MAX_QUICKACKS);
         }
         self.demand_cwr = r.demand_cwr;
     }

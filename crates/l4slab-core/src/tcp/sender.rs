@@ -183,6 +183,20 @@ pub struct TcpSender {
     pub(super) tso: bool,
     /// Pacing hrtimer: armed when the send loop stopped because `wstamp` was ahead.
     pub(super) pacing_timer: Option<Time>,
+    /// With fq on the host (`fq_pacing`), TCP does not pace itself: it hands each skb
+    /// down at once, stamped with its EDT departure time, and fq holds it until then
+    /// (net/sched/sch_fq.c:fq_dequeue honours `skb->tstamp`). These are the packets
+    /// below TCP — counted in `packets_out`, not yet on the wire — with their
+    /// departure time and their share of `skb->truesize`.
+    pub(super) host_q: VecDeque<(Time, Packet, u32)>,
+    /// `sk_wmem_alloc` of the skbs below TCP (TCP Small Queues' measure).
+    pub(super) host_q_truesize: u64,
+    /// `TSQ_THROTTLED`: the send loop stopped on TCP Small Queues' limit and resumes
+    /// when an skb leaves (`tcp_wfree` → `tcp_tsq_handler`).
+    pub(super) tsq_throttled: bool,
+    /// The next segment handed down starts an skb (it carries the skb's overhead in
+    /// `host_q_truesize`).
+    pub(super) skb_overhead_due: bool,
 
     pub stats: SenderStats,
     pub(super) start_time: Time,
@@ -239,6 +253,10 @@ impl TcpSender {
             fq_pacing: cfg.fq_pacing,
             tso: cfg.tso,
             pacing_timer: None,
+            host_q: VecDeque::new(),
+            host_q_truesize: 0,
+            tsq_throttled: false,
+            skb_overhead_due: false,
             stats: SenderStats::default(),
             start_time: 0,
         }
@@ -299,6 +317,11 @@ impl TcpSender {
             && self.drop_segments.binary_search(&(pkt.tcp.seq / self.mss as u64)).is_ok()
     }
 
+    /// SYN retransmissions so far (the 1 s, 2 s, ... handshake timeouts).
+    pub fn syn_retransmits(&self) -> u32 {
+        self.syn_retries
+    }
+
     /// Whether any segment is to be dropped by the test harness.
     pub fn injects_drops(&self) -> bool {
         !self.drop_segments.is_empty()
@@ -321,6 +344,9 @@ impl TcpSender {
             (PacketKind::Ack, Phase::Established) => self.on_ack(pkt, now, out),
             _ => {}
         }
+        if self.fq_pacing {
+            self.fq_service(now, out);
+        }
     }
 
     /// Timer callback: fire whatever is due (`tcp_write_timer_handler`, the pacing
@@ -328,12 +354,18 @@ impl TcpSender {
     pub fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
         self.tp.now = now;
         self.timer_handler(now, out);
+        if self.fq_pacing {
+            self.fq_service(now, out);
+        }
     }
 
     /// Earliest pending timer (retransmission/TLP/reorder, or the pacing release).
     pub fn next_timer(&self) -> Option<Time> {
         let rtx = self.xmit_timer.map(|(_, t)| t);
-        let pace = self.pacing_timer;
+        let pace = match (self.pacing_timer, self.host_q.front().map(|e| e.0)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         match (rtx, pace) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

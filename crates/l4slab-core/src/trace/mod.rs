@@ -9,6 +9,7 @@
 //! - [`sojourn`]: the per-packet sojourn trace.
 //! - [`histogram`]: delay histograms.
 
+pub mod capture;
 pub mod histogram;
 pub mod recorder;
 pub mod sojourn;
@@ -16,7 +17,7 @@ pub mod sojourn;
 use crate::event::{EndpointId, LinkId};
 use crate::net::Link;
 use crate::packet::Packet;
-use crate::results::{FlowSummary, RunResults};
+use crate::results::{CaptureResult, FlowSummary, RunResults};
 use crate::time::Time;
 
 pub use histogram::DelayHistogram;
@@ -93,6 +94,8 @@ pub trait Observer {
     fn on_mark(&mut self, _now: Time, _link: LinkId, _flow: u32) {}
     /// `pkt` reached endpoint `to`.
     fn on_deliver(&mut self, _now: Time, _to: EndpointId, _pkt: &Packet) {}
+    /// `pkt` leaves endpoint `from` (onto its host's NIC).
+    fn on_emit(&mut self, _now: Time, _from: EndpointId, _pkt: &Packet) {}
     /// A flow was opened in slot `flow`.
     fn on_flow_open(&mut self, _flow: u32) {}
     /// The flow in slot `flow` is closed and its slot released at `now` (the view
@@ -106,6 +109,7 @@ pub trait Observer {
 pub struct Observers {
     pub recorder: Recorder,
     pub sojourn: Option<SojournTracer>,
+    pub capture: Option<capture::PacketCapture>,
 }
 
 impl Observers {
@@ -113,6 +117,9 @@ impl Observers {
     pub fn fill_results(&self, view: &dyn NetworkView, r: &mut RunResults) {
         self.recorder.fill_results(view, r);
         r.sojourn_trace = self.sojourn.as_ref().map(|s| s.trace().clone());
+        if let Some(c) = &self.capture {
+            r.capture = Some(CaptureResult { packets: c.len() as u64, missed: c.missed(), pcapng: c.to_pcapng() });
+        }
     }
 }
 
@@ -127,6 +134,9 @@ impl Observer for Observers {
         if let Some(s) = self.sojourn.as_mut() {
             s.on_dequeue(now, link, pkt, sojourn_ns);
         }
+        if let Some(c) = self.capture.as_mut() {
+            c.on_dequeue(now, link, pkt, sojourn_ns);
+        }
     }
     #[inline]
     fn on_drop(&mut self, now: Time, link: LinkId, pkt: &Packet) {
@@ -139,6 +149,15 @@ impl Observer for Observers {
     #[inline]
     fn on_deliver(&mut self, now: Time, to: EndpointId, pkt: &Packet) {
         self.recorder.on_deliver(now, to, pkt);
+        if let Some(c) = self.capture.as_mut() {
+            c.on_deliver(now, to, pkt);
+        }
+    }
+    #[inline]
+    fn on_emit(&mut self, now: Time, from: EndpointId, pkt: &Packet) {
+        if let Some(c) = self.capture.as_mut() {
+            c.on_emit(now, from, pkt);
+        }
     }
     fn on_flow_close(&mut self, now: Time, flow: u32, view: &dyn NetworkView) {
         self.recorder.on_flow_close(now, flow, view);

@@ -149,6 +149,22 @@ impl Recorder {
                 ..Default::default()
             });
             self.hot.push(FlowHot::default());
+            // A slot opened during the run: the bins before it carried nothing
+            // (rates and counts 0, sender state NaN), so every series spans the run.
+            let done = self.bin_index;
+            if done > 0 {
+                let s = &mut self.flows.last_mut().expect("just pushed").series;
+                for v in [&mut s.goodput_mbps, &mut s.throughput_mbps] {
+                    v.resize(done, 0.0);
+                }
+                for v in [&mut s.srtt_ms, &mut s.rtt_ms, &mut s.cwnd, &mut s.alpha, &mut s.pacing_rate_mbps] {
+                    v.resize(done, f64::NAN);
+                }
+                s.payload_bytes.resize(done, f64::NAN);
+                for v in [&mut s.ce_packets, &mut s.retransmits, &mut s.drops, &mut s.marks] {
+                    v.resize(done, 0);
+                }
+            }
         }
     }
 

@@ -12,13 +12,17 @@
 //! - [`tcp`]: the TCP sender and receiver as endpoints.
 //! - [`udp`]: the constant-rate UDP source and its sink.
 //! - [`scenario`]: the flows a `ScenarioConfig` lists (bulk TCP, UDP CBR).
+//! - [`web`]: web requests, one short TCP connection each, with per-request records.
+//! - [`synflood`]: an inelastic SYN flood.
 
 pub mod scenario;
+pub mod synflood;
 pub mod tcp;
 pub mod udp;
+pub mod web;
 
 use crate::packet::Packet;
-use crate::results::FlowSummary;
+use crate::results::{FlowSummary, RequestRecord, RunResults};
 use crate::time::Time;
 use crate::trace::{FlowCumulative, FlowSample};
 
@@ -73,6 +77,9 @@ pub trait Endpoint: Send {
     fn is_finished(&self) -> bool {
         false
     }
+
+    /// Fill this side's part of a web request's record.
+    fn fill_request(&self, _r: &mut RequestRecord) {}
 }
 
 /// Everything the simulator needs to open a flow in a slot.
@@ -99,6 +106,9 @@ pub trait FlowOpener {
     fn open(&mut self, slot: u32, spec: FlowSpec);
     /// Whether the flow in `slot` has finished (both endpoints say so).
     fn is_finished(&self, slot: u32) -> bool;
+    /// Finished, and none of its packets is left in the network: the slot can be
+    /// released and reused without an old packet reaching the new flow.
+    fn is_quiet(&self, slot: u32) -> bool;
     /// Give `slot` back for reuse once its flow has finished. Its old flow's
     /// pending timers are ignored, and packets of it still in the network are
     /// delivered to a closed socket (counted, then discarded) while the slot is
@@ -107,6 +117,8 @@ pub trait FlowOpener {
     fn release(&mut self, slot: u32);
     /// End of the run: sources need not open flows that would start after it.
     fn end(&self) -> Time;
+    /// Both endpoints' parts of a request record for the flow in `slot`.
+    fn fill_request(&self, slot: u32, r: &mut RequestRecord);
 }
 
 /// Something that creates flows.
@@ -119,4 +131,21 @@ pub trait TrafficSource: Send {
     }
     /// This source's event fired: open (and release) flows.
     fn on_event(&mut self, _now: Time, _opener: &mut dyn FlowOpener) {}
+    /// The run ended at `now`: record what is still open.
+    fn finish(&mut self, _now: Time, _opener: &mut dyn FlowOpener) {}
+    /// Add this source's records to the results.
+    fn fill_results(&self, _r: &mut RunResults) {}
+}
+
+/// The sources a scenario lists in `sources` (after its `flows`).
+pub fn build_sources(cfg: &crate::config::ScenarioConfig) -> Result<Vec<Box<dyn TrafficSource>>, String> {
+    use crate::config::SourceConfig;
+    let mut v: Vec<Box<dyn TrafficSource>> = Vec::with_capacity(cfg.sources.len());
+    for (i, s) in cfg.sources.iter().enumerate() {
+        v.push(match s {
+            SourceConfig::Web(w) => Box::new(web::WebSource::new(i as u32, w, cfg.seed, cfg.bottleneck.rate_bps)),
+            SourceConfig::SynFlood(f) => Box::new(synflood::SynFloodSource::new(f)),
+        });
+    }
+    Ok(v)
 }

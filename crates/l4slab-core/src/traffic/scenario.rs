@@ -36,11 +36,13 @@ impl ScenarioFlows {
             FlowConfig::Tcp(t) => {
                 let cc = crate::cc::build(&t.cc, t.cc_params.as_ref()).map_err(|e| format!("flows[{i}].cc: {e}"))?;
                 let receiver_cc = t.receiver_cc.as_deref().unwrap_or("cubic");
+                let receiver_cc = crate::cc::build(receiver_cc, t.receiver_cc_params.as_ref())
+                    .map_err(|e| format!("flows[{i}].receiver_cc_params: {e}"))?;
                 let mut sender = TcpSender::new(slot, t, cc, stop);
                 sender.seed_cc_rng(seed);
                 (
                     Box::new(TcpSenderEndpoint(sender)),
-                    Box::new(TcpReceiverEndpoint(TcpReceiver::new(
+                    Box::new(TcpReceiverEndpoint(TcpReceiver::with_cc(
                         slot,
                         t.delayed_ack,
                         t.receiver_ecn,

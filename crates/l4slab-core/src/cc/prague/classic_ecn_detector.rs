@@ -15,6 +15,19 @@
 //! constants scaled to v0.7's 24-bit α — the correction of the ANRW'25 artifact
 //! "Reproducing and Solving a Fallback Issue in TCP Prague"
 //! (github.com/Greenscreen23/prague-fallback-experiments, `linux.diff`).
+//!
+//! Two vintages of those reference constants (`cc_params.fallback_constants`):
+//! `current` scales them to the α resolution (the fix above); `pam2025` keeps the
+//! 20-bit values `V0_LG (10014683ULL >> V)`, `D0_LG (11498458ULL >> D)` beside a 24-bit
+//! α, as the L4STeam 5.15 tree that the PAM 2025 testbed ran did (L4STeam/linux issue
+//! #38, "Prague 5.15 ECN fallback always activates, even on L4S AQMs", 2025-01-14). The
+//! references are then 16× too small, so each α round adds about 15/16·½·lg 750 ≈ 4.5
+//! units of "classic" evidence even with a steady sub-ms queue: the score passes
+//! C_STICKY within a few rounds and, with `ecn_fallback = 1`, Prague reduces like Reno
+//! in DualPI2's L queue too (PAM 2025 §4.1: fallback-enabled Prague got much less than
+//! its share under DualPI2).
+
+use super::FallbackConstants;
 
 /// Detector state: `tp->srtt_pace_us`, `tp->mdev_pace_us`, the log carries and the
 /// score `tp->classic_ecn`.
@@ -45,6 +58,11 @@ const DET_D: u32 = 1;
 /// Reference queue variation V0 = 750 µs and depth D0 = 2 ms (arXiv:1911.00710).
 const DET_V0_US: f64 = 750.0;
 const DET_D0_US: f64 = 2000.0;
+
+/// `V0_LG` / `D0_LG` as the L4STeam 5.15 tree wrote them (⌊lg 750 · 2^20⌋ >> V,
+/// ⌊lg 2000 · 2^20⌋ >> D), whatever `PRAGUE_ALPHA_BITS` is.
+const PAM2025_V0_LG: u64 = 10_014_683 >> DET_V;
+const PAM2025_D0_LG: u64 = 11_498_458 >> DET_D;
 
 #[inline]
 fn ilog2(x: u64) -> u32 {
@@ -86,6 +104,14 @@ impl ClassicEcnDetector {
     }
     pub(super) fn d0_lg(bits: u32) -> u64 {
         ((DET_D0_US.log2() * (1u64 << bits) as f64).floor() as u64) >> DET_D
+    }
+    /// The reference constants (V·lg V0, D·lg D0) of a vintage at `bits` of α.
+    pub(super) fn references(bits: u32, vintage: FallbackConstants) -> (u64, u64) {
+        match vintage {
+            FallbackConstants::Current => (Self::v0_lg(bits), Self::d0_lg(bits)),
+            // L4STeam 5.15 `tcp_prague.c`: the literals of the 20-bit tree.
+            FallbackConstants::Pam2025 => (PAM2025_V0_LG, PAM2025_D0_LG),
+        }
     }
 
     /// `prague_rtt_estimator`: EWMA with gains 2^-g of the per-ACK RTT sample.
@@ -130,7 +156,8 @@ impl ClassicEcnDetector {
     }
 
     /// `prague_classic_ecn_detection`: score update once per α round.
-    pub(super) fn detect(&mut self, min_rtt_us: u32, bits: u32) {
+    pub(super) fn detect(&mut self, min_rtt_us: u32, bits: u32, vintage: FallbackConstants) {
+        let (v0_lg, d0_lg) = Self::references(bits, vintage);
         let srtt_us = self.srtt_pace >> self.g_srtt_shift;
         let mdev_us = self.mdev_pace >> self.g_mdev_shift;
         if srtt_us == 0 || min_rtt_us == u32::MAX {
@@ -142,7 +169,7 @@ impl ClassicEcnDetector {
         let mdev = (mdev_us as u128 * self.rest_mdev as u128 + adj_us as u128).min(u64::MAX as u128) as u64;
         let mdev_lg = ilog2(mdev).max(self.g_mdev_shift) - self.g_mdev_shift;
         self.rest_mdev = mdev >> mdev_lg;
-        c += ((mdev_lg as i128) << (bits - DET_V)) - Self::v0_lg(bits) as i128;
+        c += ((mdev_lg as i128) << (bits - DET_V)) - v0_lg as i128;
         if srtt_us > min_rtt_us as u64 {
             // c += 0.5·max(0, lg(d/D0)), d = standing queue.
             let depth = ((srtt_us - min_rtt_us as u64) as u128 * self.rest_depth as u128 + (adj_us >> 1) as u128)
@@ -150,9 +177,8 @@ impl ClassicEcnDetector {
             let depth_lg = ilog2(depth).max(self.g_srtt_shift) - self.g_srtt_shift;
             self.rest_depth = depth >> depth_lg;
             let depth_lg = (depth_lg as u64) << (bits - DET_D);
-            let d0 = Self::d0_lg(bits);
-            if depth_lg > d0 {
-                c += (depth_lg - d0) as i128;
+            if depth_lg > d0_lg {
+                c += (depth_lg - d0_lg) as i128;
             }
         }
         self.classic_ecn = c.clamp(0, Self::c_sticky(bits) as i128) as u64;
@@ -182,7 +208,7 @@ mod tests {
             for _ in 0..20 {
                 d.sample(10_000);
             }
-            d.detect(10_000, 24);
+            d.detect(10_000, 24, FallbackConstants::Current);
         }
         assert_eq!(d.classic_ecn, 0);
         // Large variation (±10 ms) and a 20 ms standing queue: the score climbs to C-sticky.
@@ -192,7 +218,7 @@ mod tests {
             for i in 0..20 {
                 d.sample(if i % 2 == 0 { 20_000 } else { 40_000 });
             }
-            d.detect(10_000, 24);
+            d.detect(10_000, 24, FallbackConstants::Current);
         }
         assert_eq!(d.classic_ecn, ClassicEcnDetector::c_sticky(24));
         // Fallback: α floor 0.625 at c ≥ 9.
@@ -203,6 +229,45 @@ mod tests {
         // At 24 bits they are scaled ×16 (the ANRW'25 correction).
         assert!(ClassicEcnDetector::v0_lg(24).abs_diff(16 * ClassicEcnDetector::v0_lg(20)) <= 16);
         assert!(ClassicEcnDetector::d0_lg(24).abs_diff(16 * ClassicEcnDetector::d0_lg(20)) <= 16);
+    }
+
+    /// The two vintages of the reference constants (L4STeam/linux issue #38).
+    #[test]
+    fn fallback_constant_vintages() {
+        use FallbackConstants::{Current, Pam2025};
+        // 20-bit α (v0.6): both vintages are the kernel's literals.
+        assert_eq!(ClassicEcnDetector::references(20, Pam2025), ClassicEcnDetector::references(20, Current));
+        assert_eq!(ClassicEcnDetector::references(20, Current), (10_014_683 >> 1, 11_498_458 >> 1));
+        // 24-bit α: `current` is the fix 160234941 >> 1, 183975331 >> 1 (±1 from flooring);
+        // `pam2025` keeps the 20-bit literals, 16× too small.
+        let (v0, d0) = ClassicEcnDetector::references(24, Current);
+        assert!(v0.abs_diff(160_234_941 >> 1) <= 1 && d0.abs_diff(183_975_331 >> 1) <= 1, "{v0} {d0}");
+        assert_eq!(ClassicEcnDetector::references(24, Pam2025), (10_014_683 >> 1, 11_498_458 >> 1));
+
+        // An L4S AQM: RTT 10 ms ± 0.25 ms, no standing queue (σ ≈ 250 µs < V0 = 750 µs).
+        let run = |vintage| {
+            let mut d = ClassicEcnDetector::new(10_000);
+            d.update_gain(64); // g = 6 + 3 + 1 = 10
+            let mut rounds_to_classic = None;
+            for round in 0..100 {
+                for i in 0..64 {
+                    d.sample(if i % 2 == 0 { 10_000 } else { 10_500 });
+                }
+                d.detect(10_000, 24, vintage);
+                if rounds_to_classic.is_none() && d.classic_ecn >= ClassicEcnDetector::classic(24) {
+                    rounds_to_classic = Some(round + 1);
+                }
+            }
+            (d.classic_ecn, rounds_to_classic)
+        };
+        // Today's constants: lg(σ/V0) < 0 every round, the score stays at 0 (L4S).
+        assert_eq!(run(Current), (0, None));
+        // PAM-era constants: each round adds ½·lg σ − ½·lg(750)/16 ≈ +3.4 units, so the
+        // score passes CLASSIC_ECN (9) within 3–4 rounds and sits at C_STICKY (17).
+        let (score, rounds) = run(Pam2025);
+        assert_eq!(score, ClassicEcnDetector::c_sticky(24));
+        let rounds = rounds.unwrap();
+        assert!((2..=5).contains(&rounds), "reached classic after {rounds} rounds");
     }
 
     /// Mode 1 floors α at each CWR once the score passed L_STICKY.

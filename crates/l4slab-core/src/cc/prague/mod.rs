@@ -101,6 +101,23 @@ pub enum PragueVersion {
     V06,
 }
 
+/// Vintage of the classic-ECN detector's reference constants `V0_LG` / `D0_LG`
+/// (lg 750 µs and lg 2 ms in α units), see [`ClassicEcnDetector`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FallbackConstants {
+    /// Scaled to the α resolution in use (×16 at 24 bits): the fix of L4STeam/linux
+    /// issue #38 and of the ANRW'25 artifact (Greenscreen23/prague-fallback-experiments
+    /// `linux.diff`: `V0_LG (160234941ULL >> V)`, `D0_LG (183975331ULL >> D)`).
+    #[default]
+    Current,
+    /// The L4STeam 5.15 tree used by the PAM 2025 testbed: `PRAGUE_ALPHA_BITS` 24 but
+    /// `V0_LG (10014683ULL >> V)` and `D0_LG (11498458ULL >> D)` kept at their 20-bit
+    /// values (L4STeam/linux issue #38, "Prague 5.15 ECN fallback always activates,
+    /// even on L4S AQMs"): the score climbs to classic on any marking AQM, DualPI2 too.
+    Pam2025,
+}
+
 /// v0.6 `prague_rtt_scaling` heuristics. v0.7 always behaves as `Rate`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -140,6 +157,10 @@ pub struct PragueParams {
     /// `prague_ecn_fallback` (v0.6): 0 off (default), 1 detect + fall back,
     /// 2 detect only. Also honoured with v0.7 (constants scaled to its 24-bit α).
     pub ecn_fallback: u32,
+    /// Vintage of the detector's reference constants (`current`; `pam2025` = the
+    /// unrescaled 5.15-tree values of L4STeam/linux issue #38). Irrelevant with a
+    /// 20-bit α (v0.6), where both vintages are the same numbers.
+    pub fallback_constants: FallbackConstants,
     /// `prague_rtt_scaling` (v0.6 only).
     pub rtt_scaling: RttScaling,
     /// Segment-sizing rule (v0.7 only).
@@ -163,6 +184,7 @@ impl Default for PragueParams {
             cwnd_mode: 2,
             cwnd_transit: 4,
             ecn_fallback: 0,
+            fallback_constants: FallbackConstants::Current,
             rtt_scaling: RttScaling::Rate,
             segment_sizing: SegmentSizing::Default,
             sizing_r_min_bps: 100_000,
@@ -267,6 +289,14 @@ fn param_specs(d: &PragueParams) -> Vec<ParamSpec> {
             "prague_ecn_fallback (v0.6): 0 off, 1 detect classic ECN and fall back, 2 detect only",
         )
         .range(0.0, 2.0),
+        ParamSpec::new(
+            "fallback_constants",
+            Choice,
+            json(&d.fallback_constants),
+            "classic-ECN detector constants lg(750us), lg(2ms): current (scaled to the alpha bits) or pam2025 \
+             (L4STeam 5.15 tree, left at 20-bit values: falls back on L4S AQMs too; L4STeam/linux issue #38)",
+        )
+        .choices(&["current", "pam2025"]),
         ParamSpec::new(
             "rtt_scaling",
             Choice,
@@ -552,7 +582,7 @@ impl Prague {
         if self.saw_ce {
             let bits = self.alpha_bits();
             if self.params.ecn_fallback > 0 {
-                self.det.detect(tp.min_rtt_us, bits);
+                self.det.detect(tp.min_rtt_us, bits, self.params.fallback_constants);
             }
             let mut ecn_segs = tp.delivered_ce.wrapping_sub(self.old_delivered_ce);
             if ecn_segs > 0 {

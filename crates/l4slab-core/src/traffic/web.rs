@@ -1,0 +1,388 @@
+//! Web traffic as seed 001 (De Schepper et al., "Dual Queue Coupled AQM",
+//! Appendix C) generated it: requests arrive as a Poisson process, every request
+//! opens a new TCP connection, and the server sends one response, of a size drawn
+//! from a Pareto distribution (α = 0.9, 1 kB to 1 MB), then closes. The client
+//! logs the completion time "started just before opening the TCP socket, and
+//! stopped after the connection close by the server was detected" (Appendix B).
+//!
+//! One request's timeline, as on the paper's testbed where the bottleneck carries
+//! the downloads (server → client):
+//! 1. t0: the client sends its SYN; it crosses the uncongested client → server
+//!    path (the reverse propagation, `PathConfig::rev_delay`).
+//! 2. The server answers with its SYN-ACK, which crosses the bottleneck queue: it
+//!    can be dropped or CE-marked, is ECN-capable only where the CC makes it so
+//!    (Linux include/net/tcp_ecn.h:tcp_ecn_send_synack: `INET_ECN_xmit` only if
+//!    `tcp_ca_needs_ecn`, i.e. Prague/DCTCP, never for classic-ECN CUBIC, RFC 3168
+//!    §6.1.1), and is retransmitted after `TCP_TIMEOUT_INIT` = 1 s, doubling
+//!    (RFC 6298 §2.1; Linux net/ipv4/inet_connection_sock.c:reqsk_timer_handler).
+//! 3. The client's ACK carrying the request crosses back; the server then sends
+//!    the response with the congestion control of the source (slow start from
+//!    IW10) and closes: its FIN rides on the last segment
+//!    (net/ipv4/tcp_output.c:tcp_send_fin appends FIN to the write-queue tail).
+//! 4. The client detects the close when the last byte (and FIN) arrives in order.
+//!
+//! A lone small response thus takes 2 RTTs (handshake, then request/response).
+//!
+//! Mapping onto the engine's TCP: the data sender (`TcpSender`, slot side 0,
+//! whose packets take the forward route through the bottleneck) is the server; its
+//! connect machinery emits the bottleneck-crossing handshake packet with the same
+//! size, ECN codepoint rule and 1 s doubling timer as the SYN-ACK above, and the
+//! receiver's answer plays the client's ACK + request. The client's own SYN (in
+//! step 1) is modelled by its propagation only: `WebServer` starts its socket one
+//! reverse one-way delay after the arrival. Simplification: that SYN does not
+//! cross `reverse_bottleneck` (the paper's client → server path never queued), and
+//! ECN negotiation runs from the server's side (both ends use the source's
+//! settings, so the negotiated mode is the same).
+//!
+//! Slots: a finished connection keeps its slot until none of its packets is left
+//! in the network (`FlowOpener::is_quiet`: stray retransmissions or ACKs must not
+//! reach the next connection of the slot, the job TIME_WAIT does for a 4-tuple);
+//! at the next arrival after that the source records it and releases the slot.
+//! Random streams: arrivals (`Stream::Arrivals`), sizes (`Stream::Sizes`) and each
+//! connection's CC (`Stream::Connection`) come from the seed, independent of one
+//! another and of slot reuse.
+
+use super::tcp::{TcpReceiverEndpoint, TcpSenderEndpoint};
+use super::{Endpoint, FlowOpener, FlowSpec, TrafficSource};
+use crate::config::{WebSizes, WebSourceConfig};
+use crate::packet::{Packet, PacketKind};
+use crate::results::{FlowSummary, RequestRecord, RunResults};
+use crate::rng::{self, SimRng, Stream};
+use crate::tcp::ecn::EcnMode;
+use crate::tcp::{TcpReceiver, TcpSender};
+use crate::time::{secs, Time, NS_PER_SEC};
+use crate::trace::{FlowCumulative, FlowSample};
+
+/// A Poisson process's next gap: exponential with mean `1/rate_per_s` seconds, in ns.
+pub fn exp_gap_ns(rng: &mut SimRng, rate_per_s: f64) -> u64 {
+    let s = -rng.unit_open0().ln() / rate_per_s;
+    (s * NS_PER_SEC as f64).round().max(1.0) as u64
+}
+
+/// A draw from the Pareto distribution of shape α truncated to [L, H] (the
+/// bounded Pareto), by inverting its CDF
+/// F(x) = (1 − (L/x)^α) / (1 − (L/H)^α): x = L · (1 − u (1 − (L/H)^α))^(−1/α).
+pub fn bounded_pareto(rng: &mut SimRng, z: &WebSizes) -> u64 {
+    let (l, h) = (z.min_bytes as f64, z.max_bytes as f64);
+    let u = 1.0 - rng.unit_open0(); // [0, 1)
+    let x = l * (1.0 - u * (1.0 - (l / h).powf(z.alpha))).powf(-1.0 / z.alpha);
+    (x.round() as u64).clamp(z.min_bytes, z.max_bytes)
+}
+
+/// Mean of the bounded Pareto (α ≠ 1):
+/// E[X] = L^α / (1 − (L/H)^α) · α/(α − 1) · (L^(1−α) − H^(1−α)).
+pub fn bounded_pareto_mean(z: &WebSizes) -> f64 {
+    let (l, h, a) = (z.min_bytes as f64, z.max_bytes as f64, z.alpha);
+    if (a - 1.0).abs() < 1e-12 {
+        return l * h / (h - l) * (h / l).ln();
+    }
+    l.powf(a) / (1.0 - (l / h).powf(a)) * a / (a - 1.0) * (l.powf(1.0 - a) - h.powf(1.0 - a))
+}
+
+/// CDF of the bounded Pareto at `x` bytes.
+pub fn bounded_pareto_cdf(z: &WebSizes, x: f64) -> f64 {
+    let (l, h, a) = (z.min_bytes as f64, z.max_bytes as f64, z.alpha);
+    if x < l {
+        0.0
+    } else if x >= h {
+        1.0
+    } else {
+        (1.0 - (l / x).powf(a)) / (1.0 - (l / h).powf(a))
+    }
+}
+
+/// The server side of a web connection: the response sender, whose socket opens
+/// when the client's SYN has arrived.
+pub struct WebServer {
+    inner: TcpSenderEndpoint,
+    /// Client SYN's one-way trip to the server.
+    syn_delay_ns: u64,
+    syn_arrives: Option<Time>,
+    opened: bool,
+    /// Test drop injection: the first handshake packet is lost.
+    drop_handshake: bool,
+}
+
+/// The client side: receives the response and notes when the close arrives.
+pub struct WebClient {
+    inner: TcpReceiverEndpoint,
+    size: u64,
+    start: Time,
+    closed_at: Option<Time>,
+}
+
+impl Endpoint for WebServer {
+    fn start(&mut self, now: Time, _out: &mut Vec<Packet>) {
+        self.syn_arrives = Some(now + self.syn_delay_ns);
+    }
+    #[inline]
+    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+        self.inner.on_packet(pkt, now, out);
+    }
+    fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.opened {
+            self.inner.on_timer(now, out);
+        } else if self.syn_arrives.is_some_and(|t| t <= now) {
+            self.opened = true;
+            self.inner.start(now, out);
+        }
+    }
+    #[inline]
+    fn next_timer(&self) -> Option<Time> {
+        if self.opened {
+            self.inner.next_timer()
+        } else {
+            self.syn_arrives
+        }
+    }
+    #[inline]
+    fn loses_on_first_hop(&self, pkt: &Packet) -> bool {
+        (self.drop_handshake && pkt.kind == PacketKind::Syn && !pkt.retrans) || self.inner.loses_on_first_hop(pkt)
+    }
+    #[inline]
+    fn injects_drops(&self) -> bool {
+        self.drop_handshake || self.inner.injects_drops()
+    }
+    fn add_cumulative(&self, c: &mut FlowCumulative) {
+        self.inner.add_cumulative(c);
+    }
+    fn sample(&self, s: &mut FlowSample) {
+        self.inner.sample(s);
+    }
+    fn summarise(&self, flow_start: Time, s: &mut FlowSummary) {
+        self.inner.summarise(flow_start, s);
+        s.kind = "web".into();
+    }
+    fn is_finished(&self) -> bool {
+        self.inner.is_finished()
+    }
+    fn fill_request(&self, r: &mut RequestRecord) {
+        let sender = &self.inner.0;
+        r.cc = sender.cc_name().into();
+        r.ecn_mode = match sender.ecn_mode() {
+            EcnMode::Off => "off",
+            EcnMode::Rfc3168 => "rfc3168",
+            EcnMode::AccEcn => "accecn",
+        }
+        .into();
+        r.syn_retransmits = sender.syn_retransmits();
+        r.retransmits = sender.stats.retransmits;
+        r.rto_count = sender.stats.rto_count;
+    }
+}
+
+impl Endpoint for WebClient {
+    #[inline]
+    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+        self.inner.on_packet(pkt, now, out);
+        if self.closed_at.is_none() && self.inner.0.bytes_delivered >= self.size {
+            self.closed_at = Some(now);
+        }
+    }
+    fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+        self.inner.on_timer(now, out);
+    }
+    #[inline]
+    fn next_timer(&self) -> Option<Time> {
+        self.inner.next_timer()
+    }
+    fn add_cumulative(&self, c: &mut FlowCumulative) {
+        self.inner.add_cumulative(c);
+    }
+    fn summarise(&self, flow_start: Time, s: &mut FlowSummary) {
+        self.inner.summarise(flow_start, s);
+        // The client's completion time, as the paper's client logged it.
+        s.fct_s = self.closed_at.map(|t| secs(t - self.start));
+    }
+    fn is_finished(&self) -> bool {
+        true
+    }
+    fn fill_request(&self, r: &mut RequestRecord) {
+        r.bytes_received = self.inner.0.bytes_delivered;
+        r.fct_s = self.closed_at.map(|t| secs(t - self.start));
+        r.ce_packets = self.inner.0.ce_packets;
+    }
+}
+
+/// A connection holding a slot.
+struct Conn {
+    id: u64,
+    slot: u32,
+    start: Time,
+    size: u64,
+}
+
+/// A web source (`SourceConfig::Web`).
+pub struct WebSource {
+    index: u32,
+    cfg: WebSourceConfig,
+    seed: u64,
+    link_rate_bps: u64,
+    arrivals: SimRng,
+    sizes: SimRng,
+    next_arrival: Option<Time>,
+    stop: Time,
+    count: u64,
+    open: Vec<Conn>,
+    records: Vec<RequestRecord>,
+}
+
+impl WebSource {
+    pub fn new(index: u32, cfg: &WebSourceConfig, seed: u64, link_rate_bps: u64) -> Self {
+        let mut arrivals = rng::stream(seed, Stream::Arrivals(index));
+        let first = cfg.tcp.path.start_ns + exp_gap_ns(&mut arrivals, cfg.rate_per_s);
+        WebSource {
+            index,
+            cfg: cfg.clone(),
+            seed,
+            link_rate_bps,
+            arrivals,
+            sizes: rng::stream(seed, Stream::Sizes(index)),
+            next_arrival: Some(first),
+            stop: cfg.tcp.path.stop_ns.unwrap_or(u64::MAX),
+            count: 0,
+            open: Vec::new(),
+            records: Vec::new(),
+        }
+    }
+
+    fn record(&mut self, c: &Conn, opener: &dyn FlowOpener) {
+        let ideal = secs(self.cfg.tcp.path.rtt_ns) + c.size as f64 * 8.0 / self.link_rate_bps as f64;
+        let mut r = RequestRecord {
+            source: self.index,
+            id: c.id,
+            flow: c.slot,
+            start_s: secs(c.start),
+            size_bytes: c.size,
+            base_rtt_s: secs(self.cfg.tcp.path.rtt_ns),
+            ideal_fct_s: ideal,
+            ..Default::default()
+        };
+        opener.fill_request(c.slot, &mut r);
+        r.efficiency = r.fct_s.map_or(f64::NAN, |f| ideal / f);
+        self.records.push(r);
+    }
+
+    fn open_connection(&mut self, now: Time, opener: &mut dyn FlowOpener) {
+        let id = self.count;
+        self.count += 1;
+        let size = bounded_pareto(&mut self.sizes, &self.cfg.sizes);
+        let slot = opener.reserve_slot();
+        let mut t = self.cfg.tcp.clone();
+        t.bytes = Some(size);
+        let cc = crate::cc::build(&t.cc, t.cc_params.as_ref()).expect("validated by ScenarioConfig::validate");
+        let mut sender = TcpSender::new(slot, &t, cc, opener.end());
+        sender.tp.rng = rng::stream(self.seed, Stream::Connection(self.index, id as u32));
+        let receiver_cc = t.receiver_cc.as_deref().unwrap_or("cubic");
+        let receiver = TcpReceiver::new(slot, t.delayed_ack, t.receiver_ecn, t.ecn_option, receiver_cc);
+        let path = &t.path;
+        let server = WebServer {
+            inner: TcpSenderEndpoint(sender),
+            syn_delay_ns: path.rev_delay(),
+            syn_arrives: None,
+            opened: false,
+            drop_handshake: self.cfg.drop_handshake_of.contains(&id),
+        };
+        let client = WebClient { inner: TcpReceiverEndpoint(receiver), size, start: now, closed_at: None };
+        opener.open(
+            slot,
+            FlowSpec {
+                sender: Box::new(server),
+                receiver: Box::new(client),
+                start: now,
+                base_rtt_ns: path.rtt_ns,
+                fwd_delay_ns: path.fwd_delay(),
+                rev_delay_ns: path.rev_delay(),
+                reverse: false,
+            },
+        );
+        self.open.push(Conn { id, slot, start: now, size });
+    }
+
+    /// Record and release the connections that are finished and quiet.
+    fn sweep(&mut self, opener: &mut dyn FlowOpener) {
+        let mut i = 0;
+        while i < self.open.len() {
+            if opener.is_quiet(self.open[i].slot) {
+                let c = self.open.swap_remove(i);
+                self.record(&c, opener);
+                opener.release(c.slot);
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+impl TrafficSource for WebSource {
+    fn open_initial(&mut self, _opener: &mut dyn FlowOpener) -> Result<(), String> {
+        Ok(())
+    }
+    fn next_event(&self) -> Option<Time> {
+        self.next_arrival.filter(|&t| t < self.stop)
+    }
+    fn on_event(&mut self, now: Time, opener: &mut dyn FlowOpener) {
+        self.sweep(opener);
+        self.open_connection(now, opener);
+        self.next_arrival = Some(now + exp_gap_ns(&mut self.arrivals, self.cfg.rate_per_s));
+    }
+    fn finish(&mut self, _now: Time, opener: &mut dyn FlowOpener) {
+        for c in std::mem::take(&mut self.open) {
+            self.record(&c, opener);
+        }
+        // Records in arrival order.
+        self.records.sort_by_key(|r| r.id);
+    }
+    fn fill_results(&self, r: &mut RunResults) {
+        r.requests.extend(self.records.iter().cloned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paper_sizes() -> WebSizes {
+        WebSizes { alpha: 0.9, min_bytes: 1000, max_bytes: 1_000_000 }
+    }
+
+    #[test]
+    fn bounded_pareto_passes_a_ks_test_and_has_the_theoretical_mean() {
+        let z = paper_sizes();
+        let mut rng = rng::stream(7, Stream::Sizes(0));
+        let n = 20_000;
+        let mut x: Vec<u64> = (0..n).map(|_| bounded_pareto(&mut rng, &z)).collect();
+        assert!(x.iter().all(|&v| (1000..=1_000_000).contains(&v)));
+        x.sort_unstable();
+        // Kolmogorov–Smirnov statistic against the bounded Pareto CDF; the 1 %
+        // critical value is 1.63/√n (rounding to whole bytes moves F by < 1e-3).
+        let d = x
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                let f = bounded_pareto_cdf(&z, v as f64);
+                (f - i as f64 / n as f64).abs().max(((i + 1) as f64 / n as f64 - f).abs())
+            })
+            .fold(0.0, f64::max);
+        assert!(d < 1.63 / (n as f64).sqrt() + 1e-3, "KS D = {d}");
+        // Mean: ≈ 8.98 kB in theory; a heavy tail, so allow 4 standard errors.
+        let mean = x.iter().sum::<u64>() as f64 / n as f64;
+        let m = bounded_pareto_mean(&z);
+        let var = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        let se = (var / n as f64).sqrt();
+        assert!((mean - m).abs() < 4.0 * se, "mean {mean} vs theory {m} (se {se})");
+        assert!((m - 8_976.0).abs() < 10.0, "theoretical mean {m}");
+    }
+
+    #[test]
+    fn poisson_gaps_have_cv_one_and_the_right_mean() {
+        let mut rng = rng::stream(3, Stream::Arrivals(0));
+        let n = 50_000;
+        let g: Vec<f64> = (0..n).map(|_| exp_gap_ns(&mut rng, 300.0) as f64 / 1e9).collect();
+        let mean = g.iter().sum::<f64>() / n as f64;
+        let sd = (g.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+        // Mean 1/300 s within 4 standard errors (sd/√n = mean/√n); CV of an exponential = 1.
+        assert!((mean - 1.0 / 300.0).abs() < 4.0 * mean / (n as f64).sqrt(), "mean {mean}");
+        assert!((sd / mean - 1.0).abs() < 0.02, "cv {}", sd / mean);
+    }
+}

@@ -1,0 +1,170 @@
+"""Metrics as the seed papers define them, computed from a run's tables.
+
+* Seed 001 (De Schepper et al., "Dual Queue Coupled AQM", Appendix B): the warm-up
+  ``T_w = 5 + rate·rtt/100`` s, statistics of 1-s samples (mean, P1, P25, P99), rate
+  per flow normalised by the fair rate, window ``W = r·(qd_avg + R)``, rate and window
+  balance ratios; completion efficiency of web requests (§IV-F, Figure 9, 11) in log-3
+  size bins.
+* S2 (Zeynali et al., "Small Packets, Big Difference"): packet-size mean and SD,
+  packets and ACKs per RTT, inter-packet gaps, the coefficient of variation of
+  throughput over 50 ms bins, normalised goodput, Jain's index
+  (:func:`l4slab.analysis.metrics.jain_index`).
+
+Every function takes plain arrays or the DataFrames of :class:`l4slab.RunResult`
+(``flows``, ``flow_series``, ``bottleneck_series``, ``requests``) and returns numbers
+or frames; none runs a simulation.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "warmup_s",
+    "sample_stats",
+    "fair_rate",
+    "normalised_rate",
+    "window_bytes",
+    "balance_ratio",
+    "packet_size_stats",
+    "per_rtt",
+    "inter_packet_gaps",
+    "throughput_cv",
+    "normalised_goodput",
+    "efficiency_bins",
+    "timeout_stripes",
+]
+
+
+def warmup_s(rate_mbps: float, rtt_ms: float) -> float:
+    """Seed 001 App. B: ``T_w = 5 + rate·rtt/100`` seconds before measuring long flows.
+
+    The paper gives no units; with the link rate in Mbit/s and the RTT in ms (the units
+    of its grid: 4–200 Mbit/s, 5–100 ms) the wait runs from 5.2 s to 205 s of its 250 s
+    runs, growing with the BDP as slow start and CUBIC's convergence do."""
+    if rate_mbps < 0 or rtt_ms < 0:
+        raise ValueError(f"warmup_s: rate {rate_mbps} Mbit/s and rtt {rtt_ms} ms must be ≥ 0")
+    return 5.0 + rate_mbps * rtt_ms / 100.0
+
+
+def sample_stats(samples: Iterable[float], percentiles: Iterable[float] = (1, 25, 99)) -> dict[str, float]:
+    """Mean and percentiles of 1-s samples (NaN ignored): Appendix B's ``mean``, ``p1``,
+    ``p25``, ``p99`` of utilisation and mark/drop probability."""
+    values = np.asarray(list(samples), dtype=float)
+    values = values[np.isfinite(values)]
+    out = {"mean": float(values.mean()) if values.size else float("nan")}
+    for p in percentiles:
+        out[f"p{p:g}"] = float(np.percentile(values, p)) if values.size else float("nan")
+    return out
+
+
+def fair_rate(capacity: float, n_flows: int) -> float:
+    """App. B: "the total link capacity divided by the total number of competing flows"."""
+    if n_flows <= 0:
+        raise ValueError(f"fair_rate: n_flows {n_flows} must be ≥ 1")
+    return capacity / n_flows
+
+
+def normalised_rate(rate: float | np.ndarray, capacity: float, n_flows: int) -> float | np.ndarray:
+    """A flow's rate divided by the fair rate (1 = its fair share)."""
+    return np.asarray(rate, dtype=float) / fair_rate(capacity, n_flows)
+
+
+def window_bytes(rate_bps: float | np.ndarray, qdelay_s: float | np.ndarray, base_rtt_s: float) -> np.ndarray:
+    """App. B's window estimate at the AQM: ``W = r·(qd_avg + R)``, r in bytes/s."""
+    return np.asarray(rate_bps, dtype=float) / 8.0 * (np.asarray(qdelay_s, dtype=float) + base_rtt_s)
+
+
+def balance_ratio(ecn_capable: Iterable[float], classic: Iterable[float]) -> float:
+    """App. B: average rate (or window) per flow of the ECN-capable CC divided by that
+    of the Classic CC over the whole experiment."""
+    a, b = np.asarray(list(ecn_capable), dtype=float), np.asarray(list(classic), dtype=float)
+    if a.size == 0 or b.size == 0:
+        return float("nan")
+    return float(a.mean() / b.mean()) if b.mean() != 0 else float("inf")
+
+
+def packet_size_stats(payload_bytes: Iterable[float]) -> tuple[float, float]:
+    """S2: mean and standard deviation of the data packets' payload sizes."""
+    values = np.asarray(list(payload_bytes), dtype=float)
+    return float(values.mean()), float(values.std())
+
+
+def per_rtt(count: float, duration_s: float, rtt_s: float) -> float:
+    """S2: packets (or ACKs) per RTT: ``count / duration · rtt``."""
+    if duration_s <= 0:
+        raise ValueError(f"per_rtt: duration {duration_s} s must be > 0")
+    return count / duration_s * rtt_s
+
+
+def inter_packet_gaps(times_s: Iterable[float]) -> np.ndarray:
+    """S2: gaps between consecutive packets of one flow (times sorted first), s."""
+    t = np.sort(np.asarray(list(times_s), dtype=float))
+    return np.diff(t)
+
+
+def throughput_cv(times_s: Iterable[float], bytes_: Iterable[float], bin_s: float = 0.05) -> float:
+    """S2: coefficient of variation (SD/mean) of throughput in ``bin_s`` bins (50 ms),
+    from per-packet times and sizes (e.g. the sojourn trace), bins from the first
+    packet's bin to the last's, empty bins counting as 0."""
+    t = np.asarray(list(times_s), dtype=float)
+    b = np.asarray(list(bytes_), dtype=float)
+    if t.size == 0:
+        return float("nan")
+    index = np.floor(t / bin_s).astype(np.int64)
+    index -= index.min()
+    per_bin = np.bincount(index, weights=b)
+    mean = per_bin.mean()
+    return float(per_bin.std() / mean) if mean > 0 else float("nan")
+
+
+def normalised_goodput(goodput_mbps: float | np.ndarray, capacity_mbps: float) -> float | np.ndarray:
+    """S2: goodput as a fraction of the bottleneck capacity."""
+    return np.asarray(goodput_mbps, dtype=float) / capacity_mbps
+
+
+def efficiency_bins(requests: pd.DataFrame, base: float = 3.0, by: str | None = "cc") -> pd.DataFrame:
+    """Seed 001 §IV-F (Figure 9 right, Figure 11 top): completion efficiency of the
+    completed requests in log-``base`` size bins, with its mean, P1 and P99 per bin
+    (and per ``by`` group). ``size_lo``/``size_hi`` are each bin's bounds in bytes."""
+    done = requests[requests["fct_s"].notna()].copy()
+    if done.empty:
+        return pd.DataFrame(columns=["size_lo", "size_hi", "count", "mean", "p1", "p99"])
+    done["bin"] = np.floor(np.log(done["size_bytes"].astype(float)) / np.log(base)).astype(int)
+    keys = [by, "bin"] if by else ["bin"]
+    rows = []
+    for key, group in done.groupby(keys):
+        key = key if isinstance(key, tuple) else (key,)
+        e = group["efficiency"].to_numpy(dtype=float)
+        k = key[-1]
+        row = dict(zip(keys[:-1], key[:-1], strict=True))
+        row.update(
+            size_lo=base**k,
+            size_hi=base ** (k + 1),
+            count=len(e),
+            mean=float(e.mean()),
+            p1=float(np.percentile(e, 1)),
+            p99=float(np.percentile(e, 99)),
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def timeout_stripes(requests: pd.DataFrame, by: str | None = "cc") -> pd.DataFrame:
+    """The FCT scatter's horizontal stripes (seed 001 §IV-F): the share of completed
+    requests that waited for a SYN timeout (≥ 1 handshake retransmission: the 1 s
+    stripe) and of those whose FCT exceeds the ideal by 0.2–0.9 s without one (the
+    tail-loss RTO stripe, ≈ 0.3 s = the 200 ms minimum RTO plus the RTT)."""
+    done = requests[requests["fct_s"].notna()].copy()
+    # The no-loss floor of a request is 2 RTTs (handshake, request/response) plus the
+    # transfer; ideal_fct_s holds 1 RTT + the transfer.
+    extra = done["fct_s"] - (done["ideal_fct_s"] + done["base_rtt_s"])
+    done["syn_stripe"] = done["syn_retransmits"] > 0
+    done["tail_stripe"] = (~done["syn_stripe"]) & (extra > 0.2) & (extra < 0.9)
+    keys = [by] if by else []
+    if keys:
+        return done.groupby(keys)[["syn_stripe", "tail_stripe"]].mean().reset_index()
+    return done[["syn_stripe", "tail_stripe"]].mean().to_frame().T

@@ -1,0 +1,81 @@
+"""``l4slab fidelity [--rows 1,5] [--quick] [--out DIR] [--csv]``: the simulator against
+real-kernel measurements, row by row (:mod:`l4slab.fidelity`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .common import EXIT_ENGINE, EXIT_OK, print_frame
+
+
+def add_parser(commands) -> None:
+    cmd = commands.add_parser(
+        "fidelity",
+        help="compare the simulator with real-kernel measurements",
+        description="Run the fidelity suite: each row is a testbed case (DualQ paper, PAM 2025, ...) "
+        "configured as its testbed ran it; prints real beside simulated with the tolerance and a verdict. "
+        "Exit status 1 if a judged quantity is outside its tolerance.",
+    )
+    cmd.add_argument("--rows", metavar="N,N", help="only these row numbers (default: all)")
+    cmd.add_argument("--quick", action="store_true", help="shorter runs (a smoke test, not the judged numbers)")
+    cmd.add_argument("--out", metavar="DIR", help="also write DIR/fidelity.csv")
+    cmd.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+
+
+def command(args: argparse.Namespace) -> int:
+    from .. import fidelity
+    from ..errors import ScenarioError
+    from ..io import write_text
+    from .common import check_out_dir
+
+    numbers = None
+    if args.rows:
+        try:
+            numbers = {int(x) for x in args.rows.split(",") if x.strip()}
+        except ValueError:
+            raise ScenarioError(f"--rows: {args.rows[:40]!r} is not a list of row numbers, e.g. 1,5,15") from None
+        known = {r.number for r in fidelity.ROWS}
+        if not numbers <= known:
+            raise ScenarioError(
+                f"--rows: no row {sorted(numbers - known)[0]}; rows are {', '.join(map(str, sorted(known)))}"
+            )
+    if args.out:
+        check_out_dir(args.out)
+    table = fidelity.run_rows(numbers, quick=args.quick, progress=_progress_bar())
+    if args.out:
+        from pathlib import Path
+
+        write_text(Path(args.out) / "fidelity.csv", table.to_csv(index=False))
+    shown = table[["row", "quantity", "unit", "real", "simulated", "tolerance", "agrees"]].copy()
+    shown["agrees"] = shown["agrees"].map({True: "yes", False: "NO", None: "–"})
+    print_frame(shown, csv=args.csv)
+    judged = table["agrees"].dropna()
+    print(f"{int(judged.sum())} of {len(judged)} judged quantities agree", file=sys.stderr)
+    return EXIT_OK if bool(judged.all()) else EXIT_ENGINE
+
+
+def _progress_bar():
+    """A rich progress bar on stderr when it is a terminal; None otherwise."""
+    if not sys.stderr.isatty():
+        return None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn("fidelity rows"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+    )
+    task = bar.add_task("rows", total=None)
+
+    def update(done: int, total: int, row) -> None:
+        if done == 0:
+            bar.start()
+        bar.update(task, total=total, completed=done)
+        if done == total:
+            bar.stop()
+
+    return update

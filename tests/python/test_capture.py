@@ -1,0 +1,121 @@
+"""Packet capture (``[capture]``): a pcapng that tshark reads as real IPv4/TCP traffic.
+
+The tshark tests run wherever tshark is installed (``.ci/run`` installs Debian's
+``tshark``); they are skipped, with the reason, only where it is missing.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from l4slab.errors import ScenarioError
+from l4slab.runner import run
+from l4slab.scenario import scenario_from_toml
+
+TSHARK = shutil.which("tshark")
+needs_tshark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed (apt-get install tshark)")
+
+SCENARIO = """
+name = "capture"
+duration = "3s"
+trace_sojourn = true
+[bottleneck]
+rate = "20Mbit"
+qdisc = "dualpi2"
+[[flows]]
+cc = "prague"
+rtt = "10ms"
+[[flows]]
+cc = "cubic"
+ecn = 1
+rtt = "10ms"
+[capture]
+point = "{point}"
+{flow}
+start = "1s"
+stop = "2s"
+"""
+
+
+def _run(tmp_path: Path, point: str, flow: int | None = None) -> tuple[object, Path]:
+    text = SCENARIO.format(point=point, flow="" if flow is None else f"flow = {flow}")
+    result = run(scenario_from_toml(text))
+    out = tmp_path / point
+    result.write(out)
+    return result, out / "capture.pcapng"
+
+
+def _tshark(path: Path, *fields: str, display_filter: str | None = None) -> list[list[str]]:
+    cmd = [TSHARK, "-r", str(path), "-T", "fields", "-E", "separator=\t"]
+    if display_filter:
+        cmd += ["-Y", display_filter]
+    for f in fields:
+        cmd += ["-e", f]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120)
+    return [line.split("\t") for line in out.stdout.splitlines() if line]
+
+
+def test_capture_is_written_beside_the_run_and_counted(tmp_path):
+    result, path = _run(tmp_path, "bottleneck")
+    assert path.read_bytes()[:4] == b"\x0a\x0d\x0d\x0a", "a pcapng section header block"
+    info = result.raw["capture"]
+    assert info["packets"] > 1000 and info["missed"] == 0
+    # Every packet the bottleneck sent in the window, as the sojourn trace lists them.
+    trace = result.sojourn
+    in_window = trace[(trace["time_s"] >= 1.0) & (trace["time_s"] < 2.0)]
+    assert info["packets"] == len(in_window)
+
+
+@needs_tshark
+def test_tshark_reads_the_bottleneck_capture_per_flow_with_ecn_and_no_malformed_packet(tmp_path):
+    result, path = _run(tmp_path, "bottleneck")
+    rows = _tshark(path, "ip.src", "ip.dsfield.ecn", "frame.len", "frame.comment")
+    # Packets per flow = the sojourn trace's packets per flow in the window.
+    trace = result.sojourn
+    in_window = trace[(trace["time_s"] >= 1.0) & (trace["time_s"] < 2.0)]
+    expected = Counter({f"10.1.0.{flow}": n for flow, n in in_window["flow"].value_counts().items()})
+    assert Counter(r[0] for r in rows) == expected
+    # ECN codepoints: Prague sends ECT(1) (1), ECN-CUBIC ECT(0) (2); CE (3) where marked.
+    ecn = {src: Counter(r[1] for r in rows if r[0] == src) for src in expected}
+    assert set(ecn["10.1.0.0"]) <= {"1", "3"} and ecn["10.1.0.0"]["1"] > 0
+    assert set(ecn["10.1.0.1"]) <= {"2", "3"} and ecn["10.1.0.1"]["2"] > 0
+    # Full-size frames are 1514 bytes on the wire, as the qdisc saw them.
+    assert Counter(r[2] for r in rows).most_common(1)[0][0] == "1514"
+    # The simulator's per-packet sojourn and queue (DualPI2's C/L) ride in the comments.
+    assert all("sojourn_us=" in r[3] for r in rows)
+    assert {r[3].split("queue=")[1].split()[0] for r in rows} == {"C", "L"}
+    assert _tshark(path, "frame.number", display_filter="_ws.malformed || _ws.expert.severity == error") == []
+
+
+@needs_tshark
+def test_tshark_decodes_the_accecn_option_and_ace_field_at_the_prague_sender(tmp_path):
+    _, path = _run(tmp_path, "sender", flow=0)
+    acks = _tshark(
+        path,
+        "tcp.options.acc_ecn.ee1b",
+        "tcp.options.acc_ecn.eceb",
+        "tcp.flags.ae",
+        display_filter="ip.src == 10.2.0.0",
+    )
+    assert len(acks) > 100
+    with_option = [a for a in acks if a[0]]
+    assert len(with_option) == len(acks), "every ACK carries the AccECN option (tcp_ecn_option = 2)"
+    # The E1B counter (ECT(1) bytes received) grows over the window.
+    e1b = [int(a[0]) for a in with_option]
+    assert e1b[-1] > e1b[0]
+    data = _tshark(path, "ip.dsfield.ecn", display_filter="ip.src == 10.1.0.0 && tcp.len > 0")
+    assert data and {d[0] for d in data} == {"1"}, "the sender's own data leaves it as ECT(1)"
+    assert _tshark(path, "frame.number", display_filter="_ws.malformed") == []
+
+
+def test_capture_errors_name_the_field():
+    with pytest.raises(ScenarioError, match=r"capture\.flow: required at point sender"):
+        scenario_from_toml(SCENARIO.format(point="sender", flow="")).resolve()
+    with pytest.raises(ScenarioError, match=r"capture\.flow: 5 is not a flow"):
+        scenario_from_toml(SCENARIO.format(point="bottleneck", flow="flow = 5")).resolve()
+    with pytest.raises(ScenarioError, match=r"capture\.point"):
+        scenario_from_toml(SCENARIO.format(point="router", flow="")).resolve()
