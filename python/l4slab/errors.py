@@ -12,7 +12,12 @@ class ScenarioError(ValueError):
 
     def __init__(self, message: str) -> None:
         # Collapse accidental newlines so the one-line guarantee holds for every caller.
-        super().__init__(" ".join(str(message).split()))
+        # An echoed value of thousands of characters is cut (a path is kept whole).
+        words = [
+            w if len(w) <= 120 or ("/" in w and len(w) <= 1000) else f"{w[:77]}...({len(w)} characters)"
+            for w in str(message).split()
+        ]
+        super().__init__(" ".join(words))
 
 
 class EngineUnavailableError(ImportError):

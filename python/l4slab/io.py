@@ -17,7 +17,15 @@ from typing import Any, Callable
 
 import pandas as pd
 
-__all__ = ["atomic_write", "write_bytes", "write_text", "write_json", "write_parquet"]
+__all__ = [
+    "atomic_write",
+    "remove_leftovers",
+    "check_out_file",
+    "write_bytes",
+    "write_text",
+    "write_json",
+    "write_parquet",
+]
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -42,6 +50,38 @@ def _file_mode() -> int:
     return 0o666 & ~umask
 
 
+def temp_prefix(target: Path) -> str:
+    """Temp files of ``target`` are ``.<name>.<pid>.<random>.tmp``: the writer's pid lets
+    a later writer tell a leftover of a dead process from a live writer's file
+    (:func:`remove_leftovers`)."""
+    return f".{target.name}.{os.getpid()}."
+
+
+def remove_leftovers(target: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temp files of ``target`` (and a sibling like DuckDB's ``.tmp.wal``) whose
+    writer process is gone; return them."""
+    target = Path(target)
+    removed = []
+    for leftover in target.parent.glob(f".{target.name}.*.tmp*"):
+        pid = leftover.name[len(target.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                os.kill(int(pid), 0)
+                continue  # a live writer's file
+            except ProcessLookupError:
+                pass
+            except OSError:
+                continue
+        elif pid.isdigit():
+            continue  # ours: removed by the writer itself
+        try:
+            leftover.unlink()
+            removed.append(leftover)
+        except OSError:
+            pass
+    return removed
+
+
 def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
     """Call ``write(tmp_path)`` and move the result to ``path`` only if it succeeded.
 
@@ -51,7 +91,7 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) ->
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp_name)
     try:
@@ -64,6 +104,27 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) ->
         tmp_path.unlink(missing_ok=True)
         raise
     _fsync_directory(target.parent)
+    return target
+
+
+def check_out_file(path: str | os.PathLike[str], flag: str) -> Path:
+    """Refuse, before anything runs, an output file that cannot be one (an empty name, a
+    directory, a place under a file): a one-line :class:`~l4slab.errors.ScenarioError`
+    naming ``flag`` (exit 2)."""
+    from .errors import ScenarioError
+
+    if str(path) == "":
+        raise ScenarioError(f"{flag}: an empty path is not a file name")
+    if "\0" in str(path):
+        raise ScenarioError(f"{flag}: the path holds a NUL character")
+    target = Path(path)
+    if target.is_dir():
+        raise ScenarioError(f"{flag}: {path} is a directory, not a file")
+    parent = target.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ScenarioError(f"{flag}: {path} cannot be created: {parent} is a file, not a directory")
     return target
 
 

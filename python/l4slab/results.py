@@ -137,15 +137,32 @@ def flows_frame(flows: list[Mapping[str, Any]]) -> pd.DataFrame:
     return frame
 
 
+#: The congestion control's model state (BBR's bandwidth estimate, min RTT, pacing gain,
+#: inflight bounds, mode), sent by the engine only for flows whose CC has one.
+CC_STATE_SERIES = ("bw_est_mbps", "min_rtt_ms", "pacing_gain", "inflight_hi", "inflight_lo", "cc_mode")
+
+
 def flow_series_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
-    """Long table: one row per (flow, bin): time_s, flow, goodput_mbps, ..., marks."""
+    """Long table: one row per (flow, bin): time_s, flow, goodput_mbps, ..., marks.
+
+    The CC-state columns (:data:`CC_STATE_SERIES`) are present, all six, only when the
+    engine sent any of them for at least one flow of the run; rows of the other flows then
+    hold NaN (and ``""`` for ``cc_mode``), as do a flow's bins before its CC first reported
+    a state and quantities its CC does not have."""
     frames = [
         _series_frame(raw["time_s"], series, flow=flow["id"])
         for flow, series in zip(raw["flows"], raw["flow_series"], strict=True)
     ]
     if not frames:
         return pd.DataFrame({"time_s": [], "flow": []})
-    return pd.concat(frames, ignore_index=True)
+    frame = pd.concat(frames, ignore_index=True)
+    if any(name in frame for name in CC_STATE_SERIES):
+        # All six together, whichever the engine sent (BBRv1 has no inflight bounds).
+        for name in CC_STATE_SERIES:
+            if name not in frame:
+                frame[name] = "" if name == "cc_mode" else np.nan
+        frame["cc_mode"] = frame["cc_mode"].fillna("").astype(object)
+    return frame
 
 
 def _add_probabilities(frame: pd.DataFrame) -> pd.DataFrame:
@@ -191,14 +208,14 @@ def qdisc_stats_series(bottleneck: Mapping[str, Any]) -> pd.Series:
 #: How each series column is aggregated into a wider bin: counters are summed, states
 #: at the end of a bin take the last value, rates and per-bin means are averaged.
 _SUM_COLUMNS = {"drops", "marks", "arrivals", "retransmits", "ce_packets"}
-_LAST_COLUMNS = {"backlog_bytes", "backlog_packets", "srtt_ms", "cwnd", "alpha", "pacing_rate_mbps"}
+_LAST_COLUMNS = {"backlog_bytes", "backlog_packets", "srtt_ms", "cwnd", "alpha", "pacing_rate_mbps", *CC_STATE_SERIES}
 
 
 def rebin(frame: pd.DataFrame, width: str | float = "1s", *, bin_s: float | None = None) -> pd.DataFrame:
     """Aggregate a bottleneck or flow series into bins of ``width`` (``"1s"`` or seconds).
 
     Counters (drops, marks, arrivals, retransmits, ce_packets) are summed, states at
-    the end of a bin (backlog, srtt, cwnd, alpha, pacing rate) keep the last value, rates and
+    the end of a bin (backlog, srtt, cwnd, alpha, pacing rate, the CC state) keep the last value, rates and
     per-bin means (utilisation, goodput, sojourn, rtt) are averaged over the bins
     that have a value, and ``mark_prob``/``drop_prob`` are recomputed from the sums:
     with ``width = "1s"`` they are the studies' 1-s mark and drop probability. A flow

@@ -146,8 +146,17 @@ def _split(value: Any, what: str, examples: str) -> tuple[Fraction, str]:
     match = _NUMBER_WITH_UNIT.match(text)
     if match is None:
         raise _not_a(value, what, examples)
+    if len(match["number"]) > 40:  # no setting needs more; 5 000 digits would outlive Python's int-str limit
+        raise UnitError(f"{text[:40]!r}... has more than 40 digits; expected e.g. {examples}")
     try:
-        number = Fraction(Decimal(match["number"]))
+        decimal = Decimal(match["number"])
+    except (InvalidOperation, ValueError):
+        raise _not_a(value, what, examples) from None
+    # 1e999999999 would build a number of a billion digits: no setting is beyond 10^30.
+    if decimal.is_finite() and decimal != 0 and not -30 <= decimal.adjusted() <= 30:
+        raise UnitError(f"{text[:40]!r} is out of range (beyond 10^±30); expected e.g. {examples}")
+    try:
+        number = Fraction(decimal)
     except (InvalidOperation, ValueError):
         raise _not_a(value, what, examples) from None
     if number < 0:

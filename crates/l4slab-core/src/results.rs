@@ -153,6 +153,34 @@ pub struct FlowSeries {
     pub retransmits: Vec<u64>,
     pub drops: Vec<u64>,
     pub marks: Vec<u64>,
+    // The CC's model state (`cc::CcState`, BBR's `bbr_get_info`) at the end of the
+    // bin. Kept only for a slot whose CC has one: empty (and not serialised) when
+    // every value would be NaN / "", so runs of CCs without a model carry none;
+    // once started, one value per bin (NaN / "" before the first and where absent).
+    /// Bandwidth estimate, Mbit/s of payload (BBR's `bbr_bw`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bw_est_mbps: Vec<f64>,
+    /// The CC's own min-RTT estimate, ms.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub min_rtt_ms: Vec<f64>,
+    /// Pacing gain (unitless).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pacing_gain: Vec<f64>,
+    /// Upper in-flight bound, packets (BBRv2/v3 `inflight_hi`; NaN when unset).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inflight_hi: Vec<f64>,
+    /// Short-term in-flight bound, packets (BBRv2/v3 `inflight_lo`; NaN when unset).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inflight_lo: Vec<f64>,
+    /// Mode / phase, e.g. "STARTUP", "PROBE_BW" ("" where none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cc_mode: Vec<&'static str>,
+}
+
+impl FlowSeries {
+    /// The optional model-state series, present only for CCs that report one.
+    pub const CC_STATE_SERIES: [&'static str; 6] =
+        ["bw_est_mbps", "min_rtt_ms", "pacing_gain", "inflight_hi", "inflight_lo", "cc_mode"];
 }
 
 /// Bottleneck time series (one value per bin).
@@ -271,9 +299,14 @@ pub fn metric_names() -> serde_json::Value {
             _ => unreachable!("results structs serialise to objects"),
         }
     }
+    // The CC-state series are left out of a default instance's JSON (empty): named here.
+    let mut flow_series = names::<FlowSeries>();
+    if let serde_json::Value::Array(a) = &mut flow_series {
+        a.extend(FlowSeries::CC_STATE_SERIES.iter().map(|n| serde_json::Value::String((*n).into())));
+    }
     serde_json::json!({
         "flow_summary": names::<FlowSummary>(),
-        "flow_series": names::<FlowSeries>(),
+        "flow_series": flow_series,
         "bottleneck_summary": names::<BottleneckSummary>(),
         "bottleneck_series": names::<BottleneckSeries>(),
     })
@@ -290,6 +323,10 @@ mod tests {
         assert!(has("flow_summary", "goodput_mbps") && has("flow_summary", "fct_s"));
         assert!(has("flow_series", "cwnd") && has("bottleneck_series", "arrivals"));
         assert!(has("bottleneck_summary", "sojourn_by_class"));
-        assert_eq!(m["flow_series"].as_array().unwrap().len(), 12);
+        assert_eq!(m["flow_series"].as_array().unwrap().len(), 12 + 6);
+        assert!(has("flow_series", "bw_est_mbps") && has("flow_series", "cc_mode"));
+        // A series that is never filled is not serialised (CCs without a model state).
+        let v = serde_json::to_value(FlowSeries::default()).unwrap();
+        assert!(v.get("bw_est_mbps").is_none() && v.get("cc_mode").is_none() && v.get("cwnd").is_some());
     }
 }

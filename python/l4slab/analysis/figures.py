@@ -275,3 +275,36 @@ def time_series(
     if title:
         ax.set_title(title)
     return fig
+
+
+def cc_mode_timeline(
+    series: pd.DataFrame,
+    *,
+    time: str = "time_s",
+    group: str | None = "flow",
+    mode: str = "cc_mode",
+    title: str | None = None,
+) -> Figure:
+    """The congestion control's mode over time (e.g. BBR's STARTUP / DRAIN / PROBE_BW /
+    PROBE_RTT), one step line per ``group``. Modes are categories, not averaged: where
+    several trials share ``(group, time)`` the first trial's mode is drawn. Bins without
+    a mode (``""``) are left out."""
+    frame = series[series[mode].astype(str) != ""] if mode in series else series.iloc[0:0]
+    frame = frame.drop_duplicates([time] if group is None else [group, time], keep="first")
+    levels = sorted(set(frame[mode].astype(str)))
+    index = {name: i for i, name in enumerate(levels)}
+    fig = Figure(figsize=(6.4, 0.9 + 0.45 * max(len(levels), 2)), layout="constrained")
+    ax = fig.add_subplot()
+    parts = [(None, frame)] if group is None else list(frame.groupby(group, sort=True))
+    for k, (name, part) in enumerate(parts):
+        part = part.sort_values(time)
+        offset = 0.12 * (k - (len(parts) - 1) / 2)  # keep coincident lines apart
+        ys = part[mode].astype(str).map(index).to_numpy(dtype=np.float64) + offset
+        ax.step(part[time], ys, where="post", linewidth=1.2, label=None if name is None else str(name))
+    ax.set_yticks(range(len(levels)), levels)
+    ax.set_xlabel("time (s)")
+    if group is not None and parts:
+        ax.legend(fontsize=8, title=group)
+    if title:
+        ax.set_title(title)
+    return fig

@@ -44,8 +44,16 @@ COMMANDS = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (``l4slab: error: ...``, exit 2), like every other mistake."""
+
+    def error(self, message: str):  # type: ignore[override]
+        error(f"{message} (see {self.prog} --help)")
+        raise SystemExit(EXIT_USAGE)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="l4slab",
         description="Packet-level L4S network simulator: TOML scenarios in, summary.json and Parquet out.",
     )
@@ -91,6 +99,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         error("interrupted")
         return EXIT_INTERRUPTED
+    except MemoryError:
+        error("out of memory")
+        return EXIT_ENGINE
+    except Exception as err:  # noqa: BLE001 - the last net: one line, never a traceback (issue 14)
+        where = ""
+        if err.__traceback__ is not None:
+            import traceback
+
+            last = traceback.extract_tb(err.__traceback__)[-1]
+            where = f" at {os.path.basename(last.filename)}:{last.lineno}"
+        text = " ".join(str(err).split())
+        error(f"internal error: {type(err).__name__}: {text[:200]}{where} (please report this)")
+        return EXIT_ENGINE
 
 
 if __name__ == "__main__":  # pragma: no cover

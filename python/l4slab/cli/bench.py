@@ -1,5 +1,6 @@
 """``l4slab bench``: the engine's wall time and simulated packets (and events) per second,
-on the packaged reference scenario or ``--scenario FILE``; ``--qdisc`` once per qdisc."""
+on the packaged reference scenario or ``--scenario FILE``; ``--qdisc`` once per qdisc;
+``--linearity`` checks that the cost per packet does not grow with simulated time."""
 
 from __future__ import annotations
 
@@ -13,6 +14,12 @@ from typing import Any
 
 from ..errors import ScenarioError
 from .common import EXIT_OK
+
+#: ``bench --linearity BASE``: the run lengths, in multiples of BASE (issue 14 row 12 asks for the
+#: cost per packet at 1, 2, 4 and 8 s and a check of 10 s against 1 s).
+LINEARITY_MULTIPLES = (1, 2, 4, 8, 10)
+#: The check fails when a packet of the longest run costs more than this many times one of the shortest.
+LINEARITY_MAX_RATIO = 1.5
 
 #: ``bench --qdisc``: each qdisc at the PAM 2025 study's configuration for a 2-BDP
 #: buffer (PAM 2025 paper §3; 250000 B / 167 packets at 100 Mbit/s × 10 ms).
@@ -40,6 +47,16 @@ def add_parser(commands) -> None:
     )
     bench_cmd.add_argument(
         "--duration", metavar="TIME", help="simulated time per run instead of the scenario's, e.g. 10s"
+    )
+    bench_cmd.add_argument(
+        "--linearity",
+        nargs="?",
+        const="1s",
+        metavar="BASE",
+        help="run the scenario for BASE x "
+        + ", ".join(str(m) for m in LINEARITY_MULTIPLES)
+        + f" (BASE default 1s), report the wall time per packet of each and fail (exit 1) when the longest "
+        f"run's exceeds {LINEARITY_MAX_RATIO}x the shortest's: the engine's cost must stay linear in time",
     )
     bench_cmd.add_argument(
         "--qdisc",
@@ -84,6 +101,10 @@ def command(args: argparse.Namespace) -> int:
     from .. import engine
 
     scenario = _bench_scenario(args)
+    if args.linearity is not None:
+        if args.qdisc is not None or args.duration is not None:
+            raise ScenarioError("--linearity: sets the run lengths itself; leave out --qdisc and --duration")
+        return _bench_linearity(args, scenario)
     if args.qdisc is not None:
         return _bench_qdiscs(args, scenario)
     config = scenario.resolve()
@@ -191,4 +212,66 @@ def _bench_qdiscs(args: argparse.Namespace, scenario) -> int:
         pps = "–" if row["packets_per_s"] is None else f"{row['packets_per_s'] / 1e6:.2f} M"
         relative = "–" if row["speed_vs_bfifo"] is None else f"{row['speed_vs_bfifo']:.2f}x"
         print(f"{row['qdisc']:<9} {row['wall_s']:>8.3f} {pps:>11} {relative:>9}  {row['config']}")
+    return EXIT_OK
+
+
+def _bench_linearity(args: argparse.Namespace, scenario) -> int:
+    """``bench --linearity BASE``: the scenario at BASE x 1, 2, 4, 8, 10; wall time per packet
+    (best of ``--repeat``) of each; exit 1 when the longest run's exceeds LINEARITY_MAX_RATIO x the
+    shortest's (a scan of per-flow state on every packet shows up as a cost growing with time)."""
+    from .. import engine
+    from ..units import parse_time
+    from .common import EXIT_ENGINE, error
+
+    base = parse_time(args.linearity, "--linearity")
+    if not base > 0:
+        raise ScenarioError(f"--linearity: {args.linearity!r} is not a positive time; expected e.g. 1s")
+    rows: list[dict[str, Any]] = []
+    for multiple in LINEARITY_MULTIPLES:
+        run = scenario.model_copy(update={"duration": base * multiple})
+        run.check()
+        results, walls = _time_config(run.resolve(), args.repeat)
+        best = min(walls)
+        packets = results["packets"]["sent"]
+        rows.append(
+            {
+                "simulated_s": results["duration_s"],
+                "wall_s": best,
+                "packets": packets,
+                "events": results.get("events"),
+                "ns_per_packet": best * 1e9 / packets if packets else None,
+            }
+        )
+    first, last = rows[0]["ns_per_packet"], rows[-1]["ns_per_packet"]
+    ratio = last / first if first and last is not None else None
+    ok = ratio is None or ratio <= LINEARITY_MAX_RATIO
+    report = {
+        "scenario": scenario.name,
+        "repeat": args.repeat,
+        "runs": rows,
+        "ratio": ratio,
+        "max_ratio": LINEARITY_MAX_RATIO,
+        "ok": ok,
+        "engine_version": engine.version(),
+    }
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(f"scenario: {scenario.name}, wall time per packet sent, best of {args.repeat}")
+        print(f"{'simulated':>10} {'wall s':>8} {'packets':>10} {'ns/packet':>10}")
+        for row in rows:
+            cost = "–" if row["ns_per_packet"] is None else f"{row['ns_per_packet']:.0f}"
+            print(f"{row['simulated_s']:>9g}s {row['wall_s']:>8.3f} {row['packets']:>10} {cost:>10}")
+        verdict = "ok" if ok else "FAILED"
+        shown = "–" if ratio is None else f"{ratio:.2f}x"
+        print(
+            f"linearity: {verdict}: a packet of the {rows[-1]['simulated_s']:g} s run costs {shown} one of the "
+            f"{rows[0]['simulated_s']:g} s run (at most {LINEARITY_MAX_RATIO}x)"
+        )
+    if not ok:
+        error(
+            f"linearity check failed: a packet of the {rows[-1]['simulated_s']:g} s run costs {ratio:.2f}x one of "
+            f"the {rows[0]['simulated_s']:g} s run (at most {LINEARITY_MAX_RATIO}x)"
+        )
+        return EXIT_ENGINE
     return EXIT_OK

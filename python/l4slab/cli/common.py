@@ -24,6 +24,10 @@ def check_out_dir(out: str | os.PathLike[str], flag: str = "--out") -> None:
     Raises :class:`~l4slab.errors.ScenarioError` (exit 2) naming ``flag``."""
     from ..errors import ScenarioError
 
+    if str(out).strip() == "":
+        raise ScenarioError(f"{flag}: an empty path is not a directory; expected e.g. {flag} results/x")
+    if "\0" in str(out):
+        raise ScenarioError(f"{flag}: the path holds a NUL character")
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise ScenarioError(f"{flag}: {out} is an existing file, not a directory")
@@ -32,9 +36,16 @@ def check_out_dir(out: str | os.PathLike[str], flag: str = "--out") -> None:
         parent = parent.parent
     if not parent.is_dir():
         raise ScenarioError(f"{flag}: {out} cannot be created: {parent} is a file, not a directory")
+    where = "" if parent == path.absolute() else f" ({parent} does not allow writing)"
     if not os.access(parent, os.W_OK | os.X_OK):
-        where = "" if parent == path.absolute() else f" ({parent} does not allow writing)"
         raise ScenarioError(f"{flag}: {out} is not writable{where}")
+    try:  # root passes os.access everywhere; /proc, read-only mounts refuse a real file
+        import tempfile
+
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as err:
+        raise ScenarioError(f"{flag}: {out} is not writable{where}: {err.strerror or err}") from None
 
 
 def stdout_console(width: int):

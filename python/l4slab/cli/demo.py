@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from ..errors import ScenarioError
-from .common import EXIT_ENGINE, EXIT_OK, error
+from .common import EXIT_ENGINE, EXIT_OK, check_out_dir, error
 
 #: The built-in study the demo runs.
 DEMO_STUDY = "demo"
@@ -34,6 +34,7 @@ def command(args: argparse.Namespace) -> int:
     from ..study.report import report as write_report
     from ..units import parse_time
 
+    check_out_dir(args.out)
     parse_time(args.duration, "--duration")
     if args.jobs is not None and args.jobs < 1:
         raise ScenarioError(f"--jobs: {args.jobs} is not a positive number of processes; expected e.g. 2")

@@ -38,7 +38,7 @@ def command(args: argparse.Namespace) -> int:
     from ..runner import run
     from ..scenario import load_scenario, parse_override
 
-    if args.out:
+    if args.out is not None:
         check_out_dir(args.out)
     overrides = dict(parse_override(item) for item in args.overrides)
     if args.seed is not None:

@@ -52,14 +52,26 @@ def add_parser(commands) -> None:
     one_cmd.add_argument("--force", action="store_true", help="run even if a valid result exists")
 
 
+def _require_done_run(directory: str) -> None:
+    """``study report`` needs at least one finished run: say so on one line (exit 2)."""
+    from .. import study
+    from ..errors import ScenarioError
+
+    runs = study.load(directory).runs
+    if not (runs["status"] == "done").any():
+        raise ScenarioError(
+            f"{directory}: no finished run to report yet ({len(runs)} planned); run `l4slab study run FILE --out DIR`"
+        )
+
+
 def command(args: argparse.Namespace) -> int:
     from .. import study
 
     if args.study_command == "run":
         panels = [name.strip() for arg in (args.panel or []) for name in arg.split(",") if name.strip()] or None
-        if args.out:
+        if args.out is not None:
             check_out_dir(args.out)
-        if args.emit_jobs:
+        if args.emit_jobs is not None:
             directory, count = study.emit_jobs(args.file, args.emit_jobs, out=args.out, panels=panels)
             print(f"wrote {count} job line(s) to {args.emit_jobs} (study directory {directory})")
             return EXIT_OK
@@ -81,6 +93,7 @@ def command(args: argparse.Namespace) -> int:
     if args.study_command == "report":
         from ..study.report import report as write_report
 
+        _require_done_run(args.dir)
         print(f"wrote {write_report(args.dir, published=args.published)}")
         return EXIT_OK
     if args.study_command == "list":

@@ -21,6 +21,7 @@ from typing import Any, Mapping
 from pydantic import ValidationError
 
 from ..errors import ScenarioError
+from ..limits import check_values, show
 from .errors import one_line
 from .model import Scenario
 
@@ -44,22 +45,31 @@ __all__ = [
 def scenario_from_dict(data: Mapping[str, Any], *, default_name: str | None = None) -> Scenario:
     """Validate a plain dict (as parsed from TOML); raise ScenarioError on the first problem."""
     if not isinstance(data, Mapping):
-        raise ScenarioError(f"scenario: {data!r} is not a table of settings")
+        raise ScenarioError(f"scenario: {show(data)} is not a table of settings")
+    check_values(dict(data))
     if default_name is not None and "name" not in data:
         data = {"name": default_name, **data}
     try:
         scenario = Scenario.model_validate(dict(data))
     except ValidationError as err:
         raise one_line(err) from None
+    except RecursionError:
+        raise ScenarioError("scenario: nested too deeply") from None
     scenario.check()
     return scenario
 
 
 def _parse_toml(text: str, source: str) -> dict[str, Any]:
+    if "\0" in text:
+        raise ScenarioError(f"{source}: invalid TOML: it holds a NUL character")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ScenarioError(f"{source}: invalid TOML: {err}") from None
+    except ValueError:  # Python's int-str limit: an integer of more than 4 300 digits
+        raise ScenarioError(f"{source}: invalid TOML: a number with too many digits") from None
+    except RecursionError:
+        raise ScenarioError(f"{source}: invalid TOML: arrays or tables nested too deeply") from None
 
 
 def scenario_from_toml(text: str, *, source: str = "scenario", overrides: Mapping[str, Any] | None = None) -> Scenario:
@@ -81,7 +91,11 @@ def read_toml_file(file: Path, what: str) -> tuple[dict[str, Any], str]:
         raise ScenarioError(f"{file}: is a directory, not a {what} file") from None
     except UnicodeDecodeError:
         raise ScenarioError(f"{file}: not a UTF-8 text file") from None
-    return _parse_toml(text, str(file)), text
+    except ValueError:  # a NUL character in the name
+        raise ScenarioError(f"{show(str(file))}: not a file name (it holds a NUL character)") from None
+    except OSError as err:  # too long a name, no permission, a path through a file
+        raise ScenarioError(f"{show(str(file))}: cannot read the {what} file: {err.strerror or err}") from None
+    return _parse_toml(text, show(str(file), 200).strip("'")), text
 
 
 def reference_scenario_path():
@@ -116,7 +130,7 @@ def coerce_scenario(scenario: Any, overrides: Mapping[str, Any] | None = None) -
     if isinstance(scenario, str):
         # A path never holds a newline; a long TOML string is no file name either
         # (os.stat raises ENAMETOOLONG on it).
-        looks_like_toml = "\n" in scenario or ("=" in scenario and not _is_file(scenario))
+        looks_like_toml = "\n" in scenario or (("=" in scenario or "[" in scenario) and not _is_file(scenario))
         if looks_like_toml:
             return scenario_from_toml(scenario, overrides=overrides)
         return load_scenario(scenario, overrides=overrides)
@@ -164,6 +178,10 @@ def parse_override(assignment: str) -> tuple[str, Any]:
         value = tomllib.loads(f"value = {raw}")["value"]
     except tomllib.TOMLDecodeError:
         value = raw
+    except (ValueError, RecursionError):  # the int-str limit, or nesting too deep
+        raise ScenarioError(
+            f"{show(key.strip())}: {show(raw)} is a number with too many digits or nested too deeply"
+        ) from None
     return key.strip(), value
 
 

@@ -78,7 +78,9 @@ SizeBytes = Annotated[int, _unit_validator(units.size_bytes)]
 BufferAmount = Annotated[Union[int, BdpMultiple], _unit_validator(units.buffer)]
 RateOrPercent = Annotated[Union[int, Percent], _unit_validator(units.rate_or_percent)]
 QdiscField = Annotated[QdiscRequest, PlainValidator(_qdisc_validator)]
-StrictCount = Annotated[int, Field(strict=True, ge=1)]
+#: At most the engine's ``MAX_FLOWS`` (config.rs): a larger count is refused before it is expanded.
+MAX_FLOWS = 16_384
+StrictCount = Annotated[int, Field(strict=True, ge=1, le=MAX_FLOWS)]
 
 #: ``net.ipv4.tcp_ecn`` by friendly name (numbers in the engine's range are accepted as they are).
 TCP_ECN_WORDS = {"off": 0, "classic": 1, "accecn": 3}
@@ -380,6 +382,18 @@ class Scenario(_Strict):
             raise ScenarioError("duration: must be > 0; expected e.g. '60s'")
         if self.bin == 0:
             raise ScenarioError("bin: must be > 0; expected e.g. '100ms'")
+        if self.bin > self.duration:
+            raise ScenarioError(
+                f"bin: {units.format_time(self.bin)!r} is longer than the run ({units.format_time(self.duration)!r})"
+            )
+        if self.start_jitter > self.duration:
+            raise ScenarioError(
+                f"start_jitter: {units.format_time(self.start_jitter)!r} is longer than the run "
+                f"({units.format_time(self.duration)!r})"
+            )
+        total = sum(flow.count for flow in self.flows)
+        if total > MAX_FLOWS:
+            raise ScenarioError(f"flows: {total} flows in all (counts included); at most {MAX_FLOWS}")
         if self.warmup >= self.duration:
             raise ScenarioError(
                 f"warmup: {units.format_time(self.warmup)!r} must be shorter than duration "

@@ -18,12 +18,64 @@ from . import store
 __all__ = ["query", "load", "StudyData"]
 
 
+TABLE_NAMES = ("runs", "flows", "bottleneck", "classes", "summaries")
+
+
 def _catalog(directory: Path, rebuild: bool = False) -> Path:
+    store.load_plan(directory)  # a NUL in the name, a truncated or ill-typed plan: one line here
+    if directory.exists() and not directory.is_dir():
+        raise ScenarioError(f"{directory}: not a study directory (a file)")
     if not (directory / "plan.json").exists() and not store.runs_dir(directory).exists():
         raise ScenarioError(f"{directory}: not a study directory (no plan.json or runs/)")
     if rebuild or store.catalog_stale(directory):
         store.rebuild_catalog(directory)
-    return directory / "catalog.duckdb"
+    return directory / store.CATALOG
+
+
+def _connect(directory: Path):
+    """A read-only connection to a fresh catalog; a missing, stale, unreadable or
+    incomplete catalog (no such table) is rebuilt once and reopened."""
+    import duckdb
+
+    path = _catalog(directory)
+    for attempt in range(2):
+        try:
+            con = duckdb.connect(str(path), read_only=True)
+            try:
+                present = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+                if all(name in present for name in TABLE_NAMES):
+                    return con
+            except duckdb.Error:
+                pass
+            con.close()
+        except duckdb.Error:
+            pass
+        if attempt == 0:
+            path = _catalog(directory, rebuild=True)
+    raise store.CatalogError(f"{path}: unreadable even after a rebuild")
+
+
+def _series_views(con, directory: Path) -> None:
+    """Views flow_series and bottleneck_series over the run files that verify now (each
+    file's bytes against its recorded checksum; a corrupt one is named and left out)."""
+    records = store.load_records(directory)
+    files = []
+    for rid in con.execute("SELECT run_id FROM runs WHERE status = 'done'").fetchall():
+        path = store.run_path(directory, rid[0])
+        try:
+            store.verify_run_file(path, records, decode=False)
+        except (OSError, store.CorruptRunFile) as err:
+            store.warn(f"{err}; left out of the series views")
+            continue
+        files.append("'" + str(path.resolve()).replace("'", "''") + "'")
+    if not files:
+        return
+    for table in ("flow_series", "bottleneck_series"):
+        con.execute(
+            f"CREATE TEMP VIEW {table} AS SELECT regexp_extract(filename, '([0-9a-f]{{64}})\\.parquet$', 1) "
+            f"AS run_id, COLUMNS('^{table}\\.(.*)$') AS \"\\1\" FROM read_parquet([{', '.join(files)}], "
+            f"filename=true, union_by_name=true) WHERE \"table\" = '{table}'"
+        )
 
 
 def query(directory: str | os.PathLike[str], sql: str) -> pd.DataFrame:
@@ -32,20 +84,15 @@ def query(directory: str | os.PathLike[str], sql: str) -> pd.DataFrame:
     import duckdb
 
     directory = Path(directory)
-    catalog = _catalog(directory)
-    with duckdb.connect(str(catalog), read_only=True) as con:
-        pattern = str(store.runs_dir(directory).resolve() / "*.parquet").replace("'", "''")
-        if any(store.runs_dir(directory).glob("*.parquet")):
-            for table in ("flow_series", "bottleneck_series"):
-                con.execute(
-                    f"CREATE TEMP VIEW {table} AS SELECT regexp_extract(filename, '([0-9a-f]{{64}})\\.parquet$', 1) "
-                    f"AS run_id, COLUMNS('^{table}\\.(.*)$') AS \"\\1\" FROM read_parquet('{pattern}', filename=true) "
-                    f"WHERE \"table\" = '{table}'"
-                )
+    if "\0" in sql:
+        raise ScenarioError("query: the SQL holds a NUL character")
+    with _connect(directory) as con:
+        if "_series" in sql:
+            _series_views(con, directory)
         try:
             return con.execute(sql).df()
         except duckdb.Error as err:
-            raise ScenarioError(f"query: {' '.join(str(err).split())}") from None
+            raise ScenarioError(f"query: {' '.join(str(err).split())[:300]}") from None
 
 
 @dataclass
@@ -74,11 +121,8 @@ class StudyData:
 
 def load(directory: str | os.PathLike[str]) -> StudyData:
     """The study's catalog tables (rebuilt first if the run files are newer)."""
-    import duckdb
-
     directory = Path(directory)
-    with duckdb.connect(str(_catalog(directory)), read_only=True) as con:
-        tables = {name: con.execute(f'SELECT * FROM "{name}"').df() for name in
-                  ("runs", "flows", "bottleneck", "classes", "summaries")}  # fmt: skip
+    with _connect(directory) as con:
+        tables = {name: con.execute(f'SELECT * FROM "{name}"').df() for name in TABLE_NAMES}
     return StudyData(directory, tables["runs"], tables["flows"], tables["bottleneck"], tables["classes"],
                      tables["summaries"])  # fmt: skip

@@ -60,6 +60,38 @@ def execute(task: Mapping[str, Any]) -> Outcome:
         return rid, None, time.perf_counter() - started, f"{type(err).__name__}: {err}{where}"
 
 
+PR_SET_PDEATHSIG = 1  # include/uapi/linux/prctl.h
+
+
+def die_with_parent(parent_pid: int | None = None) -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies
+    (``prctl(PR_SET_PDEATHSIG, SIGKILL)``, Linux; elsewhere a no-op), and exit at once
+    if the parent is already gone (it may have died before the call)."""
+    import ctypes
+    import ctypes.util
+    import signal
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the pool's own shutdown is all there is
+        return
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def worker_init(parent_pid: int, lock_fd: int | None) -> None:
+    """Initializer of every pool worker: die with the parent (a SIGKILLed ``study run``
+    leaves no idle workers holding its stdout/stderr, issue 14 row 3), and close the
+    inherited copy of the study lock's descriptor (the lock is the parent's alone)."""
+    die_with_parent(parent_pid)
+    if lock_fd is not None:
+        try:
+            os.close(lock_fd)
+        except OSError:
+            pass
+
+
 def parse_executor(spec: str | None) -> tuple[str, str | None]:
     """``local`` | ``dask-local`` | ``dask://HOST:PORT`` → (kind, address)."""
     if spec in (None, "", "local"):
@@ -76,8 +108,12 @@ def run_local(tasks: list[dict[str, Any]], jobs: int | None, on_done: Callable[[
     """Run ``tasks`` in a process pool, calling ``on_done`` in this process as each ends."""
     if not tasks:
         return
+    from .lock import held_fd
+
     workers = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
-    pool = ProcessPoolExecutor(max_workers=workers)
+    # Workers are started from this (the main) thread: PR_SET_PDEATHSIG fires when the
+    # thread that forked them ends, i.e. when this process does.
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=worker_init, initargs=(os.getpid(), held_fd()))
     try:
         futures = [pool.submit(execute, task) for task in tasks]
         for future in as_completed(futures):
@@ -121,6 +157,10 @@ def run_dask(
         except OSError as err:
             raise ScenarioError(f"--executor: cannot reach the Dask scheduler at {address}: {err}") from None
     try:
+        if cluster is not None:
+            # LocalCluster's worker processes are children of this process: make them die
+            # with it (its nannies live in this process and die with it anyway).
+            client.run(die_with_parent)
         futures = [client.submit(execute, task, key=f"l4slab-run-{task['id']}", pure=False) for task in tasks]
         for future in distributed.as_completed(futures):
             on_done(future.result())

@@ -335,12 +335,17 @@ def _time_series_section(data, runs: pd.DataFrame, factors: list[str], short: di
         fs["flow_name"] = fs["flow_name"].astype(str).map(mpl_text)
         stem = f"series_point{int(point)}"
         row = []
-        for value, ylabel, frame, grp in (
+        panels = [
             ("goodput_mbps", "goodput (Mbit/s)", fs, "flow_name"),
             ("srtt_ms", "sRTT (ms)", fs, "flow_name"),
             ("cwnd", "cwnd (packets)", fs, "flow_name"),
             ("sojourn_ms", "bottleneck sojourn (ms)", bs, None),
-        ):
+        ]
+        # The CC's model state, for CCs that report one (BBR): bandwidth estimate.
+        if "bw_est_mbps" in fs and fs["bw_est_mbps"].notna().any():
+            with_state = fs[fs["bw_est_mbps"].notna()]  # only the flows whose CC has one
+            panels.append(("bw_est_mbps", "bandwidth estimate (Mbit/s)", with_state, "flow_name"))
+        for value, ylabel, frame, grp in panels:
             if value not in frame:
                 continue
             fig = figures.time_series(
@@ -356,6 +361,10 @@ def _time_series_section(data, runs: pd.DataFrame, factors: list[str], short: di
             )
             figures.save(fig, out / f"{stem}_{value}")
             row.append(f"![{value} over time]({stem}_{value}.png)")
+        if "cc_mode" in fs and (fs["cc_mode"].astype(str) != "").any():
+            fig = figures.cc_mode_timeline(fs, group="flow_name", title=f"{mpl_text(title)}: CC mode")
+            figures.save(fig, out / f"{stem}_cc_mode")
+            row.append(f"![cc_mode]({stem}_cc_mode.png)")
         runs_text = "; ".join(
             f"trial {int(r.trial)}: seed {int(r.seed)}, run `{str(r.run_id)[:12]}`" for r in group.itertuples()
         )

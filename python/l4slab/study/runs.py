@@ -17,8 +17,8 @@ from typing import Any, Callable, Mapping, Sequence
 import pandas as pd
 
 from ..errors import ScenarioError
-from ..io import write_json, write_text
-from . import store
+from ..io import check_out_file, write_json, write_text
+from . import lock, store
 from .spec import StudySpec, load_study
 
 __all__ = ["plan", "run", "run_one", "emit_jobs", "status", "pending_runs", "RunReport", "PLAN_SCHEMA"]
@@ -88,6 +88,11 @@ def plan(
     ``plan.json`` into the study directory (default ``results/<name>``); return
     (directory, plan)."""
     spec = load_study(path, overrides=overrides, panels=panels)
+    with lock.study_lock(Path(out) if out is not None else default_out(spec)):
+        return _write_plan(spec, out)
+
+
+def _write_plan(spec: StudySpec, out: str | os.PathLike[str] | None) -> tuple[Path, dict[str, Any]]:
     directory = Path(out) if out is not None else default_out(spec)
     plan_data = _plan_dict(spec)
     directory.mkdir(parents=True, exist_ok=True)
@@ -103,9 +108,12 @@ def _require_plan(directory: Path) -> dict[str, Any]:
     return plan_data
 
 
-def pending_runs(directory: Path, plan_data: dict[str, Any]) -> list[dict[str, Any]]:
-    """Planned runs without a valid run file (failed runs are retried)."""
-    status = store.run_status(directory, [r["id"] for r in plan_data["runs"]])
+def pending_runs(directory: Path, plan_data: dict[str, Any], *, repair: bool = False) -> list[dict[str, Any]]:
+    """Planned runs without a valid run file (failed runs are retried). With ``repair``
+    (``study run``, holding the directory's lock) a run file that fails verification is
+    moved to ``runs/corrupt/`` with a one-line warning; else it is only named."""
+    on_corrupt = (lambda path, why: store.quarantine(directory, path, why)) if repair else None
+    status = store.run_status(directory, [r["id"] for r in plan_data["runs"]], on_corrupt)
     return [r for r in plan_data["runs"] if status[r["id"]] != "done"]
 
 
@@ -137,13 +145,21 @@ def run(
     catalog. Re-running continues where an interrupted run stopped. ``overrides`` set
     base scenario fields by path (``{"duration": "5s"}``); ``panels`` runs only those
     panels of a study with ``[panels.NAME]`` tables."""
-    from .executors import parse_executor, run_dask, run_local
+    from .executors import parse_executor
 
     kind, address = parse_executor(executor)
     if jobs is not None and jobs < 1:
         raise ScenarioError(f"--jobs: {jobs} is not a positive number of processes; expected e.g. 4")
-    directory, plan_data = plan(path, out, overrides=overrides, panels=panels)
-    todo = pending_runs(directory, plan_data)
+    spec = load_study(path, overrides=overrides, panels=panels)
+    with lock.study_lock(Path(out) if out is not None else default_out(spec)):
+        return _run_locked(spec, out, kind, address, jobs, progress, on_run)
+
+
+def _run_locked(spec, out, kind, address, jobs, progress, on_run) -> RunReport:
+    from .executors import run_dask, run_local
+
+    directory, plan_data = _write_plan(spec, out)
+    todo = pending_runs(directory, plan_data, repair=True)
     tasks = [_task(plan_data, r) for r in todo]
     errors: dict[str, str] = {}
     counts = {"done": 0}
@@ -212,6 +228,7 @@ def run_one(directory: str | os.PathLike[str], rid: str, *, force: bool = False)
     directory = Path(directory)
     plan_data = _require_plan(directory)
     runs = {r["id"]: r for r in plan_data["runs"]}
+    store.check_run_id(rid, "run-one")
     if rid not in runs:
         raise ScenarioError(f"run-one: {rid!r} is not a run of {directory}/plan.json")
     if not force and store.read_run_meta(store.run_path(directory, rid)) is not None:
@@ -228,6 +245,7 @@ def emit_jobs(
     path: str | os.PathLike[str], jobs_file: str | os.PathLike[str], out=None, panels: Sequence[str] | None = None
 ) -> tuple[Path, int]:
     """Plan the study and write one ``l4slab study run-one DIR ID`` line per pending run."""
+    check_out_file(jobs_file, "--emit-jobs")
     directory, plan_data = plan(path, out, panels=panels)
     todo = pending_runs(directory, plan_data)
     absolute = shlex.quote(str(directory.resolve()))

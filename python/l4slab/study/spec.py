@@ -58,6 +58,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import engine, units
 from ..errors import ScenarioError
+from ..limits import check_values, show
 from ..scenario import apply_overrides, read_toml_file, scenario_from_dict
 from . import registry
 from .summary import check_metrics
@@ -65,6 +66,13 @@ from .summary import check_metrics
 __all__ = ["StudySpec", "Point", "RunSpec", "load_study", "study_from_dict", "trial_seed", "run_id"]
 
 SEED_DOMAIN = "l4slab.study/1"
+#: Bounds of a study (issue 14 row 6): trials per point, values per factor, the product
+#: before exclude/filter, points (each resolved up front) and runs (files) after them.
+MAX_TRIALS = 10_000
+MAX_FACTOR_VALUES = 1_000
+MAX_PRODUCT = 1_000_000
+MAX_POINTS = 20_000
+MAX_RUNS = 200_000
 TOP_KEYS = ("study", "base", "factors", "zip", "exclude", "filter", "panels")
 #: Keys of a ``[panels.NAME]`` table.
 PANEL_KEYS = ("doc", "set", "factors", "zip", "exclude", "filter")
@@ -207,7 +215,9 @@ def _values(where: str, value: Any, unique: bool = True) -> tuple[tuple[Any, ...
     if preset is not None:
         return preset.labels, preset
     if not isinstance(value, list) or not value:
-        raise ScenarioError(f'{where}: {value!r} is not a non-empty list of values; expected e.g. ["1bdp", "2bdp"]')
+        raise ScenarioError(f'{where}: {show(value)} is not a non-empty list of values; expected e.g. ["1bdp", "2bdp"]')
+    if len(value) > MAX_FACTOR_VALUES:
+        raise ScenarioError(f"{where}: {len(value)} values; at most {MAX_FACTOR_VALUES} per factor")
     keys = [canonical_json(v) for v in value]
     if unique and len(set(keys)) != len(keys):
         raise ScenarioError(f"{where}: repeated value in {value!r}")
@@ -336,6 +346,11 @@ def _product(
     columns = [f.column for f in factors]
     if len(set(columns)) != len(columns):
         raise ScenarioError(f"{where}factors: two factor paths map to the same catalog column ({columns})")
+    size = 1
+    for dimension in dimensions:
+        size *= len(dimension)
+    if size > MAX_PRODUCT:
+        raise ScenarioError(f"{where}factors: {size} combinations before exclude/filter; at most {MAX_PRODUCT}")
     known = set(paths)
     excludes = _rules(f"{where}exclude", raw_exclude, known)
     filters = _rules(f"{where}filter", raw_filter, known)
@@ -424,6 +439,9 @@ def study_from_dict(
     """Validate and expand a parsed study; every point's scenario is resolved here.
     ``overrides`` set fields of the base scenario by path before the factors apply;
     ``panels`` selects some of the study's ``[panels.NAME]`` (default: all)."""
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"study: {show(data)} is not a table")
+    check_values(dict(data))
     _check_keys("", data, TOP_KEYS)
     meta = data.get("study", {})
     if not isinstance(meta, Mapping):
@@ -434,12 +452,17 @@ def study_from_dict(
         raise ScenarioError(f"study.description: {meta['description']!r} is not a string; expected a sentence or two")
     seed = meta.get("seed", 1)
     trials = meta.get("trials", 1)
-    if not isinstance(name, str) or not re.fullmatch(r"[\w.+-]+", name):
-        raise ScenarioError(f"study.name: {name!r} is not a name of letters, digits, '_', '-', '.', '+'")
+    # The name becomes the default directory results/<name>: one path component that
+    # cannot climb out (no leading '.', so neither '.' nor '..').
+    if not isinstance(name, str) or not re.fullmatch(r"[\w+-][\w.+-]{0,99}", name, re.ASCII):
+        raise ScenarioError(
+            f"study.name: {show(name)} is not a name of at most 100 letters, digits, '_', '-', '.', '+' "
+            "not starting with '.'"
+        )
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise ScenarioError(f"study.seed: {seed!r} is not an integer in 0..2^63-1")
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
-        raise ScenarioError(f"study.trials: {trials!r} is not a positive integer; expected e.g. 10")
+        raise ScenarioError(f"study.seed: {show(seed)} is not an integer in 0..2^63-1")
+    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= MAX_TRIALS:
+        raise ScenarioError(f"study.trials: {show(trials)} is not an integer in 1..{MAX_TRIALS}; expected e.g. 10")
     metrics = meta.get("metrics")
     if metrics is not None:
         check_metrics(metrics)
@@ -476,6 +499,13 @@ def study_from_dict(
     columns = [f.column for f in factors]
     if len(set(columns)) != len(columns):
         raise ScenarioError(f"factors: two factor paths map to the same catalog column ({columns})")
+
+    total = sum(len(unit[3]) for unit in units)
+    if total > MAX_POINTS or total * trials > MAX_RUNS:
+        raise ScenarioError(
+            f"study: {total} points × {trials} trials = {total * trials} runs; at most "
+            f"{MAX_POINTS} points and {MAX_RUNS} runs (split the study)"
+        )
 
     version = engine.version()
     points: list[Point] = []

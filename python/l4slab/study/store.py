@@ -17,51 +17,101 @@ factor values, trial, seed, wall_s, engine and l4slab versions, ``"complete": tr
 a file that pyarrow cannot read, or without that key, or whose id differs from its
 name, is not a finished run and is run again.
 
+Verification (issue 14 item 1): every run file carries two checksums. The schema
+metadata key ``l4slab.study.sha256`` holds :func:`content_digest` of its decoded
+contents (identity JSON and every column's values), and ``records.jsonl`` in the study
+directory gets one line ``{"id", "sha256", "bytes"}`` with the sha256 of the file's
+bytes, appended when the file is placed. Parquet page checksums (CRC32 of each data
+page) are written and verified on every read. A run counts as done only when its bytes
+match their record or, for a file with no record (a ``run-one`` elsewhere, a lost
+``records.jsonl``), its page CRCs and content digest agree (:func:`verify_run_file`);
+``study run`` moves a file that fails into ``runs/corrupt/``, names it on one warning
+line and runs it again; readers skip it (and say so) or raise one line
+(:class:`CorruptRunFile`) — none returns changed values.
+
 ``id`` = sha256 of the canonical JSON of the resolved engine config (seed included)
 and the engine version (:func:`l4slab.study.spec.run_id`).
 """
 
 from __future__ import annotations
 
+import datetime as _dt
+import hashlib
 import io
 import json
+import os
+import re
+import sys
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..io import atomic_write, write_bytes, write_json
+from ..errors import ScenarioError
+from ..io import atomic_write, remove_leftovers, write_bytes, write_json
+from ..limits import show
 from ..results import flows_frame
 
 __all__ = [
     "META_KEY",
+    "CHECKSUM_KEY",
     "TABLES",
+    "CorruptRunFile",
+    "RUN_ID",
     "run_file_bytes",
     "write_run_file",
     "read_run_meta",
     "read_run_table",
+    "verify_run_file",
     "run_status",
     "rebuild_catalog",
+    "catalog_stale",
+    "CatalogError",
     "load_plan",
 ]
 
 META_KEY = b"l4slab.study.run"
+CHECKSUM_KEY = b"l4slab.study.sha256"
 TABLES = ("flows", "bottleneck", "classes", "flow_series", "bottleneck_series")
 SUMMARY_TABLES = ("flows", "bottleneck", "classes")
+RECORDS = "records.jsonl"
+#: A run id: the sha256 hex digest of its config (``spec.run_id``); nothing else names a file.
+RUN_ID = re.compile(r"[0-9a-f]{64}")
+
+
+class CorruptRunFile(ScenarioError):
+    """A run file failed verification (its message names the file and the check)."""
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr (``l4slab: warning: ...``)."""
+    print(f"l4slab: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
 
 def runs_dir(study_dir: Path) -> Path:
     return Path(study_dir) / "runs"
 
 
+def check_run_id(rid: Any, where: str = "run id") -> str:
+    """``rid`` if it is a run id (64 lowercase hex digits), else a one-line error: an id
+    read from ``plan.json`` or the command line becomes a file name, and must never
+    leave ``runs/`` (``../../x``)."""
+    if not isinstance(rid, str) or not RUN_ID.fullmatch(rid):
+        shown = repr(rid) if len(repr(rid)) <= 80 else repr(rid)[:77] + "..."
+        raise ScenarioError(f"{where}: {shown} is not a run id (64 hex digits, as in plan.json)")
+    return rid
+
+
 def run_path(study_dir: Path, rid: str) -> Path:
-    return runs_dir(study_dir) / f"{rid}.parquet"
+    return runs_dir(study_dir) / f"{check_run_id(rid)}.parquet"
 
 
 def failed_path(study_dir: Path, rid: str) -> Path:
-    return Path(study_dir) / "failed" / f"{rid}.json"
+    return Path(study_dir) / "failed" / f"{check_run_id(rid)}.json"
 
 
 # --- one run → one Parquet file -----------------------------------------------------------------
@@ -104,8 +154,50 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
         return pa.concat_tables(tables, promote=True)
 
 
+def _column_digest(digest: Any, column: pa.ChunkedArray) -> None:
+    """Feed one column's decoded values into ``digest``: validity, then values by kind
+    (numbers and booleans as their numpy bytes with nulls filled, strings as their
+    lengths and characters, anything else as the repr of its Python values)."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    kind = array.type
+    digest.update(np.packbits(array.is_valid().to_numpy(zero_copy_only=False)).tobytes())
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
+        filled = pc.fill_null(array, False if pa.types.is_boolean(kind) else 0)
+        values = filled.to_numpy(zero_copy_only=False)
+        digest.update(values.dtype.str.encode() + b"\0" + values.tobytes())
+    elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        # The lengths, then the characters: read from the buffers (a Python loop over a
+        # series' rows would cost a second per file).
+        filled = pc.fill_null(array, "")
+        digest.update(pc.binary_length(filled).to_numpy(zero_copy_only=False).astype("<i8").tobytes())
+        _, offsets, data = filled.buffers()
+        if len(filled) and data is not None:
+            width = np.int32 if pa.types.is_string(kind) else np.int64
+            bounds = np.frombuffer(offsets, dtype=width)[filled.offset : filled.offset + len(filled) + 1]
+            digest.update(memoryview(data)[int(bounds[0]) : int(bounds[-1])])
+    else:
+        digest.update(repr(array.to_pylist()).encode("utf-8", "backslashreplace"))
+
+
+def content_digest(table: pa.Table, identity: bytes) -> str:
+    """sha256 of a run file's decoded contents: its identity JSON (the ``META_KEY``
+    value as stored) and every column's name and values, in order. Written into the
+    file (``CHECKSUM_KEY``) and recomputed on every read, so a corruption that decodes
+    to other values (a flipped byte in a page header, a dictionary or the footer) is
+    caught even where no page checksum covers it."""
+    digest = hashlib.sha256(b"l4slab.run-content/1\n")
+    digest.update(len(identity).to_bytes(8, "little") + identity)
+    digest.update(table.num_rows.to_bytes(8, "little"))
+    for name in table.column_names:
+        encoded = name.encode("utf-8", "surrogatepass")
+        digest.update(len(encoded).to_bytes(8, "little") + encoded)
+        _column_digest(digest, table.column(name))
+    return digest.hexdigest()
+
+
 def run_file_bytes(result: Any, meta: Mapping[str, Any]) -> bytes:
-    """Serialise a :class:`~l4slab.results.RunResult` and its identity into one Parquet file."""
+    """Serialise a :class:`~l4slab.results.RunResult` and its identity into one Parquet
+    file, with its content digest in the metadata and page checksums on."""
     frames = {
         "flows": flows_frame(result.summary["flows"]),
         "bottleneck": pd.DataFrame([bottleneck_row(result.summary)]),
@@ -115,15 +207,50 @@ def run_file_bytes(result: Any, meta: Mapping[str, Any]) -> bytes:
     }
     table = _concat([_arrow(frame, name) for name, frame in frames.items() if len(frame.columns)])
     table = table.select(["table", *[c for c in table.column_names if c != "table"]])
-    table = table.replace_schema_metadata({META_KEY: json.dumps({**meta, "complete": True}).encode()})
+    identity = json.dumps({**meta, "complete": True}).encode()
+    table = table.replace_schema_metadata({META_KEY: identity, CHECKSUM_KEY: content_digest(table, identity).encode()})
     buffer = io.BytesIO()
-    pq.write_table(table, buffer, compression="zstd")
+    pq.write_table(table, buffer, compression="zstd", write_page_checksum=True)
     return buffer.getvalue()
 
 
+def load_records(study_dir: Path) -> dict[str, str]:
+    """Run id → sha256 of its file's bytes, from ``records.jsonl`` (the last line per id
+    wins; a torn or garbled line, e.g. from a kill mid-append, is ignored)."""
+    try:
+        text = (Path(study_dir) / RECORDS).read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return {}
+    records: dict[str, str] = {}
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+            rid, sha = entry["id"], entry["sha256"]
+        except (ValueError, TypeError, KeyError, RecursionError):
+            continue
+        if isinstance(rid, str) and isinstance(sha, str):
+            records[rid] = sha
+    return records
+
+
+def append_record(study_dir: Path, rid: str, data: bytes) -> None:
+    """Append the run's file checksum to ``records.jsonl``: one ``write`` of one line with
+    ``O_APPEND`` (concurrent ``run-one`` processes do not interleave lines), fsynced."""
+    line = json.dumps({"id": rid, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+                       "written_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})  # fmt: skip
+    fd = os.open(Path(study_dir) / RECORDS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        # A torn line left by a kill is ended first, so this record stays parseable.
+        os.write(fd, b"\n" + line.encode() + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_run_file(study_dir: Path, rid: str, data: bytes) -> Path:
-    """Atomically place a run's Parquet file; clear a previous failure record."""
+    """Atomically place a run's Parquet file, record its checksum, clear a previous failure record."""
     path = write_bytes(run_path(study_dir, rid), data)
+    append_record(study_dir, rid, data)
     failed_path(study_dir, rid).unlink(missing_ok=True)
     return path
 
@@ -132,50 +259,182 @@ def write_failure(study_dir: Path, rid: str, error: str) -> None:
     write_json(failed_path(study_dir, rid), {"id": rid, "error": error})
 
 
-def read_run_meta(path: Path) -> dict[str, Any] | None:
-    """The run's identity, or None if the file is missing, unreadable or incomplete."""
+def _study_of(path: Path) -> Path:
+    return Path(path).parent.parent
+
+
+def verify_run_file(
+    path: Path, records: Mapping[str, str] | None = None, *, decode: bool = True
+) -> tuple[dict[str, Any], pa.Table | None]:
+    """Read and verify a run file: its bytes against ``records.jsonl`` (when the run is
+    recorded there), every page's CRC, the identity and the content digest. Returns
+    (identity, table); raises :class:`CorruptRunFile` naming the file and the failed
+    check, or ``FileNotFoundError`` when there is no file.
+
+    Bytes that match their record are exactly the bytes written, whose digest was taken
+    from the very table they encode: the digest is not recomputed then, and with
+    ``decode=False`` nothing is decoded (``status``: ({}, None), a hash per file)."""
+    path = Path(path)
+    data = path.read_bytes()
+    if records is None:
+        records = load_records(_study_of(path))
+
+    def corrupt(why: str) -> CorruptRunFile:
+        return CorruptRunFile(f"{path}: corrupt run file: {why}")
+
+    expected = records.get(path.stem)
+    recorded = expected is not None and hashlib.sha256(data).hexdigest() == expected
+    if expected is not None and not recorded:
+        raise corrupt(f"its sha256 differs from the one recorded in {RECORDS} when it was written")
+    if recorded and not decode:
+        return {}, None
     try:
-        metadata = pq.read_metadata(path).metadata or {}
-        meta = json.loads(metadata[META_KEY])
-    except (OSError, KeyError, ValueError, pa.ArrowException):
+        table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
+        metadata = table.schema.metadata or {}
+        identity = metadata[META_KEY]
+        stored = metadata[CHECKSUM_KEY].decode("ascii")
+        meta = json.loads(identity)
+    except KeyError as err:
+        raise corrupt(f"no {err.args[0].decode()} metadata (not written by this version, or damaged)") from None
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError, pa.ArrowException) as err:
+        raise corrupt(" ".join(str(err).split())[:200] or type(err).__name__) from None
+    if not isinstance(meta, dict) or not meta.get("complete") or meta.get("id") != path.stem:
+        raise corrupt("its identity does not name this run")
+    if recorded:
+        return meta, table
+    try:
+        actual = content_digest(table.replace_schema_metadata(None), identity)
+    except (pa.ArrowException, ValueError, TypeError) as err:
+        raise corrupt(f"cannot decode its values ({type(err).__name__})") from None
+    if actual != stored:
+        raise corrupt("its values differ from the content checksum written with them")
+    return meta, table
+
+
+def read_run_meta(path: Path) -> dict[str, Any] | None:
+    """The run's identity if the file verifies (:func:`verify_run_file`), else None."""
+    try:
+        return verify_run_file(path)[0]
+    except (OSError, CorruptRunFile):
         return None
-    if not meta.get("complete") or meta.get("id") != Path(path).stem:
-        return None
-    return meta
+
+
+def split_table(table: pa.Table, name: str) -> pd.DataFrame:
+    """One logical table of a (verified) run file, with its own column names."""
+    prefix = f"{name}."
+    columns = [column for column in table.column_names if column.startswith(prefix)]
+    if not columns:
+        return pd.DataFrame()
+    rows = table.filter(pc.equal(table.column("table"), name)).select(columns)
+    frame = rows.replace_schema_metadata(None).to_pandas()
+    return frame.rename(columns=lambda column: column[len(prefix) :])
 
 
 def read_run_table(path: Path, table: str) -> pd.DataFrame:
-    """One logical table of a run file, with its own column names."""
-    schema = pq.read_schema(path)
-    prefix = f"{table}."
-    columns = [name for name in schema.names if name.startswith(prefix)]
-    if not columns:
-        return pd.DataFrame()
-    arrow = pq.read_table(path, columns=["table", *columns], filters=[("table", "=", table)])
-    frame = arrow.drop_columns(["table"]).to_pandas()
-    return frame.rename(columns=lambda name: name[len(prefix) :])
+    """One logical table of a run file, verified first; a corrupt file raises
+    :class:`CorruptRunFile` (one line naming it), a missing one ``FileNotFoundError``."""
+    return split_table(verify_run_file(path)[1], table)
+
+
+def quarantine(study_dir: Path, path: Path, reason: str) -> Path:
+    """Move a corrupt run file to ``runs/corrupt/`` (kept for inspection, out of every
+    glob of ``runs/*.parquet``) and say so on one line."""
+    target_dir = runs_dir(study_dir) / "corrupt"
+    target_dir.mkdir(parents=True, exist_ok=True)
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+    target = target_dir / f"{path.stem}.{stamp}.parquet"
+    os.replace(path, target)
+    warn(f"{reason}; moved to {target} and will be run again")
+    return target
 
 
 # --- plan and status -----------------------------------------------------------------------------
 
 
+def _plan_error(study_dir: Path, why: str) -> ScenarioError:
+    return ScenarioError(
+        f"{Path(study_dir) / 'plan.json'}: {why}; re-plan it with `l4slab study run FILE --out {study_dir}`"
+    )
+
+
+def _check_plan(study_dir: Path, plan: Any) -> dict[str, Any]:
+    """The shape every reader of ``plan.json`` relies on, checked once (a truncated or
+    hand-edited plan is one line, not a KeyError deep in a command)."""
+    if not isinstance(plan, dict):
+        raise _plan_error(study_dir, "not a JSON object")
+    for key, kind in (("factors", list), ("points", list), ("runs", list), ("study", str), ("engine_version", str)):
+        if not isinstance(plan.get(key), kind):
+            raise _plan_error(study_dir, f"{key!r} is missing or not a {kind.__name__}")
+    if not plan["runs"] or not plan["points"]:
+        raise _plan_error(study_dir, "it plans no runs")
+    for i, factor in enumerate(plan["factors"]):
+        if not isinstance(factor, dict) or not isinstance(factor.get("column"), str) or "path" not in factor:
+            raise _plan_error(study_dir, f"factors[{i}] is not a factor")
+    columns = [f["column"] for f in plan["factors"]]
+    for i, point in enumerate(plan["points"]):
+        if not (isinstance(point, dict) and isinstance(point.get("factors"), dict)
+                and isinstance(point.get("config"), dict) and isinstance(point.get("scenario"), dict)
+                and all(c in point["factors"] for c in columns)):  # fmt: skip
+            raise _plan_error(study_dir, f"points[{i}] is not a point")
+    for i, run in enumerate(plan["runs"]):
+        if not isinstance(run, dict):
+            raise _plan_error(study_dir, f"runs[{i}] is not a run")
+        check_run_id(run.get("id"), f"{Path(study_dir) / 'plan.json'}: runs[{i}].id")
+        point, trial, seed = run.get("point"), run.get("trial"), run.get("seed")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (point, trial, seed)):
+            raise _plan_error(study_dir, f"runs[{i}] has no integer point, trial and seed")
+        if not 0 <= point < len(plan["points"]):
+            raise _plan_error(study_dir, f"runs[{i}].point {point} is not a point of the plan")
+    if plan.get("metrics") is not None and not isinstance(plan["metrics"], list):
+        raise _plan_error(study_dir, "'metrics' is not a list")
+    return plan
+
+
 def load_plan(study_dir: Path) -> dict[str, Any] | None:
+    """The study's ``plan.json`` (None when there is none); a truncated, ill-typed or
+    unreadable plan is a one-line :class:`ScenarioError`."""
+    if "\0" in str(study_dir) or str(study_dir) == "":
+        raise ScenarioError(f"{show(str(study_dir))}: not a study directory name")
+    path = Path(study_dir) / "plan.json"
     try:
-        return json.loads((Path(study_dir) / "plan.json").read_text(encoding="utf-8"))
+        text = path.read_bytes()
     except FileNotFoundError:
         return None
+    except IsADirectoryError:
+        raise _plan_error(study_dir, "is a directory") from None
+    except NotADirectoryError:
+        raise ScenarioError(f"{study_dir}: not a study directory (a file)") from None
+    except OSError as err:
+        raise ScenarioError(f"{path}: cannot read: {err.strerror or err}") from None
+    try:
+        plan = json.loads(text)
+    except (ValueError, RecursionError) as err:
+        raise _plan_error(study_dir, f"not valid JSON ({type(err).__name__}, truncated?)") from None
+    return _check_plan(study_dir, plan)
 
 
-def run_status(study_dir: Path, run_ids: Iterable[str]) -> dict[str, str]:
-    """``done`` (a valid run file), ``failed`` (a failure record) or ``pending`` per id."""
+def run_status(
+    study_dir: Path,
+    run_ids: Iterable[str],
+    on_corrupt: Callable[[Path, str], None] | None = None,
+) -> dict[str, str]:
+    """``done`` (a run file that verifies), ``failed`` (a failure record) or ``pending``
+    per id. A run file that fails verification counts as not done and is passed to
+    ``on_corrupt(path, reason)`` (default: one warning line naming it)."""
+    study_dir = Path(study_dir)
+    records = load_records(study_dir)
     status = {}
     for rid in run_ids:
-        if read_run_meta(run_path(study_dir, rid)) is not None:
+        path = run_path(study_dir, rid)
+        try:
+            verify_run_file(path, records, decode=False)
             status[rid] = "done"
-        elif failed_path(study_dir, rid).exists():
-            status[rid] = "failed"
-        else:
-            status[rid] = "pending"
+            continue
+        except FileNotFoundError:
+            pass
+        except (OSError, CorruptRunFile) as err:
+            (on_corrupt or (lambda _p, why: warn(f"{why}; it will be run again")))(path, str(err))
+        status[rid] = "failed" if failed_path(study_dir, rid).exists() else "pending"
     return status
 
 
@@ -214,9 +473,17 @@ def collect(study_dir: Path) -> dict[str, pd.DataFrame]:
     rows: dict[str, list[pd.DataFrame]] = {name: [] for name in SUMMARY_TABLES}
     runs: list[dict[str, Any]] = []
     found: set[str] = set()
+    records = load_records(study_dir)
     for path in sorted(runs_dir(study_dir).glob("*.parquet")):
-        meta = read_run_meta(path)
-        if meta is None:
+        try:
+            meta, table = verify_run_file(path, records)
+        except FileNotFoundError:
+            continue
+        except (OSError, CorruptRunFile) as err:
+            warn(f"{err}; left out (`l4slab study run` runs it again)")
+            continue
+        if not isinstance(meta.get("factors"), dict) or not all(k in meta for k in ("point", "trial", "seed")):
+            warn(f"{path}: its identity lacks point, factors, trial or seed; left out")
             continue
         found.add(meta["id"])
         if meta["id"] in planned:  # the current plan's point numbering wins
@@ -225,7 +492,7 @@ def collect(study_dir: Path) -> dict[str, pd.DataFrame]:
         runs.append({**identity, "status": "done", "wall_s": meta.get("wall_s"), "error": None,
                      "in_plan": meta["id"] in planned})  # fmt: skip
         for name in SUMMARY_TABLES:
-            frame = read_run_table(path, name)
+            frame = split_table(table, name)
             for key, value in reversed(identity.items()):
                 frame.insert(0, key, [value] * len(frame))
             rows[name].append(frame)
@@ -257,32 +524,97 @@ def collect(study_dir: Path) -> dict[str, pd.DataFrame]:
     return tables
 
 
+CATALOG = "catalog.duckdb"
+
+
+class CatalogError(OSError):
+    """The catalog could not be written or verified: one line, exit 1 (the environment,
+    e.g. a full disk, not a user mistake); the run files are intact."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
+
+
+def _remove_leftovers(study_dir: Path) -> None:
+    """Temp files of catalog builds whose process died (a kill, a full disk):
+    ``.catalog.duckdb.<pid>.*.tmp`` and DuckDB's ``.tmp.wal`` beside them."""
+    remove_leftovers(Path(study_dir) / CATALOG)
+
+
+def _verify_catalog(path: Path, tables: Mapping[str, pd.DataFrame]) -> None:
+    """Open the built file read-only and check each table's row and column count."""
+    import duckdb
+
+    with duckdb.connect(str(path), read_only=True) as con:
+        present = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        for name, frame in tables.items():
+            if name not in present:
+                raise CatalogError(f"catalog: table {name!r} is missing after the build")
+            rows = con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
+            columns = len(con.execute(f'SELECT * FROM "{name}" LIMIT 0').description)
+            if rows != len(frame) or columns != len(frame.columns):
+                raise CatalogError(
+                    f"catalog: table {name!r} has {rows} rows × {columns} columns after the build, "
+                    f"expected {len(frame)} × {len(frame.columns)}"
+                )
+
+
 def rebuild_catalog(study_dir: Path) -> Path:
-    """Rebuild ``catalog.duckdb`` from the run files and the plan; replaced atomically."""
+    """Rebuild ``catalog.duckdb`` from the run files and the plan.
+
+    The new catalog is built in a temp file beside it, checkpointed explicitly (DuckDB's
+    close does not raise when its final checkpoint fails, e.g. on a full disk), reopened
+    and its tables' row counts checked against the run files, and only then renamed over
+    the old one. Leftovers of earlier builds are removed. A failure is one
+    :class:`CatalogError` line; the old catalog, if any, is left in place."""
     import duckdb
 
     study_dir = Path(study_dir)
+    _remove_leftovers(study_dir)
     tables = collect(study_dir)
 
     def write(tmp: Path) -> None:
         tmp.unlink()
-        with duckdb.connect(str(tmp)) as con:
-            for name, frame in tables.items():
-                con.register("frame", frame)
-                con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM frame')
-                con.unregister("frame")
+        try:
+            with duckdb.connect(str(tmp)) as con:
+                for name, frame in tables.items():
+                    con.register("frame", frame)
+                    con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM frame')
+                    con.unregister("frame")
+                con.execute("CHECKPOINT")
+            if Path(f"{tmp}.wal").exists() and Path(f"{tmp}.wal").stat().st_size > 0:
+                raise CatalogError("catalog: DuckDB left unwritten data in its log after the checkpoint")
+            _verify_catalog(tmp, tables)
+        finally:
+            Path(f"{tmp}.wal").unlink(missing_ok=True)
 
-    return atomic_write(study_dir / "catalog.duckdb", write)
+    try:
+        return atomic_write(study_dir / CATALOG, write)
+    except CatalogError as err:
+        raise CatalogError(f"{study_dir / CATALOG}: not replaced: {err}") from None
+    except (OSError, duckdb.Error) as err:
+        why = err.strerror if isinstance(err, OSError) and err.strerror else " ".join(str(err).split())[:200]
+        raise CatalogError(
+            f"{study_dir / CATALOG}: cannot be written ({why}); the run files are intact, "
+            "run the command again when there is space"
+        ) from None
 
 
 def catalog_stale(study_dir: Path) -> bool:
-    """True when the catalog is missing or older than the runs, failures or plan."""
+    """True when the catalog is missing or older than the plan, the failure records, the
+    checksum records or any run file (a file changed in place counts too)."""
     study_dir = Path(study_dir)
-    catalog = study_dir / "catalog.duckdb"
+    catalog = study_dir / CATALOG
     if not catalog.exists():
         return True
     built = catalog.stat().st_mtime_ns
-    for path in (runs_dir(study_dir), study_dir / "failed", study_dir / "plan.json"):
-        if path.exists() and path.stat().st_mtime_ns > built:
-            return True
+    paths = [runs_dir(study_dir), study_dir / "failed", study_dir / "plan.json", study_dir / RECORDS]
+    if runs_dir(study_dir).is_dir():
+        paths += runs_dir(study_dir).glob("*.parquet")
+    for path in paths:
+        try:
+            if path.stat().st_mtime_ns > built:
+                return True
+        except OSError:
+            continue
     return False

@@ -11,6 +11,7 @@
 use crate::packet::Ecn;
 use crate::time::{jiffies, Time};
 
+pub mod bbr;
 pub mod bbr2;
 pub mod bbr3;
 pub mod cubic;
@@ -497,6 +498,13 @@ pub trait CongestionControl: Send {
 
     /// Segments per TSO burst (`tso_segs`), `None` to use the stack's autosizing.
     fn tso_segs(&self, _tp: &CcSock) -> Option<u32> {
+        None
+    }
+
+    /// `min_tso_segs`: the minimum segments per skb for `tcp_tso_autosize`
+    /// (`tcp_tso_segs` in net/ipv4/tcp_output.c; BBRv1 `bbr_min_tso_segs`), `None` for
+    /// the sysctl `tcp_min_tso_segs`. Used only when `tso_segs` is `None`.
+    fn min_tso_segs(&self, _tp: &CcSock) -> Option<u32> {
         None
     }
 

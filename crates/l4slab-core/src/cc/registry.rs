@@ -66,6 +66,7 @@ pub const TABLE: &[CcDescriptor] = &[
     super::dctcp::DESCRIPTOR,
     super::prague::DESCRIPTOR,
     super::prague::DESCRIPTOR_V06,
+    super::bbr::DESCRIPTOR,
     super::bbr2::DESCRIPTOR,
     super::bbr2::DESCRIPTOR_L4S,
     super::bbr3::DESCRIPTOR,

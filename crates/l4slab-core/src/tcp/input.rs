@@ -61,6 +61,7 @@ impl TcpSender {
         let prior_in_flight = self.tp.in_flight();
         let prior_delivered = self.tp.delivered;
         let prior_lost_out = self.tp.lost_out;
+        let prior_lost = self.tp.lost;
         let mut fl: u32 = 0;
         let mut rs = RateSample { prior_in_flight, ..RateSample::default() };
         let mut first_sack_xmit: Option<Time> = None;
@@ -196,12 +197,14 @@ impl TcpSender {
 
         // Rate sample (tcp_rate_gen) and congestion control.
         rs.is_ece = fl & flag::ECE != 0;
-        // Newly lost for rs.losses and PRR. Linux's tcp_ack takes the growth of
-        // tp->lost; the growth of lost_out used here is smaller when a packet marked
-        // lost earlier is (S)ACKed by this ACK or a retransmission is lost again.
-        // Kept: changing it changes results.
+        // rs.losses is the growth of tp->lost, as tcp_ack passes it to tcp_rate_gen
+        // ("freshly marked lost"). PRR here still takes the growth of lost_out, which
+        // is smaller when a packet marked lost earlier is (S)ACKed by this ACK or a
+        // retransmission is lost again: kept, because changing it changes the
+        // results of every loss-based CC (a known divergence, docs/engine.md).
         let lost_now = self.tp.lost_out.saturating_sub(prior_lost_out);
-        self.rate_gen(now, acked_sacked, lost_now, &mut rs);
+        let newly_lost = (self.tp.lost - prior_lost) as u32;
+        self.rate_gen(now, acked_sacked, newly_lost, &mut rs);
         if self.tp.snd_una >= self.app_bytes && self.stats.completed_at.is_none() {
             self.stats.completed_at = Some(now);
         }
@@ -242,15 +245,17 @@ impl TcpSender {
             if b.end <= self.tp.snd_una {
                 continue;
             }
-            let start_idx = self.rtx.partition_point(|s| s.end <= b.start);
-            for i in start_idx..self.rtx.len() {
-                // Test through a reference: most segments of a repeated block are
-                // SACKed already, and only a newly SACKed one is copied out.
+            let start_idx = self.rtx.first_ending_after(b.start);
+            // Only segments not SACKed yet are visited (tcp_sacktag_skip over what a
+            // repeated block already covered): most of a repeated block is.
+            let mut next = self.rtx.next_unsacked(start_idx);
+            while let Some(i) = next {
+                next = self.rtx.next_unsacked(i + 1);
                 let r = &self.rtx[i];
                 if r.seq >= b.end {
                     break;
                 }
-                if r.end > b.end || r.has(SACKED) {
+                if r.end > b.end {
                     continue;
                 }
                 // Newly SACKed.
@@ -276,7 +281,7 @@ impl TcpSender {
                 self.rack_advance(s.has(EVER_RETRANS), s.end, s.xmit, now);
                 self.rate_skb_delivered(&mut seg, rs);
                 self.fack = self.fack.max(seg.end);
-                self.rtx[i] = seg;
+                self.rtx.replace(i, seg);
             }
         }
         if reord != u64::MAX {
@@ -432,7 +437,7 @@ impl TcpSender {
     /// retransmission was lost too, take it out of `retrans_out`), count it in
     /// `tp->lost` and tell the CC (google/bbr v3 `tcp_notify_skb_loss_event`).
     pub(super) fn mark_skb_lost(&mut self, i: usize) {
-        let s = &mut self.rtx[i];
+        let s = self.rtx[i];
         if s.has(SACKED) {
             return;
         }
@@ -441,10 +446,10 @@ impl TcpSender {
                 return;
             }
             // The retransmission itself was lost.
-            s.flags &= !RETRANS;
+            self.rtx.set_flags(i, s.flags & !RETRANS);
             self.tp.retrans_out -= 1;
         } else {
-            s.flags |= LOST;
+            self.rtx.set_flags(i, s.flags | LOST);
             self.tp.lost_out += 1;
         }
         let info = SkbLostInfo { seq: s.seq, end_seq: s.end, pcount: 1, tx: s.tx };

@@ -16,6 +16,7 @@ mod rate;
 pub mod receiver;
 mod recovery;
 pub mod rtt;
+mod rtx_queue;
 pub mod sender;
 mod timer;
 

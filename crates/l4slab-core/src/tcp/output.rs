@@ -145,7 +145,9 @@ impl TcpSender {
             bytes += GSO_MAX_SIZE >> r;
         }
         let segs = bytes.min(GSO_MAX_SIZE) / self.tp.mss.max(1) as u64;
-        (segs as u32).max(TCP_MIN_TSO_SEGS)
+        // tcp_tso_segs: the CC's min_tso_segs op (BBR) replaces the sysctl.
+        let min_tso = self.cc.min_tso_segs(&self.tp).unwrap_or(TCP_MIN_TSO_SEGS);
+        (segs as u32).max(min_tso)
     }
 
     /// `tcp_cwnd_test`: segments the cwnd lets the next skb take, 0 when full. One
@@ -279,8 +281,12 @@ impl TcpSender {
         if self.tp.lost_out <= self.tp.retrans_out {
             return;
         }
-        let mut i = 0;
-        while i < self.rtx.len() {
+        // The scoreboard index visits only the segments to retransmit (LOST, not
+        // SACKED, not RETRANS). The stop tests depend only on state a retransmission
+        // changes, so testing them before each such segment stops where a scan of
+        // the whole queue testing them at every segment would.
+        let mut next = self.rtx.next_lost(0);
+        while let Some(i) = next {
             if self.tp.retrans_out >= self.tp.lost_out {
                 break;
             }
@@ -297,14 +303,11 @@ impl TcpSender {
                 self.pacing_timer = Some(self.tp.wstamp_ns);
                 break;
             }
-            let s = self.rtx[i];
-            if s.has(LOST) && !s.has(SACKED) && !s.has(RETRANS) {
-                self.retransmit_seg(i, now, out);
-                if self.tp.ca_state == CaState::Cwr || self.tp.ca_state == CaState::Recovery {
-                    self.prr_out += 1;
-                }
+            self.retransmit_seg(i, now, out);
+            if self.tp.ca_state == CaState::Cwr || self.tp.ca_state == CaState::Recovery {
+                self.prr_out += 1;
             }
-            i += 1;
+            next = self.rtx.next_lost(i + 1);
         }
     }
 
@@ -319,10 +322,11 @@ impl TcpSender {
         if !self.rtx[i].has(RETRANS) {
             self.tp.retrans_out += 1;
         }
-        let s = &mut self.rtx[i];
+        let mut s = self.rtx[i];
         s.flags = (s.flags | RETRANS | EVER_RETRANS) & !DELIVERED;
         s.xmit = stamp;
         s.tx = tx;
+        self.rtx.retransmit(i, s);
         self.stats.retransmits += 1;
         self.skb_overhead_due = true;
         self.emit_data(seq, len, true, now, out);
@@ -514,7 +518,8 @@ mod tests {
         }
         // Other CCs are unchanged: CUBIC's retransmissions stay Not-ECT.
         let cfg: TcpFlowConfig =
-            serde_json::from_value(serde_json::json!({"cc": "cubic", "rtt_ns": 10_000_000u64, "ecn_low": true})).unwrap();
+            serde_json::from_value(serde_json::json!({"cc": "cubic", "rtt_ns": 10_000_000u64, "ecn_low": true}))
+                .unwrap();
         let mut s = TcpSender::new(0, &cfg, crate::cc::by_name("cubic").unwrap(), Time::MAX);
         s.phase = Phase::Established;
         s.tp.ecn_mode = EcnMode::Rfc3168;

@@ -36,12 +36,16 @@ impl TcpSender {
     }
 
     /// `tcp_rate_skb_delivered`: when `s` is the most recently sent packet this ACK
-    /// delivered so far, take the sample's starting point from it.
+    /// delivered so far (`tcp_skb_sent_after`: later send time, ties broken by the
+    /// higher end_seq; mainline since Linux 5.18, google/bbr v3), take the sample's
+    /// starting point from it.
     pub(super) fn rate_skb_delivered(&mut self, s: &mut Seg, rs: &mut RateSample) {
         if s.has(DELIVERED) {
             return;
         }
-        if rs.prior_mstamp == 0 || s.tx.delivered > rs.prior_delivered {
+        let tx_us = s.xmit / NS_PER_US;
+        if rs.prior_delivered == 0 || skb_sent_after(tx_us, self.tp.first_tx_mstamp / NS_PER_US, s.end, rs.last_end_seq)
+        {
             rs.prior_delivered = s.tx.delivered;
             rs.prior_delivered_ce = s.tx.delivered_ce;
             rs.is_app_limited = s.tx.is_app_limited;
@@ -49,10 +53,12 @@ impl TcpSender {
             rs.tx_in_flight = s.tx.in_flight;
             rs.lost = (self.tp.lost - s.tx.lost) as i64;
             rs.last_end_seq = s.end;
-            // Send phase of this flight, kept in `interval_us` for rate_gen.
-            rs.interval_us = ((s.xmit - s.tx.first_tx_mstamp) / NS_PER_US) as i64;
-            self.tp.first_tx_mstamp = s.xmit;
             rs.prior_mstamp = s.tx.delivered_mstamp;
+            // Send time of the most recently delivered packet.
+            self.tp.first_tx_mstamp = s.xmit;
+            // Send phase of this flight (tcp_stamp_us_delta on µs stamps), kept in
+            // `interval_us` for rate_gen.
+            rs.interval_us = tx_us.saturating_sub(s.tx.first_tx_mstamp / NS_PER_US) as i64;
         }
         // Linux zeroes tx.delivered_mstamp so a SACKed packet is not sampled again
         // when it is cumulatively acknowledged.
@@ -79,7 +85,8 @@ impl TcpSender {
         rs.delivered = (self.tp.delivered - rs.prior_delivered) as i64;
         rs.delivered_ce = (self.tp.delivered_ce - rs.prior_delivered_ce) as i64;
         let snd_us = rs.interval_us;
-        let ack_us = ((now.saturating_sub(prior_time)) / NS_PER_US) as i64;
+        // tcp_stamp_us_delta(tp->tcp_mstamp, rs->prior_mstamp): µs clocks.
+        let ack_us = (now / NS_PER_US).saturating_sub(prior_time / NS_PER_US) as i64;
         rs.interval_us = snd_us.max(ack_us);
         // An interval below min RTT is from ACK compression or a stretched clock.
         if rs.interval_us < self.tp.min_rtt_us as i64 {
@@ -99,6 +106,13 @@ impl TcpSender {
             self.tp.app_limited = (self.tp.delivered + in_flight as u64).max(1);
         }
     }
+}
+
+/// `tcp_skb_sent_after(t1, t2, seq1, seq2)` (include/net/tcp.h): sent later, or at
+/// the same time with a higher end sequence.
+#[inline]
+fn skb_sent_after(t1: u64, t2: u64, seq1: u64, seq2: u64) -> bool {
+    t1 > t2 || (t1 == t2 && seq1 > seq2)
 }
 
 #[cfg(test)]
@@ -168,20 +182,23 @@ mod tests {
             send(&mut s, t0 + k * NS_PER_MS);
         }
         // First ACK, 20 ms after the flight started from idle, for 2 packets: both
-        // were sent with delivered = 0, the first (earliest) one is the sample's
-        // start; its send phase is 0, the ACK phase 20 ms.
+        // were sent with delivered = 0; the most recently sent one (t0 + 1 ms,
+        // tcp_skb_sent_after) is the sample's start; its send phase is 1 ms, the
+        // ACK phase 20 ms.
         let rs = ack(&mut s, 2, t0 + 20 * NS_PER_MS);
         assert_eq!((rs.prior_delivered, rs.prior_mstamp), (0, t0));
         assert_eq!((rs.delivered, rs.interval_us), (2, 20_000));
-        assert_eq!((s.tp.delivered_mstamp, s.tp.first_tx_mstamp), (t0 + 20 * NS_PER_MS, t0));
-        // A packet sent at 21 ms carries delivered = 2 and the send phase start t0.
+        assert_eq!(rs.tx_in_flight, 2, "the second packet's snapshot");
+        assert_eq!((s.tp.delivered_mstamp, s.tp.first_tx_mstamp), (t0 + 20 * NS_PER_MS, t0 + NS_PER_MS));
+        // A packet sent at 21 ms carries delivered = 2 and the send phase start.
         send(&mut s, t0 + 21 * NS_PER_MS);
         let tx = s.rtx.back().unwrap().tx;
-        assert_eq!((tx.delivered, tx.delivered_mstamp, tx.first_tx_mstamp), (2, t0 + 20 * NS_PER_MS, t0));
+        assert_eq!((tx.delivered, tx.delivered_mstamp, tx.first_tx_mstamp), (2, t0 + 20 * NS_PER_MS, t0 + NS_PER_MS));
         // The ACK at 25 ms delivers it with the two older ones: it is the most
-        // recently sent, so delivered = 5 − 2 = 3 over max(21 ms send, 5 ms ACK).
+        // recently sent, so delivered = 5 − 2 = 3 over max(20 ms send, 5 ms ACK):
+        // the send phase is the longer one here (ACK compression).
         let rs = ack(&mut s, 3, t0 + 25 * NS_PER_MS);
-        assert_eq!((rs.prior_delivered, rs.delivered, rs.interval_us), (2, 3, 21_000));
+        assert_eq!((rs.prior_delivered, rs.delivered, rs.interval_us), (2, 3, 20_000));
         assert_eq!(rs.tx_in_flight, 3, "two in flight when it left, plus itself");
         assert_eq!(rs.last_end_seq, 5 * 1448);
         // Below min RTT the interval is not trusted.
@@ -189,6 +206,59 @@ mod tests {
         send(&mut s, t0 + 26 * NS_PER_MS);
         let rs = ack(&mut s, 1, t0 + 27 * NS_PER_MS);
         assert_eq!((rs.delivered, rs.interval_us), (1, -1));
+    }
+
+    #[test]
+    fn the_sample_starts_at_the_most_recently_sent_packet_ties_broken_by_sequence() {
+        let mut s = sender(Box::new(Reno));
+        let t0 = 10 * NS_PER_MS;
+        // Three packets of one TSO burst (same send time) and a fourth 2 ms later,
+        // delivered together by one ACK; none carries a later tx.delivered.
+        for k in 0..3 {
+            send(&mut s, t0);
+            assert_eq!(s.rtx[k].xmit, t0);
+        }
+        send(&mut s, t0 + 2 * NS_PER_MS);
+        // The ACK processes them in sequence order; the last-sent wins.
+        let rs = ack(&mut s, 4, t0 + 15 * NS_PER_MS);
+        assert_eq!((rs.tx_in_flight, rs.last_end_seq), (4, 4 * 1448));
+        assert_eq!(rs.interval_us, 15_000, "ACK phase from the flight's start");
+        // Two packets sent at the same time: the higher end_seq is the sample
+        // (delivered > 0 at their send: with tx.delivered = 0, Linux's
+        // `!rs->prior_delivered` lets every later-processed packet replace it).
+        let mut s = sender(Box::new(Reno));
+        s.tp.delivered = 5;
+        send(&mut s, t0);
+        send(&mut s, t0);
+        let mut rs = RateSample::default();
+        let (mut a, mut b) = (s.rtx[0], s.rtx[1]);
+        s.tp.delivered += 2;
+        s.tp.first_tx_mstamp = 0;
+        s.rate_skb_delivered(&mut b, &mut rs);
+        s.rate_skb_delivered(&mut a, &mut rs);
+        assert_eq!((rs.last_end_seq, rs.tx_in_flight), (2 * 1448, 2), "order of processing does not matter");
+        // A SACKed packet is not sampled again when cumulatively acknowledged.
+        let mut rs2 = RateSample::default();
+        s.rate_skb_delivered(&mut b, &mut rs2);
+        assert_eq!(rs2.prior_mstamp, 0);
+    }
+
+    #[test]
+    fn an_interval_below_min_rtt_and_a_sample_without_timing_are_invalid() {
+        let mut s = sender(Box::new(Reno));
+        s.tp.min_rtt_us = 10_000;
+        send(&mut s, NS_PER_MS);
+        // 9.999 ms: below min RTT (ACK compression or a stretched clock): discarded,
+        // but the delivery counts stand.
+        let rs = ack(&mut s, 1, NS_PER_MS + 9_999_000);
+        assert_eq!((rs.delivered, rs.interval_us, rs.acked_sacked), (1, -1, 1));
+        send(&mut s, 20 * NS_PER_MS);
+        let rs = ack(&mut s, 1, 30 * NS_PER_MS);
+        assert_eq!((rs.delivered, rs.interval_us), (1, 10_000), "exactly min RTT is kept");
+        // An ACK that delivers nothing has no timing: delivered = interval = −1.
+        let mut rs = RateSample::default();
+        s.rate_gen(31 * NS_PER_MS, 0, 2, &mut rs);
+        assert_eq!((rs.delivered, rs.interval_us, rs.losses), (-1, -1, 2));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use super::*;
 use crate::cc::{CaEvent, CcFlags, CcSock, CongestionControl};
 use crate::packet::{option_space_left, tcp_wire_len, Ecn, Packet, PacketKind, SackBlock, MAX_SACK_BLOCKS};
 use crate::time::{Time, NS_PER_US};
+use std::collections::VecDeque;
 
 /// Receiver state of one connection.
 pub struct TcpReceiver {
@@ -18,8 +19,9 @@ pub struct TcpReceiver {
     rcv_nxt: u64,
     /// `rcv_wup`: rcv_nxt when the last ACK was sent.
     rcv_wup: u64,
-    /// Out-of-order ranges, sorted and disjoint.
-    ooo: Vec<SackBlock>,
+    /// Out-of-order ranges, sorted, disjoint and not adjacent (holes fill from the
+    /// front, new data extends the back: a deque makes both O(1)).
+    ooo: VecDeque<SackBlock>,
     /// SACK blocks in most-recent-first order (`tp->selective_acks`).
     recent: [SackBlock; MAX_SACK_BLOCKS + 1],
     num_recent: usize,
@@ -101,7 +103,7 @@ impl TcpReceiver {
             delayed_ack,
             rcv_nxt: 0,
             rcv_wup: 0,
-            ooo: Vec::with_capacity(64),
+            ooo: VecDeque::with_capacity(64),
             recent: [SackBlock::default(); MAX_SACK_BLOCKS + 1],
             num_recent: 0,
             dsack: None,
@@ -527,28 +529,33 @@ impl TcpReceiver {
     /// Add `[seq, end)` to the out-of-order set and to the recency list.
     fn insert_ooo(&mut self, seq: u64, end: u64) {
         let mut blk = SackBlock { start: seq, end };
-        // Merge with every overlapping/adjacent range.
-        let mut i = 0;
+        // Merge with every overlapping/adjacent range: sorted and disjoint, they are
+        // a run from the first that does not end before the segment (a binary
+        // search, as tcp_data_queue_ofo descends the ofo rb-tree).
+        let lo = self.ooo.partition_point(|r| r.end < blk.start);
+        let mut hi = lo;
         let mut dup = false;
-        while i < self.ooo.len() {
-            let r = self.ooo[i];
-            if r.end < blk.start || r.start > blk.end {
-                i += 1;
-                continue;
+        while let Some(&r) = self.ooo.get(hi) {
+            if r.start > blk.end {
+                break;
             }
             if r.start <= seq && end <= r.end {
                 dup = true;
             }
             blk.start = blk.start.min(r.start);
             blk.end = blk.end.max(r.end);
-            self.ooo.remove(i);
+            hi += 1;
         }
         if dup {
             // Duplicate of out-of-order data: D-SACK it (tcp_data_queue_ofo).
             self.dsack = Some(SackBlock { start: seq, end });
         }
-        let pos = self.ooo.partition_point(|r| r.start < blk.start);
-        self.ooo.insert(pos, blk);
+        if hi > lo {
+            self.ooo[lo] = blk;
+            self.ooo.drain(lo + 1..hi);
+        } else {
+            self.ooo.insert(lo, blk);
+        }
         // Recency list: the block containing the newest segment goes first
         // (`tcp_sack_new_ofo_skb`); blocks merged into it disappear.
         let mut kept = [SackBlock::default(); MAX_SACK_BLOCKS + 1];
@@ -567,7 +574,7 @@ impl TcpReceiver {
 
     /// `tcp_ofo_queue`: move now-contiguous ranges into the receive queue.
     fn pull_ooo(&mut self) {
-        while let Some(first) = self.ooo.first().copied() {
+        while let Some(first) = self.ooo.front().copied() {
             if first.start > self.rcv_nxt {
                 break;
             }
@@ -575,7 +582,7 @@ impl TcpReceiver {
                 self.bytes_delivered += first.end - self.rcv_nxt;
                 self.rcv_nxt = first.end;
             }
-            self.ooo.remove(0);
+            self.ooo.pop_front();
         }
         // Drop SACK blocks now below rcv_nxt (`tcp_sack_remove`).
         let mut n = 0;
@@ -594,6 +601,45 @@ impl TcpReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The out-of-order merge against a scan of every range (the rule it replaced):
+    /// random segments below and above holes, duplicates and fills.
+    #[test]
+    fn out_of_order_merge_equals_a_scan_of_every_range() {
+        let mut rng = crate::rng::stream(3, crate::rng::Stream::Flow(0));
+        let mut r = TcpReceiver::new(0, true, 0, 0, "reno");
+        let mut want: Vec<SackBlock> = Vec::new();
+        for _ in 0..20_000 {
+            let seq = (rng.next_u32() % 400) as u64 * 10;
+            let end = seq + 10 * (1 + rng.next_u32() % 3) as u64;
+            let mut blk = SackBlock { start: seq, end };
+            let mut dup = false;
+            let mut i = 0;
+            while i < want.len() {
+                let x = want[i];
+                if x.end < blk.start || x.start > blk.end {
+                    i += 1;
+                    continue;
+                }
+                dup |= x.start <= seq && end <= x.end;
+                blk = SackBlock { start: blk.start.min(x.start), end: blk.end.max(x.end) };
+                want.remove(i);
+            }
+            let pos = want.partition_point(|x| x.start < blk.start);
+            want.insert(pos, blk);
+            r.dsack = None;
+            r.insert_ooo(seq, end);
+            assert_eq!(r.dsack.is_some(), dup);
+            assert!(r.ooo.iter().eq(want.iter()));
+            if rng.next_u32() % 50 == 0 {
+                // The hole at the front fills: everything is delivered.
+                r.rcv_nxt = want.last().map_or(0, |b| b.end);
+                r.pull_ooo();
+                want.clear();
+                assert!(r.ooo.is_empty());
+            }
+        }
+    }
 
     fn data(seq: u64, len: u32) -> Packet {
         let mut p = Packet::new(0, PacketKind::Data);

@@ -37,26 +37,54 @@ impl TcpSender {
     /// wait (µs) of the others, 0 if none.
     pub(super) fn rack_detect_loss(&mut self, now: Time) -> u64 {
         let reo_wnd = self.rack_reo_wnd_us();
+        let wait = self.rack.rtt_us + reo_wnd;
+        let (rack_xmit, rack_end) = (self.rack.xmit, self.rack.end_seq);
         let mut timeout = 0u64;
-        for i in 0..self.rtx.len() {
-            let s = self.rtx[i];
-            if s.has(SACKED) || (s.has(LOST) && !s.has(RETRANS)) {
-                continue;
-            }
-            if !rack_sent_after(self.rack.xmit, s.xmit, self.rack.end_seq, s.end) {
-                if s.has(EVER_RETRANS) {
-                    continue; // retransmitted later; later originals may still qualify
-                }
+        // The packets examined are those in flight (not SACKed, not lost awaiting
+        // retransmission) in sequence order, up to the first never-retransmitted one
+        // not sent before RACK's reference packet; a retransmitted one not sent
+        // before it is passed over. Originals are in sequence = send order, so they
+        // are walked from the first (the index skips the rest); of the
+        // retransmissions only those sent by RACK's packet can qualify, found in
+        // send order as Linux's tsorted_sent_queue finds them. Marking follows in
+        // sequence order.
+        let mut marks = std::mem::take(&mut self.rtx.scratch);
+        marks.clear();
+        let mut bound = self.rtx.len();
+        let mut next = self.rtx.next_original(0);
+        while let Some(i) = next {
+            let s = &self.rtx[i];
+            if !rack_sent_after(rack_xmit, s.xmit, rack_end, s.end) {
+                bound = i;
                 break;
             }
             let elapsed = (now - s.xmit) / NS_PER_US;
-            let wait = self.rack.rtt_us + reo_wnd;
             if elapsed >= wait {
-                self.mark_skb_lost(i);
+                marks.push(i);
             } else {
                 timeout = timeout.max(wait - elapsed);
             }
+            next = self.rtx.next_original(i + 1);
         }
+        let originals = marks.len();
+        self.rtx.walk_retransmitted(rack_xmit, |i, s| {
+            if i < bound && rack_sent_after(rack_xmit, s.xmit, rack_end, s.end) {
+                let elapsed = (now - s.xmit) / NS_PER_US;
+                if elapsed >= wait {
+                    marks.push(i);
+                } else {
+                    timeout = timeout.max(wait - elapsed);
+                }
+            }
+        });
+        if marks.len() > originals {
+            marks.sort_unstable();
+            marks.dedup();
+        }
+        for &i in &marks {
+            self.mark_skb_lost(i);
+        }
+        self.rtx.scratch = marks;
         timeout
     }
 

@@ -17,6 +17,8 @@
 
 pub(super) use super::ecn::{self, AccEcnSender, EcnMode};
 pub(super) use super::rtt::RttEstimator;
+pub(super) use super::rtx_queue::RtxQueue;
+use std::collections::VecDeque;
 pub(super) use super::*;
 pub(super) use crate::cc::{
     AckEventFlags, AckSample, CaEvent, CaState, CcSock, CongestionControl, RateSample, SkbLostInfo, SkbTx,
@@ -25,7 +27,6 @@ pub(super) use crate::cc::{
 use crate::config::TcpFlowConfig;
 pub(super) use crate::packet::{tcp_wire_len, Ecn, Packet, PacketKind};
 pub(super) use crate::time::{round_up_to_jiffy, Time, NS_PER_SEC, NS_PER_US};
-use std::collections::VecDeque;
 
 /// Per-segment scoreboard bits (`TCPCB_*`).
 pub(super) const SACKED: u8 = 1 << 0; // TCPCB_SACKED_ACKED
@@ -138,7 +139,8 @@ pub struct TcpSender {
     /// Segments whose first transmission the test harness drops.
     pub(super) drop_segments: Vec<u64>,
 
-    pub(super) rtx: VecDeque<Seg>,
+    /// The retransmit queue and its scoreboard index (`tcp/rtx_queue.rs`).
+    pub(super) rtx: RtxQueue,
     /// Highest SACKed end sequence (`tcp_highest_sack_seq`).
     pub(super) fack: u64,
 
@@ -224,7 +226,7 @@ impl TcpSender {
                 v.sort_unstable();
                 v
             },
-            rtx: VecDeque::with_capacity(1024),
+            rtx: RtxQueue::with_capacity(1024),
             fack: 0,
             high_seq: 0,
             prior_ssthresh: 0,
@@ -280,6 +282,11 @@ impl TcpSender {
     /// The CC's α (DCTCP, Prague), if it has one.
     pub fn cc_alpha(&self) -> Option<f64> {
         self.cc.alpha()
+    }
+
+    /// The CC's model state for the per-flow series (`cc_state`).
+    pub fn cc_state(&self) -> crate::cc::CcState {
+        self.cc.cc_state(&self.tp)
     }
 
     /// Current payload bytes per full segment (Prague may shrink it).

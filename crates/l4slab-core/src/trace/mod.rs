@@ -58,11 +58,19 @@ pub struct FlowSample {
     pub cwnd: f64,
     pub alpha: f64,
     pub pacing_rate_mbps: f64,
+    /// The CC's model state (`None` fields where it has none).
+    pub cc: crate::cc::CcState,
 }
 
 impl Default for FlowSample {
     fn default() -> Self {
-        FlowSample { srtt_ms: f64::NAN, cwnd: f64::NAN, alpha: f64::NAN, pacing_rate_mbps: f64::NAN }
+        FlowSample {
+            srtt_ms: f64::NAN,
+            cwnd: f64::NAN,
+            alpha: f64::NAN,
+            pacing_rate_mbps: f64::NAN,
+            cc: crate::cc::CcState::default(),
+        }
     }
 }
 

@@ -145,6 +145,8 @@ impl Recorder {
                     retransmits: Vec::with_capacity(n_bins),
                     drops: Vec::with_capacity(n_bins),
                     marks: Vec::with_capacity(n_bins),
+                    // The CC-state series start empty (see `push_state`).
+                    ..FlowSeries::default()
                 },
                 ..Default::default()
             });
@@ -376,6 +378,17 @@ impl Observer for Recorder {
             series.retransmits.push(cum.retransmits - prev.retransmits);
             series.drops.push(acc.drops);
             series.marks.push(acc.marks);
+            // The CC's model state, kept only once the slot has one (allocates at its
+            // first value, then once per bin; never per packet).
+            let bin = series.goodput_mbps.len() - 1;
+            let st = sample.cc;
+            let opt = |v: Option<f64>| v.unwrap_or(f64::NAN);
+            push_state(&mut series.bw_est_mbps, bin, opt(st.bw_bytes_per_s.map(|b| b as f64 * 8.0 / 1e6)), f64::NAN);
+            push_state(&mut series.min_rtt_ms, bin, opt(st.min_rtt_us.map(|u| u as f64 / 1000.0)), f64::NAN);
+            push_state(&mut series.pacing_gain, bin, opt(st.pacing_gain), f64::NAN);
+            push_state(&mut series.inflight_hi, bin, opt(st.inflight_hi.map(f64::from)), f64::NAN);
+            push_state(&mut series.inflight_lo, bin, opt(st.inflight_lo.map(f64::from)), f64::NAN);
+            push_state(&mut series.cc_mode, bin, st.mode.unwrap_or(""), "");
             // iperf3-like srtt sampling for the summary's mean srtt.
             if bin_start >= warmup && sample.srtt_ms.is_finite() && now > view.flow_start(fi) {
                 rec.srtt_sum += sample.srtt_ms;
@@ -416,4 +429,19 @@ pub fn jain_index(x: &[f64]) -> f64 {
         return f64::NAN;
     }
     s * s / (n * s2)
+}
+
+/// Append `x` for bin `bin` to an optional series: nothing while the series is empty
+/// and `x` is the absent value; the first present value back-fills the earlier bins
+/// with `absent`, so a started series has one value per bin.
+fn push_state<T: Copy + PartialEq>(v: &mut Vec<T>, bin: usize, x: T, absent: T) {
+    #[allow(clippy::eq_op)]
+    let is_absent = x != x || x == absent; // NaN ≠ NaN
+    if v.is_empty() && is_absent {
+        return;
+    }
+    if v.len() < bin {
+        v.resize(bin, absent);
+    }
+    v.push(x);
 }

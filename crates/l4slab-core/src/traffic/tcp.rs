@@ -51,6 +51,7 @@ impl Endpoint for TcpSenderEndpoint {
         s.cwnd = self.0.cwnd() as f64;
         s.alpha = self.0.cc_alpha().unwrap_or(f64::NAN);
         s.pacing_rate_mbps = self.0.tp.pacing_rate as f64 * 8.0 / 1e6;
+        s.cc = self.0.cc_state();
     }
     fn summarise(&self, flow_start: Time, s: &mut FlowSummary) {
         let sender = &self.0;

@@ -1419,8 +1419,13 @@ impl CongestionControl for Bbr3 {
 
 /// `TCP_CONG_NON_RESTRICTED | TCP_CONG_WANTS_CE_EVENTS` and pacing (`bbr_init`
 /// sets `SK_PACING_NEEDED`); no `TCP_CONG_NEEDS_ECN`: ECN follows the host's `tcp_ecn`.
-const BBR3_FLAGS: CcFlags =
-    CcFlags { needs_ecn: false, needs_accecn: false, wants_ect1: false, no_fallback_rfc3168: false, needs_pacing: true };
+const BBR3_FLAGS: CcFlags = CcFlags {
+    needs_ecn: false,
+    needs_accecn: false,
+    wants_ect1: false,
+    no_fallback_rfc3168: false,
+    needs_pacing: true,
+};
 
 fn build(p: Option<&serde_json::Value>) -> Result<Box<dyn CongestionControl>, String> {
     let params = parse_params("bbr3", Bbr3Params::default(), p)?;

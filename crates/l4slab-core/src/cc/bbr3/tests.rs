@@ -203,7 +203,10 @@ fn defaults_are_the_kernels_fixed_point_constants() {
     assert_eq!(p.pacing_gain, [320, 232, 256, 256]);
     assert_eq!((p.beta, p.loss_thresh, p.inflight_headroom, p.ecn_factor, p.ecn_thresh), (76, 5, 38, 85, 128));
     assert_eq!((p.full_loss_cnt, p.full_ecn_cnt, p.ecn_max_rtt_us, p.ecn_reprobe_gain), (6, 2, 5000, 128));
-    assert_eq!((p.probe_rtt_win_ms, p.probe_rtt_mode_ms, p.min_rtt_win_sec, p.bw_probe_max_rounds), (5000, 200, 10, 63));
+    assert_eq!(
+        (p.probe_rtt_win_ms, p.probe_rtt_mode_ms, p.min_rtt_win_sec, p.bw_probe_max_rounds),
+        (5000, 200, 10, 63)
+    );
 }
 
 #[test]
@@ -299,7 +302,7 @@ fn probe_bw_cycles_down_cruise_refill_up_with_the_v3_gains() {
     }
     for (m, pacing, cwnd) in gains {
         let want = match m {
-            "PROBE_BW:UP" => (320, 576),  // 1.25, 2 + 1/4
+            "PROBE_BW:UP" => (320, 576),   // 1.25, 2 + 1/4
             "PROBE_BW:DOWN" => (232, 512), // BBR_UNIT * 91 / 100
             _ => (256, 512),
         };
@@ -561,7 +564,6 @@ fn cc_state_reports_the_model() {
     assert!((10_000..=10_100).contains(&s.min_rtt_us.unwrap()));
     assert!(s.pacing_gain.is_some());
 }
-
 
 #[test]
 fn a_tlp_repaired_loss_is_a_loss_and_while_probing_a_too_high_sample() {

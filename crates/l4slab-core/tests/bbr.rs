@@ -1,0 +1,121 @@
+//! BBRv1 scenarios (100 Mbit/s, 10 ms): link filling with PROBE_RTT dips, the
+//! cwnd-limited standing queue of two flows in a deep FIFO, and shallow-buffer
+//! loss. Bands come from the BBRv1 model (net/ipv4/tcp_bbr.c; Cardwell et al.,
+//! "BBR: Congestion-Based Congestion Control", ACM Queue 2016), not from fitting.
+
+mod common;
+use common::*;
+use l4slab_core::RunResults;
+use serde_json::json;
+
+/// BDP of 100 Mbit/s × 10 ms, bytes.
+const BDP: u64 = 125_000;
+/// Full-sized frames per ms at 100 Mbit/s (1514-byte frames).
+const FRAMES_PER_MS: f64 = 100e6 / 8.0 / 1514.0 / 1000.0;
+
+fn bbr_run(buffer: u64, flows: Vec<serde_json::Value>) -> RunResults {
+    let mut s = scenario(100, bfifo(buffer), flows, 60);
+    s["bin_ns"] = json!(10 * MS);
+    s["warmup_ns"] = json!(5 * SEC);
+    run(&s)
+}
+
+/// Start times (s) of the runs of bins where `cwnd` ≤ 4, and their lengths (s).
+fn probe_rtt_dips(cwnd: &[f64]) -> Vec<(f64, f64)> {
+    let mut dips = Vec::new();
+    let mut i = 1;
+    while i < cwnd.len() {
+        if cwnd[i] <= 4.0 && cwnd[i - 1] > 4.0 {
+            let start = i;
+            while i < cwnd.len() && cwnd[i] <= 4.0 {
+                i += 1;
+            }
+            dips.push((start as f64 * 0.010, (i - start) as f64 * 0.010));
+        }
+        i += 1;
+    }
+    dips
+}
+
+#[test]
+fn one_flow_fills_the_link_with_a_probe_rtt_dip_every_ten_seconds() {
+    let r = bbr_run(2 * BDP, vec![tcp("bbr", 10)]);
+    // PROBE_RTT costs ≈ 200 ms in 10 s (2 %); the 3/4 phase drains only the queue.
+    assert!(r.bottleneck.utilisation >= 0.95, "utilisation {}", r.bottleneck.utilisation);
+    let series = &r.flow_series[0];
+    let dips = probe_rtt_dips(&series.cwnd);
+    // 60 s: the min-RTT filter expires 10 s after each refresh (the last PROBE_RTT's
+    // end, or a new minimum); each dip holds cwnd 4 for 200 ms plus a round.
+    assert!((5..=6).contains(&dips.len()), "dips {dips:?}");
+    for w in dips.windows(2) {
+        let gap = w[1].0 - w[0].0;
+        assert!((10.0..=10.6).contains(&gap), "PROBE_RTT every {gap:.2} s: {dips:?}");
+    }
+    for (t, len) in &dips {
+        assert!((0.19..=0.30).contains(len), "dip at {t} s lasts {len} s");
+    }
+    // The mode series shows the same: PROBE_RTT in the dip bins, PROBE_BW otherwise.
+    let mode = &series.cc_mode;
+    assert_eq!(mode.len(), series.cwnd.len());
+    let (t0, _) = dips[1];
+    assert_eq!(mode[(t0 / 0.010) as usize + 5], "PROBE_RTT");
+    assert_eq!(mode[(t0 / 0.010) as usize - 100], "PROBE_BW");
+    assert_eq!(mode[0], "STARTUP");
+    // The model: bw ≈ the link's payload rate, min RTT ≈ the base RTT.
+    let n = series.bw_est_mbps.len();
+    let bw = series.bw_est_mbps[n - 1];
+    assert!((93.0..=101.0).contains(&bw), "bw estimate {bw} Mbit/s");
+    let min_rtt = series.min_rtt_ms[n - 1];
+    assert!((10.0..=10.6).contains(&min_rtt), "min RTT {min_rtt} ms");
+    assert!(series.inflight_hi.is_empty(), "v1 has no inflight_hi");
+}
+
+#[test]
+fn two_flows_in_a_deep_fifo_are_cwnd_limited_with_a_standing_queue_of_one_bdp() {
+    let r = bbr_run(8 * BDP, vec![tcp("bbr", 10), tcp("bbr", 10)]);
+    let b = &r.bottleneck;
+    assert!(b.utilisation >= 0.95, "utilisation {}", b.utilisation);
+    assert_eq!(b.drops, 0, "an 8-BDP FIFO never fills");
+    // Each flow's cwnd is 2 × its bw estimate × min RTT plus the quantization budget
+    // (3 TSO skbs of ≈ 1 ms of data: 3 × 4 packets at 50 Mbit/s, rounded up to even;
+    // bbr_quantization_budget) and the ACK-aggregation allowance. The pacing rates
+    // add up to more than the link (each max-bw filter holds its own 5/4-phase
+    // sample), so the flows are cwnd-limited: Σ cwnd in flight, of which one BDP is
+    // in the pipe and the rest queued. Queue ≈ 2 BDP + 2 × 12 − 1 BDP ≈ 107 frames
+    // ≈ 12.9 ms, plus the max filters' surplus (≤ 1.25 × one flow's share for part of
+    // the window): 8–16 ms. (The 8–14 ms band leaves out the budget.)
+    let bdp_frames = 10.0 * FRAMES_PER_MS;
+    let mut sum_cwnd = 0.0;
+    for s in &r.flow_series {
+        let late: Vec<f64> = s.cwnd[s.cwnd.len() / 2..].iter().cloned().filter(|c| *c > 4.0).collect();
+        sum_cwnd += late.iter().sum::<f64>() / late.len() as f64;
+        // PROBE_RTT (both flows' dips coincide) keeps the min-RTT estimate at the base RTT.
+        let late_rtt = &s.min_rtt_ms[s.min_rtt_ms.len() / 2..];
+        let at_base = late_rtt.iter().filter(|m| **m <= 10.6).count() as f64 / late_rtt.len() as f64;
+        assert!(at_base >= 0.95, "min RTT at the base RTT in {at_base} of the bins");
+    }
+    let queue_frames = b.sojourn_ms.mean * FRAMES_PER_MS;
+    assert!(
+        (queue_frames / (sum_cwnd - bdp_frames) - 1.0).abs() <= 0.15,
+        "cwnd-limited: queue {queue_frames:.0} frames vs Σ cwnd {sum_cwnd:.0} − BDP {bdp_frames:.0}"
+    );
+    assert!((1.7..=2.8).contains(&(sum_cwnd / bdp_frames)), "Σ cwnd = {:.2} BDP", sum_cwnd / bdp_frames);
+    assert!((8.0..=16.0).contains(&b.sojourn_ms.mean), "standing queue {} ms", b.sojourn_ms.mean);
+    assert!(r.jain_index >= 0.95, "jain {}", r.jain_index);
+}
+
+#[test]
+fn in_a_half_bdp_fifo_bbr_keeps_the_link_busy_through_sustained_loss_where_cubic_loses_less() {
+    let r = bbr_run(BDP / 2, vec![tcp("bbr", 10)]);
+    assert!(r.bottleneck.utilisation >= 0.90, "utilisation {}", r.bottleneck.utilisation);
+    // Loss is sustained: cwnd ≈ 2 BDP + budget does not fit 1.5 BDP of pipe and
+    // buffer during the 5/4 phase, which BBRv1 does not back off from.
+    let drops = &r.flow_series[0].drops;
+    let per_10s: Vec<u64> = drops.chunks(1000).map(|c| c.iter().sum()).collect();
+    assert!(per_10s.iter().skip(1).all(|d| *d > 100), "drops per 10 s {per_10s:?}");
+    let cubic = bbr_run(BDP / 2, vec![tcp("cubic", 10)]);
+    let loss = |r: &RunResults| r.bottleneck.drops as f64 / r.flows[0].packets_sent as f64;
+    eprintln!("loss bbr {:.4} cubic {:.4}", loss(&r), loss(&cubic));
+    assert!(loss(&cubic) <= loss(&r), "CUBIC {} vs BBRv1 {}", loss(&cubic), loss(&r));
+    assert!(loss(&r) >= 0.002, "BBRv1 loss rate {}", loss(&r));
+}
