@@ -6,7 +6,7 @@ quantities the testbed reported, and the tolerance within which the simulator ag
 simulated with a verdict per quantity; ``--out`` also writes ``fidelity.csv``.
 
 The real values come from data nobody on the project wrote: the PAM 2025 paper's
-published cells (Sarpkaya, Fund, Panwar; ``l4slab/studies/pam2025-prague-cubic``), the
+published cells (Sarpkaya, Fund, Panwar; ``l4slab/studies/pam2025``), the
 DualQ paper's testbed (De Schepper et al., kernel 5.10.31-prague-37, Prague v0.6 with
 ``prague_rtt_scaling=1``, ``rtt_target 25 ms``, ``rtt_transition 500``; DualPI2 defaults
 with ``any_ect``; fq on every host; 40 Mbit/s; 250 s after a warm-up of
