@@ -2,7 +2,7 @@
 //! point of the network, for Wireshark and tshark.
 //!
 //! The observer keeps a copy of each packet that passes its point in a time window
-//! (at most `max_packets`, preallocated: nothing is allocated per packet); at the end of
+//! (at most `max_packets`; the buffer grows by doubling, never per packet); at the end of
 //! the run [`PacketCapture::to_pcapng`] turns them into pcapng (the IETF
 //! draft-ietf-opsawg-pcapng format, via the `pcap-file` crate) with real Ethernet,
 //! IPv4 and TCP/UDP headers built by `etherparse`:
@@ -80,7 +80,9 @@ impl PacketCapture {
             cfg: cfg.clone(),
             link,
             classes,
-            records: Vec::with_capacity(cfg.max_packets.min(1 << 20) as usize),
+            // Grows by doubling past this (amortised, not per packet); a short capture does not
+            // reserve for `max_packets` (1 M by default, ≈ 150 MB).
+            records: Vec::with_capacity(cfg.max_packets.min(1 << 14) as usize),
             missed: 0,
         }
     }
