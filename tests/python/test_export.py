@@ -110,6 +110,12 @@ def test_export_of_a_directory_that_is_not_a_run_is_one_line(tmp_path, capsys):
     assert main(["export", "--flent", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a finished run directory" in err[0]
+    # An output under a file is a user mistake, found before anything is read or written.
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["export", "--flent", str(tmp_path), "--output", str(blocker / "x.flent.gz")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("l4slab: error: --output:"), err
     gz = tmp_path / "x.flent.gz"
     gz.write_bytes(gzip.compress(b"{}"))
     assert main(["export", "--iperf3-json", str(gz)]) == 2

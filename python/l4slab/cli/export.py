@@ -27,6 +27,11 @@ def command(args: argparse.Namespace) -> int:
     from .common import check_out_dir
 
     if args.flent:
+        if args.output is not None:
+            # The file's directory must be one we can write, checked before reading the run.
+            from pathlib import Path
+
+            check_out_dir(Path(args.output).parent, "--output")
         print(export.to_flent(args.run_dir, args.output))
     else:
         if args.output is not None:
