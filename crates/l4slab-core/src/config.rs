@@ -448,6 +448,9 @@ pub const MAX_PREALLOC_BYTES: u64 = 4 << 30;
 /// bottleneck (`results::BottleneckSeries`), 8 bytes a value.
 pub const PER_FLOW_SERIES: u64 = 12;
 pub const BOTTLENECK_SERIES: u64 = 7;
+/// Bytes per bin of the model-state series of a flow whose CC reports one
+/// (`results::FlowSeries`: five f64 series and `cc_mode`, a `&'static str`).
+pub const CC_STATE_SERIES_BYTES: u64 = 5 * 8 + 16;
 /// Bytes of one sojourn-trace record (`results::SojournTrace`: f64 + u32 + u8 + f64).
 pub const SOJOURN_RECORD_BYTES: u64 = 8 + 4 + 1 + 8;
 /// A generous estimate of one flow's fixed state beyond its series: the sender's
@@ -459,7 +462,27 @@ pub const PER_FLOW_STATE_BYTES: u64 = 64 << 10;
 pub fn prealloc_estimate(cfg: &ScenarioConfig) -> (u128, u128, u128) {
     let bins = cfg.duration_ns.div_ceil(cfg.bin_ns.max(1)) as u128;
     let flows = cfg.flows.len() as u128;
-    let series = bins * (flows * PER_FLOW_SERIES as u128 + BOTTLENECK_SERIES as u128) * 8;
+    let mut series = bins * (flows * PER_FLOW_SERIES as u128 + BOTTLENECK_SERIES as u128) * 8;
+    // The recorder adds the model-state series for flows whose CC reports a state (BBR).
+    let mut known: Vec<(&str, bool)> = Vec::new();
+    for f in &cfg.flows {
+        if let FlowConfig::Tcp(t) = f {
+            let reports = match known.iter().find(|(n, _)| *n == t.cc.as_str()) {
+                Some(&(_, r)) => r,
+                None => {
+                    let r = crate::cc::by_name(&t.cc).is_some_and(|cc| {
+                        cc.cc_state(&crate::cc::CcSock::new(t.mss.max(1), t.init_cwnd.max(1)))
+                            != crate::cc::CcState::default()
+                    });
+                    known.push((t.cc.as_str(), r));
+                    r
+                }
+            };
+            if reports {
+                series = series.saturating_add(bins * CC_STATE_SERIES_BYTES as u128);
+            }
+        }
+    }
     // As sim.rs sizes the sojourn trace: the packets of 1000 B the bottleneck carries in the run.
     let trace = if cfg.trace_sojourn {
         cfg.bottleneck.rate_bps as u128 * cfg.duration_ns as u128 / 8 / 1_000_000_000 / 1000
@@ -865,6 +888,17 @@ mod tests {
         let mut v = serde_json::to_value(cfg).unwrap();
         v.as_object_mut().unwrap().extend(top.as_object().unwrap().clone());
         serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn memory_estimate_counts_the_model_state_series_of_flows_that_report_one() {
+        let bins = 1_000u128; // 100 s of 100 ms bins
+        let est = |cc: &str| {
+            let cfg = with(tcp_flow(json!({"cc": cc})), json!({"duration_ns": 100_000_000_000u64}));
+            prealloc_estimate(&cfg).0
+        };
+        assert_eq!(est("bbr") - est("cubic"), bins * CC_STATE_SERIES_BYTES as u128, "BBR reports its model");
+        assert_eq!(est("prague"), est("cubic"), "Prague reports no model state");
     }
 
     #[test]
