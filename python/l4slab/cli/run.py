@@ -29,15 +29,22 @@ def add_parser(commands) -> None:
         metavar="KEY=VALUE",
         help="override a field, e.g. --set bottleneck.rate=50Mbit --set flows[0].cc=reno (repeatable)",
     )
+    run_cmd.add_argument(
+        "--backend",
+        choices=("sim", "emulate"),
+        default="sim",
+        help="sim: the engine (default); emulate: real kernel TCP through the emulator (as `l4slab emulate`)",
+    )
 
 
 def command(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
-    from ..results import tc_stats_lines
     from ..runner import run
     from ..scenario import load_scenario, parse_override
 
+    if getattr(args, "backend", "sim") == "emulate":
+        from . import emulate
+
+        return emulate.command(args)
     if args.out is not None:
         check_out_dir(args.out)
     overrides = dict(parse_override(item) for item in args.overrides)
@@ -46,6 +53,16 @@ def command(args: argparse.Namespace) -> int:
     result = run(load_scenario(Path(args.scenario), overrides=overrides))
     # Results first: the run directory exists even if printing fails (`| head -1`).
     directory = result.write(args.out) if args.out else None
+    print_result(result, directory)
+    return EXIT_OK
+
+
+def print_result(result, directory) -> None:
+    """The summary table, the bottleneck line, the ``tc -s`` block and the packet count."""
+    from rich.table import Table
+
+    from ..results import tc_stats_lines
+
     summary = result.summary
     console = stdout_console(120)
 
@@ -96,6 +113,18 @@ def command(args: argparse.Namespace) -> int:
         f"engine {result.wall_s:.3f} s wall",
         soft_wrap=True,
     )
+    emulator = summary.get("emulator")
+    if emulator is not None:
+        console.print(emulator_line(emulator), soft_wrap=True, markup=False, highlight=False)
     if directory is not None:
         console.print(f"wrote {directory}/summary.json and series (see docs/outputs.md)", soft_wrap=True)
-    return EXIT_OK
+
+
+def emulator_line(emulator) -> str:
+    """The emulator's own error, printed under every emulated run (issue 15)."""
+    return (
+        f"emulator: departure error P50/P99/max {fmt(emulator.get('departure_error_p50_us'))}/"
+        f"{fmt(emulator.get('departure_error_p99_us'))}/{fmt(emulator.get('departure_error_max_us'))} µs, "
+        f"CPU busy {fmt(emulator.get('cpu_busy_fraction'), 2)} (headroom {fmt(emulator.get('cpu_headroom'), 2)}), "
+        f"kept up: {'yes' if emulator.get('kept_up') else 'no'}, kernel {emulator.get('kernel') or '?'}"
+    )
