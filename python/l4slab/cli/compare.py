@@ -28,10 +28,17 @@ def add_parser(commands) -> None:
         ),
     )
     cmd.add_argument("scenario", metavar="SCENARIO", help="scenario TOML file")
-    cmd.add_argument("--trials", type=int, default=5, metavar="N", help="seeds simulated and trials emulated (default 5)")
+    cmd.add_argument(
+        "--trials", type=int, default=5, metavar="N", help="seeds simulated and trials emulated (default 5)"
+    )
     cmd.add_argument("--seed", type=int, metavar="N", help="first seed (default: the scenario's)")
     cmd.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a field (repeatable)"
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a field (repeatable)",
     )
     cmd.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     cmd.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")

@@ -41,7 +41,7 @@ def add_parser(commands) -> None:
 def command(args: argparse.Namespace) -> int:
     from ..emulate import emulate
     from ..scenario import load_scenario, parse_override
-    from .run import print_result
+    from .runtable import print_result
 
     if args.out is not None:
         check_out_dir(args.out)

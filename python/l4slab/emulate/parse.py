@@ -142,6 +142,9 @@ def _port(address: str) -> int | None:
 
 #: Tokens ss prints as ``name VALUE`` (two words), not ``name:value``.
 _PAIRS = ("send", "pacing_rate", "delivery_rate")
+#: Bare flags ss prints before the congestion control's name (``misc/ss.c:tcp_stats_print``:
+#: ts, sack, ecn, ecnseen, fastopen) or after it (app_limited, ...).
+_FLAGS = {"ts", "sack", "ecn", "ecnseen", "fastopen", "app_limited", "dsack", "reord"}
 
 
 def _info(line: str) -> tuple[str | None, dict[str, str], set[str]]:
@@ -159,7 +162,7 @@ def _info(line: str) -> tuple[str | None, dict[str, str], set[str]]:
         if ":" in token:
             name, _, value = token.partition(":")
             values[name] = value
-        elif index == 0:
+        elif cc is None and token not in _FLAGS:
             cc = token
         else:
             flags.add(token)
@@ -178,8 +181,6 @@ def parse_ss(text: str) -> list[SsSocket]:
             if pending is None:
                 continue
             cc, values, flags = _info(line)
-            if cc is not None and (cc in values or cc.startswith(("wscale", "ts", "sack"))):
-                cc = None
             rtt = values.get("rtt", "")
             retrans = values.get("retrans", "")
             sockets.append(

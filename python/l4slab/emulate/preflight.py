@@ -127,7 +127,9 @@ def check_config(config: Mapping[str, Any], ccs: list[str] | None = None) -> Non
             "(it runs the scenario's [[flows]] only: TCP flows with iperf3, UDP from the emulator)"
         )
     if config.get("capture") is not None:
-        raise EmulationRefused("capture: packet capture is not supported by the emulator (use tcpdump in the namespaces)")
+        raise EmulationRefused(
+            "capture: packet capture is not supported by the emulator (use tcpdump in the namespaces)"
+        )
     available = kernel_ccs() if ccs is None else ccs
     checked_ecn: dict[int, bool] = {}
     for index, flow in enumerate(config.get("flows") or []):
@@ -137,8 +139,7 @@ def check_config(config: Mapping[str, Any], ccs: list[str] | None = None) -> Non
         cc = flow.get("cc")
         if cc not in available:
             raise EmulationRefused(
-                f"{where}.cc: {cc!r} is not in this kernel's tcp_available_congestion_control "
-                f"({', '.join(available)})"
+                f"{where}.cc: {cc!r} is not in this kernel's tcp_available_congestion_control ({', '.join(available)})"
             )
         if flow.get("cc_params"):
             raise EmulationRefused(

@@ -470,7 +470,9 @@ def emulate(
         for i in tcp_flows:
             _wait_listening(endpoints[i]["receiver_ns"], int(endpoints[i].get("port", 5201)))
 
-        sampler = _Sampler(t0, bin_s, n_bins, {i: (endpoints[i]["sender_ns"], endpoints[i]["receiver_addr"]) for i in tcp_flows})
+        sampler = _Sampler(
+            t0, bin_s, n_bins, {i: (endpoints[i]["sender_ns"], endpoints[i]["receiver_addr"]) for i in tcp_flows}
+        )
         sampler.start()
 
         launched: dict[int, float] = {}
@@ -585,5 +587,3 @@ def check_supported(scenario: Any) -> None:
     check_host()
     find_binary()
     check_config(config)
-
-
