@@ -134,7 +134,7 @@ def compare(
     Emulated trials run one after another (they use real time)."""
     from ..runner import run
     from ..scenario import coerce_scenario
-    from .run import DEFAULT_PREFIX, emulate
+    from .run import emulate
 
     validated = coerce_scenario(scenario, dict(overrides or {}) or None)
     base_seed = int(validated.seed)
@@ -153,7 +153,7 @@ def compare(
             keep("sim", index, result)
     for index in range(trials):
         say(f"emulated trial {index + 1}/{trials}")
-        result = emulate(validated, seed=base_seed + index, prefix=prefix or DEFAULT_PREFIX)
+        result = emulate(validated, seed=base_seed + index, prefix=prefix)
         emu_summaries.append(result.summary)
         if keep:
             keep("emulate", index, result)
