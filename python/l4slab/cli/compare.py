@@ -85,6 +85,7 @@ def command(args: argparse.Namespace) -> int:
     if args.json:
         payload = {"scenario": scenario.name, "trials": args.trials, "rows": records}
         payload["emulator"] = [s.get("emulator") for s in emu]
+        payload["emulated_trials_kept"] = len(emu)
         write_bytes(Path(args.json), (json.dumps(payload, indent=2) + "\n").encode())
     if args.csv:
         import pandas as pd
@@ -114,6 +115,9 @@ def command(args: argparse.Namespace) -> int:
     p99 = [e.get("departure_error_p99_us") for e in errors if e.get("departure_error_p99_us") is not None]
     if p99:
         console.print(f"emulator departure error P99 over trials: max {max(p99):.1f} µs", soft_wrap=True)
+    kept = len(emu)
+    if kept < args.trials:
+        console.print(f"{args.trials - kept} of {args.trials} emulated trials refused (the host did not keep up)")
     outside = sum(row.verdict == "outside" for row in rows)
     console.print(f"{len(rows) - outside} of {len(rows)} metrics within spread", soft_wrap=True)
     return EXIT_OK

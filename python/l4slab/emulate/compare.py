@@ -134,7 +134,7 @@ def compare(
     Emulated trials run one after another (they use real time)."""
     from ..runner import run
     from ..scenario import coerce_scenario
-    from .run import emulate
+    from .run import HostTooSlow, emulate
 
     validated = coerce_scenario(scenario, dict(overrides or {}) or None)
     base_seed = int(validated.seed)
@@ -151,10 +151,20 @@ def compare(
         sim_summaries.append(result.summary)
         if keep:
             keep("sim", index, result)
+    refused: list[str] = []
     for index in range(trials):
         say(f"emulated trial {index + 1}/{trials}")
-        result = emulate(validated, seed=base_seed + index, prefix=prefix)
+        try:
+            result = emulate(validated, seed=base_seed + index, prefix=prefix)
+        except HostTooSlow as err:
+            # The emulator's own error was too large: this trial is no measurement. The
+            # others still are; the count of refused trials is reported with the table.
+            refused.append(str(err))
+            say(f"emulated trial {index + 1}/{trials} refused: {err}")
+            continue
         emu_summaries.append(result.summary)
         if keep:
             keep("emulate", index, result)
+    if not emu_summaries:
+        raise HostTooSlow(f"compare: every emulated trial was refused; the last: {refused[-1]}")
     return verdicts(sim_summaries, emu_summaries), sim_summaries, emu_summaries
