@@ -19,12 +19,15 @@ JSON
 EP=$!
 trap 'kill -TERM $EP 2>/dev/null || true' INT TERM
 for _ in $(seq 200); do [ -f "$OUT/ready.json" ] && break; sleep 0.05; done
-field() { python3 -c "import json,sys; print(json.load(open('$OUT/ready.json'))['flows'][$1]['$2'])"; }
-for f in 0 1; do ip netns exec "$(field $f receiver_ns)" iperf3 -s -1 -D -p 5201; done
+# One python call for every field (starting interpreters costs ~0.1 s each on a busy host).
+read -r S0 R0 A0 S1 R1 A1 < <(python3 -c "import json; f=json.load(open('$OUT/ready.json'))['flows']; print(*[x[k] for x in f for k in ('sender_ns','receiver_ns','receiver_addr')])")
+# Every process is bounded in time (a server whose client never comes must not stay).
+timeout 40 ip netns exec "$R0" iperf3 -s -1 -p 5201 > /dev/null &
+timeout 40 ip netns exec "$R1" iperf3 -s -1 -p 5201 > /dev/null &
 sleep 0.2
-for f in 0 1; do
-  ip netns exec "$(field $f sender_ns)" iperf3 -c "$(field $f receiver_addr)" -t 20.5 -C cubic -J > "$OUT/iperf$f.json" &
-done
+# 20 s transfers starting < 1 s after t0, so both run over the whole window [2 s, 20 s).
+timeout 40 ip netns exec "$S0" iperf3 -c "$A0" -t 20 -C cubic -J > "$OUT/iperf0.json" &
+timeout 40 ip netns exec "$S1" iperf3 -c "$A1" -t 20 -C cubic -J > "$OUT/iperf1.json" &
 set +e; wait $EP; RC=$?; set -e
 wait
 python3 - "$OUT" "$RC" <<'PY'

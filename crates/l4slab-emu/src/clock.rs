@@ -12,7 +12,7 @@ use std::os::fd::RawFd;
 
 /// Wake this long before a deadline and spin the rest (wake-up latency of a sleeping
 /// thread on an unloaded host is tens of µs).
-pub const SPIN_MARGIN_NS: u64 = 60_000;
+pub const SPIN_MARGIN_NS: u64 = 25_000;
 
 /// `CLOCK_MONOTONIC` now, ns.
 #[inline]
