@@ -155,6 +155,9 @@ def test_cli_refuses_before_anything_starts(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("l4slab: error: ")
     assert not (tmp_path / "out").exists()
+    assert main(["run", str(scenario), "--backend", "emulate", "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.startswith("l4slab: error: L4SLAB_EMU: ")
+    assert not (tmp_path / "out").exists()
     assert main(["compare", str(scenario), "--trials", "0"]) == 2
     assert "--trials: 0 is not in 1..100" in capsys.readouterr().err
 

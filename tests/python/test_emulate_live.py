@@ -144,6 +144,31 @@ def test_compare_prints_a_table_and_writes_json(tmp_path, capsys):
     assert all(row["verdict"] in ("within spread", "outside", "no data") for row in rows)
 
 
+def test_study_backend_emulate_keeps_its_runs_apart(tmp_path, capsys):
+    """One point, one trial, 2 s: the simulated run in DIR, the emulated one in DIR/emulate,
+    each directory's catalog holding only its own backend's run."""
+    study = tmp_path / "tiny.toml"
+    study.write_text(
+        '[study]\nname = "tiny"\nseed = 3\ntrials = 1\n[base]\nduration = "2s"\n'
+        '[base.bottleneck]\nrate = "20Mbit"\n[[base.flows]]\ncc = "cubic"\nrtt = "20ms"\n'
+        '[factors]\n"bottleneck.qdisc" = ["fq_codel"]\n'
+    )
+    out = tmp_path / "study"
+    assert main(["study", "run", str(study), "--out", str(out), "--no-progress"]) == 0
+    status = main(["study", "run", str(study), "--out", str(out), "--no-progress", "--backend", "emulate"])
+    captured = capsys.readouterr()
+    if status == 1 and "did not keep up" in captured.out + captured.err:
+        pytest.skip("the host did not keep up")
+    assert status == 0, captured.err
+    from l4slab import study as study_api
+
+    sim_runs = study_api.load(out).runs
+    emu_runs = study_api.load(out / "emulate").runs
+    assert list(sim_runs["status"]) == ["done"] and list(emu_runs["status"]) == ["done"]
+    assert set(sim_runs["run_id"]).isdisjoint(emu_runs["run_id"])
+    assert len(list((out / "runs").glob("*.parquet"))) == 1
+
+
 def test_ctrl_c_removes_everything(tmp_path):
     """SIGINT in the middle of a run: exit 130, and no namespace or process is left."""
     env = {**os.environ, "L4SLAB_EMU_PREFIX": PREFIX}

@@ -12,7 +12,7 @@ use std::os::fd::RawFd;
 
 /// Wake this long before a deadline and spin the rest (wake-up latency of a sleeping
 /// thread on an unloaded host is tens of µs).
-pub const SPIN_MARGIN_NS: u64 = 60_000;
+pub const SPIN_MARGIN_NS: u64 = 25_000;
 
 /// `CLOCK_MONOTONIC` now, ns.
 #[inline]
@@ -35,6 +35,34 @@ pub fn unix_ns() -> u64 {
 pub fn tight_timer_slack() {
     // SAFETY: prctl with an integer argument.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+}
+
+/// Environment variable that keeps the loop at normal priority.
+pub const NO_RT_ENV: &str = "L4SLAB_EMU_NO_RT";
+/// `SCHED_FIFO` priority of the forwarding thread (low: above every normal task,
+/// below the kernel's own real-time threads).
+pub const RT_PRIORITY: i32 = 10;
+
+/// Put this thread in `SCHED_FIFO` at [`RT_PRIORITY`] (sched(7)), unless
+/// `L4SLAB_EMU_NO_RT` is set. On a shared host a normal-priority loop waits behind
+/// other runnable tasks for whole scheduler slices (ms), which is the departure error
+/// the protocol reports; a real-time thread is woken at once. It sleeps between
+/// deadlines, and the kernel's real-time throttling (`sched_rt_runtime_us`, 95 % by
+/// default) bounds what it can take. Returns whether it is real-time.
+pub fn try_realtime() -> bool {
+    if std::env::var_os(NO_RT_ENV).is_some() {
+        return false;
+    }
+    let p = libc::sched_param { sched_priority: RT_PRIORITY };
+    // SAFETY: sched_setscheduler on this thread (pid 0) with a valid param.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
+}
+
+/// Back to `SCHED_OTHER` (after the loop: writing outputs and cleanup need no priority).
+pub fn normal_priority() {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: as above.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
 }
 
 /// CPU time (user + system) this process used so far, ns (`getrusage(RUSAGE_SELF)`).

@@ -300,6 +300,7 @@ pub fn run(opts: &RunOpts) -> Result<(), Fail> {
         "write_errors": stats.write_errors,
         "wall_s": stats.wall_ns as f64 * 1e-9,
         "stopped_by_signal": stats.stopped_by_signal,
+        "realtime": stats.realtime,
     });
     let body = serde_json::to_vec(&results).map_err(|e| fail(format!("results: {e}")))?;
     write_atomic(&opts.out.join("emu_results.json"), &body).map_err(fail)?;

@@ -82,6 +82,8 @@ pub struct LoopStats {
     /// Departures more than [`LATE_NS`] after their due time.
     pub late: u64,
     pub stopped_by_signal: bool,
+    /// Whether the loop ran in `SCHED_FIFO` (`clock::try_realtime`).
+    pub realtime: bool,
 }
 
 /// A departure this late counts against keeping up (see `emu::kept_up`).
@@ -371,6 +373,7 @@ impl Forwarder {
     /// Forward from monotonic time `t0` until `t0 + run_ns` or until `stop` is set.
     pub fn run(&mut self, t0: u64, run_ns: u64, stop: &AtomicBool) -> LoopStats {
         clock::tight_timer_slack();
+        let realtime = clock::try_realtime();
         let fds: Vec<RawFd> = self.flows.iter().flat_map(|f| [f.io.sender_fd, f.io.receiver_fd]).collect();
         let mut waiter = Waiter::new(&fds);
         let cpu0 = clock::cpu_ns();
@@ -392,6 +395,7 @@ impl Forwarder {
             waiter.wait(next.or(Some(t0 + run_ns)), MAX_SLEEP_NS);
         }
         let wall = clock::now_ns() - t0;
+        clock::normal_priority();
         self.measure.counts.in_flight = self.in_flight();
         let h = self.err.stats_ms();
         LoopStats {
@@ -406,6 +410,7 @@ impl Forwarder {
             write_errors: self.write_errors,
             late: self.late,
             stopped_by_signal: stopped,
+            realtime,
         }
     }
 }

@@ -440,7 +440,6 @@ def emulate(
         with open(stderr_path, "wb") as err_handle:
             binary = subprocess.Popen(
                 [
-                    *_realtime_prefix(),
                     str(binary_path),
                     "run",
                     "--config",
@@ -595,29 +594,6 @@ def _refuse_slow(meta: Mapping[str, Any]) -> None:
         f"{meta.get('kept_up_rule', 'the emulator bound')}); the run is not written: "
         "free CPU, lower the rate or shorten the run"
     )
-
-
-#: ``$L4SLAB_EMU_RT``: the binary's SCHED_FIFO priority (default 20; ``0`` or ``off``: the
-#: normal scheduler). On a loaded host the wall-clock loop's wake-ups are late by
-#: milliseconds under SCHED_OTHER (measured here: departure error P99 7.7 ms at load 7 on 2
-#: cores) and tens of µs under SCHED_FIFO (P99 70 µs). The loop sleeps between departures,
-#: and the kernel's RT throttling (``kernel.sched_rt_runtime_us``, 95 % by default) bounds
-#: it even if it did not.
-DEFAULT_RT_PRIORITY = 20
-
-
-def _realtime_prefix() -> list[str]:
-    value = os.environ.get("L4SLAB_EMU_RT", str(DEFAULT_RT_PRIORITY)).strip().lower()
-    if value in ("", "0", "off", "no", "false"):
-        return []
-    try:
-        priority = int(value)
-    except ValueError:
-        raise EmulationRefused(f"L4SLAB_EMU_RT: {value!r} is not a priority 1..99 or 'off'") from None
-    if not 1 <= priority <= 99:
-        raise EmulationRefused(f"L4SLAB_EMU_RT: {priority} is not a priority 1..99 or 'off'")
-    chrt = shutil.which("chrt")
-    return [chrt, "-f", str(priority)] if chrt else []
 
 
 def _fmt(value: float | None, digits: int = 0) -> str:
