@@ -76,6 +76,12 @@ def test_ss_tin_cubic_samples():
     assert [round(s[1].srtt_ms) for s in samples[:6]] == [4, 26, 36, 34, 36, 43]
 
 
+def test_ss_tine_shows_the_negotiated_ecn():
+    control, data = parse_ss((DATA / "ss-tine-cubic-ecn.txt").read_text())
+    assert control.cc == "bbr" and control.ecn and data.cc == "cubic" and data.ecn
+    assert data.local_port == 37030 and data.cwnd == 2895 and data.srtt_ms == pytest.approx(0.253)
+
+
 def test_ss_tin_bbr_sample_and_rates():
     sockets = parse_ss(_samples("ss-tin-bbr.txt")[1])
     data = max(sockets, key=lambda s: s.bytes_acked)

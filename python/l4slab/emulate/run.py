@@ -10,7 +10,7 @@ Order of a run (docs/emulator.md):
 3. in each receiver namespace ``iperf3 -s -1 -J`` (one test, then exit); in each sender
    namespace, at ``t0 + start + jitter``, ``iperf3 -c ADDR -C CC -t T -i BIN -J``; the jitter
    is drawn from the scenario's seed (as the engine's ``start_jitter_ns``);
-4. a sampler thread runs ``ss -tin`` in each sender namespace at every bin end;
+4. a sampler thread runs ``ss -tine`` in each sender namespace at every bin end;
 5. every subprocess has a deadline and is killed (its whole process group) at it, on an
    error and on Ctrl-C/SIGTERM; the binary is then stopped (SIGTERM, then SIGKILL) and
    ``l4slab-emu cleanup --prefix P`` removes anything a dead owner left;
@@ -222,6 +222,10 @@ def merge(
         if chosen:
             flow["final_cwnd"] = int(chosen[-1][1].cwnd) if math.isfinite(chosen[-1][1].cwnd) else 0
             flow["ecn_mode"] = "rfc3168" if any(s.ecn for _, s in chosen) else "off"
+        elif flow.get("marks"):
+            flow["ecn_mode"] = "rfc3168"  # CE needs ECT, which needs negotiated ECN
+        else:
+            flow["ecn_mode"] = None  # not sampled: unknown
         columns = {
             "srtt_ms": lambda s: s.srtt_ms,
             "cwnd": lambda s: s.cwnd,
@@ -304,7 +308,8 @@ def _jitters(config: Mapping[str, Any]) -> list[float]:
 
 
 class _Sampler(threading.Thread):
-    """``ss -tin`` in each sender namespace at every bin end (bin k ends at t0 + (k+1)·bin);
+    """``ss -tine`` in each sender namespace (``-e``: iproute2 6.1 prints the negotiated
+    options ``ts sack ecn`` only with it) at every bin end (bin k ends at t0 + (k+1)·bin);
     a tick that comes late is taken at once, ticks that were missed entirely are skipped."""
 
     def __init__(self, t0: float, bin_s: float, n_bins: int, targets: Mapping[int, tuple[str, str]]):
@@ -322,7 +327,7 @@ class _Sampler(threading.Thread):
             for fid, (namespace, peer) in self.targets.items():
                 try:
                     done = subprocess.run(
-                        ["ip", "netns", "exec", namespace, "ss", "-tin", "dst", peer],
+                        ["ip", "netns", "exec", namespace, "ss", "-tine", "dst", peer],
                         capture_output=True,
                         text=True,
                         timeout=2.0,
