@@ -119,7 +119,10 @@ enum Action {
 impl Forwarder {
     pub fn new(cfg: &ScenarioConfig, ports: Vec<FlowPorts>) -> Self {
         let fwd = ShapedQueue::new(&cfg.bottleneck, stream(cfg.seed, Stream::Qdisc), POOL_PACKETS);
-        let rev = cfg.reverse_bottleneck.as_ref().map(|b| ShapedQueue::new(b, stream(cfg.seed, Stream::ReverseQdisc), POOL_PACKETS));
+        let rev = cfg
+            .reverse_bottleneck
+            .as_ref()
+            .map(|b| ShapedQueue::new(b, stream(cfg.seed, Stream::ReverseQdisc), POOL_PACKETS));
         let classes = fwd.qdisc.class_names().len();
         let flows = cfg
             .flows
@@ -303,7 +306,16 @@ impl Forwarder {
             self.pool_drops += 1;
             return;
         };
-        let n = write_udp(&mut buf, f.io.sender_addr, f.io.receiver_addr, UDP_SPORT_BASE + i as u16, UDP_DPORT, u.payload, u.ecn, u.id);
+        let n = write_udp(
+            &mut buf,
+            f.io.sender_addr,
+            f.io.receiver_addr,
+            UDP_SPORT_BASE + i as u16,
+            UDP_DPORT,
+            u.payload,
+            u.ecn,
+            u.id,
+        );
         match EmuPacket::parse(buf, n, i as u16) {
             Ok(p) => {
                 self.measure.on_sent(&p);

@@ -24,7 +24,8 @@ fn skip_reason() -> Option<String> {
             return Some(format!("{tool} is not installed"));
         }
     }
-    if !fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default().contains("cubic") {
+    if !fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default().contains("cubic")
+    {
         return Some("the kernel has no cubic".into());
     }
     None
@@ -121,11 +122,19 @@ fn twenty_mbit_ten_ms_each_way_rtt_throughput_and_cleanup() {
 
     // A 3 s TCP transfer.
     let t0_unix = r["t0_unix_ns"].as_u64().unwrap();
-    let server = Command::new("ip").args(["netns", "exec", &rns, "iperf3", "-s", "-1", "-p", "5201"]).stdout(Stdio::null()).spawn().unwrap();
+    let server = Command::new("ip")
+        .args(["netns", "exec", &rns, "iperf3", "-s", "-1", "-p", "5201"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let since_t0 = |now: std::time::SystemTime| now.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 - t0_unix;
+    let since_t0 =
+        |now: std::time::SystemTime| now.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 - t0_unix;
     let start_ns = since_t0(std::time::SystemTime::now());
-    let out = Command::new("ip").args(["netns", "exec", &sns, "iperf3", "-c", &raddr, "-t", "3", "-C", "cubic", "-J"]).output().unwrap();
+    let out = Command::new("ip")
+        .args(["netns", "exec", &sns, "iperf3", "-c", &raddr, "-t", "3", "-C", "cubic", "-J"])
+        .output()
+        .unwrap();
     let end_ns = since_t0(std::time::SystemTime::now());
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3 JSON");
     let goodput = j["end"]["sum_received"]["bits_per_second"].as_f64().unwrap() / 1e6;
@@ -133,8 +142,10 @@ fn twenty_mbit_ten_ms_each_way_rtt_throughput_and_cleanup() {
     let _ = server.wait();
 
     let st = child.wait().unwrap();
-    let meta: serde_json::Value = serde_json::from_str(&fs::read_to_string(dir.join("emu_meta.json")).unwrap()).unwrap();
-    let res: serde_json::Value = serde_json::from_str(&fs::read_to_string(dir.join("emu_results.json")).unwrap()).unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("emu_meta.json")).unwrap()).unwrap();
+    let res: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("emu_results.json")).unwrap()).unwrap();
     // Nothing left behind: namespaces (and with them the TUNs) are gone.
     assert!(own_namespaces(pid).is_empty(), "left behind: {:?}", own_namespaces(pid));
     let ip_list = String::from_utf8(Command::new("ip").args(["netns", "list"]).output().unwrap().stdout).unwrap();
@@ -145,7 +156,8 @@ fn twenty_mbit_ten_ms_each_way_rtt_throughput_and_cleanup() {
     // 1 s start-up: the link's 20 Mbit/s, so 19–20 Mbit/s.
     let bin = 100_000_000u64;
     let util = res["bottleneck_series"]["utilisation"].as_array().unwrap();
-    let (b0, b1) = ((start_ns + 1_000_000_000).div_ceil(bin) as usize, (end_ns.saturating_sub(300_000_000) / bin) as usize);
+    let (b0, b1) =
+        ((start_ns + 1_000_000_000).div_ceil(bin) as usize, (end_ns.saturating_sub(300_000_000) / bin) as usize);
     assert!(b1 > b0 + 5, "transfer window {b0}..{b1}");
     let mean: f64 = util[b0..b1].iter().map(|v| v.as_f64().unwrap()).sum::<f64>() / (b1 - b0) as f64;
     let mbps = mean * 20.0;
@@ -221,7 +233,8 @@ fn udp_overload_through_codel_ecn_reaches_the_receiver_kernel_as_real_ce() {
     .unwrap();
     let status = child.wait().unwrap();
     eprintln!("l4slab-emu: {status}");
-    let res: serde_json::Value = serde_json::from_str(&fs::read_to_string(dir.join("emu_results.json")).unwrap()).unwrap();
+    let res: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("emu_results.json")).unwrap()).unwrap();
     assert!(own_namespaces(pid).is_empty());
     let (ect0, ce, hdr_err, rx) = counters;
     let b = &res["bottleneck"];
