@@ -144,10 +144,16 @@ impl Forwarder {
                     }
                     FlowConfig::Tcp(_) => None,
                 };
+                // What a line can hold: the bottleneck rate's worth of minimum-size
+                // (64 B) frames over its delay, so it never grows in the loop.
+                let cap = |d: u64| {
+                    let r = cfg.bottleneck.rate_bps.max(cfg.reverse_bottleneck.as_ref().map_or(0, |b| b.rate_bps));
+                    ((r as u128 * d as u128 / 8 / 64 / 1_000_000_000) as usize + 256).min(POOL_PACKETS)
+                };
                 FlowState {
                     io,
-                    fwd_in: DelayFifo::new(path.fwd_delay(), 1024),
-                    rev_in: DelayFifo::new(path.rev_delay(), 1024),
+                    fwd_in: DelayFifo::new(path.fwd_delay(), cap(path.fwd_delay())),
+                    rev_in: DelayFifo::new(path.rev_delay(), cap(path.rev_delay())),
                     udp,
                 }
             })
