@@ -92,9 +92,13 @@ impl Waiter {
         let target = deadline.unwrap_or(now + max_wait_ns).min(now + max_wait_ns);
         if target > now + SPIN_MARGIN_NS {
             let d = target - SPIN_MARGIN_NS - now;
-            let ts = libc::timespec { tv_sec: (d / 1_000_000_000) as libc::time_t, tv_nsec: (d % 1_000_000_000) as libc::c_long };
+            let ts = libc::timespec {
+                tv_sec: (d / 1_000_000_000) as libc::time_t,
+                tv_nsec: (d % 1_000_000_000) as libc::c_long,
+            };
             // SAFETY: pollfd array owned by self; null sigmask.
-            let r = unsafe { libc::ppoll(self.fds.as_mut_ptr(), self.fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+            let r =
+                unsafe { libc::ppoll(self.fds.as_mut_ptr(), self.fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
             let slept = now_ns() - now;
             if r != 0 {
                 return slept; // readable (or EINTR: the caller checks its flags)
@@ -105,9 +109,11 @@ impl Waiter {
         let mut polls = 0u32;
         while now_ns() < target {
             polls += 1;
-            if polls % 16 == 0 {
+            if polls.is_multiple_of(16) {
                 // SAFETY: as above, zero timeout.
-                let r = unsafe { libc::ppoll(self.fds.as_mut_ptr(), self.fds.len() as libc::nfds_t, &zero, std::ptr::null()) };
+                let r = unsafe {
+                    libc::ppoll(self.fds.as_mut_ptr(), self.fds.len() as libc::nfds_t, &zero, std::ptr::null())
+                };
                 if r != 0 {
                     break;
                 }

@@ -55,7 +55,9 @@ fn has_net_admin() -> bool {
     // CapEff bit 12 = CAP_NET_ADMIN (include/uapi/linux/capability.h).
     fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("CapEff:").map(|v| u64::from_str_radix(v.trim(), 16).unwrap_or(0))))
+        .and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("CapEff:").map(|v| u64::from_str_radix(v.trim(), 16).unwrap_or(0)))
+        })
         .is_some_and(|c| c & (1 << 12) != 0)
 }
 
@@ -74,9 +76,9 @@ fn sysctl_exists(name: &str) -> bool {
 
 /// `rto_min` as `ip route` spells it.
 fn rto_min_arg(ns: u64) -> Option<String> {
-    if ns % 1_000_000 == 0 {
+    if ns.is_multiple_of(1_000_000) {
         Some(format!("{}ms", ns / 1_000_000))
-    } else if ns % 1_000 == 0 {
+    } else if ns.is_multiple_of(1_000) {
         Some(format!("{}us", ns / 1_000))
     } else {
         None
@@ -87,6 +89,8 @@ fn rto_min_arg(ns: u64) -> Option<String> {
 pub struct HostSetup {
     pub route_opts: Vec<String>,
     pub sysctls: Vec<(String, String)>,
+    /// Generic segmentation offload on the host's TUN (off for a `tso = false` sender).
+    pub gso: bool,
 }
 
 /// Check the config against what the emulator and this kernel can do; the
@@ -97,7 +101,10 @@ pub fn check(cfg: &ScenarioConfig) -> Result<Vec<(HostSetup, HostSetup)>, Fail> 
         return Err(refuse("flows: the scenario has none (the emulator forwards its flows' packets)"));
     }
     if cfg.flows.len() > MAX_EMU_FLOWS {
-        return Err(refuse(format!("flows: {} flows is more than the emulator runs (allowed 1..={MAX_EMU_FLOWS})", cfg.flows.len())));
+        return Err(refuse(format!(
+            "flows: {} flows is more than the emulator runs (allowed 1..={MAX_EMU_FLOWS})",
+            cfg.flows.len()
+        )));
     }
     if !cfg.sources.is_empty() {
         return Err(refuse("sources: web and SYN-flood sources are not emulated (allowed: tcp and udp flows)"));
@@ -119,52 +126,86 @@ pub fn check(cfg: &ScenarioConfig) -> Result<Vec<(HostSetup, HostSetup)>, Fail> 
         match f {
             FlowConfig::Udp(u) => {
                 if u.payload_bytes > 1472 {
-                    return Err(refuse(format!("{}: {} does not fit the TUN's 1500-byte MTU (allowed 1..=1472)", at("payload_bytes"), u.payload_bytes)));
+                    return Err(refuse(format!(
+                        "{}: {} does not fit the TUN's 1500-byte MTU (allowed 1..=1472)",
+                        at("payload_bytes"),
+                        u.payload_bytes
+                    )));
                 }
                 if u.payload_bytes == 0 {
                     return Err(refuse(format!("{}: 0 is not allowed (allowed 1..=1472)", at("payload_bytes"))));
                 }
-                out.push((HostSetup { route_opts: vec![], sysctls: base.clone() }, HostSetup { route_opts: vec![], sysctls: base }));
+                out.push((
+                    HostSetup { route_opts: vec![], sysctls: base.clone(), gso: true },
+                    HostSetup { route_opts: vec![], sysctls: base, gso: true },
+                ));
             }
             FlowConfig::Tcp(t) => {
                 if !ccs.iter().any(|c| c == &t.cc) {
-                    return Err(refuse(format!("{}: {:?} is not in this kernel's tcp_available_congestion_control (allowed: {})", at("cc"), t.cc, ccs.join(", "))));
+                    return Err(refuse(format!(
+                        "{}: {:?} is not in this kernel's tcp_available_congestion_control (allowed: {})",
+                        at("cc"),
+                        t.cc,
+                        ccs.join(", ")
+                    )));
                 }
                 if t.cc_params.is_some() {
-                    return Err(refuse(format!("{}: module parameters cannot be set per flow on a real kernel (allowed: unset)", at("cc_params"))));
+                    return Err(refuse(format!(
+                        "{}: module parameters cannot be set per flow on a real kernel (allowed: unset)",
+                        at("cc_params")
+                    )));
                 }
                 if t.receiver_cc.as_ref().is_some_and(|r| r != &t.cc && !ccs.contains(r)) {
-                    return Err(refuse(format!("{}: {:?} is not in this kernel (allowed: {})", at("receiver_cc"), t.receiver_cc.as_deref().unwrap_or(""), ccs.join(", "))));
+                    return Err(refuse(format!(
+                        "{}: {:?} is not in this kernel (allowed: {})",
+                        at("receiver_cc"),
+                        t.receiver_cc.as_deref().unwrap_or(""),
+                        ccs.join(", ")
+                    )));
                 }
                 if t.receiver_cc_params.is_some() {
-                    return Err(refuse(format!("{}: cannot be set on a real kernel (allowed: unset)", at("receiver_cc_params"))));
+                    return Err(refuse(format!(
+                        "{}: cannot be set on a real kernel (allowed: unset)",
+                        at("receiver_cc_params")
+                    )));
                 }
                 for (name, v) in [("ecn", t.ecn), ("receiver_ecn", t.receiver_ecn)] {
                     if v > max_ecn {
-                        return Err(refuse(format!("{}: {v} is refused by this kernel's net.ipv4.tcp_ecn (allowed 0..={max_ecn})", at(name))));
+                        return Err(refuse(format!(
+                            "{}: {v} is refused by this kernel's net.ipv4.tcp_ecn (allowed 0..={max_ecn})",
+                            at(name)
+                        )));
                     }
                 }
                 if t.fq_pacing {
                     return Err(refuse(format!("{}: true needs the fq qdisc on the sender, which this emulator does not provide (allowed: false)", at("fq_pacing"))));
                 }
-                if !t.tso {
-                    return Err(refuse(format!("{}: false is not supported yet (the TUN segments in software GSO; allowed: true)", at("tso"))));
-                }
                 if t.ecn_low {
-                    return Err(refuse(format!("{}: true needs a BBRv3 kernel's route feature (allowed: false)", at("ecn_low"))));
+                    return Err(refuse(format!(
+                        "{}: true needs a BBRv3 kernel's route feature (allowed: false)",
+                        at("ecn_low")
+                    )));
                 }
                 if !t.drop_segments.is_empty() {
-                    return Err(refuse(format!("{}: drop injection is a simulator test hook (allowed: empty)", at("drop_segments"))));
+                    return Err(refuse(format!(
+                        "{}: drop injection is a simulator test hook (allowed: empty)",
+                        at("drop_segments")
+                    )));
                 }
                 if t.rwnd_bytes.is_some() {
                     return Err(refuse(format!("{}: not emulated (allowed: unset)", at("rwnd_bytes"))));
                 }
                 let Some(rto) = rto_min_arg(t.rto_min_ns) else {
-                    return Err(refuse(format!("{}: {} is not a whole number of µs (ip route rto_min)", at("rto_min_ns"), t.rto_min_ns)));
+                    return Err(refuse(format!(
+                        "{}: {} is not a whole number of µs (ip route rto_min)",
+                        at("rto_min_ns"),
+                        t.rto_min_ns
+                    )));
                 };
                 // Route metrics (ip-route(8): initcwnd, rto_min, quickack) on the
                 // sender's route for the data and the receiver's for its ACKs.
-                let mut sender_route = vec!["initcwnd".to_string(), t.init_cwnd.to_string(), "rto_min".into(), rto.clone()];
+                let mut sender_route =
+                    vec!["initcwnd".to_string(), t.init_cwnd.to_string(), "rto_min".into(), rto.clone()];
                 let mut receiver_route = vec!["rto_min".to_string(), rto];
                 if !t.delayed_ack {
                     // RTAX_QUICKACK: the receiver ACKs every segment (net/ipv4/tcp_input.c:tcp_in_quickack_mode).
@@ -178,7 +219,14 @@ pub fn check(cfg: &ScenarioConfig) -> Result<Vec<(HostSetup, HostSetup)>, Fail> 
                     s.push(("net.ipv4.tcp_ecn_option".into(), t.ecn_option.to_string()));
                     base.push(("net.ipv4.tcp_ecn_option".into(), t.ecn_option.to_string()));
                 }
-                out.push((HostSetup { route_opts: sender_route, sysctls: s }, HostSetup { route_opts: receiver_route, sysctls: base }));
+                // tso: the TUN has no hardware TSO; the kernel's GSO segments large skbs
+                // just before the device (net/core/dev.c:validate_xmit_skb), which is
+                // what `tso = true` models. `tso = false` turns GSO off on the sender's
+                // TUN, so TCP builds one-segment skbs (net/core/sock.c:sk_setup_caps).
+                out.push((
+                    HostSetup { route_opts: sender_route, sysctls: s, gso: t.tso },
+                    HostSetup { route_opts: receiver_route, sysctls: base, gso: true },
+                ));
             }
         }
     }
@@ -221,7 +269,8 @@ pub struct RunOpts {
 /// `l4slab-emu run`.
 pub fn run(opts: &RunOpts) -> Result<(), Fail> {
     netns::check_prefix(&opts.prefix).map_err(refuse)?;
-    let text = fs::read_to_string(&opts.config).map_err(|e| refuse(format!("--config: cannot read {}: {e}", opts.config.display())))?;
+    let text = fs::read_to_string(&opts.config)
+        .map_err(|e| refuse(format!("--config: cannot read {}: {e}", opts.config.display())))?;
     let cfg: ScenarioConfig = serde_json::from_str(&text).map_err(|e| refuse(format!("--config: {e}")))?;
     let hosts = check(&cfg)?;
     check_host()?;
@@ -264,8 +313,8 @@ pub fn run(opts: &RunOpts) -> Result<(), Fail> {
         let (sa, ra) = (sender_addr(i), receiver_addr(i));
         let sn = format!("{}-{pid}-s{i}", opts.prefix);
         let rn = format!("{}-{pid}-r{i}", opts.prefix);
-        let sfd = guard.add(&sn, sa, ra, &s.route_opts, &s.sysctls).map_err(fail)?;
-        let rfd = guard.add(&rn, ra, sa, &r.route_opts, &r.sysctls).map_err(fail)?;
+        let sfd = guard.add(&sn, sa, ra, &s.route_opts, &s.sysctls, s.gso).map_err(fail)?;
+        let rfd = guard.add(&rn, ra, sa, &r.route_opts, &r.sysctls, r.gso).map_err(fail)?;
         ports.push(FlowPorts { sender_fd: sfd, receiver_fd: rfd, sender_addr: sa, receiver_addr: ra });
         ready_flows.push(json!({"flow": i, "sender_ns": sn, "receiver_ns": rn,
             "sender_addr": fmt_addr(sa), "receiver_addr": fmt_addr(ra), "port": IPERF_PORT}));
@@ -304,7 +353,8 @@ pub fn run(opts: &RunOpts) -> Result<(), Fail> {
     });
     let body = serde_json::to_vec(&results).map_err(|e| fail(format!("results: {e}")))?;
     write_atomic(&opts.out.join("emu_results.json"), &body).map_err(fail)?;
-    write_atomic(&opts.out.join("emu_meta.json"), serde_json::to_string_pretty(&meta).unwrap().as_bytes()).map_err(fail)?;
+    write_atomic(&opts.out.join("emu_meta.json"), serde_json::to_string_pretty(&meta).unwrap().as_bytes())
+        .map_err(fail)?;
     drop(guard);
     if !ok {
         return Err(fail(format!(
@@ -342,8 +392,14 @@ mod tests {
             (json!({"kind": "tcp", "cc": "nosuchcc", "rtt_ns": 10_000_000}), "flows[0].cc"),
             (json!({"kind": "tcp", "cc": "reno", "rtt_ns": 10_000_000, "fq_pacing": true}), "flows[0].fq_pacing"),
             (json!({"kind": "tcp", "cc": "reno", "rtt_ns": 10_000_000, "reverse": true}), "flows[0].reverse"),
-            (json!({"kind": "tcp", "cc": "reno", "rtt_ns": 10_000_000, "drop_segments": [3]}), "flows[0].drop_segments"),
-            (json!({"kind": "udp", "rtt_ns": 10_000_000, "rate_bps": 1_000_000, "payload_bytes": 9000}), "flows[0].payload_bytes"),
+            (
+                json!({"kind": "tcp", "cc": "reno", "rtt_ns": 10_000_000, "drop_segments": [3]}),
+                "flows[0].drop_segments",
+            ),
+            (
+                json!({"kind": "udp", "rtt_ns": 10_000_000, "rate_bps": 1_000_000, "payload_bytes": 9000}),
+                "flows[0].payload_bytes",
+            ),
         ];
         for (flow, field) in bad {
             let e = check(&cfg(flow)).err().expect("refused");
@@ -360,7 +416,9 @@ mod tests {
             return;
         }
         let h = check(&cfg(json!({"kind": "tcp", "cc": "reno", "rtt_ns": 10_000_000, "ecn": 1, "receiver_ecn": 2,
-            "delayed_ack": false, "init_cwnd": 4}))).map_err(|e| e.msg).unwrap();
+            "delayed_ack": false, "init_cwnd": 4})))
+        .map_err(|e| e.msg)
+        .unwrap();
         let (s, r) = &h[0];
         assert_eq!(s.route_opts[..4], ["initcwnd", "4", "rto_min", "200ms"]);
         assert!(r.route_opts.windows(2).any(|w| w == ["quickack", "1"]));

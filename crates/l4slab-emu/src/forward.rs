@@ -119,7 +119,10 @@ enum Action {
 impl Forwarder {
     pub fn new(cfg: &ScenarioConfig, ports: Vec<FlowPorts>) -> Self {
         let fwd = ShapedQueue::new(&cfg.bottleneck, stream(cfg.seed, Stream::Qdisc), POOL_PACKETS);
-        let rev = cfg.reverse_bottleneck.as_ref().map(|b| ShapedQueue::new(b, stream(cfg.seed, Stream::ReverseQdisc), POOL_PACKETS));
+        let rev = cfg
+            .reverse_bottleneck
+            .as_ref()
+            .map(|b| ShapedQueue::new(b, stream(cfg.seed, Stream::ReverseQdisc), POOL_PACKETS));
         let classes = fwd.qdisc.class_names().len();
         let flows = cfg
             .flows
@@ -141,10 +144,16 @@ impl Forwarder {
                     }
                     FlowConfig::Tcp(_) => None,
                 };
+                // What a line can hold: the bottleneck rate's worth of minimum-size
+                // (64 B) frames over its delay, so it never grows in the loop.
+                let cap = |d: u64| {
+                    let r = cfg.bottleneck.rate_bps.max(cfg.reverse_bottleneck.as_ref().map_or(0, |b| b.rate_bps));
+                    ((r as u128 * d as u128 / 8 / 64 / 1_000_000_000) as usize + 256).min(POOL_PACKETS)
+                };
                 FlowState {
                     io,
-                    fwd_in: DelayFifo::new(path.fwd_delay(), 1024),
-                    rev_in: DelayFifo::new(path.rev_delay(), 1024),
+                    fwd_in: DelayFifo::new(path.fwd_delay(), cap(path.fwd_delay())),
+                    rev_in: DelayFifo::new(path.rev_delay(), cap(path.rev_delay())),
                     udp,
                 }
             })
@@ -303,7 +312,16 @@ impl Forwarder {
             self.pool_drops += 1;
             return;
         };
-        let n = write_udp(&mut buf, f.io.sender_addr, f.io.receiver_addr, UDP_SPORT_BASE + i as u16, UDP_DPORT, u.payload, u.ecn, u.id);
+        let n = write_udp(
+            &mut buf,
+            f.io.sender_addr,
+            f.io.receiver_addr,
+            UDP_SPORT_BASE + i as u16,
+            UDP_DPORT,
+            u.payload,
+            u.ecn,
+            u.id,
+        );
         match EmuPacket::parse(buf, n, i as u16) {
             Ok(p) => {
                 self.measure.on_sent(&p);

@@ -11,7 +11,10 @@ use std::path::PathBuf;
 
 const USAGE: &str = "usage: l4slab-emu run --config CONFIG.json --out DIR --ready-file PATH [--prefix l4se] | l4slab-emu cleanup [--prefix l4se] [--all]";
 
-fn parse(args: &[String]) -> Result<(String, Vec<(String, Option<String>)>), Fail> {
+/// The command and its options (name, value).
+type Parsed = (String, Vec<(String, Option<String>)>);
+
+fn parse(args: &[String]) -> Result<Parsed, Fail> {
     let refuse = |m: String| Fail { code: 2, msg: m };
     let cmd = args.first().cloned().ok_or_else(|| refuse(USAGE.into()))?;
     let mut opts = Vec::new();
@@ -37,8 +40,11 @@ fn main_inner() -> Result<(), Fail> {
     let prefix = get("--prefix").unwrap_or_else(|| "l4se".into());
     match cmd.as_str() {
         "run" => {
-            let need = |k: &str| get(k).map(PathBuf::from).ok_or_else(|| Fail { code: 2, msg: format!("{k}: required ({USAGE})") });
-            let o = RunOpts { config: need("--config")?, out: need("--out")?, ready_file: need("--ready-file")?, prefix };
+            let need = |k: &str| {
+                get(k).map(PathBuf::from).ok_or_else(|| Fail { code: 2, msg: format!("{k}: required ({USAGE})") })
+            };
+            let o =
+                RunOpts { config: need("--config")?, out: need("--out")?, ready_file: need("--ready-file")?, prefix };
             emu::run(&o)
         }
         "cleanup" => {
@@ -54,7 +60,10 @@ fn main_inner() -> Result<(), Fail> {
 fn main() {
     // A panic must not print a backtrace; the namespaces' guard still runs while unwinding.
     std::panic::set_hook(Box::new(|info| {
-        let msg = info.payload().downcast_ref::<&str>().map(|s| s.to_string())
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "internal error".into());
         eprintln!("l4slab-emu: internal error: {}", msg.lines().next().unwrap_or(""));

@@ -13,8 +13,8 @@ use crate::packet::EmuPacket;
 use l4slab_core::config::{FlowConfig, ScenarioConfig};
 use l4slab_core::qdisc::{Ecn, QdiscPacket, QdiscStats};
 use l4slab_core::results::{
-    BottleneckSeries, BottleneckSummary, ClassSojourn, FlowSeries, FlowSummary, PacketCounts, QdiscStatsOut, RunResults,
-    SojournTrace,
+    BottleneckSeries, BottleneckSummary, ClassSojourn, FlowSeries, FlowSummary, PacketCounts, QdiscStatsOut,
+    RunResults, SojournTrace,
 };
 use l4slab_core::time::Time;
 use l4slab_core::trace::histogram::DelayHistogram;
@@ -85,7 +85,9 @@ impl Measure {
             ..Default::default()
         };
         let trace = cfg.trace_sojourn.then(|| {
-            let cap = MAX_TRACE_RECORDS.min((cfg.bottleneck.rate_bps as u128 * cfg.duration_ns as u128 / 8 / 64 / 1_000_000_000) as usize + 1024);
+            let cap = MAX_TRACE_RECORDS.min(
+                (cfg.bottleneck.rate_bps as u128 * cfg.duration_ns as u128 / 8 / 64 / 1_000_000_000) as usize + 1024,
+            );
             SojournTrace {
                 time_s: Vec::with_capacity(cap),
                 flow: Vec::with_capacity(cap),
@@ -236,7 +238,14 @@ impl Measure {
     }
 
     /// Everything into the engine's results type. `qdisc` is the bottleneck's.
-    pub fn results(mut self, cfg: &ScenarioConfig, kind: &str, stats: &QdiscStats, extra: Vec<(&'static str, f64)>, classes: &[&str]) -> RunResults {
+    pub fn results(
+        mut self,
+        cfg: &ScenarioConfig,
+        kind: &str,
+        stats: &QdiscStats,
+        extra: Vec<(&'static str, f64)>,
+        classes: &[&str],
+    ) -> RunResults {
         self.advance(u64::MAX, stats);
         let nan = f64::NAN;
         let bin_s = self.bin_ns as f64 * 1e-9;
@@ -247,7 +256,9 @@ impl Measure {
         let bin_len = |b: usize| ((self.duration_ns - b as u64 * self.bin_ns).min(self.bin_ns)) as f64 * 1e-9;
         let bottleneck_series = BottleneckSeries {
             utilisation: (0..n).map(|b| self.bytes[b] as f64 * 8.0 / (self.rate_bps as f64 * bin_len(b))).collect(),
-            sojourn_ms: (0..n).map(|b| if self.soj_n[b] > 0 { self.soj_sum_ns[b] as f64 / self.soj_n[b] as f64 * 1e-6 } else { nan }).collect(),
+            sojourn_ms: (0..n)
+                .map(|b| if self.soj_n[b] > 0 { self.soj_sum_ns[b] as f64 / self.soj_n[b] as f64 * 1e-6 } else { nan })
+                .collect(),
             backlog_bytes: self.backlog_bytes.clone(),
             backlog_packets: self.backlog_packets.clone(),
             drops: self.drops.clone(),
@@ -265,7 +276,8 @@ impl Measure {
             let throughput = mbps(f.window_bytes, window_s);
             let goodput = if udp { mbps(f.window_payload, window_s) } else { nan };
             let mean_payload = if f.data_sent > 0 { f.payload_sent as f64 / f.data_sent as f64 } else { nan };
-            let var = if f.data_sent > 0 { f.payload_sq / f.data_sent as f64 - mean_payload * mean_payload } else { nan };
+            let var =
+                if f.data_sent > 0 { f.payload_sq / f.data_sent as f64 - mean_payload * mean_payload } else { nan };
             flows.push(FlowSummary {
                 id: i as u32,
                 start_s: path.start_ns as f64 * 1e-9,
@@ -282,14 +294,24 @@ impl Measure {
                 drops: f.drops_total,
                 marks: f.marks_total,
                 acks_sent: f.acks_sent,
-                ecn_mode: if udp { "off".into() } else if f.ect_seen { "rfc3168".into() } else { "off".into() },
+                ecn_mode: if udp {
+                    "off".into()
+                } else if f.ect_seen {
+                    "rfc3168".into()
+                } else {
+                    "off".into()
+                },
                 ce_packets: f.ce_total,
                 ce_bytes: f.ce_bytes,
                 mean_payload_bytes: mean_payload,
                 payload_sd_bytes: var.max(0.0).sqrt(),
                 mean_pacing_rate_mbps: nan,
                 acks_per_packet: if f.data_sent > 0 && !udp { f.acks_sent as f64 / f.data_sent as f64 } else { nan },
-                goodput_efficiency: if udp && f.window_bytes > 0 { f.window_payload as f64 / f.window_bytes as f64 } else { nan },
+                goodput_efficiency: if udp && f.window_bytes > 0 {
+                    f.window_payload as f64 / f.window_bytes as f64
+                } else {
+                    nan
+                },
                 ..Default::default()
             });
             flow_series.push(FlowSeries {
@@ -300,7 +322,9 @@ impl Measure {
                 cwnd: vec![nan; n],
                 alpha: vec![nan; n],
                 pacing_rate_mbps: vec![nan; n],
-                payload_bytes: (0..n).map(|b| if f.data_pkts[b] > 0 { f.payload[b] as f64 / f.data_pkts[b] as f64 } else { nan }).collect(),
+                payload_bytes: (0..n)
+                    .map(|b| if f.data_pkts[b] > 0 { f.payload[b] as f64 / f.data_pkts[b] as f64 } else { nan })
+                    .collect(),
                 ce_packets: f.ce.clone(),
                 retransmits: vec![0; n],
                 drops: f.drops.clone(),
@@ -312,7 +336,11 @@ impl Measure {
             let g: Vec<f64> = flows.iter().map(|f| f.throughput_mbps).collect();
             let s: f64 = g.iter().sum();
             let s2: f64 = g.iter().map(|x| x * x).sum();
-            if s2 > 0.0 { s * s / (g.len() as f64 * s2) } else { nan }
+            if s2 > 0.0 {
+                s * s / (g.len() as f64 * s2)
+            } else {
+                nan
+            }
         };
         RunResults {
             duration_s: self.duration_ns as f64 * 1e-9,

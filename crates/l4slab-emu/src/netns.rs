@@ -84,10 +84,21 @@ impl Namespaces {
     /// Create namespace `name` with `lo` up, the TUN device up with `addr`/32, a /32
     /// route to `peer` carrying `route_opts` (`initcwnd`, `rto_min`, `quickack`), and
     /// `sysctls` (paths under /proc/sys, values) written inside it.
-    pub fn add(&mut self, name: &str, addr: [u8; 4], peer: [u8; 4], route_opts: &[String], sysctls: &[(String, String)]) -> Result<RawFd, String> {
+    /// `gso`: leave generic segmentation offload on the TUN (the kernel default);
+    /// off, the sender's TCP builds one-segment skbs (`tso = false`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn add(
+        &mut self,
+        name: &str,
+        addr: [u8; 4],
+        peer: [u8; 4],
+        route_opts: &[String],
+        sysctls: &[(String, String)],
+        gso: bool,
+    ) -> Result<RawFd, String> {
         ip(&["netns", "add", name])?;
         self.pending.push(name.to_string());
-        let tun = open_tun_in(name, sysctls)?;
+        let tun = open_tun_in(name, sysctls, gso)?;
         let fd = tun.as_raw_fd();
         self.pending.pop();
         self.list.push(Netns { name: name.to_string(), tun });
@@ -150,8 +161,56 @@ fn errno_msg(what: &str) -> String {
     format!("{what}: {}", std::io::Error::last_os_error())
 }
 
-/// In a thread inside namespace `name`: write `sysctls`, create the TUN device.
-fn open_tun_in(name: &str, sysctls: &[(String, String)]) -> Result<OwnedFd, String> {
+/// `struct ethtool_value` (include/uapi/linux/ethtool.h).
+#[repr(C)]
+struct EthtoolValue {
+    cmd: u32,
+    data: u32,
+}
+
+/// `struct ifreq` with `ifr_data` (the `SIOCETHTOOL` argument).
+#[repr(C)]
+struct IfReqData {
+    name: [libc::c_char; libc::IFNAMSIZ],
+    data: *mut EthtoolValue,
+    _pad: [u8; 16],
+}
+
+const SIOCETHTOOL: libc::c_ulong = 0x8946;
+const ETHTOOL_GGSO: u32 = 0x23;
+const ETHTOOL_SGSO: u32 = 0x24;
+
+/// `ethtool -K TUN_NAME gso off` in the calling thread's namespace (the `SIOCETHTOOL`
+/// ioctl ethtool(8) uses; net/ethtool/ioctl.c:ethtool_set_one_feature), read back.
+fn gso_off() -> Result<(), String> {
+    // SAFETY: a datagram socket only used for the ioctl, closed by OwnedFd.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(errno_msg("socket"));
+    }
+    // SAFETY: fd is ours.
+    let _sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut val = EthtoolValue { cmd: ETHTOOL_SGSO, data: 0 };
+    let mut req = IfReqData { name: [0; libc::IFNAMSIZ], data: &mut val, _pad: [0; 16] };
+    for (d, s) in req.name.iter_mut().zip(TUN_NAME.bytes()) {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: SIOCETHTOOL reads the ifreq and the ethtool_value it points to, both ours.
+    if unsafe { libc::ioctl(fd, SIOCETHTOOL as _, &mut req as *mut IfReqData) } < 0 {
+        return Err(errno_msg("tso: ethtool gso off on the TUN"));
+    }
+    val = EthtoolValue { cmd: ETHTOOL_GGSO, data: 1 };
+    req.data = &mut val;
+    // SAFETY: as above.
+    if unsafe { libc::ioctl(fd, SIOCETHTOOL as _, &mut req as *mut IfReqData) } < 0 || val.data != 0 {
+        return Err("tso: the kernel kept gso on for the TUN".into());
+    }
+    Ok(())
+}
+
+/// In a thread inside namespace `name`: write `sysctls`, create the TUN device
+/// (with GSO off unless `gso`).
+fn open_tun_in(name: &str, sysctls: &[(String, String)], gso: bool) -> Result<OwnedFd, String> {
     let path = format!("{NETNS_DIR}/{name}");
     let sysctls = sysctls.to_vec();
     let h = std::thread::spawn(move || -> Result<OwnedFd, String> {
@@ -185,6 +244,9 @@ fn open_tun_in(name: &str, sysctls: &[(String, String)]) -> Result<OwnedFd, Stri
         // SAFETY: TUNSETIFF reads an ifreq we own.
         if unsafe { libc::ioctl(fd, TUNSETIFF as _, &mut req as *mut IfReq) } < 0 {
             return Err(errno_msg("TUNSETIFF"));
+        }
+        if !gso {
+            gso_off()?;
         }
         Ok(owned)
     });
@@ -223,9 +285,7 @@ pub fn cleanup_stale(prefix: &str, all: bool) -> usize {
 /// Namespaces of this process (by name prefix `{prefix}-{pid}-`), for the tests.
 pub fn own_namespaces(prefix: &str, pid: u32) -> Vec<String> {
     let Ok(rd) = fs::read_dir(NETNS_DIR) else { return Vec::new() };
-    rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| owner_pid(n, prefix) == Some(pid))
-        .collect()
+    rd.filter_map(|e| e.ok()?.file_name().into_string().ok()).filter(|n| owner_pid(n, prefix) == Some(pid)).collect()
 }
 
 #[cfg(test)]

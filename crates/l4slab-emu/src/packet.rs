@@ -259,7 +259,16 @@ impl QdiscPacket for EmuPacket {
 /// Write an IPv4/UDP datagram of `payload` zero bytes into `buf` (UDP checksum 0:
 /// "no checksum", RFC 768), with ECN codepoint `ecn` and IP id `id`; returns its length.
 #[allow(clippy::too_many_arguments)]
-pub fn write_udp(buf: &mut [u8; BUF_LEN], src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: usize, ecn: Ecn, id: u16) -> usize {
+pub fn write_udp(
+    buf: &mut [u8; BUF_LEN],
+    src: [u8; 4],
+    dst: [u8; 4],
+    sport: u16,
+    dport: u16,
+    payload: usize,
+    ecn: Ecn,
+    id: u16,
+) -> usize {
     let tot = 20 + 8 + payload;
     debug_assert!(tot <= BUF_LEN);
     buf[..tot].fill(0);
@@ -287,8 +296,8 @@ mod tests {
     /// The worked example of RFC 1071's successors used in many texts (Wikipedia,
     /// "IPv4 header checksum"): 4500 0073 0000 4000 4011 [b861] c0a8 0001 c0a8 00c7.
     const HDR: [u8; 20] = [
-        0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8, 0x00, 0x01, 0xc0,
-        0xa8, 0x00, 0xc7,
+        0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8,
+        0x00, 0xc7,
     ];
 
     fn packet_from(hdr: &[u8; 20]) -> EmuPacket {

@@ -24,7 +24,8 @@ fn skip_reason() -> Option<String> {
             return Some(format!("{tool} is not installed"));
         }
     }
-    if !fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default().contains("cubic") {
+    if !fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default().contains("cubic")
+    {
         return Some("the kernel has no cubic".into());
     }
     None
@@ -121,11 +122,19 @@ fn twenty_mbit_ten_ms_each_way_rtt_throughput_and_cleanup() {
 
     // A 3 s TCP transfer.
     let t0_unix = r["t0_unix_ns"].as_u64().unwrap();
-    let server = Command::new("ip").args(["netns", "exec", &rns, "iperf3", "-s", "-1", "-p", "5201"]).stdout(Stdio::null()).spawn().unwrap();
+    let server = Command::new("ip")
+        .args(["netns", "exec", &rns, "iperf3", "-s", "-1", "-p", "5201"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let since_t0 = |now: std::time::SystemTime| now.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 - t0_unix;
+    let since_t0 =
+        |now: std::time::SystemTime| now.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 - t0_unix;
     let start_ns = since_t0(std::time::SystemTime::now());
-    let out = Command::new("ip").args(["netns", "exec", &sns, "iperf3", "-c", &raddr, "-t", "3", "-C", "cubic", "-J"]).output().unwrap();
+    let out = Command::new("ip")
+        .args(["netns", "exec", &sns, "iperf3", "-c", &raddr, "-t", "3", "-C", "cubic", "-J"])
+        .output()
+        .unwrap();
     let end_ns = since_t0(std::time::SystemTime::now());
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3 JSON");
     let goodput = j["end"]["sum_received"]["bits_per_second"].as_f64().unwrap() / 1e6;
@@ -133,8 +142,10 @@ fn twenty_mbit_ten_ms_each_way_rtt_throughput_and_cleanup() {
     let _ = server.wait();
 
     let st = child.wait().unwrap();
-    let meta: serde_json::Value = serde_json::from_str(&fs::read_to_string(dir.join("emu_meta.json")).unwrap()).unwrap();
-    let res: serde_json::Value = serde_json::from_str(&fs::read_to_string(dir.join("emu_results.json")).unwrap()).unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("emu_meta.json")).unwrap()).unwrap();
+    let res: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("emu_results.json")).unwrap()).unwrap();
     // Nothing left behind: namespaces (and with them the TUNs) are gone.
     assert!(own_namespaces(pid).is_empty(), "left behind: {:?}", own_namespaces(pid));
     let ip_list = String::from_utf8(Command::new("ip").args(["netns", "list"]).output().unwrap().stdout).unwrap();
@@ -145,7 +156,8 @@ fn twenty_mbit_ten_ms_each_way_rtt_throughput_and_cleanup() {
     // 1 s start-up: the link's 20 Mbit/s, so 19–20 Mbit/s.
     let bin = 100_000_000u64;
     let util = res["bottleneck_series"]["utilisation"].as_array().unwrap();
-    let (b0, b1) = ((start_ns + 1_000_000_000).div_ceil(bin) as usize, (end_ns.saturating_sub(300_000_000) / bin) as usize);
+    let (b0, b1) =
+        ((start_ns + 1_000_000_000).div_ceil(bin) as usize, (end_ns.saturating_sub(300_000_000) / bin) as usize);
     assert!(b1 > b0 + 5, "transfer window {b0}..{b1}");
     let mean: f64 = util[b0..b1].iter().map(|v| v.as_f64().unwrap()).sum::<f64>() / (b1 - b0) as f64;
     let mbps = mean * 20.0;
@@ -221,7 +233,8 @@ fn udp_overload_through_codel_ecn_reaches_the_receiver_kernel_as_real_ce() {
     .unwrap();
     let status = child.wait().unwrap();
     eprintln!("l4slab-emu: {status}");
-    let res: serde_json::Value = serde_json::from_str(&fs::read_to_string(dir.join("emu_results.json")).unwrap()).unwrap();
+    let res: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("emu_results.json")).unwrap()).unwrap();
     assert!(own_namespaces(pid).is_empty());
     let (ect0, ce, hdr_err, rx) = counters;
     let b = &res["bottleneck"];
@@ -237,4 +250,101 @@ fn udp_overload_through_codel_ecn_reaches_the_receiver_kernel_as_real_ce() {
     let util = b["utilisation"].as_f64().unwrap();
     assert!(util > 0.97 && util < 1.01, "utilisation {util}");
     let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn refused_input_is_one_line_exit_2_and_creates_nothing() {
+    let dir = std::env::temp_dir().join(format!("l4slab-emu-refuse-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let cfg = serde_json::json!({
+        "duration_ns": 1_000_000_000u64,
+        "bottleneck": {"rate_bps": 20_000_000u64, "qdisc": {"kind": "bfifo", "limit_bytes": 50_000}},
+        "flows": [{"kind": "tcp", "cc": "nosuchcc", "rtt_ns": 20_000_000u64}],
+    });
+    fs::write(dir.join("s.json"), cfg.to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_l4slab-emu"))
+        .args(["run", "--config", dir.join("s.json").to_str().unwrap(), "--out", dir.to_str().unwrap()])
+        .args(["--ready-file", dir.join("ready.json").to_str().unwrap(), "--prefix", PREFIX])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("flows[0].cc") && err.contains("nosuchcc"), "{err}");
+    assert!(!dir.join("ready.json").exists() && !dir.join("emu_results.json").exists());
+    // A bad option too.
+    let out = Command::new(env!("CARGO_BIN_EXE_l4slab-emu")).args(["run", "--prefix", "BAD-"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sigterm_stops_writes_outputs_and_removes_everything() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("l4slab-emu-term-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let cfg = serde_json::json!({
+        "duration_ns": 60_000_000_000u64,
+        "bottleneck": {"rate_bps": 20_000_000u64, "qdisc": {"kind": "fq_codel"}},
+        "flows": [{"kind": "tcp", "cc": "cubic", "rtt_ns": 20_000_000u64},
+                  {"kind": "udp", "rtt_ns": 20_000_000u64, "rate_bps": 1_000_000u64, "payload_bytes": 1000}],
+    });
+    fs::write(dir.join("s.json"), cfg.to_string()).unwrap();
+    let ready = dir.join("ready.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_l4slab-emu"))
+        .args(["run", "--config", dir.join("s.json").to_str().unwrap(), "--out", dir.to_str().unwrap()])
+        .args(["--ready-file", ready.to_str().unwrap(), "--prefix", PREFIX])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t = Instant::now();
+    while !ready.exists() {
+        assert!(t.elapsed() < Duration::from_secs(20), "no ready file");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(own_namespaces(pid).len(), 4);
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let t = Instant::now();
+    let st = child.wait().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(5), "stopped in {:?}", t.elapsed());
+    assert!(own_namespaces(pid).is_empty(), "{:?}", own_namespaces(pid));
+    let meta: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("emu_meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["stopped_by_signal"], true);
+    let res: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("emu_results.json")).unwrap()).unwrap();
+    // The UDP source ran for ≈ 0.5 s at 1 Mbit/s: some 60 datagrams crossed the bottleneck.
+    let udp_pkts = res["flows"][1]["packets_sent"].as_u64().unwrap();
+    assert!((30..=120).contains(&udp_pkts), "udp datagrams {udp_pkts}");
+    eprintln!("stopped by SIGTERM: {st}, udp datagrams {udp_pkts}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cleanup_removes_a_dead_owners_namespaces_only() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    // A namespace named for a pid that cannot be alive (above pid_max's 2^22 ceiling),
+    // and one for our own live pid.
+    let dead = format!("{PREFIX}-4999999-s0");
+    let live = format!("{PREFIX}-{}-s0", std::process::id());
+    for n in [&dead, &live] {
+        assert!(Command::new("ip").args(["netns", "add", n]).status().unwrap().success());
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_l4slab-emu")).args(["cleanup", "--prefix", PREFIX]).output().unwrap();
+    let left: Vec<String> =
+        fs::read_dir("/run/netns").unwrap().filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
+    let _ = Command::new("ip").args(["netns", "del", &live]).status();
+    let _ = Command::new("ip").args(["netns", "del", &dead]).stderr(Stdio::null()).status();
+    assert!(out.status.success());
+    assert!(!left.contains(&dead), "the dead owner's namespace is removed");
+    assert!(left.contains(&live), "a live owner's namespace is kept");
+    assert!(String::from_utf8(out.stdout).unwrap().trim().parse::<u32>().unwrap() >= 1);
 }
