@@ -100,6 +100,7 @@ def emulator_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
         "cpu_headroom": None if busy is None else 1.0 - float(busy),
         "packets_forwarded": meta.get("packets_forwarded"),
         "kept_up": meta.get("kept_up"),
+        "realtime": meta.get("realtime"),
         "kernel": meta.get("kernel"),
     }
 
