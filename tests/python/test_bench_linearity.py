@@ -57,15 +57,14 @@ def test_a_cost_growing_with_time_fails_the_check(monkeypatch, capsys):
     # with one line naming the ratio (the engine replaced by fixed timings).
     from l4slab.cli import bench
 
-    def fake_time(config, repeat):
+    def fake_time(config):
         seconds = config["duration_ns"] / 1e9
         packets = int(100_000 * seconds)
         cost_ns = 1000 * (1 + seconds / 10)  # 1.1 us at 1 s, 2 us at 10 s
-        return {"packets": {"sent": packets}, "duration_s": seconds, "events": 2 * packets}, [
-            packets * cost_ns / 1e9
-        ] * repeat
+        cpu_s = packets * cost_ns / 1e9
+        return {"packets": {"sent": packets}, "duration_s": seconds, "events": 2 * packets}, 3 * cpu_s, cpu_s
 
-    monkeypatch.setattr(bench, "_time_config", fake_time)
+    monkeypatch.setattr(bench, "_cpu_time_config", fake_time)
     monkeypatch.setattr("l4slab.engine.version", lambda: "test")
     from l4slab.cli import main
 
@@ -89,3 +88,24 @@ def test_bad_linearity_arguments_are_one_line():
         assert "Traceback" not in completed.stderr
         lines = completed.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("l4slab: error: ") and fragment in lines[0], lines
+
+
+def test_rounds_are_interleaved_and_the_best_cpu_time_counts(monkeypatch):
+    # A load burst during one round must not fall on one run length only: every length runs once
+    # per round, and each length reports its best (least disturbed) CPU time.
+    from l4slab.cli import bench
+
+    calls: list[int] = []
+    # (round, length) -> CPU seconds: round 0 is disturbed for the longest run, round 1 for the shortest.
+    cpu = {(0, 0): 1.0, (0, 1): 5.0, (1, 0): 3.0, (1, 1): 2.0}
+
+    def fake_time(config):
+        length = config["i"]
+        round_ = sum(1 for c in calls if c == length)
+        calls.append(length)
+        return {"packets": {"sent": 10}}, 10.0 + round_, cpu[(round_, length)]
+
+    monkeypatch.setattr(bench, "_cpu_time_config", fake_time)
+    best = bench._linearity_runs([{"i": 0}, {"i": 1}], repeat=2)
+    assert calls == [0, 1, 0, 1]
+    assert [(wall, cpu_s) for _, wall, cpu_s in best] == [(10.0, 1.0), (10.0, 2.0)]
