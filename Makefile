@@ -31,7 +31,7 @@ demo: $(BUILT)
 ## test: engine tests (Rust), then the Python tests against the installed package
 ## (with the emulator binary built, so the emulated tests run where root and TUN allow)
 test: $(BUILT_TEST) $(EMU_BUILT)
-	cargo test -p l4slab-core --release
+	cargo test -p l4slab-core -p l4slab-emu --release
 	$(PY) -m pytest -q -m "not slow" tests/python
 
 ## test-slow: the slow tests (a manylinux wheel built with zig, installed into a fresh venv without Rust, running the demo)

@@ -332,13 +332,15 @@ fn cleanup_removes_a_dead_owners_namespaces_only() {
         return;
     }
     // A namespace named for a pid that cannot be alive (above pid_max's 2^22 ceiling),
-    // and one for our own live pid.
-    let dead = format!("{PREFIX}-4999999-s0");
-    let live = format!("{PREFIX}-{}-s0", std::process::id());
+    // and one for our own live pid, under a prefix of this test's own: the other tests'
+    // emulators, running in parallel, clean stale sets of PREFIX at their start.
+    const OWN: &str = "l4sclean";
+    let dead = format!("{OWN}-4999999-s0");
+    let live = format!("{OWN}-{}-s0", std::process::id());
     for n in [&dead, &live] {
         assert!(Command::new("ip").args(["netns", "add", n]).status().unwrap().success());
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_l4slab-emu")).args(["cleanup", "--prefix", PREFIX]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_l4slab-emu")).args(["cleanup", "--prefix", OWN]).output().unwrap();
     let left: Vec<String> =
         fs::read_dir("/run/netns").unwrap().filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
     let _ = Command::new("ip").args(["netns", "del", &live]).status();
