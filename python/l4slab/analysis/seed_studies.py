@@ -130,9 +130,12 @@ def points_figure(
     fig = Figure(figsize=(max(4.0, 0.45 * len(xs) + 1.5) * len(panel_values), 3.6), layout="constrained")
     axes = fig.subplots(1, len(panel_values), squeeze=False, sharey=True)[0]
     position = {value: i for i, value in enumerate(xs)}
+    # One colour per series value across all panels.
+    colours = {v: f"C{i}" for i, v in enumerate(dict.fromkeys(frame[series]))} if series is not None else {}
     for ax, name in zip(axes, panel_values, strict=True):
         part = frame if panel is None or name is None else frame[frame[panel] == name]
-        groups = [(None, part)] if series is None else list(part.groupby(series, sort=False))
+        groups = [(None, part)] if series is None else [(v, part[part[series] == v]) for v in colours]
+        groups = [(label, group) for label, group in groups if not group.empty]
         for k, (label, group) in enumerate(groups):
             group = group[group[x].isin(position)]
             group = group.assign(_pos=group[x].map(position)).sort_values("_pos")
@@ -144,7 +147,7 @@ def points_figure(
                 yerr = np.vstack([values - group[low].to_numpy(dtype=float), group[high].to_numpy(dtype=float) - values])
                 yerr = np.clip(np.nan_to_num(yerr), 0, None)
             ax.errorbar(pos, values, yerr=yerr, marker="o", markersize=4, capsize=2, linewidth=1,
-                        label=None if label is None else str(label))  # fmt: skip
+                        color=colours.get(label, "C0"), label=None if label is None else str(label))  # fmt: skip
         if published is not None and not published.empty:
             pub = published if panel is None or name is None else published[published[panel] == name]
             pub = pub[pub[x].isin(position)]
