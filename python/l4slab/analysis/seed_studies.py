@@ -83,7 +83,12 @@ def type_rates(flows: pd.DataFrame, keys: Sequence[str], by: str = "label", valu
 
 
 def rate_ratio(
-    flows: pd.DataFrame, keys: Sequence[str], a: str = "A", b: str = "B", by: str = "label", value: str = "throughput_mbps"
+    flows: pd.DataFrame,
+    keys: Sequence[str],
+    a: str = "A",
+    b: str = "B",
+    by: str = "label",
+    value: str = "throughput_mbps",
 ) -> pd.DataFrame:
     """Seed 001 App. B's rate balance: the mean rate per flow of type ``a`` over that of
     type ``b``, per run, then averaged over trials per ``keys`` (column ``ratio``)."""
@@ -144,7 +149,8 @@ def points_figure(
             values = group[y].to_numpy(dtype=float)
             yerr = None
             if low and high and low in group and high in group:
-                yerr = np.vstack([values - group[low].to_numpy(dtype=float), group[high].to_numpy(dtype=float) - values])
+                below = values - group[low].to_numpy(dtype=float)
+                yerr = np.vstack([below, group[high].to_numpy(dtype=float) - values])
                 yerr = np.clip(np.nan_to_num(yerr), 0, None)
             ax.errorbar(pos, values, yerr=yerr, marker="o", markersize=4, capsize=2, linewidth=1,
                         color=colours.get(label, "C0"), label=None if label is None else str(label))  # fmt: skip

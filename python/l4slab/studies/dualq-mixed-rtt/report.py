@@ -48,13 +48,10 @@ def case_frame(data) -> pd.DataFrame:
         b = run[run["label"] == "B"]
         aqm = first["aqm"]
 
-        def queue(flow):
-            if aqm != "DualPI2":
-                return "all"
-            return "L" if flow["cc"] == "prague" else "C"
-
-        def delay(flow, column):
-            key = (rid, queue(flow))
+        def delay(flow, column, rid=rid, aqm=aqm):
+            # DualPI2: Prague's packets (ECT(1)) in L, the Classic flow's in C; else one queue.
+            queue = "all" if aqm != "DualPI2" else ("L" if flow["cc"] == "prague" else "C")
+            key = (rid, queue)
             return float(classes.loc[key, column]) if key in classes.index else np.nan
 
         row = {

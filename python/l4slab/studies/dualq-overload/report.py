@@ -58,7 +58,8 @@ def overload_section(data, out: Path) -> list[str]:
     delay = delays(data)
     for column, label in (("mean_ms", "mean"), ("p99_ms", "P99")):
         fig = points_figure(delay, x=RATE, y=column, panel="udp", series="class", order=order, panels=panels,
-                            ylabel=f"queue delay {label} (ms)", xlabel="UDP rate (% of link)", hlines=(15.0,))  # fmt: skip
+                            ylabel=f"queue delay {label} (ms)", xlabel="UDP rate (% of link)",
+                            hlines=(15.0,))  # fmt: skip
         figures.save(fig, out / f"overload_delay_{label.lower()}")
         lines += [f"![queue delay {label}](overload_delay_{label.lower()}.png)", ""]
     bottleneck = data.bottleneck.copy()

@@ -23,7 +23,7 @@ QDISC, CC, ECN = "bottleneck_qdisc", "flows_0_cc", "flows_0_ecn"
 
 
 def case_name(qdisc: object, cc: object, ecn: object) -> str:
-    """"CUBIC, no ECN" / "ECN-CUBIC, CE at 20ms" / "Prague, CE at 1ms"."""
+    """The case's name: "CUBIC, no ECN", "ECN-CUBIC, CE at 20ms", "Prague, CE at 1ms"."""
     text = str(qdisc).split()
     threshold = text[text.index("ce_threshold") + 1] if "ce_threshold" in text else None
     if str(cc) == "prague":
@@ -39,7 +39,9 @@ def cases(data) -> pd.DataFrame:
     """One row per case: utilisation, sojourn mean/P99 (ms), goodput (Mbit/s), CE-marked and
     dropped packets, averaged over trials."""
     bottleneck = data.bottleneck.copy()
-    bottleneck["case"] = [case_name(q, c, e) for q, c, e in zip(bottleneck[QDISC], bottleneck[CC], bottleneck[ECN])]
+    bottleneck["case"] = [
+        case_name(q, c, e) for q, c, e in zip(bottleneck[QDISC], bottleneck[CC], bottleneck[ECN], strict=True)
+    ]
     goodput = data.flows.groupby("run_id")["goodput_mbps"].sum()
     bottleneck["goodput_mbps"] = bottleneck["run_id"].map(goodput)
     columns = ["utilisation", "sojourn_mean_ms", "sojourn_p99_ms", "goodput_mbps", "marks", "drops"]
