@@ -8,7 +8,7 @@ SEED_STUDIES = {
     "s2-syn-flood": 6,
     "dualq-basic": 75,
     "dualq-web": 2,
-    "coexistence": 3,
+    "coexistence": 4,
     "dualq-multiflow": 60,
     "dualq-mixed-rtt": 76,
     "dualq-overload": 10,
