@@ -143,7 +143,8 @@ def series_section(data, out: Path) -> list[str]:
         if not queue.empty:
             q = queue[queue["case"] == case].assign(trial=lambda f: f["run_id"])
             fig = figures.time_series(q, value="sojourn_ms", time="second", group=None, trial="trial",
-                                      ylabel="queue delay (ms)", title=f"{case}: bottleneck sojourn", lower=0.0)  # fmt: skip
+                                      ylabel="queue delay (ms)", title=f"{case}: bottleneck sojourn",
+                                      lower=0.0)  # fmt: skip
             figures.save(fig, out / f"coexistence_{k}_queue")
             lines += [f"![queue delay](coexistence_{k}_queue.png)", ""]
     fig = _boxes(samples)
