@@ -184,11 +184,10 @@ def show_text(path: str) -> str:
     import textwrap
     from pathlib import Path
 
+    from ..errors import ScenarioError
     from ..scenario.load import tomllib
     from ..study import registry
     from ..study.spec import load_study
-
-    from ..errors import ScenarioError
 
     if not Path(path).exists() and path not in registry.builtin_studies():
         raise ScenarioError(
