@@ -7,7 +7,7 @@ from l4slab.study.spec import load_study
 SEED_STUDIES = {
     "s2-syn-flood": 6,
     "dualq-basic": 75,
-    "dualq-web": 2,
+    "dualq-web": 6,
     "coexistence": 4,
     "dualq-multiflow": 60,
     "dualq-mixed-rtt": 76,
