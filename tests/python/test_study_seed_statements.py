@@ -184,3 +184,58 @@ def test_coexistence_seed004_phases(tmp_path):
     assert (flows["retransmits"] <= 0.002 * flows["packets_sent"]).all()
     lines = render(module, data, tmp_path)
     assert any("| 7.5 |" in line for line in lines)
+
+
+def test_dualq_web_requests_from_the_store(tmp_path):
+    """The study store keeps each web run's request table: the FCT analysis of seed 001
+    §IV-F reads it (StudyData.requests, the SQL view ``requests``). Under high load over
+    DualPI2, short (< 50 kB) Prague responses complete more efficiently than short CUBIC
+    ones (mean and P1), and CUBIC's requests are the ones hit by SYN timeouts."""
+    from l4slab import study
+
+    dualpi2 = (
+        "dualpi2 limit 40000 target 15ms tupdate 16ms alpha 0.16 beta 3.2 step_thresh 1ms coupling_factor 2 "
+        "drop_on_overload"
+    )
+    rules = [{"bottleneck.qdisc": dualpi2, "sources.0.rate": "10/s per 4Mbit"}]
+    data, module = reduced_study("dualq-web", tmp_path, rules, {"duration": "10s", "warmup": "2s"})
+    requests = data.requests()
+    # 300 requests/s per CC (10/s per 4 Mbit at 120 Mbit/s) for 10 s: 3000 ± 5 sigma each.
+    counts = requests.groupby("cc").size()
+    assert set(counts.index) == {"prague", "cubic"} and counts.between(3000 - 275, 3000 + 275).all(), counts
+    assert {"size_bytes", "fct_s", "efficiency", "syn_retransmits", "sources_0_rate", "trial"} <= set(requests.columns)
+    sql = study.query(tmp_path / "dir", "SELECT cc, count(*) AS n FROM requests GROUP BY cc").set_index("cc")["n"]
+    assert sql.to_dict() == counts.to_dict()
+    short = requests[(requests["size_bytes"] < 50_000) & requests["fct_s"].notna()]
+    prague, cubic = (short.loc[short["cc"] == cc, "efficiency"] for cc in ("prague", "cubic"))
+    assert prague.mean() > cubic.mean() + 0.1 and prague.quantile(0.01) > cubic.quantile(0.01)
+    assert requests.loc[requests["cc"] == "prague", "syn_retransmits"].sum() == 0
+    lines = render(module, data, tmp_path)
+    assert any("P99" in line and "L queue" in line for line in lines)
+
+
+def test_requests_of_a_study_without_web_traffic_are_empty(tmp_path):
+    from l4slab import study
+    from l4slab.errors import ScenarioError
+
+    data, _ = reduced_study("ecn-threshold", tmp_path, [{"flows.0.cc": "prague"}], {"duration": "3s", "warmup": "1s"})
+    assert data.requests().empty
+    with pytest.raises(ScenarioError, match="query: "):
+        study.query(tmp_path / "dir", "SELECT count(*) FROM requests")
+
+
+def test_dualq_basic_figure6_sections(tmp_path):
+    """Seed 001 §IV-C on three points at 40 Mbit/s, 10 ms: DualPI2's L-queue mean is about one
+    packet's serialisation time (0.3 ms) and its P99 2-3 packets' (band 1-4); CUBIC's C queue
+    sits near the 15 ms target (10-20 ms); the Prague:CUBIC ratio is within 0.85-2.5; the
+    sections draw Figure 6's rows."""
+    rules = [{"bottleneck.rate": "40Mbit", "flows.0.rtt": "10ms"}]
+    data, module = reduced_study("dualq-basic", tmp_path, rules, {"duration": "30s", "warmup": "10s"})
+    grid = module.grid(data).set_index("aqm")
+    l4s = grid.loc["DualPI2"]
+    assert 0.3 <= l4s["a_mean_ms"] / l4s["packet_ms"] <= 1.5
+    assert 1.0 <= l4s["a_p99_ms"] / l4s["packet_ms"] <= 4.0
+    assert 10.0 <= l4s["b_mean_ms"] <= 20.0
+    assert 0.85 <= l4s["rate_ratio"] <= 2.5
+    lines = render(module, data, tmp_path)
+    assert sum(".png" in line for line in lines) >= 8

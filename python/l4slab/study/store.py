@@ -11,8 +11,8 @@ Layout (``STUDY_DIR``)::
 A run file is one Parquet table holding several logical tables: a ``table`` column
 names the table of each row (``flows``, ``bottleneck``, ``classes``, ``flow_series``,
 ``bottleneck_series``, and ``requests`` for runs with web traffic) and every other column
-is ``<table>.<column>`` (null in the other tables' rows, which Parquet stores for almost nothing). The schema metadata key
-``l4slab.study.run`` holds the run's identity as JSON (id, study, point, point key,
+is ``<table>.<column>`` (null in the other tables' rows, which Parquet stores for almost
+nothing). The schema metadata key ``l4slab.study.run`` holds the run's identity as JSON (id, study, point, point key,
 factor values, trial, seed, wall_s, engine and l4slab versions, ``"complete": true``);
 a file that pyarrow cannot read, or without that key, or whose id differs from its
 name, is not a finished run and is run again.
