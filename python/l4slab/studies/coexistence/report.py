@@ -20,12 +20,12 @@ from l4slab.analysis.html import md_text
 from l4slab.analysis.metrics import mean_ci
 from l4slab.study.markdown import markdown_table
 
-#: Case of a run, from its flows' labels (the study's zip names them).
+#: Case of a run, from its flows' sorted labels joined by "," (the study's zip names them).
 CASES = {
-    ("cubic", "prague"): "Baseline: 1 Prague + 1 CUBIC, DualPI2",
-    ("cubic1", "cubic2", "cubic3", "cubic4"): "FQ-CoDel, 4 CUBIC",
-    ("cubic3", "cubic4", "prague1", "prague2"): "DualPI2, 2 Prague then 2 CUBIC",
-    ("prague1", "prague2", "prague3", "prague4"): "DualPI2, 4 Prague",
+    "cubic,prague": "Baseline: 1 Prague + 1 CUBIC, DualPI2",
+    "cubic1,cubic2,cubic3,cubic4": "FQ-CoDel, 4 CUBIC",
+    "cubic3,cubic4,prague1,prague2": "DualPI2, 2 Prague then 2 CUBIC",
+    "prague1,prague2,prague3,prague4": "DualPI2, 4 Prague",
 }
 #: Seed 004's stated numbers (§4, 10 Mbit/s, 30 ms): (case, phase, label, quantity) → value;
 #: phase k = the k-th 10-s interval (the baseline: 0-30 s, phase 0).
@@ -59,8 +59,8 @@ BASELINE_END_S = 30.0
 
 def run_cases(flows: pd.DataFrame) -> pd.Series:
     """run_id → case name (from the sorted labels of its flows)."""
-    labels = flows.groupby("run_id")["label"].agg(lambda s: tuple(sorted(map(str, s))))
-    return labels.map(lambda key: CASES.get(key, ", ".join(key)))
+    labels = flows.groupby("run_id")["label"].agg(lambda s: ",".join(sorted(map(str, s))))
+    return labels.map(lambda key: CASES.get(key, key))
 
 
 def per_second(data) -> pd.DataFrame:
