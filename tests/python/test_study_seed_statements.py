@@ -239,3 +239,28 @@ def test_dualq_basic_figure6_sections(tmp_path):
     assert 0.85 <= l4s["rate_ratio"] <= 2.5
     lines = render(module, data, tmp_path)
     assert sum(".png" in line for line in lines) >= 8
+
+
+def test_s2_syn_flood_ect0_below_link_rate_subtracts_from_capacity():
+    """Why S2's ECT(0) statement does not hold: DualPI2 CE-marks ECN-capable Classic packets
+    instead of dropping them below overload, so a 9 Mbit/s ECT(0) flood keeps its rate and
+    Prague gets the 1 Mbit/s residual, as with ECT(1) (seed 001 §III-D), once the packet limit
+    cannot shed the 54-byte SYNs; with the study's 200-packet limit tail drops give Prague more."""
+    from l4slab import engine
+    from l4slab.study.spec import load_study
+
+    shares = {}
+    for limit in (200, 10000):
+        qdisc = f"dualpi2 variant l4steam limit {limit} step_thresh 1ms"
+        spec = load_study("s2-syn-flood", overrides={"duration": "15s", "warmup": "5s", "bottleneck.qdisc": qdisc})
+        run = next(
+            r
+            for r in spec.runs
+            if r.trial == 0 and spec.points[r.point].values == {"sources.0.rate": "9Mbit", "sources.0.ecn": "ect0"}
+        )
+        raw, _ = engine.simulate(spec.config(run))
+        flows = {f["kind"]: f for f in raw["flows"]}
+        shares[limit] = (flows["tcp"]["throughput_mbps"], flows["synflood"]["throughput_mbps"], raw["bottleneck"])
+    prague, flood, bottleneck = shares[10000]
+    assert abs(prague - 1.0) < 0.5 and flood > 8.8 and bottleneck["drops"] == 0 and bottleneck["marks"] > 0
+    assert shares[200][0] > prague + 1.5 and shares[200][2]["drops"] > 0
