@@ -4,7 +4,18 @@ coexistence): every point validates, and a quick variant of the cheap ones runs.
 import pytest
 from l4slab.study.spec import load_study
 
-SEED_STUDIES = {"s2-syn-flood": 6, "dualq-basic": 75, "dualq-web": 2, "coexistence": 3}
+SEED_STUDIES = {
+    "s2-syn-flood": 6,
+    "dualq-basic": 75,
+    "dualq-web": 6,
+    "coexistence": 4,
+    "dualq-multiflow": 60,
+    "dualq-mixed-rtt": 76,
+    "dualq-overload": 10,
+    "s2-many-flows": 75,
+    "s2-fairness": 24,
+    "ecn-threshold": 4,
+}
 
 
 @pytest.mark.parametrize(("name", "points"), sorted(SEED_STUDIES.items()))

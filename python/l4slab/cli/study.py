@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from .common import EXIT_ENGINE, EXIT_OK, check_out_dir, print_frame
@@ -49,6 +50,15 @@ def add_parser(commands) -> None:
         "to put beside the simulated cells: heatmaps, differences, harm agreement, within 3 Mbit/s, MAE",
     )  # fmt: skip
     study.add_parser("list", help="the built-in studies")
+    show_cmd = study.add_parser(
+        "show",
+        help="a study's description, factors, run count, estimated time and source, as a study file to copy",
+        description="Print a study file (a built-in study by name, or a file) headed by comments: what it "
+        "reproduces, its factors and levels, points and runs, an estimated run time and whether published data "
+        "come with it. The output is itself a valid study file: `l4slab study show NAME > my.toml`, edit, "
+        "`l4slab study run my.toml`.",
+    )
+    show_cmd.add_argument("file", metavar="NAME|FILE", help="a built-in study name (l4slab study list) or a study file")
     status_cmd = study.add_parser("status", help="done/pending/failed counts per factor value")
     status_cmd.add_argument("dir", metavar="DIR", help="study directory")
     one_cmd = study.add_parser("run-one", help="run one planned run of a study directory (for job arrays)")
@@ -106,6 +116,9 @@ def command(args: argparse.Namespace) -> int:
         _require_done_run(args.dir)
         print(f"wrote {write_report(args.dir, published=args.published)}")
         return EXIT_OK
+    if args.study_command == "show":
+        sys.stdout.write(show_text(args.file))
+        return EXIT_OK
     if args.study_command == "list":
         for name in study.builtin_studies():
             print(name)
@@ -119,3 +132,109 @@ def command(args: argparse.Namespace) -> int:
         print_error(f"run {args.run_id[:12]}: {message}")
         return EXIT_ENGINE
     return EXIT_OK
+
+
+#: Engine speed assumed by ``study show``'s estimate: packets per second on one core of a quiet
+#: machine (the order of ``l4slab bench``'s CUBIC reference, counting data and ACK packets),
+#: plus a fixed cost per run (process start, the run file and its checksum).
+ESTIMATE_PACKETS_PER_S = 2.5e6
+ESTIMATE_RUN_OVERHEAD_S = 0.1
+#: Data packets of a full-size frame (1514 B on the wire) and ACKs per data packet (delayed ACK).
+FRAME_BITS = 1514 * 8
+ACKS_PER_PACKET = 0.5
+
+
+def _estimate_packets(config: dict) -> float:
+    """Packets one run handles: the bottleneck at its rate for the run (data + ACKs), plus what
+    unresponsive sources offer above it (dropped at the queue, still events)."""
+    duration_s = config.get("duration_ns", 0) / 1e9
+    rate = float(config.get("bottleneck", {}).get("rate_bps", 0))
+    offered = sum(float(f.get("rate_bps", 0)) for f in config.get("flows", []) if f.get("kind") == "udp")
+    offered += sum(float(s.get("rate_bps", 0)) for s in config.get("sources", []) if s.get("kind") == "syn_flood")
+    return duration_s * (rate * (1 + ACKS_PER_PACKET) + max(0.0, offered - rate)) / FRAME_BITS
+
+
+def _comment_block(text: str) -> str:
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line.lstrip("#").strip())
+    return " ".join(line for line in lines if line)
+
+
+def _published(name: str | None) -> str:
+    """What published data come with a built-in study: its data files, and numbers stated in
+    the paper's text that its report.py draws beside the simulated ones."""
+    if name is None:
+        return "none (not a built-in study)"
+    from ..study import registry
+
+    folder = registry.study_dir(name)
+    files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix in (".csv", ".json", ".parquet"))
+    found = [f"{', '.join(files)} (`study report --published`)"] if files else []
+    report = folder / "report.py"
+    source = report.read_text(encoding="utf-8") if report.is_file() else ""
+    if "load_published(" in source and not files:
+        found.append("the PAM 2025 published tables (pam2025/pam2025_published.csv), beside the simulated cells")
+    if re.search(r"(?m)^PUBLISHED\w* = ", source):
+        found.append("numbers stated in the paper's text, drawn beside the simulated ones by its report sections")
+    return "; ".join(found) or "none: the report shows the simulation alone"
+
+
+def _value(value) -> str:
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
+def show_text(path: str) -> str:
+    """``study show``: the study file (built-in by name, or a path) headed by comment lines."""
+    import textwrap
+    from pathlib import Path
+
+    from ..errors import ScenarioError
+    from ..scenario.load import tomllib
+    from ..study import registry
+    from ..study.spec import load_study
+
+    if not Path(path).exists() and path not in registry.builtin_studies():
+        raise ScenarioError(
+            f"{path!r} is neither a built-in study ({', '.join(registry.builtin_studies())}) nor a study file"
+        )
+    spec = load_study(path)
+    file = registry.resolve_builtin(path)
+    builtin = path if file != Path(path) else None
+    text = file.read_text(encoding="utf-8")
+    meta = tomllib.loads(text).get("study", {})
+    description = meta.get("description")
+    if not description:  # the file's opening comments follow in full: their first sentence here
+        comments = _comment_block(text)
+        description = (comments.split(". ")[0] + ("." if ". " in comments else "")) if comments else "(none)"
+    packets = sum(_estimate_packets(spec.config(run)) for run in spec.runs)
+    seconds = packets / ESTIMATE_PACKETS_PER_S + ESTIMATE_RUN_OVERHEAD_S * len(spec.runs)
+    head = [f"l4slab study show {path}: copy it (`l4slab study show {path} > my.toml`), edit, `l4slab study run "
+            "my.toml`.", f"reproduces: {meta.get('reproduces') or 'not stated'}"]  # fmt: skip
+    head += textwrap.wrap("description: " + " ".join(description.split()), 96, subsequent_indent="  ")
+    head.append("factors and their levels:")
+    for factor in spec.factors:
+        levels = ", ".join(_value(v) for v in factor.values)
+        head += textwrap.wrap(f"{factor.path} ({len(factor.values)}): {levels}", 96, initial_indent="  ",
+                              subsequent_indent="      ")  # fmt: skip
+    head.append(f"points: {len(spec.points)} x {spec.trials} trial(s) = {len(spec.runs)} runs")
+    head.append(
+        f"estimated time: about {_duration(seconds)} on one core, {_duration(seconds / 2)} with --jobs 2 "
+        f"({packets / 1e6:.0f} M packets at {ESTIMATE_PACKETS_PER_S / 1e6:g} M packets/s, "
+        f"+ {ESTIMATE_RUN_OVERHEAD_S:g} s per run; a loaded machine is slower)"
+    )
+    head.append(f"published data: {_published(builtin)}")
+    return "".join(f"# {line}\n" for line in head) + "#\n" + text
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -56,8 +56,9 @@ def _connect(directory: Path):
 
 
 def _series_views(con, directory: Path) -> None:
-    """Views flow_series and bottleneck_series over the run files that verify now (each
-    file's bytes against its recorded checksum; a corrupt one is named and left out)."""
+    """Views flow_series, bottleneck_series and (web studies) requests over the run files
+    that verify now (each file's bytes against its recorded checksum; a corrupt one is named
+    and left out)."""
     records = store.load_records(directory)
     files = []
     for rid in con.execute("SELECT run_id FROM runs WHERE status = 'done'").fetchall():
@@ -70,24 +71,31 @@ def _series_views(con, directory: Path) -> None:
         files.append("'" + str(path.resolve()).replace("'", "''") + "'")
     if not files:
         return
-    for table in ("flow_series", "bottleneck_series"):
-        con.execute(
-            f"CREATE TEMP VIEW {table} AS SELECT regexp_extract(filename, '([0-9a-f]{{64}})\\.parquet$', 1) "
-            f"AS run_id, COLUMNS('^{table}\\.(.*)$') AS \"\\1\" FROM read_parquet([{', '.join(files)}], "
-            f"filename=true, union_by_name=true) WHERE \"table\" = '{table}'"
-        )
+    import duckdb
+
+    for table in ("flow_series", "bottleneck_series", "requests"):
+        try:
+            con.execute(
+                f"CREATE TEMP VIEW {table} AS SELECT regexp_extract(filename, '([0-9a-f]{{64}})\\.parquet$', 1) "
+                f"AS run_id, COLUMNS('^{table}\\.(.*)$') AS \"\\1\" FROM read_parquet([{', '.join(files)}], "
+                f"filename=true, union_by_name=true) WHERE \"table\" = '{table}'"
+            )
+        except duckdb.Error:
+            if table != "requests":  # a study without web traffic has no request columns: no view
+                raise
 
 
 def query(directory: str | os.PathLike[str], sql: str) -> pd.DataFrame:
     """Run SQL over the study's catalog (tables runs, flows, bottleneck, classes,
-    summaries; views flow_series and bottleneck_series over the run files)."""
+    summaries; views flow_series, bottleneck_series and, with web traffic, requests over
+    the run files)."""
     import duckdb
 
     directory = Path(directory)
     if "\0" in sql:
         raise ScenarioError("query: the SQL holds a NUL character")
     with _connect(directory) as con:
-        if "_series" in sql:
+        if "_series" in sql or "requests" in sql:
             _series_views(con, directory)
         try:
             return con.execute(sql).df()
@@ -117,6 +125,23 @@ class StudyData:
             frame.insert(0, "run_id", rid)
             frames.append(frame)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def requests(self, run_ids: list[str] | None = None) -> pd.DataFrame:
+        """The web requests (``requests`` table: size, start, FCT, ideal FCT, completion
+        efficiency, cc, SYN retransmissions, ...) of the given (default: all done) runs, with
+        ``run_id``, ``point``, ``trial`` and the study's factor columns; empty without web traffic."""
+        ids = run_ids if run_ids is not None else self.runs.loc[self.runs["status"] == "done", "run_id"].tolist()
+        frames = []
+        for rid in ids:
+            frame = store.read_run_table(store.run_path(self.directory, rid), "requests")
+            if len(frame):
+                frame.insert(0, "run_id", rid)
+                frames.append(frame)
+        if not frames:
+            return pd.DataFrame()
+        fixed = {"seed", "status", "wall_s", "error", "in_plan"}
+        runs = self.runs[[c for c in self.runs.columns if c not in fixed]]
+        return pd.concat(frames, ignore_index=True).merge(runs, on="run_id", how="left")
 
 
 def load(directory: str | os.PathLike[str]) -> StudyData:

@@ -8,6 +8,7 @@ A study file is TOML::
     trials = 10              # runs per point
     metrics = ["goodput_mbps", "queuing_delay_ms"]   # optional: metrics to summarise (default: all)
     report = "pam2025-prague-cubic"  # optional: add that built-in study's report sections
+    reproduces = "PAM 2025 (Sarpkaya et al.) Tables 2-3"  # optional: the paper and figure (study show)
 
     [base]                   # a scenario (the scenario file schema); or: base = "scenario.toml"
     duration = "60s"
@@ -78,7 +79,7 @@ TOP_KEYS = ("study", "base", "factors", "zip", "exclude", "filter", "panels")
 PANEL_KEYS = ("doc", "set", "factors", "zip", "exclude", "filter")
 #: The catalog column (and pseudo-factor path) naming a point's panel.
 PANEL_FACTOR = "panel"
-STUDY_KEYS = ("name", "description", "seed", "trials", "metrics", "report", "exclude", "filter")
+STUDY_KEYS = ("name", "description", "reproduces", "seed", "trials", "metrics", "report", "exclude", "filter")
 
 # --- presets ---------------------------------------------------------------------------------
 
@@ -450,6 +451,11 @@ def study_from_dict(
     name = meta.get("name", "study")
     if not isinstance(meta.get("description", ""), str):
         raise ScenarioError(f"study.description: {meta['description']!r} is not a string; expected a sentence or two")
+    if not isinstance(meta.get("reproduces", ""), str):
+        raise ScenarioError(
+            f"study.reproduces: {show(meta['reproduces'])} is not a string; expected the paper and its figure, "
+            'e.g. "seed 001 (De Schepper et al.) Figure 7"'
+        )
     seed = meta.get("seed", 1)
     trials = meta.get("trials", 1)
     # The name becomes the default directory results/<name>: one path component that

@@ -10,9 +10,9 @@ Layout (``STUDY_DIR``)::
 
 A run file is one Parquet table holding several logical tables: a ``table`` column
 names the table of each row (``flows``, ``bottleneck``, ``classes``, ``flow_series``,
-``bottleneck_series``) and every other column is ``<table>.<column>`` (null in the
-other tables' rows, which Parquet stores for almost nothing). The schema metadata key
-``l4slab.study.run`` holds the run's identity as JSON (id, study, point, point key,
+``bottleneck_series``, and ``requests`` for runs with web traffic) and every other column
+is ``<table>.<column>`` (null in the other tables' rows, which Parquet stores for almost
+nothing). The schema metadata key ``l4slab.study.run`` holds the run's identity as JSON (id, study, point, point key,
 factor values, trial, seed, wall_s, engine and l4slab versions, ``"complete": true``);
 a file that pyarrow cannot read, or without that key, or whose id differs from its
 name, is not a finished run and is run again.
@@ -76,7 +76,7 @@ __all__ = [
 
 META_KEY = b"l4slab.study.run"
 CHECKSUM_KEY = b"l4slab.study.sha256"
-TABLES = ("flows", "bottleneck", "classes", "flow_series", "bottleneck_series")
+TABLES = ("flows", "bottleneck", "classes", "flow_series", "bottleneck_series", "requests")
 SUMMARY_TABLES = ("flows", "bottleneck", "classes")
 RECORDS = "records.jsonl"
 #: A run id: the sha256 hex digest of its config (``spec.run_id``); nothing else names a file.
@@ -205,6 +205,11 @@ def run_file_bytes(result: Any, meta: Mapping[str, Any]) -> bytes:
         "flow_series": result.flow_series,
         "bottleneck_series": result.bottleneck_series,
     }
+    # Web sources' per-request records (seed 001 App. C: size, FCT, completion efficiency),
+    # kept so a study's FCT analysis reads the store; absent for runs without web traffic.
+    requests = getattr(result, "requests", None)
+    if requests is not None and len(requests):
+        frames["requests"] = requests
     table = _concat([_arrow(frame, name) for name, frame in frames.items() if len(frame.columns)])
     table = table.select(["table", *[c for c in table.column_names if c != "table"]])
     identity = json.dumps({**meta, "complete": True}).encode()

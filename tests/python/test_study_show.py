@@ -1,0 +1,61 @@
+"""``l4slab study show NAME``: the study file headed by what it reproduces, its factors and
+levels, run count, estimated time and published data; the output is a study file a user
+can copy, edit and run (issue 12 must-have 5)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from conftest import l4slab_command, requires_engine
+
+pytestmark = requires_engine
+
+
+def _show(name: str) -> subprocess.CompletedProcess:
+    return subprocess.run(l4slab_command("study", "show", name), capture_output=True, text=True, timeout=120)
+
+
+def test_show_heads_the_file_with_what_a_user_needs(tmp_path):
+    result = _show("dualq-multiflow")
+    assert result.returncode == 0, result.stderr
+    head = [line for line in result.stdout.splitlines() if line.startswith("# ")][:30]
+    text = "\n".join(head)
+    assert "reproduces: seed 001 (De Schepper et al., Dual Queue Coupled AQM) §IV-D, Figure 7" in text
+    assert "flows.1.cc (2): cubic, reno" in text
+    assert "points: 60 x 1 trial(s) = 60 runs" in text
+    assert "estimated time: about" in text and "published data: none" in text
+    # 60 runs of 70 s at 40 Mbit/s: 60 * 70 * 40e6 * 1.5 / (1514 * 8) = 20.8 M packets.
+    assert "(21 M packets" in text
+
+
+def test_show_output_is_a_study_file_to_copy_and_change(tmp_path):
+    from l4slab.study.spec import load_study
+
+    copy = tmp_path / "my.toml"
+    copy.write_text(_show("dualq-multiflow").stdout, encoding="utf-8")
+    original, copied = load_study("dualq-multiflow"), load_study(copy)
+    assert [r.id for r in copied.runs] == [r.id for r in original.runs]
+    text = copy.read_text(encoding="utf-8").replace('"flows.1.cc" = ["cubic", "reno"]', '"flows.1.cc" = ["reno"]')
+    copy.write_text(text, encoding="utf-8")
+    assert len(load_study(copy).points) == 30
+
+
+@pytest.mark.parametrize("name", ["coexistence", "s2-syn-flood", "pam2025-prague-cubic", "ecn-threshold"])
+def test_show_names_published_data(name):
+    result = _show(name)
+    assert result.returncode == 0, result.stderr
+    published = next(line for line in result.stdout.splitlines() if line.startswith("# published data:"))
+    expected = {
+        "coexistence": "numbers stated in the paper's text",
+        "s2-syn-flood": "none",
+        "pam2025-prague-cubic": "the PAM 2025 published tables",
+        "ecn-threshold": "none",
+    }[name]
+    assert expected in published
+
+
+def test_show_of_an_unknown_study_is_one_line():
+    result = _show("no-such-study")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "neither a built-in study" in result.stderr
