@@ -28,11 +28,6 @@
 //!
 //! Units are the kernel's: bandwidth in packets/µs << 24 (`BW_SCALE`), gains in
 //! 1/256 (`BBR_UNIT`), volumes in packets, PROBE_RTT/min_rtt stamps in jiffies.
-//!
-//! One approximation: `bbr_packets_in_net_at_edt` subtracts the data the path
-//! delivers until the next skb's earliest departure time (`tcp_wstamp_ns`); the
-//! CC does not see that time here, so the estimate takes EDT = now (at most one
-//! skb's pacing gap, a few packets at 100 Mbit/s).
 
 mod params;
 #[cfg(test)]
@@ -400,13 +395,12 @@ impl Bbr2 {
         self.quantization_budget(tp, self.bdp(bw, gain))
     }
 
-    /// `bbr_packets_in_net_at_edt`, with EDT = now (see the module doc).
+    /// `bbr_packets_in_net_at_edt` (v2alpha and L4STeam `tcp_bbr2.c`, as v1): in-flight
+    /// less what the path delivers at `bw` until the next skb's earliest departure time
+    /// (`tcp_wstamp_ns`), plus one TSO goal while pacing above 1.0.
     fn packets_in_net_at_edt(&self, tp: &CcSock, inflight_now: u32) -> u32 {
-        let mut inflight_at_edt = inflight_now;
-        if self.pacing_gain > BBR_UNIT {
-            inflight_at_edt += self.tso_segs_goal(tp);
-        }
-        inflight_at_edt
+        let probing = if self.pacing_gain > BBR_UNIT { self.tso_segs_goal(tp) } else { 0 };
+        common::packets_in_net_at_edt(tp, self.bw(), inflight_now, probing)
     }
 
     /// `bbr_ack_aggregation_cwnd`.
