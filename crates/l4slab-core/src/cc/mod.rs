@@ -14,6 +14,7 @@ use crate::time::{jiffies, Time};
 pub mod bbr;
 pub mod bbr2;
 pub mod bbr3;
+pub mod bbr_common;
 pub mod cubic;
 pub mod dctcp;
 pub mod minmax;

@@ -35,6 +35,7 @@ def udp(rate: str, ecn: str = "not-ect", rtt: str = "20ms", **kw) -> dict:
 
 
 PAM_FQ = "fq limit 2bdp flow_limit 2bdp orphan_mask 0 ce_threshold 5ms"
+BBR2_ECN = {"ecn_enable": True, "ecn_max_rtt_us": 0}  # the PAM study's BBRv2 ECN module parameters
 FQC_L4S = "fq_codel limit 2bdp target 5ms interval 100ms ecn ce_threshold 1ms ce_threshold_selector 0x01/0x01"
 
 SCENARIOS = [
@@ -99,6 +100,12 @@ SCENARIOS = [
     sc("64-flows", [tcp("cubic", count=32), tcp("prague", count=32)], qdisc="dualpi2", rate="200Mbit", duration="2s", start_jitter="50ms"),
     sc("high-rate", [tcp("cubic", count=2)], qdisc="bfifo limit 2bdp", rate="1Gbit", duration="1s"),
     sc("no-jitter", [tcp("cubic", count=2)], start_jitter="0s", bin="250ms"),
+    # the BBR family: v1 (loss, recovery, the 10 s PROBE_RTT), v2alpha two-sided ECN beside
+    # L4S-BBRv2 (AccECN, ECT(1)) in DualPI2, two v2alpha flows of unequal RTT, v3 with ecn_low
+    sc("bbr1-bfifo-cubic", [tcp("bbr"), tcp("cubic", tso=False)], qdisc="bfifo limit 0.5bdp", duration="12s"),
+    sc("bbr2-l4s-bbr2-twosided-dualpi2", [tcp("bbr2-l4s", ecn=3, receiver_ecn=3, tso=False), tcp("bbr2", ecn=1, receiver_ecn=1, cc_params=BBR2_ECN, receiver_cc="bbr2", receiver_cc_params=BBR2_ECN)], qdisc="dualpi2 target 5ms variant l4steam", rate="100Mbit", duration="8s"),
+    sc("bbr2-bfifo-two-rtts", [tcp("bbr2"), tcp("bbr2", rtt="40ms")], qdisc="bfifo limit 250000", duration="8s"),
+    sc("bbr3-ecn-low-short-path", [tcp("bbr3", rtt="2ms", ecn=1, receiver_ecn=1, ecn_low=True), tcp("bbr3", rtt="10ms", tso=False)], qdisc="dualpi2 target 1ms", rate="100Mbit", duration="8s"),
 ]
 
 

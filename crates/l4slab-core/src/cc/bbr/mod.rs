@@ -27,12 +27,10 @@ use crate::time::Time;
 #[cfg(test)]
 mod tests;
 
-/// Rate unit: packets per µs scaled by 2^24 (`BW_SCALE`).
-pub const BW_SCALE: u32 = 24;
-pub const BW_UNIT: u64 = 1 << BW_SCALE;
-/// Fractions (gains) scaled by 256 (`BBR_SCALE`, `BBR_UNIT`).
-pub const BBR_SCALE: u32 = 8;
-pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
+use super::bbr_common::{self as common, after};
+/// Rate unit: packets per µs scaled by 2^24 (`BW_SCALE`); fractions (gains) scaled by
+/// 256 (`BBR_SCALE`, `BBR_UNIT`); shared with BBRv2/v3 in `cc/bbr_common.rs`.
+pub use super::bbr_common::{BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT};
 /// `CYCLE_LEN`: phases of the PROBE_BW pacing-gain cycle.
 pub const CYCLE_LEN: u32 = 8;
 /// `bbr_pacing_gain[]`: 5/4, 3/4, then six phases at 1.0 (tcp_bbr.c).
@@ -282,12 +280,6 @@ impl Mode {
     }
 }
 
-/// `after(a, b)` on u32 clocks (include/net/tcp.h).
-#[inline]
-fn after(a: u32, b: u32) -> bool {
-    (b.wrapping_sub(a) as i32) < 0
-}
-
 /// µs clock of a time (`tcp_mstamp`, `tcp_skb_timestamp_us`).
 #[inline]
 fn us(t: Time) -> u64 {
@@ -410,11 +402,7 @@ impl Bbr {
     /// `bbr_rate_bytes_per_sec`: rate × mss × gain × (1 − margin), bytes/s (u128: the
     /// kernel's u64 is exact up to 2.9 Tbit/s, beyond which this does not wrap).
     fn rate_bytes_per_sec(&self, tp: &CcSock, rate: u64, gain: u32) -> u64 {
-        let mut r = rate as u128 * tp.mss as u128;
-        r *= gain as u128;
-        r >>= BBR_SCALE;
-        r *= (USEC_PER_SEC / 100 * (100 - self.p.pacing_margin_percent as u64)) as u128;
-        (r >> BW_SCALE).min(u64::MAX as u128) as u64
+        common::rate_bytes_per_sec(tp.mss, rate, gain, self.p.pacing_margin_percent as u64)
     }
 
     /// `bbr_bw_to_pacing_rate` (no `sk_max_pacing_rate` is set).
@@ -476,8 +464,7 @@ impl Bbr {
         if self.min_rtt_us == u32::MAX {
             return TCP_INIT_CWND;
         }
-        let w = bw as u64 * self.min_rtt_us as u64;
-        ((w as u128 * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128) as u32
+        common::bdp(bw, gain, self.min_rtt_us)
     }
 
     /// `bbr_quantization_budget`: + 3 TSO skbs, rounded up to even, + 2 in the 5/4 phase.
@@ -499,15 +486,8 @@ impl Bbr {
     /// `bbr_packets_in_net_at_edt`: in-flight minus what the bottleneck drains
     /// before the next departure time (`tcp_wstamp_ns`).
     fn packets_in_net_at_edt(&self, tp: &CcSock, inflight_now: u32) -> u32 {
-        let now_ns = tp.now;
-        let edt_ns = tp.wstamp_ns.max(now_ns);
-        let interval_us = (edt_ns - now_ns) / NS_PER_US;
-        let interval_delivered = ((self.bw() as u64 * interval_us) >> BW_SCALE) as u32;
-        let mut inflight_at_edt = inflight_now;
-        if self.pacing_gain > BBR_UNIT {
-            inflight_at_edt += self.tso_segs_goal(tp);
-        }
-        inflight_at_edt.saturating_sub(interval_delivered)
+        let probing = if self.pacing_gain > BBR_UNIT { self.tso_segs_goal(tp) } else { 0 };
+        common::packets_in_net_at_edt(tp, self.bw(), inflight_now, probing)
     }
 
     /// `bbr_ack_aggregation_cwnd`.
@@ -515,9 +495,7 @@ impl Bbr {
         if self.p.extra_acked_gain == 0 || !self.full_bw_reached {
             return 0;
         }
-        let max_aggr_cwnd = (self.bw() as u64 * self.p.extra_acked_max_us as u64 / BW_UNIT) as u32;
-        let aggr_cwnd = (self.p.extra_acked_gain * self.extra_acked()) >> BBR_SCALE;
-        aggr_cwnd.min(max_aggr_cwnd)
+        common::ack_aggregation_cwnd(self.bw(), self.extra_acked(), self.p.extra_acked_gain, self.p.extra_acked_max_us)
     }
 
     /// `bbr_set_cwnd_to_recover_or_restore`: deduct losses; packet conservation in the
@@ -738,15 +716,14 @@ impl Bbr {
             }
         }
         let epoch_us = stamp_us_delta(us(tp.delivered_mstamp), self.ack_epoch_mstamp);
-        let mut expected_acked = (self.bw() as u64 * epoch_us / BW_UNIT) as u32;
-        if self.ack_epoch_acked <= expected_acked || self.ack_epoch_acked + rs.acked_sacked >= 1 << 20 {
-            self.ack_epoch_acked = 0;
+        let bw = self.bw();
+        let (reset, extra) =
+            common::ack_epoch_excess(&mut self.ack_epoch_acked, bw, epoch_us, rs.acked_sacked, 1 << 20, tp.cwnd);
+        if reset {
             self.ack_epoch_mstamp = us(tp.delivered_mstamp);
-            expected_acked = 0;
         }
-        self.ack_epoch_acked = (self.ack_epoch_acked + rs.acked_sacked).min(0xfffff);
         // The kernel stores extra_acked[] as u16.
-        let extra = (self.ack_epoch_acked - expected_acked).min(tp.cwnd) & 0xffff;
+        let extra = extra & 0xffff;
         if extra > self.extra_acked[self.extra_acked_win_idx] {
             self.extra_acked[self.extra_acked_win_idx] = extra;
         }

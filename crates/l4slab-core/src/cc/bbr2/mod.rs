@@ -28,11 +28,6 @@
 //!
 //! Units are the kernel's: bandwidth in packets/µs << 24 (`BW_SCALE`), gains in
 //! 1/256 (`BBR_UNIT`), volumes in packets, PROBE_RTT/min_rtt stamps in jiffies.
-//!
-//! One approximation: `bbr_packets_in_net_at_edt` subtracts the data the path
-//! delivers until the next skb's earliest departure time (`tcp_wstamp_ns`); the
-//! CC does not see that time here, so the estimate takes EDT = now (at most one
-//! skb's pacing gap, a few packets at 100 Mbit/s).
 
 mod params;
 #[cfg(test)]
@@ -44,18 +39,11 @@ use super::registry::{parse_params, CcDescriptor, ReceiverDefaults};
 use super::*;
 use crate::schema::ParamSpec;
 
-/// `BW_SCALE`: bandwidth in packets per µs << 24.
-pub const BW_SCALE: u32 = 24;
-pub const BW_UNIT: u64 = 1 << BW_SCALE;
-const BBR_SCALE: u32 = 8;
+/// `BW_SCALE`: bandwidth in packets per µs << 24; gains « `BBR_SCALE` (`cc/bbr_common.rs`).
+use super::bbr_common::{self as common, after, BBR_SCALE, GSO_MAX_SIZE};
+pub use super::bbr_common::{BW_SCALE, BW_UNIT};
 /// `~0U`: an unset bound.
 const INF: u32 = u32::MAX;
-/// `GSO_MAX_SIZE` (include/linux/netdevice.h, 64 KB on 5.13/5.15).
-const GSO_MAX_SIZE: u64 = 65_536;
-/// `MAX_TCP_HEADER` on x86-64: L1_CACHE_ALIGN(128 + MAX_HEADER) = 320 (include/net/tcp.h).
-const MAX_TCP_HEADER: u64 = 320;
-/// `sk_pacing_shift` default (net/core/sock.c: 10, ≈1 ms of data per TSO burst).
-const SK_PACING_SHIFT: u32 = 10;
 /// `bbr_pacing_margin_percent`: pace 1 % below the estimate.
 const PACING_MARGIN_PERCENT: u64 = 1;
 
@@ -117,11 +105,6 @@ impl LossSample {
             is_app_limited: rs.is_app_limited,
         }
     }
-}
-
-#[inline]
-fn after(a: u32, b: u32) -> bool {
-    (b.wrapping_sub(a) as i32) < 0
 }
 
 /// `msecs_to_jiffies`.
@@ -323,10 +306,7 @@ impl Bbr2 {
 
     /// `bbr_rate_bytes_per_sec`.
     fn rate_bytes_per_sec(tp: &CcSock, rate: u64, gain: u32, margin: u64) -> u64 {
-        let mut rate = rate * tp.mss as u64;
-        rate = rate.saturating_mul(gain as u64) >> BBR_SCALE;
-        rate = rate.saturating_mul(1_000_000 / 100 * (100 - margin)) >> BW_SCALE;
-        rate.max(1)
+        common::rate_bytes_per_sec(tp.mss, rate, gain, margin).max(1)
     }
 
     /// `bbr_bw_to_pacing_rate` (no `sk_max_pacing_rate` cap).
@@ -368,16 +348,9 @@ impl Bbr2 {
 
     /// `bbr_tso_segs_generic`: ≈1 ms at the pacing rate plus the min_rtt allowance.
     fn tso_segs_generic(&self, tp: &CcSock, gso_max_size: u64) -> u32 {
-        let mut bytes = tp.pacing_rate >> SK_PACING_SHIFT;
+        // The parameter is a 4-bit field (`bbr_tso_rtt_shift`, 0..=15).
         let shift = self.p.tso_rtt_shift.min(15);
-        if shift != 0 {
-            let r = self.min_rtt_us >> shift;
-            if r < 32 {
-                bytes += GSO_MAX_SIZE >> r;
-            }
-        }
-        bytes = bytes.min(gso_max_size - 1 - MAX_TCP_HEADER);
-        ((bytes / tp.mss.max(1) as u64) as u32).max(self.min_tso_segs(tp))
+        common::tso_segs_generic(tp, self.min_rtt_us, shift, gso_max_size, self.min_tso_segs(tp))
     }
 
     /// `bbr_tso_segs_goal`: with the generic GSO size, whatever the device.
@@ -399,8 +372,7 @@ impl Bbr2 {
         if self.min_rtt_us == INF {
             return self.init_cwnd;
         }
-        let w = bw as u64 * self.min_rtt_us as u64;
-        ((((w * gain as u64) >> BBR_SCALE) + BW_UNIT - 1) / BW_UNIT).min(u32::MAX as u64) as u32
+        common::bdp(bw, gain, self.min_rtt_us)
     }
 
     /// `bbr_quantization_budget`.
@@ -423,21 +395,23 @@ impl Bbr2 {
         self.quantization_budget(tp, self.bdp(bw, gain))
     }
 
-    /// `bbr_packets_in_net_at_edt`, with EDT = now (see the module doc).
+    /// `bbr_packets_in_net_at_edt` (v2alpha and L4STeam `tcp_bbr2.c`, as v1): in-flight
+    /// less what the path delivers at `bw` until the next skb's earliest departure time
+    /// (`tcp_wstamp_ns`), plus one TSO goal while pacing above 1.0.
     fn packets_in_net_at_edt(&self, tp: &CcSock, inflight_now: u32) -> u32 {
-        let mut inflight_at_edt = inflight_now;
-        if self.pacing_gain > BBR_UNIT {
-            inflight_at_edt += self.tso_segs_goal(tp);
-        }
-        inflight_at_edt
+        let probing = if self.pacing_gain > BBR_UNIT { self.tso_segs_goal(tp) } else { 0 };
+        common::packets_in_net_at_edt(tp, self.bw(), inflight_now, probing)
     }
 
     /// `bbr_ack_aggregation_cwnd`.
     fn ack_aggregation_cwnd(&self) -> u32 {
         if self.p.extra_acked_gain != 0 && (self.full_bw_reached || self.p.extra_acked_in_startup != 0) {
-            let max_aggr = (self.bw() as u64 * self.p.extra_acked_max_us as u64 / BW_UNIT) as u32;
-            let aggr = ((self.p.extra_acked_gain as u64 * self.extra_acked() as u64) >> BBR_SCALE) as u32;
-            return aggr.min(max_aggr);
+            return common::ack_aggregation_cwnd(
+                self.bw(),
+                self.extra_acked(),
+                self.p.extra_acked_gain,
+                self.p.extra_acked_max_us,
+            );
         }
         0
     }
@@ -492,11 +466,7 @@ impl Bbr2 {
 
     /// `bbr_calculate_bw_sample`: delivered / interval, rounded up.
     fn calculate_bw_sample(rs: &RateSample) -> u32 {
-        if rs.interval_us > 0 && rs.delivered >= 0 {
-            let bw = (rs.delivered as u64 * BW_UNIT).div_ceil(rs.interval_us as u64);
-            return bw.min(u32::MAX as u64) as u32;
-        }
-        0
+        common::bw_sample_round_up(rs.delivered, rs.interval_us).unwrap_or(0)
     }
 
     /// `bbr_update_ack_aggregation`: the windowed max of data ACKed beyond bw · epoch.
@@ -517,16 +487,13 @@ impl Bbr2 {
             }
         }
         let epoch_us = tp.delivered_mstamp.saturating_sub(self.ack_epoch_mstamp) / 1000;
-        let mut expected = (self.bw() as u64 * epoch_us / BW_UNIT).min(u32::MAX as u64) as u32;
-        if self.ack_epoch_acked <= expected
-            || self.ack_epoch_acked as u64 + rs.acked_sacked as u64 >= self.p.ack_epoch_acked_reset_thresh as u64
-        {
-            self.ack_epoch_acked = 0;
+        let bw = self.bw();
+        let reset_thresh = self.p.ack_epoch_acked_reset_thresh;
+        let (reset, extra) =
+            common::ack_epoch_excess(&mut self.ack_epoch_acked, bw, epoch_us, rs.acked_sacked, reset_thresh, tp.cwnd);
+        if reset {
             self.ack_epoch_mstamp = tp.delivered_mstamp;
-            expected = 0;
         }
-        self.ack_epoch_acked = (self.ack_epoch_acked + rs.acked_sacked).min(0xfffff);
-        let extra = (self.ack_epoch_acked - expected).min(tp.cwnd);
         let slot = &mut self.extra_acked[self.extra_acked_win_idx];
         if extra > *slot {
             *slot = extra;

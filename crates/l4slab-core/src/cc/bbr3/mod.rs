@@ -43,14 +43,8 @@ mod tests;
 pub use params::Bbr3Params;
 use params::{BBR_SCALE, BBR_UNIT};
 
-/// `BW_SCALE`: bw is in packets per µs << 24.
-const BW_SCALE: u32 = 24;
-const BW_UNIT: u64 = 1 << BW_SCALE;
-/// `GSO_LEGACY_MAX_SIZE`.
-const GSO_LEGACY_MAX_SIZE: u64 = 65_536;
-/// `MAX_TCP_HEADER` of an x86-64 distro kernel (`L1_CACHE_ALIGN(128 + MAX_HEADER)`).
-const MAX_TCP_HEADER: u64 = 320;
-const USEC_PER_SEC: u64 = 1_000_000;
+/// `BW_SCALE`: bw is in packets per µs << 24; `GSO_LEGACY_MAX_SIZE` = 64 KB (`cc/bbr_common.rs`).
+use super::bbr_common::{self as common, BW_UNIT, GSO_MAX_SIZE as GSO_LEGACY_MAX_SIZE};
 /// `~0U`: "unset" for `bw_lo`, `inflight_lo`, `inflight_hi`, `bw_probe_up_cnt`.
 const UNSET: u32 = u32::MAX;
 
@@ -307,12 +301,7 @@ impl Bbr3 {
 
     /// `bbr_rate_bytes_per_sec`.
     fn rate_bytes_per_sec(tp: &CcSock, rate: u64, gain: u32, margin: u32) -> u64 {
-        let mut rate = rate * tp.mss as u64;
-        rate *= gain as u64;
-        rate >>= BBR_SCALE;
-        rate *= USEC_PER_SEC / 100 * (100 - margin as u64);
-        rate >>= BW_SCALE;
-        rate.max(1)
+        common::rate_bytes_per_sec(tp.mss, rate, gain, margin as u64).max(1)
     }
 
     /// `bbr_bw_to_pacing_rate` (no `sk_max_pacing_rate` cap is configured).
@@ -346,15 +335,7 @@ impl Bbr3 {
 
     /// `bbr_tso_segs_generic`.
     fn tso_segs_generic(&self, tp: &CcSock, gso_max_size: u64) -> u32 {
-        let mut bytes = tp.pacing_rate >> SK_PACING_SHIFT;
-        if self.p.tso_rtt_shift != 0 {
-            let r = self.min_rtt_us >> self.p.tso_rtt_shift;
-            if r < 32 {
-                bytes += GSO_LEGACY_MAX_SIZE >> r;
-            }
-        }
-        let bytes = bytes.min(gso_max_size - 1 - MAX_TCP_HEADER);
-        ((bytes / tp.mss.max(1) as u64) as u32).max(self.p.min_tso_segs)
+        common::tso_segs_generic(tp, self.min_rtt_us, self.p.tso_rtt_shift, gso_max_size, self.p.min_tso_segs)
     }
 
     /// `bbr_tso_segs_goal`.
@@ -376,8 +357,7 @@ impl Bbr3 {
         if self.min_rtt_us == u32::MAX {
             return self.init_cwnd;
         }
-        let w = bw as u64 * self.min_rtt_us as u64;
-        ((w * gain as u64) >> BBR_SCALE).div_ceil(BW_UNIT) as u32
+        common::bdp(bw, gain, self.min_rtt_us)
     }
 
     /// `bbr_quantization_budget`.
@@ -397,15 +377,8 @@ impl Bbr3 {
 
     /// `bbr_packets_in_net_at_edt`.
     fn packets_in_net_at_edt(&self, tp: &CcSock, inflight_now: u32) -> u32 {
-        let now_ns = tp.now;
-        let edt_ns = tp.wstamp_ns.max(now_ns);
-        let interval_us = (edt_ns - now_ns) / 1000;
-        let interval_delivered = ((self.bw() as u64 * interval_us) >> BW_SCALE) as u32;
-        let mut inflight_at_edt = inflight_now;
-        if self.pacing_gain > BBR_UNIT {
-            inflight_at_edt += self.tso_segs_goal(tp);
-        }
-        inflight_at_edt.saturating_sub(interval_delivered)
+        let probing = if self.pacing_gain > BBR_UNIT { self.tso_segs_goal(tp) } else { 0 };
+        common::packets_in_net_at_edt(tp, self.bw(), inflight_now, probing)
     }
 
     /// `bbr_ack_aggregation_cwnd`.
@@ -413,9 +386,7 @@ impl Bbr3 {
         if self.p.extra_acked_gain == 0 {
             return 0;
         }
-        let max_aggr_cwnd = (self.bw() as u64 * self.p.extra_acked_max_us as u64 / BW_UNIT) as u32;
-        let aggr_cwnd = (self.p.extra_acked_gain * self.extra_acked()) >> BBR_SCALE;
-        aggr_cwnd.min(max_aggr_cwnd)
+        common::ack_aggregation_cwnd(self.bw(), self.extra_acked(), self.p.extra_acked_gain, self.p.extra_acked_max_us)
     }
 
     /// `bbr_probe_rtt_cwnd`.
@@ -461,14 +432,10 @@ impl Bbr3 {
 
     /// `bbr_calculate_bw_sample`: delivered / interval, rounded up.
     fn calculate_bw_sample(rs: &RateSample, ctx: &mut Ctx) {
-        let mut bw = 0u64;
-        if rs.interval_us > 0 {
-            if rs.delivered < 0 {
-                return;
-            }
-            bw = (rs.delivered as u64 * BW_UNIT).div_ceil(rs.interval_us as u64);
+        if rs.interval_us > 0 && rs.delivered < 0 {
+            return; // the kernel returns with the sample left at 0
         }
-        ctx.sample_bw = bw.min(u32::MAX as u64) as u32;
+        ctx.sample_bw = common::bw_sample_round_up(rs.delivered, rs.interval_us).unwrap_or(0);
     }
 
     /// `bbr_update_ack_aggregation`.
@@ -489,16 +456,13 @@ impl Bbr3 {
             }
         }
         let epoch_us = (tp.delivered_mstamp / 1000).saturating_sub(self.ack_epoch_mstamp);
-        let mut expected_acked = (self.bw() as u64 * epoch_us / BW_UNIT) as u32;
-        if self.ack_epoch_acked <= expected_acked
-            || (self.ack_epoch_acked as u64 + rs.acked_sacked as u64 >= self.p.ack_epoch_acked_reset_thresh as u64)
-        {
-            self.ack_epoch_acked = 0;
+        let bw = self.bw();
+        let reset_thresh = self.p.ack_epoch_acked_reset_thresh;
+        let (reset, extra) =
+            common::ack_epoch_excess(&mut self.ack_epoch_acked, bw, epoch_us, rs.acked_sacked, reset_thresh, tp.cwnd);
+        if reset {
             self.ack_epoch_mstamp = tp.delivered_mstamp / 1000;
-            expected_acked = 0;
         }
-        self.ack_epoch_acked = (self.ack_epoch_acked + rs.acked_sacked).min(0xfffff);
-        let extra = (self.ack_epoch_acked - expected_acked).min(tp.cwnd);
         // `extra_acked[]` is u16 in struct bbr.
         let extra = extra as u16;
         if extra > self.extra_acked[self.extra_acked_win_idx] {
@@ -1214,8 +1178,6 @@ impl Bbr3 {
 /// `HZ` per ms: `msecs_to_jiffies` at HZ = 1000.
 const HZ_PER_MS: u64 = crate::time::HZ / 1000;
 const HZ: u64 = crate::time::HZ;
-/// `sk_pacing_shift` default (`SK_PACING_SHIFT` in include/net/sock.h).
-const SK_PACING_SHIFT: u32 = 10;
 
 /// `get_random_u32_below(n)`: uniform in [0, n) from the flow's stream.
 fn below(tp: &mut CcSock, n: u32) -> u32 {
