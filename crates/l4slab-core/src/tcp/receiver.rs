@@ -2,7 +2,7 @@
 //! Linux's ACK policy (Linux net/ipv4/tcp_input.c:tcp_rcv_established, __tcp_ack_snd_check): an ACK for every second full segment,
 //! quick-ACKs for the first 16 segments and after gaps, immediate ACKs while data is
 //! out of order (then SACK compression), and the 40 ms delayed-ACK timer with `ato`
-//! adaptation.
+//! adaptation, bounded by the receiver's handshake RTT (`tcp_send_delayed_ack`).
 
 use super::ecn::{self, AccEcnCounters, AccEcnOption, EcnMode};
 use super::*;
@@ -29,6 +29,11 @@ pub struct TcpReceiver {
     dsack: Option<SackBlock>,
     /// `icsk_ack.rcv_mss` estimate.
     rcv_mss: u32,
+    /// When the last SYN/ACK left (`tcp_synack_rtt_meas` measures from it).
+    synack_sent: Option<Time>,
+    /// `tp->srtt_us` of the receiving socket, ns: its only RTT sample is the
+    /// handshake's (a pure receiver's ACKs acknowledge no data of its own).
+    srtt_ns: u64,
     /// `icsk_ack.quick`: remaining quick ACKs.
     quick: u32,
     /// `icsk_ack.ato`, ns (0 until the first data segment).
@@ -108,6 +113,8 @@ impl TcpReceiver {
             num_recent: 0,
             dsack: None,
             rcv_mss: 536,
+            synack_sent: None,
+            srtt_ns: 0,
             quick: 0,
             ato: 0,
             lrcvtime: 0,
@@ -175,6 +182,7 @@ impl TcpReceiver {
                 a.tcp.tsval = ts_clock(now);
                 a.tcp.tsecr = self.ts_recent;
                 self.acks_sent += 1;
+                self.synack_sent = Some(now);
                 out.push(a);
             }
             PacketKind::Data => self.on_data(pkt, now, out),
@@ -184,6 +192,15 @@ impl TcpReceiver {
 
     fn on_data(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
         self.segments_received += 1;
+        if let Some(sent) = self.synack_sent.take() {
+            // The ACK completing the handshake arrives with the first data:
+            // tcp_rcv_state_process (TCP_SYN_RECV) → tcp_synack_rtt_meas →
+            // tcp_ack_update_rtt gives the socket its srtt and RTO (tcp_rtt_estimator's
+            // first sample: rttvar = max(2m, tcp_rto_min); tcp_set_rto: RTO = m + rttvar).
+            let m = now.saturating_sub(sent).max(NS_PER_US);
+            self.srtt_ns = m;
+            self.rto_ns = m + (2 * m).max(TCP_RTO_MIN_NS);
+        }
         let seq = pkt.tcp.seq;
         let end = seq + pkt.payload as u64;
         if pkt.ecn == Ecn::Ce {
@@ -239,7 +256,10 @@ impl TcpReceiver {
                 // Partially duplicate: D-SACK the old part.
                 self.dsack = Some(SackBlock { start: seq, end: self.rcv_nxt - advanced });
             }
-            self.event_data_recv(pkt.payload, now);
+            if pkt.payload >= self.rcv_mss {
+                self.rcv_mss = pkt.payload;
+            }
+            self.event_data_recv(now);
             self.ecn_check_ce(pkt.ecn, now, out);
             if had_ooo {
                 self.pull_ooo();
@@ -259,12 +279,8 @@ impl TcpReceiver {
         }
     }
 
-    /// `tcp_event_data_recv`: rcv_mss, quick-ACK and ato bookkeeping (Linux net/ipv4/tcp_input.c).
-    fn event_data_recv(&mut self, len: u32, now: Time) {
-        // tcp_measure_rcv_mss (simplified to the full-segment case).
-        if len >= self.rcv_mss {
-            self.rcv_mss = len;
-        }
+    /// `tcp_event_data_recv`: quick-ACK and ato bookkeeping (Linux net/ipv4/tcp_input.c).
+    fn event_data_recv(&mut self, now: Time) {
         if self.ato == 0 {
             // First data segment: quick-ACK mode, ato = TCP_ATO_MIN.
             self.incr_quickack(TCP_MAX_QUICKACKS);
@@ -398,14 +414,19 @@ impl TcpReceiver {
         self.comp_deadline = Some(now + delay + TCP_COMP_SACK_SLACK_NS);
     }
 
-    /// `tcp_send_delayed_ack`.
+    /// `tcp_send_delayed_ack` (net/ipv4/tcp_output.c): an `ato` above TCP_DELACK_MIN
+    /// is bounded by HZ/2, and by the
+    /// socket's srtt if it has one (at least TCP_DELACK_MIN): with the handshake's
+    /// RTT below 40 ms, a delayed ACK waits at most 40 ms however far `ato` inflated.
     fn send_delayed_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
         let mut ato = self.ato;
-        if ato > TCP_ATO_MIN_NS {
-            // A pure receiver has no srtt: the bound is HZ/2.
-            ato = ato.min(500 * crate::time::NS_PER_MS);
+        if ato > TCP_DELACK_MIN_NS {
+            let mut max_ato = 500 * crate::time::NS_PER_MS;
+            if self.srtt_ns > 0 {
+                max_ato = max_ato.min(self.srtt_ns.max(TCP_DELACK_MIN_NS));
+            }
+            ato = ato.min(max_ato);
         }
-        ato = ato.min(TCP_DELACK_MAX_NS);
         let mut timeout = now + ato;
         if let Some(pending) = self.delack_deadline {
             // If the timer is about to expire, ACK now.
@@ -518,6 +539,7 @@ impl TcpReceiver {
                 self.quick -= pkts;
             }
         }
+        // inet_csk_clear_xmit_timer(sk, ICSK_TIME_DACK): `icsk_ack.pending = 0`.
         self.ack_scheduled = false;
         self.ack_now = false;
         self.delack_deadline = None;
@@ -676,6 +698,45 @@ mod tests {
         r.on_timer(deadline, &mut out);
         assert_eq!(out.len(), 17);
         assert_eq!(out[16].tcp.ack, 17 * 1448);
+    }
+
+    /// A receiver past its 16 quick ACKs (segments of 1448 B every µs from `t0`); the
+    /// SYN/ACK left at 0 when `handshake`, so its srtt is `t0` (tcp_synack_rtt_meas).
+    fn past_quickacks(handshake: bool, t0: Time) -> (TcpReceiver, u64, Time) {
+        let mut r = TcpReceiver::new(0, true, 2, 2, "cubic");
+        let mut out = Vec::new();
+        if handshake {
+            r.on_packet(&Packet::new(0, PacketKind::Syn), 0, &mut out);
+        }
+        let mut t = t0;
+        for i in 0..16u64 {
+            r.on_packet(&data(i * 1448, 1448), t, &mut out);
+            t += 1000;
+        }
+        assert_eq!(r.quick, 0);
+        (r, 16 * 1448, t)
+    }
+
+    #[test]
+    fn the_delayed_ack_waits_at_most_the_handshake_rtt_or_40ms() {
+        use crate::time::NS_PER_MS;
+        // tcp_send_delayed_ack: ato > TCP_DELACK_MIN is bounded by max(srtt,
+        // TCP_DELACK_MIN) when the socket has an srtt, else by HZ/2.
+        for (handshake, bound) in [(true, TCP_DELACK_MIN_NS), (false, 80 * NS_PER_MS)] {
+            let (mut r, seq, t) = past_quickacks(handshake, 10 * NS_PER_MS);
+            let mut out = Vec::new();
+            // An odd segment: the 40 ms timer ACKs it and inflates ato to 80 ms
+            // (tcp_delack_timer_handler; the receiver's RTO is 10 + 200 ms or 1 s).
+            r.on_packet(&data(seq, 1448), t, &mut out);
+            let d = r.next_timer().expect("delack armed");
+            assert_eq!(d, t + TCP_ATO_MIN_NS);
+            r.on_timer(d, &mut out);
+            assert_eq!(r.ato, 2 * TCP_ATO_MIN_NS);
+            // The next odd segment 100 ms later (longer than ato: ato stays 80 ms).
+            let t2 = d + 100 * NS_PER_MS;
+            r.on_packet(&data(seq + 1448, 1448), t2, &mut out);
+            assert_eq!(r.next_timer(), Some(t2 + bound), "handshake {handshake}");
+        }
     }
 
     #[test]
