@@ -18,6 +18,9 @@ MATURIN := $(VENV)/bin/maturin
 ENGINE_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock pyproject.toml
 BUILT := $(VENV)/.l4slab-built
 BUILT_TEST := $(VENV)/.l4slab-built-test
+# The emulator binary (target/release/l4slab-emu, found there by `l4slab emulate`); stamped
+# like the extension, rebuilt when a Rust source changed.
+EMU_BUILT := $(VENV)/.l4slab-emu-built
 
 .PHONY: demo test test-slow install bench venv clean-venv
 
@@ -26,7 +29,8 @@ demo: $(BUILT)
 	$(PY) -m l4slab demo --out results/demo
 
 ## test: engine tests (Rust), then the Python tests against the installed package
-test: $(BUILT_TEST)
+## (with the emulator binary built, so the emulated tests run where root and TUN allow)
+test: $(BUILT_TEST) $(EMU_BUILT)
 	cargo test -p l4slab-core --release
 	$(PY) -m pytest -q -m "not slow" tests/python
 
@@ -63,6 +67,10 @@ $(BUILT): $(ENGINE_SOURCES) | $(MATURIN)
 $(BUILT_TEST): $(ENGINE_SOURCES) | $(MATURIN)
 	VIRTUAL_ENV=$(abspath $(VENV)) $(MATURIN) develop --release --extras test
 	@touch $@ $(BUILT)
+
+$(EMU_BUILT): $(ENGINE_SOURCES) | $(MATURIN)
+	cargo build --release -p l4slab-emu
+	@touch $@
 
 clean-venv:
 	rm -rf $(VENV)

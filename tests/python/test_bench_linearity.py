@@ -38,9 +38,10 @@ def test_cost_per_packet_stays_linear_on_a_small_row_12(tmp_path):
     path.write_text(SMALL_ROW_12)
     completed = l4slab("bench", "--scenario", str(path), "--linearity", "300ms", "--repeat", "2", "--json")
     # The bench's own verdict (1.5x) is for a quiet machine; this scenario changes regime into a
-    # retransmission storm after ~1.5 s and measured 1.25-2.0x on quiet and loaded machines alike,
-    # so the test asks for what separates linear from the old per-ACK scans (> 10x here):
-    # at most 3x, with the verdict consistent with the report either way.
+    # retransmission storm after ~1.5 s. Timed by CPU time, best of interleaved rounds, it measured
+    # 1.33-1.35x with the 2-core machine at load 8.6 (wall time had given 1.25-2.0x), so the test
+    # asks for at most 2x (the old per-ACK scans gave > 10x), with the verdict consistent with the
+    # report either way.
     assert completed.returncode in (0, 1), completed.stdout + completed.stderr
     report = json.loads(completed.stdout)
     runs = report["runs"]
@@ -49,7 +50,12 @@ def test_cost_per_packet_stays_linear_on_a_small_row_12(tmp_path):
     assert report["ratio"] == pytest.approx(runs[-1]["ns_per_packet"] / runs[0]["ns_per_packet"])
     assert report["max_ratio"] == 1.5 and report["ok"] == (report["ratio"] <= 1.5)
     assert (completed.returncode == 0) == report["ok"]
-    assert report["ratio"] <= 3.0, report
+    assert report["ratio"] <= 2.0, report
+    # Inside the storm regime (2.4 s and 3 s: 1.8 M and 2.8 M packets) a cost per packet growing
+    # with the state (a scan per ACK: O(n^2) in all) would show as 2.8 / 1.8 = 1.58x between the two
+    # runs; both are of one regime and size, so load moves them alike (measured 1.01-1.04x).
+    storm = runs[-1]["ns_per_packet"] / runs[-2]["ns_per_packet"]
+    assert storm <= 1.3, (storm, report)
 
 
 def test_a_cost_growing_with_time_fails_the_check(monkeypatch, capsys):
@@ -57,15 +63,14 @@ def test_a_cost_growing_with_time_fails_the_check(monkeypatch, capsys):
     # with one line naming the ratio (the engine replaced by fixed timings).
     from l4slab.cli import bench
 
-    def fake_time(config, repeat):
+    def fake_time(config):
         seconds = config["duration_ns"] / 1e9
         packets = int(100_000 * seconds)
         cost_ns = 1000 * (1 + seconds / 10)  # 1.1 us at 1 s, 2 us at 10 s
-        return {"packets": {"sent": packets}, "duration_s": seconds, "events": 2 * packets}, [
-            packets * cost_ns / 1e9
-        ] * repeat
+        cpu_s = packets * cost_ns / 1e9
+        return {"packets": {"sent": packets}, "duration_s": seconds, "events": 2 * packets}, 3 * cpu_s, cpu_s
 
-    monkeypatch.setattr(bench, "_time_config", fake_time)
+    monkeypatch.setattr(bench, "_cpu_time_config", fake_time)
     monkeypatch.setattr("l4slab.engine.version", lambda: "test")
     from l4slab.cli import main
 
@@ -89,3 +94,24 @@ def test_bad_linearity_arguments_are_one_line():
         assert "Traceback" not in completed.stderr
         lines = completed.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("l4slab: error: ") and fragment in lines[0], lines
+
+
+def test_rounds_are_interleaved_and_the_best_cpu_time_counts(monkeypatch):
+    # A load burst during one round must not fall on one run length only: every length runs once
+    # per round, and each length reports its best (least disturbed) CPU time.
+    from l4slab.cli import bench
+
+    calls: list[int] = []
+    # (round, length) -> CPU seconds: round 0 is disturbed for the longest run, round 1 for the shortest.
+    cpu = {(0, 0): 1.0, (0, 1): 5.0, (1, 0): 3.0, (1, 1): 2.0}
+
+    def fake_time(config):
+        length = config["i"]
+        round_ = sum(1 for c in calls if c == length)
+        calls.append(length)
+        return {"packets": {"sent": 10}}, 10.0 + round_, cpu[(round_, length)]
+
+    monkeypatch.setattr(bench, "_cpu_time_config", fake_time)
+    best = bench._linearity_runs([{"i": 0}, {"i": 1}], repeat=2)
+    assert calls == [0, 1, 0, 1]
+    assert [(wall, cpu_s) for _, wall, cpu_s in best] == [(10.0, 1.0), (10.0, 2.0)]

@@ -1,12 +1,14 @@
 //! Engine throughput on three fixed scenarios: bottleneck packets per wall-clock
 //! second, events per bottleneck packet and wall time per event.
 //!
-//! `cargo run --release -p l4slab-core --example bench [reference|10g|512]`
-//! (no argument: all three). One run each. Rates are per second of this thread's
+//! `cargo run --release -p l4slab-core --example bench [reference|10g|512|FILE.json]`
+//! (no argument: all three; a `.json` file is an engine config as
+//! `l4slab.scenario.load_scenario(path).resolve()` gives it, e.g. the web scenario). One run each. Rates are per second of this thread's
 //! CPU time (`/proc/thread-self/schedstat`), which a shared machine disturbs less
 //! than wall time; wall time is printed too.
 
 use serde_json::json;
+use sha2::{Digest, Sha256};
 
 fn cubic_flows(n: usize, rtt_ns: u64) -> Vec<serde_json::Value> {
     (0..n).map(|_| json!({"kind": "tcp", "cc": "cubic", "rtt_ns": rtt_ns})).collect()
@@ -49,7 +51,13 @@ fn main() {
         None => ["reference", "10g", "512"].iter().map(|s| s.to_string()).collect(),
     };
     for name in names {
-        let cfg: l4slab_core::ScenarioConfig = serde_json::from_value(scenario(&name)).expect("bench config");
+        let value = if name.ends_with(".json") {
+            let text = std::fs::read_to_string(&name).expect("read the bench config file");
+            serde_json::from_str(&text).expect("bench config file is JSON")
+        } else {
+            scenario(&name)
+        };
+        let cfg: l4slab_core::ScenarioConfig = serde_json::from_value(value).expect("bench config");
         let cpu0 = thread_cpu_ns();
         let t = std::time::Instant::now();
         let r = l4slab_core::run(&cfg).expect("run");
@@ -59,9 +67,15 @@ fn main() {
             _ => wall,
         };
         let pkts = r.bottleneck.qdisc.sent_packets as f64;
+        // The corpus's canonical hash (sorted-key JSON without `events`): a speed
+        // lever must leave it unchanged for scenarios outside the corpus too.
+        let mut v = serde_json::to_value(&r).expect("results serialise");
+        v.as_object_mut().expect("results are an object").remove("events");
+        let digest = Sha256::digest(serde_json::to_vec(&v).expect("value serialises"));
+        let hash: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
         let events = r.events as f64;
         println!(
-            "{name:10} cpu {cpu:6.2} s (wall {wall:6.2} s)  bottleneck pkts {pkts:9.0}  {:6.3} Mpkt/s  events/pkt {:4.2}  ns/event {:6.1}  util {:.3}",
+            "{name:10} cpu {cpu:6.2} s (wall {wall:6.2} s)  bottleneck pkts {pkts:9.0}  {:6.3} Mpkt/s  events/pkt {:4.2}  ns/event {:6.1}  util {:.3}  results {hash}",
             pkts / cpu / 1e6,
             events / pkts,
             cpu * 1e9 / events,

@@ -14,6 +14,17 @@
 //! ([`EventQueue::push_reserved`]). The minimum over the heap then equals the
 //! minimum over every waiting packet, so events pop in exactly the order one entry
 //! per packet would give (the same argument as htsim's per-pipe FIFO in `pipe.cpp`).
+//!
+//! Pop-then-push in one sift: most events schedule one of the same kind while they
+//! are handled (a delay line its next head, an endpoint its next timer). A popped
+//! heap entry therefore stays at its heap's root, marked consumed, while the event
+//! is handled; the first push into that heap overwrites the root and sifts it down
+//! once (`BinaryHeap::peek_mut`), instead of a pop (down to the bottom and back up)
+//! followed by a push (up from the bottom). The consumed root is the smallest key
+//! in its heap and every later push has a larger one (a later sequence number at a
+//! time not before it), so the heap order holds; the next pop drops the root first
+//! if nothing replaced it. The set of pending entries, and so the order of events,
+//! is exactly that of a pop and a push.
 
 use crate::time::Time;
 use std::cmp::Ordering;
@@ -131,6 +142,14 @@ pub struct PinId(u8);
 /// Most pinned slots; the rest of such sources use the heap.
 pub const MAX_PINS: usize = 4;
 
+/// Which heap holds a consumed root (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Consumed {
+    None,
+    Heap,
+    Timers,
+}
+
 /// Pending events.
 pub struct EventQueue {
     heap: BinaryHeap<Entry>,
@@ -142,6 +161,9 @@ pub struct EventQueue {
     n_pins: usize,
     /// Index of the earliest occupied pin, if any.
     first_pin: Option<usize>,
+    /// The heap whose root is the event being handled, already returned by
+    /// [`pop_until`](Self::pop_until) but not yet removed.
+    consumed: Consumed,
     /// Sequence number of the event popped last.
     last_seq: u64,
     seq: u64,
@@ -156,6 +178,7 @@ impl EventQueue {
             pins: [None; MAX_PINS],
             n_pins: 0,
             first_pin: None,
+            consumed: Consumed::None,
             last_seq: 0,
             seq: 0,
             processed: 0,
@@ -203,14 +226,31 @@ impl EventQueue {
     #[inline]
     pub fn push(&mut self, time: Time, target: Target) {
         let seq = self.reserve_seq();
-        self.heap.push(Entry { time, seq, target });
+        self.push_heap(Entry { time, seq, target });
+    }
+
+    /// Into the packets' heap: over its consumed root if it has one.
+    #[inline(always)]
+    fn push_heap(&mut self, e: Entry) {
+        if self.consumed == Consumed::Heap {
+            self.consumed = Consumed::None;
+            *self.heap.peek_mut().expect("a consumed root") = e;
+        } else {
+            self.heap.push(e);
+        }
     }
 
     /// Schedule an endpoint's timer: ordered exactly as [`push`](Self::push).
     #[inline]
     pub fn push_timer(&mut self, time: Time, target: Target) {
         let seq = self.reserve_seq();
-        self.timers.push(Entry { time, seq, target });
+        let e = Entry { time, seq, target };
+        if self.consumed == Consumed::Timers {
+            self.consumed = Consumed::None;
+            *self.timers.peek_mut().expect("a consumed root") = e;
+        } else {
+            self.timers.push(e);
+        }
     }
 
     /// Take the next sequence number without scheduling anything: the key of a
@@ -225,7 +265,7 @@ impl EventQueue {
     #[inline]
     pub fn push_reserved(&mut self, time: Time, seq: u64, target: Target) {
         debug_assert!(seq <= self.seq);
-        self.heap.push(Entry { time, seq, target });
+        self.push_heap(Entry { time, seq, target });
     }
 
     /// Remove and return the earliest event.
@@ -239,6 +279,7 @@ impl EventQueue {
     /// heads is the earliest event overall.
     #[inline]
     pub fn pop_until(&mut self, end: Time) -> Option<(Time, Target)> {
+        self.drop_consumed();
         let heap_top = self.heap.peek().map_or(u128::MAX, Entry::key);
         let timer_top = self.timers.peek().map_or(u128::MAX, Entry::key);
         let pin_top = self.first_pin.map_or(u128::MAX, |i| self.pins[i].as_ref().expect("first pin").key());
@@ -247,10 +288,13 @@ impl EventQueue {
         if first == u128::MAX || (first >> 64) as Time > end {
             return None;
         }
+        // A heap's root stays in place until the handler's first push replaces it.
         let e = if first == heap_top {
-            self.heap.pop()?
+            self.consumed = Consumed::Heap;
+            *self.heap.peek()?
         } else if first == timer_top {
-            self.timers.pop()?
+            self.consumed = Consumed::Timers;
+            *self.timers.peek()?
         } else {
             let i = self.first_pin?;
             let e = self.pins[i].take().expect("first pin");
@@ -262,9 +306,24 @@ impl EventQueue {
         Some((e.time, e.target))
     }
 
+    /// Remove a consumed root nothing replaced.
+    #[inline(always)]
+    fn drop_consumed(&mut self) {
+        match std::mem::replace(&mut self.consumed, Consumed::None) {
+            Consumed::None => {}
+            Consumed::Heap => {
+                self.heap.pop();
+            }
+            Consumed::Timers => {
+                self.timers.pop();
+            }
+        }
+    }
+
     /// Time of the earliest event.
     #[inline]
-    pub fn peek_time(&self) -> Option<Time> {
+    pub fn peek_time(&mut self) -> Option<Time> {
+        self.drop_consumed();
         let h = self.heap.peek().map(|e| e.time);
         let t = self.timers.peek().map(|e| e.time);
         let h = match (h, t) {
@@ -291,7 +350,8 @@ impl EventQueue {
 
     /// Entries pending (heap and pins).
     pub fn len(&self) -> usize {
-        self.heap.len() + self.timers.len() + self.pins.iter().flatten().count()
+        let consumed = usize::from(self.consumed != Consumed::None);
+        self.heap.len() + self.timers.len() + self.pins.iter().flatten().count() - consumed
     }
 
     pub fn is_empty(&self) -> bool {
@@ -367,6 +427,51 @@ mod tests {
             .collect();
         assert_eq!(order, vec![3, 4, 0, 1, 2, 5]);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn pushes_while_an_event_is_handled_order_like_a_pop_then_push() {
+        // A model queue (sorted Vec of (time, seq)) against the queue whose popped root
+        // stays in place until the handler's first push: same events in the same order,
+        // with 0, 1 or 2 pushes per handled event into either heap, times from an LCG.
+        let mut q = EventQueue::with_capacity(4);
+        let mut model: Vec<(Time, u64, u32)> = Vec::new();
+        let mut x: u64 = 12345;
+        let mut rnd = move |m: u64| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let mut id = 0u32;
+        let mut push = |q: &mut EventQueue, model: &mut Vec<(Time, u64, u32)>, now: Time, timer: bool, dt: u64| {
+            id += 1;
+            let t = now + dt;
+            if timer {
+                q.push_timer(t, Target::FlowStart { flow: id });
+            } else {
+                q.push(t, Target::FlowStart { flow: id });
+            }
+            model.push((t, q.seq, id));
+        };
+        for _ in 0..8 {
+            let (timer, dt) = (rnd(2) == 0, rnd(50));
+            push(&mut q, &mut model, 0, timer, dt);
+        }
+        let mut popped = 0;
+        while let Some((now, target)) = q.pop() {
+            model.sort();
+            let (t, _, want) = model.remove(0);
+            assert_eq!((now, target), (t, Target::FlowStart { flow: want }));
+            assert_eq!(q.len(), model.len());
+            popped += 1;
+            if popped < 2000 {
+                let n = if model.len() < 4 { 2 } else { rnd(3) };
+                for _ in 0..n {
+                    let (timer, dt) = (rnd(2) == 0, rnd(50));
+                    push(&mut q, &mut model, now, timer, dt);
+                }
+            }
+        }
+        assert!(model.is_empty() && popped >= 2000, "{popped}");
     }
 
     #[test]

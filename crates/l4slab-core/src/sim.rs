@@ -188,7 +188,9 @@ impl Simulation {
         let end = cfg.duration_ns;
         let mut net = Network::new();
         let mut topology = Dumbbell::build(&mut net, &cfg.bottleneck, rng::stream(cfg.seed, rng::Stream::Qdisc));
-        if cfg.flows.len() >= SHARED_LINES_FROM_FLOWS {
+        // A traffic source (web) opens hundreds of connections during the run: their
+        // NICs share lines too, so the heap holds one entry per delay, not per connection.
+        if cfg.flows.len() >= SHARED_LINES_FROM_FLOWS || !cfg.sources.is_empty() {
             topology.nic_lines = LinePolicy::SharedByDelay;
         }
         if let Some(rev) = &cfg.reverse_bottleneck {

@@ -9,6 +9,8 @@
     l4slab export (--flent | --iperf3-json) RUN_DIR [--output PATH]
     l4slab fidelity [--rows N,N] [--quick] [--out DIR]
     l4slab plot RUN_DIR [--out DIR] [--format png,svg]
+    l4slab emulate SCENARIO [--out DIR] [--seed N] [--set KEY=VALUE ...]
+    l4slab compare SCENARIO [--trials N] [--json FILE] [--csv FILE] [--out DIR]
 
 Each command module (:mod:`.run`, :mod:`.bench`, :mod:`.demo`, :mod:`.study`,
 :mod:`.query`, :mod:`.plot`) has ``add_parser(commands)`` and ``command(args) -> exit status``.
@@ -27,7 +29,7 @@ from typing import Sequence
 
 from ..errors import EngineError, EngineUnavailableError, ScenarioError
 from ..version import PACKAGE_VERSION
-from . import bench, demo, export, fidelity, plot, query, run, study
+from . import bench, compare, demo, emulate, export, fidelity, plot, query, run, study
 from .common import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, error
 
 __all__ = ["main"]
@@ -41,6 +43,8 @@ COMMANDS = {
     "export": export,
     "fidelity": fidelity,
     "plot": plot,
+    "emulate": emulate,
+    "compare": compare,
 }
 
 

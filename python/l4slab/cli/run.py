@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import EXIT_OK, check_out_dir, fmt, stdout_console
+from .common import EXIT_OK, check_out_dir
+from .runtable import print_result
 
 
 def add_parser(commands) -> None:
@@ -29,15 +30,22 @@ def add_parser(commands) -> None:
         metavar="KEY=VALUE",
         help="override a field, e.g. --set bottleneck.rate=50Mbit --set flows[0].cc=reno (repeatable)",
     )
+    run_cmd.add_argument(
+        "--backend",
+        choices=("sim", "emulate"),
+        default="sim",
+        help="sim: the engine (default); emulate: real kernel TCP through the emulator (as `l4slab emulate`)",
+    )
 
 
 def command(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
-    from ..results import tc_stats_lines
     from ..runner import run
     from ..scenario import load_scenario, parse_override
 
+    if getattr(args, "backend", "sim") == "emulate":
+        from . import emulate
+
+        return emulate.command(args)
     if args.out is not None:
         check_out_dir(args.out)
     overrides = dict(parse_override(item) for item in args.overrides)
@@ -46,56 +54,5 @@ def command(args: argparse.Namespace) -> int:
     result = run(load_scenario(Path(args.scenario), overrides=overrides))
     # Results first: the run directory exists even if printing fails (`| head -1`).
     directory = result.write(args.out) if args.out else None
-    summary = result.summary
-    console = stdout_console(120)
-
-    bottleneck = summary["bottleneck"]
-    title = (
-        f"{summary['scenario']}: {summary['duration_s']:g} s, seed {summary['seed']}, "
-        f"htb {bottleneck['rate_mbps']:g}Mbit + {bottleneck['qdisc_config']}"
-    )
-    warmup = float(summary.get("warmup_s") or 0.0)
-    if warmup > 0:
-        # Issue 13: say which numbers skip the warm-up (docs/outputs.md: the summary window is
-        # [warmup, duration); flow drops/marks/retransmits count the whole run).
-        title += f"; summary window {warmup:g}–{summary['duration_s']:g} s (after {warmup:g} s warm-up)"
-    table = Table(title=title, title_justify="left")
-    show_labels = any(flow.get("label") not in (None, flow["cc"]) for flow in summary["flows"])
-    headers = ["flow", *(["label"] if show_labels else []), "cc", "base RTT ms", "goodput Mb/s", "mean srtt ms"]
-    whole = " (whole run)" if warmup > 0 else ""
-    headers += ["queuing ms", f"retrans{whole}", f"drops{whole}", f"marks{whole}"]
-    for header in headers:
-        table.add_column(header, justify="left" if header in ("label", "cc") else "right")
-    for flow in summary["flows"]:
-        table.add_row(
-            str(flow["id"]),
-            *([str(flow.get("label"))] if show_labels else []),
-            str(flow["cc"]),
-            fmt(flow.get("base_rtt_ms")),
-            fmt(flow["goodput_mbps"], 2),
-            fmt(flow["mean_srtt_ms"]),
-            fmt(flow["queuing_delay_ms"]),
-            fmt(flow["retransmits"]),
-            fmt(flow.get("drops")),
-            fmt(flow.get("marks")),
-        )
-    console.print(table)
-    sojourn = bottleneck["sojourn_ms"]
-    window = f" (window {warmup:g}–{summary['duration_s']:g} s)" if warmup > 0 else ""
-    console.print(
-        f"bottleneck{window}: utilisation {fmt(bottleneck['utilisation'], 3)}, sojourn mean/p50/p99 "
-        f"{fmt(sojourn.get('mean'))}/{fmt(sojourn.get('p50'))}/{fmt(sojourn.get('p99'))} ms, "
-        f"drops {bottleneck['drops']}, marks {bottleneck['marks']}; Jain index {fmt(summary['jain_index'], 3)}",
-        soft_wrap=True,
-    )
-    for line in tc_stats_lines(bottleneck):
-        console.print(line, soft_wrap=True, markup=False, highlight=False)
-    console.print(
-        f"packets: {summary['packets_sent']} sent = {summary['packets_delivered']} delivered + "
-        f"{summary['packets_dropped']} dropped + {summary['packets_in_flight']} in flight; "
-        f"engine {result.wall_s:.3f} s wall",
-        soft_wrap=True,
-    )
-    if directory is not None:
-        console.print(f"wrote {directory}/summary.json and series (see docs/outputs.md)", soft_wrap=True)
+    print_result(result, directory)
     return EXIT_OK

@@ -36,6 +36,11 @@ def add_parser(commands) -> None:
         help="only this panel of a study with panels (repeat, or NAME,NAME; e.g. pam2025 --panel prague-bbr1)",
     )  # fmt: skip
     run_cmd.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run_cmd.add_argument(
+        "--backend", choices=("sim", "emulate"), default="sim",
+        help="sim: the engine (default); emulate: real kernel TCP through l4slab-emu, one run at a time, "
+        "stored in DIR/emulate (never mixed with the simulated runs)",
+    )  # fmt: skip
     report_cmd = study.add_parser("report", help="figures and a Markdown summary (DIR/report/report.md)")
     report_cmd.add_argument("dir", metavar="DIR", help="study directory")
     report_cmd.add_argument(
@@ -71,6 +76,10 @@ def command(args: argparse.Namespace) -> int:
         panels = [name.strip() for arg in (args.panel or []) for name in arg.split(",") if name.strip()] or None
         if args.out is not None:
             check_out_dir(args.out)
+        if args.emit_jobs is not None and args.backend != "sim":
+            from ..errors import ScenarioError
+
+            raise ScenarioError("--emit-jobs: emulated runs cannot be handed to a job array; run them with study run")
         if args.emit_jobs is not None:
             directory, count = study.emit_jobs(args.file, args.emit_jobs, out=args.out, panels=panels)
             print(f"wrote {count} job line(s) to {args.emit_jobs} (study directory {directory})")
@@ -82,6 +91,7 @@ def command(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             progress=not args.no_progress and sys.stderr.isatty(),
             panels=panels,
+            backend=args.backend,
         )
         print(
             f"{report.directory}: {report.total} runs: {report.skipped} already done, {report.done} run now, "

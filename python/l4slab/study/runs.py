@@ -26,9 +26,44 @@ __all__ = ["plan", "run", "run_one", "emit_jobs", "status", "pending_runs", "Run
 PLAN_SCHEMA = "l4slab.study.plan/1"
 
 
-def _plan_dict(spec: StudySpec) -> dict[str, Any]:
+#: Backends a study runs on: the engine, or real kernel TCP through the emulator (issue 15).
+BACKENDS = ("sim", "emulate")
+
+
+def backend_run_id(rid: str, backend: str) -> str:
+    """A run's id on ``backend``: the engine's id for ``sim``; for ``emulate`` a hash of it
+    and the backend, so simulated and emulated results of one configuration never share a
+    key (nor a file)."""
+    if backend == "sim":
+        return rid
+    import hashlib
+
+    return hashlib.sha256(f"{rid}\nbackend={backend}".encode()).hexdigest()
+
+
+def _for_backend(spec: StudySpec, backend: str) -> StudySpec:
+    """The spec with run ids keyed by ``backend`` (``sim`` leaves it unchanged)."""
+    if backend not in BACKENDS:
+        raise ScenarioError(f"--backend: {backend!r} is not one of {', '.join(BACKENDS)}")
+    if backend == "sim":
+        return spec
+    import dataclasses
+
+    runs = [dataclasses.replace(r, id=backend_run_id(r.id, backend)) for r in spec.runs]
+    return dataclasses.replace(spec, runs=runs)
+
+
+def default_backend_out(spec: StudySpec, out: str | os.PathLike[str] | None, backend: str) -> Path:
+    """Emulated runs live in their own study directory ``DIR/emulate`` (plan, runs,
+    catalog), beside the simulated ones in ``DIR``: the two never mix in one catalog."""
+    base = Path(out) if out is not None else default_out(spec)
+    return base if backend == "sim" else base / backend
+
+
+def _plan_dict(spec: StudySpec, backend: str = "sim") -> dict[str, Any]:
     return {
         "schema": PLAN_SCHEMA,
+        "backend": backend,
         "study": spec.name,
         "seed": spec.seed,
         "trials": spec.trials,
@@ -57,6 +92,7 @@ def _task(plan: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     point = plan["points"][run["point"]]
     return {
         "id": run["id"],
+        "backend": plan.get("backend", "sim"),
         "engine_version": plan["engine_version"],
         "config": {**point["config"], "seed": run["seed"]},
         "scenario": point["scenario"],
@@ -68,6 +104,7 @@ def _task(plan: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
             "factors": point["factors"],
             "trial": run["trial"],
             "seed": run["seed"],
+            "backend": plan.get("backend", "sim"),
         },
     }
 
@@ -92,9 +129,11 @@ def plan(
         return _write_plan(spec, out)
 
 
-def _write_plan(spec: StudySpec, out: str | os.PathLike[str] | None) -> tuple[Path, dict[str, Any]]:
+def _write_plan(
+    spec: StudySpec, out: str | os.PathLike[str] | None, backend: str = "sim"
+) -> tuple[Path, dict[str, Any]]:
     directory = Path(out) if out is not None else default_out(spec)
-    plan_data = _plan_dict(spec)
+    plan_data = _plan_dict(spec, backend)
     directory.mkdir(parents=True, exist_ok=True)
     write_text(directory / "study.toml", spec.source_text)
     write_json(directory / "plan.json", plan_data)
@@ -139,26 +178,34 @@ def run(
     on_run: Callable[[str, str | None], None] | None = None,
     overrides: Mapping[str, Any] | None = None,
     panels: Sequence[str] | None = None,
+    backend: str = "sim",
 ) -> RunReport:
     """Run a study: validate and expand it, run every run without a valid result file
     (``executor``: ``local``, ``dask-local`` or ``dask://HOST:PORT``), then rebuild the
     catalog. Re-running continues where an interrupted run stopped. ``overrides`` set
     base scenario fields by path (``{"duration": "5s"}``); ``panels`` runs only those
-    panels of a study with ``[panels.NAME]`` tables."""
+    panels of a study with ``[panels.NAME]`` tables. ``backend = "emulate"`` runs every
+    run with real kernel TCP through the emulator (:mod:`l4slab.emulate`), one at a time
+    in this process (they use real time), into the study directory ``DIR/emulate``."""
     from .executors import parse_executor
 
     kind, address = parse_executor(executor)
     if jobs is not None and jobs < 1:
         raise ScenarioError(f"--jobs: {jobs} is not a positive number of processes; expected e.g. 4")
-    spec = load_study(path, overrides=overrides, panels=panels)
+    spec = _for_backend(load_study(path, overrides=overrides, panels=panels), backend)
+    if backend != "sim":
+        if kind != "local":
+            raise ScenarioError(f"--executor: {executor} cannot run emulated runs; they run one at a time locally")
+        kind = "sequential"
+        out = default_backend_out(spec, out, backend)
     with lock.study_lock(Path(out) if out is not None else default_out(spec)):
-        return _run_locked(spec, out, kind, address, jobs, progress, on_run)
+        return _run_locked(spec, out, kind, address, jobs, progress, on_run, backend)
 
 
-def _run_locked(spec, out, kind, address, jobs, progress, on_run) -> RunReport:
-    from .executors import run_dask, run_local
+def _run_locked(spec, out, kind, address, jobs, progress, on_run, backend="sim") -> RunReport:
+    from .executors import run_dask, run_local, run_sequential
 
-    directory, plan_data = _write_plan(spec, out)
+    directory, plan_data = _write_plan(spec, out, backend)
     todo = pending_runs(directory, plan_data, repair=True)
     tasks = [_task(plan_data, r) for r in todo]
     errors: dict[str, str] = {}
@@ -182,7 +229,9 @@ def _run_locked(spec, out, kind, address, jobs, progress, on_run) -> RunReport:
     try:
         if bar is not None:
             bar[0].start()
-        if kind == "local":
+        if kind == "sequential":
+            run_sequential(tasks, on_done)
+        elif kind == "local":
             run_local(tasks, jobs, on_done)
         else:
             run_dask(tasks, address, jobs, on_done)

@@ -226,7 +226,7 @@ impl TcpSender {
                 v.sort_unstable();
                 v
             },
-            rtx: RtxQueue::with_capacity(1024),
+            rtx: RtxQueue::with_capacity(64),
             fack: 0,
             high_seq: 0,
             prior_ssthresh: 0,

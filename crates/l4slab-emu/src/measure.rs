@@ -1,0 +1,385 @@
+//! What the emulator measures at its bottleneck, as the engine's `RunResults`.
+//!
+//! Bins of `bin_ns` from t0 (the instant forwarding started, the `t0_unix_ns` of the
+//! ready file) up to `duration_ns`; the summary window is `[warmup_ns, duration_ns)`,
+//! as in the engine's recorder. Everything is preallocated at start (one entry per
+//! bin), so recording costs an index and an add.
+//!
+//! What a TUN-level observer cannot see is left for the front end, which reads it
+//! from the endpoints (iperf3's JSON, `ss -tin`): the TCP goodput, sRTT, cwnd,
+//! pacing rate and retransmissions are NaN (null in JSON) or 0 here.
+
+use crate::packet::EmuPacket;
+use l4slab_core::config::{FlowConfig, ScenarioConfig};
+use l4slab_core::qdisc::{Ecn, QdiscPacket, QdiscStats};
+use l4slab_core::results::{
+    BottleneckSeries, BottleneckSummary, ClassSojourn, FlowSeries, FlowSummary, PacketCounts, QdiscStatsOut,
+    RunResults, SojournTrace,
+};
+use l4slab_core::time::Time;
+use l4slab_core::trace::histogram::DelayHistogram;
+
+/// Most per-packet sojourn records kept with `trace_sojourn` (≈ 21 B each: 100 MB).
+pub const MAX_TRACE_RECORDS: usize = 5_000_000;
+
+#[derive(Default, Clone)]
+struct FlowAcc {
+    /// Per bin: L2 bytes leaving the bottleneck, payload bytes, drops, marks, CE-marked data packets.
+    bytes: Vec<u64>,
+    payload: Vec<u64>,
+    data_pkts: Vec<u64>,
+    drops: Vec<u64>,
+    marks: Vec<u64>,
+    ce: Vec<u64>,
+    // Whole run.
+    window_bytes: u64,
+    window_payload: u64,
+    data_sent: u64,
+    payload_sent: u64,
+    payload_sq: f64,
+    ect_seen: bool,
+    acks_sent: u64,
+    drops_total: u64,
+    marks_total: u64,
+    ce_total: u64,
+    ce_bytes: u64,
+}
+
+/// The bottleneck recorder.
+pub struct Measure {
+    bin_ns: u64,
+    n_bins: usize,
+    warmup_ns: u64,
+    duration_ns: u64,
+    rate_bps: u64,
+    /// Bins whose backlog is filled in.
+    bins_closed: usize,
+    bytes: Vec<u64>,
+    soj_sum_ns: Vec<u64>,
+    soj_n: Vec<u64>,
+    backlog_bytes: Vec<u64>,
+    backlog_packets: Vec<u64>,
+    drops: Vec<u64>,
+    marks: Vec<u64>,
+    arrivals: Vec<u64>,
+    window_bytes: u64,
+    sojourn: DelayHistogram,
+    by_class: Vec<DelayHistogram>,
+    flows: Vec<FlowAcc>,
+    trace: Option<SojournTrace>,
+    /// Packet counts for `RunResults.packets`.
+    pub counts: PacketCounts,
+}
+
+impl Measure {
+    pub fn new(cfg: &ScenarioConfig, classes: usize) -> Self {
+        let n_bins = cfg.duration_ns.div_ceil(cfg.bin_ns) as usize;
+        let z = vec![0u64; n_bins];
+        let flow = FlowAcc {
+            bytes: z.clone(),
+            payload: z.clone(),
+            data_pkts: z.clone(),
+            drops: z.clone(),
+            marks: z.clone(),
+            ce: z.clone(),
+            ..Default::default()
+        };
+        let trace = cfg.trace_sojourn.then(|| {
+            let cap = MAX_TRACE_RECORDS.min(
+                (cfg.bottleneck.rate_bps as u128 * cfg.duration_ns as u128 / 8 / 64 / 1_000_000_000) as usize + 1024,
+            );
+            SojournTrace {
+                time_s: Vec::with_capacity(cap),
+                flow: Vec::with_capacity(cap),
+                class: Vec::with_capacity(cap),
+                sojourn_ms: Vec::with_capacity(cap),
+            }
+        });
+        Measure {
+            bin_ns: cfg.bin_ns,
+            n_bins,
+            warmup_ns: cfg.warmup_ns,
+            duration_ns: cfg.duration_ns,
+            rate_bps: cfg.bottleneck.rate_bps,
+            bins_closed: 0,
+            bytes: z.clone(),
+            soj_sum_ns: z.clone(),
+            soj_n: z.clone(),
+            backlog_bytes: z.clone(),
+            backlog_packets: z.clone(),
+            drops: z.clone(),
+            marks: z.clone(),
+            arrivals: z,
+            window_bytes: 0,
+            sojourn: DelayHistogram::new(),
+            by_class: (0..classes.max(1)).map(|_| DelayHistogram::new()).collect(),
+            flows: vec![flow; cfg.flows.len()],
+            trace,
+            counts: PacketCounts::default(),
+        }
+    }
+
+    #[inline]
+    fn bin(&self, t: Time) -> Option<usize> {
+        let b = (t / self.bin_ns) as usize;
+        (b < self.n_bins).then_some(b)
+    }
+
+    #[inline]
+    fn in_window(&self, t: Time) -> bool {
+        t >= self.warmup_ns && t < self.duration_ns
+    }
+
+    /// Close the bins that ended by `t`, with the qdisc's backlog as of now.
+    #[inline]
+    pub fn advance(&mut self, t: Time, stats: &QdiscStats) {
+        while self.bins_closed < self.n_bins && (self.bins_closed as u64 + 1) * self.bin_ns <= t {
+            self.backlog_bytes[self.bins_closed] = stats.backlog_bytes;
+            self.backlog_packets[self.bins_closed] = stats.backlog_packets;
+            self.bins_closed += 1;
+        }
+    }
+
+    /// A packet read from a sender's TUN (or made by a UDP source).
+    #[inline]
+    pub fn on_sent(&mut self, p: &EmuPacket) {
+        self.counts.sent += 1;
+        if p.payload > 0 {
+            self.counts.data += 1;
+            let f = &mut self.flows[p.flow as usize];
+            f.data_sent += 1;
+            f.payload_sent += p.payload as u64;
+            f.payload_sq += (p.payload as f64) * (p.payload as f64);
+            f.ect_seen |= p.ecn_in.is_ect();
+        } else {
+            self.counts.acks += 1;
+        }
+    }
+
+    /// A packet read from a receiver's TUN (ACKs).
+    #[inline]
+    pub fn on_ack(&mut self, flow: u16) {
+        self.counts.sent += 1;
+        self.counts.acks += 1;
+        self.flows[flow as usize].acks_sent += 1;
+    }
+
+    /// A packet offered to the bottleneck qdisc at `t`.
+    #[inline]
+    pub fn on_arrival(&mut self, t: Time) {
+        if let Some(b) = self.bin(t) {
+            self.arrivals[b] += 1;
+        }
+    }
+
+    /// A packet dropped by the bottleneck qdisc at `t`.
+    #[inline]
+    pub fn on_drop(&mut self, t: Time, flow: u16) {
+        self.counts.dropped += 1;
+        let bin = self.bin(t);
+        let f = &mut self.flows[flow as usize];
+        f.drops_total += 1;
+        if let Some(b) = bin {
+            self.drops[b] += 1;
+            f.drops[b] += 1;
+        }
+    }
+
+    /// A packet leaving the bottleneck at `t` (after its qdisc, CE mark applied).
+    #[inline]
+    pub fn on_dequeue(&mut self, t: Time, p: &EmuPacket) {
+        let len = p.wire_len() as u64;
+        let soj = t.saturating_sub(p.ts());
+        let marked = p.ecn() == Ecn::Ce && p.ecn_in != Ecn::Ce;
+        let win = self.in_window(t);
+        let bin = self.bin(t);
+        let f = &mut self.flows[p.flow as usize];
+        if marked {
+            f.marks_total += 1;
+        }
+        if p.ecn() == Ecn::Ce && p.payload > 0 {
+            f.ce_total += 1;
+            f.ce_bytes += p.payload as u64;
+        }
+        if let Some(b) = bin {
+            self.bytes[b] += len;
+            self.soj_sum_ns[b] += soj;
+            self.soj_n[b] += 1;
+            f.bytes[b] += len;
+            f.payload[b] += p.payload as u64;
+            if p.payload > 0 {
+                f.data_pkts[b] += 1;
+            }
+            if marked {
+                self.marks[b] += 1;
+                f.marks[b] += 1;
+            }
+            if p.ecn() == Ecn::Ce && p.payload > 0 {
+                f.ce[b] += 1;
+            }
+        }
+        if win {
+            self.window_bytes += len;
+            f.window_bytes += len;
+            f.window_payload += p.payload as u64;
+            self.sojourn.record(soj);
+            if let Some(h) = self.by_class.get_mut(p.qclass as usize) {
+                h.record(soj);
+            }
+        }
+        if let Some(tr) = self.trace.as_mut() {
+            if tr.time_s.len() < tr.time_s.capacity() && t < self.duration_ns {
+                tr.time_s.push(t as f64 * 1e-9);
+                tr.flow.push(p.flow as u32);
+                tr.class.push(p.qclass);
+                tr.sojourn_ms.push(soj as f64 * 1e-6);
+            }
+        }
+    }
+
+    /// Everything into the engine's results type. `qdisc` is the bottleneck's.
+    pub fn results(
+        mut self,
+        cfg: &ScenarioConfig,
+        kind: &str,
+        stats: &QdiscStats,
+        extra: Vec<(&'static str, f64)>,
+        classes: &[&str],
+    ) -> RunResults {
+        self.advance(u64::MAX, stats);
+        let nan = f64::NAN;
+        let bin_s = self.bin_ns as f64 * 1e-9;
+        let mbps = |bytes: u64, secs: f64| bytes as f64 * 8.0 / secs / 1e6;
+        let window_s = (self.duration_ns - self.warmup_ns.min(self.duration_ns)) as f64 * 1e-9;
+        let n = self.n_bins;
+        // The last bin may be shorter than bin_ns.
+        let bin_len = |b: usize| ((self.duration_ns - b as u64 * self.bin_ns).min(self.bin_ns)) as f64 * 1e-9;
+        let bottleneck_series = BottleneckSeries {
+            utilisation: (0..n).map(|b| self.bytes[b] as f64 * 8.0 / (self.rate_bps as f64 * bin_len(b))).collect(),
+            sojourn_ms: (0..n)
+                .map(|b| if self.soj_n[b] > 0 { self.soj_sum_ns[b] as f64 / self.soj_n[b] as f64 * 1e-6 } else { nan })
+                .collect(),
+            backlog_bytes: self.backlog_bytes.clone(),
+            backlog_packets: self.backlog_packets.clone(),
+            drops: self.drops.clone(),
+            marks: self.marks.clone(),
+            arrivals: self.arrivals.clone(),
+        };
+        let mut flows = Vec::new();
+        let mut flow_series = Vec::new();
+        for (i, (fc, f)) in cfg.flows.iter().zip(&self.flows).enumerate() {
+            let path = fc.path();
+            let (kind_s, cc, udp) = match fc {
+                FlowConfig::Tcp(t) => ("tcp", t.cc.clone(), false),
+                FlowConfig::Udp(_) => ("udp", "udp".to_string(), true),
+            };
+            let throughput = mbps(f.window_bytes, window_s);
+            let goodput = if udp { mbps(f.window_payload, window_s) } else { nan };
+            let mean_payload = if f.data_sent > 0 { f.payload_sent as f64 / f.data_sent as f64 } else { nan };
+            let var =
+                if f.data_sent > 0 { f.payload_sq / f.data_sent as f64 - mean_payload * mean_payload } else { nan };
+            flows.push(FlowSummary {
+                id: i as u32,
+                start_s: path.start_ns as f64 * 1e-9,
+                kind: kind_s.into(),
+                cc,
+                base_rtt_ms: path.rtt_ns as f64 * 1e-6,
+                goodput_mbps: goodput,
+                throughput_mbps: throughput,
+                mean_srtt_ms: nan,
+                queuing_delay_ms: nan,
+                mean_rtt_ms: nan,
+                bytes_delivered: if udp { f.payload.iter().sum() } else { 0 },
+                packets_sent: f.data_sent,
+                drops: f.drops_total,
+                marks: f.marks_total,
+                acks_sent: f.acks_sent,
+                ecn_mode: if udp {
+                    "off".into()
+                } else if f.ect_seen {
+                    "rfc3168".into()
+                } else {
+                    "off".into()
+                },
+                ce_packets: f.ce_total,
+                ce_bytes: f.ce_bytes,
+                mean_payload_bytes: mean_payload,
+                payload_sd_bytes: var.max(0.0).sqrt(),
+                mean_pacing_rate_mbps: nan,
+                acks_per_packet: if f.data_sent > 0 && !udp { f.acks_sent as f64 / f.data_sent as f64 } else { nan },
+                goodput_efficiency: if udp && f.window_bytes > 0 {
+                    f.window_payload as f64 / f.window_bytes as f64
+                } else {
+                    nan
+                },
+                ..Default::default()
+            });
+            flow_series.push(FlowSeries {
+                goodput_mbps: (0..n).map(|b| if udp { mbps(f.payload[b], bin_len(b)) } else { nan }).collect(),
+                throughput_mbps: (0..n).map(|b| mbps(f.bytes[b], bin_len(b))).collect(),
+                srtt_ms: vec![nan; n],
+                rtt_ms: vec![nan; n],
+                cwnd: vec![nan; n],
+                alpha: vec![nan; n],
+                pacing_rate_mbps: vec![nan; n],
+                payload_bytes: (0..n)
+                    .map(|b| if f.data_pkts[b] > 0 { f.payload[b] as f64 / f.data_pkts[b] as f64 } else { nan })
+                    .collect(),
+                ce_packets: f.ce.clone(),
+                retransmits: vec![0; n],
+                drops: f.drops.clone(),
+                marks: f.marks.clone(),
+                ..Default::default()
+            });
+        }
+        let jain = {
+            let g: Vec<f64> = flows.iter().map(|f| f.throughput_mbps).collect();
+            let s: f64 = g.iter().sum();
+            let s2: f64 = g.iter().map(|x| x * x).sum();
+            if s2 > 0.0 {
+                s * s / (g.len() as f64 * s2)
+            } else {
+                nan
+            }
+        };
+        RunResults {
+            duration_s: self.duration_ns as f64 * 1e-9,
+            warmup_s: self.warmup_ns as f64 * 1e-9,
+            bin_s,
+            seed: cfg.seed,
+            flows,
+            bottleneck: BottleneckSummary {
+                utilisation: self.window_bytes as f64 * 8.0 / (self.rate_bps as f64 * window_s),
+                sojourn_ms: self.sojourn.stats_ms(),
+                drops: stats.drops,
+                marks: stats.marks,
+                sojourn_by_class: classes
+                    .iter()
+                    .zip(&self.by_class)
+                    .map(|(c, h)| ClassSojourn { class: (*c).to_string(), sojourn_ms: h.stats_ms() })
+                    .collect(),
+                qdisc: QdiscStatsOut {
+                    kind: kind.to_string(),
+                    sent_bytes: stats.sent_bytes,
+                    sent_packets: stats.sent_packets,
+                    drops: stats.drops,
+                    overlimits: stats.overlimits,
+                    requeues: stats.requeues,
+                    marks: stats.marks,
+                    backlog_bytes: stats.backlog_bytes,
+                    backlog_packets: stats.backlog_packets,
+                    maxq_packets: stats.maxq_packets,
+                    extra: extra.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                },
+            },
+            packets: self.counts.clone(),
+            events: 0,
+            time_s: (0..n).map(|b| b as f64 * bin_s).collect(),
+            flow_series,
+            bottleneck_series,
+            sojourn_trace: self.trace.take(),
+            jain_index: jain,
+            ..Default::default()
+        }
+    }
+}

@@ -1,0 +1,127 @@
+"""``l4slab compare SCENARIO [--trials N] [--json FILE] [--csv FILE] [--out DIR]``: the scenario
+simulated (N seeds) and emulated with real kernel TCP (N trials), a table per metric with
+the simulated value, the emulated mean ± SD and the verdict "within spread / outside"
+(issue 15's tolerances, :mod:`l4slab.emulate.compare`). Exit 0 whatever the verdicts
+(they are data), 2 for bad input or a host/scenario the emulator refuses."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+from .common import EXIT_OK, check_out_dir, fmt, stdout_console
+
+#: Bound on --trials: each emulated trial takes the scenario's duration in real time.
+MAX_TRIALS = 100
+
+
+def add_parser(commands) -> None:
+    cmd = commands.add_parser(
+        "compare",
+        help="simulate and emulate one scenario, compare per metric",
+        description=(
+            "Simulate SCENARIO with N seeds and emulate it N times with real kernel TCP (l4slab-emu); print per "
+            "metric the simulated value, the emulated mean ± SD and whether the simulation is within the "
+            "emulated spread (throughput: max(3 Mbit/s, 2 SD); sojourn, sRTT: 15 %; drops, marks: 20 %)."
+        ),
+    )
+    cmd.add_argument("scenario", metavar="SCENARIO", help="scenario TOML file")
+    cmd.add_argument(
+        "--trials", type=int, default=5, metavar="N", help="seeds simulated and trials emulated (default 5)"
+    )
+    cmd.add_argument("--seed", type=int, metavar="N", help="first seed (default: the scenario's)")
+    cmd.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a field (repeatable)",
+    )
+    cmd.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    cmd.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
+    cmd.add_argument("--out", metavar="DIR", help="write every run directory: DIR/sim/seed-N, DIR/emulate/trial-N")
+
+
+def _check_file(path: str | None, flag: str) -> None:
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
+        from ..errors import ScenarioError
+
+        raise ScenarioError(f"{flag}: {path} is a directory; expected a file name")
+    check_out_dir(target.parent if str(target.parent) else ".", flag)
+
+
+def command(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from ..emulate.compare import compare
+    from ..errors import ScenarioError
+    from ..io import write_bytes
+    from ..scenario import load_scenario, parse_override
+
+    if not 1 <= args.trials <= MAX_TRIALS:
+        raise ScenarioError(f"--trials: {args.trials} is not in 1..{MAX_TRIALS}")
+    _check_file(args.json, "--json")
+    _check_file(args.csv, "--csv")
+    if args.out is not None:
+        check_out_dir(args.out)
+    overrides = dict(parse_override(item) for item in args.overrides)
+    if args.seed is not None:
+        overrides["seed"] = args.seed
+    scenario = load_scenario(Path(args.scenario), overrides=overrides)
+
+    def keep(backend: str, index: int, result) -> None:
+        if args.out is not None:
+            name = f"seed-{scenario.seed + index}" if backend == "sim" else f"trial-{index}"
+            result.write(Path(args.out) / backend / name)
+
+    rows, _sim, emu = compare(scenario, trials=args.trials, keep=keep)
+    records = [row.as_dict() for row in rows]
+    if args.json:
+        payload = {"scenario": scenario.name, "trials": args.trials, "rows": records}
+        payload["emulator"] = [s.get("emulator") for s in emu]
+        payload["emulated_trials_kept"] = len(emu)
+        write_bytes(Path(args.json), (json.dumps(payload, indent=2) + "\n").encode())
+    if args.csv:
+        import pandas as pd
+
+        write_bytes(Path(args.csv), pd.DataFrame(records).to_csv(index=False).encode())
+
+    console = stdout_console(120)
+    table = Table(
+        title=f"{scenario.name}: simulated ({args.trials} seeds) vs emulated ({args.trials} trials, real kernel TCP)",
+        title_justify="left",
+    )
+    for header in ("metric", "flow", "sim", "emulated mean ± SD", "tolerance", "verdict"):
+        table.add_column(header, justify="left" if header in ("metric", "verdict") else "right")
+    for row in rows:
+        digits = 0 if row.metric in ("drops", "marks") else 2
+        emu_text = f"{fmt(_f(row.emu_mean), digits)} ± {fmt(_f(row.emu_sd), digits)}"
+        table.add_row(
+            row.metric,
+            "–" if row.flow is None else str(row.flow),
+            fmt(_f(row.sim), digits),
+            emu_text,
+            fmt(_f(row.tolerance), digits),
+            row.verdict,
+        )
+    console.print(table)
+    errors = [s.get("emulator") or {} for s in emu]
+    p99 = [e.get("departure_error_p99_us") for e in errors if e.get("departure_error_p99_us") is not None]
+    if p99:
+        console.print(f"emulator departure error P99 over trials: max {max(p99):.1f} µs", soft_wrap=True)
+    kept = len(emu)
+    if kept < args.trials:
+        console.print(f"{args.trials - kept} of {args.trials} emulated trials refused (the host did not keep up)")
+    outside = sum(row.verdict == "outside" for row in rows)
+    console.print(f"{len(rows) - outside} of {len(rows)} metrics within spread", soft_wrap=True)
+    return EXIT_OK
+
+
+def _f(value: float) -> float | None:
+    return value if isinstance(value, (int, float)) and math.isfinite(value) else None

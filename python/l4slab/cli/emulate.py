@@ -1,0 +1,55 @@
+"""``l4slab emulate SCENARIO --out DIR [--seed N] [--set KEY=VALUE ...]``: the scenario's TCP
+flows with the real kernel's stacks (iperf3 in network namespaces) through the scenario's
+links and qdiscs run by the ``l4slab-emu`` binary; the same run directory as ``l4slab run``
+plus ``emu_meta.json``, and the emulator's own error under the table.
+
+Refusals (no root, no TUN, a CC the kernel lacks, a web source, …) are one line, exit 2,
+before anything is created; a run where the host did not keep up is refused (exit 1) and
+not written. docs/emulator.md."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .common import EXIT_OK, check_out_dir
+
+
+def add_parser(commands) -> None:
+    cmd = commands.add_parser(
+        "emulate",
+        help="run one scenario with real kernel TCP through the emulated bottleneck",
+        description=(
+            "Run the scenario's TCP flows with the kernel's own stacks (iperf3 in network namespaces) through "
+            "the scenario's links and qdiscs, emulated in real time by l4slab-emu; write the run directory of "
+            "`l4slab run` plus emu_meta.json. Needs root, /dev/net/tun, iperf3 and the l4slab-emu binary."
+        ),
+    )
+    cmd.add_argument("scenario", metavar="SCENARIO", help="scenario TOML file")
+    cmd.add_argument("--out", metavar="DIR", help="write summary.json, emu_meta.json and Parquet series here")
+    cmd.add_argument("--seed", type=int, metavar="N", help="replace the scenario's seed (start jitter)")
+    cmd.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a field, e.g. --set bottleneck.rate=50Mbit --set duration=10s (repeatable)",
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    from ..emulate import emulate
+    from ..scenario import load_scenario, parse_override
+    from .runtable import print_result
+
+    if args.out is not None:
+        check_out_dir(args.out)
+    overrides = dict(parse_override(item) for item in args.overrides)
+    if args.seed is not None:
+        overrides["seed"] = args.seed
+    scenario = load_scenario(Path(args.scenario), overrides=overrides)
+    result = emulate(scenario)
+    directory = result.write(args.out) if args.out else None
+    print_result(result, directory)
+    return EXIT_OK
