@@ -175,6 +175,41 @@ impl RtxQueue {
         }
     }
 
+    /// A queue holding no memory, to leave behind in a sender whose buffers were
+    /// taken (`TcpSender::take_buffers`); never used afterwards.
+    pub(super) fn empty() -> Self {
+        let none = || Bits { words: Vec::new(), summary: Vec::new() };
+        RtxQueue {
+            segs: VecDeque::new(),
+            base: 0,
+            unsacked: none(),
+            orig: none(),
+            lost: none(),
+            retrans: VecDeque::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Make this queue equal to a fresh one (no segment, position 0, empty
+    /// scoreboard) while keeping its allocations, for the next connection of a
+    /// slot. A bit ring larger than a fresh queue's holds the same sets (rings
+    /// only grow, and every lookup is by absolute position within the window), so
+    /// the connection behaves exactly as with `with_capacity`.
+    pub(super) fn reset(&mut self) {
+        if self.unsacked.words.len() < 2 {
+            *self = RtxQueue::with_capacity(64);
+            return;
+        }
+        self.segs.clear();
+        self.base = 0;
+        for b in [&mut self.unsacked, &mut self.orig, &mut self.lost] {
+            b.words.fill(0);
+            b.summary.fill(0);
+        }
+        self.retrans.clear();
+        self.scratch.clear();
+    }
+
     #[inline]
     pub(super) fn len(&self) -> usize {
         self.segs.len()
