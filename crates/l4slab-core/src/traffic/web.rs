@@ -276,10 +276,12 @@ impl WebSource {
         self.count += 1;
         let size = bounded_pareto(&mut self.sizes, &self.cfg.sizes);
         let slot = opener.reserve_slot();
-        let mut t = self.cfg.tcp.clone();
-        t.bytes = Some(size);
+        // The source's own TCP settings with this response's size (set in place:
+        // no copy of the config per connection).
+        self.cfg.tcp.bytes = Some(size);
+        let t = &self.cfg.tcp;
         let cc = crate::cc::build(&t.cc, t.cc_params.as_ref()).expect("validated by ScenarioConfig::validate");
-        let mut sender = TcpSender::with_buffers(slot, &t, cc, opener.end(), self.spare.pop());
+        let mut sender = TcpSender::with_buffers(slot, t, cc, opener.end(), self.spare.pop());
         sender.tp.rng = rng::stream(self.seed, Stream::Connection(self.index, id as u32));
         let receiver_cc = t.receiver_cc.as_deref().unwrap_or("cubic");
         let receiver = TcpReceiver::new(slot, t.delayed_ack, t.receiver_ecn, t.ecn_option, receiver_cc);
@@ -340,9 +342,12 @@ impl TrafficSource for WebSource {
         for c in std::mem::take(&mut self.open) {
             self.record(&c, opener);
         }
-        // Records in arrival order (ids are unique, so an unstable sort gives the
-        // same order and moves the large records less).
-        self.records.sort_unstable_by_key(|r| r.id);
+        // Records in arrival order: sort (id, index) pairs, then move each record
+        // once (the records are large; ids are unique, so the order is total).
+        let mut order: Vec<(u64, usize)> = self.records.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        order.sort_unstable();
+        let mut taken: Vec<Option<RequestRecord>> = std::mem::take(&mut self.records).into_iter().map(Some).collect();
+        self.records = order.iter().map(|&(_, i)| taken[i].take().expect("each record once")).collect();
     }
     fn fill_results(&self, r: &mut RunResults) {
         r.requests.extend(self.records.iter().cloned());
