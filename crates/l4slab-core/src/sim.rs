@@ -104,12 +104,12 @@ impl FlowOpener for Opener<'_> {
             .as_ref()
             .is_none_or(|f| f.in_network == 0 && f.ends.iter().all(|e| e.is_finished()))
     }
-    fn release(&mut self, slot: u32) {
+    fn release(&mut self, slot: u32) -> Option<[Box<dyn Endpoint>; 2]> {
         if let Some(o) = self.observers.as_deref_mut() {
             o.on_flow_close(self.now, slot, &View { flows: self.flows, net: self.net });
         }
-        self.flows.slots[slot as usize] = None;
         self.flows.free.push(slot);
+        self.flows.slots[slot as usize].take().map(|f| f.ends)
     }
     fn end(&self) -> Time {
         self.end

@@ -175,6 +175,41 @@ impl RtxQueue {
         }
     }
 
+    /// A queue holding no memory, to leave behind in a sender whose buffers were
+    /// taken (`TcpSender::take_buffers`); never used afterwards.
+    pub(super) fn empty() -> Self {
+        let none = || Bits { words: Vec::new(), summary: Vec::new() };
+        RtxQueue {
+            segs: VecDeque::new(),
+            base: 0,
+            unsacked: none(),
+            orig: none(),
+            lost: none(),
+            retrans: VecDeque::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Make this queue equal to a fresh one (no segment, position 0, empty
+    /// scoreboard) while keeping its allocations, for the next connection of a
+    /// slot. A bit ring larger than a fresh queue's holds the same sets (rings
+    /// only grow, and every lookup is by absolute position within the window), so
+    /// the connection behaves exactly as with `with_capacity`.
+    pub(super) fn reset(&mut self) {
+        if self.unsacked.words.len() < 2 {
+            *self = RtxQueue::with_capacity(64);
+            return;
+        }
+        self.segs.clear();
+        self.base = 0;
+        for b in [&mut self.unsacked, &mut self.orig, &mut self.lost] {
+            b.words.fill(0);
+            b.summary.fill(0);
+        }
+        self.retrans.clear();
+        self.scratch.clear();
+    }
+
     #[inline]
     pub(super) fn len(&self) -> usize {
         self.segs.len()
@@ -397,15 +432,17 @@ mod tests {
     /// Each query against a scan of the whole queue, over a long random history of
     /// pushes, pops, flag changes and retransmissions that wraps the rings many
     /// times and grows them.
-    #[test]
-    fn every_query_equals_a_full_scan() {
-        let mut rng = crate::rng::stream(7, crate::rng::Stream::Flow(0));
-        let mut q = RtxQueue::with_capacity(16);
+    /// A random history of pushes, pops, flag changes and retransmissions (ring
+    /// sizes grow to a few thousand segments, shrink, grow again), checking every
+    /// query against a scan of the whole queue; returns the answers.
+    fn exercise(q: &mut RtxQueue, seed: u64, steps: u32) -> Vec<Vec<usize>> {
+        let mut answers = Vec::new();
+        let mut rng = crate::rng::stream(seed, crate::rng::Stream::Flow(0));
         let mut next = 0u64;
         let mut clock: Time = 0;
         let e = EVER_RETRANS;
         let flag_sets = [0, SACKED, LOST, LOST | RETRANS | e, RETRANS | e, SACKED | e, LOST | e, 16, SACKED | LOST];
-        for step in 0..200_000u32 {
+        for step in 0..steps {
             clock += (rng.next_u32() % 3) as Time;
             let r = rng.next_u32() % 100;
             // Grow to a few thousand, then shrink, then grow again.
@@ -449,9 +486,40 @@ mod tests {
                 got.sort_unstable();
                 got.dedup();
                 assert_eq!(got, want, "step {step}");
+                let opt = |x: Option<usize>| x.map_or(vec![], |i| vec![i]);
+                answers.extend([opt(q.next_unsacked(from)), opt(q.next_original(from)), opt(q.next_lost(from)), got]);
             }
         }
+        answers
+    }
+
+    /// Each query against a scan of the whole queue, over a long random history
+    /// that wraps the rings many times and grows them.
+    #[test]
+    fn every_query_equals_a_full_scan() {
+        let mut q = RtxQueue::with_capacity(16);
+        exercise(&mut q, 7, 200_000);
         assert!(q.unsacked.words.len() >= 3000 / 64, "the rings grew");
+    }
+
+    /// A queue reset after a busy connection (grown rings, segments and
+    /// retransmissions left in it, base far from 0) answers every query of a new
+    /// history as a fresh queue does: reusing it cannot change results.
+    #[test]
+    fn a_reset_queue_behaves_as_a_fresh_one() {
+        let mut fresh = RtxQueue::with_capacity(64);
+        let want = exercise(&mut fresh, 9, 60_000);
+        let mut used = RtxQueue::with_capacity(16);
+        exercise(&mut used, 7, 15_000);
+        assert!(used.len() > 100 && used.base > 1000 && used.unsacked.words.len() > 2, "a busy queue to reset");
+        used.reset();
+        assert!(used.is_empty() && used.base == 0 && used.retrans.is_empty());
+        assert_eq!(exercise(&mut used, 9, 60_000), want);
+        // A sender's taken buffers leave an empty queue behind; resetting that
+        // builds a fresh one.
+        let mut taken = RtxQueue::empty();
+        taken.reset();
+        assert_eq!(exercise(&mut taken, 9, 60_000), want);
     }
 
     #[test]

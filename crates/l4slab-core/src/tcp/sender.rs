@@ -202,8 +202,31 @@ pub struct TcpSender {
     pub(super) start_time: Time,
 }
 
+/// A finished sender's retransmit queue, kept by a traffic source of many short
+/// connections (`traffic/web.rs`) to build the next one without fresh memory.
+pub struct SenderBuffers(RtxQueue);
+
 impl TcpSender {
     pub fn new(flow: u32, cfg: &TcpFlowConfig, cc: Box<dyn CongestionControl>, stop_at: Time) -> Self {
+        Self::with_buffers(flow, cfg, cc, stop_at, None)
+    }
+
+    /// As [`new`](Self::new), reusing the allocations of an earlier sender's
+    /// buffers (reset to a fresh sender's state: the results are the same).
+    pub fn with_buffers(
+        flow: u32,
+        cfg: &TcpFlowConfig,
+        cc: Box<dyn CongestionControl>,
+        stop_at: Time,
+        bufs: Option<SenderBuffers>,
+    ) -> Self {
+        let rtx = match bufs {
+            Some(SenderBuffers(mut q)) => {
+                q.reset();
+                q
+            }
+            None => RtxQueue::with_capacity(64),
+        };
         let paced = cc.flags().needs_pacing || cfg.fq_pacing;
         let mut tp = CcSock::new(cfg.mss, cfg.init_cwnd);
         tp.paced = paced;
@@ -226,7 +249,7 @@ impl TcpSender {
                 v.sort_unstable();
                 v
             },
-            rtx: RtxQueue::with_capacity(64),
+            rtx,
             fack: 0,
             high_seq: 0,
             prior_ssthresh: 0,
@@ -260,6 +283,12 @@ impl TcpSender {
             stats: SenderStats::default(),
             start_time: 0,
         }
+    }
+
+    /// Take this sender's buffers for a later connection (the sender keeps an
+    /// empty queue and must not send again).
+    pub fn take_buffers(&mut self) -> SenderBuffers {
+        SenderBuffers(std::mem::replace(&mut self.rtx, RtxQueue::empty()))
     }
 
     /// Derive the CC's random stream from the run's seed (`rng::Stream::Flow`).

@@ -23,6 +23,7 @@ pub mod web;
 
 use crate::packet::Packet;
 use crate::results::{FlowSummary, RequestRecord, RunResults};
+use crate::tcp::sender::SenderBuffers;
 use crate::time::Time;
 use crate::trace::{FlowCumulative, FlowSample};
 
@@ -80,6 +81,13 @@ pub trait Endpoint: Send {
 
     /// Fill this side's part of a web request's record.
     fn fill_request(&self, _r: &mut RequestRecord) {}
+
+    /// Hand over a TCP sender's buffers after the flow's slot was released, so a
+    /// source of many short connections builds the next one without fresh memory
+    /// (`TcpSender::with_buffers`); the endpoint is dropped right after.
+    fn take_buffers(&mut self) -> Option<SenderBuffers> {
+        None
+    }
 }
 
 /// Everything the simulator needs to open a flow in a slot.
@@ -113,8 +121,9 @@ pub trait FlowOpener {
     /// pending timers are ignored, and packets of it still in the network are
     /// delivered to a closed socket (counted, then discarded) while the slot is
     /// free; a source should release only when none are left (after the FIN/ACK
-    /// exchange of a future short-flow source).
-    fn release(&mut self, slot: u32);
+    /// exchange of a future short-flow source). Returns the flow's two endpoints
+    /// (`[sender, receiver]`), for the source to reuse their buffers.
+    fn release(&mut self, slot: u32) -> Option<[Box<dyn Endpoint>; 2]>;
     /// End of the run: sources need not open flows that would start after it.
     fn end(&self) -> Time;
     /// Both endpoints' parts of a request record for the flow in `slot`.

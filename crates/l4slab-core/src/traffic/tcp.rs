@@ -4,6 +4,7 @@ use super::Endpoint;
 use crate::packet::{Packet, PacketKind};
 use crate::results::FlowSummary;
 use crate::tcp::ecn::EcnMode;
+use crate::tcp::sender::SenderBuffers;
 use crate::tcp::{TcpReceiver, TcpSender};
 use crate::time::{secs, Time};
 use crate::trace::{FlowCumulative, FlowSample};
@@ -83,6 +84,9 @@ impl Endpoint for TcpSenderEndpoint {
     }
     fn is_finished(&self) -> bool {
         self.0.stats.completed_at.is_some()
+    }
+    fn take_buffers(&mut self) -> Option<SenderBuffers> {
+        Some(self.0.take_buffers())
     }
 }
 

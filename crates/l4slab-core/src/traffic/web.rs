@@ -49,6 +49,7 @@ use crate::packet::{Packet, PacketKind};
 use crate::results::{FlowSummary, RequestRecord, RunResults};
 use crate::rng::{self, SimRng, Stream};
 use crate::tcp::ecn::EcnMode;
+use crate::tcp::sender::SenderBuffers;
 use crate::tcp::{TcpReceiver, TcpSender};
 use crate::time::{secs, Time, NS_PER_SEC};
 use crate::trace::{FlowCumulative, FlowSample};
@@ -156,6 +157,9 @@ impl Endpoint for WebServer {
     fn is_finished(&self) -> bool {
         self.inner.is_finished()
     }
+    fn take_buffers(&mut self) -> Option<SenderBuffers> {
+        self.inner.take_buffers()
+    }
     fn fill_request(&self, r: &mut RequestRecord) {
         let sender = &self.inner.0;
         r.cc = sender.cc_name().into();
@@ -225,6 +229,9 @@ pub struct WebSource {
     count: u64,
     open: Vec<Conn>,
     records: Vec<RequestRecord>,
+    /// Buffers of released connections' senders, for the next connections
+    /// (at most as many as were ever open at once).
+    spare: Vec<SenderBuffers>,
 }
 
 impl WebSource {
@@ -243,6 +250,7 @@ impl WebSource {
             count: 0,
             open: Vec::new(),
             records: Vec::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -268,10 +276,12 @@ impl WebSource {
         self.count += 1;
         let size = bounded_pareto(&mut self.sizes, &self.cfg.sizes);
         let slot = opener.reserve_slot();
-        let mut t = self.cfg.tcp.clone();
-        t.bytes = Some(size);
+        // The source's own TCP settings with this response's size (set in place:
+        // no copy of the config per connection).
+        self.cfg.tcp.bytes = Some(size);
+        let t = &self.cfg.tcp;
         let cc = crate::cc::build(&t.cc, t.cc_params.as_ref()).expect("validated by ScenarioConfig::validate");
-        let mut sender = TcpSender::new(slot, &t, cc, opener.end());
+        let mut sender = TcpSender::with_buffers(slot, t, cc, opener.end(), self.spare.pop());
         sender.tp.rng = rng::stream(self.seed, Stream::Connection(self.index, id as u32));
         let receiver_cc = t.receiver_cc.as_deref().unwrap_or("cubic");
         let receiver = TcpReceiver::new(slot, t.delayed_ack, t.receiver_ecn, t.ecn_option, receiver_cc);
@@ -306,7 +316,9 @@ impl WebSource {
             if opener.is_quiet(self.open[i].slot) {
                 let c = self.open.swap_remove(i);
                 self.record(&c, opener);
-                opener.release(c.slot);
+                if let Some(b) = opener.release(c.slot).and_then(|mut ends| ends[0].take_buffers()) {
+                    self.spare.push(b);
+                }
             } else {
                 i += 1;
             }
@@ -330,8 +342,12 @@ impl TrafficSource for WebSource {
         for c in std::mem::take(&mut self.open) {
             self.record(&c, opener);
         }
-        // Records in arrival order.
-        self.records.sort_by_key(|r| r.id);
+        // Records in arrival order: sort (id, index) pairs, then move each record
+        // once (the records are large; ids are unique, so the order is total).
+        let mut order: Vec<(u64, usize)> = self.records.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        order.sort_unstable();
+        let mut taken: Vec<Option<RequestRecord>> = std::mem::take(&mut self.records).into_iter().map(Some).collect();
+        self.records = order.iter().map(|&(_, i)| taken[i].take().expect("each record once")).collect();
     }
     fn fill_results(&self, r: &mut RunResults) {
         r.requests.extend(self.records.iter().cloned());
