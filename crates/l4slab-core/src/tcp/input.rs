@@ -389,14 +389,35 @@ impl TcpSender {
                 fl = self.identify_packet_loss(fl, now);
             }
             CaState::Loss => {
-                // tcp_process_loss: recovered once everything sent before the RTO is acked.
+                // tcp_process_loss: recovered once everything sent before the RTO is
+                // acked (tcp_try_undo_recovery → Open, nothing to retransmit).
                 if self.tp.snd_una >= self.high_seq {
                     self.set_ca_state(CaState::Open);
+                } else {
+                    *rexmit = 1;
+                }
+                fl = self.identify_packet_loss(fl, now);
+                // tcp_fastretrans_alert, `case TCP_CA_Loss` (net/ipv4/tcp_input.c):
+                // "Change state if cwnd is undone or retransmits are lost" — Open
+                // again, or a retransmission RACK found lost (FLAG_LOST_RETRANS),
+                // falls through to the default branch, which enters Recovery while
+                // `lost_out` proves loss (tcp_time_to_recover): a new cwnd reduction
+                // (Loss is not a reduction state for tcp_enter_recovery), ssthresh
+                // and high_seq anew, Prague's `prague_state(Recovery)` halving.
+                if !(self.tp.ca_state == CaState::Open || fl & flag::LOST_RETRANS != 0) {
                     return fl;
                 }
-                *rexmit = 1;
-                fl = self.identify_packet_loss(fl, now);
-                return fl;
+                if self.tp.lost_out == 0 {
+                    // tcp_try_to_open.
+                    if ece {
+                        self.enter_cwr();
+                    }
+                    if self.tp.ca_state != CaState::Cwr {
+                        self.try_keep_open();
+                    }
+                    return fl;
+                }
+                self.enter_recovery(ece);
             }
             _ => {
                 fl = self.identify_packet_loss(fl, now);
@@ -770,5 +791,57 @@ mod tests {
         assert_counters_match_queue(&s);
         assert_eq!(s.tp.delivered, all / MSS, "every packet once, the repaired one too");
         assert_eq!((s.tp.lost_out, s.tp.retrans_out, s.tp.sacked_out, s.tp.lost), (0, 0, 0, 1));
+    }
+
+    /// After an RTO, a retransmission that RACK finds lost moves the sender from
+    /// Loss to Recovery with a new reduction (tcp_fastretrans_alert, `case
+    /// TCP_CA_Loss`: FLAG_LOST_RETRANS falls through to tcp_enter_recovery). Without
+    /// it a sender whose retransmissions keep being dropped stays in Loss at the
+    /// window it had, however many of its retransmissions are lost.
+    #[test]
+    fn a_lost_retransmission_after_an_rto_starts_a_recovery_with_a_new_reduction() {
+        let cfg: TcpFlowConfig =
+            serde_json::from_value(serde_json::json!({"cc": "reno", "rtt_ns": 10_000_000u64, "tso": false})).unwrap();
+        let mut s = TcpSender::new(0, &cfg, Box::new(Reno), Time::MAX);
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        s.on_packet(&Packet::new(0, PacketKind::SynAck), 10 * NS_PER_MS, &mut out);
+        assert_eq!(s.tp.packets_out, 10, "IW10, all of it lost");
+        // The loss probe, then the RTO: Loss, everything marked lost, the head
+        // retransmitted.
+        let mut t_rto = 0;
+        while s.stats.rto_count == 0 {
+            t_rto = s.xmit_timer.expect("a timer armed").1;
+            s.on_timer(t_rto, &mut out);
+        }
+        out.clear();
+        assert_eq!(s.tp.ca_state, CaState::Loss);
+        // IW10 and the probe's new segment.
+        let n = s.tp.packets_out;
+        assert_eq!((n, s.tp.lost_out, s.tp.retrans_out), (11, 11, 1));
+        // Let the window allow every lost segment out at once (as slow start in Loss
+        // would over a few rounds): the rest retransmitted at t_rto too.
+        s.tp.cwnd = n;
+        s.xmit_retransmit_queue(t_rto, &mut out);
+        assert_eq!((s.tp.retrans_out, out.len() as u32), (n, n - 1));
+        assert_counters_match_queue(&s);
+        // Meanwhile slow start in Loss grew the window to 40.
+        s.tp.cwnd = 40;
+        let (recoveries_before, lost_before) = (s.stats.recoveries, s.tp.lost);
+        // One RTT later only the retransmission of segment 5 arrives: RACK (RFC 8985
+        // §6.2) deems the retransmissions of 0..4, sent no later, lost.
+        let now = t_rto + 10 * NS_PER_MS;
+        out.clear();
+        s.on_packet(&ack(0, Some((5 * MSS, 6 * MSS)), now), now, &mut out);
+        assert_counters_match_queue(&s);
+        // Their RETRANS bits cleared and counted in tp->lost again (tcp_mark_skb_lost).
+        assert_eq!((s.tp.sacked_out, s.tp.lost_out, s.tp.lost - lost_before), (1, n - 1, 5));
+        assert_eq!(s.tp.ca_state, CaState::Recovery, "Loss → Recovery on FLAG_LOST_RETRANS");
+        assert_eq!(s.stats.recoveries, recoveries_before + 1);
+        assert_eq!(s.high_seq, s.tp.snd_nxt, "tcp_init_cwnd_reduction");
+        // A new reduction from the window of that moment: Reno's ssthresh = cwnd/2.
+        assert_eq!((s.tp.prior_cwnd, s.tp.ssthresh), (40, 20));
+        // PRR's forced fast retransmit: the head goes again at once.
+        assert!(out.iter().any(|p| p.retrans && p.tcp.seq == 0));
     }
 }
