@@ -414,16 +414,12 @@ impl Cubic {
         cushion.min(USEC_PER_MSEC) as u32
     }
 
-    /// `hystart_update`: one RTT sample in slow start.
+    /// `hystart_update`: one RTT sample in slow start, cwnd ≥ `hystart_low_window`
+    /// (the caller, `cubictcp_acked`, checks that).
     fn hystart_update(&mut self, tp: &mut CcSock, delay: u32) {
         // A new round starts when snd_una passes end_seq.
         if tp.snd_una > self.end_seq {
             self.hystart_reset(tp);
-        }
-
-        // HyStart only for cwnd ≥ hystart_low_window.
-        if tp.cwnd < self.params.hystart_low_window {
-            return;
         }
 
         if self.params.hystart_detect & HYSTART_ACK_TRAIN != 0 {
@@ -599,8 +595,15 @@ impl CongestionControl for Cubic {
         if self.delay_min == 0 || self.delay_min > delay {
             self.delay_min = delay;
         }
-        // HyStart while in slow start and no exit found yet.
-        if !self.found && tp.in_slow_start() && self.params.hystart {
+        // HyStart while in slow start, no exit found yet and cwnd ≥ hystart_low_window.
+        // The window test comes before `hystart_update` (tcp_cubic.c:cubictcp_acked), so
+        // below 16 packets no round is reset either: the first round HyStart sees starts at
+        // the first ACK with cwnd ≥ 16 (end_seq = snd_nxt then), not at a round boundary.
+        if !self.found
+            && tp.in_slow_start()
+            && self.params.hystart
+            && tp.cwnd >= self.params.hystart_low_window
+        {
             self.hystart_update(tp, delay);
         }
     }
@@ -1121,6 +1124,40 @@ mod tests {
         assert_eq!(cc.hystart_ack_delay(&tp), 0); // no pacing rate yet
         tp.pacing_rate = 10_000_000_000 / 8; // 10 Gb/s: 4·65215/1.25e9 s = 208 µs
         assert_eq!(cc.hystart_ack_delay(&tp), 208);
+    }
+
+    #[test]
+    fn hystart_first_round_starts_at_low_window() {
+        // tcp_cubic.c:cubictcp_acked calls hystart_update only from cwnd ≥ 16, so the
+        // rounds below it are not tracked: init at the handshake (end_seq = snd_nxt = 0),
+        // IW 10, one ACK per segment; the first 6 ACKs (cwnd 10..15) leave the round
+        // state alone, the 7th (cwnd 16) starts the first round at its own time with
+        // end_seq = the snd_nxt of that moment.
+        let mut cc = Cubic::default();
+        let mut tp = CcSock::new(MSS, 10);
+        tp.now = NS_PER_SEC;
+        cc.init(&mut tp);
+        assert_eq!(cc.end_seq, 0);
+        tp.snd_nxt = 10 * MSS as u64;
+        let t_init = cc.round_start;
+        for i in 1..=7u64 {
+            tp.now += 10 * NS_PER_MS + 100 * NS_PER_US;
+            tp.snd_una = i * MSS as u64;
+            let cwnd_at_ack = tp.cwnd;
+            cc.pkts_acked(&mut tp, &sample(10_000));
+            if i < 7 {
+                assert!(cwnd_at_ack < 16);
+                assert_eq!((cc.end_seq, cc.round_start, cc.sample_cnt), (0, t_init, 0), "ACK {i}");
+            } else {
+                assert_eq!(cwnd_at_ack, 16);
+                assert_eq!(cc.end_seq, tp.snd_nxt);
+                assert_eq!(cc.round_start, (tp.now / NS_PER_US) as u32);
+                assert_eq!(cc.sample_cnt, 1);
+            }
+            tp.max_packets_out = tp.cwnd;
+            cc.cong_avoid(&mut tp, 1);
+            tp.snd_nxt += 2 * MSS as u64; // slow start: two new segments per ACKed one
+        }
     }
 
     #[test]
