@@ -35,6 +35,21 @@ pub const TCP_TIMEOUT_MIN_NS: u64 = 2 * NS_PER_MS;
 pub const TCP_ATO_MIN_NS: u64 = 40 * NS_PER_MS;
 /// `TCP_DELACK_MAX` = HZ/5.
 pub const TCP_DELACK_MAX_NS: u64 = 200 * NS_PER_MS;
+/// `TCP_DELACK_MIN` = HZ/25 (the same value as `TCP_ATO_MIN`).
+pub const TCP_DELACK_MIN_NS: u64 = 40 * NS_PER_MS;
+/// `TCP_RTO_MIN` = HZ/5, the default `tcp_rto_min_us` of a host (the receiver's).
+pub const TCP_RTO_MIN_NS: u64 = 200 * NS_PER_MS;
+/// `TCP_MSS_DEFAULT` (536) and `TCP_MIN_MSS` (88), payload bytes (include/net/tcp.h).
+pub const TCP_MSS_DEFAULT: u32 = 536;
+pub const TCP_MIN_MSS: u32 = 88;
+/// `sizeof(struct tcphdr)` and the receiver's `tcp_header_len` (header + aligned
+/// timestamps, which every connection here negotiates).
+pub const TCPHDR_LEN: u32 = 20;
+pub const TCP_HEADER_LEN: u32 = 20 + crate::packet::TCPOLEN_TSTAMP_ALIGNED;
+/// `tp->advmss` of a 1500-byte-MTU route (1500 − 40), which bounds `rcv_mss`.
+pub const TCP_ADVMSS: u32 = 1460;
+/// IPv4 header without options.
+pub const IP_HLEN: u32 = 20;
 /// `TCP_MAX_QUICKACKS`.
 pub const TCP_MAX_QUICKACKS: u32 = 16;
 /// `tcp_reordering` sysctl default.

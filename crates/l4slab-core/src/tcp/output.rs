@@ -106,10 +106,16 @@ impl TcpSender {
         if self.tp.in_flight() >= self.tp.cwnd {
             cwnd_limited = true;
         }
-        // tcp_cwnd_validate.
-        if self.tp.snd_una >= self.cwnd_usage_seq
-            || cwnd_limited
-            || (!self.tp.is_cwnd_limited && self.tp.packets_out > self.tp.max_packets_out)
+        // tcp_cwnd_validate, called only when something was sent or the window is full
+        // (net/ipv4/tcp_output.c:tcp_write_xmit: `if (likely(sent_pkts ||
+        // is_cwnd_limited)) tcp_cwnd_validate(sk, is_cwnd_limited);`). A call that sends
+        // nothing because pacing holds the next skb (tcp_pacing_check) leaves the
+        // window's cwnd-limited record as it was: a paced flow keeps the AI it earned
+        // when its last transmission filled the window.
+        if (sent_any || cwnd_limited)
+            && (self.tp.snd_una >= self.cwnd_usage_seq
+                || cwnd_limited
+                || (!self.tp.is_cwnd_limited && self.tp.packets_out > self.tp.max_packets_out))
         {
             self.tp.is_cwnd_limited = cwnd_limited;
             self.tp.max_packets_out = self.tp.packets_out;
@@ -486,6 +492,36 @@ mod tests {
         let mut out = Vec::new();
         s.write_xmit(1_000_000, &mut out, false);
         assert_eq!(out.len(), 10);
+    }
+
+    #[test]
+    fn a_call_held_by_pacing_keeps_the_windows_cwnd_limited_record() {
+        // tcp_write_xmit calls tcp_cwnd_validate only `if (likely(sent_pkts ||
+        // is_cwnd_limited))`: a call that sends nothing because tcp_pacing_check holds
+        // the next skb, with the window not full, changes nothing, even when snd_una
+        // has passed cwnd_usage_seq (a new window).
+        let rate = 1_250_000; // 10 Mbit/s: one 1448-B skb every ≈ 1.16 ms
+        let mut s = sender(None, false, rate);
+        s.tp.cwnd = 1;
+        let mut out = Vec::new();
+        s.write_xmit(1_000_000, &mut out, false);
+        assert_eq!(out.len(), 1);
+        assert!(s.tp.is_cwnd_limited, "the window filled: cwnd-limited");
+        // The segment is acknowledged (a new window starts) and cwnd grows to 4; the
+        // next skb's departure time has not come.
+        s.rtx.pop_front();
+        s.tp.snd_una = s.tp.snd_nxt;
+        s.tp.packets_out = 0;
+        s.tp.cwnd = 4;
+        out.clear();
+        s.write_xmit(1_100_000, &mut out, false);
+        assert!(out.is_empty(), "pacing holds the skb");
+        assert!(s.tp.is_cwnd_limited, "nothing sent and the window not full: the record is kept");
+        // When pacing lets a segment go and the window is still not full, the new
+        // window records that it is not cwnd-limited.
+        s.write_xmit(s.tp.wstamp_ns, &mut out, false);
+        assert_eq!(out.len(), 1);
+        assert!(!s.tp.is_cwnd_limited);
     }
 
     #[test]

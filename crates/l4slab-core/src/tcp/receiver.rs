@@ -2,12 +2,16 @@
 //! Linux's ACK policy (Linux net/ipv4/tcp_input.c:tcp_rcv_established, __tcp_ack_snd_check): an ACK for every second full segment,
 //! quick-ACKs for the first 16 segments and after gaps, immediate ACKs while data is
 //! out of order (then SACK compression), and the 40 ms delayed-ACK timer with `ato`
-//! adaptation.
+//! adaptation, bounded by the receiver's handshake RTT (`tcp_send_delayed_ack`).
+//! Segments smaller than the learned MSS (`tcp_measure_rcv_mss`) set
+//! `ICSK_ACK_PUSHED`, and the application's read then ACKs at once
+//! (`tcp_cleanup_rbuf`): the application is taken to read every in-order byte as
+//! soon as it arrives (iperf3 blocked in `read`).
 
 use super::ecn::{self, AccEcnCounters, AccEcnOption, EcnMode};
 use super::*;
 use crate::cc::{CaEvent, CcFlags, CcSock, CongestionControl};
-use crate::packet::{option_space_left, tcp_wire_len, Ecn, Packet, PacketKind, SackBlock, MAX_SACK_BLOCKS};
+use crate::packet::{option_space_left, tcp_wire_len, Ecn, Packet, PacketKind, SackBlock, ETH_HLEN, MAX_SACK_BLOCKS};
 use crate::time::{Time, NS_PER_US};
 use std::collections::VecDeque;
 
@@ -29,6 +33,16 @@ pub struct TcpReceiver {
     dsack: Option<SackBlock>,
     /// `icsk_ack.rcv_mss` estimate.
     rcv_mss: u32,
+    /// `icsk_ack.last_seg_size`: the last small segment's MSS-equivalent length.
+    last_seg_size: u32,
+    /// `icsk_ack.pending & ICSK_ACK_PUSHED` / `ICSK_ACK_PUSHED2`.
+    pushed: bool,
+    pushed2: bool,
+    /// When the last SYN/ACK left (`tcp_synack_rtt_meas` measures from it).
+    synack_sent: Option<Time>,
+    /// `tp->srtt_us` of the receiving socket, ns: its only RTT sample is the
+    /// handshake's (a pure receiver's ACKs acknowledge no data of its own).
+    srtt_ns: u64,
     /// `icsk_ack.quick`: remaining quick ACKs.
     quick: u32,
     /// `icsk_ack.ato`, ns (0 until the first data segment).
@@ -108,6 +122,11 @@ impl TcpReceiver {
             num_recent: 0,
             dsack: None,
             rcv_mss: 536,
+            last_seg_size: 0,
+            pushed: false,
+            pushed2: false,
+            synack_sent: None,
+            srtt_ns: 0,
             quick: 0,
             ato: 0,
             lrcvtime: 0,
@@ -175,6 +194,7 @@ impl TcpReceiver {
                 a.tcp.tsval = ts_clock(now);
                 a.tcp.tsecr = self.ts_recent;
                 self.acks_sent += 1;
+                self.synack_sent = Some(now);
                 out.push(a);
             }
             PacketKind::Data => self.on_data(pkt, now, out),
@@ -184,6 +204,15 @@ impl TcpReceiver {
 
     fn on_data(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
         self.segments_received += 1;
+        if let Some(sent) = self.synack_sent.take() {
+            // The ACK completing the handshake arrives with the first data:
+            // tcp_rcv_state_process (TCP_SYN_RECV) → tcp_synack_rtt_meas →
+            // tcp_ack_update_rtt gives the socket its srtt and RTO (tcp_rtt_estimator's
+            // first sample: rttvar = max(2m, tcp_rto_min); tcp_set_rto: RTO = m + rttvar).
+            let m = now.saturating_sub(sent).max(NS_PER_US);
+            self.srtt_ns = m;
+            self.rto_ns = m + (2 * m).max(TCP_RTO_MIN_NS);
+        }
         let seq = pkt.tcp.seq;
         let end = seq + pkt.payload as u64;
         if pkt.ecn == Ecn::Ce {
@@ -239,7 +268,8 @@ impl TcpReceiver {
                 // Partially duplicate: D-SACK the old part.
                 self.dsack = Some(SackBlock { start: seq, end: self.rcv_nxt - advanced });
             }
-            self.event_data_recv(pkt.payload, now);
+            self.measure_rcv_mss(pkt);
+            self.event_data_recv(now);
             self.ecn_check_ce(pkt.ecn, now, out);
             if had_ooo {
                 self.pull_ooo();
@@ -250,6 +280,7 @@ impl TcpReceiver {
             }
             self.ack_scheduled = true;
             self.ack_snd_check(now, out);
+            self.cleanup_rbuf(now, out);
         } else {
             // Out of order: queue, SACK, and ACK (maybe compressed).
             self.ecn_check_ce(pkt.ecn, now, out);
@@ -259,12 +290,57 @@ impl TcpReceiver {
         }
     }
 
-    /// `tcp_event_data_recv`: rcv_mss, quick-ACK and ato bookkeeping (Linux net/ipv4/tcp_input.c).
-    fn event_data_recv(&mut self, len: u32, now: Time) {
-        // tcp_measure_rcv_mss (simplified to the full-segment case).
+    /// `tcp_measure_rcv_mss` (net/ipv4/tcp_input.c): a segment at least as long as
+    /// `rcv_mss` sets it (≤ advmss); a shorter one whose length, header included, is
+    /// ≥ TCP_MSS_DEFAULT + 20, or ≥ TCP_MIN_MSS + 20 without PSH/FIN/URG/SYN (the
+    /// engine sends no PSH), is remembered in `last_seg_size` and becomes `rcv_mss`
+    /// when two in a row have the same length; any other short segment marks the ACK
+    /// `ICSK_ACK_PUSHED` (then `ICSK_ACK_PUSHED2`). Without GRO the length is the
+    /// segment's payload. (Linux ≥ 6.3 also sets PUSHED for a full-MSS segment with
+    /// PSH; the engine's segments carry no PSH.)
+    fn measure_rcv_mss(&mut self, pkt: &Packet) {
+        let lss = self.last_seg_size;
+        self.last_seg_size = 0;
+        let len = pkt.payload;
         if len >= self.rcv_mss {
-            self.rcv_mss = len;
+            self.rcv_mss = len.min(TCP_ADVMSS);
+            return;
         }
+        // "len" including the TCP header, then less the fixed header + timestamps
+        // (`tcp_header_len`): what varies is the option space beyond the timestamps.
+        let tcp_hlen = pkt.wire_len.saturating_sub(ETH_HLEN + IP_HLEN + pkt.payload).max(TCP_HEADER_LEN);
+        let with_hdr = len + tcp_hlen;
+        // (The PSH clause of the second test always holds: no PSH is sent.)
+        if with_hdr >= TCP_MSS_DEFAULT + TCPHDR_LEN || with_hdr >= TCP_MIN_MSS + TCPHDR_LEN {
+            let l = with_hdr - TCP_HEADER_LEN;
+            self.last_seg_size = l;
+            if l == lss {
+                self.rcv_mss = l;
+                return;
+            }
+        }
+        if self.pushed {
+            self.pushed2 = true;
+        }
+        self.pushed = true;
+    }
+
+    /// `tcp_cleanup_rbuf` after the application has read what just arrived in order
+    /// (net/ipv4/tcp.c): with an ACK owed, ACK at once if more than one `rcv_mss`
+    /// is unacknowledged, or if a short segment was pushed (`ICSK_ACK_PUSHED2`, or
+    /// `ICSK_ACK_PUSHED` outside ping-pong mode: a pure receiver never enters it) and
+    /// the read emptied the receive queue (no out-of-order data held).
+    fn cleanup_rbuf(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if !self.ack_scheduled || !self.ooo.is_empty() {
+            return;
+        }
+        if self.rcv_nxt - self.rcv_wup > self.rcv_mss as u64 || self.pushed || self.pushed2 {
+            self.send_ack(now, out);
+        }
+    }
+
+    /// `tcp_event_data_recv`: quick-ACK and ato bookkeeping (Linux net/ipv4/tcp_input.c).
+    fn event_data_recv(&mut self, now: Time) {
         if self.ato == 0 {
             // First data segment: quick-ACK mode, ato = TCP_ATO_MIN.
             self.incr_quickack(TCP_MAX_QUICKACKS);
@@ -398,14 +474,19 @@ impl TcpReceiver {
         self.comp_deadline = Some(now + delay + TCP_COMP_SACK_SLACK_NS);
     }
 
-    /// `tcp_send_delayed_ack`.
+    /// `tcp_send_delayed_ack` (net/ipv4/tcp_output.c): an `ato` above TCP_DELACK_MIN
+    /// is bounded by HZ/2 (TCP_DELACK_MAX when `ICSK_ACK_PUSHED`), and by the
+    /// socket's srtt if it has one (at least TCP_DELACK_MIN): with the handshake's
+    /// RTT below 40 ms, a delayed ACK waits at most 40 ms however far `ato` inflated.
     fn send_delayed_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
         let mut ato = self.ato;
-        if ato > TCP_ATO_MIN_NS {
-            // A pure receiver has no srtt: the bound is HZ/2.
-            ato = ato.min(500 * crate::time::NS_PER_MS);
+        if ato > TCP_DELACK_MIN_NS {
+            let mut max_ato = if self.pushed { TCP_DELACK_MAX_NS } else { 500 * crate::time::NS_PER_MS };
+            if self.srtt_ns > 0 {
+                max_ato = max_ato.min(self.srtt_ns.max(TCP_DELACK_MIN_NS));
+            }
+            ato = ato.min(max_ato);
         }
-        ato = ato.min(TCP_DELACK_MAX_NS);
         let mut timeout = now + ato;
         if let Some(pending) = self.delack_deadline {
             // If the timer is about to expire, ACK now.
@@ -518,8 +599,11 @@ impl TcpReceiver {
                 self.quick -= pkts;
             }
         }
+        // inet_csk_clear_xmit_timer(sk, ICSK_TIME_DACK): `icsk_ack.pending = 0`.
         self.ack_scheduled = false;
         self.ack_now = false;
+        self.pushed = false;
+        self.pushed2 = false;
         self.delack_deadline = None;
         self.compressed_ack = 0;
         self.comp_deadline = None;
@@ -676,6 +760,80 @@ mod tests {
         r.on_timer(deadline, &mut out);
         assert_eq!(out.len(), 17);
         assert_eq!(out[16].tcp.ack, 17 * 1448);
+    }
+
+    /// A receiver past its 16 quick ACKs (segments of 1448 B every µs from `t0`); the
+    /// SYN/ACK left at 0 when `handshake`, so its srtt is `t0` (tcp_synack_rtt_meas).
+    fn past_quickacks(handshake: bool, t0: Time) -> (TcpReceiver, u64, Time) {
+        let mut r = TcpReceiver::new(0, true, 2, 2, "cubic");
+        let mut out = Vec::new();
+        if handshake {
+            r.on_packet(&Packet::new(0, PacketKind::Syn), 0, &mut out);
+        }
+        let mut t = t0;
+        for i in 0..16u64 {
+            r.on_packet(&data(i * 1448, 1448), t, &mut out);
+            t += 1000;
+        }
+        assert_eq!(r.quick, 0);
+        (r, 16 * 1448, t)
+    }
+
+    #[test]
+    fn the_delayed_ack_waits_at_most_the_handshake_rtt_or_40ms() {
+        use crate::time::NS_PER_MS;
+        // tcp_send_delayed_ack: ato > TCP_DELACK_MIN is bounded by max(srtt,
+        // TCP_DELACK_MIN) when the socket has an srtt, else by HZ/2.
+        for (handshake, bound) in [(true, TCP_DELACK_MIN_NS), (false, 80 * NS_PER_MS)] {
+            let (mut r, seq, t) = past_quickacks(handshake, 10 * NS_PER_MS);
+            let mut out = Vec::new();
+            // An odd segment: the 40 ms timer ACKs it and inflates ato to 80 ms
+            // (tcp_delack_timer_handler; the receiver's RTO is 10 + 200 ms or 1 s).
+            r.on_packet(&data(seq, 1448), t, &mut out);
+            let d = r.next_timer().expect("delack armed");
+            assert_eq!(d, t + TCP_ATO_MIN_NS);
+            r.on_timer(d, &mut out);
+            assert_eq!(r.ato, 2 * TCP_ATO_MIN_NS);
+            // The next odd segment 100 ms later (longer than ato: ato stays 80 ms).
+            let t2 = d + 100 * NS_PER_MS;
+            r.on_packet(&data(seq + 1448, 1448), t2, &mut out);
+            assert_eq!(r.next_timer(), Some(t2 + bound), "handshake {handshake}");
+        }
+    }
+
+    #[test]
+    fn a_short_segment_is_acked_when_the_application_reads_it() {
+        use crate::time::NS_PER_MS;
+        // tcp_measure_rcv_mss marks a segment shorter than rcv_mss ICSK_ACK_PUSHED
+        // unless it repeats the last short length; tcp_cleanup_rbuf then ACKs as soon
+        // as the application has read it.
+        let (mut r, mut seq, mut t) = past_quickacks(true, 10 * NS_PER_MS);
+        let mut out = Vec::new();
+        r.on_packet(&data(seq, 700), t, &mut out);
+        assert_eq!(out.len(), 1, "a pushed short segment is ACKed at once");
+        assert_eq!(out[0].tcp.ack, seq + 700);
+        seq += 700;
+        // Steady 600-B segments: the first is pushed (new length), the second sets
+        // rcv_mss = 600, then every second segment is ACKed (more than one rcv_mss).
+        let mut acks = Vec::new();
+        for _ in 0..6 {
+            t += 1000;
+            out.clear();
+            r.on_packet(&data(seq, 600), t, &mut out);
+            seq += 600;
+            acks.push(out.len());
+        }
+        assert_eq!(acks, vec![1, 0, 1, 0, 1, 0]);
+        assert_eq!(r.rcv_mss, 600);
+        // Full segments again: rcv_mss back to 1448 (the first is ACKed with the 600 B
+        // still owed: more than one rcv_mss), then no push: the next one waits.
+        out.clear();
+        r.on_packet(&data(seq, 1448), t + 1000, &mut out);
+        assert_eq!(r.rcv_mss, 1448);
+        assert_eq!(out.len(), 1);
+        out.clear();
+        r.on_packet(&data(seq + 1448, 1448), t + 2000, &mut out);
+        assert!(out.is_empty());
     }
 
     #[test]

@@ -18,7 +18,6 @@
 pub(super) use super::ecn::{self, AccEcnSender, EcnMode};
 pub(super) use super::rtt::RttEstimator;
 pub(super) use super::rtx_queue::RtxQueue;
-use std::collections::VecDeque;
 pub(super) use super::*;
 pub(super) use crate::cc::{
     AckEventFlags, AckSample, CaEvent, CaState, CcSock, CongestionControl, RateSample, SkbLostInfo, SkbTx,
@@ -27,6 +26,7 @@ pub(super) use crate::cc::{
 use crate::config::TcpFlowConfig;
 pub(super) use crate::packet::{tcp_wire_len, Ecn, Packet, PacketKind};
 pub(super) use crate::time::{round_up_to_jiffy, Time, NS_PER_SEC, NS_PER_US};
+use std::collections::VecDeque;
 
 /// Per-segment scoreboard bits (`TCPCB_*`).
 pub(super) const SACKED: u8 = 1 << 0; // TCPCB_SACKED_ACKED

@@ -122,12 +122,28 @@ fn first_ce_halves_frac_with_alpha_mode_0() {
     assert_eq!(p.frac, f);
 
     // If the first CE ACK also covers unmarked packets, the slow-start
-    // re-sync of frac cancels the halving.
+    // re-sync of frac cancels the halving, as in the kernel (issue 11 row 9):
+    // tcp_prague.c v0.7 prague_update_cwnd halves frac_cwnd on the first
+    // `rs->ece_delta`, then, with `acked -= rs->ece_delta` > 0 and
+    // tcp_in_slow_start, runs `tcp_slow_start` and `ca->frac_cwnd =
+    // tcp_snd_cwnd(tp) << CWND_UNIT`. The stack's tcp_enter_cwr →
+    // tcp_init_cwnd_reduction took ssthresh from prague_ssthresh, which returns
+    // `tp->snd_ssthresh` unchanged, and prague_enter_cwr reduced by α/2 = 0: slow
+    // start goes on. Only an ACK whose packets are all marked (ADJUST's decrement
+    // sets ssthresh = cwnd) or a loss ends it.
     let (mut p, mut tp) = setup(PragueParams::default(), 10, 10_000);
     tp.is_cwnd_limited = true;
+    let ssthresh = tp.ssthresh;
     ack(&mut p, &mut tp, 3, 1);
     assert_eq!(tp.cwnd, 12);
     assert_eq!(p.frac, 12 << 20);
+    assert_eq!(tp.ssthresh, ssthresh, "prague_ssthresh keeps the stack's value");
+    assert!(tp.in_slow_start() && p.saw_ce());
+    // Later marked ACKs with unmarked packets keep growing the window.
+    tp.ca_state = CaState::Open;
+    ack(&mut p, &mut tp, 3, 1);
+    assert_eq!(tp.cwnd, 14);
+    assert!(tp.in_slow_start());
 
     // alpha_mode 1: α₀ = 1, the CWR entry halves instead (frac·(1 − 1/2)).
     let (mut p, mut tp) = setup(PragueParams { alpha_mode: 1, ..PragueParams::default() }, 10, 10_000);
