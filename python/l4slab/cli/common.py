@@ -83,3 +83,15 @@ def print_frame(frame, *, csv: bool) -> None:
     for row in frame.itertuples(index=False):
         table.add_row(*(fmt(v, 4) if isinstance(v, float) else str(v) for v in row))
     stdout_console(200).print(table)
+
+
+def add_set_argument(cmd, example: str = "--set bottleneck.rate=50Mbit --set duration=10s") -> None:
+    """``--set KEY=VALUE`` (repeatable), the scenario override every scenario command takes."""
+    cmd.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"override a field, e.g. {example} (repeatable)",
+    )

@@ -11,7 +11,7 @@ import json
 import math
 from pathlib import Path
 
-from .common import EXIT_OK, check_out_dir, fmt, stdout_console
+from .common import EXIT_OK, add_set_argument, check_out_dir, fmt, stdout_console
 
 #: Bound on --trials: each emulated trial takes the scenario's duration in real time.
 MAX_TRIALS = 100
@@ -32,14 +32,7 @@ def add_parser(commands) -> None:
         "--trials", type=int, default=5, metavar="N", help="seeds simulated and trials emulated (default 5)"
     )
     cmd.add_argument("--seed", type=int, metavar="N", help="first seed (default: the scenario's)")
-    cmd.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a field (repeatable)",
-    )
+    add_set_argument(cmd)
     cmd.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     cmd.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
     cmd.add_argument("--out", metavar="DIR", help="write every run directory: DIR/sim/seed-N, DIR/emulate/trial-N")

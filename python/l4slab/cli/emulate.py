@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import EXIT_OK, check_out_dir
+from .common import EXIT_OK, add_set_argument, check_out_dir
 
 
 def add_parser(commands) -> None:
@@ -28,14 +28,7 @@ def add_parser(commands) -> None:
     cmd.add_argument("scenario", metavar="SCENARIO", help="scenario TOML file")
     cmd.add_argument("--out", metavar="DIR", help="write summary.json, emu_meta.json and Parquet series here")
     cmd.add_argument("--seed", type=int, metavar="N", help="replace the scenario's seed (start jitter)")
-    cmd.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a field, e.g. --set bottleneck.rate=50Mbit --set duration=10s (repeatable)",
-    )
+    add_set_argument(cmd)
 
 
 def command(args: argparse.Namespace) -> int:

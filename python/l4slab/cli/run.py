@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import EXIT_OK, check_out_dir
+from .common import EXIT_OK, add_set_argument, check_out_dir
 from .runtable import print_result
 
 
@@ -22,14 +22,7 @@ def add_parser(commands) -> None:
     run_cmd.add_argument("scenario", metavar="SCENARIO", help="scenario TOML file")
     run_cmd.add_argument("--out", metavar="DIR", help="write summary.json, scenario.json and Parquet series here")
     run_cmd.add_argument("--seed", type=int, metavar="N", help="replace the scenario's seed")
-    run_cmd.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a field, e.g. --set bottleneck.rate=50Mbit --set flows[0].cc=reno (repeatable)",
-    )
+    add_set_argument(run_cmd, "--set bottleneck.rate=50Mbit --set flows[0].cc=reno")
     run_cmd.add_argument(
         "--backend",
         choices=("sim", "emulate"),

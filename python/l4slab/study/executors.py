@@ -54,12 +54,18 @@ def execute(task: Mapping[str, Any]) -> Outcome:
         result = RunResult(scenario=scenario, config=task["config"], raw=raw, wall_s=wall_s, engine_version=version)
         meta = {**task["meta"], "wall_s": wall_s, "engine_version": version, "l4slab_version": PACKAGE_VERSION}
         return rid, run_file_bytes(result, meta), wall_s, None
-    except (EngineError, ScenarioError) as err:
-        return rid, None, time.perf_counter() - started, str(err)
     except Exception as err:  # noqa: BLE001 - one failed run must not stop a study
-        last = traceback.extract_tb(err.__traceback__)[-1:]
-        where = f" at {last[0].filename}:{last[0].lineno}" if last else ""
-        return rid, None, time.perf_counter() - started, f"{type(err).__name__}: {err}{where}"
+        return rid, None, time.perf_counter() - started, _failure(err)
+
+
+def _failure(err: Exception) -> str:
+    """A failed run's one-line reason: the message of an input or engine error, else the
+    exception's type and message with the line it came from."""
+    if isinstance(err, (EngineError, ScenarioError)):
+        return str(err)
+    last = traceback.extract_tb(err.__traceback__)[-1:]
+    where = f" at {last[0].filename}:{last[0].lineno}" if last else ""
+    return f"{type(err).__name__}: {err}{where}"
 
 
 def _execute_emulated(task: Mapping[str, Any]) -> Outcome:
@@ -79,12 +85,8 @@ def _execute_emulated(task: Mapping[str, Any]) -> Outcome:
         meta = {**task["meta"], "wall_s": wall_s, "engine_version": result.engine_version,
                 "l4slab_version": PACKAGE_VERSION, "emulator": result.summary.get("emulator")}  # fmt: skip
         return rid, run_file_bytes(result, meta), wall_s, None
-    except (EngineError, ScenarioError) as err:
-        return rid, None, time.perf_counter() - started, str(err)
     except Exception as err:  # noqa: BLE001 - one failed run must not stop a study
-        last = traceback.extract_tb(err.__traceback__)[-1:]
-        where = f" at {last[0].filename}:{last[0].lineno}" if last else ""
-        return rid, None, time.perf_counter() - started, f"{type(err).__name__}: {err}{where}"
+        return rid, None, time.perf_counter() - started, _failure(err)
 
 
 def run_sequential(tasks: list[dict[str, Any]], on_done: Callable[[Outcome], None]) -> None:
