@@ -207,6 +207,20 @@ pub fn check(cfg: &ScenarioConfig) -> Result<Vec<(HostSetup, HostSetup)>, Fail> 
                 let mut sender_route =
                     vec!["initcwnd".to_string(), t.init_cwnd.to_string(), "rto_min".into(), rto.clone()];
                 let mut receiver_route = vec!["rto_min".to_string(), rto];
+                // RTAX_CC_ALGO (`congctl`, unlocked): the connection is created under the
+                // flow's CC (net/ipv4/tcp_output.c:tcp_connect_init -> tcp_ca_dst_init) instead
+                // of the namespace's default, which a new namespace inherits from the host (bbr
+                // on the project's machine) and which cannot be set to a CC outside
+                // tcp_allowed_congestion_control (tcp_cong.c:tcp_set_default_congestion_control,
+                // -EPERM). It matters because iperf3 (3.12) sets TCP_CONGESTION only after
+                // connect(): the connection was established under bbr, whose bbr_init sets
+                // sk_pacing_status = SK_PACING_NEEDED (tcp_bbr.c), and switching to cubic
+                // (tcp_cong.c:tcp_reinit_congestion_control) never clears it, so "cubic" and
+                // "reno" were internally paced (tcp_output.c:tcp_pacing_check) and HyStart's ACK
+                // train used the unhalved threshold (tcp_cubic.c:hystart_update).
+                sender_route.extend(["congctl".to_string(), t.cc.clone()]);
+                let rcc = t.receiver_cc.clone().unwrap_or_else(|| t.cc.clone());
+                receiver_route.extend(["congctl".to_string(), rcc]);
                 if !t.delayed_ack {
                     // RTAX_QUICKACK: the receiver ACKs every segment (net/ipv4/tcp_input.c:tcp_in_quickack_mode).
                     receiver_route.extend(["quickack".to_string(), "1".to_string()]);
@@ -422,6 +436,8 @@ mod tests {
         let (s, r) = &h[0];
         assert_eq!(s.route_opts[..4], ["initcwnd", "4", "rto_min", "200ms"]);
         assert!(r.route_opts.windows(2).any(|w| w == ["quickack", "1"]));
+        assert!(s.route_opts.windows(2).any(|w| w == ["congctl", "reno"]));
+        assert!(r.route_opts.windows(2).any(|w| w == ["congctl", "reno"]));
         assert!(s.sysctls.contains(&("net.ipv4.tcp_ecn".into(), "1".into())));
         assert!(r.sysctls.contains(&("net.ipv4.tcp_ecn".into(), "2".into())));
         assert_eq!(rto_min_arg(1_500_000).as_deref(), Some("1500us"));
