@@ -1147,6 +1147,7 @@ mod tests {
         assert_eq!(cc.end_seq, 10 * MSS as u64);
         assert_eq!(cc.round_start, (tp.now / NS_PER_US) as u32);
         assert_eq!(cc.sample_cnt, 0); // below the window: no sample counted
+
         // Flight 2 (cwnd 20, 20 segments) arrives as one train 0.6 ms apart, one ACK per
         // segment, the first at 20 ms after the first flight's.
         let t2 = tp.now + 20 * NS_PER_MS;

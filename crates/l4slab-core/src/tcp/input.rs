@@ -408,13 +408,7 @@ impl TcpSender {
                     return fl;
                 }
                 if self.tp.lost_out == 0 {
-                    // tcp_try_to_open.
-                    if ece {
-                        self.enter_cwr();
-                    }
-                    if self.tp.ca_state != CaState::Cwr {
-                        self.try_keep_open();
-                    }
+                    self.try_to_open(ece);
                     return fl;
                 }
                 self.enter_recovery(ece);
@@ -422,13 +416,7 @@ impl TcpSender {
             _ => {
                 fl = self.identify_packet_loss(fl, now);
                 if self.tp.lost_out == 0 {
-                    // tcp_try_to_open.
-                    if ece {
-                        self.enter_cwr();
-                    }
-                    if self.tp.ca_state != CaState::Cwr {
-                        self.try_keep_open();
-                    }
+                    self.try_to_open(ece);
                     return fl;
                 }
                 // Loss is proven: fast recovery.
@@ -437,6 +425,17 @@ impl TcpSender {
         }
         *rexmit = 1;
         fl
+    }
+
+    /// `tcp_try_to_open`: no loss proven (`tcp_time_to_recover` false): CWR on ECE,
+    /// else stay Open / Disorder.
+    fn try_to_open(&mut self, ece: bool) {
+        if ece {
+            self.enter_cwr();
+        }
+        if self.tp.ca_state != CaState::Cwr {
+            self.try_keep_open();
+        }
     }
 
     /// `tcp_identify_packet_loss` with RACK.
