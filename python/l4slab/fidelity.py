@@ -324,6 +324,13 @@ rtt = "30ms"
 """
 
 
+# Seed 001 Table I's DualPI2 (tc spelling).
+_TABLE_I_DUALPI2 = (
+    "dualpi2 limit 40000 target 15ms tupdate 16ms alpha 0.16 beta 3.2"
+    " step_thresh 1ms coupling_factor 2 drop_on_overload"
+)
+
+
 def _row14_overload(quick: bool) -> str:
     """Row 14: seed 001 §IV-G on its testbed (kernel 5.10.31-prague-37): 5 Prague v0.6
     (module defaults: RATE scaling, 25 ms target, 500-round transition) + 5 CUBIC, fq on
@@ -337,7 +344,7 @@ duration = "{20 if quick else 60}s"
 warmup = "{5 if quick else 10}s"
 [bottleneck]
 rate = "100Mbit"
-qdisc = "dualpi2 limit 40000 target 15ms tupdate 16ms alpha 0.16 beta 3.2 step_thresh 1ms coupling_factor 2 drop_on_overload variant l4steam"
+qdisc = "{_TABLE_I_DUALPI2} variant l4steam"
 [[flows]]
 label = "prague"
 cc = "prague-v06"

@@ -68,7 +68,7 @@ duration = "40s"
 warmup = "10s"
 [bottleneck]
 rate = "4Mbit"
-qdisc = "dualpi2 limit 40000 target 15ms tupdate 16ms alpha 0.16 beta 3.2 step_thresh 1ms coupling_factor 2 drop_on_overload variant {variant}"
+qdisc = "{fidelity._TABLE_I_DUALPI2} variant {variant}"
 [[flows]]
 cc = "{cc}"
 rtt = "20ms"
