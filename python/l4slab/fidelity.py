@@ -303,6 +303,36 @@ rtt = "20ms"
 """
 
 
+def _row10_s2(scheme: str, quick: bool) -> str:
+    """Row 10: S2 §5.1 scenario 1, one cell: one Prague flow over an HTB-shaped DualPI2
+    (the L4STeam qdisc of the shaper, 300 KB ≈ 200 packets, 1 ms step), 100 kbit/s, 20 ms."""
+    params = '{ scheme = "logarithmic", k = 4.0 }' if scheme == "logarithmic" else f'{{ scheme = "{scheme}" }}'
+    return f"""
+name = "fidelity-row10-{scheme}"
+duration = "{30 if quick else 60}s"
+warmup = "10s"
+[bottleneck]
+rate = "100kbit"
+qdisc = "dualpi2 variant l4steam limit 200 step_thresh 1ms"
+[[flows]]
+cc = "prague"
+rtt = "20ms"
+cc_params = {{ segment_sizing = {params} }}
+"""
+
+
+def _s2_measure(scheme: str):
+    def measure(result) -> dict[str, float]:
+        f = result.flows.iloc[0]
+        return {
+            f"retransmissions ({scheme})": float(f["retransmits"]),
+            f"DualPI2 drops ({scheme})": float(f["drops"]),
+            f"mean payload ({scheme})": float(f["mean_payload_bytes"]),
+        }
+
+    return measure
+
+
 def _row11_seed004(variant: str, quick: bool) -> str:
     """Row 11: seed 004's baseline, 1 Prague + 1 ECN-CUBIC over DualPI2 defaults,
     10 Mbit/s, 30 ms, 30 s; ``variant`` is the DualPI2 kernel (mainline / l4steam)."""
@@ -410,6 +440,23 @@ def _fidrows() -> list[Row]:
             "PAM 2025 FQ-CoDel cells (reference); tcp_prague.c v0.7 first-CE rule (cc/prague/tests.rs)",
         ),
     ]
+    # S2 gives no per-cell numbers (Fig. 3: > 20x fewer retransmissions than fixed MSS for
+    # the pacing-rate schemes, logarithmic the lowest): each scheme's cell is a reference.
+    for scheme in ("fixed", "default", "linear", "logarithmic"):
+        rows.append(
+            Row(
+                10,
+                f"S2 §5.1 one Prague flow, {scheme} segment sizing, 100 kbit/s, 20 ms",
+                lambda quick, scheme=scheme: _row10_s2(scheme, quick),
+                _s2_measure(scheme),
+                (
+                    Check(f"retransmissions ({scheme})", math.nan),
+                    Check(f"DualPI2 drops ({scheme})", math.nan),
+                    Check(f"mean payload ({scheme})", math.nan, unit="B"),
+                ),
+                "S2 (Zeynali et al.) §5.1, Figs. 2-3 (no per-cell numbers: reference)",
+            )
+        )
     for variant in ("mainline", "l4steam"):
         rows.append(
             Row(
