@@ -4,7 +4,7 @@ use super::Endpoint;
 use crate::packet::{Packet, PacketKind};
 use crate::results::FlowSummary;
 use crate::tcp::ecn::EcnMode;
-use crate::tcp::sender::SenderBuffers;
+use super::EndpointBuffers;
 use crate::tcp::{TcpReceiver, TcpSender};
 use crate::time::{secs, Time};
 use crate::trace::{FlowCumulative, FlowSample};
@@ -85,8 +85,8 @@ impl Endpoint for TcpSenderEndpoint {
     fn is_finished(&self) -> bool {
         self.0.stats.completed_at.is_some()
     }
-    fn take_buffers(&mut self) -> Option<SenderBuffers> {
-        Some(self.0.take_buffers())
+    fn take_buffers(&mut self) -> Option<EndpointBuffers> {
+        Some(EndpointBuffers::Sender(self.0.take_buffers()))
     }
 }
 
@@ -118,5 +118,8 @@ impl Endpoint for TcpReceiverEndpoint {
         // A receiver has no work of its own once the sender is done (its delayed
         // ACK, if any, only matters to a sender that is still waiting).
         true
+    }
+    fn take_buffers(&mut self) -> Option<EndpointBuffers> {
+        Some(EndpointBuffers::Receiver(self.0.take_buffers()))
     }
 }
