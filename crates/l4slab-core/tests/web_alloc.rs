@@ -69,3 +69,14 @@ fn a_reused_connection_slot_allocates_only_its_endpoints_and_cc_states() {
     assert!(per_request < 4.5, "{per_request:.2} allocations per request ({a1} for {n1}, {a2} for {n2})");
 }
 
+
+#[test]
+fn a_finished_request_keeps_two_fixed_size_rows_and_no_heap() {
+    // What a run keeps per finished request: its RequestRecord and its closed
+    // flow's FlowSummary (`RunResults.flow_records`), fixed-size rows whose labels
+    // are static strings. Bounded so a field that grows the row is a decision.
+    let row = std::mem::size_of::<l4slab_core::results::RequestRecord>()
+        + std::mem::size_of::<l4slab_core::results::FlowSummary>();
+    eprintln!("{row} bytes per finished request");
+    assert!(row <= 512, "{row} bytes per finished request");
+}
