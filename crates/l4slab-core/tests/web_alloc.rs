@@ -55,7 +55,7 @@ fn allocations(secs: u64) -> (u64, usize) {
 }
 
 #[test]
-fn a_reused_connection_slot_allocates_only_its_endpoints_and_cc_states() {
+fn a_reused_connection_slot_allocates_only_its_endpoints_and_cc_states_and_keeps_fixed_rows() {
     let (a1, n1) = allocations(4);
     let (a2, n2) = allocations(8);
     assert!(n2 > n1 + 500, "{n1} then {n2} requests");
@@ -67,11 +67,7 @@ fn a_reused_connection_slot_allocates_only_its_endpoints_and_cc_states() {
     // queue per connection, or a String per record field, puts it at 5 or more.
     eprintln!("{per_request:.3} allocations per request ({a1} for {n1}, {a2} for {n2})");
     assert!(per_request < 4.5, "{per_request:.2} allocations per request ({a1} for {n1}, {a2} for {n2})");
-}
 
-
-#[test]
-fn a_finished_request_keeps_two_fixed_size_rows_and_no_heap() {
     // What a run keeps per finished request: its RequestRecord and its closed
     // flow's FlowSummary (`RunResults.flow_records`), fixed-size rows whose labels
     // are static strings. Bounded so a field that grows the row is a decision.
@@ -80,3 +76,5 @@ fn a_finished_request_keeps_two_fixed_size_rows_and_no_heap() {
     eprintln!("{row} bytes per finished request");
     assert!(row <= 512, "{row} bytes per finished request");
 }
+
+
