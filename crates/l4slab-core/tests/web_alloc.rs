@@ -76,5 +76,3 @@ fn a_reused_connection_slot_allocates_only_its_endpoints_and_cc_states_and_keeps
     eprintln!("{row} bytes per finished request");
     assert!(row <= 512, "{row} bytes per finished request");
 }
-
-

@@ -1,10 +1,10 @@
 //! The TCP sender and receiver (crate::tcp) as endpoints, through their public API.
 
 use super::Endpoint;
+use super::EndpointBuffers;
 use crate::packet::{Packet, PacketKind};
 use crate::results::FlowSummary;
 use crate::tcp::ecn::EcnMode;
-use super::EndpointBuffers;
 use crate::tcp::{TcpReceiver, TcpSender};
 use crate::time::{secs, Time};
 use crate::trace::{FlowCumulative, FlowSample};
