@@ -179,8 +179,8 @@ def connection_ordinals(sojourn: pd.DataFrame, requests: pd.DataFrame) -> pd.Dat
     ``sojourn_ms``; ``trace_sojourn = true``), ``requests`` its request table. Web
     connections reuse flow slots, so a packet belongs to the request of its slot that
     started last before the packet left (``request`` and ``cc`` added; NaN for the long
-    flows, whose slots no request uses; ``request`` is ``source·2^32 + id``). ``ordinal`` counts the connection's packets at
-    the bottleneck from 0: the server's SYN-ACK is 0 and the initial window 1-10 with
+    flows, whose slots no request uses; ``request`` is ``source·2^32 + id``). ``ordinal``
+    counts the connection's packets at the bottleneck from 0: the server's SYN-ACK is 0 and the initial window 1-10 with
     Linux's ``TCP_INIT_CWND`` (``include/net/tcp.h``), sent unpaced because
     ``tcp_update_skb_after_send`` (``net/ipv4/tcp_output.c``) advances ``tcp_wstamp_ns``
     only once ``data_segs_out >= 10``."""
@@ -221,5 +221,5 @@ def delay_attribution(
         "long_flows": share(~web),
         "first_flight": share(first),
         "later": share(web & ~first),
-        "first_flight_of_all": float(((q["ordinal"].notna()) & (q["ordinal"] <= flight)).mean()) if len(q) else float("nan"),
+        "first_flight_of_all": float((q["ordinal"] <= flight).mean()) if len(q) else float("nan"),
     }
