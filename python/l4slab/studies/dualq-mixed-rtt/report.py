@@ -126,8 +126,9 @@ def mixed_rtt_section(data, out: Path) -> list[str]:
             f"(paper: below 0.5 ms in every case), P99 {l4s['a_p99_ms'].min():.2f}–{l4s['a_p99_ms'].max():.2f} ms.",
             "",
         ]
-        classic = l4s[l4s["b_cc"].isin(["cubic", "reno"])]
-        step_only = l4s[~l4s["b_cc"].isin(["cubic", "reno"])]
+        # No Classic flow: Prague alone ("none") or against another Prague flow.
+        alone = (l4s["b_cc"] == "none") | (l4s["b_cc"] == "prague")
+        classic, step_only = l4s[~alone], l4s[alone]
         if not step_only.empty and step_only["a_mean_ms"].max() > 0.5:
             with_classic = (
                 f"with CUBIC or Reno in the C queue it is {classic['a_mean_ms'].min():.2f}–"
