@@ -154,7 +154,8 @@ def test_builtin_report_sections_load():
 
     assert [s.__name__ for s in registry.report_sections("pam2025-prague-cubic")] == ["pam_section"]
     assert [s.__name__ for s in registry.report_sections("demo")] == ["cwnd_section", "sojourn_section"]
-    assert registry.report_sections("s2-segment-sizing") == ()
+    assert [s.__name__ for s in registry.report_sections("s2-segment-sizing")] == ["segment_sizing_section"]
+    assert registry.report_sections("differential") == ()
     assert registry.report_sections(None) == ()
     assert set(registry.presets()) == {"pam2025.queues", "pam2025.testbed"}
 
