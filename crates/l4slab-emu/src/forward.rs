@@ -324,7 +324,7 @@ impl Forwarder {
         );
         match EmuPacket::parse(buf, n, i as u16) {
             Ok(p) => {
-                self.measure.on_sent(&p);
+                self.measure.on_sent(&p, t);
                 f.fwd_in.push(t, p);
             }
             Err((b, _)) => self.pool.put(b),
@@ -361,7 +361,7 @@ impl Forwarder {
                         // Only packets for the peer of this pair are forwarded.
                         Ok(p) if p.bytes()[16..20] == peer => {
                             if dir {
-                                self.measure.on_sent(&p);
+                                self.measure.on_sent(&p, now);
                                 f.fwd_in.push(now, p);
                             } else {
                                 self.measure.on_ack(i as u16);

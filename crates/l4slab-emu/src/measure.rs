@@ -43,7 +43,15 @@ struct FlowAcc {
     marks_total: u64,
     ce_total: u64,
     ce_bytes: u64,
+    /// When the flow's first bulk data segment (payload ≥ [`DATA_START_PAYLOAD`]) was
+    /// read from its sender, ns since t0.
+    data_start: Option<Time>,
 }
+
+/// A segment with at least this much payload is bulk data: iperf3's control connection
+/// (same address pair, its own port) carries only its cookie (37 B) and JSON parameters
+/// and results (a few hundred bytes) before and after the test (iperf3 `iperf_api.c`).
+pub const DATA_START_PAYLOAD: u16 = 512;
 
 /// The bottleneck recorder.
 pub struct Measure {
@@ -140,13 +148,16 @@ impl Measure {
         }
     }
 
-    /// A packet read from a sender's TUN (or made by a UDP source).
+    /// A packet read from a sender's TUN (or made by a UDP source) at `t`.
     #[inline]
-    pub fn on_sent(&mut self, p: &EmuPacket) {
+    pub fn on_sent(&mut self, p: &EmuPacket, t: Time) {
         self.counts.sent += 1;
         if p.payload > 0 {
             self.counts.data += 1;
             let f = &mut self.flows[p.flow as usize];
+            if f.data_start.is_none() && p.payload >= DATA_START_PAYLOAD {
+                f.data_start = Some(t);
+            }
             f.data_sent += 1;
             f.payload_sent += p.payload as u64;
             f.payload_sq += (p.payload as f64) * (p.payload as f64);
@@ -238,6 +249,13 @@ impl Measure {
     }
 
     /// Everything into the engine's results type. `qdisc` is the bottleneck's.
+    /// Per flow, when its first bulk data segment left the sender (ns since t0):
+    /// the real start of an iperf3 test, 3–5 RTTs after the client was launched
+    /// (the control connection's handshake and parameter exchange come first).
+    pub fn data_starts(&self) -> Vec<Option<Time>> {
+        self.flows.iter().map(|f| f.data_start).collect()
+    }
+
     pub fn results(
         mut self,
         cfg: &ScenarioConfig,

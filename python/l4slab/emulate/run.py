@@ -102,6 +102,12 @@ def emulator_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
         "kept_up": meta.get("kept_up"),
         "realtime": meta.get("realtime"),
         "kernel": meta.get("kernel"),
+        # When each flow's first bulk data segment left its sender, s after t0 (iperf3's
+        # control exchange comes first): what `compare` aligns the simulated starts to.
+        "flow_data_start_s": [
+            None if not isinstance(v, (int, float)) or isinstance(v, bool) else float(v) / 1e9
+            for v in meta.get("flow_data_start_ns") or []
+        ],
     }
 
 
