@@ -401,3 +401,36 @@ impl Measure {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{write_udp, Pool};
+    use serde_json::json;
+
+    #[test]
+    fn the_data_start_is_the_first_bulk_segment_read() {
+        let cfg: ScenarioConfig = serde_json::from_value(json!({
+            "duration_ns": 1_000_000_000u64,
+            "bottleneck": {"rate_bps": 20_000_000u64, "qdisc": {"kind": "bfifo", "limit_bytes": 50_000}},
+            "flows": [{"kind": "udp", "rtt_ns": 10_000_000, "rate_bps": 1_000_000, "payload_bytes": 100}],
+        }))
+        .unwrap();
+        let mut m = Measure::new(&cfg, 1);
+        let mut pool = Pool::new(4);
+        let mut send = |m: &mut Measure, payload: usize, t: Time| {
+            let mut buf = pool.take().unwrap();
+            let n = write_udp(&mut buf, [10, 250, 0, 1], [10, 251, 0, 1], 40_000, 9, payload, Ecn::NotEct, 1);
+            let p = EmuPacket::parse(buf, n, 0).ok().unwrap();
+            m.on_sent(&p, t);
+            pool.put(p.into_buf());
+        };
+        assert_eq!(m.data_starts(), vec![None]);
+        send(&mut m, 0, 1_000); // a bare header: no data
+        send(&mut m, 300, 2_000); // control-connection sized (iperf3's JSON parameters)
+        assert_eq!(m.data_starts(), vec![None]);
+        send(&mut m, DATA_START_PAYLOAD as usize, 3_000);
+        send(&mut m, 1448, 4_000);
+        assert_eq!(m.data_starts(), vec![Some(3_000)]);
+    }
+}
