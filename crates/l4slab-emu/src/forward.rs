@@ -282,7 +282,7 @@ impl Forwarder {
 
     /// A packet for flow `i`'s sender (an ACK) was written at `t`.
     #[inline]
-    fn to_sender(&mut self, i: usize, t: Time) {
+    fn mark_sender_written(&mut self, i: usize, t: Time) {
         self.flows[i].ack_since.get_or_insert(t);
     }
 
@@ -330,7 +330,7 @@ impl Forwarder {
                         None => {
                             let fd = self.flows[i].io.sender_fd;
                             let w = self.emit(fd, p, t, t0);
-                            self.to_sender(i, w);
+                            self.mark_sender_written(i, w);
                         }
                     }
                 }
@@ -341,7 +341,7 @@ impl Forwarder {
                         let i = p.flow as usize;
                         let fd = self.flows[i].io.sender_fd;
                         let w = self.emit(fd, p, t, t0);
-                        self.to_sender(i, w);
+                        self.mark_sender_written(i, w);
                     }
                 }
                 Action::RevTimer => {
