@@ -101,6 +101,7 @@ bdp_rtt = "10ms"
 qdisc = "{qdisc}"
 [[flows]]
 cc = "prague"
+cc_params = {{ growth_gate = "app_limited" }}  # the testbed's 2024 L4STeam vintage (study.toml)
 rtt = "10ms"
 tso = false
 [[flows]]
