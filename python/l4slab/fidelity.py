@@ -98,7 +98,9 @@ def _pam_pair(
 ) -> str:
     """A PAM 2025 cell: Prague vs CUBIC, 100 Mbit/s, 10 ms, 60 s, TSO/GSO off; the
     multi-flow mixes run ``n_prague`` Prague vs ``n_cubic`` CUBIC flows (iperf3 -P N),
-    the classic receivers with ``tcp_ecn = classic_ecn`` as on the testbed."""
+    the classic receivers with ``tcp_ecn = classic_ecn`` as on the testbed. Prague's
+    receiver ran the L4STeam kernel (notebook: the l4s-testing build on every node), whose
+    AccECN receive path ACKs each segment of a low-rate flow (``receiver_kernel``)."""
     from .study.spec import Preset
 
     # The nine queues of the PAM testbed, from the built-in study's presets (BDP 125 000 B).
@@ -115,6 +117,7 @@ cc = "prague"
 rtt = "10ms"
 tso = false
 count = {n_prague}
+receiver_kernel = "l4steam"
 [[flows]]
 cc = "cubic"
 ecn = {classic_ecn}

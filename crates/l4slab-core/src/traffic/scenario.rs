@@ -48,7 +48,8 @@ impl ScenarioFlows {
                         t.receiver_ecn,
                         t.ecn_option,
                         receiver_cc,
-                    ))),
+                    )
+                    .with_l4steam_accecn(t.receiver_kernel == crate::config::ReceiverKernel::L4steam))),
                 )
             }
             FlowConfig::Udp(u) => (Box::new(UdpSource::new(slot, u, stop)), Box::new(UdpSink::default())),
