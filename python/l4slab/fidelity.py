@@ -86,14 +86,27 @@ fq_pacing = true
 """
 
 
-def _pam_pair(queue: str, buffer_bdp: float, classic_ecn: int, quick: bool) -> str:
-    """A PAM 2025 cell: Prague vs CUBIC, 100 Mbit/s, 10 ms, 60 s, TSO/GSO off."""
+def _pam_pair(
+    queue: str,
+    buffer_bdp: float,
+    classic_ecn: int,
+    quick: bool,
+    *,
+    n_prague: int = 1,
+    n_cubic: int = 1,
+    preset: str = "pam2025.queues",
+) -> str:
+    """A PAM 2025 cell: Prague vs CUBIC, 100 Mbit/s, 10 ms, 60 s, TSO/GSO off; the
+    multi-flow mixes run ``n_prague`` Prague vs ``n_cubic`` CUBIC flows (iperf3 -P N),
+    the classic receivers with ``tcp_ecn = classic_ecn`` as on the testbed. Prague's
+    receiver ran the L4STeam kernel (notebook: the l4s-testing build on every node), whose
+    AccECN receive path ACKs each segment of a low-rate flow (``receiver_kernel``)."""
     from .study.spec import Preset
 
     # The nine queues of the PAM testbed, from the built-in study's presets (BDP 125 000 B).
-    qdisc = Preset("pam2025.queues", ()).qdisc(queue, int(buffer_bdp * 125_000))
+    qdisc = Preset(preset, ()).qdisc(queue, int(buffer_bdp * 125_000))
     return f"""
-name = "fidelity-pam-{queue}-{buffer_bdp}"
+name = "fidelity-pam-{queue}-{buffer_bdp}-{n_prague}v{n_cubic}"
 duration = "{20 if quick else 60}s"
 [bottleneck]
 rate = "100Mbit"
@@ -104,11 +117,15 @@ cc = "prague"
 cc_params = {{ growth_gate = "app_limited" }}  # the testbed's 2024 L4STeam vintage (study.toml)
 rtt = "10ms"
 tso = false
+count = {n_prague}
+receiver_kernel = "l4steam"
 [[flows]]
 cc = "cubic"
 ecn = {classic_ecn}
+receiver_ecn = {classic_ecn}
 rtt = "10ms"
 tso = false
+count = {n_cubic}
 """
 
 
@@ -147,6 +164,20 @@ def _pam_measure(result) -> dict[str, float]:
         "CUBIC goodput": float(f.iloc[1]["goodput_mbps"]),
         "Prague queuing delay": float(f.iloc[0]["queuing_delay_ms"]),
     }
+
+
+def _low_rate_measure(result) -> dict[str, float]:
+    """The first flow's (Prague's) queuing delay and goodput, and the L queue's mean
+    sojourn over the whole run (bins weighted by the packets that left the L queue)."""
+    f = result.flows
+    out = {
+        "Prague queuing delay": float(f.iloc[0]["queuing_delay_ms"]),
+        "Prague goodput": float(f.iloc[0]["goodput_mbps"]),
+    }
+    for entry in result.summary.get("bottleneck", {}).get("sojourn_by_class") or []:
+        if str(entry.get("class")) in ("L", "1") and (entry.get("sojourn_ms") or {}).get("mean") is not None:
+            out["L sojourn mean"] = float(entry["sojourn_ms"]["mean"])
+    return out
 
 
 def _mark_prob_bound(result) -> dict[str, float]:
@@ -205,6 +236,25 @@ def _pam_rows() -> list[Row]:
                 "PAM 2025 Prague-vs-CUBIC heatmap",
             )
         )
+    # Row 13: a low-rate flow's queuing delay tracks the queue. PAM 2025 multi-flow
+    # experiments (notebook data cubic_ECN_Prague_1_vs_N_N_vs_1_N_vs_N_srtt_data.json):
+    # 1 Prague vs 25 ECN-CUBIC over the testbed's DualPI2 (L4STeam), 2 BDP; Prague at
+    # ~4 Mbit/s, its sRTT - base 0.24 ms. The L queue's own mean sojourn is shown beside
+    # it (reference): what the sender's sRTT can add to it is the receiver's ACK delay.
+    rows.append(
+        Row(
+            13,
+            "1 Prague vs 25 ECN-CUBIC, PAM DualPI2, 2 BDP (low-rate flow's sRTT)",
+            lambda quick: _pam_pair("dualpi2", 2, 1, quick, n_cubic=25, preset="pam2025.testbed"),
+            _low_rate_measure,
+            (
+                Check("Prague queuing delay", 0.24, tol=0.3, unit="ms"),
+                Check("L sojourn mean", float("nan"), unit="ms"),
+                Check("Prague goodput", float("nan"), unit="Mbit/s"),
+            ),
+            "PAM 2025 multi-flow data (1v25, DualPI2)",
+        )
+    )
     return rows
 
 

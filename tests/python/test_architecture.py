@@ -280,6 +280,7 @@ EVERY_TCP_KNOB = {
     "ecn_option": 1,
     "receiver_cc": "dctcp",
     "ecn_low": True,
+    "receiver_kernel": "l4steam",
     "receiver_cc_params": {},
     "fq_pacing": True,
     "tso": False,

@@ -373,6 +373,14 @@ pub struct TcpFlowConfig {
     /// DCTCP-style: google/bbr v2alpha tcp_bbr2.c:bbr_cwnd_event).
     #[serde(default)]
     pub receiver_cc_params: Option<serde_json::Value>,
+    /// The receiving host's kernel where its AccECN receive path differs from
+    /// mainline's: `l4steam` is the L4STeam tree (the PAM 2025 and DualQ testbeds'
+    /// kernels), whose `tcp_ecn_received_counters` saturates the unreported-CE count
+    /// on every ECT or CE segment (`received_ce_pending = max(.. + pcount, 0xf)`), so
+    /// `__tcp_accecn_process` asks for an immediate ACK (`ICSK_ACK_NOW`) on every
+    /// slow-path segment whose timestamp advanced. Default `mainline`.
+    #[serde(default)]
+    pub receiver_kernel: ReceiverKernel,
     /// The route feature `ecn_low` on both hosts (`ip route ... features ecn_low`;
     /// google/bbr v3 `RTAX_FEATURE_ECN_LOW` → `TCP_ECN_LOW`): CE marks signal a
     /// shallow-threshold AQM. BBRv3 uses ECN only with it. Default off.
@@ -382,6 +390,18 @@ pub struct TcpFlowConfig {
     /// (0-based, in MSS units of sequence space) is lost before the bottleneck.
     #[serde(default)]
     pub drop_segments: Vec<u64>,
+}
+
+/// Kernel tree of a flow's receiving host, where its receive path differs (see
+/// [`TcpFlowConfig::receiver_kernel`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReceiverKernel {
+    /// Mainline Linux (torvalds/linux, v6.18 with AccECN).
+    #[default]
+    Mainline,
+    /// L4STeam/linux (the Prague kernels of the PAM 2025 and DualQ testbeds).
+    L4steam,
 }
 
 /// An unresponsive constant-bit-rate UDP source.
@@ -636,6 +656,13 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             serde_json::Value::Null,
             "Module parameters of the receiving socket's congestion control, as cc_params (e.g. bbr2 ecn_enable).",
         ),
+        ParamSpec::new(
+            "receiver_kernel",
+            Choice,
+            json!("mainline"),
+            "Receiving host's kernel tree where its AccECN receive path differs: l4steam ACKs every ECT/CE segment whose timestamp advanced (L4STeam/linux tcp_input.c:tcp_ecn_received_counters saturates received_ce_pending).",
+        )
+        .choices(&["mainline", "l4steam"]),
         ParamSpec::new(
             "ecn_low",
             Bool,

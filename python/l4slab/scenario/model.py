@@ -174,6 +174,12 @@ class TcpFlow(_FlowCommon):
         description="receiving socket's congestion control (default: the engine's for the flow's cc)",
         examples=["dctcp"],
     )
+    receiver_kernel: Literal["mainline", "l4steam"] | None = Field(
+        None,
+        description="receiving host's kernel tree where its AccECN receive path differs: l4steam (the PAM 2025 "
+        "and DualQ testbeds' Prague kernels) ACKs every ECT/CE segment whose timestamp advanced",
+        examples=["l4steam"],
+    )
     ecn_low: Annotated[bool, Field(strict=True)] | None = Field(
         None,
         description="route feature ecn_low on both hosts (ip route ... features ecn_low): CE marks come from "

@@ -37,6 +37,7 @@ TCP_ENGINE_FIELDS = {
     "ecn": "ecn",
     "ecn_option": "ecn_option",
     "ecn_low": "ecn_low",
+    "receiver_kernel": "receiver_kernel",
 }
 
 

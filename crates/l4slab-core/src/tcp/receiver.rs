@@ -87,6 +87,10 @@ pub struct TcpReceiver {
     ecn_seen: bool,
     /// AccECN receive counters.
     pub accecn: AccEcnCounters,
+    /// The L4STeam tree's AccECN receive path (`receiver_kernel = "l4steam"`): every
+    /// ECT/CE segment saturates the unreported-CE count, so each slow-path segment
+    /// whose timestamp advanced is ACKed at once (see `accecn_l4steam_ack_now`).
+    l4steam_accecn: bool,
     /// Data segments received CE-marked, and their payload bytes.
     pub ce_packets: u64,
     pub ce_bytes: u64,
@@ -197,12 +201,20 @@ impl TcpReceiver {
             demand_cwr: false,
             ecn_seen: false,
             accecn: AccEcnCounters::default(),
+            l4steam_accecn: false,
             ce_packets: 0,
             ce_bytes: 0,
             bytes_delivered: 0,
             acks_sent: 0,
             segments_received: 0,
         }
+    }
+
+    /// The receiving host runs the L4STeam kernel's AccECN receive path
+    /// (`receiver_kernel = "l4steam"`); mainline's otherwise.
+    pub fn with_l4steam_accecn(mut self, on: bool) -> Self {
+        self.l4steam_accecn = on;
+        self
     }
 
     /// Next expected byte.
@@ -269,7 +281,11 @@ impl TcpReceiver {
         // AccECN receive counters run on every segment (Linux include/net/tcp_ecn.h:tcp_ecn_received_counters).
         if self.ecn_mode == EcnMode::AccEcn {
             let edge = self.accecn.on_packet(pkt.ecn, pkt.payload);
-            if edge || self.accecn.pending_ce >= ecn::ACCECN_CE_PENDING_ACK_NOW {
+            if self.l4steam_accecn {
+                if edge || self.accecn_l4steam_ack_now(pkt) {
+                    self.ack_now = true;
+                }
+            } else if edge || self.accecn.pending_ce >= ecn::ACCECN_CE_PENDING_ACK_NOW {
                 self.ack_now = true;
             }
         }
@@ -335,6 +351,31 @@ impl TcpReceiver {
             self.ack_scheduled = true;
             self.ack_snd_check(now, out);
         }
+    }
+
+    /// The L4STeam tree's AccECN receive path (L4STeam/linux net/ipv4/tcp_input.c),
+    /// called before the segment updates `ts_recent`:
+    /// `tcp_ecn_received_counters` sets `received_ce_pending = max(received_ce_pending
+    /// + pcount, 0xfU)` for every ECT or CE segment (mainline: `min`, which caps the
+    /// count of unreported CE marks), so the count is 15 whatever was marked. A data
+    /// segment that carries options beyond the timestamps (the AccECN option, sent on
+    /// every packet with `tcp_ecn_option` 2 or 3) misses header prediction and goes
+    /// through `tcp_rcv_established`'s slow path, whose `tcp_ack(FLAG_SLOWPATH |
+    /// FLAG_UPDATE_TS_RECENT)` reaches `tcp_accecn_process` even with nothing in flight
+    /// (the `no_queue` label); `__tcp_accecn_process` goes on when the segment advanced
+    /// the timestamp (`FLAG_TS_PROGRESS`: `tcp_replace_ts_recent` for a segment at or
+    /// below `rcv_wup` with a newer TSval) and sets `ICSK_ACK_NOW` when
+    /// `received_ce_pending >= TCP_ACCECN_ACE_MAX_DELTA` (6). Net effect: the first
+    /// segment after each ACK is ACKed at once when it left the sender in a later
+    /// millisecond (the TSval clock), so a low-rate flow gets an ACK per segment.
+    fn accecn_l4steam_ack_now(&mut self, pkt: &Packet) -> bool {
+        if pkt.ecn == Ecn::NotEct {
+            return false;
+        }
+        self.accecn.pending_ce = 15;
+        let slow_path = self.ecn_option >= 2;
+        let ts_progress = pkt.tcp.seq <= self.rcv_wup && (pkt.tcp.tsval.wrapping_sub(self.ts_recent) as i32) > 0;
+        slow_path && ts_progress && self.accecn.pending_ce >= ecn::ACCECN_CE_PENDING_ACK_NOW
     }
 
     /// `tcp_measure_rcv_mss` (net/ipv4/tcp_input.c): a segment at least as long as
@@ -881,6 +922,53 @@ mod tests {
         out.clear();
         r.on_packet(&data(seq + 1448, 1448), t + 2000, &mut out);
         assert!(out.is_empty());
+    }
+
+    /// An AccECN receiver (Prague's, `tcp_ecn` 3, `tcp_ecn_option` 2) past its quick
+    /// ACKs, fed ECT(1) or CE segments of 1448 B every `gap` ns with TSvals from the
+    /// sender's millisecond clock; returns the ACKs each segment drew.
+    fn accecn_acks_per_segment(l4steam: bool, ecn: Ecn, gap: Time) -> Vec<usize> {
+        let mut r = TcpReceiver::new(0, true, 3, 2, "prague").with_l4steam_accecn(l4steam);
+        let mut out = Vec::new();
+        let mut syn = Packet::new(0, PacketKind::Syn);
+        syn.tcp.ace = ecn::SYN_ACE_ACCECN;
+        syn.ecn = Ecn::Ect1;
+        r.on_packet(&syn, 0, &mut out);
+        assert_eq!(r.ecn_mode, EcnMode::AccEcn);
+        let mut acks = Vec::new();
+        let mut t = 10 * crate::time::NS_PER_MS;
+        for i in 0..40u64 {
+            let mut d = data(i * 1448, 1448);
+            d.ecn = ecn;
+            d.tcp.tsval = ts_clock(t - 5 * crate::time::NS_PER_MS);
+            out.clear();
+            r.on_packet(&d, t, &mut out);
+            acks.push(out.len());
+            t += gap;
+        }
+        acks.split_off(20)
+    }
+
+    #[test]
+    fn the_l4steam_accecn_receiver_acks_every_segment_of_a_low_rate_flow() {
+        use crate::time::{NS_PER_MS, NS_PER_US};
+        // Mainline: past the 16 quick ACKs, one ACK per two full segments, marked or
+        // not (a steady CE run is no codepoint change; the 6-CE rule is met first by
+        // the every-second-segment ACK).
+        for ecn in [Ecn::Ect1, Ecn::Ce] {
+            assert_eq!(accecn_acks_per_segment(false, ecn, 3 * NS_PER_MS), [0, 1].repeat(10), "{ecn:?}");
+        }
+        // L4STeam: received_ce_pending saturates at 15 on every ECT/CE segment, and a
+        // segment whose TSval advanced past ts_recent sets ICSK_ACK_NOW: segments
+        // 3 ms apart are each ACKed at once, marked or not.
+        for ecn in [Ecn::Ect1, Ecn::Ce] {
+            assert_eq!(accecn_acks_per_segment(true, ecn, 3 * NS_PER_MS), vec![1; 20], "{ecn:?}");
+        }
+        // Segments 100 µs apart mostly share a TSval: only the first segment of a
+        // new millisecond after an ACK is ACKed early; the rest go every second one.
+        let fast = accecn_acks_per_segment(true, Ecn::Ect1, 100 * NS_PER_US);
+        let n: usize = fast.iter().sum();
+        assert!((10..=12).contains(&n), "{fast:?}");
     }
 
     #[test]

@@ -42,13 +42,10 @@ impl ScenarioFlows {
                 sender.seed_cc_rng(seed);
                 (
                     Box::new(TcpSenderEndpoint(sender)),
-                    Box::new(TcpReceiverEndpoint(TcpReceiver::with_cc(
-                        slot,
-                        t.delayed_ack,
-                        t.receiver_ecn,
-                        t.ecn_option,
-                        receiver_cc,
-                    ))),
+                    Box::new(TcpReceiverEndpoint(
+                        TcpReceiver::with_cc(slot, t.delayed_ack, t.receiver_ecn, t.ecn_option, receiver_cc)
+                            .with_l4steam_accecn(t.receiver_kernel == crate::config::ReceiverKernel::L4steam),
+                    )),
                 )
             }
             FlowConfig::Udp(u) => (Box::new(UdpSource::new(slot, u, stop)), Box::new(UdpSink::default())),

@@ -298,7 +298,8 @@ impl WebSource {
             t.ecn_option,
             receiver_cc,
             self.spare_ooo.pop(),
-        );
+        )
+        .with_l4steam_accecn(t.receiver_kernel == crate::config::ReceiverKernel::L4steam);
         let path = &t.path;
         let server = WebServer {
             inner: TcpSenderEndpoint(sender),
