@@ -10,6 +10,7 @@
 //! expose their next timer deadline; [`crate::sim`] moves packets and fires timers.
 
 pub mod ecn;
+pub mod gro;
 mod input;
 mod output;
 mod rate;
