@@ -282,6 +282,8 @@ EVERY_TCP_KNOB = {
     "receiver_cc_params": {},
     "fq_pacing": True,
     "tso": False,
+    "gro": True,
+    "rx_usecs": "20us",
     "cc_params": {},
     "direction": "reverse",
 }

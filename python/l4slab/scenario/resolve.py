@@ -33,6 +33,8 @@ TCP_ENGINE_FIELDS = {
     "drop_segments": "drop_segments",
     "fq_pacing": "fq_pacing",
     "tso": "tso",
+    "gro": "gro",
+    "rx_usecs_ns": "rx_usecs",
     "cc_params": "cc_params",
     "ecn": "ecn",
     "ecn_option": "ecn_option",
