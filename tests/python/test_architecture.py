@@ -283,6 +283,7 @@ EVERY_TCP_KNOB = {
     "fq_pacing": True,
     "tso": False,
     "gro": True,
+    "tso_defer": True,
     "rx_usecs": "20us",
     "cc_params": {},
     "direction": "reverse",

@@ -361,6 +361,11 @@ pub struct TcpFlowConfig {
     /// the engine: see docs/fidelity.md (host burstiness).
     #[serde(default)]
     pub gro: bool,
+    /// TSO deferral (net/ipv4/tcp_output.c:tcp_tso_should_defer; always on in Linux
+    /// with TSO, `tcp_tso_win_divisor` 3): a partial skb waits for an ACK that opens
+    /// room for a fuller one. Engine default off: see docs/fidelity.md.
+    #[serde(default)]
+    pub tso_defer: bool,
     /// The receiver NIC's RX interrupt delay after a packet arrives (`ethtool -C DEV
     /// rx-usecs N`), ns; with `gro`, what arrives within it is merged.
     #[serde(default = "default_rx_usecs_ns")]
@@ -618,6 +623,12 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             Bool,
             json!(false),
             "GRO on the receiver (ethtool -K gro on; Linux default on): segments of one NAPI poll merge (tcp_gro_receive) and get one ACK (stretch ACKs). Engine default off.",
+        ),
+        ParamSpec::new(
+            "tso_defer",
+            Bool,
+            json!(false),
+            "TSO deferral with tso (tcp_tso_should_defer, tcp_tso_win_divisor 3; always on in Linux): a partial skb waits for a fuller one. Engine default off.",
         ),
         ParamSpec::new(
             "rx_usecs_ns",

@@ -195,6 +195,12 @@ class TcpFlow(_FlowCommon):
         "segments arriving within one NAPI poll are merged and ACKed once (stretch ACKs)",
         examples=[True],
     )
+    tso_defer: Annotated[bool, Field(strict=True)] | None = Field(
+        None,
+        description="TSO deferral with tso (tcp_tso_should_defer, tcp_tso_win_divisor 3; always on in Linux, "
+        "engine default off): a partial skb waits for an ACK that makes room for a fuller one",
+        examples=[True],
+    )
     rx_usecs: TimeNs | None = Field(
         None,
         description="receiver NIC's RX interrupt delay (ethtool -C rx-usecs; default 50us, i40e): "

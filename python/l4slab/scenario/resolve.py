@@ -34,6 +34,7 @@ TCP_ENGINE_FIELDS = {
     "fq_pacing": "fq_pacing",
     "tso": "tso",
     "gro": "gro",
+    "tso_defer": "tso_defer",
     "rx_usecs_ns": "rx_usecs",
     "cc_params": "cc_params",
     "ecn": "ecn",
