@@ -38,8 +38,13 @@ fn default_tcp_ecn() -> u8 {
 fn default_tcp_ecn_option() -> u8 {
     2
 }
+/// Default receiver `rx-usecs`: the Intel i40e driver's `I40E_ITR_RX_DEF` =
+/// `I40E_ITR_20K`, 50 µs (drivers/net/ethernet/intel/i40e/i40e_txrx.h: 20 000
+/// interrupts/s), ns.
+pub const DEFAULT_RX_USECS_NS: u64 = 50_000;
+
 fn default_rx_usecs_ns() -> u64 {
-    crate::tcp::gro::DEFAULT_RX_USECS_NS
+    DEFAULT_RX_USECS_NS
 }
 
 fn default_true() -> bool {

@@ -24,7 +24,7 @@
 //! (`GRO_LEGACY_MAX_SIZE`, `skb_gro_receive`).
 
 use crate::packet::Packet;
-use crate::time::{Time, NS_PER_US};
+use crate::time::Time;
 
 /// `NAPI_POLL_WEIGHT`: packets one NAPI poll handles at most.
 pub const NAPI_POLL_WEIGHT: usize = 64;
@@ -32,8 +32,8 @@ pub const NAPI_POLL_WEIGHT: usize = 64;
 pub const GRO_MAX_SIZE: u32 = 65_536;
 /// IPv4 + TCP headers with timestamps, counted in the GRO packet's IP length.
 const IP_TCP_HLEN: u32 = 20 + 32;
-/// Default `rx-usecs` (i40e `I40E_ITR_20K`), ns.
-pub const DEFAULT_RX_USECS_NS: u64 = 50 * NS_PER_US;
+/// Default `rx-usecs` (i40e `I40E_ITR_20K`), ns: the scenario default.
+pub use crate::config::DEFAULT_RX_USECS_NS;
 
 /// The receive side of one host interface for one connection: segments waiting for
 /// the next NAPI poll.
