@@ -22,7 +22,7 @@ def test_every_row_resolves_to_a_valid_scenario():
 
     for row in fidelity.ROWS:
         scenario_from_toml(row.scenario(True)).resolve()
-    assert {r.number for r in fidelity.ROWS} >= {1, 2, 3, 4, 5, 6, 7, 8, 15}
+    assert {r.number for r in fidelity.ROWS} >= {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 14, 15}
 
 
 def test_row_15_mark_probabilities_count_packets():
@@ -62,3 +62,61 @@ def test_row_3_reads_the_l_queue_tail_after_the_warm_up():
     # The testbed's dualq rows run with the hosts' offloads on.
     toml = next(r for r in fidelity.ROWS if r.number == 3).scenario(True)
     assert "gro = true" in toml and "tso = true" in toml and "fq_pacing = true" in toml
+
+
+def _run_toml(text):
+    from l4slab.runner import run
+    from l4slab.scenario import scenario_from_toml
+
+    return run(scenario_from_toml(text))
+
+
+def test_row_14_prague_v06_kept_alive_by_host_fq_as_on_the_testbed():
+    """v0.6 has no pacing floor and its AI runs only while cwnd-limited
+    (tcp_prague.c v0.6 prague_update_cwnd: `!tcp_is_cwnd_limited(sk)` → no increase): a
+    flow paced inside TCP below cwnd/RTT is never cwnd-limited (tcp_output.c:tcp_write_xmit
+    breaks on tcp_pacing_check before tcp_cwnd_test) and cannot grow back. With fq on the
+    host (the testbed's), TCP hands the skbs to fq at once, stays cwnd-limited and keeps
+    its AI: every Prague flow keeps a rate."""
+    with_fq = fidelity._row14_overload(True)
+    measured = fidelity._overload_measure(_run_toml(with_fq))
+    assert measured["Prague flows starved"] == 0
+    assert measured["Prague goodput per flow"] > 0.3
+    without_fq = with_fq.replace("fq_pacing = true\n", "")
+    starved = fidelity._overload_measure(_run_toml(without_fq))
+    assert starved["Prague flows starved"] >= 4
+
+
+def _four_mbit(variant: str, cc: str) -> str:
+    return f"""
+name = "dualq-basic-4mbit-{variant}"
+duration = "40s"
+warmup = "10s"
+[bottleneck]
+rate = "4Mbit"
+qdisc = "{fidelity._TABLE_I_DUALPI2} variant {variant}"
+[[flows]]
+cc = "{cc}"
+rtt = "20ms"
+ecn = "accecn"
+receiver_ecn = "accecn"
+fq_pacing = true
+[[flows]]
+cc = "cubic"
+rtt = "20ms"
+fq_pacing = true
+"""
+
+
+def test_seed_001_4mbit_ratio_follows_from_the_l4steam_step_rule():
+    """At 4 Mbit/s a 1514-byte frame takes 3 ms: a lone L packet behind a C packet in
+    service waits > 1 ms. Mainline's step (min_qlen_step 0) marks it; the L4STeam DualPI2
+    of the seed-001 kernel applies the step only when the L queue holds more than one
+    packet (sch_dualpi2.c dualpi2_qdisc_enqueue: `apply_step = qdisc_qlen(q->l_queue) > 1`),
+    and seed 001's Prague:CUBIC 0.85-2.5 follows."""
+    for cc in ("prague-v06", "prague"):
+        f = _run_toml(_four_mbit("l4steam", cc)).flows
+        ratio = float(f.iloc[0]["goodput_mbps"]) / float(f.iloc[1]["goodput_mbps"])
+        assert 0.85 <= ratio <= 2.5, (cc, ratio)
+    f = _run_toml(_four_mbit("mainline", "prague")).flows
+    assert float(f.iloc[0]["goodput_mbps"]) / float(f.iloc[1]["goodput_mbps"]) < 0.3

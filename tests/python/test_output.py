@@ -1,9 +1,11 @@
 """Summary schema, DataFrames and atomic writing, from a results fixture (no engine needed)."""
 
 import json
+import math
 import os
 
 import l4slab.rundir as rundir
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import is_nan, make_results
@@ -290,3 +292,28 @@ def test_rebin_errors(width, message):
 
     with pytest.raises(ScenarioError, match=message):
         rebin(series(20, drops=[1] * 20), width, bin_s=0.1 if width == "1" else 0.2)
+
+
+@pytest.mark.parametrize(
+    ("values", "dtype", "expected"),
+    [
+        ([1, 2, 3], np.int64, [1, 2, 3]),
+        ([-(2**63), 2**63 - 1], np.int64, [-(2**63), 2**63 - 1]),
+        ([1, 2.5], np.float64, [1.0, 2.5]),
+        ([1.0, float("nan")], np.float64, [1.0, float("nan")]),
+        ([1, None, 2.0], np.float64, [1.0, float("nan"), 2.0]),
+        ([True, 2], np.float64, [1.0, 2.0]),
+        ([True, False], np.float64, [1.0, 0.0]),
+        (["CRUISE", ""], object, ["CRUISE", ""]),
+        ([], np.float64, []),
+    ],
+)
+def test_series_column_types(values, dtype, expected):
+    # results._column: numpy's inference is the fast path for all-int and int/float
+    # series; every other case keeps the checked rules (bools and None → float64).
+    from l4slab.results import _column
+
+    got = _column(values)
+    assert got.dtype == dtype
+    for g, e in zip(got.tolist(), expected, strict=True):
+        assert (g == e) or (isinstance(e, float) and math.isnan(e) and math.isnan(g))

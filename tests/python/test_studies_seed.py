@@ -34,7 +34,11 @@ def test_dualq_basic_pairs_each_aqm_with_its_ccs():
         config = spec.config(run)
         pairs.add((config["bottleneck"]["qdisc"]["kind"], config["flows"][0]["cc"], config["flows"][0]["ecn"]))
         assert config["flows"][0]["rtt_ns"] == config["flows"][1]["rtt_ns"]
-    assert pairs == {("dualpi2", "prague", 3), ("pie", "cubic", 1), ("fq_codel", "cubic", 1)}
+        # Seed 001's testbed (5.10.31-prague-37): fq on every host, L4STeam's DualPI2.
+        assert all(f["fq_pacing"] for f in config["flows"])
+        if config["bottleneck"]["qdisc"]["kind"] == "dualpi2":
+            assert config["bottleneck"]["qdisc"]["variant"] == "l4steam"
+    assert pairs == {("dualpi2", "prague-v06", 3), ("pie", "cubic", 1), ("fq_codel", "cubic", 1)}
 
 
 def test_s2_syn_flood_quick_run_shows_the_flood_share():

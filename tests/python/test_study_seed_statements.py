@@ -195,7 +195,7 @@ def test_dualq_web_requests_from_the_store(tmp_path):
 
     dualpi2 = (
         "dualpi2 limit 40000 target 15ms tupdate 16ms alpha 0.16 beta 3.2 step_thresh 1ms coupling_factor 2 "
-        "drop_on_overload"
+        "drop_on_overload variant l4steam"
     )
     rules = [{"bottleneck.qdisc": dualpi2, "sources.0.rate": "10/s per 4Mbit"}]
     data, module = reduced_study("dualq-web", tmp_path, rules, {"duration": "10s", "warmup": "2s"})

@@ -282,7 +282,7 @@ impl Measure {
                 id: i as u32,
                 start_s: path.start_ns as f64 * 1e-9,
                 kind: kind_s.into(),
-                cc,
+                cc: cc.into(),
                 base_rtt_ms: path.rtt_ns as f64 * 1e-6,
                 goodput_mbps: goodput,
                 throughput_mbps: throughput,

@@ -23,6 +23,10 @@ use crate::packet::{option_space_left, tcp_wire_len, Ecn, Packet, PacketKind, Sa
 use crate::time::{Time, NS_PER_US};
 use std::collections::VecDeque;
 
+/// A finished receiver's out-of-order buffer, kept by a source of many short
+/// connections to build the next receiver without fresh memory.
+pub struct ReceiverBuffers(VecDeque<SackBlock>);
+
 /// Receiver state of one connection.
 pub struct TcpReceiver {
     flow: u32,
@@ -116,8 +120,40 @@ impl TcpReceiver {
     /// A receiver; `tcp_ecn`/`ecn_option` are this host's sysctls and `cc` its
     /// socket's congestion control (by Linux name, module defaults; CUBIC if unknown).
     pub fn new(flow: u32, delayed_ack: bool, tcp_ecn: u8, ecn_option: u8, cc: &str) -> Self {
+        Self::with_buffers(flow, delayed_ack, tcp_ecn, ecn_option, cc, None)
+    }
+
+    /// As [`new`](Self::new), reusing a finished receiver's out-of-order buffer
+    /// (emptied: the results are the same), as a source of many short connections
+    /// does (`traffic/web.rs`).
+    pub fn with_buffers(
+        flow: u32,
+        delayed_ack: bool,
+        tcp_ecn: u8,
+        ecn_option: u8,
+        cc: &str,
+        bufs: Option<ReceiverBuffers>,
+    ) -> Self {
         let cc = crate::cc::by_name(cc).or_else(|| crate::cc::by_name("cubic")).expect("cubic is registered");
-        Self::with_cc(flow, delayed_ack, tcp_ecn, ecn_option, cc)
+        let ooo = match bufs {
+            Some(ReceiverBuffers(mut q)) => {
+                q.clear();
+                q
+            }
+            None => VecDeque::with_capacity(64),
+        };
+        Self::build(flow, delayed_ack, tcp_ecn, ecn_option, cc, ooo)
+    }
+
+    /// Take this receiver's buffers for a later connection (the receiver keeps an
+    /// empty one and must not receive again).
+    pub fn take_buffers(&mut self) -> ReceiverBuffers {
+        ReceiverBuffers(std::mem::take(&mut self.ooo))
+    }
+
+    /// Capacity of the out-of-order buffer (tests of buffer reuse).
+    pub fn ooo_capacity(&self) -> usize {
+        self.ooo.capacity()
     }
 
     /// A receiver whose socket runs `cc`, already built (with its `receiver_cc_params`).
@@ -128,13 +164,24 @@ impl TcpReceiver {
         ecn_option: u8,
         cc: Box<dyn crate::cc::CongestionControl>,
     ) -> Self {
+        Self::build(flow, delayed_ack, tcp_ecn, ecn_option, cc, VecDeque::with_capacity(64))
+    }
+
+    fn build(
+        flow: u32,
+        delayed_ack: bool,
+        tcp_ecn: u8,
+        ecn_option: u8,
+        cc: Box<dyn crate::cc::CongestionControl>,
+        ooo: VecDeque<SackBlock>,
+    ) -> Self {
         let cc_flags = cc.flags();
         TcpReceiver {
             flow,
             delayed_ack,
             rcv_nxt: 0,
             rcv_wup: 0,
-            ooo: VecDeque::with_capacity(64),
+            ooo,
             recent: [SackBlock::default(); MAX_SACK_BLOCKS + 1],
             num_recent: 0,
             dsack: None,

@@ -50,7 +50,7 @@ def case_frame(data) -> pd.DataFrame:
 
         def delay(flow, column, rid=rid, aqm=aqm):
             # DualPI2: Prague's packets (ECT(1)) in L, the Classic flow's in C; else one queue.
-            queue = "all" if aqm != "DualPI2" else ("L" if flow["cc"] == "prague" else "C")
+            queue = "all" if aqm != "DualPI2" else ("L" if str(flow["cc"]).startswith("prague") else "C")
             key = (rid, queue)
             return float(classes.loc[key, column]) if key in classes.index else np.nan
 
