@@ -10,11 +10,10 @@ from conftest import l4slab_command
 
 pytest.importorskip("l4slab._core")
 
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.layout_engine import ConstrainedLayoutEngine  # noqa: E402
-
 from l4slab.study import report as report_module  # noqa: E402
 from l4slab.study import store  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.layout_engine import ConstrainedLayoutEngine  # noqa: E402
 
 SMALL = """
 [study]
@@ -99,7 +98,6 @@ def test_goodput_bars_are_capped_and_the_report_says_so(small_study, monkeypatch
 
 def test_one_trial_time_series_draws_the_trial_once():
     import pandas as pd
-
     from l4slab.analysis import figures
 
     frame = pd.DataFrame(
