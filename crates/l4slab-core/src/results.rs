@@ -6,6 +6,11 @@
 
 use serde::Serialize;
 
+/// A label of a fixed vocabulary ("tcp", a CC name, an ECN mode): a `&'static str`
+/// for everything the engine writes, so closing one of a web run's thousands of
+/// connections allocates no strings (an owned `String` only where a caller builds one).
+pub type Label = std::borrow::Cow<'static, str>;
+
 /// Distribution summary of a delay, ms.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct DelayStats {
@@ -26,9 +31,9 @@ pub struct FlowSummary {
     /// Actual start time (configured start plus the random start offset), s.
     pub start_s: f64,
     /// "tcp" or "udp".
-    pub kind: String,
+    pub kind: Label,
     /// Congestion control ("udp" for UDP sources).
-    pub cc: String,
+    pub cc: Label,
     pub base_rtt_ms: f64,
     /// Receiver in-order payload rate, Mbit/s (10^6).
     pub goodput_mbps: f64,
@@ -61,7 +66,7 @@ pub struct FlowSummary {
     /// cwnd at the end of the run, packets.
     pub final_cwnd: u32,
     /// Negotiated ECN mode: "off", "rfc3168" or "accecn".
-    pub ecn_mode: String,
+    pub ecn_mode: Label,
     /// CE-marked data packets and their payload bytes seen by the receiver (whole run).
     pub ce_packets: u64,
     pub ce_bytes: u64,
@@ -267,8 +272,8 @@ pub struct RequestRecord {
     pub ideal_fct_s: f64,
     /// `ideal_fct_s / fct_s` (NaN if incomplete).
     pub efficiency: f64,
-    pub cc: String,
-    pub ecn_mode: String,
+    pub cc: Label,
+    pub ecn_mode: Label,
     /// Retransmissions of the bottleneck-crossing handshake packet (1 s, 2 s, ... timeouts).
     pub syn_retransmits: u32,
     pub retransmits: u64,

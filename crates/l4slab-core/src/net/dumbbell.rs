@@ -67,13 +67,15 @@ impl Dumbbell {
         } else {
             (Some(self.bottleneck), self.reverse_queue)
         };
-        let data_path: Vec<LinkId> = std::iter::once(tx_nic).chain(data_queue).collect();
-        let ack_path: Vec<LinkId> = std::iter::once(rx_nic).chain(ack_queue).collect();
+        // NIC, then the queue if any (on the stack: nothing allocated per connection).
+        let path = |nic: LinkId, queue: Option<LinkId>| ([nic, queue.unwrap_or(nic)], 1 + queue.is_some() as usize);
+        let (data_path, n_data) = path(tx_nic, data_queue);
+        let (ack_path, n_ack) = path(rx_nic, ack_queue);
         net.set_routes(
             flow,
             FlowRoutes {
-                forward: Route::new(data_path, EndpointId::receiver(flow)),
-                reverse: Route::new(ack_path, EndpointId::sender(flow)),
+                forward: Route::new(&data_path[..n_data], EndpointId::receiver(flow)),
+                reverse: Route::new(&ack_path[..n_ack], EndpointId::sender(flow)),
             },
         );
     }

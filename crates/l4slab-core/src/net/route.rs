@@ -49,11 +49,12 @@ pub struct Route {
 }
 
 impl Route {
-    /// Panics beyond [`MAX_ROUTE_LINKS`] links (a topology-building error).
-    pub fn new(links: Vec<LinkId>, to: EndpointId) -> Self {
+    /// Panics beyond [`MAX_ROUTE_LINKS`] links (a topology-building error). Takes a
+    /// slice: a source of short connections builds two routes per connection.
+    pub fn new(links: &[LinkId], to: EndpointId) -> Self {
         assert!(links.len() <= MAX_ROUTE_LINKS, "a route crosses at most {MAX_ROUTE_LINKS} links");
         let mut hops = [LinkId(u32::MAX); MAX_ROUTE_LINKS];
-        hops[..links.len()].copy_from_slice(&links);
+        hops[..links.len()].copy_from_slice(links);
         Route { hops, len: links.len() as u8, to }
     }
 
@@ -87,7 +88,7 @@ mod tests {
 
     #[test]
     fn traversal_visits_links_in_order_then_the_endpoint() {
-        let r = Route::new(vec![LinkId(4), LinkId(0), LinkId(7)], EndpointId(3));
+        let r = Route::new(&[LinkId(4), LinkId(0), LinkId(7)], EndpointId(3));
         let mut hops = vec![r.first()];
         while let Some(Hop::Link(l)) = hops.last().copied() {
             hops.push(r.after(l));
@@ -96,7 +97,7 @@ mod tests {
             hops,
             vec![Hop::Link(LinkId(4)), Hop::Link(LinkId(0)), Hop::Link(LinkId(7)), Hop::Endpoint(EndpointId(3))]
         );
-        assert_eq!(Route::new(vec![], EndpointId(1)).first(), Hop::Endpoint(EndpointId(1)));
+        assert_eq!(Route::new(&[], EndpointId(1)).first(), Hop::Endpoint(EndpointId(1)));
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod web;
 
 use crate::packet::Packet;
 use crate::results::{FlowSummary, RequestRecord, RunResults};
+use crate::tcp::receiver::ReceiverBuffers;
 use crate::tcp::sender::SenderBuffers;
 use crate::time::Time;
 use crate::trace::{FlowCumulative, FlowSample};
@@ -82,12 +83,21 @@ pub trait Endpoint: Send {
     /// Fill this side's part of a web request's record.
     fn fill_request(&self, _r: &mut RequestRecord) {}
 
-    /// Hand over a TCP sender's buffers after the flow's slot was released, so a
+    /// Hand over a TCP endpoint's buffers after the flow's slot was released, so a
     /// source of many short connections builds the next one without fresh memory
-    /// (`TcpSender::with_buffers`); the endpoint is dropped right after.
-    fn take_buffers(&mut self) -> Option<SenderBuffers> {
+    /// (`TcpSender::with_buffers`, `TcpReceiver::with_buffers`); the endpoint is
+    /// dropped right after.
+    fn take_buffers(&mut self) -> Option<EndpointBuffers> {
         None
     }
+}
+
+/// What a finished endpoint hands over for reuse ([`Endpoint::take_buffers`]).
+pub enum EndpointBuffers {
+    /// The sender's retransmit queue.
+    Sender(SenderBuffers),
+    /// The receiver's out-of-order buffer.
+    Receiver(ReceiverBuffers),
 }
 
 /// Everything the simulator needs to open a flow in a slot.

@@ -1,10 +1,10 @@
 //! The TCP sender and receiver (crate::tcp) as endpoints, through their public API.
 
 use super::Endpoint;
+use super::EndpointBuffers;
 use crate::packet::{Packet, PacketKind};
 use crate::results::FlowSummary;
 use crate::tcp::ecn::EcnMode;
-use crate::tcp::sender::SenderBuffers;
 use crate::tcp::{TcpReceiver, TcpSender};
 use crate::time::{secs, Time};
 use crate::trace::{FlowCumulative, FlowSample};
@@ -85,8 +85,8 @@ impl Endpoint for TcpSenderEndpoint {
     fn is_finished(&self) -> bool {
         self.0.stats.completed_at.is_some()
     }
-    fn take_buffers(&mut self) -> Option<SenderBuffers> {
-        Some(self.0.take_buffers())
+    fn take_buffers(&mut self) -> Option<EndpointBuffers> {
+        Some(EndpointBuffers::Sender(self.0.take_buffers()))
     }
 }
 
@@ -118,5 +118,8 @@ impl Endpoint for TcpReceiverEndpoint {
         // A receiver has no work of its own once the sender is done (its delayed
         // ACK, if any, only matters to a sender that is still waiting).
         true
+    }
+    fn take_buffers(&mut self) -> Option<EndpointBuffers> {
+        Some(EndpointBuffers::Receiver(self.0.take_buffers()))
     }
 }

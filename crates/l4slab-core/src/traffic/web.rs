@@ -43,12 +43,13 @@
 //! another and of slot reuse.
 
 use super::tcp::{TcpReceiverEndpoint, TcpSenderEndpoint};
-use super::{Endpoint, FlowOpener, FlowSpec, TrafficSource};
+use super::{Endpoint, EndpointBuffers, FlowOpener, FlowSpec, TrafficSource};
 use crate::config::{WebSizes, WebSourceConfig};
 use crate::packet::{Packet, PacketKind};
 use crate::results::{FlowSummary, RequestRecord, RunResults};
 use crate::rng::{self, SimRng, Stream};
 use crate::tcp::ecn::EcnMode;
+use crate::tcp::receiver::ReceiverBuffers;
 use crate::tcp::sender::SenderBuffers;
 use crate::tcp::{TcpReceiver, TcpSender};
 use crate::time::{secs, Time, NS_PER_SEC};
@@ -157,7 +158,7 @@ impl Endpoint for WebServer {
     fn is_finished(&self) -> bool {
         self.inner.is_finished()
     }
-    fn take_buffers(&mut self) -> Option<SenderBuffers> {
+    fn take_buffers(&mut self) -> Option<EndpointBuffers> {
         self.inner.take_buffers()
     }
     fn fill_request(&self, r: &mut RequestRecord) {
@@ -201,6 +202,9 @@ impl Endpoint for WebClient {
     fn is_finished(&self) -> bool {
         true
     }
+    fn take_buffers(&mut self) -> Option<EndpointBuffers> {
+        self.inner.take_buffers()
+    }
     fn fill_request(&self, r: &mut RequestRecord) {
         r.bytes_received = self.inner.0.bytes_delivered;
         r.fct_s = self.closed_at.map(|t| secs(t - self.start));
@@ -232,6 +236,8 @@ pub struct WebSource {
     /// Buffers of released connections' senders, for the next connections
     /// (at most as many as were ever open at once).
     spare: Vec<SenderBuffers>,
+    /// Finished receivers' out-of-order buffers.
+    spare_ooo: Vec<ReceiverBuffers>,
 }
 
 impl WebSource {
@@ -251,6 +257,7 @@ impl WebSource {
             open: Vec::new(),
             records: Vec::new(),
             spare: Vec::new(),
+            spare_ooo: Vec::new(),
         }
     }
 
@@ -284,7 +291,18 @@ impl WebSource {
         let mut sender = TcpSender::with_buffers(slot, t, cc, opener.end(), self.spare.pop());
         sender.tp.rng = rng::stream(self.seed, Stream::Connection(self.index, id as u32));
         let receiver_cc = t.receiver_cc.as_deref().unwrap_or("cubic");
-        let receiver = TcpReceiver::new(slot, t.delayed_ack, t.receiver_ecn, t.ecn_option, receiver_cc);
+        let mut receiver = TcpReceiver::with_buffers(
+            slot,
+            t.delayed_ack,
+            t.receiver_ecn,
+            t.ecn_option,
+            receiver_cc,
+            self.spare_ooo.pop(),
+        )
+        .with_l4steam_accecn(t.receiver_kernel == crate::config::ReceiverKernel::L4steam);
+        if t.gro {
+            receiver.set_gro(t.rx_usecs_ns);
+        }
         let path = &t.path;
         let server = WebServer {
             inner: TcpSenderEndpoint(sender),
@@ -316,8 +334,11 @@ impl WebSource {
             if opener.is_quiet(self.open[i].slot) {
                 let c = self.open.swap_remove(i);
                 self.record(&c, opener);
-                if let Some(b) = opener.release(c.slot).and_then(|mut ends| ends[0].take_buffers()) {
-                    self.spare.push(b);
+                for b in opener.release(c.slot).into_iter().flatten().filter_map(|mut e| e.take_buffers()) {
+                    match b {
+                        EndpointBuffers::Sender(b) => self.spare.push(b),
+                        EndpointBuffers::Receiver(b) => self.spare_ooo.push(b),
+                    }
                 }
             } else {
                 i += 1;
