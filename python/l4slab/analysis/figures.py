@@ -32,9 +32,20 @@ def save(
     """Write ``fig`` to ``<path_stem>.<fmt>`` for each format, atomically (temp + rename)."""
     stem = Path(path_stem)
     written = []
-    for fmt in formats:
-        target = stem.with_name(f"{stem.name}.{fmt}")
-        written.append(atomic_write(target, lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=dpi)))
+    engine = fig.get_layout_engine()
+    try:
+        for k, fmt in enumerate(formats):
+            target = stem.with_name(f"{stem.name}.{fmt}")
+            written.append(atomic_write(target, lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=dpi)))
+            if k == 0 and engine is not None:
+                # The first draw placed the axes (constrained layout); the other formats
+                # reuse that placement instead of solving it again (the solve re-measures every
+                # tick label and is about a third of a draw). The layout is in figure
+                # fractions, so PNG and SVG show the same figure.
+                fig.set_layout_engine("none")
+    finally:
+        if engine is not None and fig.get_layout_engine() is not engine:
+            fig.set_layout_engine(engine)
     return written
 
 
@@ -258,6 +269,8 @@ def time_series(
     for name, part in parts:
         line = ax.plot(part[time], part["mean"], label=None if name is None else str(name), linewidth=1.2)[0]
         if n_trials is not None and n_trials < min_trials_for_band:
+            if n_trials == 1:
+                continue  # the one trial is the mean line itself: its thin twin would lie under it
             raw = series if group is None else series[series[group] == name]
             for _, one in raw.groupby(trial, sort=True):
                 ax.plot(one[time], one[value], color=line.get_color(), linewidth=0.6, alpha=0.35)

@@ -32,12 +32,16 @@ from . import registry, store
 from .catalog import load
 from .markdown import markdown_table
 
-__all__ = ["report", "MIN_TRIALS_FOR_CI", "MAX_SERIES_POINTS"]
+__all__ = ["report", "MIN_TRIALS_FOR_CI", "MAX_SERIES_POINTS", "MAX_BAR_POINTS"]
 
 #: Fewer trials than this: tables show mean (min–max) and figures the trials themselves.
 MIN_TRIALS_FOR_CI = 5
 #: Points shown with time series; the report says so when a study has more.
 MAX_SERIES_POINTS = 24
+#: Points in the goodput bar chart; the report says so when a study has more. The chart is
+#: as wide as its points: the whole PAM 2025 study (999 points) made a 270-Mpixel PNG that
+#: image readers refuse as a decompression bomb, and took 90 of a report's 370 s to draw.
+MAX_BAR_POINTS = 120
 
 #: Bottleneck columns of the tables, with their headers (name and unit) and decimals.
 BOTTLENECK_COLUMNS = {
@@ -292,6 +296,14 @@ def _point_names(frame: pd.DataFrame, factors: list[str], short: dict[str, str])
 def _bars(flows: pd.DataFrame, factors: list[str], short: dict[str, str], out: Path) -> list[str]:
     if not factors:
         return []
+    lines = ["## Goodput per point", ""]
+    points = sorted(flows["point"].unique())
+    if len(points) > MAX_BAR_POINTS:
+        flows = flows[flows["point"].isin(points[:MAX_BAR_POINTS])]
+        lines += [
+            f"Bars of the first {MAX_BAR_POINTS} of {len(points)} points; the others are in the tables above.",
+            "",
+        ]
     names = _point_names(flows, factors, short).str.replace(" · ", "\n", regex=False)
     frame = flows.assign(point_name=names.map(mpl_text), label=flows["label"].astype(str).map(mpl_text))
     fig = figures.flow_bars(
@@ -307,7 +319,7 @@ def _bars(flows: pd.DataFrame, factors: list[str], short: dict[str, str], out: P
     n_points = frame["point_name"].nunique()
     fig.set_size_inches(max(fig.get_figwidth(), 0.09 * longest * n_points + 2.0), 3.6 + 0.2 * len(factors))
     figures.save(fig, out / "goodput")
-    return ["## Goodput per point", "", "![goodput per point](goodput.png)", ""]
+    return lines + ["![goodput per point](goodput.png)", ""]
 
 
 def _time_series_section(data, runs: pd.DataFrame, factors: list[str], short: dict[str, str], out: Path) -> list[str]:
