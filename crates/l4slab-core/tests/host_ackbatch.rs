@@ -89,3 +89,22 @@ fn at_20_mbit_acks_are_too_far_apart_to_batch() {
         assert!((x.0 - s[0].0).abs() < 0.005, "bursts ≥ 3 moved: {x:?} vs off {:?} (setting {k})", s[0]);
     }
 }
+
+/// Measurement (not an assertion; `cargo test --release --test host_ackbatch -- --ignored
+/// --nocapture`): Prague's share against one BBRv1 flow in the PAM 2025 DualPI2 cell of
+/// `tests/bbr.rs` (100 Mbit/s, 10 ms, 2 BDP-scale `target 5ms`, GSO/TSO off), with both
+/// senders' `rx-usecs` set (the paper: Prague < 15 %).
+#[test]
+#[ignore]
+fn measure_prague_share_vs_bbr1_in_dualpi2() {
+    for us in [0u64, 50, 250] {
+        let prague = json!({"kind": "tcp", "cc": "prague", "rtt_ns": 10 * MS, "tso": false, "receiver_ecn": 3,
+                            "sender_rx_usecs_ns": us * 1_000});
+        let bbr = json!({"kind": "tcp", "cc": "bbr", "rtt_ns": 10 * MS, "tso": false, "ecn": 0,
+                         "sender_rx_usecs_ns": us * 1_000});
+        let q = json!({"kind": "dualpi2", "limit_packets": 10000, "target_ns": 5 * MS, "variant": "l4steam"});
+        let r = run(&scenario(100, q, vec![prague, bbr], 60));
+        let (p, b) = (r.flows[0].goodput_mbps, r.flows[1].goodput_mbps);
+        eprintln!("rx_usecs {us:>3} µs: Prague {p:.1} Mbit/s, BBRv1 {b:.1} Mbit/s, Prague share {:.3}", p / (p + b));
+    }
+}
