@@ -304,7 +304,7 @@ def test_dualq_mixed_rtt_prague_l_mean_above_half_ms_only_under_step_marking(tmp
     ½·sqrt(2N(C·RTT + K)) packets; 1 flow at 40 Mbit/s, 5 ms: mean ≈ 2.7 packets = 0.8 ms),
     not at one packet. With CUBIC in the C queue, p' > 0 and the coupled marks hold the L
     queue below the step (mean about 0.2 ms, the paper's regime)."""
-    rules = [{"flows.0.rtt": "5ms", "flows.1.rtt": "5ms", "flows.1.cc": ["prague", "cubic"]}]
+    rules = [{"flows.0.rtt": "5ms", "flows.1.rtt": "5ms", "flows.1.cc": ["prague-v06", "cubic"]}]
     data, module = reduced_study(
         "dualq-mixed-rtt", tmp_path, rules, {"duration": "30s", "warmup": "10s"}, panels=["dualpi2"]
     )
