@@ -287,6 +287,7 @@ EVERY_TCP_KNOB = {
     "gro": True,
     "tso_defer": True,
     "rx_usecs": "20us",
+    "sender_rx_usecs": "50us",
     "cc_params": {},
     "direction": "reverse",
 }

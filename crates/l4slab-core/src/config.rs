@@ -375,6 +375,12 @@ pub struct TcpFlowConfig {
     /// rx-usecs N`), ns; with `gro`, what arrives within it is merged.
     #[serde(default = "default_rx_usecs_ns")]
     pub rx_usecs_ns: u64,
+    /// The sending host's NIC RX interrupt delay (`ethtool -C DEV rx-usecs N` on the
+    /// sender), ns: ACKs arriving within it reach TCP together at the NAPI poll, each
+    /// timestamped at the poll (tcp/gro.rs). 0 (the engine default, as
+    /// `rx-usecs 0`): each ACK is processed when it arrives.
+    #[serde(default)]
+    pub sender_rx_usecs_ns: u64,
     /// Module parameters of the congestion control (fields of its `XxxParams`,
     /// e.g. `{"segment_sizing": {"scheme": "logarithmic", "k": 4.0}}` for Prague).
     #[serde(default)]
@@ -660,6 +666,13 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             TimeNs,
             json!(default_rx_usecs_ns()),
             "Receiver NIC RX interrupt delay (ethtool -C rx-usecs; i40e default 50 us): with gro, what arrives within it is merged.",
+        )
+        .range(0.0, RX_USECS_MAX_NS),
+        ParamSpec::new(
+            "sender_rx_usecs_ns",
+            TimeNs,
+            json!(0),
+            "Sending host's NIC RX interrupt delay (ethtool -C rx-usecs on the sender; i40e default 50 us): ACKs arriving within it are processed together at the NAPI poll. 0 (engine default): each ACK at its arrival.",
         )
         .range(0.0, RX_USECS_MAX_NS),
         ParamSpec::new(

@@ -213,6 +213,12 @@ class TcpFlow(_FlowCommon):
         "with gro, what arrives within it reaches TCP as one GRO packet",
         examples=["50us"],
     )
+    sender_rx_usecs: TimeNs | None = Field(
+        None,
+        description="sending host's NIC RX interrupt delay (ethtool -C rx-usecs on the sender; i40e default "
+        "50us; engine default 0s = off): ACKs arriving within it are processed together at the NAPI poll",
+        examples=["50us"],
+    )
     cc_params: dict[str, Any] | None = Field(
         None,
         description="module parameters of the congestion control (checked by the engine)",

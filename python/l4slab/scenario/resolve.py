@@ -36,6 +36,7 @@ TCP_ENGINE_FIELDS = {
     "gro": "gro",
     "tso_defer": "tso_defer",
     "rx_usecs_ns": "rx_usecs",
+    "sender_rx_usecs_ns": "sender_rx_usecs",
     "cc_params": "cc_params",
     "ecn": "ecn",
     "ecn_option": "ecn_option",

@@ -200,6 +200,11 @@ pub struct TcpSender {
     /// `host_q_truesize`).
     pub(super) skb_overhead_due: bool,
 
+    /// The sending host's NIC interrupt moderation (`sender_rx_usecs_ns` > 0): ACKs
+    /// wait in the RX ring for the next NAPI poll and reach TCP together, each
+    /// processed in order at the poll time (tcp/gro.rs). `None`: each at its arrival.
+    pub(super) ack_napi: Option<super::gro::Gro>,
+
     pub stats: SenderStats,
     pub(super) start_time: Time,
 }
@@ -283,6 +288,7 @@ impl TcpSender {
             host_q_truesize: 0,
             tsq_throttled: false,
             skb_overhead_due: false,
+            ack_napi: (cfg.sender_rx_usecs_ns > 0).then(|| super::gro::Gro::new(cfg.sender_rx_usecs_ns)),
             stats: SenderStats::default(),
             start_time: 0,
         }
@@ -372,8 +378,44 @@ impl TcpSender {
         self.send_syn(now, out);
     }
 
-    /// Handle a packet from the receiver (SYN/ACK or ACK).
+    /// A packet from the receiver reaches the sending host's NIC. Without interrupt
+    /// moderation TCP handles it at once; with it, it waits for the NAPI poll
+    /// `rx-usecs` after the first packet of the batch (or a full `NAPI_POLL_WEIGHT`).
+    /// Pure ACKs are not merged by GRO (`tcp_gro_receive` flushes a segment without
+    /// payload), so the poll hands them to TCP one by one, in arrival order.
     pub fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+        match self.ack_napi.as_mut() {
+            Some(g) => {
+                if g.hold(pkt, now) {
+                    self.ack_poll(now, out);
+                }
+            }
+            None => self.process_packet(pkt, now, out),
+        }
+    }
+
+    /// The NAPI poll of the sending host: every held packet goes up the stack now
+    /// (`napi_poll` → `netif_receive_skb` → `tcp_v4_rcv` → `tcp_rcv_established`,
+    /// whose `tcp_mstamp_refresh` stamps each with the poll's time).
+    fn ack_poll(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let Some(g) = self.ack_napi.as_mut() else { return };
+        let held = g.take();
+        for pkt in held.iter() {
+            self.process_packet(pkt, now, out);
+        }
+        if let Some(g) = self.ack_napi.as_mut() {
+            g.count(held.len());
+            g.give_back(held);
+        }
+    }
+
+    /// ACK batches (NAPI polls) and the packets in them, when moderation is on.
+    pub fn ack_polls(&self) -> Option<(u64, u64)> {
+        self.ack_napi.as_ref().map(|g| (g.gro_packets, g.gro_segments))
+    }
+
+    /// Handle a packet from the receiver (SYN/ACK or ACK) in TCP.
+    fn process_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
         // tcp_mstamp_refresh: one clock for the whole segment's processing.
         self.tp.now = now;
         match (pkt.kind, self.phase) {
@@ -389,6 +431,9 @@ impl TcpSender {
     /// Timer callback: fire whatever is due (`tcp_write_timer_handler`, the pacing
     /// hrtimer).
     pub fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.ack_napi.as_ref().and_then(super::gro::Gro::poll_at).is_some_and(|t| t <= now) {
+            self.ack_poll(now, out);
+        }
         self.tp.now = now;
         self.timer_handler(now, out);
         if self.fq_pacing {
@@ -403,7 +448,11 @@ impl TcpSender {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        match (rtx, pace) {
+        let t = match (rtx, pace) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match (t, self.ack_napi.as_ref().and_then(super::gro::Gro::poll_at)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -411,5 +460,108 @@ impl TcpSender {
 
     pub(super) fn has_data_to_send(&self) -> bool {
         self.phase == Phase::Established && self.tp.snd_nxt < self.app_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::NS_PER_MS;
+    use std::sync::{Arc, Mutex};
+
+    const MSS: u64 = 1448;
+
+    /// A `cong_control` CC that records, per ACK, the clock TCP stamped it with
+    /// (`tp.now`, `tcp_mstamp_refresh`), the packets delivered so far and the rate
+    /// sample's interval.
+    struct Clock(Arc<Mutex<Vec<(Time, u64, i64)>>>);
+
+    impl CongestionControl for Clock {
+        fn name(&self) -> &'static str {
+            "clock"
+        }
+        fn ssthresh(&mut self, tp: &CcSock) -> u32 {
+            tp.cwnd
+        }
+        fn has_cong_control(&self) -> bool {
+            true
+        }
+        fn cong_control(&mut self, tp: &mut CcSock, rs: &RateSample) {
+            self.0.lock().unwrap().push((tp.now, tp.delivered, rs.interval_us));
+        }
+    }
+
+    fn ack(ack: u64, now: Time) -> Packet {
+        let mut p = Packet::new(0, PacketKind::Ack);
+        p.tcp.ack = ack;
+        p.tcp.tsval = ts_clock(now);
+        p
+    }
+
+    /// Three ACKs 10 µs apart reach a sender with `sender_rx_usecs_ns` (or 0 = off);
+    /// the simulator's loop is driven by hand (`next_timer` → `on_timer`). Returns
+    /// what the CC saw per ACK.
+    fn three_acks(rx_usecs_ns: u64) -> Vec<(Time, u64, i64)> {
+        let cfg: TcpFlowConfig = serde_json::from_value(serde_json::json!({
+            "cc": "reno", "rtt_ns": 10_000_000u64, "tso": false, "sender_rx_usecs_ns": rx_usecs_ns,
+        }))
+        .unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut s = TcpSender::new(0, &cfg, Box::new(Clock(seen.clone())), Time::MAX);
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        let deliver = |s: &mut TcpSender, pkt: &Packet, at: Time, out: &mut Vec<Packet>| {
+            // Fire every timer due before `at`, as the event loop would.
+            while let Some(t) = s.next_timer().filter(|&t| t <= at) {
+                s.on_timer(t, out);
+            }
+            s.on_packet(pkt, at, out);
+        };
+        deliver(&mut s, &Packet::new(0, PacketKind::SynAck), 10 * NS_PER_MS, &mut out);
+        for k in 0..3u64 {
+            let at = 20 * NS_PER_MS + k * 10_000;
+            deliver(&mut s, &ack((k + 1) * MSS, at), at, &mut out);
+        }
+        let end = 21 * NS_PER_MS;
+        while let Some(t) = s.next_timer().filter(|&t| t <= end) {
+            s.on_timer(t, &mut out);
+        }
+        if rx_usecs_ns > 0 {
+            // The SYN/ACK's poll and the ACKs' poll; four packets in all.
+            assert_eq!(s.ack_polls(), Some((2, 4)));
+        } else {
+            assert_eq!(s.ack_polls(), None);
+        }
+        let v = seen.lock().unwrap().clone();
+        v
+    }
+
+    #[test]
+    fn acks_within_rx_usecs_are_processed_together_at_the_poll_in_order() {
+        let v = three_acks(50_000);
+        // All three at the poll, 50 µs after the first ACK's arrival, in order.
+        let poll = 20 * NS_PER_MS + 50_000;
+        assert_eq!(v.iter().map(|e| (e.0, e.1)).collect::<Vec<_>>(), vec![(poll, 1), (poll, 2), (poll, 3)]);
+    }
+
+    #[test]
+    fn without_moderation_each_ack_is_processed_at_its_arrival() {
+        let v = three_acks(0);
+        let t0 = 20 * NS_PER_MS;
+        assert_eq!(v.iter().map(|e| (e.0, e.1)).collect::<Vec<_>>(), vec![(t0, 1), (t0 + 10_000, 2), (t0 + 20_000, 3)]);
+    }
+
+    #[test]
+    fn a_batch_shortens_the_rate_samples_ack_interval() {
+        // tcp_rate.c:tcp_rate_gen: interval = max(send interval, ACK interval). The
+        // three segments left back to back at the SYN/ACK, so the send interval is
+        // ~0 and the ACK interval (from the first ACK's delivered_mstamp, the
+        // SYN/ACK's processing) rules; with moderation the SYN/ACK is processed
+        // 50 µs late and the ACKs 50 µs late, so the intervals are equal; what
+        // differs is the spacing between the three: 10 µs apart without, 0 with.
+        let off = three_acks(0);
+        let on = three_acks(50_000);
+        assert_eq!(off[2].2 - off[0].2, 20, "ACK-clocked intervals grow 10 µs per ACK: {off:?}");
+        assert_eq!(on[2].2 - on[0].2, 0, "one poll: the same interval for every ACK: {on:?}");
     }
 }
