@@ -62,7 +62,9 @@ class Row:
 
 
 def _dualq_alone(cc: str, rtt_ms: int, quick: bool) -> str:
-    """DualQ testbed: one flow alone over DualPI2 (any_ect), 40 Mbit/s, fq on the host."""
+    """DualQ testbed: one flow alone over DualPI2 (any_ect), 40 Mbit/s, fq on the host,
+    offloads on (TSO/GSO at the sender, GRO behind the NIC's default interrupt
+    moderation at the receiver: ``ethtool -k`` defaults)."""
     warmup = 5 + 40 * rtt_ms / 100  # seed 001 App. B: T_w = 5 + rate[Mbit/s]·RTT[ms]/100 s
     measured = 30 if quick else 250
     params = (
@@ -82,6 +84,8 @@ qdisc = "dualpi2 any_ect"
 cc = "{cc}"
 rtt = "{rtt_ms}ms"
 fq_pacing = true
+tso = true
+gro = true
 {params}
 """
 
@@ -154,6 +158,22 @@ def _l_queue(result) -> dict[str, float]:
     f = flows.iloc[0]
     out["CE marks"] = 100.0 * float(f["ce_packets"]) / max(1.0, float(f["packets_sent"]))
     out["utilisation"] = 100.0 * float(result.summary["bottleneck"]["utilisation"])
+    return out
+
+
+def _l_tail(result) -> dict[str, float]:
+    """Row 3: the L queue's CCDF tail (the sojourn exceeded by 10^-4 and 10^-3 of the
+    L packets after the warm-up) and the share of L packets beyond 2 ms."""
+    trace = result.sojourn
+    out: dict[str, float] = {}
+    if trace is not None and len(trace):
+        window = trace[trace["time_s"] >= result.summary["warmup_s"]]
+        s = window[window["class"].astype(str).isin(["1", "L"])]["sojourn_ms"]
+        if len(s):
+            out["L sojourn P99.99"] = float(s.quantile(1 - 1e-4))
+            out["L sojourn P99.9"] = float(s.quantile(1 - 1e-3))
+            out["L sojourn max"] = float(s.max())
+            out["L packets beyond 2 ms"] = float((s > 2.0).mean() * 100)
     return out
 
 
@@ -289,6 +309,31 @@ ROWS: list[Row] = [
             Check("CE marks", 3.9, tol=2.0, unit="%"),
         ),
         "DualQ paper testbed data",
+    ),
+    # Row 3: the L queue's tail beyond the 1 ms step on the same testbed: 8-10 ms
+    # (26-33 frames back to back at 40 Mbit/s) at 10^-4 of the packets at 5 ms and
+    # 10^-3 at 100 ms. Judged at the middle of the band, +-1 ms.
+    Row(
+        3,
+        "prague-v06 alone over DualPI2, 40 Mbit/s, 5 ms: L-queue tail (DualQ testbed)",
+        lambda quick: _dualq_alone("prague-v06", 5, quick),
+        _l_tail,
+        (
+            Check("L sojourn P99.99", 9.0, tol=1.0, unit="ms"),
+            Check("L sojourn max", 10.0, unit="ms"),
+        ),
+        "DualQ paper testbed data (L-queue sojourn CCDF)",
+    ),
+    Row(
+        3,
+        "prague-v06 alone over DualPI2, 40 Mbit/s, 100 ms: L-queue tail (DualQ testbed)",
+        lambda quick: _dualq_alone("prague-v06", 100, quick),
+        _l_tail,
+        (
+            Check("L sojourn P99.9", 9.0, tol=1.0, unit="ms"),
+            Check("L sojourn max", 10.0, unit="ms"),
+        ),
+        "DualQ paper testbed data (L-queue sojourn CCDF)",
     ),
     Row(
         4,
@@ -553,10 +598,15 @@ def run_rows(numbers: set[int] | None = None, *, quick: bool = False, progress=N
 
     selected = [r for r in ROWS if numbers is None or r.number in numbers]
     lines = []
+    # Rows 1-3 measure the same runs: each distinct scenario runs once.
+    results: dict[str, Any] = {}
     for i, row in enumerate(selected):
         if progress is not None:
             progress(i, len(selected), row)
-        result = run(scenario_from_toml(row.scenario(quick)))
+        toml = row.scenario(quick)
+        if toml not in results:
+            results[toml] = run(scenario_from_toml(toml))
+        result = results[toml]
         sim = row.measure(result)
         for c in row.checks:
             value = sim.get(c.name, float("nan"))

@@ -284,6 +284,9 @@ EVERY_TCP_KNOB = {
     "receiver_cc_params": {},
     "fq_pacing": True,
     "tso": False,
+    "gro": True,
+    "tso_defer": True,
+    "rx_usecs": "20us",
     "cc_params": {},
     "direction": "reverse",
 }

@@ -195,6 +195,24 @@ class TcpFlow(_FlowCommon):
         "bursts of tso_segs segments; off, one segment per skb (the PAM 2025 testbed)",
         examples=[False],
     )
+    gro: Annotated[bool, Field(strict=True)] | None = Field(
+        None,
+        description="GRO on the receiver (ethtool -K gro on; Linux default on, engine default off): "
+        "segments arriving within one NAPI poll are merged and ACKed once (stretch ACKs)",
+        examples=[True],
+    )
+    tso_defer: Annotated[bool, Field(strict=True)] | None = Field(
+        None,
+        description="TSO deferral with tso (tcp_tso_should_defer, tcp_tso_win_divisor 3; always on in Linux, "
+        "engine default off): a partial skb waits for an ACK that makes room for a fuller one",
+        examples=[True],
+    )
+    rx_usecs: TimeNs | None = Field(
+        None,
+        description="receiver NIC's RX interrupt delay (ethtool -C rx-usecs; default 50us, i40e): "
+        "with gro, what arrives within it reaches TCP as one GRO packet",
+        examples=["50us"],
+    )
     cc_params: dict[str, Any] | None = Field(
         None,
         description="module parameters of the congestion control (checked by the engine)",

@@ -7,8 +7,16 @@
 //! `ICSK_ACK_PUSHED`, and the application's read then ACKs at once
 //! (`tcp_cleanup_rbuf`): the application is taken to read every in-order byte as
 //! soon as it arrives (iperf3 blocked in `read`).
+//!
+//! With GRO on ([`TcpReceiver::set_gro`], `tcp/gro.rs`) data segments wait for the
+//! NIC's next NAPI poll and reach TCP merged: each segment's state (sequence space,
+//! AccECN counters, SACK) is updated as before, but the ACK decision
+//! (`__tcp_ack_snd_check`, `tcp_cleanup_rbuf`) and `tcp_event_data_recv` run once per
+//! GRO packet, as `tcp_rcv_established` runs once per skb: one (stretch) ACK per GRO
+//! packet of ≥ 2 full segments.
 
 use super::ecn::{self, AccEcnCounters, AccEcnOption, EcnMode};
+use super::gro::{self, Gro};
 use super::*;
 use crate::cc::{CaEvent, CcFlags, CcSock, CongestionControl};
 use crate::packet::{option_space_left, tcp_wire_len, Ecn, Packet, PacketKind, SackBlock, ETH_HLEN, MAX_SACK_BLOCKS};
@@ -101,6 +109,15 @@ pub struct TcpReceiver {
     pub acks_sent: u64,
     /// Data segments received (incl. duplicates).
     pub segments_received: u64,
+    // --- GRO (tcp/gro.rs) ---
+    /// Receiver GRO behind NIC interrupt moderation; `None` = GRO off.
+    pub gro: Option<Gro>,
+    /// More segments of the current GRO packet follow this one (its ACK decision waits).
+    gro_more: bool,
+    /// This segment continues a GRO packet (its per-skb bookkeeping already ran).
+    gro_cont: bool,
+    /// `gso_size` of the current multi-segment GRO packet (0: a single segment).
+    gro_gso_size: u32,
 }
 
 impl TcpReceiver {
@@ -207,6 +224,10 @@ impl TcpReceiver {
             bytes_delivered: 0,
             acks_sent: 0,
             segments_received: 0,
+            gro: None,
+            gro_more: false,
+            gro_cont: false,
+            gro_gso_size: 0,
         }
     }
 
@@ -217,6 +238,12 @@ impl TcpReceiver {
         self
     }
 
+    /// Turn receiver GRO on (`ethtool -K gro on`) with the NIC's RX interrupt delay
+    /// (`ethtool -C rx-usecs`), ns.
+    pub fn set_gro(&mut self, rx_delay_ns: u64) {
+        self.gro = Some(Gro::new(rx_delay_ns));
+    }
+
     /// Next expected byte.
     pub fn rcv_nxt(&self) -> u64 {
         self.rcv_nxt
@@ -224,9 +251,37 @@ impl TcpReceiver {
 
     /// Earliest pending timer.
     pub fn next_timer(&self) -> Option<Time> {
-        match (self.delack_deadline, self.comp_deadline) {
+        let t = match (self.delack_deadline, self.comp_deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        };
+        match (t, self.gro.as_ref().and_then(Gro::poll_at)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The NAPI poll: hand the held segments to TCP as GRO packets
+    /// (`napi_gro_receive` … `napi_complete_done` → `gro_flush`).
+    fn gro_poll(&mut self, now: Time, out: &mut Vec<Packet>) {
+        let Some(g) = self.gro.as_mut() else { return };
+        let held = g.take();
+        gro::for_each_gro_packet(&held, |start, end| {
+            self.gro_gso_size = if end - start > 1 { held[start].payload } else { 0 };
+            for (k, pkt) in held[start..end].iter().enumerate() {
+                self.gro_cont = k > 0;
+                self.gro_more = start + k + 1 < end;
+                self.on_data(pkt, now, out);
+            }
+            if let Some(g) = self.gro.as_mut() {
+                g.count(end - start);
+            }
+        });
+        self.gro_more = false;
+        self.gro_cont = false;
+        self.gro_gso_size = 0;
+        if let Some(g) = self.gro.as_mut() {
+            g.give_back(held);
         }
     }
 
@@ -256,7 +311,14 @@ impl TcpReceiver {
                 self.synack_sent = Some(now);
                 out.push(a);
             }
-            PacketKind::Data => self.on_data(pkt, now, out),
+            PacketKind::Data => match self.gro.as_mut() {
+                Some(g) => {
+                    if g.hold(pkt, now) {
+                        self.gro_poll(now, out);
+                    }
+                }
+                None => self.on_data(pkt, now, out),
+            },
             _ => {}
         }
     }
@@ -301,8 +363,8 @@ impl TcpReceiver {
         if seq <= self.rcv_wup {
             self.ts_recent = pkt.tcp.tsval;
         }
-        // `tcp_rcv_rtt_measure_ts`: RTT from our own echoed timestamp.
-        if pkt.tcp.tsecr != 0 {
+        // `tcp_rcv_rtt_measure_ts`: RTT from our own echoed timestamp (once per skb).
+        if pkt.tcp.tsecr != 0 && !self.gro_cont {
             let delta_ms = ts_clock(now).wrapping_sub(pkt.tcp.tsecr) as u64;
             let m = (delta_ms * 1000).max(1);
             if self.rcv_rtt_us8 == 0 {
@@ -317,6 +379,12 @@ impl TcpReceiver {
             // Entirely duplicate: `tcp_send_dupack` with a D-SACK, quick-ACK mode.
             self.dsack = Some(SackBlock { start: seq, end });
             self.enter_quickack_mode(TCP_MAX_QUICKACKS);
+            if self.gro_more {
+                // Inside a GRO packet: the one ACK at its end carries the D-SACK.
+                self.ack_now = true;
+                self.ack_scheduled = true;
+                return;
+            }
             self.send_ack(now, out);
             return;
         }
@@ -331,8 +399,11 @@ impl TcpReceiver {
                 // Partially duplicate: D-SACK the old part.
                 self.dsack = Some(SackBlock { start: seq, end: self.rcv_nxt - advanced });
             }
-            self.measure_rcv_mss(pkt);
-            self.event_data_recv(now);
+            if !self.gro_cont {
+                // Once per skb; a GRO packet is measured by its gso_size.
+                self.measure_rcv_mss(pkt);
+                self.event_data_recv(now);
+            }
             self.ecn_check_ce(pkt.ecn, now, out);
             if had_ooo {
                 self.pull_ooo();
@@ -342,6 +413,9 @@ impl TcpReceiver {
                 }
             }
             self.ack_scheduled = true;
+            if self.gro_more {
+                return;
+            }
             self.ack_snd_check(now, out);
             self.cleanup_rbuf(now, out);
         } else {
@@ -349,6 +423,9 @@ impl TcpReceiver {
             self.ecn_check_ce(pkt.ecn, now, out);
             self.insert_ooo(seq, end);
             self.ack_scheduled = true;
+            if self.gro_more {
+                return;
+            }
             self.ack_snd_check(now, out);
         }
     }
@@ -389,7 +466,8 @@ impl TcpReceiver {
     fn measure_rcv_mss(&mut self, pkt: &Packet) {
         let lss = self.last_seg_size;
         self.last_seg_size = 0;
-        let len = pkt.payload;
+        // A GRO packet is measured by its gso_size (`skb_shinfo(skb)->gso_size ?: skb->len`).
+        let len = if self.gro_gso_size > 0 { self.gro_gso_size } else { pkt.payload };
         if len >= self.rcv_mss {
             self.rcv_mss = len.min(TCP_ADVMSS);
             return;
@@ -590,6 +668,9 @@ impl TcpReceiver {
 
     /// Timer callback: delayed ACK and SACK compression.
     pub fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+        if self.gro.as_ref().and_then(Gro::poll_at).is_some_and(|t| t <= now) {
+            self.gro_poll(now, out);
+        }
         if let Some(t) = self.comp_deadline {
             if t <= now {
                 self.comp_deadline = None;
@@ -818,6 +899,68 @@ mod tests {
         p.payload = len;
         p.tcp.seq = seq;
         p
+    }
+
+    /// Segments 1 µs apart, past the 16 quick ACKs, reach TCP only at the NAPI poll
+    /// (50 µs after the first), merged: one stretch ACK per GRO packet, up to 64 KB.
+    #[test]
+    fn gro_acks_each_gro_packet_once_at_the_poll() {
+        let (mut r, mut seq, mut t) = past_quickacks(true, 10 * NS_PER_MS);
+        r.set_gro(gro::DEFAULT_RX_USECS_NS);
+        let mut out = Vec::new();
+        let first = t + 1_000;
+        // 60 back-to-back full segments within 60 µs: the NAPI budget (64) is not
+        // reached, so the poll runs at first + 50 µs with the 50 segments held by then.
+        for _ in 0..60 {
+            t += 1_000;
+            if r.next_timer().is_some_and(|d| d <= t) {
+                let due = r.next_timer().unwrap();
+                r.on_timer(due, &mut out);
+            }
+            r.on_packet(&data(seq, 1448), t, &mut out);
+            seq += 1448;
+        }
+        // The poll at first + 50 µs saw 50 segments (first .. first + 49 µs): two GRO
+        // packets (45 fill 64 KB, then 5), each ACKed once, at the poll time.
+        assert_eq!(out.len(), 2, "{:?}", out.iter().map(|a| a.tcp.ack).collect::<Vec<_>>());
+        let g = r.gro.as_ref().unwrap();
+        assert_eq!((g.gro_packets, g.gro_segments), (2, 50));
+        assert!(out.iter().all(|a| a.kind == PacketKind::Ack));
+        assert_eq!(out[0].tcp.ack, (16 + 45) * 1448);
+        // The remaining 10 wait for the next poll, 50 µs after the 51st arrived.
+        assert_eq!(r.next_timer(), Some(first + 50_000 + 50_000));
+        out.clear();
+        r.on_timer(first + 100_000, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].tcp.ack, seq);
+        assert_eq!(r.rcv_nxt(), seq);
+    }
+
+    /// A CE mark splits the GRO packet (another TOS byte) and the AccECN counters
+    /// still count every CE segment (`gso_segs`).
+    #[test]
+    fn gro_splits_at_an_ecn_change_and_counts_every_ce_segment() {
+        let mut r = TcpReceiver::new(0, true, 3, 2, "prague");
+        let mut out = Vec::new();
+        let mut syn = Packet::new(0, PacketKind::Syn);
+        syn.tcp.ace = 0b111;
+        r.on_packet(&syn, 0, &mut out);
+        assert_eq!(r.ecn_mode, EcnMode::AccEcn);
+        r.set_gro(gro::DEFAULT_RX_USECS_NS);
+        out.clear();
+        let t0 = NS_PER_MS;
+        for i in 0..10u64 {
+            let mut p = data(i * 1448, 1448);
+            p.ecn = if (4..7).contains(&i) { Ecn::Ce } else { Ecn::Ect1 };
+            r.on_packet(&p, t0 + i * 1_000, &mut out);
+        }
+        assert!(out.is_empty(), "nothing reaches TCP before the poll");
+        r.on_timer(t0 + 50_000, &mut out);
+        let g = r.gro.as_ref().unwrap();
+        assert_eq!((g.gro_packets, g.gro_segments), (3, 10));
+        assert_eq!(r.ce_packets, 3);
+        assert_eq!(r.rcv_nxt(), 10 * 1448);
+        assert_eq!(out.last().unwrap().tcp.ack, 10 * 1448);
     }
 
     #[test]
