@@ -185,8 +185,22 @@ def _add_probabilities(frame: pd.DataFrame) -> pd.DataFrame:
 
 def bottleneck_series_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
     """One row per bin: time_s, utilisation, sojourn_ms, backlog_*, drops, marks, arrivals,
-    mark_prob, drop_prob."""
-    return _add_probabilities(_series_frame(raw["time_s"], raw["bottleneck_series"]))
+    mark_prob, drop_prob; for a qdisc with sub-queues also the mean sojourn per queue,
+    ``sojourn_<class>_ms`` (DualPI2: ``sojourn_c_ms``, ``sojourn_l_ms``; NaN in a bin where
+    the queue dequeued nothing)."""
+    series = dict(raw["bottleneck_series"])
+    per_class = series.pop("sojourn_class_ms", None) or []
+    names = [str(c["class"]) for c in (raw.get("bottleneck") or {}).get("sojourn_by_class") or []]
+    if per_class and len(names) != len(per_class):
+        names = [str(k) for k in range(len(per_class))]
+    for name, values in zip(names, per_class, strict=False):
+        series[class_sojourn_column(name)] = values
+    return _add_probabilities(_series_frame(raw["time_s"], series))
+
+
+def class_sojourn_column(name: str) -> str:
+    """The ``bottleneck_series`` column of one sub-queue's per-bin mean sojourn."""
+    return f"sojourn_{name.lower()}_ms"
 
 
 def classes_frame(bottleneck: Mapping[str, Any]) -> pd.DataFrame:

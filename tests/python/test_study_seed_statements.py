@@ -182,6 +182,12 @@ def test_coexistence_seed004_phases(tmp_path):
     assert table[(mixed, "20-30 s", "cubic3")] > 3 * table[(mixed, "20-30 s", "prague1")]
     flows = data.flows[data.flows["run_id"].map(module.run_cases(data.flows)) == baseline]
     assert (flows["retransmits"] <= 0.002 * flows["packets_sent"]).all()
+    # The per-second queue delay per DualPI2 queue (seed 004 Fig. 5): both queues drawn, the L
+    # queue (Prague) near DualPI2's 1 ms step, the C queue (ECN-CUBIC) near its 15 ms target.
+    queue = module.queue_per_second(data)
+    late = queue[(queue["case"] == mixed) & (queue["second"] >= 22)].groupby("queue")["sojourn_ms"].mean()
+    assert set(late.index) == {"L", "C"}, late
+    assert late["L"] < 2.0 and 5.0 < late["C"] < 25.0, late.to_dict()
     lines = render(module, data, tmp_path)
     assert any("| 7.5 |" in line for line in lines)
 

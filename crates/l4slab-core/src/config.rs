@@ -500,6 +500,8 @@ pub const MAX_PREALLOC_BYTES: u64 = 4 << 30;
 /// Series the recorder keeps per flow slot (`results::FlowSeries`) and for the
 /// bottleneck (`results::BottleneckSeries`), 8 bytes a value.
 pub const PER_FLOW_SERIES: u64 = 12;
+/// (DualPI2's two per-queue sojourn series, 16 B a bin, are left out: the per-flow
+/// state and series dominate any run near the bound.)
 pub const BOTTLENECK_SERIES: u64 = 7;
 /// Bytes per bin of the model-state series of a flow whose CC reports one
 /// (`results::FlowSeries`: five f64 series and `cc_mode`, a `&'static str`).

@@ -201,6 +201,12 @@ pub struct BottleneckSeries {
     pub marks: Vec<u64>,
     /// Packets that arrived at the qdisc in the bin (for drop/mark probability).
     pub arrivals: Vec<u64>,
+    /// Mean sojourn per sub-queue of packets dequeued in the bin, ms (NaN if none),
+    /// one series per class in `bottleneck.sojourn_by_class` order (DualPI2: C, L);
+    /// empty, and not serialised, for a single-queue qdisc, whose one class is
+    /// `sojourn_ms`. Seed 004 (Fig. 5) draws the L and C queue delay per second.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sojourn_class_ms: Vec<Vec<f64>>,
 }
 
 /// Per-packet sojourn trace (only with `trace_sojourn`).

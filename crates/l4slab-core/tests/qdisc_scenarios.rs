@@ -127,3 +127,44 @@ fn fq_with_orphan_mask_0_is_one_shared_queue() {
     // One queue of 167 frames: sojourn never exceeds 167 × 121.12 µs ≈ 20.2 ms.
     assert!(one.bottleneck.sojourn_ms.max <= 20.3, "max sojourn {}", one.bottleneck.sojourn_ms.max);
 }
+
+#[test]
+fn dualpi2_per_bin_sojourn_series_split_by_queue_bracket_the_shared_mean() {
+    // Seed 004 (Fig. 5) draws DualPI2's L and C queue delay per second: one
+    // Prague flow (L) and one CUBIC flow (C). Each bin's all-packets mean is a
+    // count-weighted mean of the two queues' means, so it lies between them;
+    // the L queue sits near its 1 ms step, the C queue near its 15 ms target.
+    let mut prague = tcp("prague", 10);
+    prague["receiver_ecn"] = json!(3); // the receiver accepts AccECN (tcp_ecn=3)
+    let flows = vec![prague, tcp("cubic", 10)];
+    let r = run(&scenario(40, json!({"kind": "dualpi2"}), flows, 20));
+    let b = &r.bottleneck_series;
+    let names: Vec<&str> = r.bottleneck.sojourn_by_class.iter().map(|c| c.class.as_str()).collect();
+    assert_eq!(names, ["C", "L"]);
+    assert_eq!(b.sojourn_class_ms.len(), 2);
+    let (c, l) = (&b.sojourn_class_ms[0], &b.sojourn_class_ms[1]);
+    assert_eq!(c.len(), b.sojourn_ms.len());
+    assert_eq!(l.len(), b.sojourn_ms.len());
+    let mut both = 0;
+    for i in 0..b.sojourn_ms.len() {
+        if c[i].is_finite() && l[i].is_finite() {
+            both += 1;
+            let (lo, hi) = (c[i].min(l[i]), c[i].max(l[i]));
+            assert!(
+                b.sojourn_ms[i] >= lo - 1e-9 && b.sojourn_ms[i] <= hi + 1e-9,
+                "bin {i}: {} not in [{lo}, {hi}]",
+                b.sojourn_ms[i]
+            );
+        }
+    }
+    assert!(both > b.sojourn_ms.len() / 2, "bins with both queues busy: {both}");
+    let mean = |v: &[f64]| {
+        let x: Vec<f64> = v[v.len() / 2..].iter().copied().filter(|x| x.is_finite()).collect();
+        x.iter().sum::<f64>() / x.len() as f64
+    };
+    assert!(mean(l) < 2.0, "L mean of bin means {}", mean(l));
+    assert!((8.0..=22.0).contains(&mean(c)), "C mean of bin means {}", mean(c));
+    // A single-queue qdisc has no per-class series (its one class is `sojourn_ms`).
+    let r = run(&scenario(40, json!({"kind": "pie"}), vec![tcp("cubic", 10)], 5));
+    assert!(r.bottleneck_series.sojourn_class_ms.is_empty());
+}

@@ -32,6 +32,7 @@ __all__ = [
     "packet_size_stats",
     "per_rtt",
     "inter_packet_gaps",
+    "flow_gaps",
     "throughput_cv",
     "normalised_goodput",
     "efficiency_bins",
@@ -106,6 +107,26 @@ def inter_packet_gaps(times_s: Iterable[float]) -> np.ndarray:
     """S2: gaps between consecutive packets of one flow (times sorted first), s."""
     t = np.sort(np.asarray(list(times_s), dtype=float))
     return np.diff(t)
+
+
+def flow_gaps(trace: pd.DataFrame, at: str = "bottleneck") -> pd.DataFrame:
+    """S2 §5.2 (Figure 8): per-flow inter-packet gaps from the bottleneck's sojourn trace
+    (``time_s`` at dequeue, ``flow``, ``sojourn_ms``; ``trace_sojourn = true``), one row per
+    gap: ``flow``, ``gap_ms``. ``at="bottleneck"``: gaps between a flow's consecutive
+    departures from the bottleneck (what the receiver sees); ``at="arrival"``: between its
+    arrivals at the bottleneck (dequeue time minus sojourn: the sender's spacing after its
+    access link). Gaps are taken within a flow only, never across flows."""
+    if at not in ("bottleneck", "arrival"):
+        raise ValueError(f"flow_gaps: at must be 'bottleneck' or 'arrival', not {at!r}")
+    if trace is None or len(trace) == 0:
+        return pd.DataFrame({"flow": pd.Series(dtype=int), "gap_ms": pd.Series(dtype=float)})
+    t = trace["time_s"].to_numpy(dtype=float) * 1000.0
+    if at == "arrival":
+        t = t - trace["sojourn_ms"].to_numpy(dtype=float)
+    frame = pd.DataFrame({"flow": trace["flow"].to_numpy(), "t_ms": t}).sort_values(["flow", "t_ms"], kind="stable")
+    gap = frame.groupby("flow", sort=False)["t_ms"].diff()
+    out = frame.assign(gap_ms=gap).dropna(subset=["gap_ms"])
+    return out[["flow", "gap_ms"]].reset_index(drop=True)
 
 
 def throughput_cv(times_s: Iterable[float], bytes_: Iterable[float], bin_s: float = 0.05) -> float:

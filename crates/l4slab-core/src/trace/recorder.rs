@@ -64,6 +64,13 @@ struct LinkBin {
     arrivals: u64,
 }
 
+/// Sojourn sum (ns) and count of one sub-queue in the current bin.
+#[derive(Clone, Copy, Default)]
+struct ClassBin {
+    sum_ns: u128,
+    n: u64,
+}
+
 /// Series, histograms and window totals of a run.
 pub struct Recorder {
     link: LinkId,
@@ -83,6 +90,8 @@ pub struct Recorder {
     /// Per sub-queue of the watched link's qdisc; empty for a single-queue qdisc,
     /// whose one class has exactly the samples of `sojourn`.
     class_sojourn: Vec<DelayHistogram>,
+    /// The current bin's per-class sojourn accumulators (same length as `class_sojourn`).
+    class_bin: Vec<ClassBin>,
     /// Summaries of flows closed during the run, in closing order.
     records: Vec<FlowSummary>,
 }
@@ -99,6 +108,11 @@ impl Recorder {
             drops: Vec::with_capacity(n_bins),
             marks: Vec::with_capacity(n_bins),
             arrivals: Vec::with_capacity(n_bins),
+            sojourn_class_ms: if n_classes > 1 {
+                (0..n_classes).map(|_| Vec::with_capacity(n_bins)).collect()
+            } else {
+                Vec::new()
+            },
         };
         let mut r = Recorder {
             link,
@@ -120,6 +134,7 @@ impl Recorder {
             } else {
                 Vec::new()
             },
+            class_bin: vec![ClassBin::default(); if n_classes > 1 { n_classes } else { 0 }],
             records: Vec::new(),
         };
         r.ensure_flows(n_flows);
@@ -301,6 +316,10 @@ impl Observer for Recorder {
         self.bin.bytes += len;
         self.bin.sojourn_sum_ns += sojourn_ns as u128;
         self.bin.sojourn_n += 1;
+        if let Some(c) = self.class_bin.get_mut(pkt.qclass as usize) {
+            c.sum_ns += sojourn_ns as u128;
+            c.n += 1;
+        }
         if in_window {
             self.window_bytes += len;
             f.window_bytes += len;
@@ -415,6 +434,10 @@ impl Observer for Recorder {
         b.drops.push(self.bin.drops);
         b.marks.push(self.bin.marks);
         b.arrivals.push(self.bin.arrivals);
+        for (series, c) in b.sojourn_class_ms.iter_mut().zip(self.class_bin.iter_mut()) {
+            series.push(if c.n > 0 { c.sum_ns as f64 / c.n as f64 / NS_PER_MS as f64 } else { f64::NAN });
+            *c = ClassBin::default();
+        }
         self.bin = LinkBin::default();
         self.bin_index += 1;
     }

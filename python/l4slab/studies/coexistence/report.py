@@ -4,9 +4,9 @@ The paper's figures, per case: each server's throughput and RTT as per-second se
 mean over the 30 repetitions with a 95 % confidence band (Student t), and the queue delay;
 then box plots per server of all per-second samples of all repetitions (Figure 8). Beside
 them, the numbers the paper's text states for each 10-s phase (throughput per server,
-RTT), with the simulated phase means. The queue-delay series is the bottleneck's (both of
-DualPI2's queues together; the engine keeps per-queue sojourn statistics per run, not per
-bin).
+RTT), with the simulated phase means. The queue-delay series are per queue, as the paper
+draws them: DualPI2's L and C queues from the engine's per-bin per-queue mean sojourn
+(``bottleneck_series`` columns ``sojourn_l_ms``/``sojourn_c_ms``), FQ-CoDel's as one queue.
 """
 
 from __future__ import annotations
@@ -84,13 +84,28 @@ def per_second(data) -> pd.DataFrame:
 
 
 def queue_per_second(data) -> pd.DataFrame:
+    """Per run and second, the mean queue delay in long form (``queue``, ``sojourn_ms``): one
+    row per DualPI2 queue (L, C) from the engine's per-bin per-queue means
+    (``sojourn_l_ms``/``sojourn_c_ms``), the whole bottleneck (``all``) for a single queue
+    (FQ-CoDel). A second's value is the mean of its bins that dequeued from that queue."""
     runs = data.runs[data.runs["status"] == "done"]
     series = data.series("bottleneck_series", runs["run_id"].tolist())
     if series.empty:
         return series
     series["case"] = series["run_id"].map(run_cases(data.flows))
     series["second"] = np.floor(series["time_s"] + 1e-9).astype(int)
-    return series.groupby(["run_id", "case", "second"], sort=False)["sojourn_ms"].mean().reset_index()
+    queues = {"L": "sojourn_l_ms", "C": "sojourn_c_ms"}
+    parts = []
+    for name, column in queues.items():
+        if column in series:
+            part = series[series[column].notna()]
+            parts.append(part.assign(queue=name, sojourn_ms=part[column]))
+    # Runs without per-queue values (a single-queue qdisc) keep the bottleneck's mean.
+    split = set(pd.concat(parts)["run_id"]) if parts else set()
+    parts.append(series[~series["run_id"].isin(split)].assign(queue="all"))
+    long = pd.concat(parts, ignore_index=True)
+    keys = ["run_id", "case", "queue", "second"]
+    return long.groupby(keys, sort=False)["sojourn_ms"].mean().reset_index()
 
 
 def phase_table(samples: pd.DataFrame) -> pd.DataFrame:
@@ -142,9 +157,9 @@ def series_section(data, out: Path) -> list[str]:
             lines += [f"![{label}](coexistence_{k}_{stem}.png)", ""]
         if not queue.empty:
             q = queue[queue["case"] == case].assign(trial=lambda f: f["run_id"])
-            fig = figures.time_series(q, value="sojourn_ms", time="second", group=None, trial="trial",
-                                      ylabel="queue delay (ms)", title=f"{case}: bottleneck sojourn",
-                                      lower=0.0)  # fmt: skip
+            fig = figures.time_series(q, value="sojourn_ms", time="second", group="queue", trial="trial",
+                                      ylabel="queue delay (ms)", title=f"{case}: queue delay, mean, 95 % band",
+                                      legend_title="queue", lower=0.0)  # fmt: skip
             figures.save(fig, out / f"coexistence_{k}_queue")
             lines += [f"![queue delay](coexistence_{k}_queue.png)", ""]
     fig = _boxes(samples)
