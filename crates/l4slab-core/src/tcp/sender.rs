@@ -24,7 +24,7 @@ pub(super) use crate::cc::{
     TCP_INFINITE_SSTHRESH,
 };
 use crate::config::TcpFlowConfig;
-pub(super) use crate::packet::{tcp_wire_len, Ecn, Packet, PacketKind};
+pub(super) use crate::packet::{tcp_wire_len, Ecn, Outbox, Packet, PacketKind, SackSet};
 pub(super) use crate::time::{round_up_to_jiffy, Time, NS_PER_SEC, NS_PER_US};
 use std::collections::VecDeque;
 
@@ -362,7 +362,7 @@ impl TcpSender {
     }
 
     /// Open the connection: send the SYN (`tcp_connect`).
-    pub fn start(&mut self, now: Time, out: &mut Vec<Packet>) {
+    pub fn start(&mut self, now: Time, out: &mut Outbox) {
         self.tp.now = now;
         self.start_time = now;
         self.phase = Phase::SynSent;
@@ -370,7 +370,7 @@ impl TcpSender {
     }
 
     /// Handle a packet from the receiver (SYN/ACK or ACK).
-    pub fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+    pub fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
         // tcp_mstamp_refresh: one clock for the whole segment's processing.
         self.tp.now = now;
         match (pkt.kind, self.phase) {
@@ -385,7 +385,7 @@ impl TcpSender {
 
     /// Timer callback: fire whatever is due (`tcp_write_timer_handler`, the pacing
     /// hrtimer).
-    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+    pub fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         self.tp.now = now;
         self.timer_handler(now, out);
         if self.fq_pacing {
