@@ -154,7 +154,8 @@ def test_builtin_report_sections_load():
 
     assert [s.__name__ for s in registry.report_sections("pam2025-prague-cubic")] == ["pam_section"]
     assert [s.__name__ for s in registry.report_sections("demo")] == ["cwnd_section", "sojourn_section"]
-    assert registry.report_sections("s2-segment-sizing") == ()
+    assert [s.__name__ for s in registry.report_sections("s2-segment-sizing")] == ["segment_sizing_section"]
+    assert registry.report_sections("differential") == ()
     assert registry.report_sections(None) == ()
     assert set(registry.presets()) == {"pam2025.queues", "pam2025.testbed"}
 
@@ -279,9 +280,13 @@ EVERY_TCP_KNOB = {
     "ecn_option": 1,
     "receiver_cc": "dctcp",
     "ecn_low": True,
+    "receiver_kernel": "l4steam",
     "receiver_cc_params": {},
     "fq_pacing": True,
     "tso": False,
+    "gro": True,
+    "tso_defer": True,
+    "rx_usecs": "20us",
     "cc_params": {},
     "direction": "reverse",
 }

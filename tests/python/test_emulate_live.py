@@ -136,10 +136,22 @@ def test_single_cubic_flow_fills_a_20mbit_bfifo(tmp_path, capsys):
 
 def test_compare_prints_a_table_and_writes_json(tmp_path, capsys):
     rows_file = tmp_path / "rows.json"
+    out = tmp_path / "dirs"
     argv = ["compare", str(_scenario(tmp_path, "3s", "cmp")), "--trials", "1", "--json", str(rows_file)]
-    _, printed = _run_or_skip_if_slow(argv, capsys)
+    _, printed = _run_or_skip_if_slow([*argv, "--out", str(out)], capsys)
     assert "emulated mean ± SD" in printed and "metrics within spread" in printed
-    rows = json.loads(rows_file.read_text())["rows"]
+    payload = json.loads(rows_file.read_text())
+    rows = payload["rows"]
+    # Start alignment: iperf3's first bulk data leaves 3-5 RTTs (here 20 ms) after the
+    # client's launch; the simulated flow's SYN goes one RTT before it, with no jitter.
+    assert payload["aligned"] is True
+    emu = json.loads((out / "emulate" / "trial-0" / "summary.json").read_text())
+    data_start_s = emu["emulator"]["flow_data_start_s"][0]
+    launched_s = emu["flows"][0]["start_s"]
+    assert launched_s + 2 * 0.020 <= data_start_s <= launched_s + 1.0, (launched_s, data_start_s)
+    sim_config = json.loads((out / "sim" / "seed-1" / "scenario.json").read_text())
+    assert sim_config["start_jitter_ns"] == 0
+    assert sim_config["flows"][0]["start_ns"] == pytest.approx(data_start_s * 1e9 - 20e6, abs=1)
     assert {row["metric"] for row in rows} == {"throughput_mbps", "mean_srtt_ms", "mean_sojourn_ms", "drops", "marks"}
     assert all(row["verdict"] in ("within spread", "outside", "no data") for row in rows)
 

@@ -22,7 +22,7 @@ def test_every_row_resolves_to_a_valid_scenario():
 
     for row in fidelity.ROWS:
         scenario_from_toml(row.scenario(True)).resolve()
-    assert {r.number for r in fidelity.ROWS} >= {1, 2, 4, 5, 6, 7, 8, 9, 11, 14, 15}
+    assert {r.number for r in fidelity.ROWS} >= {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 14, 15}
 
 
 def test_row_15_mark_probabilities_count_packets():
@@ -36,6 +36,32 @@ def test_cli_refuses_an_unknown_row_on_one_line(capsys):
     assert main(["fidelity", "--rows", "99"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--rows: no row 99" in err[0]
+
+
+def test_row_3_reads_the_l_queue_tail_after_the_warm_up():
+    import types
+
+    import pandas as pd
+
+    # 100 000 L packets at 0.5 ms and 20 (2e-4) at 9 ms after the warm-up; C packets and
+    # warm-up packets at 50 ms must not count.
+    n = 100_000
+    trace = pd.DataFrame(
+        {
+            "time_s": [10.0] * (n + 20) + [10.0, 1.0],
+            "class": ["L"] * (n + 20) + ["C", "L"],
+            "sojourn_ms": [0.5] * n + [9.0] * 20 + [50.0, 50.0],
+        }
+    )
+    result = types.SimpleNamespace(sojourn=trace, summary={"warmup_s": 5.0})
+    tail = fidelity._l_tail(result)
+    assert tail["L sojourn P99.99"] == 9.0
+    assert tail["L sojourn P99.9"] == 0.5
+    assert tail["L sojourn max"] == 9.0
+    assert math.isclose(tail["L packets beyond 2 ms"], 100 * 20 / (n + 20))
+    # The testbed's dualq rows run with the hosts' offloads on.
+    toml = next(r for r in fidelity.ROWS if r.number == 3).scenario(True)
+    assert "gro = true" in toml and "tso = true" in toml and "fq_pacing = true" in toml
 
 
 def _run_toml(text):

@@ -221,6 +221,13 @@ def _cli_fixtures(root: Path) -> dict[str, list[str]]:
     (root / "bad.toml").write_text(SCENARIO.replace('"10Mbit"', "nan"))
     (root / "study.toml").write_text(STUDY.replace("trials = 2", "trials = 1").replace(', "20Mbit"', ""))
     (root / "file.txt").write_text("x")
+    # Scenarios the emulator must refuse before anything starts (no draw is emulatable:
+    # the reference scenario would run 60 s of real traffic): prague and a UDP flow
+    # (ok.toml), a CC the kernel lacks, fq_pacing (needs fq on the sender host), a web source.
+    cubic = 'name = "e"\nduration = "1s"\n[bottleneck]\nrate = "10Mbit"\nqdisc = "pie"\n[[flows]]\nrtt = "10ms"\n'
+    (root / "emu_nocc.toml").write_text(cubic + 'cc = "bbr2"\n')
+    (root / "emu_fq.toml").write_text(cubic + 'cc = "cubic"\nfq_pacing = true\n')
+    (root / "emu_web.toml").write_text(cubic + 'cc = "cubic"\n[[sources]]\nkind = "web"\nrate = "5/s"\n')
     done = root / "done"
     study.run(root / "study.toml", done, jobs=1)
     broken = root / "broken"
@@ -237,6 +244,20 @@ def _cli_fixtures(root: Path) -> dict[str, list[str]]:
             "x" * 5000,
             str(Path(__file__).resolve().parents[2] / "examples" / "reference.toml"),
         ],
+        "emu_path": [
+            str(root / n)
+            for n in (
+                "ok.toml",
+                "bad.toml",
+                "study.toml",
+                "file.txt",
+                "missing.toml",
+                "emu_nocc.toml",
+                "emu_fq.toml",
+                "emu_web.toml",
+            )
+        ]
+        + [str(root), "", "\0", "x" * 5000],
         "dir": [str(done), str(broken), str(root / "file.txt"), str(root / "nowhere"), "", "/proc/self"],
         "out": [str(root / "out"), "", str(root / "file.txt"), "/proc/l4slab/x", str(root / "file.txt" / "x")],
         "id": [rid, "../../escaped", "0" * 64, "", "x" * 300],
@@ -267,7 +288,7 @@ def _cli_fixtures(root: Path) -> dict[str, list[str]]:
 def _argv(draw, pools: dict[str, list[str]]) -> list[str]:
     pick = lambda kind: draw(st.sampled_from(pools[kind]) | st.text(max_size=10))  # noqa: E731
     command = draw(st.sampled_from(["run", "study run", "study status", "study report", "study run-one", "query",
-                                    "study list", "study", "nope", "--version"]))  # fmt: skip
+                                    "study list", "study", "nope", "--version", "emulate", "compare"]))  # fmt: skip
     argv = command.split()
     if command == "run":
         argv += [pick("path")]
@@ -287,6 +308,19 @@ def _argv(draw, pools: dict[str, list[str]]) -> list[str]:
         argv += [draw(st.sampled_from(pools["dir"][1:]) | st.text(max_size=10))]
     elif command == "study run-one":
         argv += [pick("dir"), pick("id")]
+    elif command in ("emulate", "compare"):
+        argv += [pick("emu_path")]
+        flags = ["--set", "--out", "--seed"]
+        if command == "compare":
+            flags += ["--trials", "--json", "--csv", "--no-align"]
+        for _ in range(draw(st.integers(0, 2))):
+            flag = draw(st.sampled_from(flags))
+            if flag == "--no-align":
+                argv += [flag]
+            elif flag == "--trials":
+                argv += [flag, draw(st.sampled_from(["1", "0", "-1", "101", "x", "5"]))]
+            else:
+                argv += [flag, pick("set" if flag in ("--set", "--seed") else "out")]
     elif command == "query":
         argv += [pick("dir"), pick("sql")] + draw(st.sampled_from([[], ["--csv"]]))
     if draw(st.booleans()) and draw(st.booleans()):
@@ -294,8 +328,41 @@ def _argv(draw, pools: dict[str, list[str]]) -> list[str]:
     return argv
 
 
+def _emu_leftovers(prefix: str) -> list[str]:
+    """Namespaces with the fuzz prefix (none may exist after a refused emulate/compare)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("ip") is None:
+        return []
+    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10).stdout
+    return [line.split()[0] for line in listing.splitlines() if line.startswith(f"{prefix}-")]
+
+
 def test_fuzz_cli(tmp_path, capsys, monkeypatch):
+    import subprocess
+
+    import l4slab.emulate.run as emulate_run
     from l4slab.cli import main
+
+    # `emulate`/`compare` draws are all bad input: refused on one line, exit 2, before the
+    # emulator or any tool is started. A start would be a failure, so none can happen.
+    started: list[list[str]] = []
+
+    class _NoStart:
+        def __init__(self, args, *_a, **_k):
+            started.append(list(args))
+            raise OSError("the fuzz test does not start processes from emulate/compare")
+
+    class _Subprocess:  # the module as emulate/run.py sees it, with Popen refusing
+        Popen = _NoStart
+
+        def __getattr__(self, name):
+            return getattr(subprocess, name)
+
+    monkeypatch.setattr(emulate_run, "subprocess", _Subprocess())
+    prefix = "l4sfz"
+    monkeypatch.setenv("L4SLAB_EMU_PREFIX", prefix)
 
     pools = _cli_fixtures(tmp_path)
     # Relative paths the fuzzer makes up (e.g. --out with random text) land in a scratch
@@ -311,7 +378,7 @@ def test_fuzz_cli(tmp_path, capsys, monkeypatch):
     def invoke(data):
         argv = _argv(data.draw, pools)
         capsys.readouterr()
-        started = time.perf_counter()
+        begun = time.perf_counter()
         try:
             code = main(argv)
         except SystemExit as exit_:  # argparse: --version, --help, usage errors
@@ -324,9 +391,13 @@ def test_fuzz_cli(tmp_path, capsys, monkeypatch):
         assert all(line.startswith("l4slab: ") for line in lines), (argv, err[:500])
         if code == 2:
             assert len(lines) == 1, (argv, err[:500])
-        stats.record(started, code == 0)
+        assert not started, (argv, started)  # nothing started, whatever was drawn
+        if argv and argv[0] in ("emulate", "compare"):
+            assert code in (0, 2), (argv, code, err)  # refused as bad input (0: --help)
+        stats.record(begun, code == 0)
 
     invoke()
     stats.report()
     print(f"cli exit codes: {dict(sorted(codes.items()))}")
+    assert not started and _emu_leftovers(prefix) == []
     assert stats.count >= INVOCATIONS

@@ -59,3 +59,21 @@ def test_show_of_an_unknown_study_is_one_line():
     result = _show("no-such-study")
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "neither a built-in study" in result.stderr
+
+
+def test_show_prints_the_measured_wall_time_of_a_builtin_study():
+    from l4slab.scenario.load import tomllib
+    from l4slab.study import registry
+    from l4slab.study.spec import load_study
+
+    table = tomllib.loads((registry._root() / "wall_times.toml").read_text(encoding="utf-8"))
+    assert set(table) <= set(registry.builtin_studies())
+    for name, entry in table.items():
+        assert entry["seconds"] > 0 and entry["jobs"] >= 1 and entry["runs"] >= 1, name
+    name = "ecn-threshold"
+    head = "\n".join(line for line in _show(name).stdout.splitlines() if line.startswith("# "))
+    expected = f"measured time: {table[name]['seconds']} s with --jobs 1"
+    if len(load_study(name).runs) == table[name]["runs"]:
+        assert expected in head
+    else:  # the study changed since it was measured: no stale figure is shown
+        assert "measured time" not in head

@@ -100,3 +100,27 @@ def test_timeout_stripes():
     assert stripes.loc["cubic", "syn_stripe"] == pytest.approx(1 / 6)
     assert stripes.loc["cubic", "tail_stripe"] == pytest.approx(1 / 6)
     assert stripes.loc["prague", "syn_stripe"] == 0 and stripes.loc["prague", "tail_stripe"] == 0
+
+
+def test_connection_ordinals_and_delay_attribution():
+    # Slot 2 carries source 0's request 0 (t = 1.0) then source 1's request 0 (t = 2.0): the
+    # same id in two sources is two connections; slot 0 is a long flow (no request).
+    requests = pd.DataFrame({"source": [0, 1], "id": [0, 0], "flow": [2, 2], "start_s": [1.0, 2.0],
+                             "cc": ["prague", "cubic"]})  # fmt: skip
+    times = [1.01 + 0.001 * k for k in range(14)] + [2.01, 2.02] + [1.005, 1.5]
+    flows = [2] * 16 + [0, 0]
+    classes = ["L"] * 14 + ["C", "C"] + ["L", "L"]
+    delay = [0.1] * 11 + [2.0, 2.0, 2.0] + [5.0, 5.0] + [0.1, 3.0]
+    delay[5] = 1.5  # a first-flight packet (ordinal 5) above 1 ms
+    sojourn = pd.DataFrame({"time_s": times, "flow": flows, "class": classes, "sojourn_ms": delay})
+    t = pm.connection_ordinals(sojourn, requests)
+    web = t[t["flow"] == 2]
+    assert web.loc[web["cc"] == "prague", "ordinal"].tolist() == list(range(14))
+    assert web.loc[web["cc"] == "cubic", "ordinal"].tolist() == [0, 1]
+    assert t.loc[t["flow"] == 0, "ordinal"].isna().all()
+    found = pm.delay_attribution(sojourn, requests, queue="L", threshold_ms=1.0, flight=10)
+    # L packets above 1 ms: ordinal 5 (first flight), 11, 12, 13 (later), the long flow's one.
+    assert found["packets"] == 16 and found["above"] == pytest.approx(5 / 16)
+    assert found["first_flight"] == pytest.approx(1 / 5) and found["later"] == pytest.approx(3 / 5)
+    assert found["long_flows"] == pytest.approx(1 / 5)
+    assert found["first_flight_of_all"] == pytest.approx(11 / 16)

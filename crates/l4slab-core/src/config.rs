@@ -38,6 +38,15 @@ fn default_tcp_ecn() -> u8 {
 fn default_tcp_ecn_option() -> u8 {
     2
 }
+/// Default receiver `rx-usecs`: the Intel i40e driver's `I40E_ITR_RX_DEF` =
+/// `I40E_ITR_20K`, 50 µs (drivers/net/ethernet/intel/i40e/i40e_txrx.h: 20 000
+/// interrupts/s), ns.
+pub const DEFAULT_RX_USECS_NS: u64 = 50_000;
+
+fn default_rx_usecs_ns() -> u64 {
+    DEFAULT_RX_USECS_NS
+}
+
 fn default_true() -> bool {
     true
 }
@@ -351,6 +360,21 @@ pub struct TcpFlowConfig {
     /// off, every skb is one segment (the PAM 2025 testbed).
     #[serde(default = "default_true")]
     pub tso: bool,
+    /// GRO on the receiver's NIC (`ethtool -K DEV gro on`, Linux's default): segments
+    /// arriving within one NAPI poll reach TCP merged and are ACKed as one (stretch
+    /// ACKs; net/ipv4/tcp_offload.c:tcp_gro_receive, tcp/gro.rs). Off by default in
+    /// the engine: see docs/fidelity.md (host burstiness).
+    #[serde(default)]
+    pub gro: bool,
+    /// TSO deferral (net/ipv4/tcp_output.c:tcp_tso_should_defer; always on in Linux
+    /// with TSO, `tcp_tso_win_divisor` 3): a partial skb waits for an ACK that opens
+    /// room for a fuller one. Engine default off: see docs/fidelity.md.
+    #[serde(default)]
+    pub tso_defer: bool,
+    /// The receiver NIC's RX interrupt delay after a packet arrives (`ethtool -C DEV
+    /// rx-usecs N`), ns; with `gro`, what arrives within it is merged.
+    #[serde(default = "default_rx_usecs_ns")]
+    pub rx_usecs_ns: u64,
     /// Module parameters of the congestion control (fields of its `XxxParams`,
     /// e.g. `{"segment_sizing": {"scheme": "logarithmic", "k": 4.0}}` for Prague).
     #[serde(default)]
@@ -373,6 +397,14 @@ pub struct TcpFlowConfig {
     /// DCTCP-style: google/bbr v2alpha tcp_bbr2.c:bbr_cwnd_event).
     #[serde(default)]
     pub receiver_cc_params: Option<serde_json::Value>,
+    /// The receiving host's kernel where its AccECN receive path differs from
+    /// mainline's: `l4steam` is the L4STeam tree (the PAM 2025 and DualQ testbeds'
+    /// kernels), whose `tcp_ecn_received_counters` saturates the unreported-CE count
+    /// on every ECT or CE segment (`received_ce_pending = max(.. + pcount, 0xf)`), so
+    /// `__tcp_accecn_process` asks for an immediate ACK (`ICSK_ACK_NOW`) on every
+    /// slow-path segment whose timestamp advanced. Default `mainline`.
+    #[serde(default)]
+    pub receiver_kernel: ReceiverKernel,
     /// The route feature `ecn_low` on both hosts (`ip route ... features ecn_low`;
     /// google/bbr v3 `RTAX_FEATURE_ECN_LOW` → `TCP_ECN_LOW`): CE marks signal a
     /// shallow-threshold AQM. BBRv3 uses ECN only with it. Default off.
@@ -382,6 +414,18 @@ pub struct TcpFlowConfig {
     /// (0-based, in MSS units of sequence space) is lost before the bottleneck.
     #[serde(default)]
     pub drop_segments: Vec<u64>,
+}
+
+/// Kernel tree of a flow's receiving host, where its receive path differs (see
+/// [`TcpFlowConfig::receiver_kernel`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReceiverKernel {
+    /// Mainline Linux (torvalds/linux, v6.18 with AccECN).
+    #[default]
+    Mainline,
+    /// L4STeam/linux (the Prague kernels of the PAM 2025 and DualQ testbeds).
+    L4steam,
 }
 
 /// An unresponsive constant-bit-rate UDP source.
@@ -434,6 +478,9 @@ const BYTES_RANGE: (f64, f64) = (1.0, (1u64 << 60) as f64);
 /// `init_cwnd`: at most 65535 segments (an initial window beyond that has no meaning
 /// at the rates modelled and would burst gigabytes into the first RTT).
 const INIT_CWND_MAX: f64 = 65_535.0;
+/// `rx_usecs_ns`: at most the i40e's largest ITR, 8160 µs
+/// (drivers/net/ethernet/intel/i40e/i40e_txrx.h `I40E_MAX_ITR`).
+const RX_USECS_MAX_NS: f64 = 8_160_000.0;
 /// `rto_min_ns`: at most TCP_RTO_MAX = 120 s (include/net/tcp.h).
 const RTO_MIN_MAX_NS: f64 = 120e9;
 
@@ -597,6 +644,25 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             "TSO/GSO on the sender (ethtool -K tso/gso; on by default in Linux drivers).",
         ),
         ParamSpec::new(
+            "gro",
+            Bool,
+            json!(false),
+            "GRO on the receiver (ethtool -K gro on; Linux default on): segments of one NAPI poll merge (tcp_gro_receive) and get one ACK (stretch ACKs). Engine default off.",
+        ),
+        ParamSpec::new(
+            "tso_defer",
+            Bool,
+            json!(false),
+            "TSO deferral with tso (tcp_tso_should_defer, tcp_tso_win_divisor 3; always on in Linux): a partial skb waits for a fuller one. Engine default off.",
+        ),
+        ParamSpec::new(
+            "rx_usecs_ns",
+            TimeNs,
+            json!(default_rx_usecs_ns()),
+            "Receiver NIC RX interrupt delay (ethtool -C rx-usecs; i40e default 50 us): with gro, what arrives within it is merged.",
+        )
+        .range(0.0, RX_USECS_MAX_NS),
+        ParamSpec::new(
             "cc_params",
             Object,
             serde_json::Value::Null,
@@ -636,6 +702,13 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             serde_json::Value::Null,
             "Module parameters of the receiving socket's congestion control, as cc_params (e.g. bbr2 ecn_enable).",
         ),
+        ParamSpec::new(
+            "receiver_kernel",
+            Choice,
+            json!("mainline"),
+            "Receiving host's kernel tree where its AccECN receive path differs: l4steam ACKs every ECT/CE segment whose timestamp advanced (L4STeam/linux tcp_input.c:tcp_ecn_received_counters saturates received_ce_pending).",
+        )
+        .choices(&["mainline", "l4steam"]),
         ParamSpec::new(
             "ecn_low",
             Bool,

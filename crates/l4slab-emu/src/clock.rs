@@ -132,15 +132,18 @@ mod tests {
     fn waiting_for_a_deadline_lands_close_to_it() {
         tight_timer_slack();
         let mut w = Waiter::new(&[]);
-        let mut worst = 0u64;
-        for _ in 0..20 {
+        let mut late = [0u64; 21];
+        for l in late.iter_mut() {
             let d = now_ns() + 500_000;
             w.wait(Some(d), 1_000_000_000);
-            let late = now_ns().saturating_sub(d);
-            worst = worst.max(late);
+            *l = now_ns().saturating_sub(d);
             assert!(now_ns() >= d, "never early");
         }
-        // Generous: a shared CI host can preempt us; the point is "not milliseconds".
-        assert!(worst < 5_000_000, "worst lateness {worst} ns");
+        late.sort_unstable();
+        // The median, not the worst: on a shared host (load 10 on 2 cores) a
+        // normal-priority test thread is preempted for whole scheduler slices (> 5 ms
+        // seen); the point is "typically not milliseconds". The worst only guards a hang.
+        assert!(late[10] < 1_000_000, "median lateness {} ns", late[10]);
+        assert!(late[20] < 200_000_000, "worst lateness {} ns", late[20]);
     }
 }

@@ -347,6 +347,7 @@ pub fn run(opts: &RunOpts) -> Result<(), Fail> {
     let extra = q.qdisc.extra_stats();
     let classes: Vec<&str> = q.qdisc.class_names().to_vec();
     let Forwarder { measure, .. } = fw;
+    let data_start_ns = measure.data_starts();
     let results = measure.results(&cfg, kind, &qstats, extra, &classes);
     let ok = kept_up(&stats);
     let meta = json!({
@@ -364,6 +365,11 @@ pub fn run(opts: &RunOpts) -> Result<(), Fail> {
         "wall_s": stats.wall_ns as f64 * 1e-9,
         "stopped_by_signal": stats.stopped_by_signal,
         "realtime": stats.realtime,
+        "flow_data_start_ns": data_start_ns,
+        "sender_response_ns": {"count": stats.response_count, "p50": stats.response_p50_ns,
+            "p90": stats.response_p90_ns, "p99": stats.response_p99_ns},
+        "receiver_ack_time_ns": {"count": stats.ack_time_count, "p50": stats.ack_time_p50_ns,
+            "p90": stats.ack_time_p90_ns, "p99": stats.ack_time_p99_ns},
     });
     let body = serde_json::to_vec(&results).map_err(|e| fail(format!("results: {e}")))?;
     write_atomic(&opts.out.join("emu_results.json"), &body).map_err(fail)?;

@@ -54,6 +54,12 @@ struct FlowState {
     fwd_in: DelayFifo,
     rev_in: DelayFifo,
     udp: Option<UdpSource>,
+    /// When the first packet written to the sender since its last data segment was
+    /// read was written (ns since t0): the start of the sender host's response time.
+    ack_since: Option<Time>,
+    /// When the last packet written to the receiver since its last ACK was read was
+    /// written (ns since t0): the start of the receiver host's ACK time.
+    data_last: Option<Time>,
 }
 
 /// A constant-rate UDP source (the engine's `UdpFlowConfig`: `rate_bps` counted on
@@ -84,6 +90,29 @@ pub struct LoopStats {
     pub stopped_by_signal: bool,
     /// Whether the loop ran in `SCHED_FIFO` (`clock::try_realtime`).
     pub realtime: bool,
+    /// The senders' response time: from the first packet (an ACK) written to a sender's
+    /// TUN after its last data segment was read, to the read of its next data segment.
+    /// For an ACK-clocked bulk sender that is the sending host's own latency (softirq,
+    /// socket backlog while the application holds the socket lock, `net/core/sock.c:
+    /// __release_sock`) plus this loop's read latency: a few µs on an idle host; ms on a
+    /// loaded one, where ACKs pile up and the sender then releases their segments in one
+    /// burst. Also counted after ACKs that release nothing (recovery, a full window), so
+    /// the upper quantiles include those waits.
+    pub response_count: u64,
+    pub response_p50_ns: u64,
+    pub response_p90_ns: u64,
+    pub response_p99_ns: u64,
+    /// The receivers' ACK time: from the last packet written to a receiver's TUN before
+    /// it sent something back, to the read of that packet (an ACK). An ACK the receiver
+    /// sends at once from the emulator's own write (`tun_get_user` → softirq →
+    /// `tcp_v4_rcv`, every second full segment: `__tcp_ack_snd_check`) takes µs; one held
+    /// in the socket backlog while the reading application owns the socket, a delayed
+    /// ACK, or a window update sent when the application reads (`tcp_cleanup_rbuf`)
+    /// takes longer.
+    pub ack_time_count: u64,
+    pub ack_time_p50_ns: u64,
+    pub ack_time_p90_ns: u64,
+    pub ack_time_p99_ns: u64,
 }
 
 /// A departure this late counts against keeping up (see `emu::kept_up`).
@@ -104,6 +133,10 @@ pub struct Forwarder {
     rejected: u64,
     write_errors: u64,
     late: u64,
+    /// The senders' response time (see [`LoopStats::response_p50_ns`]).
+    response: DelayHistogram,
+    /// The receivers' ACK time (see [`LoopStats::ack_time_p50_ns`]).
+    ack_time: DelayHistogram,
 }
 
 enum Action {
@@ -155,6 +188,8 @@ impl Forwarder {
                     fwd_in: DelayFifo::new(path.fwd_delay(), cap(path.fwd_delay())),
                     rev_in: DelayFifo::new(path.rev_delay(), cap(path.rev_delay())),
                     udp,
+                    ack_since: None,
+                    data_last: None,
                 }
             })
             .collect();
@@ -172,6 +207,8 @@ impl Forwarder {
             rejected: 0,
             write_errors: 0,
             late: 0,
+            response: DelayHistogram::new(),
+            ack_time: DelayHistogram::new(),
         }
     }
 
@@ -222,12 +259,14 @@ impl Forwarder {
     }
 
     /// Write `p` to `fd` now; its due time was `due` (ns since t0, real clock `t0`).
+    /// Returns the time it was written (ns since t0).
     #[inline]
-    fn emit(&mut self, fd: RawFd, p: EmuPacket, due: Time, t0: u64) {
+    fn emit(&mut self, fd: RawFd, p: EmuPacket, due: Time, t0: u64) -> Time {
         let b = p.bytes();
         // SAFETY: writing our buffer to our TUN descriptor.
         let r = unsafe { libc::write(fd, b.as_ptr() as *const libc::c_void, b.len()) };
-        let late = (clock::now_ns() - t0).saturating_sub(due);
+        let written = clock::now_ns() - t0;
+        let late = written.saturating_sub(due);
         if r < 0 {
             self.write_errors += 1;
         } else {
@@ -238,6 +277,13 @@ impl Forwarder {
         self.late += (late > LATE_NS) as u64;
         self.departures += 1;
         self.pool.put(p.into_buf());
+        written
+    }
+
+    /// A packet for flow `i`'s sender (an ACK) was written at `t`.
+    #[inline]
+    fn mark_sender_written(&mut self, i: usize, t: Time) {
+        self.flows[i].ack_since.get_or_insert(t);
     }
 
     /// Run every action due by `now` (ns since t0), in due-time order.
@@ -264,8 +310,10 @@ impl Forwarder {
                     self.drain_drops(t, true);
                     if let Some(p) = p {
                         self.measure.on_dequeue(t, &p);
-                        let fd = self.flows[p.flow as usize].io.receiver_fd;
-                        self.emit(fd, p, t, t0);
+                        let i = p.flow as usize;
+                        let fd = self.flows[i].io.receiver_fd;
+                        let w = self.emit(fd, p, t, t0);
+                        self.flows[i].data_last = Some(w);
                     }
                 }
                 Action::FwdTimer => {
@@ -281,7 +329,8 @@ impl Forwarder {
                         }
                         None => {
                             let fd = self.flows[i].io.sender_fd;
-                            self.emit(fd, p, t, t0);
+                            let w = self.emit(fd, p, t, t0);
+                            self.mark_sender_written(i, w);
                         }
                     }
                 }
@@ -289,8 +338,10 @@ impl Forwarder {
                     let p = self.rev.as_mut().unwrap().dequeue(t);
                     self.drain_drops(t, false);
                     if let Some(p) = p {
-                        let fd = self.flows[p.flow as usize].io.sender_fd;
-                        self.emit(fd, p, t, t0);
+                        let i = p.flow as usize;
+                        let fd = self.flows[i].io.sender_fd;
+                        let w = self.emit(fd, p, t, t0);
+                        self.mark_sender_written(i, w);
                     }
                 }
                 Action::RevTimer => {
@@ -324,7 +375,7 @@ impl Forwarder {
         );
         match EmuPacket::parse(buf, n, i as u16) {
             Ok(p) => {
-                self.measure.on_sent(&p);
+                self.measure.on_sent(&p, t);
                 f.fwd_in.push(t, p);
             }
             Err((b, _)) => self.pool.put(b),
@@ -361,10 +412,18 @@ impl Forwarder {
                         // Only packets for the peer of this pair are forwarded.
                         Ok(p) if p.bytes()[16..20] == peer => {
                             if dir {
-                                self.measure.on_sent(&p);
+                                self.measure.on_sent(&p, now);
+                                if p.payload > 0 {
+                                    if let Some(since) = f.ack_since.take() {
+                                        self.response.record(now.saturating_sub(since));
+                                    }
+                                }
                                 f.fwd_in.push(now, p);
                             } else {
                                 self.measure.on_ack(i as u16);
+                                if let Some(last) = f.data_last.take() {
+                                    self.ack_time.record(now.saturating_sub(last));
+                                }
                                 f.rev_in.push(now, p);
                             }
                         }
@@ -416,7 +475,17 @@ impl Forwarder {
         clock::normal_priority();
         self.measure.counts.in_flight = self.in_flight();
         let h = self.err.stats_ms();
+        let resp = self.response.stats_ms();
+        let ack = self.ack_time.stats_ms();
         LoopStats {
+            ack_time_count: ack.count,
+            ack_time_p50_ns: (ack.p50 * 1e6).round() as u64,
+            ack_time_p90_ns: (ack.p90 * 1e6).round() as u64,
+            ack_time_p99_ns: (ack.p99 * 1e6).round() as u64,
+            response_count: resp.count,
+            response_p50_ns: (resp.p50 * 1e6).round() as u64,
+            response_p90_ns: (resp.p90 * 1e6).round() as u64,
+            response_p99_ns: (resp.p99 * 1e6).round() as u64,
             departures: self.departures,
             err_p50_ns: (h.p50 * 1e6).round() as u64,
             err_p99_ns: (h.p99 * 1e6).round() as u64,

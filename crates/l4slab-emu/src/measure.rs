@@ -43,7 +43,15 @@ struct FlowAcc {
     marks_total: u64,
     ce_total: u64,
     ce_bytes: u64,
+    /// When the flow's first bulk data segment (payload ≥ [`DATA_START_PAYLOAD`]) was
+    /// read from its sender, ns since t0.
+    data_start: Option<Time>,
 }
+
+/// A segment with at least this much payload is bulk data: iperf3's control connection
+/// (same address pair, its own port) carries only its cookie (37 B) and JSON parameters
+/// and results (a few hundred bytes) before and after the test (iperf3 `iperf_api.c`).
+pub const DATA_START_PAYLOAD: u16 = 512;
 
 /// The bottleneck recorder.
 pub struct Measure {
@@ -140,13 +148,16 @@ impl Measure {
         }
     }
 
-    /// A packet read from a sender's TUN (or made by a UDP source).
+    /// A packet read from a sender's TUN (or made by a UDP source) at `t`.
     #[inline]
-    pub fn on_sent(&mut self, p: &EmuPacket) {
+    pub fn on_sent(&mut self, p: &EmuPacket, t: Time) {
         self.counts.sent += 1;
         if p.payload > 0 {
             self.counts.data += 1;
             let f = &mut self.flows[p.flow as usize];
+            if f.data_start.is_none() && p.payload >= DATA_START_PAYLOAD {
+                f.data_start = Some(t);
+            }
             f.data_sent += 1;
             f.payload_sent += p.payload as u64;
             f.payload_sq += (p.payload as f64) * (p.payload as f64);
@@ -238,6 +249,13 @@ impl Measure {
     }
 
     /// Everything into the engine's results type. `qdisc` is the bottleneck's.
+    /// Per flow, when its first bulk data segment left the sender (ns since t0):
+    /// the real start of an iperf3 test, 3–5 RTTs after the client was launched
+    /// (the control connection's handshake and parameter exchange come first).
+    pub fn data_starts(&self) -> Vec<Option<Time>> {
+        self.flows.iter().map(|f| f.data_start).collect()
+    }
+
     pub fn results(
         mut self,
         cfg: &ScenarioConfig,
@@ -381,5 +399,38 @@ impl Measure {
             jain_index: jain,
             ..Default::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{write_udp, Pool};
+    use serde_json::json;
+
+    #[test]
+    fn the_data_start_is_the_first_bulk_segment_read() {
+        let cfg: ScenarioConfig = serde_json::from_value(json!({
+            "duration_ns": 1_000_000_000u64,
+            "bottleneck": {"rate_bps": 20_000_000u64, "qdisc": {"kind": "bfifo", "limit_bytes": 50_000}},
+            "flows": [{"kind": "udp", "rtt_ns": 10_000_000, "rate_bps": 1_000_000, "payload_bytes": 100}],
+        }))
+        .unwrap();
+        let mut m = Measure::new(&cfg, 1);
+        let mut pool = Pool::new(4);
+        let mut send = |m: &mut Measure, payload: usize, t: Time| {
+            let mut buf = pool.take().unwrap();
+            let n = write_udp(&mut buf, [10, 250, 0, 1], [10, 251, 0, 1], 40_000, 9, payload, Ecn::NotEct, 1);
+            let p = EmuPacket::parse(buf, n, 0).ok().unwrap();
+            m.on_sent(&p, t);
+            pool.put(p.into_buf());
+        };
+        assert_eq!(m.data_starts(), vec![None]);
+        send(&mut m, 0, 1_000); // a bare header: no data
+        send(&mut m, 300, 2_000); // control-connection sized (iperf3's JSON parameters)
+        assert_eq!(m.data_starts(), vec![None]);
+        send(&mut m, DATA_START_PAYLOAD as usize, 3_000);
+        send(&mut m, 1448, 4_000);
+        assert_eq!(m.data_starts(), vec![Some(3_000)]);
     }
 }

@@ -36,6 +36,8 @@ __all__ = [
     "normalised_goodput",
     "efficiency_bins",
     "timeout_stripes",
+    "connection_ordinals",
+    "delay_attribution",
 ]
 
 
@@ -168,3 +170,56 @@ def timeout_stripes(requests: pd.DataFrame, by: str | None = "cc") -> pd.DataFra
     if keys:
         return done.groupby(keys)[["syn_stripe", "tail_stripe"]].mean().reset_index()
     return done[["syn_stripe", "tail_stripe"]].mean().to_frame().T
+
+
+def connection_ordinals(sojourn: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
+    """The sojourn trace with each web connection's packets numbered in departure order.
+
+    ``sojourn`` is a run's per-packet trace (``time_s``, ``flow``, ``class``,
+    ``sojourn_ms``; ``trace_sojourn = true``), ``requests`` its request table. Web
+    connections reuse flow slots, so a packet belongs to the request of its slot that
+    started last before the packet left (``request`` and ``cc`` added; NaN for the long
+    flows, whose slots no request uses; ``request`` is ``source·2^32 + id``). ``ordinal``
+    counts the connection's packets at the bottleneck from 0: the server's SYN-ACK is 0 and the initial window 1-10 with
+    Linux's ``TCP_INIT_CWND`` (``include/net/tcp.h``), sent unpaced because
+    ``tcp_update_skb_after_send`` (``net/ipv4/tcp_output.c``) advances ``tcp_wstamp_ns``
+    only once ``data_segs_out >= 10``."""
+    trace = sojourn.sort_values("time_s", kind="stable").reset_index(drop=True)
+    starts = requests[["flow", "start_s", "source", "id", "cc"]].rename(columns={"start_s": "_start"})
+    # A request is (source, id): each source numbers its own from 0.
+    starts["request"] = starts["source"].astype(np.int64) * (1 << 32) + starts["id"].astype(np.int64)
+    starts = starts.drop(columns=["source", "id"]).sort_values("_start", kind="stable")
+    web_slots = set(starts["flow"].unique())
+    is_web = trace["flow"].isin(web_slots)
+    web = pd.merge_asof(trace[is_web], starts, left_on="time_s", right_on="_start", by="flow", direction="backward")
+    web["ordinal"] = web.groupby("request", dropna=False).cumcount()
+    other = trace[~is_web].assign(request=np.nan, cc=None, ordinal=np.nan)
+    cols = list(trace.columns) + ["request", "cc", "ordinal"]
+    return pd.concat([web[cols], other[cols]], ignore_index=True).sort_values("time_s", kind="stable")
+
+
+def delay_attribution(
+    sojourn: pd.DataFrame, requests: pd.DataFrame, queue: str = "L", threshold_ms: float = 1.0, flight: int = 10
+) -> dict[str, float]:
+    """Which packets make a queue's delay tail (seed 001 §IV-F: under high web load the L
+    queue's P99 below 1 ms). Of the packets of ``queue`` whose sojourn exceeds
+    ``threshold_ms``: the share from long flows, from the first ``flight`` + 1 packets of a
+    web connection (SYN-ACK and the unpaced initial window) and from its later, paced
+    packets (slow start); with the queue's P99 and the share of its packets above the
+    threshold."""
+    trace = connection_ordinals(sojourn, requests)
+    q = trace[trace["class"] == queue]
+    high = q[q["sojourn_ms"] > threshold_ms]
+    n = len(high)
+    web = high["ordinal"].notna()
+    first = web & (high["ordinal"] <= flight)
+    share = (lambda mask: float(mask.sum()) / n) if n else (lambda mask: float("nan"))
+    return {
+        "packets": float(len(q)),
+        "p99_ms": float(np.percentile(q["sojourn_ms"], 99)) if len(q) else float("nan"),
+        "above": float(n) / len(q) if len(q) else float("nan"),
+        "long_flows": share(~web),
+        "first_flight": share(first),
+        "later": share(web & ~first),
+        "first_flight_of_all": float((q["ordinal"] <= flight).mean()) if len(q) else float("nan"),
+    }

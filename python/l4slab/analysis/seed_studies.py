@@ -25,6 +25,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 __all__ = [
+    "segment_scheme",
     "aqm_label",
     "with_fair_rate",
     "type_rates",
@@ -36,6 +37,22 @@ __all__ = [
 
 #: The order the seed papers show the AQMs in.
 AQM_ORDER = ("DualPI2", "PIE", "FQ-CoDel", "FIFO+ECN", "FIFO")
+
+
+def segment_scheme(params: object) -> str:
+    """S2's segment-sizing scheme named by a Prague ``cc_params`` factor value (JSON text or
+    a table): its ``segment_sizing.scheme``, ``default`` when absent."""
+    import json
+
+    value = params
+    if isinstance(params, str):
+        try:
+            value = json.loads(params)
+        except ValueError:
+            return params
+    if isinstance(value, dict):
+        return str((value.get("segment_sizing") or {}).get("scheme", "default"))
+    return str(params)
 
 
 def aqm_label(qdisc: object) -> str:

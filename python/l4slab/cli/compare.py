@@ -36,6 +36,13 @@ def add_parser(commands) -> None:
     cmd.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     cmd.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
     cmd.add_argument("--out", metavar="DIR", help="write every run directory: DIR/sim/seed-N, DIR/emulate/trial-N")
+    cmd.add_argument(
+        "--no-align",
+        dest="align",
+        action="store_false",
+        help="start the simulated flows at the scenario's times, not where the emulated trials' data started "
+        "(iperf3's control exchange delays the real data by 3-5 RTTs)",
+    )
 
 
 def _check_file(path: str | None, flag: str) -> None:
@@ -73,10 +80,10 @@ def command(args: argparse.Namespace) -> int:
             name = f"seed-{scenario.seed + index}" if backend == "sim" else f"trial-{index}"
             result.write(Path(args.out) / backend / name)
 
-    rows, _sim, emu = compare(scenario, trials=args.trials, keep=keep)
+    rows, _sim, emu = compare(scenario, trials=args.trials, keep=keep, align=args.align)
     records = [row.as_dict() for row in rows]
     if args.json:
-        payload = {"scenario": scenario.name, "trials": args.trials, "rows": records}
+        payload = {"scenario": scenario.name, "trials": args.trials, "aligned": args.align, "rows": records}
         payload["emulator"] = [s.get("emulator") for s in emu]
         payload["emulated_trials_kept"] = len(emu)
         write_bytes(Path(args.json), (json.dumps(payload, indent=2) + "\n").encode())

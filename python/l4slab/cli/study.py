@@ -223,6 +223,9 @@ def show_text(path: str) -> str:
         head += textwrap.wrap(f"{factor.path} ({len(factor.values)}): {levels}", 96, initial_indent="  ",
                               subsequent_indent="      ")  # fmt: skip
     head.append(f"points: {len(spec.points)} x {spec.trials} trial(s) = {len(spec.runs)} runs")
+    measured = _measured(builtin, len(spec.runs)) if builtin else None
+    if measured:
+        head += textwrap.wrap(measured, 96, subsequent_indent="  ")
     head.append(
         f"estimated time: about {_duration(seconds)} on one core, {_duration(seconds / 2)} with --jobs 2 "
         f"({packets / 1e6:.0f} M packets at {ESTIMATE_PACKETS_PER_S / 1e6:g} M packets/s, "
@@ -230,6 +233,25 @@ def show_text(path: str) -> str:
     )
     head.append(f"published data: {_published(builtin)}")
     return "".join(f"# {line}\n" for line in head) + "#\n" + text
+
+
+def _measured(name: str, runs: int) -> str | None:
+    """The built-in study's wall time as measured (``studies/wall_times.toml``, the table of
+    docs/studies.md), when its run count is still the one measured."""
+    from ..scenario.load import tomllib
+    from ..study import registry
+
+    file = registry._root() / "wall_times.toml"
+    if not file.is_file():
+        return None
+    entry = tomllib.loads(file.read_text(encoding="utf-8")).get(name)
+    if not entry or int(entry.get("runs", -1)) != runs:
+        return None
+    how = entry.get("how", "measured")
+    return (
+        f"measured time: {_duration(float(entry['seconds']))} with --jobs {entry['jobs']} ({how}; "
+        f"{entry['machine']}, load average {entry['load']}, {entry['date']}; docs/studies.md)"
+    )
 
 
 def _duration(seconds: float) -> str:

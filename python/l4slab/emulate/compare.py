@@ -11,16 +11,27 @@ Tolerances (issue 15's acceptance), the emulated trials being the reference:
 
 Verdicts are data: the comparison always completes; what falls outside is reported, not
 raised.
+
+Start alignment: an iperf3 test sends its first bulk data 3–5 RTTs after the client is
+launched (the control connection's handshake, the cookie, the parameter exchange and the
+data connection's handshake come first, iperf3 ``iperf_api.c``), while the engine's flow
+sends its SYN at its start. So by default the emulated trials run first, the emulator
+reports when each flow's first bulk data segment left its sender
+(``emu_meta.json`` ``flow_data_start_ns``), and each simulated seed starts each TCP flow
+one base RTT (its own handshake) before the matching trial's data start, without the
+start jitter: both backends' data then start within the same few ms, and slow start,
+the first marks and the phase of the sawtooth line up in the summary window.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["Row", "verdicts", "compare", "THROUGHPUT_FLOOR_MBPS", "RELATIVE_TOLERANCE"]
+__all__ = ["Row", "verdicts", "compare", "aligned_config", "THROUGHPUT_FLOOR_MBPS", "RELATIVE_TOLERANCE"]
 
 #: Issue 15: throughput within max(3 Mbit/s, 2 × the emulated trials' SD).
 THROUGHPUT_FLOOR_MBPS = 3.0
@@ -119,10 +130,43 @@ def verdicts(sim: Sequence[Mapping[str, Any]], emu: Sequence[Mapping[str, Any]])
     return rows
 
 
+def aligned_config(config: Mapping[str, Any], data_start_ns: Sequence[Any]) -> dict[str, Any]:
+    """The resolved engine ``config`` with its flows started where an emulated trial's
+    started: a TCP flow with a measured first-data time ``d`` (ns since t0) starts at
+    ``max(0, d − rtt)`` (its SYN one base RTT before its first data, as the engine's
+    handshake takes); flows without a measurement (UDP: the emulator starts them at their
+    ``start`` with no jitter) keep their ``start``. The start jitter is off: the
+    measured starts already hold the trial's own."""
+    out = json.loads(json.dumps(dict(config)))
+    out["start_jitter_ns"] = 0
+    for index, flow in enumerate(out.get("flows") or []):
+        measured = data_start_ns[index] if index < len(data_start_ns) else None
+        if flow.get("kind", "tcp") != "tcp" or not isinstance(measured, (int, float)) or isinstance(measured, bool):
+            continue
+        if not math.isfinite(float(measured)) or measured < 0:
+            continue
+        flow["start_ns"] = max(0, int(measured) - int(flow.get("rtt_ns", 0)))
+    return out
+
+
+def _mean_starts(metas: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Per flow, the mean measured data start over the kept trials (None if none)."""
+    columns: dict[int, list[float]] = {}
+    width = 0
+    for meta in metas:
+        starts = meta.get("flow_data_start_ns") or []
+        width = max(width, len(starts))
+        for index, value in enumerate(starts):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                columns.setdefault(index, []).append(float(value))
+    return [statistics.fmean(columns[i]) if i in columns else None for i in range(width)]
+
+
 def compare(
     scenario: Any,
     *,
     trials: int = 5,
+    align: bool = True,
     overrides: Mapping[str, Any] | None = None,
     prefix: str | None = None,
     keep: Callable[[str, int, Any], None] | None = None,
@@ -131,7 +175,12 @@ def compare(
     """Simulate ``trials`` seeds (the scenario's seed, +1, …) and emulate ``trials`` trials
     with the same seeds; return (rows, simulated summaries, emulated summaries).
     ``keep(backend, index, result)`` sees each result (e.g. to write its run directory).
-    Emulated trials run one after another (they use real time)."""
+    Emulated trials run one after another (they use real time). With ``align`` (the
+    default) the emulated trials run first and simulated seed ``i`` starts its flows where
+    trial ``i``'s data started (:func:`aligned_config`; a refused trial's seed takes the
+    kept trials' mean); without it the simulated flows start at the scenario's times."""
+    from .. import engine
+    from ..results import RunResult
     from ..runner import run
     from ..scenario import coerce_scenario
     from .run import HostTooSlow, emulate
@@ -146,12 +195,8 @@ def compare(
     find_binary()
     check_config(validated.resolve())
     sim_summaries, emu_summaries = [], []
-    for index in range(trials):
-        result = run(validated, seed=base_seed + index)
-        sim_summaries.append(result.summary)
-        if keep:
-            keep("sim", index, result)
     refused: list[str] = []
+    metas: dict[int, Mapping[str, Any]] = {}
     for index in range(trials):
         say(f"emulated trial {index + 1}/{trials}")
         try:
@@ -162,9 +207,22 @@ def compare(
             refused.append(str(err))
             say(f"emulated trial {index + 1}/{trials} refused: {err}")
             continue
+        metas[index] = result.meta
         emu_summaries.append(result.summary)
         if keep:
             keep("emulate", index, result)
     if not emu_summaries:
         raise HostTooSlow(f"compare: every emulated trial was refused; the last: {refused[-1]}")
+    mean_starts = _mean_starts(list(metas.values()))
+    for index in range(trials):
+        seeded = validated.model_copy(update={"seed": base_seed + index})
+        if align:
+            config = aligned_config(seeded.resolve(), (metas.get(index) or {}).get("flow_data_start_ns") or mean_starts)
+            raw, wall_s = engine.simulate(config)
+            result = RunResult(scenario=seeded, config=config, raw=raw, wall_s=wall_s, engine_version=engine.version())
+        else:
+            result = run(validated, seed=base_seed + index)
+        sim_summaries.append(result.summary)
+        if keep:
+            keep("sim", index, result)
     return verdicts(sim_summaries, emu_summaries), sim_summaries, emu_summaries

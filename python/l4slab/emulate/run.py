@@ -102,6 +102,22 @@ def emulator_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
         "kept_up": meta.get("kept_up"),
         "realtime": meta.get("realtime"),
         "kernel": meta.get("kernel"),
+        # The senders' response time, ACK written -> next data segment read (µs): the
+        # sending host's own latency plus the loop's read latency (docs/emulator.md).
+        **{
+            f"sender_response_{q}_us": (
+                None
+                if not isinstance((meta.get("sender_response_ns") or {}).get(q), (int, float))
+                else float(meta["sender_response_ns"][q]) / 1e3
+            )
+            for q in ("p50", "p90", "p99")
+        },
+        # When each flow's first bulk data segment left its sender, s after t0 (iperf3's
+        # control exchange comes first): what `compare` aligns the simulated starts to.
+        "flow_data_start_s": [
+            None if not isinstance(v, (int, float)) or isinstance(v, bool) else float(v) / 1e9
+            for v in meta.get("flow_data_start_ns") or []
+        ],
     }
 
 

@@ -174,6 +174,12 @@ class TcpFlow(_FlowCommon):
         description="receiving socket's congestion control (default: the engine's for the flow's cc)",
         examples=["dctcp"],
     )
+    receiver_kernel: Literal["mainline", "l4steam"] | None = Field(
+        None,
+        description="receiving host's kernel tree where its AccECN receive path differs: l4steam (the PAM 2025 "
+        "and DualQ testbeds' Prague kernels) ACKs every ECT/CE segment whose timestamp advanced",
+        examples=["l4steam"],
+    )
     ecn_low: Annotated[bool, Field(strict=True)] | None = Field(
         None,
         description="route feature ecn_low on both hosts (ip route ... features ecn_low): CE marks come from "
@@ -188,6 +194,24 @@ class TcpFlow(_FlowCommon):
         description="TSO/GSO on the sender (ethtool -K tso/gso; Linux default on): paced senders emit "
         "bursts of tso_segs segments; off, one segment per skb (the PAM 2025 testbed)",
         examples=[False],
+    )
+    gro: Annotated[bool, Field(strict=True)] | None = Field(
+        None,
+        description="GRO on the receiver (ethtool -K gro on; Linux default on, engine default off): "
+        "segments arriving within one NAPI poll are merged and ACKed once (stretch ACKs)",
+        examples=[True],
+    )
+    tso_defer: Annotated[bool, Field(strict=True)] | None = Field(
+        None,
+        description="TSO deferral with tso (tcp_tso_should_defer, tcp_tso_win_divisor 3; always on in Linux, "
+        "engine default off): a partial skb waits for an ACK that makes room for a fuller one",
+        examples=[True],
+    )
+    rx_usecs: TimeNs | None = Field(
+        None,
+        description="receiver NIC's RX interrupt delay (ethtool -C rx-usecs; default 50us, i40e): "
+        "with gro, what arrives within it reaches TCP as one GRO packet",
+        examples=["50us"],
     )
     cc_params: dict[str, Any] | None = Field(
         None,

@@ -33,10 +33,14 @@ TCP_ENGINE_FIELDS = {
     "drop_segments": "drop_segments",
     "fq_pacing": "fq_pacing",
     "tso": "tso",
+    "gro": "gro",
+    "tso_defer": "tso_defer",
+    "rx_usecs_ns": "rx_usecs",
     "cc_params": "cc_params",
     "ecn": "ecn",
     "ecn_option": "ecn_option",
     "ecn_low": "ecn_low",
+    "receiver_kernel": "receiver_kernel",
 }
 
 

@@ -10,6 +10,7 @@
 //! expose their next timer deadline; [`crate::sim`] moves packets and fires timers.
 
 pub mod ecn;
+pub mod gro;
 mod input;
 mod output;
 mod rate;
@@ -81,6 +82,9 @@ pub const TCP_TSO_RTT_LOG: u32 = 9;
 pub const GSO_MAX_SIZE: u64 = 65_536;
 /// `tcp_min_tso_segs`.
 pub const TCP_MIN_TSO_SEGS: u32 = 2;
+/// `net.ipv4.tcp_tso_win_divisor` default (Documentation/networking/ip-sysctl.rst):
+/// TSO deferral sends once 1/3 of min(snd_wnd, cwnd) is available.
+pub const TCP_TSO_WIN_DIVISOR: u64 = 3;
 /// Wire length of SYN and SYN/ACK (MSS, SACK-permitted, timestamps, window scale).
 pub const SYN_WIRE_LEN: u32 = 14 + 40 + 20;
 

@@ -61,6 +61,12 @@ impl TcpSender {
                     cwnd_limited = true;
                     break;
                 }
+                if self.tso_defer && !probe && max_segs > 1 {
+                    if let Some(cwnd_full) = self.tso_should_defer(now, max_segs) {
+                        cwnd_limited |= cwnd_full;
+                        break;
+                    }
+                }
                 skb_room = max_segs.min(quota).max(1);
                 self.skb_overhead_due = true;
             }
@@ -164,6 +170,42 @@ impl TcpSender {
             return 0;
         }
         (self.tp.cwnd - in_flight).min((self.tp.cwnd >> 1).max(1))
+    }
+
+    /// `tcp_tso_should_defer` (net/ipv4/tcp_output.c), for an skb of `max_segs`
+    /// segments at the send head: `Some(cwnd_limited)` to hold it until a later ACK
+    /// opens room for a fuller one, `None` to send now. It holds only outside
+    /// Recovery/Loss, when the last skb went within 1 ms (`tcp_wstamp_ns`, the last
+    /// send for an unpaced socket), a full skb does not fit in min(cwnd room, send
+    /// window), less than 1/`tcp_tso_win_divisor` (3) of min(snd_wnd, cwnd) is
+    /// available, and the head's ACK is due within srtt/2 (the head left at least
+    /// srtt/2 ago). The last data of a sized transfer (the FIN skb) is never held.
+    fn tso_should_defer(&self, now: Time, max_segs: u32) -> Option<bool> {
+        if self.tp.ca_state as u8 >= CaState::Recovery as u8 {
+            return None;
+        }
+        let last = if self.tp.paced { self.tp.wstamp_ns.max(self.tp.lsndtime) } else { self.tp.lsndtime };
+        if now > last + NS_PER_MS {
+            return None;
+        }
+        let mss = self.tp.mss as u64;
+        let in_flight = self.tp.in_flight();
+        let send_win = self.tp.snd_una.saturating_add(self.rwnd_bytes).saturating_sub(self.tp.snd_nxt);
+        let cong_win = self.tp.cwnd.saturating_sub(in_flight) as u64 * mss;
+        let limit = send_win.min(cong_win);
+        let skb_len = max_segs as u64 * mss;
+        if limit >= skb_len || self.app_bytes - self.tp.snd_nxt <= limit {
+            return None;
+        }
+        let chunk = self.rwnd_bytes.min(self.tp.cwnd as u64 * mss) / TCP_TSO_WIN_DIVISOR;
+        if limit >= chunk {
+            return None;
+        }
+        let head = self.rtx.front()?;
+        if now.saturating_sub(head.xmit) < self.tp.srtt_us * NS_PER_US / 2 {
+            return None;
+        }
+        Some(cong_win < send_win && cong_win <= skb_len)
     }
 
     /// EDT bookkeeping after an skb of `bytes` payload left (`tcp_update_skb_after_send`,
@@ -482,6 +524,64 @@ mod tests {
         assert_eq!(s.tso_segs(), (12_207 + 32_768) / 1448);
         let s = sender(None, true, 125_000); // 1 Mbit/s: 122 B → the 2-segment floor
         assert_eq!(s.tso_segs(), TCP_MIN_TSO_SEGS);
+    }
+
+    /// An unpaced CC (CUBIC over a plain qdisc) with skbs of `burst` segments.
+    struct UnpacedBurst(u32);
+
+    impl CongestionControl for UnpacedBurst {
+        fn name(&self) -> &'static str {
+            "unpaced-burst"
+        }
+        fn ssthresh(&mut self, tp: &CcSock) -> u32 {
+            tp.cwnd
+        }
+        fn tso_segs(&self, _tp: &CcSock) -> Option<u32> {
+            Some(self.0)
+        }
+    }
+
+    /// 30 segments sent at t = 0 in skbs of 10 (the window full), then cwnd grows to
+    /// 34: room for 4 segments, less than a full skb and than cwnd/3 (11.3).
+    fn deferring(defer: bool, srtt_us: u64) -> TcpSender {
+        let cfg: TcpFlowConfig = serde_json::from_value(serde_json::json!(
+            {"cc": "unpaced-burst", "rtt_ns": 10_000_000u64, "tso": true, "tso_defer": defer}
+        ))
+        .unwrap();
+        let mut s = TcpSender::new(0, &cfg, Box::new(UnpacedBurst(10)), Time::MAX);
+        s.phase = Phase::Established;
+        s.tp.cwnd = 30;
+        s.tp.srtt_us = srtt_us;
+        s.stats.data_segments_sent = 10;
+        let mut out = Vec::new();
+        s.write_xmit(0, &mut out, false);
+        assert_eq!(out.len(), 30);
+        s.tp.cwnd = 34;
+        s
+    }
+
+    #[test]
+    fn tso_deferral_holds_a_partial_skb_while_the_heads_ack_is_due() {
+        // tcp_tso_should_defer: last send 0.5 ms ago (< 1 ms), 4 segments of room
+        // (< 10, < 34/3), the head left 0.5 ms ago ≥ srtt/2 = 0.4 ms: hold.
+        let mut out = Vec::new();
+        let mut s = deferring(true, 800);
+        s.write_xmit(500_000, &mut out, false);
+        assert!(out.is_empty(), "the partial skb waits");
+        assert!(s.tp.is_cwnd_limited, "held for want of cwnd");
+        // The last send more than 1 ms ago: send now (no bursts after idle).
+        s.write_xmit(1_000_001, &mut out, false);
+        assert_eq!(out.len(), 4);
+        // The head's ACK not due before srtt/2 (5 ms): do not defer.
+        out.clear();
+        let mut s = deferring(true, 10_000);
+        s.write_xmit(500_000, &mut out, false);
+        assert_eq!(out.len(), 4);
+        // Off (the engine's default): sent at once.
+        out.clear();
+        let mut s = deferring(false, 800);
+        s.write_xmit(500_000, &mut out, false);
+        assert_eq!(out.len(), 4);
     }
 
     #[test]

@@ -7,8 +7,16 @@
 //! `ICSK_ACK_PUSHED`, and the application's read then ACKs at once
 //! (`tcp_cleanup_rbuf`): the application is taken to read every in-order byte as
 //! soon as it arrives (iperf3 blocked in `read`).
+//!
+//! With GRO on ([`TcpReceiver::set_gro`], `tcp/gro.rs`) data segments wait for the
+//! NIC's next NAPI poll and reach TCP merged: each segment's state (sequence space,
+//! AccECN counters, SACK) is updated as before, but the ACK decision
+//! (`__tcp_ack_snd_check`, `tcp_cleanup_rbuf`) and `tcp_event_data_recv` run once per
+//! GRO packet, as `tcp_rcv_established` runs once per skb: one (stretch) ACK per GRO
+//! packet of ≥ 2 full segments.
 
 use super::ecn::{self, AccEcnCounters, AccEcnOption, EcnMode};
+use super::gro::{self, Gro};
 use super::*;
 use crate::cc::{CaEvent, CcFlags, CcSock, CongestionControl};
 use crate::packet::{
@@ -89,6 +97,10 @@ pub struct TcpReceiver {
     ecn_seen: bool,
     /// AccECN receive counters.
     pub accecn: AccEcnCounters,
+    /// The L4STeam tree's AccECN receive path (`receiver_kernel = "l4steam"`): every
+    /// ECT/CE segment saturates the unreported-CE count, so each slow-path segment
+    /// whose timestamp advanced is ACKed at once (see `accecn_l4steam_ack_now`).
+    l4steam_accecn: bool,
     /// Data segments received CE-marked, and their payload bytes.
     pub ce_packets: u64,
     pub ce_bytes: u64,
@@ -99,6 +111,15 @@ pub struct TcpReceiver {
     pub acks_sent: u64,
     /// Data segments received (incl. duplicates).
     pub segments_received: u64,
+    // --- GRO (tcp/gro.rs) ---
+    /// Receiver GRO behind NIC interrupt moderation; `None` = GRO off.
+    pub gro: Option<Gro>,
+    /// More segments of the current GRO packet follow this one (its ACK decision waits).
+    gro_more: bool,
+    /// This segment continues a GRO packet (its per-skb bookkeeping already ran).
+    gro_cont: bool,
+    /// `gso_size` of the current multi-segment GRO packet (0: a single segment).
+    gro_gso_size: u32,
 }
 
 impl TcpReceiver {
@@ -199,12 +220,30 @@ impl TcpReceiver {
             demand_cwr: false,
             ecn_seen: false,
             accecn: AccEcnCounters::default(),
+            l4steam_accecn: false,
             ce_packets: 0,
             ce_bytes: 0,
             bytes_delivered: 0,
             acks_sent: 0,
             segments_received: 0,
+            gro: None,
+            gro_more: false,
+            gro_cont: false,
+            gro_gso_size: 0,
         }
+    }
+
+    /// The receiving host runs the L4STeam kernel's AccECN receive path
+    /// (`receiver_kernel = "l4steam"`); mainline's otherwise.
+    pub fn with_l4steam_accecn(mut self, on: bool) -> Self {
+        self.l4steam_accecn = on;
+        self
+    }
+
+    /// Turn receiver GRO on (`ethtool -K gro on`) with the NIC's RX interrupt delay
+    /// (`ethtool -C rx-usecs`), ns.
+    pub fn set_gro(&mut self, rx_delay_ns: u64) {
+        self.gro = Some(Gro::new(rx_delay_ns));
     }
 
     /// Next expected byte.
@@ -214,9 +253,37 @@ impl TcpReceiver {
 
     /// Earliest pending timer.
     pub fn next_timer(&self) -> Option<Time> {
-        match (self.delack_deadline, self.comp_deadline) {
+        let t = match (self.delack_deadline, self.comp_deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        };
+        match (t, self.gro.as_ref().and_then(Gro::poll_at)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The NAPI poll: hand the held segments to TCP as GRO packets
+    /// (`napi_gro_receive` … `napi_complete_done` → `gro_flush`).
+    fn gro_poll(&mut self, now: Time, out: &mut Outbox) {
+        let Some(g) = self.gro.as_mut() else { return };
+        let held = g.take();
+        gro::for_each_gro_packet(&held, |start, end| {
+            self.gro_gso_size = if end - start > 1 { held[start].payload } else { 0 };
+            for (k, pkt) in held[start..end].iter().enumerate() {
+                self.gro_cont = k > 0;
+                self.gro_more = start + k + 1 < end;
+                self.on_data(pkt, now, out);
+            }
+            if let Some(g) = self.gro.as_mut() {
+                g.count(end - start);
+            }
+        });
+        self.gro_more = false;
+        self.gro_cont = false;
+        self.gro_gso_size = 0;
+        if let Some(g) = self.gro.as_mut() {
+            g.give_back(held);
         }
     }
 
@@ -246,7 +313,14 @@ impl TcpReceiver {
                 self.synack_sent = Some(now);
                 out.push(a);
             }
-            PacketKind::Data => self.on_data(pkt, now, out),
+            PacketKind::Data => match self.gro.as_mut() {
+                Some(g) => {
+                    if g.hold(pkt, now) {
+                        self.gro_poll(now, out);
+                    }
+                }
+                None => self.on_data(pkt, now, out),
+            },
             _ => {}
         }
     }
@@ -271,7 +345,11 @@ impl TcpReceiver {
         // AccECN receive counters run on every segment (Linux include/net/tcp_ecn.h:tcp_ecn_received_counters).
         if self.ecn_mode == EcnMode::AccEcn {
             let edge = self.accecn.on_packet(pkt.ecn, pkt.payload);
-            if edge || self.accecn.pending_ce >= ecn::ACCECN_CE_PENDING_ACK_NOW {
+            if self.l4steam_accecn {
+                if edge || self.accecn_l4steam_ack_now(pkt) {
+                    self.ack_now = true;
+                }
+            } else if edge || self.accecn.pending_ce >= ecn::ACCECN_CE_PENDING_ACK_NOW {
                 self.ack_now = true;
             }
         }
@@ -287,8 +365,8 @@ impl TcpReceiver {
         if seq <= self.rcv_wup {
             self.ts_recent = pkt.tcp.tsval;
         }
-        // `tcp_rcv_rtt_measure_ts`: RTT from our own echoed timestamp.
-        if pkt.tcp.tsecr != 0 {
+        // `tcp_rcv_rtt_measure_ts`: RTT from our own echoed timestamp (once per skb).
+        if pkt.tcp.tsecr != 0 && !self.gro_cont {
             let delta_ms = ts_clock(now).wrapping_sub(pkt.tcp.tsecr) as u64;
             let m = (delta_ms * 1000).max(1);
             if self.rcv_rtt_us8 == 0 {
@@ -303,6 +381,12 @@ impl TcpReceiver {
             // Entirely duplicate: `tcp_send_dupack` with a D-SACK, quick-ACK mode.
             self.dsack = Some(SackBlock { start: seq, end });
             self.enter_quickack_mode(TCP_MAX_QUICKACKS);
+            if self.gro_more {
+                // Inside a GRO packet: the one ACK at its end carries the D-SACK.
+                self.ack_now = true;
+                self.ack_scheduled = true;
+                return;
+            }
             self.send_ack(now, out);
             return;
         }
@@ -317,8 +401,11 @@ impl TcpReceiver {
                 // Partially duplicate: D-SACK the old part.
                 self.dsack = Some(SackBlock { start: seq, end: self.rcv_nxt - advanced });
             }
-            self.measure_rcv_mss(pkt);
-            self.event_data_recv(now);
+            if !self.gro_cont {
+                // Once per skb; a GRO packet is measured by its gso_size.
+                self.measure_rcv_mss(pkt);
+                self.event_data_recv(now);
+            }
             self.ecn_check_ce(pkt.ecn, now, out);
             if had_ooo {
                 self.pull_ooo();
@@ -328,6 +415,9 @@ impl TcpReceiver {
                 }
             }
             self.ack_scheduled = true;
+            if self.gro_more {
+                return;
+            }
             self.ack_snd_check(now, out);
             self.cleanup_rbuf(now, out);
         } else {
@@ -335,8 +425,36 @@ impl TcpReceiver {
             self.ecn_check_ce(pkt.ecn, now, out);
             self.insert_ooo(seq, end);
             self.ack_scheduled = true;
+            if self.gro_more {
+                return;
+            }
             self.ack_snd_check(now, out);
         }
+    }
+
+    /// The L4STeam tree's AccECN receive path (L4STeam/linux net/ipv4/tcp_input.c),
+    /// called before the segment updates `ts_recent`:
+    /// `tcp_ecn_received_counters` sets `received_ce_pending = max(received_ce_pending
+    /// + pcount, 0xfU)` for every ECT or CE segment (mainline: `min`, which caps the
+    /// count of unreported CE marks), so the count is 15 whatever was marked. A data
+    /// segment that carries options beyond the timestamps (the AccECN option, sent on
+    /// every packet with `tcp_ecn_option` 2 or 3) misses header prediction and goes
+    /// through `tcp_rcv_established`'s slow path, whose `tcp_ack(FLAG_SLOWPATH |
+    /// FLAG_UPDATE_TS_RECENT)` reaches `tcp_accecn_process` even with nothing in flight
+    /// (the `no_queue` label); `__tcp_accecn_process` goes on when the segment advanced
+    /// the timestamp (`FLAG_TS_PROGRESS`: `tcp_replace_ts_recent` for a segment at or
+    /// below `rcv_wup` with a newer TSval) and sets `ICSK_ACK_NOW` when
+    /// `received_ce_pending >= TCP_ACCECN_ACE_MAX_DELTA` (6). Net effect: the first
+    /// segment after each ACK is ACKed at once when it left the sender in a later
+    /// millisecond (the TSval clock), so a low-rate flow gets an ACK per segment.
+    fn accecn_l4steam_ack_now(&mut self, pkt: &Packet) -> bool {
+        if pkt.ecn == Ecn::NotEct {
+            return false;
+        }
+        self.accecn.pending_ce = 15;
+        let slow_path = self.ecn_option >= 2;
+        let ts_progress = pkt.tcp.seq <= self.rcv_wup && (pkt.tcp.tsval.wrapping_sub(self.ts_recent) as i32) > 0;
+        slow_path && ts_progress && self.accecn.pending_ce >= ecn::ACCECN_CE_PENDING_ACK_NOW
     }
 
     /// `tcp_measure_rcv_mss` (net/ipv4/tcp_input.c): a segment at least as long as
@@ -350,7 +468,8 @@ impl TcpReceiver {
     fn measure_rcv_mss(&mut self, pkt: &Packet) {
         let lss = self.last_seg_size;
         self.last_seg_size = 0;
-        let len = pkt.payload;
+        // A GRO packet is measured by its gso_size (`skb_shinfo(skb)->gso_size ?: skb->len`).
+        let len = if self.gro_gso_size > 0 { self.gro_gso_size } else { pkt.payload };
         if len >= self.rcv_mss {
             self.rcv_mss = len.min(TCP_ADVMSS);
             return;
@@ -551,6 +670,9 @@ impl TcpReceiver {
 
     /// Timer callback: delayed ACK and SACK compression.
     pub fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        if self.gro.as_ref().and_then(Gro::poll_at).is_some_and(|t| t <= now) {
+            self.gro_poll(now, out);
+        }
         if let Some(t) = self.comp_deadline {
             if t <= now {
                 self.comp_deadline = None;
@@ -786,6 +908,68 @@ mod tests {
         p
     }
 
+    /// Segments 1 µs apart, past the 16 quick ACKs, reach TCP only at the NAPI poll
+    /// (50 µs after the first), merged: one stretch ACK per GRO packet, up to 64 KB.
+    #[test]
+    fn gro_acks_each_gro_packet_once_at_the_poll() {
+        let (mut r, mut seq, mut t) = past_quickacks(true, 10 * NS_PER_MS);
+        r.set_gro(gro::DEFAULT_RX_USECS_NS);
+        let mut out = Outbox::default();
+        let first = t + 1_000;
+        // 60 back-to-back full segments within 60 µs: the NAPI budget (64) is not
+        // reached, so the poll runs at first + 50 µs with the 50 segments held by then.
+        for _ in 0..60 {
+            t += 1_000;
+            if r.next_timer().is_some_and(|d| d <= t) {
+                let due = r.next_timer().unwrap();
+                r.on_timer(due, &mut out);
+            }
+            r.on_packet(&data(seq, 1448), t, &mut out);
+            seq += 1448;
+        }
+        // The poll at first + 50 µs saw 50 segments (first .. first + 49 µs): two GRO
+        // packets (45 fill 64 KB, then 5), each ACKed once, at the poll time.
+        assert_eq!(out.len(), 2, "{:?}", out.iter().map(|a| a.tcp.ack).collect::<Vec<_>>());
+        let g = r.gro.as_ref().unwrap();
+        assert_eq!((g.gro_packets, g.gro_segments), (2, 50));
+        assert!(out.iter().all(|a| a.kind == PacketKind::Ack));
+        assert_eq!(out[0].tcp.ack, (16 + 45) * 1448);
+        // The remaining 10 wait for the next poll, 50 µs after the 51st arrived.
+        assert_eq!(r.next_timer(), Some(first + 50_000 + 50_000));
+        out.clear();
+        r.on_timer(first + 100_000, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].tcp.ack, seq);
+        assert_eq!(r.rcv_nxt(), seq);
+    }
+
+    /// A CE mark splits the GRO packet (another TOS byte) and the AccECN counters
+    /// still count every CE segment (`gso_segs`).
+    #[test]
+    fn gro_splits_at_an_ecn_change_and_counts_every_ce_segment() {
+        let mut r = TcpReceiver::new(0, true, 3, 2, "prague");
+        let mut out = Outbox::default();
+        let mut syn = Packet::new(0, PacketKind::Syn);
+        syn.tcp.ace = 0b111;
+        r.on_packet(&syn, 0, &mut out);
+        assert_eq!(r.ecn_mode, EcnMode::AccEcn);
+        r.set_gro(gro::DEFAULT_RX_USECS_NS);
+        out.clear();
+        let t0 = NS_PER_MS;
+        for i in 0..10u64 {
+            let mut p = data(i * 1448, 1448);
+            p.ecn = if (4..7).contains(&i) { Ecn::Ce } else { Ecn::Ect1 };
+            r.on_packet(&p, t0 + i * 1_000, &mut out);
+        }
+        assert!(out.is_empty(), "nothing reaches TCP before the poll");
+        r.on_timer(t0 + 50_000, &mut out);
+        let g = r.gro.as_ref().unwrap();
+        assert_eq!((g.gro_packets, g.gro_segments), (3, 10));
+        assert_eq!(r.ce_packets, 3);
+        assert_eq!(r.rcv_nxt(), 10 * 1448);
+        assert_eq!(out.last().unwrap().tcp.ack, 10 * 1448);
+    }
+
     #[test]
     fn first_segments_are_quick_acked_then_every_second() {
         let mut r = TcpReceiver::new(0, true, 2, 2, "cubic");
@@ -888,6 +1072,53 @@ mod tests {
         out.clear();
         r.on_packet(&data(seq + 1448, 1448), t + 2000, &mut out);
         assert!(out.is_empty());
+    }
+
+    /// An AccECN receiver (Prague's, `tcp_ecn` 3, `tcp_ecn_option` 2) past its quick
+    /// ACKs, fed ECT(1) or CE segments of 1448 B every `gap` ns with TSvals from the
+    /// sender's millisecond clock; returns the ACKs each segment drew.
+    fn accecn_acks_per_segment(l4steam: bool, ecn: Ecn, gap: Time) -> Vec<usize> {
+        let mut r = TcpReceiver::new(0, true, 3, 2, "prague").with_l4steam_accecn(l4steam);
+        let mut out = Outbox::default();
+        let mut syn = Packet::new(0, PacketKind::Syn);
+        syn.tcp.ace = ecn::SYN_ACE_ACCECN;
+        syn.ecn = Ecn::Ect1;
+        r.on_packet(&syn, 0, &mut out);
+        assert_eq!(r.ecn_mode, EcnMode::AccEcn);
+        let mut acks = Vec::new();
+        let mut t = 10 * crate::time::NS_PER_MS;
+        for i in 0..40u64 {
+            let mut d = data(i * 1448, 1448);
+            d.ecn = ecn;
+            d.tcp.tsval = ts_clock(t - 5 * crate::time::NS_PER_MS);
+            out.clear();
+            r.on_packet(&d, t, &mut out);
+            acks.push(out.len());
+            t += gap;
+        }
+        acks.split_off(20)
+    }
+
+    #[test]
+    fn the_l4steam_accecn_receiver_acks_every_segment_of_a_low_rate_flow() {
+        use crate::time::{NS_PER_MS, NS_PER_US};
+        // Mainline: past the 16 quick ACKs, one ACK per two full segments, marked or
+        // not (a steady CE run is no codepoint change; the 6-CE rule is met first by
+        // the every-second-segment ACK).
+        for ecn in [Ecn::Ect1, Ecn::Ce] {
+            assert_eq!(accecn_acks_per_segment(false, ecn, 3 * NS_PER_MS), [0, 1].repeat(10), "{ecn:?}");
+        }
+        // L4STeam: received_ce_pending saturates at 15 on every ECT/CE segment, and a
+        // segment whose TSval advanced past ts_recent sets ICSK_ACK_NOW: segments
+        // 3 ms apart are each ACKed at once, marked or not.
+        for ecn in [Ecn::Ect1, Ecn::Ce] {
+            assert_eq!(accecn_acks_per_segment(true, ecn, 3 * NS_PER_MS), vec![1; 20], "{ecn:?}");
+        }
+        // Segments 100 µs apart mostly share a TSval: only the first segment of a
+        // new millisecond after an ACK is ACKed early; the rest go every second one.
+        let fast = accecn_acks_per_segment(true, Ecn::Ect1, 100 * NS_PER_US);
+        let n: usize = fast.iter().sum();
+        assert!((10..=12).contains(&n), "{fast:?}");
     }
 
     #[test]

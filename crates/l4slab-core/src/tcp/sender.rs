@@ -181,6 +181,8 @@ pub struct TcpSender {
     pub(super) fq_pacing: bool,
     /// TSO/GSO on: skbs of up to `tso_segs` segments.
     pub(super) tso: bool,
+    /// TSO deferral (`tcp_tso_should_defer`) on.
+    pub(super) tso_defer: bool,
     /// Pacing hrtimer: armed when the send loop stopped because `wstamp` was ahead.
     pub(super) pacing_timer: Option<Time>,
     /// With fq on the host (`fq_pacing`), TCP does not pace itself: it hands each skb
@@ -275,6 +277,7 @@ impl TcpSender {
             syn_retries: 0,
             fq_pacing: cfg.fq_pacing,
             tso: cfg.tso,
+            tso_defer: cfg.tso && cfg.tso_defer,
             pacing_timer: None,
             host_q: VecDeque::new(),
             host_q_truesize: 0,

@@ -40,16 +40,12 @@ impl ScenarioFlows {
                     .map_err(|e| format!("flows[{i}].receiver_cc_params: {e}"))?;
                 let mut sender = TcpSender::new(slot, t, cc, stop);
                 sender.seed_cc_rng(seed);
-                (
-                    Box::new(TcpSenderEndpoint(sender)),
-                    Box::new(TcpReceiverEndpoint(TcpReceiver::with_cc(
-                        slot,
-                        t.delayed_ack,
-                        t.receiver_ecn,
-                        t.ecn_option,
-                        receiver_cc,
-                    ))),
-                )
+                let mut receiver = TcpReceiver::with_cc(slot, t.delayed_ack, t.receiver_ecn, t.ecn_option, receiver_cc)
+                    .with_l4steam_accecn(t.receiver_kernel == crate::config::ReceiverKernel::L4steam);
+                if t.gro {
+                    receiver.set_gro(t.rx_usecs_ns);
+                }
+                (Box::new(TcpSenderEndpoint(sender)), Box::new(TcpReceiverEndpoint(receiver)))
             }
             FlowConfig::Udp(u) => (Box::new(UdpSource::new(slot, u, stop)), Box::new(UdpSink::default())),
         })

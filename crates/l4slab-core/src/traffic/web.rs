@@ -291,14 +291,18 @@ impl WebSource {
         let mut sender = TcpSender::with_buffers(slot, t, cc, opener.end(), self.spare.pop());
         sender.tp.rng = rng::stream(self.seed, Stream::Connection(self.index, id as u32));
         let receiver_cc = t.receiver_cc.as_deref().unwrap_or("cubic");
-        let receiver = TcpReceiver::with_buffers(
+        let mut receiver = TcpReceiver::with_buffers(
             slot,
             t.delayed_ack,
             t.receiver_ecn,
             t.ecn_option,
             receiver_cc,
             self.spare_ooo.pop(),
-        );
+        )
+        .with_l4steam_accecn(t.receiver_kernel == crate::config::ReceiverKernel::L4steam);
+        if t.gro {
+            receiver.set_gro(t.rx_usecs_ns);
+        }
         let path = &t.path;
         let server = WebServer {
             inner: TcpSenderEndpoint(sender),

@@ -126,6 +126,25 @@ def mixed_rtt_section(data, out: Path) -> list[str]:
             f"(paper: below 0.5 ms in every case), P99 {l4s['a_p99_ms'].min():.2f}–{l4s['a_p99_ms'].max():.2f} ms.",
             "",
         ]
+        # No Classic flow: Prague alone ("none") or against another Prague flow.
+        alone = (l4s["b_cc"] == "none") | (l4s["b_cc"] == "prague")
+        classic, step_only = l4s[~alone], l4s[alone]
+        if not step_only.empty and step_only["a_mean_ms"].max() > 0.5:
+            with_classic = (
+                f"with CUBIC or Reno in the C queue it is {classic['a_mean_ms'].min():.2f}–"
+                f"{classic['a_mean_ms'].max():.2f} ms"
+                if not classic.empty
+                else "with Classic traffic it falls below"
+            )
+            lines += [
+                f"The L mean exceeds 0.5 ms only where no Classic flow runs (Prague alone or Prague vs Prague: "
+                f"{step_only['a_mean_ms'].min():.2f}–{step_only['a_mean_ms'].max():.2f} ms); {with_classic}. "
+                "Without Classic traffic the base PI's p' stays 0 (the larger queue delay is far below the 15 ms "
+                "target, sch_dualpi2.c: calculate_probability), so the coupled L marking k·p' is 0 and every mark "
+                "comes from the 1 ms step: a DCTCP-like flow then keeps a sawtooth just under the step (DCTCP, "
+                "SIGCOMM 2010, §3.3), not one packet (tests/python/test_study_seed_statements.py pins it).",
+                "",
+            ]
     return lines
 
 

@@ -10,24 +10,20 @@ sizing improves the JFI over the fixed baseline; the start order has no signific
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 from l4slab.analysis import figures
 from l4slab.analysis.metrics import jain_index
-from l4slab.analysis.seed_studies import points_figure
+from l4slab.analysis.seed_studies import points_figure, segment_scheme
 from l4slab.study.markdown import markdown_table
 
 OTHER, N, PRAGUE_START, PARAMS = "flows_1_cc", "flows_0_count", "flows_0_start", "flows_0_cc_params"
 SCHEMES = ("fixed", "default", "linear", "exponential", "logarithmic")
 
 
-def scheme_of(params: object) -> str:
-    value = json.loads(params) if isinstance(params, str) and params.startswith("{") else params
-    if isinstance(value, dict):
-        return str((value.get("segment_sizing") or {}).get("scheme", "default"))
-    return str(params)
+#: The scheme named by a ``cc_params`` value (kept under its old name for callers).
+scheme_of = segment_scheme
 
 
 def _frame(flows: pd.DataFrame) -> pd.DataFrame:

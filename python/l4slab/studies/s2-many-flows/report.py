@@ -12,13 +12,12 @@ per-packet times: run a point with ``trace_sojourn = true`` and use
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from l4slab.analysis import figures
-from l4slab.analysis.seed_studies import points_figure
+from l4slab.analysis.seed_studies import points_figure, segment_scheme
 from l4slab.study.markdown import markdown_table
 
 COUNT, RTT, PARAMS = "flows_0_count", "flows_0_rtt", "flows_0_cc_params"
@@ -26,17 +25,8 @@ RTTS = ("5ms", "10ms", "20ms", "40ms", "80ms")
 SCHEMES = ("default", "fixed", "linear", "exponential", "logarithmic")
 
 
-def scheme_of(params: object) -> str:
-    """The ``segment_sizing.scheme`` of a ``cc_params`` factor value (JSON text or dict)."""
-    value = params
-    if isinstance(params, str):
-        try:
-            value = json.loads(params)
-        except ValueError:
-            return params
-    if isinstance(value, dict):
-        return str((value.get("segment_sizing") or {}).get("scheme", "default"))
-    return str(params)
+#: The scheme named by a ``cc_params`` value (kept under its old name for callers).
+scheme_of = segment_scheme
 
 
 def packet_sizes(flows: pd.DataFrame) -> pd.DataFrame:

@@ -118,6 +118,22 @@ pub enum FallbackConstants {
     Pam2025,
 }
 
+/// What lets `prague_update_cwnd` grow the window (the test before its additive
+/// increase, `if (acked <= 0 || ca->in_loss || <gate>) goto adjust;`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrowthGate {
+    /// `!tcp_is_cwnd_limited(sk)` (L4STeam/linux 893e147, the reference): no growth
+    /// on ACKs of a window that pacing, not cwnd, kept from filling.
+    #[default]
+    CwndLimited,
+    /// `tp->app_limited` (the netdev posting "[PATCH net-next 44/44] tcp: Add the TCP
+    /// Prague congestion control module", 15 Oct 2024, and the L4STeam trees of that
+    /// era): only an application-limited period stops the increase, so a flow paced
+    /// by its own `sk_pacing_rate` grows on every unmarked ACK.
+    AppLimited,
+}
+
 /// v0.6 `prague_rtt_scaling` heuristics. v0.7 always behaves as `Rate`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -163,6 +179,8 @@ pub struct PragueParams {
     pub fallback_constants: FallbackConstants,
     /// `prague_rtt_scaling` (v0.6 only).
     pub rtt_scaling: RttScaling,
+    /// The growth test of `prague_update_cwnd` (vintage; `cwnd_limited` = 893e147).
+    pub growth_gate: GrowthGate,
     /// Segment-sizing rule (v0.7 only).
     pub segment_sizing: SegmentSizing,
     /// S2 schemes: rate range [r_min, r_max], bit/s (100 kb/s, 1 Mb/s).
@@ -186,6 +204,7 @@ impl Default for PragueParams {
             ecn_fallback: 0,
             fallback_constants: FallbackConstants::Current,
             rtt_scaling: RttScaling::Rate,
+            growth_gate: GrowthGate::CwndLimited,
             segment_sizing: SegmentSizing::Default,
             sizing_r_min_bps: 100_000,
             sizing_r_max_bps: 1_000_000,
@@ -304,6 +323,14 @@ fn param_specs(d: &PragueParams) -> Vec<ParamSpec> {
             "prague_rtt_scaling (v0.6): none, rate, scalable or additive",
         )
         .choices(&["none", "rate", "scalable", "additive"]),
+        ParamSpec::new(
+            "growth_gate",
+            Choice,
+            json(&d.growth_gate),
+            "what lets prague_update_cwnd add: cwnd_limited (tcp_is_cwnd_limited, L4STeam 893e147) or \
+             app_limited (tp->app_limited, the Oct 2024 netdev posting and trees of that era)",
+        )
+        .choices(&["cwnd_limited", "app_limited"]),
         ParamSpec::new(
             "segment_sizing",
             Object,
@@ -606,7 +633,7 @@ impl Prague {
             self.saw_ce = true;
             acked -= rs.ece_delta as i64;
         }
-        if acked > 0 && !self.in_loss && tp.is_cwnd_limited() {
+        if acked > 0 && !self.in_loss && self.may_grow(tp) {
             let mut acked = acked as u32;
             if tp.in_slow_start() {
                 acked = tp.slow_start(acked);
@@ -622,6 +649,15 @@ impl Prague {
             self.ver.additive_increase(self, tp, acked as u64);
         }
         self.adjust(tp);
+    }
+
+    /// The growth test of `prague_update_cwnd`, by vintage ([`GrowthGate`]).
+    #[inline]
+    fn may_grow(&self, tp: &CcSock) -> bool {
+        match self.params.growth_gate {
+            GrowthGate::CwndLimited => tp.is_cwnd_limited(),
+            GrowthGate::AppLimited => tp.app_limited == 0,
+        }
     }
 
     /// ADJUST (end of `prague_update_cwnd`): cwnd moves by ±1 per ACK toward

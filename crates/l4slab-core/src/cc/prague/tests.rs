@@ -270,6 +270,42 @@ fn ai_is_rtt_scaled_after_transition() {
     assert!((p.frac_cwnd() - f0 - 0.1).abs() < 1e-5, "{}", p.frac_cwnd() - f0);
 }
 
+/// The growth test of `prague_update_cwnd` by vintage: 893e147 adds only while
+/// `tcp_is_cwnd_limited` (a window that pacing kept from filling earns nothing); the
+/// Oct 2024 netdev posting ("[PATCH net-next 44/44]", `if (acked <= 0 ||
+/// ca->in_loss || tp->app_limited) goto adjust;`) adds on every unmarked ACK outside
+/// an application-limited period.
+#[test]
+fn growth_gate_cwnd_limited_vs_app_limited() {
+    for gate in [GrowthGate::CwndLimited, GrowthGate::AppLimited] {
+        let params = PragueParams { growth_gate: gate, ..PragueParams::default() };
+        let (mut p, mut tp) = setup(params, 20, 20_000);
+        steady(&mut p, &mut tp, 20);
+        p.rate_mode = false;
+        p.next_seq = u64::MAX;
+        // Paced below the window: in flight short of cwnd, the last window not full.
+        tp.is_cwnd_limited = false;
+        tp.max_packets_out = 15;
+        let f0 = p.frac;
+        for _ in 0..20 {
+            ack(&mut p, &mut tp, 1, 0);
+        }
+        // ai = (20 ms / 25 ms)² = 0.64 packet per window: 20 ACKs of 0.64/frac each
+        // with frac rising from 20 to 20.63 add ≈ 0.6306 packet; or nothing.
+        let grew = (p.frac - f0) as f64 / ONE_CWND as f64;
+        match gate {
+            GrowthGate::CwndLimited => assert_eq!(p.frac, f0, "not cwnd-limited: no AI"),
+            GrowthGate::AppLimited => assert!((grew - 0.6306).abs() < 1e-3, "{grew}"),
+        }
+        // An application-limited period stops both.
+        tp.app_limited = tp.delivered + 100;
+        let f1 = p.frac;
+        ack(&mut p, &mut tp, 1, 0);
+        assert_eq!(p.frac, f1, "{gate:?}: app-limited");
+    }
+    assert_eq!(PragueParams::default().growth_gate, GrowthGate::CwndLimited);
+}
+
 #[test]
 fn rate_mode_at_4_packets_with_wobble() {
     let (mut p, mut tp) = setup(PragueParams::default(), 4, 20_000);
