@@ -108,6 +108,138 @@ pub struct SackBlock {
     pub end: u64,
 }
 
+/// The SACK option of one ACK: up to three blocks, a D-SACK block first (RFC 2018 §3,
+/// RFC 2883 §4). It travels beside the packet, in the run's [`SackTable`], so that
+/// the 48 bytes of blocks that only ACKs in recovery carry are not copied with
+/// every packet through delay lines and queues (a `Packet` is 80 bytes, not 128).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SackSet {
+    /// Number of valid entries in `blocks` (1..=3 in the table).
+    pub num: u8,
+    /// Whether `blocks[0]` is a D-SACK block (RFC 2883).
+    pub dsack: bool,
+    pub blocks: [SackBlock; MAX_SACK_BLOCKS],
+}
+
+impl SackSet {
+    /// The valid blocks, in the order the receiver wrote them.
+    #[inline]
+    pub fn blocks(&self) -> &[SackBlock] {
+        &self.blocks[..self.num as usize]
+    }
+}
+
+/// A packet's handle on its SACK option in the [`SackTable`]: none (no option), or
+/// an entry. Three bytes (up to 2^24 − 1 SACK-carrying ACKs in the network at
+/// once), so that `Packet` stays within 80 bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SackRef([u8; 3]);
+
+impl SackRef {
+    /// No SACK option.
+    pub const NONE: SackRef = SackRef([0; 3]);
+    const MAX_INDEX: u32 = (1 << 24) - 2;
+
+    #[inline]
+    pub fn is_some(self) -> bool {
+        self != Self::NONE
+    }
+
+    #[inline]
+    fn index(self) -> Option<usize> {
+        let [a, b, c] = self.0;
+        let v = u32::from_le_bytes([a, b, c, 0]);
+        (v != 0).then(|| v as usize - 1)
+    }
+
+    #[inline]
+    fn from_index(i: u32) -> SackRef {
+        let [a, b, c, _] = (i + 1).to_le_bytes();
+        SackRef([a, b, c])
+    }
+}
+
+/// The SACK options of the ACKs in the network: a slab written when a receiver
+/// builds an ACK ([`insert`](Self::insert)), read by the sender that takes it, and
+/// freed by the simulator where the ACK leaves the network (delivered, or dropped
+/// by a qdisc or on a NIC). Entries are reused from a free list: the steady state
+/// allocates nothing.
+#[derive(Debug, Default)]
+pub struct SackTable {
+    pub(crate) sets: Vec<SackSet>,
+    free: Vec<u32>,
+}
+
+impl SackTable {
+    /// Store `set` (which has at least one block) and return its handle.
+    #[inline]
+    pub fn insert(&mut self, set: SackSet) -> SackRef {
+        debug_assert!(set.num > 0 && set.num as usize <= MAX_SACK_BLOCKS);
+        if let Some(i) = self.free.pop() {
+            self.sets[i as usize] = set;
+            return SackRef::from_index(i);
+        }
+        let i = self.sets.len() as u32;
+        assert!(
+            i <= SackRef::MAX_INDEX,
+            "more than {} SACK-carrying ACKs in the network at once",
+            SackRef::MAX_INDEX + 1
+        );
+        self.sets.push(set);
+        SackRef::from_index(i)
+    }
+
+    /// The set `r` names (an empty set for [`SackRef::NONE`]).
+    #[inline]
+    pub fn get(&self, r: SackRef) -> SackSet {
+        r.index().map_or(SackSet::default(), |i| self.sets[i])
+    }
+
+    /// The ACK holding `r` left the network: its entry may be reused.
+    #[inline]
+    pub fn free(&mut self, r: SackRef) {
+        if let Some(i) = r.index() {
+            debug_assert!(!self.free.contains(&(i as u32)), "SACK entry freed twice");
+            self.free.push(i as u32);
+        }
+    }
+
+    /// Entries in use (ACKs with a SACK option in the network).
+    pub fn live(&self) -> usize {
+        self.sets.len() - self.free.len()
+    }
+}
+
+/// What an endpoint's callbacks write to: the packets it emits (the `Vec` this
+/// derefs to) and the run's [`SackTable`], where a receiver puts the SACK option of
+/// the ACK it builds and a sender reads the one of the ACK it takes.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    pub pkts: Vec<Packet>,
+    pub sacks: SackTable,
+}
+
+impl Outbox {
+    pub fn with_capacity(n: usize) -> Self {
+        Outbox { pkts: Vec::with_capacity(n), sacks: SackTable::default() }
+    }
+}
+
+impl std::ops::Deref for Outbox {
+    type Target = Vec<Packet>;
+    #[inline]
+    fn deref(&self) -> &Vec<Packet> {
+        &self.pkts
+    }
+}
+
+impl std::ops::DerefMut for Outbox {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Vec<Packet> {
+        &mut self.pkts
+    }
+}
+
 /// TCP header fields that the simulator models.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TcpHeader {
@@ -127,11 +259,8 @@ pub struct TcpHeader {
     pub ace: u8,
     /// AccECN option carried (fields = 0..3), if any.
     pub accecn: AccEcnSlot,
-    /// Number of valid entries in `sack`.
-    pub num_sack: u8,
-    /// Whether `sack[0]` is a D-SACK block (RFC 2883).
-    pub dsack: bool,
-    pub sack: [SackBlock; MAX_SACK_BLOCKS],
+    /// The SACK option, if any: a handle into the run's [`SackTable`].
+    pub sack: SackRef,
 }
 
 /// A packet in flight.
@@ -243,8 +372,36 @@ mod tests {
         assert_eq!(tcp_wire_len(0, 3), 66 + 28);
     }
     #[test]
-    fn packet_fits_in_128_bytes() {
-        assert!(std::mem::size_of::<Packet>() <= 128, "Packet is {} bytes", std::mem::size_of::<Packet>());
+    fn packet_fits_in_80_bytes() {
+        // The SACK blocks live in the SackTable: 512 flows' queues and delay lines
+        // hold 80-byte packets, not 128-byte ones.
+        assert!(std::mem::size_of::<Packet>() <= 80, "Packet is {} bytes", std::mem::size_of::<Packet>());
+    }
+    #[test]
+    fn sack_table_round_trips_and_reuses_freed_entries() {
+        let mut t = SackTable::default();
+        assert_eq!(t.get(SackRef::NONE), SackSet::default());
+        let set = |k: u64| SackSet {
+            num: 2,
+            dsack: k % 2 == 0,
+            blocks: [SackBlock { start: k, end: k + 1 }, SackBlock { start: k + 5, end: k + 9 }, SackBlock::default()],
+        };
+        let refs: Vec<SackRef> = (0..300).map(|k| t.insert(set(k))).collect();
+        assert!(refs.iter().all(|r| r.is_some()));
+        for (k, r) in refs.iter().enumerate() {
+            assert_eq!(t.get(*r), set(k as u64));
+            assert_eq!(t.get(*r).blocks().len(), 2);
+        }
+        assert_eq!(t.live(), 300);
+        t.free(refs[7]);
+        t.free(refs[299]);
+        t.free(SackRef::NONE);
+        assert_eq!(t.live(), 298);
+        let again = t.insert(set(1000));
+        assert!(again == refs[299] || again == refs[7], "a freed entry is reused");
+        assert_eq!(t.get(again), set(1000));
+        assert_eq!(t.get(refs[8]), set(8));
+        assert_eq!(t.sets.len(), 300, "no growth while entries are free");
     }
     #[test]
     fn accecn_slot_round_trips() {

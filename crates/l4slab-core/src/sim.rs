@@ -10,7 +10,7 @@ use crate::config::ScenarioConfig;
 use crate::event::{EndpointId, EventQueue, LinkId, Target};
 use crate::net::dumbbell::{shaped_queue, Dumbbell, SHARED_LINES_FROM_FLOWS};
 use crate::net::{Hop, LinePolicy, Link, Network, Ready};
-use crate::packet::{Packet, PacketKind};
+use crate::packet::{Outbox, Packet, PacketKind};
 use crate::results::*;
 use crate::rng;
 use crate::time::{secs, Time};
@@ -170,8 +170,10 @@ pub struct Simulation {
     flows: FlowTable,
     sources: Vec<Box<dyn TrafficSource>>,
     observers: Observers,
-    /// Scratch buffer for the packets an endpoint emits in one callback.
-    out: Vec<Packet>,
+    /// Scratch buffer for the packets an endpoint emits in one callback, and the
+    /// side table of the SACK options of the ACKs in the network (each entry freed
+    /// where its ACK is delivered or dropped).
+    out: Outbox,
     counts: Counts,
     next_id: u64,
     end: Time,
@@ -246,7 +248,7 @@ impl Simulation {
             flows,
             sources,
             observers: Observers { recorder, sojourn, capture },
-            out: Vec::with_capacity(256),
+            out: Outbox::with_capacity(256),
             counts: Counts::default(),
             next_id: 0,
             end,
@@ -369,14 +371,14 @@ impl Simulation {
         }
         let side = (e.0 % 2) as usize;
         let injects_drops = self.flows.slot(e.flow()).ends[side].injects_drops();
-        let mut out = std::mem::take(&mut self.out);
+        let mut out = std::mem::take(&mut self.out.pkts);
         self.flows.slot_mut(e.flow()).in_network += out.len() as u32;
         for pkt in out.iter_mut() {
             pkt.id = self.next_id;
             self.next_id += 1;
             pkt.sent_ts = now;
             self.counts.sent += 1;
-            self.observers.on_emit(now, e, pkt);
+            self.observers.on_emit(now, e, pkt, &self.out.sacks);
             match pkt.kind {
                 PacketKind::Data | PacketKind::Udp => self.counts.data += 1,
                 _ => self.counts.acks += 1,
@@ -389,14 +391,15 @@ impl Simulation {
                 }
                 self.flows.slot_mut(e.flow()).in_network -= 1;
                 self.counts.dropped += 1;
+                self.out.sacks.free(pkt.tcp.sack);
                 continue;
             }
             self.forward(now, hop, pkt);
         }
         out.clear();
         // Keep the buffer's capacity (a nested callback may have left a fresh one).
-        if self.out.capacity() < out.capacity() {
-            self.out = out;
+        if self.out.pkts.capacity() < out.capacity() {
+            self.out.pkts = out;
         }
     }
 
@@ -433,7 +436,7 @@ impl Simulation {
             let ready = self.net.link_mut(l).dequeue_ready(now, &mut self.events);
             self.drain_reports(now, l);
             let Ready::Packet(pkt) = ready else { return };
-            self.observers.on_dequeue(now, l, &pkt, now - pkt.enqueue_ts);
+            self.observers.on_dequeue(now, l, &pkt, now - pkt.enqueue_ts, &self.out.sacks);
             if self.net.transmit(l, now, &pkt, &mut self.events) {
                 let hop = self.net.next_hop(&pkt, Some(l));
                 self.forward(now, hop, &pkt);
@@ -459,6 +462,7 @@ impl Simulation {
                 f.in_network = f.in_network.saturating_sub(1);
             }
             self.observers.on_drop(now, l, &p);
+            self.out.sacks.free(p.tcp.sack);
         }
         for flow in q.marked.drain(..) {
             self.observers.on_mark(now, l, flow);
@@ -469,12 +473,17 @@ impl Simulation {
     #[inline]
     fn deliver(&mut self, now: Time, e: EndpointId, pkt: &Packet) {
         self.counts.delivered += 1;
-        self.observers.on_deliver(now, e, pkt);
+        self.observers.on_deliver(now, e, pkt, &self.out.sacks);
         let side = (e.0 % 2) as usize;
         // A packet of a flow whose slot was released arrives at a closed socket.
-        let Some(f) = self.flows.slots[e.flow() as usize].as_mut() else { return };
+        let Some(f) = self.flows.slots[e.flow() as usize].as_mut() else {
+            self.out.sacks.free(pkt.tcp.sack);
+            return;
+        };
         f.in_network = f.in_network.saturating_sub(1);
         f.ends[side].on_packet(pkt, now, &mut self.out);
+        // The endpoint has read the ACK's SACK option (tcp_ack): its entry is free.
+        self.out.sacks.free(pkt.tcp.sack);
         self.after_endpoint(now, e);
     }
 
@@ -517,6 +526,12 @@ impl Simulation {
                 "packet conservation violated: sent {} != delivered {} + dropped {} + in flight {}",
                 c.sent, c.delivered, c.dropped, inf
             ));
+        }
+        // Every SACK entry belongs to an ACK still in the network: one freed at
+        // each delivery and drop, none leaked.
+        let live = self.out.sacks.live() as u64;
+        if live > inf {
+            return Err(format!("SACK side table leaks: {live} entries live, {inf} packets in flight"));
         }
         Ok(())
     }
@@ -624,6 +639,26 @@ mod tests {
         let slot_bytes: f64 = r.flow_series[2].goodput_mbps.iter().map(|m| m * 1e6 / 8.0 * 0.1).sum();
         assert!((slot_bytes - 200_000.0).abs() < 1.0, "the slot's series carry both transfers: {slot_bytes}");
         assert!(r.flow_series[2].goodput_mbps.iter().all(|g| g.is_finite() && *g >= 0.0));
+    }
+
+    /// SACK options live in the side table while their ACKs are in the network:
+    /// with losses forward (SACKs) and an ACK queue that drops, every entry is
+    /// freed at its ACK's delivery or drop, and the table's size stays that of
+    /// the ACKs in flight, not of the ACKs ever sent.
+    #[test]
+    fn sack_entries_are_freed_where_their_acks_are_delivered_or_dropped() {
+        let rev = json!({"reverse_bottleneck": {"rate_bps": 300_000, "qdisc": {"kind": "pfifo", "limit_packets": 5}}});
+        let mut sim = Simulation::new(&config(rev)).unwrap();
+        sim.run();
+        sim.check_conservation().unwrap();
+        let r = sim.results();
+        let fwd_drops = r.bottleneck.qdisc.drops;
+        assert!(fwd_drops > 0, "forward losses make SACK blocks");
+        assert!(r.packets.dropped > fwd_drops, "the ACK queue drops ACKs too");
+        let sacks = &sim.out.sacks;
+        assert!(sacks.sets.capacity() > 0, "ACKs carried SACK options");
+        assert!(sacks.live() as u64 <= r.packets.in_flight);
+        assert!(sacks.sets.len() <= 64, "the table holds ACKs in flight only: {}", sacks.sets.len());
     }
 
     #[test]

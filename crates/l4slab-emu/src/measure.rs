@@ -282,6 +282,9 @@ impl Measure {
             drops: self.drops.clone(),
             marks: self.marks.clone(),
             arrivals: self.arrivals.clone(),
+            // Per-class bins are not measured by the emulator yet (its sojourn trace
+            // has the class of every packet): absent, as for a single-queue qdisc.
+            sojourn_class_ms: Vec::new(),
         };
         let mut flows = Vec::new();
         let mut flow_series = Vec::new();

@@ -113,8 +113,8 @@ pub fn can_merge(first: &Packet, last: &Packet, bytes: u32, next: &Packet) -> bo
         && next.tcp.tsval == first.tcp.tsval
         && next.tcp.tsecr == first.tcp.tsecr
         && next.tcp.accecn == first.tcp.accecn
-        && next.tcp.num_sack == 0
-        && first.tcp.num_sack == 0
+        && !next.tcp.sack.is_some()
+        && !first.tcp.sack.is_some()
         && next.ecn == first.ecn
         && bytes + next.payload + IP_TCP_HLEN <= GRO_MAX_SIZE
 }

@@ -51,8 +51,11 @@ impl TcpSender {
     }
 
     /// `tcp_ack`.
-    pub(super) fn on_ack(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+    pub(super) fn on_ack(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
         let ack = pkt.tcp.ack;
+        // The ACK's SACK option, from the run's side table (freed by the simulator
+        // once this callback returns).
+        let sack = out.sacks.get(pkt.tcp.sack);
         if ack > self.tp.snd_nxt {
             return; // acks unsent data: ignore
         }
@@ -73,8 +76,8 @@ impl TcpSender {
         }
 
         // SACK tagging (tcp_sacktag_write_queue).
-        if pkt.tcp.num_sack > 0 {
-            let (f, first, last) = self.sacktag(pkt, now, &mut rs);
+        if sack.num > 0 {
+            let (f, first, last) = self.sacktag(&sack, now, &mut rs);
             fl |= f;
             first_sack_xmit = first;
             last_sack_xmit = last;
@@ -140,7 +143,7 @@ impl TcpSender {
                 if fl & flag::FORWARD_PROGRESS != 0 || tsval_advanced {
                     let bytes = self.tp.snd_una.saturating_sub(prior_snd_una).max(acked_sacked as u64);
                     let sack_or_open =
-                        pkt.tcp.num_sack > 0 || self.tp.ca_state == CaState::Open || self.tp.ca_state == CaState::Cwr;
+                        sack.num > 0 || self.tp.ca_state == CaState::Open || self.tp.ca_state == CaState::Cwr;
                     let delta = self.accecn.process(
                         pkt.tcp.ace,
                         pkt.tcp.accecn.get(),
@@ -182,7 +185,7 @@ impl TcpSender {
 
         // TLP bookkeeping (tcp_process_tlp_ack).
         if self.tlp_high_seq != 0 {
-            self.process_tlp_ack(ack, fl, pkt.tcp.dsack);
+            self.process_tlp_ack(ack, fl, sack.dsack);
         }
 
         // Recovery state machine on dubious ACKs.
@@ -221,7 +224,7 @@ impl TcpSender {
     /// never-retransmitted segments).
     pub(super) fn sacktag(
         &mut self,
-        pkt: &Packet,
+        sack: &SackSet,
         now: Time,
         rs: &mut RateSample,
     ) -> (u32, Option<Time>, Option<Time>) {
@@ -229,16 +232,16 @@ impl TcpSender {
         let mut first: Option<Time> = None;
         let mut last: Option<Time> = None;
         let mut reord = u64::MAX;
-        let n = pkt.tcp.num_sack as usize;
+        let n = sack.num as usize;
         // Linux processes SACK blocks sorted by start sequence.
-        let skip = if pkt.tcp.dsack {
+        let skip = if sack.dsack {
             fl |= flag::DSACKING_ACK;
             self.stats.dsacks += 1;
             1
         } else {
             0
         };
-        let mut blocks = pkt.tcp.sack;
+        let mut blocks = sack.blocks;
         let blocks = &mut blocks[skip..n];
         blocks.sort_unstable_by_key(|b| b.start);
         for b in blocks.iter() {
@@ -702,13 +705,14 @@ mod tests {
         assert_eq!(s.tp.snd_una, s.rtx.front().map_or(s.tp.snd_nxt, |g| g.seq));
     }
 
-    fn ack(ack: u64, sack: Option<(u64, u64)>, now: Time) -> Packet {
+    fn ack(out: &mut Outbox, ack: u64, sack: Option<(u64, u64)>, now: Time) -> Packet {
         let mut p = Packet::new(0, PacketKind::Ack);
         p.tcp.ack = ack;
         p.tcp.tsval = ts_clock(now);
         if let Some((start, end)) = sack {
-            p.tcp.num_sack = 1;
-            p.tcp.sack[0] = SackBlock { start, end };
+            let mut set = SackSet { num: 1, ..SackSet::default() };
+            set.blocks[0] = SackBlock { start, end };
+            p.tcp.sack = out.sacks.insert(set);
         }
         p
     }
@@ -739,14 +743,14 @@ mod tests {
         .unwrap();
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut s = TcpSender::new(0, &cfg, Box::new(Samples(seen.clone())), Time::MAX);
-        let mut out = Vec::new();
+        let mut out = Outbox::default();
         s.start(0, &mut out);
         s.on_packet(&Packet::new(0, PacketKind::SynAck), 10 * NS_PER_MS, &mut out);
         assert_eq!(s.tp.packets_out, 1);
         // The tail leaves when the first packet is acked: alone in flight.
-        s.on_packet(&ack(MSS, None, 20 * NS_PER_MS), 20 * NS_PER_MS, &mut out);
+        s.on_packet(&ack(&mut out, MSS, None, 20 * NS_PER_MS), 20 * NS_PER_MS, &mut out);
         assert_eq!(s.tp.packets_out, 1);
-        s.on_packet(&ack(MSS + 100, None, 60 * NS_PER_MS), 60 * NS_PER_MS, &mut out);
+        s.on_packet(&ack(&mut out, MSS + 100, None, 60 * NS_PER_MS), 60 * NS_PER_MS, &mut out);
         let seen = seen.lock().unwrap();
         assert!(!seen[0].is_ack_delayed, "a full-sized packet");
         assert!(seen[1].is_ack_delayed, "the 100-byte tail, alone");
@@ -758,7 +762,7 @@ mod tests {
         let cfg: TcpFlowConfig =
             serde_json::from_value(serde_json::json!({"cc": "reno", "rtt_ns": 10_000_000u64, "tso": false})).unwrap();
         let mut s = TcpSender::new(0, &cfg, Box::new(Reno), Time::MAX);
-        let mut out = Vec::new();
+        let mut out = Outbox::default();
         s.start(0, &mut out);
         s.on_packet(&Packet::new(0, PacketKind::SynAck), 10 * NS_PER_MS, &mut out);
         assert_eq!((s.tp.srtt_us, s.tp.min_rtt_us), (10_000, 10_000));
@@ -767,12 +771,12 @@ mod tests {
         // Segment 1 is lost: the ACK of segment 0, then SACKs of 2, 3, 4.
         out.clear();
         let t = 20 * NS_PER_MS;
-        s.on_packet(&ack(MSS, None, t), t, &mut out);
+        s.on_packet(&ack(&mut out, MSS, None, t), t, &mut out);
         assert_counters_match_queue(&s);
         assert_eq!((s.tp.delivered, s.tp.snd_una), (1, MSS));
         for k in 2..5 {
             let now = t + k * 10_000;
-            s.on_packet(&ack(MSS, Some((2 * MSS, (k + 1) * MSS)), now), now, &mut out);
+            s.on_packet(&ack(&mut out, MSS, Some((2 * MSS, (k + 1) * MSS)), now), now, &mut out);
             assert_counters_match_queue(&s);
         }
         // RACK (RFC 8985 §6.2): segment 1 was sent before the SACKed ones and has
@@ -786,7 +790,7 @@ mod tests {
         // The cumulative ACK of the repair ends recovery; the counters empty out.
         let now = 40 * NS_PER_MS;
         let all = s.tp.snd_nxt;
-        s.on_packet(&ack(all, None, now), now, &mut out);
+        s.on_packet(&ack(&mut out, all, None, now), now, &mut out);
         assert_counters_match_queue(&s);
         assert_eq!(s.tp.delivered, all / MSS, "every packet once, the repaired one too");
         assert_eq!((s.tp.lost_out, s.tp.retrans_out, s.tp.sacked_out, s.tp.lost), (0, 0, 0, 1));
@@ -802,7 +806,7 @@ mod tests {
         let cfg: TcpFlowConfig =
             serde_json::from_value(serde_json::json!({"cc": "reno", "rtt_ns": 10_000_000u64, "tso": false})).unwrap();
         let mut s = TcpSender::new(0, &cfg, Box::new(Reno), Time::MAX);
-        let mut out = Vec::new();
+        let mut out = Outbox::default();
         s.start(0, &mut out);
         s.on_packet(&Packet::new(0, PacketKind::SynAck), 10 * NS_PER_MS, &mut out);
         assert_eq!(s.tp.packets_out, 10, "IW10, all of it lost");
@@ -831,7 +835,7 @@ mod tests {
         // §6.2) deems the retransmissions of 0..4, sent no later, lost.
         let now = t_rto + 10 * NS_PER_MS;
         out.clear();
-        s.on_packet(&ack(0, Some((5 * MSS, 6 * MSS)), now), now, &mut out);
+        s.on_packet(&ack(&mut out, 0, Some((5 * MSS, 6 * MSS)), now), now, &mut out);
         assert_counters_match_queue(&s);
         // Their RETRANS bits cleared and counted in tp->lost again (tcp_mark_skb_lost).
         assert_eq!((s.tp.sacked_out, s.tp.lost_out, s.tp.lost - lost_before), (1, n - 1, 5));

@@ -19,7 +19,9 @@ use super::ecn::{self, AccEcnCounters, AccEcnOption, EcnMode};
 use super::gro::{self, Gro};
 use super::*;
 use crate::cc::{CaEvent, CcFlags, CcSock, CongestionControl};
-use crate::packet::{option_space_left, tcp_wire_len, Ecn, Packet, PacketKind, SackBlock, ETH_HLEN, MAX_SACK_BLOCKS};
+use crate::packet::{
+    option_space_left, tcp_wire_len, Ecn, Outbox, Packet, PacketKind, SackBlock, SackSet, ETH_HLEN, MAX_SACK_BLOCKS,
+};
 use crate::time::{Time, NS_PER_US};
 use std::collections::VecDeque;
 
@@ -263,7 +265,7 @@ impl TcpReceiver {
 
     /// The NAPI poll: hand the held segments to TCP as GRO packets
     /// (`napi_gro_receive` … `napi_complete_done` → `gro_flush`).
-    fn gro_poll(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn gro_poll(&mut self, now: Time, out: &mut Outbox) {
         let Some(g) = self.gro.as_mut() else { return };
         let held = g.take();
         gro::for_each_gro_packet(&held, |start, end| {
@@ -286,7 +288,7 @@ impl TcpReceiver {
     }
 
     /// Handle a packet from the sender.
-    pub fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+    pub fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
         match pkt.kind {
             PacketKind::Syn => {
                 // Answer every (re)transmitted SYN with a SYN/ACK; decide ECN (Linux net/ipv4/tcp_input.c:tcp_ecn_create_request).
@@ -323,7 +325,7 @@ impl TcpReceiver {
         }
     }
 
-    fn on_data(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+    fn on_data(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
         self.segments_received += 1;
         if let Some(sent) = self.synack_sent.take() {
             // The ACK completing the handshake arrives with the first data:
@@ -496,7 +498,7 @@ impl TcpReceiver {
     /// is unacknowledged, or if a short segment was pushed (`ICSK_ACK_PUSHED2`, or
     /// `ICSK_ACK_PUSHED` outside ping-pong mode: a pure receiver never enters it) and
     /// the read emptied the receive queue (no out-of-order data held).
-    fn cleanup_rbuf(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn cleanup_rbuf(&mut self, now: Time, out: &mut Outbox) {
         if !self.ack_scheduled || !self.ooo.is_empty() {
             return;
         }
@@ -528,7 +530,7 @@ impl TcpReceiver {
     /// needs ECN sees every data segment's CE state as a `CA_EVENT_ECN_IS_CE` /
     /// `CA_EVENT_ECN_NO_CE` (DCTCP echoes it DCTCP-style), then the RFC 3168 echo
     /// (RFC 3168 §6.1.3: ECE until CWR) runs with what the CC left.
-    fn ecn_check_ce(&mut self, ip_ecn: Ecn, now: Time, out: &mut Vec<Packet>) {
+    fn ecn_check_ce(&mut self, ip_ecn: Ecn, now: Time, out: &mut Outbox) {
         if self.ecn_mode != EcnMode::Rfc3168 {
             return;
         }
@@ -558,7 +560,7 @@ impl TcpReceiver {
     /// events (`tcp_ca_wants_ce_events`, google/bbr and L4STeam trees' tcp_input.c:
     /// BBRv2): hand it the receive state, then apply what it asked for (an ACK for
     /// earlier data, an immediate ACK, quick-ACK mode, the ECE state).
-    fn ca_ecn_event(&mut self, ev: CaEvent, now: Time, out: &mut Vec<Packet>) {
+    fn ca_ecn_event(&mut self, ev: CaEvent, now: Time, out: &mut Outbox) {
         if !(self.cc.flags().needs_ecn || self.cc.wants_ce_events()) {
             return;
         }
@@ -601,7 +603,7 @@ impl TcpReceiver {
     }
 
     /// `__tcp_ack_snd_check` (Linux net/ipv4/tcp_input.c).
-    fn ack_snd_check(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn ack_snd_check(&mut self, now: Time, out: &mut Outbox) {
         if !self.ack_scheduled {
             return;
         }
@@ -644,7 +646,7 @@ impl TcpReceiver {
     /// is bounded by HZ/2 (TCP_DELACK_MAX when `ICSK_ACK_PUSHED`), and by the
     /// socket's srtt if it has one (at least TCP_DELACK_MIN): with the handshake's
     /// RTT below 40 ms, a delayed ACK waits at most 40 ms however far `ato` inflated.
-    fn send_delayed_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn send_delayed_ack(&mut self, now: Time, out: &mut Outbox) {
         let mut ato = self.ato;
         if ato > TCP_DELACK_MIN_NS {
             let mut max_ato = if self.pushed { TCP_DELACK_MAX_NS } else { 500 * crate::time::NS_PER_MS };
@@ -667,7 +669,7 @@ impl TcpReceiver {
     }
 
     /// Timer callback: delayed ACK and SACK compression.
-    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+    pub fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         if self.gro.as_ref().and_then(Gro::poll_at).is_some_and(|t| t <= now) {
             self.gro_poll(now, out);
         }
@@ -692,24 +694,29 @@ impl TcpReceiver {
     }
 
     /// Build and send an ACK for rcv_nxt with SACK blocks (`tcp_send_ack`).
-    fn send_ack(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn send_ack(&mut self, now: Time, out: &mut Outbox) {
         let mut a = self.build_ack(self.rcv_nxt, now);
+        let mut set = SackSet::default();
         let mut n = 0;
         if let Some(d) = self.dsack.take() {
-            a.tcp.sack[0] = d;
-            a.tcp.dsack = true;
+            set.blocks[0] = d;
+            set.dsack = true;
             n = 1;
         }
         for b in self.recent[..self.num_recent].iter() {
             if n == MAX_SACK_BLOCKS {
                 break;
             }
-            a.tcp.sack[n] = *b;
+            set.blocks[n] = *b;
             n += 1;
         }
-        a.tcp.num_sack = n as u8;
-        a.wire_len = tcp_wire_len(0, a.tcp.num_sack);
-        self.add_accecn_option(&mut a);
+        set.num = n as u8;
+        if n > 0 {
+            // The blocks ride in the run's side table (packet.rs `SackTable`).
+            a.tcp.sack = out.sacks.insert(set);
+        }
+        a.wire_len = tcp_wire_len(0, set.num);
+        self.add_accecn_option(&mut a, set.num);
         out.push(a);
         self.acks_sent += 1;
         self.on_ack_sent();
@@ -742,11 +749,11 @@ impl TcpReceiver {
 
     /// Append the AccECN option if the mode and `tcp_ecn_option` ask for it and it
     /// fits beside the SACK blocks (Linux net/ipv4/tcp_output.c:tcp_established_options).
-    fn add_accecn_option(&self, a: &mut Packet) {
+    fn add_accecn_option(&self, a: &mut Packet, num_sack: u8) {
         if self.ecn_mode != EcnMode::AccEcn || self.ecn_option < 2 {
             return;
         }
-        if let Some(fields) = ecn::accecn_fields_fitting(option_space_left(a.tcp.num_sack)) {
+        if let Some(fields) = ecn::accecn_fields_fitting(option_space_left(num_sack)) {
             a.tcp.accecn.set(Some(AccEcnOption {
                 fields,
                 e1b: self.accecn.e1b & ecn::ACCECN_FIELD_MASK,
@@ -907,7 +914,7 @@ mod tests {
     fn gro_acks_each_gro_packet_once_at_the_poll() {
         let (mut r, mut seq, mut t) = past_quickacks(true, 10 * NS_PER_MS);
         r.set_gro(gro::DEFAULT_RX_USECS_NS);
-        let mut out = Vec::new();
+        let mut out = Outbox::default();
         let first = t + 1_000;
         // 60 back-to-back full segments within 60 µs: the NAPI budget (64) is not
         // reached, so the poll runs at first + 50 µs with the 50 segments held by then.
@@ -941,7 +948,7 @@ mod tests {
     #[test]
     fn gro_splits_at_an_ecn_change_and_counts_every_ce_segment() {
         let mut r = TcpReceiver::new(0, true, 3, 2, "prague");
-        let mut out = Vec::new();
+        let mut out = Outbox::default();
         let mut syn = Packet::new(0, PacketKind::Syn);
         syn.tcp.ace = 0b111;
         r.on_packet(&syn, 0, &mut out);
@@ -966,7 +973,7 @@ mod tests {
     #[test]
     fn first_segments_are_quick_acked_then_every_second() {
         let mut r = TcpReceiver::new(0, true, 2, 2, "cubic");
-        let mut out = Vec::new();
+        let mut out = Outbox::default();
         let mut t = 0;
         for i in 0..40u64 {
             t += 100_000;
@@ -981,7 +988,7 @@ mod tests {
     #[test]
     fn odd_segment_is_acked_by_the_40ms_timer() {
         let mut r = TcpReceiver::new(0, true, 2, 2, "cubic");
-        let mut out = Vec::new();
+        let mut out = Outbox::default();
         for i in 0..17u64 {
             r.on_packet(&data(i * 1448, 1448), 1000 * (i + 1), &mut out);
         }
@@ -997,7 +1004,7 @@ mod tests {
     /// SYN/ACK left at 0 when `handshake`, so its srtt is `t0` (tcp_synack_rtt_meas).
     fn past_quickacks(handshake: bool, t0: Time) -> (TcpReceiver, u64, Time) {
         let mut r = TcpReceiver::new(0, true, 2, 2, "cubic");
-        let mut out = Vec::new();
+        let mut out = Outbox::default();
         if handshake {
             r.on_packet(&Packet::new(0, PacketKind::Syn), 0, &mut out);
         }
@@ -1017,7 +1024,7 @@ mod tests {
         // TCP_DELACK_MIN) when the socket has an srtt, else by HZ/2.
         for (handshake, bound) in [(true, TCP_DELACK_MIN_NS), (false, 80 * NS_PER_MS)] {
             let (mut r, seq, t) = past_quickacks(handshake, 10 * NS_PER_MS);
-            let mut out = Vec::new();
+            let mut out = Outbox::default();
             // An odd segment: the 40 ms timer ACKs it and inflates ato to 80 ms
             // (tcp_delack_timer_handler; the receiver's RTO is 10 + 200 ms or 1 s).
             r.on_packet(&data(seq, 1448), t, &mut out);
@@ -1039,7 +1046,7 @@ mod tests {
         // unless it repeats the last short length; tcp_cleanup_rbuf then ACKs as soon
         // as the application has read it.
         let (mut r, mut seq, mut t) = past_quickacks(true, 10 * NS_PER_MS);
-        let mut out = Vec::new();
+        let mut out = Outbox::default();
         r.on_packet(&data(seq, 700), t, &mut out);
         assert_eq!(out.len(), 1, "a pushed short segment is ACKed at once");
         assert_eq!(out[0].tcp.ack, seq + 700);
@@ -1072,7 +1079,7 @@ mod tests {
     /// sender's millisecond clock; returns the ACKs each segment drew.
     fn accecn_acks_per_segment(l4steam: bool, ecn: Ecn, gap: Time) -> Vec<usize> {
         let mut r = TcpReceiver::new(0, true, 3, 2, "prague").with_l4steam_accecn(l4steam);
-        let mut out = Vec::new();
+        let mut out = Outbox::default();
         let mut syn = Packet::new(0, PacketKind::Syn);
         syn.tcp.ace = ecn::SYN_ACE_ACCECN;
         syn.ecn = Ecn::Ect1;
@@ -1117,7 +1124,7 @@ mod tests {
     #[test]
     fn hole_produces_immediate_sack_and_fill_acks_at_once() {
         let mut r = TcpReceiver::new(0, true, 2, 2, "cubic");
-        let mut out = Vec::new();
+        let mut out = Outbox::default();
         for i in 0..20u64 {
             r.on_packet(&data(i * 1448, 1448), 1000 * (i + 1), &mut out);
         }
@@ -1129,25 +1136,28 @@ mod tests {
         assert_eq!(out.len(), 3);
         let last = out.last().unwrap();
         assert_eq!(last.tcp.ack, 20 * 1448);
-        assert_eq!(last.tcp.num_sack, 1);
-        assert_eq!(last.tcp.sack[0], SackBlock { start: 21 * 1448, end: 24 * 1448 });
+        let set = out.sacks.get(last.tcp.sack);
+        assert_eq!(set.num, 1);
+        assert_eq!(set.blocks[0], SackBlock { start: 21 * 1448, end: 24 * 1448 });
+        assert_eq!(last.wire_len, tcp_wire_len(0, 1), "the option's 12 bytes are on the wire");
         out.clear();
         r.on_packet(&data(20 * 1448, 1448), 200_000, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].tcp.ack, 24 * 1448);
-        assert_eq!(out[0].tcp.num_sack, 0);
+        assert!(!out[0].tcp.sack.is_some());
     }
 
     #[test]
     fn duplicate_segment_gets_dsack() {
         let mut r = TcpReceiver::new(0, true, 2, 2, "cubic");
-        let mut out = Vec::new();
+        let mut out = Outbox::default();
         r.on_packet(&data(0, 1448), 1000, &mut out);
         out.clear();
         r.on_packet(&data(0, 1448), 2000, &mut out);
         assert_eq!(out.len(), 1);
-        assert!(out[0].tcp.dsack);
-        assert_eq!(out[0].tcp.sack[0], SackBlock { start: 0, end: 1448 });
+        let set = out.sacks.get(out[0].tcp.sack);
+        assert!(set.dsack);
+        assert_eq!(set.blocks(), &[SackBlock { start: 0, end: 1448 }]);
     }
 
     /// A DCTCP receiver over RFC 3168 feedback: its CC's `dctcp_ece_ack_update`
@@ -1157,7 +1167,7 @@ mod tests {
     fn dctcp_receiver_echoes_ce_state_changes_at_once() {
         for (cc, want) in [("dctcp", vec![(17, false), (18, true)]), ("cubic", vec![(18, true)])] {
             let mut r = TcpReceiver::new(0, true, 1, 2, cc);
-            let mut out = Vec::new();
+            let mut out = Outbox::default();
             let mut syn = Packet::new(0, PacketKind::Syn);
             syn.tcp.ace = ecn::SYN_ACE_CLASSIC;
             r.on_packet(&syn, 0, &mut out);

@@ -24,7 +24,7 @@ pub(super) use crate::cc::{
     TCP_INFINITE_SSTHRESH,
 };
 use crate::config::TcpFlowConfig;
-pub(super) use crate::packet::{tcp_wire_len, Ecn, Packet, PacketKind};
+pub(super) use crate::packet::{tcp_wire_len, Ecn, Outbox, Packet, PacketKind, SackSet};
 pub(super) use crate::time::{round_up_to_jiffy, Time, NS_PER_SEC, NS_PER_US};
 use std::collections::VecDeque;
 
@@ -204,6 +204,8 @@ pub struct TcpSender {
     /// wait in the RX ring for the next NAPI poll and reach TCP together, each
     /// processed in order at the poll time (tcp/gro.rs). `None`: each at its arrival.
     pub(super) ack_napi: Option<super::gro::Gro>,
+    /// The SACK blocks of the ACKs `ack_napi` holds, in the same order.
+    held_sacks: Vec<SackSet>,
 
     pub stats: SenderStats,
     pub(super) start_time: Time,
@@ -289,6 +291,7 @@ impl TcpSender {
             tsq_throttled: false,
             skb_overhead_due: false,
             ack_napi: (cfg.sender_rx_usecs_ns > 0).then(|| super::gro::Gro::new(cfg.sender_rx_usecs_ns)),
+            held_sacks: Vec::with_capacity(if cfg.sender_rx_usecs_ns > 0 { super::gro::NAPI_POLL_WEIGHT } else { 0 }),
             stats: SenderStats::default(),
             start_time: 0,
         }
@@ -371,7 +374,7 @@ impl TcpSender {
     }
 
     /// Open the connection: send the SYN (`tcp_connect`).
-    pub fn start(&mut self, now: Time, out: &mut Vec<Packet>) {
+    pub fn start(&mut self, now: Time, out: &mut Outbox) {
         self.tp.now = now;
         self.start_time = now;
         self.phase = Phase::SynSent;
@@ -383,9 +386,12 @@ impl TcpSender {
     /// `rx-usecs` after the first packet of the batch (or a full `NAPI_POLL_WEIGHT`).
     /// Pure ACKs are not merged by GRO (`tcp_gro_receive` flushes a segment without
     /// payload), so the poll hands them to TCP one by one, in arrival order.
-    pub fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+    pub fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
         match self.ack_napi.as_mut() {
             Some(g) => {
+                // The run frees the ACK's SACK entry when this call returns (the
+                // packet left the network): keep a copy of its blocks with the held packet.
+                self.held_sacks.push(out.sacks.get(pkt.tcp.sack));
                 if g.hold(pkt, now) {
                     self.ack_poll(now, out);
                 }
@@ -397,12 +403,19 @@ impl TcpSender {
     /// The NAPI poll of the sending host: every held packet goes up the stack now
     /// (`napi_poll` → `netif_receive_skb` → `tcp_v4_rcv` → `tcp_rcv_established`,
     /// whose `tcp_mstamp_refresh` stamps each with the poll's time).
-    fn ack_poll(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn ack_poll(&mut self, now: Time, out: &mut Outbox) {
         let Some(g) = self.ack_napi.as_mut() else { return };
         let held = g.take();
-        for pkt in held.iter() {
-            self.process_packet(pkt, now, out);
+        let sacks = std::mem::take(&mut self.held_sacks);
+        for (pkt, set) in held.iter().zip(sacks.iter()) {
+            // The held blocks re-enter the table only while TCP reads them.
+            let mut pkt = *pkt;
+            pkt.tcp.sack = if set.blocks().is_empty() { crate::packet::SackRef::NONE } else { out.sacks.insert(*set) };
+            self.process_packet(&pkt, now, out);
+            out.sacks.free(pkt.tcp.sack);
         }
+        self.held_sacks = sacks;
+        self.held_sacks.clear();
         if let Some(g) = self.ack_napi.as_mut() {
             g.count(held.len());
             g.give_back(held);
@@ -415,7 +428,7 @@ impl TcpSender {
     }
 
     /// Handle a packet from the receiver (SYN/ACK or ACK) in TCP.
-    fn process_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+    fn process_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
         // tcp_mstamp_refresh: one clock for the whole segment's processing.
         self.tp.now = now;
         match (pkt.kind, self.phase) {
@@ -430,7 +443,7 @@ impl TcpSender {
 
     /// Timer callback: fire whatever is due (`tcp_write_timer_handler`, the pacing
     /// hrtimer).
-    pub fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+    pub fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         if self.ack_napi.as_ref().and_then(super::gro::Gro::poll_at).is_some_and(|t| t <= now) {
             self.ack_poll(now, out);
         }
@@ -508,9 +521,9 @@ mod tests {
         .unwrap();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let mut s = TcpSender::new(0, &cfg, Box::new(Clock(seen.clone())), Time::MAX);
-        let mut out = Vec::new();
+        let mut out = Outbox::default();
         s.start(0, &mut out);
-        let deliver = |s: &mut TcpSender, pkt: &Packet, at: Time, out: &mut Vec<Packet>| {
+        let deliver = |s: &mut TcpSender, pkt: &Packet, at: Time, out: &mut Outbox| {
             // Fire every timer due before `at`, as the event loop would.
             while let Some(t) = s.next_timer().filter(|&t| t <= at) {
                 s.on_timer(t, out);
@@ -563,5 +576,41 @@ mod tests {
         let on = three_acks(50_000);
         assert_eq!(off[2].2 - off[0].2, 20, "ACK-clocked intervals grow 10 µs per ACK: {off:?}");
         assert_eq!(on[2].2 - on[0].2, 0, "one poll: the same interval for every ACK: {on:?}");
+    }
+
+    /// A held ACK keeps its SACK blocks: the run frees (and may reuse) the ACK's
+    /// table entry as soon as `on_packet` returns, so the poll must read a copy.
+    #[test]
+    fn a_held_ack_keeps_its_sack_blocks_after_the_run_reuses_its_table_entry() {
+        let sacked_after_poll = |rx_usecs_ns: u64| {
+            let cfg: TcpFlowConfig = serde_json::from_value(serde_json::json!({
+                "cc": "reno", "rtt_ns": 10_000_000u64, "tso": false, "sender_rx_usecs_ns": rx_usecs_ns,
+            }))
+            .unwrap();
+            let mut s = TcpSender::new(0, &cfg, Box::new(Clock(Arc::new(Mutex::new(Vec::new())))), Time::MAX);
+            let mut out = Outbox::default();
+            s.start(0, &mut out);
+            s.on_packet(&Packet::new(0, PacketKind::SynAck), 10 * NS_PER_MS, &mut out);
+            while let Some(t) = s.next_timer().filter(|&t| t <= 11 * NS_PER_MS) {
+                s.on_timer(t, &mut out);
+            }
+            // ACK of segment 0 SACKing segment 2 (segment 1 missing).
+            let mut set = SackSet { num: 1, ..SackSet::default() };
+            set.blocks[0] = crate::packet::SackBlock { start: 2 * MSS, end: 3 * MSS };
+            let mut pkt = ack(MSS, 20 * NS_PER_MS);
+            pkt.tcp.sack = out.sacks.insert(set);
+            s.on_packet(&pkt, 20 * NS_PER_MS, &mut out);
+            // The ACK left the network: the run frees its entry, another ACK reuses it.
+            out.sacks.free(pkt.tcp.sack);
+            let other = out.sacks.insert(SackSet::default());
+            while let Some(t) = s.next_timer().filter(|&t| t <= 21 * NS_PER_MS) {
+                s.on_timer(t, &mut out);
+            }
+            out.sacks.free(other);
+            assert_eq!(out.sacks.live(), 0, "the poll re-inserts a held set only while TCP reads it");
+            s.tp.sacked_out
+        };
+        assert_eq!(sacked_after_poll(0), 1);
+        assert_eq!(sacked_after_poll(50_000), 1);
     }
 }

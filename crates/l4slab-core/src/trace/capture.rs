@@ -28,10 +28,9 @@
 use crate::config::{CaptureConfig, CapturePoint};
 use crate::event::EndpointId;
 use crate::event::LinkId;
-use crate::packet::{Packet, PacketKind, SackBlock};
+use crate::packet::{Packet, PacketKind, SackBlock, SackSet, SackTable};
 use crate::qdisc::Ecn;
 use crate::time::Time;
-use crate::trace::Observer;
 
 use etherparse::{EtherType, Ethernet2Header, IpEcn, IpNumber, Ipv4Header, TcpHeader, UdpHeader};
 use pcap_file::pcapng::blocks::enhanced_packet::{EnhancedPacketBlock, EnhancedPacketOption};
@@ -58,6 +57,9 @@ const TCPOPT_ACCECN1: u8 = 174;
 struct Captured {
     t: Time,
     pkt: Packet,
+    /// Its SACK option, copied from the run's side table (the entry is reused
+    /// once the ACK leaves the network).
+    sack: SackSet,
     /// Bottleneck sojourn (egress point only).
     sojourn_ns: Option<u64>,
 }
@@ -98,9 +100,9 @@ impl PacketCapture {
     }
 
     #[inline]
-    fn keep(&mut self, now: Time, pkt: &Packet, sojourn_ns: Option<u64>) {
+    fn keep(&mut self, now: Time, pkt: &Packet, sacks: &SackTable, sojourn_ns: Option<u64>) {
         if (self.records.len() as u64) < self.cfg.max_packets {
-            self.records.push(Captured { t: now, pkt: *pkt, sojourn_ns });
+            self.records.push(Captured { t: now, pkt: *pkt, sack: sacks.get(pkt.tcp.sack), sojourn_ns });
         } else {
             self.missed += 1;
         }
@@ -145,7 +147,7 @@ impl PacketCapture {
         let mut comment = String::with_capacity(64);
         for (i, c) in self.records.iter().enumerate() {
             frame.clear();
-            let original_len = build_frame(&c.pkt, i as u16, &zeros, &mut frame)?;
+            let original_len = build_frame(&c.pkt, &c.sack, i as u16, &zeros, &mut frame)?;
             comment.clear();
             self.describe(c, &mut comment);
             let caplen = frame.len().min(SNAPLEN as usize);
@@ -174,29 +176,34 @@ impl PacketCapture {
     }
 }
 
-impl Observer for PacketCapture {
+/// The capture observes like a [`crate::trace::Observer`], with the run's SACK side
+/// table beside each packet (it writes the option's blocks).
+impl PacketCapture {
+    /// `pkt` left `link`'s queue after `sojourn_ns` in it.
     #[inline]
-    fn on_dequeue(&mut self, now: Time, link: LinkId, pkt: &Packet, sojourn_ns: u64) {
+    pub fn on_dequeue(&mut self, now: Time, link: LinkId, pkt: &Packet, sojourn_ns: u64, sacks: &SackTable) {
         if self.cfg.point == CapturePoint::Bottleneck
             && link == self.link
             && self.in_window(now)
             && self.wants_flow(pkt.flow)
         {
-            self.keep(now, pkt, Some(sojourn_ns));
+            self.keep(now, pkt, sacks, Some(sojourn_ns));
         }
     }
 
+    /// `pkt` reached endpoint `to`.
     #[inline]
-    fn on_deliver(&mut self, now: Time, to: EndpointId, pkt: &Packet) {
+    pub fn on_deliver(&mut self, now: Time, to: EndpointId, pkt: &Packet, sacks: &SackTable) {
         if self.at_endpoint(to) && self.in_window(now) {
-            self.keep(now, pkt, None);
+            self.keep(now, pkt, sacks, None);
         }
     }
 
+    /// `pkt` leaves endpoint `from`.
     #[inline]
-    fn on_emit(&mut self, now: Time, from: EndpointId, pkt: &Packet) {
+    pub fn on_emit(&mut self, now: Time, from: EndpointId, pkt: &Packet, sacks: &SackTable) {
         if self.at_endpoint(from) && self.in_window(now) {
-            self.keep(now, pkt, None);
+            self.keep(now, pkt, sacks, None);
         }
     }
 }
@@ -233,7 +240,7 @@ fn from_receiver(pkt: &Packet) -> bool {
 
 /// Write `pkt` as an Ethernet frame into `out` (headers, then the payload's zeros up to
 /// the snap length); returns the frame's original length on the wire.
-fn build_frame(pkt: &Packet, ip_id: u16, zeros: &[u8], out: &mut Vec<u8>) -> Result<u32, String> {
+fn build_frame(pkt: &Packet, sack: &SackSet, ip_id: u16, zeros: &[u8], out: &mut Vec<u8>) -> Result<u32, String> {
     let (snd, rcv) = flow_addresses(pkt.flow);
     let client_port = CLIENT_PORT_BASE.wrapping_add((pkt.flow % 28_232) as u16);
     let back = from_receiver(pkt);
@@ -276,7 +283,7 @@ fn build_frame(pkt: &Packet, ip_id: u16, zeros: &[u8], out: &mut Vec<u8>) -> Res
             tcp.cwr = t.cwr;
         }
         let mut opts = [0u8; 40];
-        let n = tcp_options(t, &mut opts);
+        let n = tcp_options(t, sack, &mut opts);
         tcp.set_options_raw(&opts[..n]).map_err(|e| format!("capture: TCP options: {e}"))?;
         let mut ip = Ipv4Header::new((tcp.header_len() + payload) as u16, 64, IpNumber::TCP, src, dst)
             .map_err(|e| format!("capture: {e}"))?;
@@ -294,7 +301,7 @@ fn build_frame(pkt: &Packet, ip_id: u16, zeros: &[u8], out: &mut Vec<u8>) -> Res
 
 /// The TCP options of `t` as Linux lays them out (`tcp_options_write`): timestamps,
 /// then SACK blocks, then AccECN, each aligned with leading NOPs. Returns the length.
-fn tcp_options(t: &crate::packet::TcpHeader, out: &mut [u8; 40]) -> usize {
+fn tcp_options(t: &crate::packet::TcpHeader, sack: &SackSet, out: &mut [u8; 40]) -> usize {
     let mut n = 0;
     let mut put = |b: u8| {
         out[n] = b;
@@ -307,14 +314,14 @@ fn tcp_options(t: &crate::packet::TcpHeader, out: &mut [u8; 40]) -> usize {
     put(10);
     t.tsval.to_be_bytes().into_iter().for_each(&mut put);
     t.tsecr.to_be_bytes().into_iter().for_each(&mut put);
-    let blocks = t.num_sack as usize;
+    let blocks = sack.num as usize;
     if blocks > 0 {
         // RFC 2018 §3 (a D-SACK block first, RFC 2883 §4).
         put(TCPOPT_NOP);
         put(TCPOPT_NOP);
         put(TCPOPT_SACK);
         put(2 + 8 * blocks as u8);
-        for b in &t.sack[..blocks] {
+        for b in sack.blocks() {
             let SackBlock { start, end } = *b;
             (start as u32).to_be_bytes().into_iter().for_each(&mut put);
             (end as u32).to_be_bytes().into_iter().for_each(&mut put);
@@ -354,7 +361,7 @@ mod tests {
         let zeros = vec![0u8; 65_536];
         let mut f = Vec::new();
         let p = data(3, 1448, 1448);
-        let len = build_frame(&p, 0, &zeros, &mut f).unwrap();
+        let len = build_frame(&p, &SackSet::default(), 0, &zeros, &mut f).unwrap();
         assert_eq!(len, p.wire_len, "Ethernet + IPv4 + TCP/TS + payload = the qdisc's frame length");
         assert_eq!(f.len() as u32, SNAPLEN.min(len));
         // IPv4 header: ECN bits = ECT(1), total length, a valid header checksum.
@@ -371,14 +378,14 @@ mod tests {
         let mut f = Vec::new();
         let mut a = Packet::new(1, PacketKind::Ack);
         a.tcp.ack = 10 * 1448;
-        a.tcp.num_sack = 2;
-        a.tcp.sack[0] = SackBlock { start: 12 * 1448, end: 13 * 1448 };
-        a.tcp.sack[1] = SackBlock { start: 15 * 1448, end: 16 * 1448 };
+        let mut sack = SackSet { num: 2, ..SackSet::default() };
+        sack.blocks[0] = SackBlock { start: 12 * 1448, end: 13 * 1448 };
+        sack.blocks[1] = SackBlock { start: 15 * 1448, end: 16 * 1448 };
         a.tcp.ace = 0b101;
         let fields = crate::tcp::ecn::accecn_fields_fitting(crate::packet::option_space_left(2)).unwrap();
         a.tcp.accecn.set(Some(AccEcnOption { fields, e1b: 0x10203, ceb: 7, e0b: 1 }));
         a.wire_len = tcp_wire_len(0, 2) + crate::tcp::ecn::accecn_option_len(fields);
-        let len = build_frame(&a, 0, &zeros, &mut f).unwrap();
+        let len = build_frame(&a, &sack, 0, &zeros, &mut f).unwrap();
         assert_eq!(len, a.wire_len);
         let tcp = TcpHeader::from_slice(&f[34..]).unwrap().0;
         assert!(tcp.ns && !tcp.cwr && tcp.ece, "ACE = 0b101 in AE/CWR/ECE");

@@ -16,7 +16,7 @@ pub mod sojourn;
 
 use crate::event::{EndpointId, LinkId};
 use crate::net::Link;
-use crate::packet::Packet;
+use crate::packet::{Packet, SackTable};
 use crate::results::{CaptureResult, FlowSummary, RunResults};
 use crate::time::Time;
 
@@ -121,6 +121,34 @@ pub struct Observers {
 }
 
 impl Observers {
+    /// `pkt` left `link`'s queue (as [`Observer::on_dequeue`]; `sacks` holds the
+    /// SACK options of the ACKs in the network, which the capture writes).
+    #[inline]
+    pub fn on_dequeue(&mut self, now: Time, link: LinkId, pkt: &Packet, sojourn_ns: u64, sacks: &SackTable) {
+        self.recorder.on_dequeue(now, link, pkt, sojourn_ns);
+        if let Some(s) = self.sojourn.as_mut() {
+            s.on_dequeue(now, link, pkt, sojourn_ns);
+        }
+        if let Some(c) = self.capture.as_mut() {
+            c.on_dequeue(now, link, pkt, sojourn_ns, sacks);
+        }
+    }
+    /// `pkt` reached endpoint `to` (as [`Observer::on_deliver`]).
+    #[inline]
+    pub fn on_deliver(&mut self, now: Time, to: EndpointId, pkt: &Packet, sacks: &SackTable) {
+        self.recorder.on_deliver(now, to, pkt);
+        if let Some(c) = self.capture.as_mut() {
+            c.on_deliver(now, to, pkt, sacks);
+        }
+    }
+    /// `pkt` leaves endpoint `from` (as [`Observer::on_emit`]).
+    #[inline]
+    pub fn on_emit(&mut self, now: Time, from: EndpointId, pkt: &Packet, sacks: &SackTable) {
+        if let Some(c) = self.capture.as_mut() {
+            c.on_emit(now, from, pkt, sacks);
+        }
+    }
+
     /// Write the observers' parts of the results.
     pub fn fill_results(&self, view: &dyn NetworkView, r: &mut RunResults) {
         self.recorder.fill_results(view, r);
@@ -131,20 +159,12 @@ impl Observers {
     }
 }
 
+// Dequeue, deliver and emit are the inherent methods above: they also take the
+// run's SACK side table.
 impl Observer for Observers {
     #[inline]
     fn on_enqueue(&mut self, now: Time, link: LinkId, pkt: &Packet) {
         self.recorder.on_enqueue(now, link, pkt);
-    }
-    #[inline]
-    fn on_dequeue(&mut self, now: Time, link: LinkId, pkt: &Packet, sojourn_ns: u64) {
-        self.recorder.on_dequeue(now, link, pkt, sojourn_ns);
-        if let Some(s) = self.sojourn.as_mut() {
-            s.on_dequeue(now, link, pkt, sojourn_ns);
-        }
-        if let Some(c) = self.capture.as_mut() {
-            c.on_dequeue(now, link, pkt, sojourn_ns);
-        }
     }
     #[inline]
     fn on_drop(&mut self, now: Time, link: LinkId, pkt: &Packet) {
@@ -153,19 +173,6 @@ impl Observer for Observers {
     #[inline]
     fn on_mark(&mut self, now: Time, link: LinkId, flow: u32) {
         self.recorder.on_mark(now, link, flow);
-    }
-    #[inline]
-    fn on_deliver(&mut self, now: Time, to: EndpointId, pkt: &Packet) {
-        self.recorder.on_deliver(now, to, pkt);
-        if let Some(c) = self.capture.as_mut() {
-            c.on_deliver(now, to, pkt);
-        }
-    }
-    #[inline]
-    fn on_emit(&mut self, now: Time, from: EndpointId, pkt: &Packet) {
-        if let Some(c) = self.capture.as_mut() {
-            c.on_emit(now, from, pkt);
-        }
     }
     fn on_flow_close(&mut self, now: Time, flow: u32, view: &dyn NetworkView) {
         self.recorder.on_flow_close(now, flow, view);

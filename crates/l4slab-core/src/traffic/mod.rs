@@ -21,7 +21,7 @@ pub mod tcp;
 pub mod udp;
 pub mod web;
 
-use crate::packet::Packet;
+use crate::packet::{Outbox, Packet};
 use crate::results::{FlowSummary, RequestRecord, RunResults};
 use crate::tcp::receiver::ReceiverBuffers;
 use crate::tcp::sender::SenderBuffers;
@@ -31,13 +31,13 @@ use crate::trace::{FlowCumulative, FlowSample};
 /// One side of a flow.
 pub trait Endpoint: Send {
     /// The flow starts at `now` (called on the sending side only).
-    fn start(&mut self, _now: Time, _out: &mut Vec<Packet>) {}
+    fn start(&mut self, _now: Time, _out: &mut Outbox) {}
 
     /// A packet of this flow arrived.
-    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>);
+    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox);
 
     /// The timer set through [`next_timer`](Self::next_timer) fired.
-    fn on_timer(&mut self, _now: Time, _out: &mut Vec<Packet>) {}
+    fn on_timer(&mut self, _now: Time, _out: &mut Outbox) {}
 
     /// When the endpoint wants [`on_timer`](Self::on_timer); the simulator keeps one
     /// pending event and re-arms only for an earlier time (stale expiries are

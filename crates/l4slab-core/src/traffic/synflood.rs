@@ -11,7 +11,7 @@
 use super::udp::UdpSink;
 use super::{Endpoint, FlowOpener, FlowSpec, TrafficSource};
 use crate::config::SynFloodConfig;
-use crate::packet::{Ecn, Packet, PacketKind};
+use crate::packet::{Ecn, Outbox, Packet, PacketKind};
 use crate::results::FlowSummary;
 use crate::time::{tx_time, Time};
 
@@ -41,11 +41,11 @@ impl SynFlooder {
 }
 
 impl Endpoint for SynFlooder {
-    fn start(&mut self, now: Time, _out: &mut Vec<Packet>) {
+    fn start(&mut self, now: Time, _out: &mut Outbox) {
         self.next_send = Some(now);
     }
-    fn on_packet(&mut self, _pkt: &Packet, _now: Time, _out: &mut Vec<Packet>) {}
-    fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn on_packet(&mut self, _pkt: &Packet, _now: Time, _out: &mut Outbox) {}
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         if now < self.stop {
             let mut p = Packet::new(self.flow, PacketKind::Syn);
             p.wire_len = self.wire_len;
@@ -123,7 +123,7 @@ mod tests {
             ecn: Ecn::Ect1,
         };
         let mut f = SynFlooder::new(0, &cfg, u64::MAX);
-        let mut out = Vec::new();
+        let mut out = Outbox::default();
         f.start(0, &mut out);
         f.on_timer(0, &mut out);
         // 54 B = 432 bit at 9 Mbit/s: one SYN every 48 µs, 20 833 per second.

@@ -2,7 +2,7 @@
 
 use super::Endpoint;
 use super::EndpointBuffers;
-use crate::packet::{Packet, PacketKind};
+use crate::packet::{Outbox, Packet, PacketKind};
 use crate::results::FlowSummary;
 use crate::tcp::ecn::EcnMode;
 use crate::tcp::{TcpReceiver, TcpSender};
@@ -16,14 +16,14 @@ pub struct TcpSenderEndpoint(pub TcpSender);
 pub struct TcpReceiverEndpoint(pub TcpReceiver);
 
 impl Endpoint for TcpSenderEndpoint {
-    fn start(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn start(&mut self, now: Time, out: &mut Outbox) {
         self.0.start(now, out);
     }
     #[inline]
-    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
         self.0.on_packet(pkt, now, out);
     }
-    fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         self.0.on_timer(now, out);
     }
     #[inline]
@@ -92,10 +92,10 @@ impl Endpoint for TcpSenderEndpoint {
 
 impl Endpoint for TcpReceiverEndpoint {
     #[inline]
-    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
         self.0.on_packet(pkt, now, out);
     }
-    fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         self.0.on_timer(now, out);
     }
     #[inline]

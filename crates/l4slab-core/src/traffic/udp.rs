@@ -2,7 +2,7 @@
 
 use super::Endpoint;
 use crate::config::UdpFlowConfig;
-use crate::packet::{Packet, PacketKind, ETH_HLEN, IP_UDP_HLEN};
+use crate::packet::{Outbox, Packet, PacketKind, ETH_HLEN, IP_UDP_HLEN};
 use crate::results::FlowSummary;
 use crate::time::{tx_time, Time};
 use crate::trace::FlowCumulative;
@@ -49,11 +49,11 @@ impl UdpSource {
 }
 
 impl Endpoint for UdpSource {
-    fn start(&mut self, now: Time, _out: &mut Vec<Packet>) {
+    fn start(&mut self, now: Time, _out: &mut Outbox) {
         self.next_send = Some(now);
     }
-    fn on_packet(&mut self, _pkt: &Packet, _now: Time, _out: &mut Vec<Packet>) {}
-    fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn on_packet(&mut self, _pkt: &Packet, _now: Time, _out: &mut Outbox) {}
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         if now < self.stop {
             self.next_send = Some(self.send(now, out));
         }
@@ -87,7 +87,7 @@ pub struct UdpSink {
 
 impl Endpoint for UdpSink {
     #[inline]
-    fn on_packet(&mut self, pkt: &Packet, _now: Time, _out: &mut Vec<Packet>) {
+    fn on_packet(&mut self, pkt: &Packet, _now: Time, _out: &mut Outbox) {
         self.delivered_bytes += pkt.payload as u64;
     }
     fn add_cumulative(&self, c: &mut FlowCumulative) {

@@ -45,7 +45,7 @@
 use super::tcp::{TcpReceiverEndpoint, TcpSenderEndpoint};
 use super::{Endpoint, EndpointBuffers, FlowOpener, FlowSpec, TrafficSource};
 use crate::config::{WebSizes, WebSourceConfig};
-use crate::packet::{Packet, PacketKind};
+use crate::packet::{Outbox, Packet, PacketKind};
 use crate::results::{FlowSummary, RequestRecord, RunResults};
 use crate::rng::{self, SimRng, Stream};
 use crate::tcp::ecn::EcnMode;
@@ -114,14 +114,14 @@ pub struct WebClient {
 }
 
 impl Endpoint for WebServer {
-    fn start(&mut self, now: Time, _out: &mut Vec<Packet>) {
+    fn start(&mut self, now: Time, _out: &mut Outbox) {
         self.syn_arrives = Some(now + self.syn_delay_ns);
     }
     #[inline]
-    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
         self.inner.on_packet(pkt, now, out);
     }
-    fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         if self.opened {
             self.inner.on_timer(now, out);
         } else if self.syn_arrives.is_some_and(|t| t <= now) {
@@ -178,13 +178,13 @@ impl Endpoint for WebServer {
 
 impl Endpoint for WebClient {
     #[inline]
-    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
+    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
         self.inner.on_packet(pkt, now, out);
         if self.closed_at.is_none() && self.inner.0.bytes_delivered >= self.size {
             self.closed_at = Some(now);
         }
     }
-    fn on_timer(&mut self, now: Time, out: &mut Vec<Packet>) {
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         self.inner.on_timer(now, out);
     }
     #[inline]
