@@ -667,14 +667,14 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             "rx_usecs_ns",
             TimeNs,
             json!(default_rx_usecs_ns()),
-            "Receiver NIC RX interrupt delay (ethtool -C rx-usecs; i40e default 50 us): with gro, what arrives within it is merged.",
+            "Receiver NIC RX interrupt throttle (ethtool -C rx-usecs; i40e default 50 us, Intel ITR: a minimum interval between interrupts): with gro, what arrives within it of the last interrupt is merged.",
         )
         .range(0.0, RX_USECS_MAX_NS),
         ParamSpec::new(
             "sender_rx_usecs_ns",
             TimeNs,
             json!(0),
-            "Sending host's NIC RX interrupt delay (ethtool -C rx-usecs on the sender; i40e default 50 us): ACKs arriving within it are processed together at the NAPI poll. 0 (engine default): each ACK at its arrival.",
+            "Sending host's NIC RX interrupt throttle (ethtool -C rx-usecs on the sender; i40e default 50 us, Intel ITR: a minimum interval between interrupts): ACKs arriving within it of the last interrupt are processed together at the NAPI poll; an ACK on a quiet port at once. 0 (engine default): each ACK at its arrival.",
         )
         .range(0.0, RX_USECS_MAX_NS),
         ParamSpec::new(
