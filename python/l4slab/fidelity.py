@@ -244,6 +244,18 @@ def _pam_rows() -> list[Row]:
                 "PAM 2025 Prague-vs-CUBIC heatmap",
             )
         )
+    # Row 12: the PAM multi-flow mix 1v2 (one Prague vs an iperf3 -P 2 ECN-CUBIC client)
+    # in the 2 BDP FIFO; published per-flow mean (issue 11 row 12, PAM 2025 multi-flow data).
+    rows.append(
+        Row(
+            12,
+            "1 Prague vs 2 ECN-CUBIC, PAM FIFO, 2 BDP",
+            lambda quick: _pam_pair("fifo", 2, 1, quick, n_cubic=2),
+            _pam_measure,
+            (Check("Prague goodput", 40.3, tol=3.0, unit="Mbit/s"),),
+            "PAM 2025 multi-flow data (1v2, FIFO)",
+        )
+    )
     # Row 8: Prague's queuing delay in PAM FQ-CoDel (ECN), 1-8 BDP.
     for bdp, qd in ((1, 6.9), (2, 9.3), (4, 8.0), (8, 9.2)):
         rows.append(
