@@ -655,7 +655,9 @@ def _row_scenario(row: Row, toml: str, overrides: Mapping[str, Any] | None):
         if wildcard.startswith("flows[*]"):
             rest = wildcard[len("flows[*]") :]
             if not rest.startswith(".") or len(rest) < 2:
-                raise ScenarioError(f"--set: {key!r} needs a flow field after flows[*], e.g. flows[*].sender_rx_usecs=50")
+                raise ScenarioError(
+                    f"--set: {key!r} needs a flow field after flows[*], e.g. flows[*].sender_rx_usecs=50"
+                )
             for index in range(len(flows)):
                 expanded[f"flows[{index}]{rest}"] = value
             continue

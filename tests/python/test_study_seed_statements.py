@@ -57,9 +57,12 @@ def render(module, data, tmp_path: Path) -> list[str]:
 
 
 def test_dualq_multiflow_figure7_balance(tmp_path):
-    """Seed 001 §IV-D / Figure 7 (40 Mbit/s, 10 ms): FQ-CoDel's round robin gives every flow
-    its fair rate; PIE balances the types almost perfectly; over DualPI2 the Prague:CUBIC rate
-    per flow stays in the basic grid's band 0.85-2.5 with 1-10 flows of each."""
+    """Seed 001 §IV-D / Figure 7 (40 Mbit/s, 10 ms), on the testbed's Prague v0.6 with fq on
+    the hosts: FQ-CoDel's round robin gives every flow its fair rate; PIE balances the types
+    almost perfectly; over DualPI2 "no flow gets much below the 'fair' rate": every flow of
+    the equal mixes keeps at least three quarters of it, and the Prague:CUBIC ratio per flow
+    stays within 0.75-1.33 (measured 0.78-1.17; the 5-5 mix's 0.78-0.80 is below the basic
+    grid's 0.85: v0.6's two-segment TSO floor, test_dualq_multiflow_v06_tso_floor)."""
     rules = [{"flows.1.cc": "cubic", "flows.0.count": n, "flows.1.count": n} for n in (1, 2, 5, 10)]
     data, module = reduced_study("dualq-multiflow", tmp_path, rules, {"duration": "30s", "warmup": "10s"})
     flows = module.mix_flows(data)
@@ -70,9 +73,45 @@ def test_dualq_multiflow_figure7_balance(tmp_path):
 
     pie = type_rates(flows[flows["aqm"] == "PIE"], ["mix"])
     assert pie["mean"].between(0.85, 1.15).all(), pie
-    ratio = rate_ratio(flows[flows["aqm"] == "DualPI2"], ["mix"])
-    assert len(ratio) == 4 and ratio["ratio"].between(0.85, 2.5).all(), ratio
+    dualpi2 = flows[flows["aqm"] == "DualPI2"]
+    assert (dualpi2["normalised"] >= 0.75).all(), dualpi2.groupby("mix")["normalised"].min()
+    ratio = rate_ratio(dualpi2, ["mix"])
+    assert len(ratio) == 4 and ratio["ratio"].between(0.75, 1.0 / 0.75).all(), ratio
     render(module, data, tmp_path)
+
+
+def test_dualq_multiflow_v06_tso_floor():
+    """Why the 5-5 mix on v0.6 gives Prague less than v0.7 does: v0.6's prague_tso_segs
+    returns at least tcp_min_tso_segs (2) segments, and fq paces the skb, so each Prague
+    send puts two back-to-back frames into the L queue (more sojourn, more CE marks for the
+    same rate). With one segment per skb (TSO off) the ratio is v0.7's, near 1."""
+    from l4slab.runner import run
+    from l4slab.scenario import scenario_from_toml
+
+    def ratio(tso: bool) -> float:
+        text = f"""
+duration = "30s"
+warmup = "10s"
+[bottleneck]
+rate = "40Mbit"
+qdisc = "dualpi2 limit 40000 step_thresh 1ms drop_on_overload variant l4steam"
+[[flows]]
+cc = "prague-v06"
+count = 5
+rtt = "10ms"
+fq_pacing = true
+tso = {str(tso).lower()}
+[[flows]]
+cc = "cubic"
+count = 5
+rtt = "10ms"
+fq_pacing = true
+"""
+        f = run(scenario_from_toml(text, overrides={"seed": 2019})).flows
+        return float(f[f["group"] == 0]["goodput_mbps"].mean() / f[f["group"] == 1]["goodput_mbps"].mean())
+
+    with_floor, without = ratio(True), ratio(False)
+    assert with_floor < 0.9 < without, (with_floor, without)
 
 
 def test_dualq_mixed_rtt_worst_ratios_and_l_delay(tmp_path):

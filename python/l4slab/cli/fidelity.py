@@ -29,9 +29,8 @@ def command(args: argparse.Namespace) -> int:
     from .. import fidelity
     from ..errors import ScenarioError
     from ..io import write_text
-    from .common import check_out_dir
-
     from ..scenario.load import parse_override
+    from .common import check_out_dir
 
     overrides = dict(parse_override(item) for item in args.overrides)
     numbers = None
