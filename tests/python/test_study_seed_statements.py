@@ -355,9 +355,9 @@ def test_dualq_mixed_rtt_prague_l_mean_above_half_ms_only_under_step_marking(tmp
     cases = module.case_frame(data).set_index("b_cc")
     bottleneck = data.bottleneck.merge(data.flows[data.flows["label"] == "B"][["run_id", "cc"]], on="run_id")
     bottleneck = bottleneck.set_index("cc")
-    prague, cubic = bottleneck.loc["prague"], bottleneck.loc["cubic"]
+    prague, cubic = bottleneck.loc["prague-v06"], bottleneck.loc["cubic"]
     # All but a handful of marks (slow start, whose L delay briefly drives p') are step marks.
     assert prague["qdisc_prob"] == 0 and prague["qdisc_step_marks"] >= 0.99 * prague["qdisc_marks"] > 0
-    assert 0.3 <= cases.loc["prague", "a_mean_ms"] <= 1.0  # under the 1 ms step, above one packet (0.3 ms)
+    assert 0.3 <= cases.loc["prague-v06", "a_mean_ms"] <= 1.0  # under the 1 ms step, above one packet (0.3 ms)
     assert cubic["qdisc_prob"] > 0 and cubic["qdisc_step_marks"] < 0.5 * cubic["qdisc_marks"]
     assert cases.loc["cubic", "a_mean_ms"] < 0.5  # the coupled regime: the paper's statement holds
