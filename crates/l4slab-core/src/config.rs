@@ -404,8 +404,9 @@ pub struct TcpFlowConfig {
     #[serde(default)]
     pub receiver_cc_params: Option<serde_json::Value>,
     /// The receiving host's kernel where its AccECN receive path differs from
-    /// mainline's: `l4steam` is the L4STeam tree (the PAM 2025 and DualQ testbeds'
-    /// kernels), whose `tcp_ecn_received_counters` saturates the unreported-CE count
+    /// mainline's: `l4steam` is the L4STeam tree (the PAM 2025 and seed 004
+    /// testbeds' kernels; the DualQ testbed's 5.10 AccECN receiver, ij1/linux-accecn,
+    /// has no `received_ce_pending` and behaves as mainline here), whose `tcp_ecn_received_counters` saturates the unreported-CE count
     /// on every ECT or CE segment (`received_ce_pending = max(.. + pcount, 0xf)`), so
     /// `__tcp_accecn_process` asks for an immediate ACK (`ICSK_ACK_NOW`) on every
     /// slow-path segment whose timestamp advanced. Default `mainline`.
@@ -430,7 +431,7 @@ pub enum ReceiverKernel {
     /// Mainline Linux (torvalds/linux, v6.18 with AccECN).
     #[default]
     Mainline,
-    /// L4STeam/linux (the Prague kernels of the PAM 2025 and DualQ testbeds).
+    /// L4STeam/linux (the Prague kernels of the PAM 2025 and seed 004 testbeds).
     L4steam,
 }
 

@@ -177,7 +177,7 @@ class TcpFlow(_FlowCommon):
     receiver_kernel: Literal["mainline", "l4steam"] | None = Field(
         None,
         description="receiving host's kernel tree where its AccECN receive path differs: l4steam (the PAM 2025 "
-        "and DualQ testbeds' Prague kernels) ACKs every ECT/CE segment whose timestamp advanced",
+        "and seed 004 testbeds' L4STeam kernels) ACKs every ECT/CE segment whose timestamp advanced",
         examples=["l4steam"],
     )
     ecn_low: Annotated[bool, Field(strict=True)] | None = Field(
