@@ -337,3 +337,14 @@ def test_short_path_geometry_without_the_bbr_ccs(panel):
         thresholds = {k: v for k, v in qdisc.items() if k in ("target_ns", "ce_threshold_ns")}
         if queue != "fifo":  # bfifo has no threshold
             assert thresholds and set(thresholds.values()) == {1_000_000}, (queue, thresholds)
+
+
+def test_bbr2l4s_panels_receive_with_the_senders_cc_as_the_testbed():
+    # The notebook sets rx_L4S's default CC to cc_tx_L4S (`sysctl -w
+    # net.ipv4.tcp_congestion_control=bbr2`), so the receiving socket runs L4STeam bbr2
+    # with ecn_enable (its default): DCTCP-style CE echo over AccECN.
+    panels = [p for p in ONE_VS_ONE + MIXES if p.startswith("bbr2l4s")]
+    spec = load_study("pam2025", panels=panels)
+    for point in spec.points:
+        l4s = point.config["flows"][0]
+        assert (l4s["cc"], l4s["receiver_cc"], l4s["receiver_ecn"]) == ("bbr2-l4s", "bbr2-l4s", 3), point.values

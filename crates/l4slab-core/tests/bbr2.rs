@@ -129,23 +129,72 @@ fn bbr2_l4s_with_accecn_uses_the_dualpi2_l_queue_and_fills_the_link() {
 #[test]
 #[ignore = "known gap (reported): the simulated L4S-BBRv2 queuing delay in DualPI2 is ~0.3 ms, not the PAM paper's 0.7-1.2 ms"]
 fn bbr2_l4s_queuing_delay_in_dualpi2_is_about_1_ms_as_pam_2025_reports() {
-    // PAM 2025: "in DualPI2 the queuing delay of L4S-BBRv2 is around 1 ms" (mean
-    // srtt − base RTT, against a Classic flow). Simulated (also with the testbed's
-    // `target 5ms variant l4steam`): 0.3 ms. After the first ECN rounds the flow is
-    // cwnd-limited at inflight_lo (≈ 56 packets, its BDP share), which CE only lowers
-    // (bbr2_adapt_lower_bounds) and only REFILL/PROBE_RTT reset; it spends ≈ 87 % of
-    // PROBE_BW in CRUISE with the L queue nearly empty (mean sojourn 0.18 ms, P99 1.35).
-    // L4STeam 009adfe4 defaults checked: ecn_reprobe_gain 0, DOWN 0.91, fast_ack_mode 1;
-    // bbr2_adapt_lower_bounds (ECN cut of inflight_lo by 1 − α·ecn_factor, unfloored)
-    // matches. The metric is the paper's: mean of per-bin sRTT samples (iperf3-like) −
-    // the 10 ms base, so delayed ACKs count (0.31 ms with them, 0.15 ms without, against
-    // CUBIC in `target 5ms variant l4steam`). The sender-side ACK batching that closes
-    // the Prague-vs-BBRv1 gap (tests/bbr.rs) adds only ≈ G/2 here (0.40 / 0.46 ms at
-    // G = 100 / 250 µs) and leaves the L sojourn at 0.18–0.19 ms: it is not this gap.
-    let r = run(&scenario(100, json!({"kind": "dualpi2"}), vec![bbr2_l4s(), pam(tcp("cubic", 10))], 60));
+    // PAM 2025: "in DualPI2 the queuing delay of L4S-BBRv2 is around 1 ms" (mean sRTT −
+    // the 10 ms base, against a Classic flow). The testbed's own per-trial files
+    // (fatihsarpkaya/L4S-PAM2025, Data/1vs1 flow experiments/L4S-Compatible BBRv2 vs
+    // Classic/cubic_noecn_{srtt,tput}_tx_L4S.json, DualPI2 rows): sRTT 10.65–11.13 ms
+    // (mean ≈ 0.77 ms) at 55.4–56.9 Mbit/s. This engine, configured as that testbed
+    // (DualPI2 `target 5ms variant l4steam`, the L4STeam AccECN receiver, the receiving
+    // socket running bbr2-l4s as rx_L4S did): 0.27–0.29 ms at 65.6–66.3 Mbit/s (three
+    // trials of the study's DualPI2 row), L sojourn mean 0.17 ms, P99 1.35 ms; of the
+    // flow's marks ≈ 35 % are step marks and ≈ 65 % coupled (2p'), 11 % of L packets.
+    //
+    // The ECN path matches L4STeam tcp_bbr2.c 009adfe4 line by line (the stored file
+    // nearest the 2024 testing build; 198b982a is the older 8-gain-table tree with the
+    // same ECN logic): ecn_eligible latches at the first round start with
+    // `bbr_ecn_max_rtt_us = 0` meaning any RTT; α is updated once per round (gain 1/16,
+    // init 1.0); `bbr2_adapt_lower_bounds` cuts inflight_lo by 1 − α/3 once per marked
+    // round with no floor and never bw_lo; `bbr2_is_inflight_too_high` ends a probe at
+    // CE ≥ 50 % of a sample; CRUISE caps cwnd at min(inflight_hi − 15 %, inflight_lo);
+    // probes come every min(63, target_inflight) rounds or 2–3 s; ecn_reprobe_gain 0;
+    // DOWN 0.91, UP cwnd gain 2.25, bw_probe_exit 0; TSO goal with offloads off; the
+    // sender's fast_ack_mode only matters on a receiving socket (mechanism tests in
+    // cc/bbr2/tests.rs). AccECN feeds delivered_ce from the ACE delta and sets is_ece as
+    // `tcp_accecn_process` does. Ruled out as the cause: the receiving socket's CC (its
+    // DCTCP-style echo over AccECN: ACKs/packet 0.61 → 0.64, delay unchanged); pacing
+    // 2 % / 4 % above the estimate (0.29 / 0.31 ms); sender ACK batching (≈ G/2);
+    // delayed ACKs (0.31 ms with, 0.15 ms without).
+    //
+    // The gap is not DualPI2's: the same testbed files give ≈ 1.0 ms in FQ (ce_threshold
+    // 5 ms; engine 0.46 ms) and ≈ 0.8 ms in L4S-aware FQ-CoDel (engine 0.33 ms), where the
+    // CUBIC flow's sRTT agrees across panels (FQ-CoDel 4.2 ms in both the Prague and the
+    // L4S-BBRv2 panel), so it is specific to the BBRv2 flow on that testbed, and its
+    // mechanism is not in the L4STeam CC code. Open.
+    let q = json!({"kind": "dualpi2", "target_ns": 5 * MS, "variant": "l4steam"});
+    let r = run(&scenario(100, q, vec![pam_bbr2_l4s(), pam(tcp("cubic", 10))], 60));
     let qd = r.flows[0].queuing_delay_ms;
     assert!((0.7..=1.2).contains(&qd), "L4S-BBRv2 queuing delay {qd} ms");
     assert!(r.bottleneck.utilisation >= 0.90);
+}
+
+/// The PAM 2025 L4S-BBRv2 flow as the testbed ran it: AccECN with the L4STeam receive
+/// path, and the receiving socket on bbr2-l4s (rx_L4S's default CC was the sender's).
+fn pam_bbr2_l4s() -> Value {
+    let mut f = bbr2_l4s();
+    f["receiver_kernel"] = json!("l4steam");
+    f["receiver_cc"] = json!("bbr2-l4s");
+    f
+}
+
+#[test]
+fn bbr2_l4s_gets_under_15_percent_against_two_sided_bbr2_and_long_path_bbr3_in_dualpi2() {
+    // PAM 2025: in DualPI2 L4S-BBRv2 is harmed (< ~15 %) by two-sided BBRv2 and by
+    // BBRv3 on the 10 ms path (testbed files: 4.0–5.1 Mbit/s against BBRv3). The classic
+    // flow is ECT(0) in the C queue and barely answers its p'² marks (two-sided: α ≈
+    // p'²; BBRv3 at min RTT > 5 ms ignores CE), so the PI raises p' until the L flow,
+    // cutting inflight_lo by α/3 on every round with a coupled (2p') mark, is squeezed.
+    let q = json!({"kind": "dualpi2", "target_ns": 5 * MS, "variant": "l4steam"});
+    let mut bbr3 = pam(tcp("bbr3", 10));
+    bbr3["ecn"] = json!(1);
+    bbr3["receiver_ecn"] = json!(1);
+    bbr3["ecn_low"] = json!(true);
+    for (name, other) in [("two-sided BBRv2", bbr2("two-sided")), ("BBRv3", bbr3)] {
+        let r = run(&scenario(100, q.clone(), vec![pam_bbr2_l4s(), other], 60));
+        let (l, c) = (r.flows[0].goodput_mbps, r.flows[1].goodput_mbps);
+        let share = l / (l + c);
+        assert!((0.02..0.15).contains(&share), "L4S-BBRv2 share against {name}: {share:.3}");
+        assert!(r.flows[1].ecn_mode == "rfc3168" && r.flows[0].ecn_mode == "accecn");
+    }
 }
 
 #[test]

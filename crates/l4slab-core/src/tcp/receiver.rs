@@ -526,11 +526,23 @@ impl TcpReceiver {
         self.lrcvtime = now;
     }
 
-    /// `tcp_data_ecn_check` (net/ipv4/tcp_input.c) in RFC 3168 mode: a CC that
-    /// needs ECN sees every data segment's CE state as a `CA_EVENT_ECN_IS_CE` /
-    /// `CA_EVENT_ECN_NO_CE` (DCTCP echoes it DCTCP-style), then the RFC 3168 echo
-    /// (RFC 3168 §6.1.3: ECE until CWR) runs with what the CC left.
+    /// `tcp_data_ecn_check` (net/ipv4/tcp_input.c): with ECN on (RFC 3168 or AccECN)
+    /// a CC that needs ECN or wants CE events sees every data segment's CE state as a
+    /// `CA_EVENT_ECN_IS_CE` / `CA_EVENT_ECN_NO_CE` (DCTCP and BBRv2 echo it
+    /// DCTCP-style); in RFC 3168 mode the echo (RFC 3168 §6.1.3: ECE until CWR) then
+    /// runs with what the CC left.
     fn ecn_check_ce(&mut self, ip_ecn: Ecn, now: Time, out: &mut Outbox) {
+        if self.ecn_mode == EcnMode::AccEcn {
+            // `tcp_data_ecn_check` returns only when ECN is off: with AccECN a CC that
+            // wants CE events (BBRv2's DCTCP-style `bbr_cwnd_event`) sees them too;
+            // the RFC 3168 echo state (DEMAND_CWR, quick-ACK on CE) is RFC 3168 only.
+            match ip_ecn {
+                Ecn::Ce => self.ca_ecn_event(CaEvent::EcnIsCe, now, out),
+                Ecn::Ect0 | Ecn::Ect1 => self.ca_ecn_event(CaEvent::EcnNoCe, now, out),
+                Ecn::NotEct => {}
+            }
+            return;
+        }
         if self.ecn_mode != EcnMode::Rfc3168 {
             return;
         }
@@ -577,7 +589,10 @@ impl TcpReceiver {
         if let Some((ack, ece)) = r.send_ack {
             // `__tcp_send_ack(sk, ack)`: a special ACK that leaves the delayed-ACK state alone.
             let mut a = self.build_ack(ack, now);
-            a.tcp.ece = ece;
+            if self.ecn_mode == EcnMode::Rfc3168 {
+                // AccECN carries the counters in ACE; DEMAND_CWR is an RFC 3168 flag.
+                a.tcp.ece = ece;
+            }
             out.push(a);
             self.acks_sent += 1;
         }
@@ -1167,6 +1182,37 @@ mod tests {
         let set = out.sacks.get(out[0].tcp.sack);
         assert!(set.dsack);
         assert_eq!(set.blocks(), &[SackBlock { start: 0, end: 1448 }]);
+    }
+
+    /// An AccECN receiving socket whose CC wants CE events (L4STeam tcp_bbr2.c with its
+    /// default `ecn_enable`, as the PAM 2025 L4S receiver ran it): L4STeam/linux
+    /// tcp_input.c:tcp_data_ecn_check returns only when ECN is off, so the CE state
+    /// change reaches `bbr_cwnd_event` → `dctcp_ece_ack_update`, which flushes the held
+    /// delayed ACK and ACKs the CE segment at once; a CUBIC receiver has no such event.
+    #[test]
+    fn an_accecn_bbr2_receiver_acks_ce_state_changes_at_once() {
+        let acks = |cc: &str| {
+            let mut r = TcpReceiver::new(0, true, 3, 2, cc);
+            let mut out = Outbox::default();
+            let mut syn = Packet::new(0, PacketKind::Syn);
+            syn.tcp.ace = ecn::SYN_ACE_ACCECN;
+            syn.ecn = Ecn::Ect1;
+            r.on_packet(&syn, 0, &mut out);
+            assert_eq!(r.ecn_mode, EcnMode::AccEcn);
+            for i in 0..17u64 {
+                let mut d = data(i * 1448, 1448);
+                d.ecn = Ecn::Ect1;
+                r.on_packet(&d, 1000 * (i + 1), &mut out);
+            }
+            assert!(r.next_timer().is_some(), "segment 17 waits for the delayed ACK");
+            out.clear();
+            let mut d = data(17 * 1448, 1448);
+            d.ecn = Ecn::Ce;
+            r.on_packet(&d, 20_000, &mut out);
+            out.iter().map(|a| a.tcp.ack / 1448).collect::<Vec<u64>>()
+        };
+        assert_eq!(acks("bbr2-l4s"), [17, 18]);
+        assert_eq!(acks("cubic"), [18]);
     }
 
     /// A DCTCP receiver over RFC 3168 feedback: its CC's `dctcp_ece_ack_update`

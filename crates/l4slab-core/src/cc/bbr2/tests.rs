@@ -407,3 +407,35 @@ fn cc_state_reports_the_model() {
     assert!(s.inflight_hi.is_none() && s.inflight_lo.is_none());
     assert!(bw_100m() > 0);
 }
+
+/// The L4STeam ECN path as audited against 009adfe4 (issue 10): with the defaults
+/// (`bbr_ecn_max_rtt_us = 0`, "ECN allowed at any RTT" in `bbr2_update_ecn_alpha`)
+/// a 10 ms flow is ECN-eligible from its first round; a marked round in CRUISE cuts
+/// `inflight_lo` by 1 − α·ecn_factor with no floor (`bbr2_adapt_lower_bounds`: only
+/// the loss response takes max(inflight_latest, …)), so it falls below the volume the
+/// round delivered; `bw_lo` stays unset; only REFILL (`bbr2_reset_lower_bounds`) lifts it.
+#[test]
+fn l4s_ecn_cut_is_unfloored_and_only_refill_lifts_it() {
+    let mut l = build_l4s(None).unwrap();
+    let mut tp = sock(EcnMode::AccEcn);
+    l.init(&mut tp);
+    in_probe_bw(&mut l, &mut tp);
+    assert!(l.ecn_eligible, "ecn_max_rtt_us = 0: eligible at a 10 ms min RTT");
+    l.start_bw_probe_cruise();
+    l.ecn_alpha = 256;
+    let mut lo = tp.cwnd;
+    for _ in 0..3 {
+        tp.delivered_ce += 83;
+        round(&mut l, &mut tp, 83, 10_000, 10_000, |rs| rs.is_ece = true);
+        assert_eq!(l.inflight_lo, lo * (256 - 85) / 256);
+        lo = l.inflight_lo;
+    }
+    assert!(l.inflight_lo < 83, "cut below the round's 83 delivered packets: {}", l.inflight_lo);
+    assert_eq!(tp.cwnd, l.inflight_lo.max(4), "CRUISE is cwnd-limited at inflight_lo");
+    assert_eq!(l.bw_lo, INF);
+    // Rounds without marks leave it where it is.
+    round(&mut l, &mut tp, 83, 10_000, 10_000, |_| {});
+    assert_eq!(l.inflight_lo, lo);
+    l.start_bw_probe_refill(&tp, 0);
+    assert_eq!(l.inflight_lo, INF);
+}
