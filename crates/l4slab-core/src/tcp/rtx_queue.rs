@@ -91,6 +91,20 @@ impl Bits {
         }
     }
 
+    /// Make `a` a member or not (whatever it was), keeping its summary bit exact.
+    /// `push_back` writes every set's bit of a new position this way, so bits a
+    /// popped position left behind in its ring slot never reach a query.
+    #[inline]
+    fn assign(&mut self, a: u64, on: bool) {
+        let p = ((a >> 6) & self.mask()) as usize;
+        let bit = 1u64 << (a & 63);
+        let w = (self.words[p] & !bit) | if on { bit } else { 0 };
+        self.words[p] = w;
+        let sbit = 1u64 << (p & 63);
+        let s = &mut self.summary[p >> 6];
+        *s = (*s & !sbit) | if w != 0 { sbit } else { 0 };
+    }
+
     /// Lowest member in `[from, to)`.
     #[inline]
     fn next(&self, from: u64, to: u64) -> Option<u64> {
@@ -308,26 +322,39 @@ impl RtxQueue {
         }
     }
 
-    /// Append a newly sent segment.
+    /// Append a newly sent segment. Its position's bit is written in every set
+    /// (member or not), since `pop_front` leaves a popped position's bits in
+    /// place.
     #[inline]
     pub(super) fn push_back(&mut self, seg: Seg) {
         let a = self.base + self.segs.len() as u64;
         let nwords = self.unsacked.words.len() as u64;
         if (a >> 6) - (self.base >> 6) >= nwords {
-            let n = (nwords as usize) * 2;
-            self.unsacked = self.unsacked.regrow(n, self.base, a);
-            self.orig = self.orig.regrow(n, self.base, a);
-            self.lost = self.lost.regrow(n, self.base, a);
+            self.grow(a);
         }
-        self.update(a, SACKED, seg.flags);
+        let c = classes(seg.flags);
+        self.unsacked.assign(a, c & C_UNSACKED != 0);
+        self.orig.assign(a, c & C_ORIG != 0);
+        self.lost.assign(a, c & C_LOST != 0);
         self.segs.push_back(seg);
     }
 
-    /// Remove the head (cumulatively acknowledged).
+    /// Double the bit rings (the live window is `[base, a)`).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, a: u64) {
+        let n = self.unsacked.words.len() * 2;
+        self.unsacked = self.unsacked.regrow(n, self.base, a);
+        self.orig = self.orig.regrow(n, self.base, a);
+        self.lost = self.lost.regrow(n, self.base, a);
+    }
+
+    /// Remove the head (cumulatively acknowledged). Its bits stay in the rings:
+    /// every query starts at or after `base`, and the slot is rewritten by the
+    /// `push_back` that reuses it, so no per-pop bit work is needed.
     #[inline]
     pub(super) fn pop_front(&mut self) -> Option<Seg> {
         let s = self.segs.pop_front()?;
-        self.update(self.base, s.flags, SACKED);
         self.base += 1;
         Some(s)
     }
