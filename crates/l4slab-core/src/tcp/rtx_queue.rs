@@ -91,18 +91,12 @@ impl Bits {
         }
     }
 
-    /// Make `a` a member or not (whatever it was), keeping its summary bit exact.
-    /// `push_back` writes every set's bit of a new position this way, so bits a
-    /// popped position left behind in its ring slot never reach a query.
+    /// Empty the word holding absolute positions `[64·w, 64·w + 64)`.
     #[inline]
-    fn assign(&mut self, a: u64, on: bool) {
-        let p = ((a >> 6) & self.mask()) as usize;
-        let bit = 1u64 << (a & 63);
-        let w = (self.words[p] & !bit) | if on { bit } else { 0 };
-        self.words[p] = w;
-        let sbit = 1u64 << (p & 63);
-        let s = &mut self.summary[p >> 6];
-        *s = (*s & !sbit) | if w != 0 { sbit } else { 0 };
+    fn clear_word(&mut self, w: u64) {
+        let p = (w & self.mask()) as usize;
+        self.words[p] = 0;
+        self.summary[p >> 6] &= !(1 << (p & 63));
     }
 
     /// Lowest member in `[from, to)`.
@@ -420,9 +414,7 @@ impl RtxQueue {
         }
     }
 
-    /// Append a newly sent segment. Its position's bit is written in every set
-    /// (member or not), since `pop_front` leaves a popped position's bits in
-    /// place.
+    /// Append a newly sent segment.
     #[inline]
     pub(super) fn push_back(&mut self, seg: Seg) {
         let a = self.base + self.segs.len as u64;
@@ -430,10 +422,18 @@ impl RtxQueue {
         if (a >> 6) - (self.base >> 6) >= nwords {
             self.grow(a);
         }
+        // The slot's word is empty but for this word's own positions (see
+        // `pop_front`): only the sets the segment belongs to change.
         let c = classes(seg.flags);
-        self.unsacked.assign(a, c & C_UNSACKED != 0);
-        self.orig.assign(a, c & C_ORIG != 0);
-        self.lost.assign(a, c & C_LOST != 0);
+        if c & C_UNSACKED != 0 {
+            self.unsacked.insert(a);
+        }
+        if c & C_ORIG != 0 {
+            self.orig.insert(a);
+        }
+        if c & C_LOST != 0 {
+            self.lost.insert(a);
+        }
         self.segs.push_back(seg);
     }
 
@@ -447,13 +447,21 @@ impl RtxQueue {
         self.lost = self.lost.regrow(n, self.base, a);
     }
 
-    /// Remove the head (cumulatively acknowledged). Its bits stay in the rings:
-    /// every query starts at or after `base`, and the slot is rewritten by the
-    /// `push_back` that reuses it, so no per-pop bit work is needed.
+    /// Remove the head (cumulatively acknowledged). Its bits stay until the head
+    /// leaves their word, which is then emptied whole: every query starts at or
+    /// after `base`, so bits below it in the head's word are never read, and a
+    /// `push_back` reaches a slot's word again only after the head has left it (a
+    /// push into the head's own slot word doubles the rings first).
     #[inline]
     pub(super) fn pop_front(&mut self) -> Option<Seg> {
         let s = self.segs.pop_front()?;
         self.base += 1;
+        if self.base & 63 == 0 {
+            let w = (self.base >> 6) - 1;
+            self.unsacked.clear_word(w);
+            self.orig.clear_word(w);
+            self.lost.clear_word(w);
+        }
         Some(s)
     }
 
