@@ -12,6 +12,7 @@
 //! machine (RACK loss marking, CWR/Recovery entry), timer re-arm, the rate sample,
 //! then congestion control, retransmissions and new data.
 
+use super::recovery::rack_sent_after;
 use super::rtt::update_min_rtt;
 use super::sender::*;
 
@@ -306,6 +307,11 @@ impl TcpSender {
         let mut first: Option<Time> = None;
         let mut last: Option<Time> = None;
         let mut reord = u64::MAX;
+        // tcp_rack_advance for each newly delivered packet, applied once after the
+        // loop (`rack_advance_folded`): the last passing packet's send time and the
+        // latest passing (xmit, end_seq). A packet never retransmitted always passes.
+        let mut rack_last: Option<Time> = None;
+        let mut rack_latest: (Time, u64) = (0, 0);
         while let Some(front) = self.rtx.front() {
             if front.end > ack {
                 break;
@@ -322,8 +328,9 @@ impl TcpSender {
                     self.tp.retrans_out -= 1;
                 }
                 self.tp.delivered += 1;
-                if s.has(EVER_RETRANS) {
+                let passes = if s.has(EVER_RETRANS) {
                     fl |= flag::RETRANS_DATA_ACKED;
+                    self.rack_passes(true, s.xmit, now)
                 } else {
                     if first.is_none() {
                         first = Some(s.xmit);
@@ -332,11 +339,20 @@ impl TcpSender {
                     if s.seq < reord {
                         reord = s.seq;
                     }
+                    true
+                };
+                if passes {
+                    if rack_last.is_none() || rack_sent_after(s.xmit, rack_latest.0, s.end, rack_latest.1) {
+                        rack_latest = (s.xmit, s.end);
+                    }
+                    rack_last = Some(s.xmit);
                 }
-                self.rack_advance(s.has(EVER_RETRANS), s.end, s.xmit, now);
             }
             self.rate_skb_delivered(&mut s, rs);
             fl |= flag::DATA_ACKED | flag::SET_XMIT_TIMER;
+        }
+        if let Some(last_xmit) = rack_last {
+            self.rack_advance_folded(last_xmit, rack_latest, now);
         }
         if self.rtx.is_empty() {
             self.fack = ack;

@@ -10,16 +10,32 @@ use super::sender::*;
 impl TcpSender {
     /// `tcp_rack_advance`.
     pub(super) fn rack_advance(&mut self, ever_retrans: bool, end_seq: u64, xmit: Time, now: Time) {
-        let rtt_us = (now - xmit) / NS_PER_US;
-        if ever_retrans && rtt_us < self.tp.min_rtt_us as u64 {
-            // Ambiguous: probably the original was delivered.
+        if !self.rack_passes(ever_retrans, xmit, now) {
             return;
         }
+        self.rack_advance_folded(xmit, (xmit, end_seq), now);
+    }
+
+    /// `tcp_rack_advance`'s ambiguity check: a retransmitted packet (S)ACKed sooner
+    /// than the min RTT after its last transmission probably had its original
+    /// delivered, and does not advance RACK.
+    #[inline]
+    pub(super) fn rack_passes(&self, ever_retrans: bool, xmit: Time, now: Time) -> bool {
+        !(ever_retrans && (now - xmit) / NS_PER_US < self.tp.min_rtt_us as u64)
+    }
+
+    /// `tcp_rack_advance` for a run of delivered packets that pass
+    /// [`rack_passes`](Self::rack_passes), in one update: the calls leave RACK's rtt
+    /// from the last of them (sent at `last_xmit`) and RACK's reference the latest
+    /// of its own and theirs under `tcp_rack_sent_after`, a total order on (xmit,
+    /// end_seq), so `latest` (their latest) stands for them all.
+    #[inline]
+    pub(super) fn rack_advance_folded(&mut self, last_xmit: Time, latest: (Time, u64), now: Time) {
         self.rack.advanced = true;
-        self.rack.rtt_us = rtt_us;
-        if rack_sent_after(xmit, self.rack.xmit, end_seq, self.rack.end_seq) {
-            self.rack.xmit = xmit;
-            self.rack.end_seq = end_seq;
+        self.rack.rtt_us = (now - last_xmit) / NS_PER_US;
+        if rack_sent_after(latest.0, self.rack.xmit, latest.1, self.rack.end_seq) {
+            self.rack.xmit = latest.0;
+            self.rack.end_seq = latest.1;
         }
     }
 
@@ -129,6 +145,6 @@ impl TcpSender {
 
 /// `tcp_rack_sent_after`: was (t1, seq1) sent after (t2, seq2)?
 #[inline]
-fn rack_sent_after(t1: Time, t2: Time, seq1: u64, seq2: u64) -> bool {
+pub(super) fn rack_sent_after(t1: Time, t2: Time, seq1: u64, seq2: u64) -> bool {
     t1 > t2 || (t1 == t2 && seq1 > seq2)
 }

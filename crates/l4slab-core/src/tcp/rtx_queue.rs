@@ -6,7 +6,7 @@
 //! (`tcp_sacktag_write_queue`: `recv_sack_cache`, `tcp_sacktag_skip`) and walks RACK
 //! over a time-ordered list that holds only packets still in flight
 //! (`tp->tsorted_sent_queue`, `tcp_rack_detect_loss` in `net/ipv4/tcp_recovery.c`).
-//! Here the queue is a `VecDeque` in sequence order and three bit sets over its
+//! Here the queue is a ring of segments in sequence order and three bit sets over its
 //! positions answer "the next segment at or after position i that is …" in a few
 //! word operations (a second level of one bit per non-empty word skips empty runs):
 //!
@@ -28,7 +28,7 @@
 //! ones it would have skipped: results are unchanged, only the skipping is cheap.
 //! Positions are absolute (segments popped so far + index), so popping the head
 //! does not renumber the sets; the sets are rings of words that grow by doubling,
-//! like the `VecDeque` itself, so nothing is allocated per packet once warm.
+//! like the segment ring itself, so nothing is allocated per packet once warm.
 
 use super::sender::{Seg, EVER_RETRANS, LOST, RETRANS, SACKED};
 use crate::time::Time;
@@ -91,6 +91,14 @@ impl Bits {
         }
     }
 
+    /// Empty the word holding absolute positions `[64·w, 64·w + 64)`.
+    #[inline]
+    fn clear_word(&mut self, w: u64) {
+        let p = (w & self.mask()) as usize;
+        self.words[p] = 0;
+        self.summary[p >> 6] &= !(1 << (p & 63));
+    }
+
     /// Lowest member in `[from, to)`.
     #[inline]
     fn next(&self, from: u64, to: u64) -> Option<u64> {
@@ -144,10 +152,97 @@ impl Bits {
     }
 }
 
+/// The segments in sequence order: a ring of power-of-two capacity, indexed by a
+/// mask (a `VecDeque` wraps its index by a compare and subtract and copies each
+/// popped segment out); grows by doubling when full, so nothing is allocated per
+/// packet once warm.
+#[derive(Clone, Debug)]
+struct SegRing {
+    buf: Vec<Seg>,
+    /// Slot of the first segment.
+    head: usize,
+    len: usize,
+}
+
+impl SegRing {
+    fn with_capacity(n: usize) -> Self {
+        let cap = if n == 0 { 0 } else { n.next_power_of_two() };
+        SegRing { buf: vec![Seg::default(); cap], head: 0, len: 0 }
+    }
+
+    #[inline]
+    fn slot(&self, i: usize) -> usize {
+        (self.head + i) & (self.buf.len() - 1)
+    }
+
+    #[inline]
+    fn push_back(&mut self, seg: Seg) {
+        if self.len == self.buf.len() {
+            self.grow();
+        }
+        let k = self.slot(self.len);
+        self.buf[k] = seg;
+        self.len += 1;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let cap = (self.buf.len() * 2).max(64);
+        let mut buf = vec![Seg::default(); cap];
+        for (i, b) in buf.iter_mut().enumerate().take(self.len) {
+            *b = self.buf[self.slot(i)];
+        }
+        self.buf = buf;
+        self.head = 0;
+    }
+
+    #[inline]
+    fn pop_front(&mut self) -> Option<Seg> {
+        if self.len == 0 {
+            return None;
+        }
+        let s = self.buf[self.head];
+        self.head = (self.head + 1) & (self.buf.len() - 1);
+        self.len -= 1;
+        Some(s)
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Option<&Seg> {
+        if i < self.len {
+            Some(&self.buf[self.slot(i)])
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    fn get_mut(&mut self, i: usize) -> &mut Seg {
+        assert!(i < self.len, "retransmit queue index {i} past its {} segments", self.len);
+        let k = self.slot(i);
+        &mut self.buf[k]
+    }
+
+    fn clear(&mut self) {
+        self.head = 0;
+        self.len = 0;
+    }
+}
+
+impl std::ops::Index<usize> for SegRing {
+    type Output = Seg;
+    #[inline]
+    fn index(&self, i: usize) -> &Seg {
+        assert!(i < self.len, "retransmit queue index {i} past its {} segments", self.len);
+        &self.buf[self.slot(i)]
+    }
+}
+
 /// The retransmit queue: segments in sequence order and the scoreboard index.
 #[derive(Clone, Debug)]
 pub(super) struct RtxQueue {
-    segs: VecDeque<Seg>,
+    segs: SegRing,
     /// Absolute position of `segs[0]` (segments popped so far).
     base: u64,
     unsacked: Bits,
@@ -165,7 +260,7 @@ impl RtxQueue {
     pub(super) fn with_capacity(n: usize) -> Self {
         let nwords = n.div_ceil(64).next_power_of_two().max(2);
         RtxQueue {
-            segs: VecDeque::with_capacity(n),
+            segs: SegRing::with_capacity(n),
             base: 0,
             unsacked: Bits::new(nwords),
             orig: Bits::new(nwords),
@@ -180,7 +275,7 @@ impl RtxQueue {
     pub(super) fn empty() -> Self {
         let none = || Bits { words: Vec::new(), summary: Vec::new() };
         RtxQueue {
-            segs: VecDeque::new(),
+            segs: SegRing::with_capacity(0),
             base: 0,
             unsacked: none(),
             orig: none(),
@@ -212,28 +307,39 @@ impl RtxQueue {
 
     #[inline]
     pub(super) fn len(&self) -> usize {
-        self.segs.len()
+        self.segs.len
     }
     #[inline]
     pub(super) fn is_empty(&self) -> bool {
-        self.segs.is_empty()
+        self.segs.len == 0
     }
     #[inline]
     pub(super) fn front(&self) -> Option<&Seg> {
-        self.segs.front()
+        self.segs.get(0)
     }
     #[inline]
     #[allow(dead_code)]
     pub(super) fn back(&self) -> Option<&Seg> {
-        self.segs.back()
+        self.segs.len.checked_sub(1).and_then(|i| self.segs.get(i))
     }
     #[allow(dead_code)]
     pub(super) fn iter(&self) -> impl Iterator<Item = &Seg> {
-        self.segs.iter()
+        (0..self.segs.len).map(|i| &self.segs[i])
     }
+    /// Index of the first segment for which `pred` is false (`pred` true on a
+    /// prefix), as `slice::partition_point`.
     #[allow(dead_code)]
-    pub(super) fn partition_point(&self, pred: impl FnMut(&Seg) -> bool) -> usize {
-        self.segs.partition_point(pred)
+    pub(super) fn partition_point(&self, mut pred: impl FnMut(&Seg) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.segs.len);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(&self.segs[mid]) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// Index of the first segment ending after `seq` (`len()` if none): the
@@ -243,8 +349,8 @@ impl RtxQueue {
     /// guess, instead of a binary search whose every probe misses the cache on a
     /// long queue.
     pub(super) fn first_ending_after(&self, seq: u64) -> usize {
-        let n = self.segs.len();
-        let Some(head) = self.segs.front() else { return 0 };
+        let n = self.segs.len;
+        let Some(head) = self.segs.get(0) else { return 0 };
         if head.end > seq {
             return 0;
         }
@@ -311,31 +417,58 @@ impl RtxQueue {
     /// Append a newly sent segment.
     #[inline]
     pub(super) fn push_back(&mut self, seg: Seg) {
-        let a = self.base + self.segs.len() as u64;
+        let a = self.base + self.segs.len as u64;
         let nwords = self.unsacked.words.len() as u64;
         if (a >> 6) - (self.base >> 6) >= nwords {
-            let n = (nwords as usize) * 2;
-            self.unsacked = self.unsacked.regrow(n, self.base, a);
-            self.orig = self.orig.regrow(n, self.base, a);
-            self.lost = self.lost.regrow(n, self.base, a);
+            self.grow(a);
         }
-        self.update(a, SACKED, seg.flags);
+        // The slot's word is empty but for this word's own positions (see
+        // `pop_front`): only the sets the segment belongs to change.
+        let c = classes(seg.flags);
+        if c & C_UNSACKED != 0 {
+            self.unsacked.insert(a);
+        }
+        if c & C_ORIG != 0 {
+            self.orig.insert(a);
+        }
+        if c & C_LOST != 0 {
+            self.lost.insert(a);
+        }
         self.segs.push_back(seg);
     }
 
-    /// Remove the head (cumulatively acknowledged).
+    /// Double the bit rings (the live window is `[base, a)`).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, a: u64) {
+        let n = self.unsacked.words.len() * 2;
+        self.unsacked = self.unsacked.regrow(n, self.base, a);
+        self.orig = self.orig.regrow(n, self.base, a);
+        self.lost = self.lost.regrow(n, self.base, a);
+    }
+
+    /// Remove the head (cumulatively acknowledged). Its bits stay until the head
+    /// leaves their word, which is then emptied whole: every query starts at or
+    /// after `base`, so bits below it in the head's word are never read, and a
+    /// `push_back` reaches a slot's word again only after the head has left it (a
+    /// push into the head's own slot word doubles the rings first).
     #[inline]
     pub(super) fn pop_front(&mut self) -> Option<Seg> {
         let s = self.segs.pop_front()?;
-        self.update(self.base, s.flags, SACKED);
         self.base += 1;
+        if self.base & 63 == 0 {
+            let w = (self.base >> 6) - 1;
+            self.unsacked.clear_word(w);
+            self.orig.clear_word(w);
+            self.lost.clear_word(w);
+        }
         Some(s)
     }
 
     /// Set the flags of the segment at index `i`.
     #[inline]
     pub(super) fn set_flags(&mut self, i: usize, flags: u8) {
-        let old = std::mem::replace(&mut self.segs[i].flags, flags);
+        let old = std::mem::replace(&mut self.segs.get_mut(i).flags, flags);
         self.update(self.base + i as u64, old, flags);
     }
 
@@ -343,13 +476,13 @@ impl RtxQueue {
     #[inline]
     pub(super) fn replace(&mut self, i: usize, seg: Seg) {
         debug_assert_eq!((seg.seq, seg.end), (self.segs[i].seq, self.segs[i].end));
-        let old = std::mem::replace(&mut self.segs[i], seg).flags;
+        let old = std::mem::replace(self.segs.get_mut(i), seg).flags;
         self.update(self.base + i as u64, old, seg.flags);
     }
 
     #[inline]
     fn next_in(&self, bits: &Bits, from: usize) -> Option<usize> {
-        let to = self.base + self.segs.len() as u64;
+        let to = self.base + self.segs.len as u64;
         bits.next(self.base + from as u64, to).map(|a| (a - self.base) as usize)
     }
 
@@ -388,7 +521,7 @@ impl RtxQueue {
         let mut w = n;
         for k in (0..n).rev() {
             let (a, t) = self.retrans[k];
-            let live = a >= self.base && a < self.base + self.segs.len() as u64 && {
+            let live = a >= self.base && a < self.base + self.segs.len as u64 && {
                 let s = &self.segs[(a - self.base) as usize];
                 s.xmit == t && classes(s.flags) & C_RETRANS != 0
             };

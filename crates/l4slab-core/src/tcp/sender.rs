@@ -37,7 +37,7 @@ pub(super) const DELIVERED: u8 = 1 << 4; // rate sample taken (Linux zeroes tx.d
 
 /// One transmitted, not yet cumulatively acknowledged segment (an skb of the
 /// retransmit queue).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Seg {
     pub(super) seq: u64,
     pub(super) end: u64,
