@@ -183,7 +183,6 @@ pub struct Simulation {
     /// where its ACK is delivered or dropped).
     out: Outbox,
     counts: Counts,
-    next_id: u64,
     end: Time,
 }
 
@@ -258,7 +257,6 @@ impl Simulation {
             observers: Observers { recorder, sojourn, capture },
             out: Outbox::with_capacity(256),
             counts: Counts::default(),
-            next_id: 0,
             end,
         })
     }
@@ -372,7 +370,7 @@ impl Simulation {
         }
     }
 
-    /// Stamp and count the packets in `self.out` and send each to its first hop.
+    /// Count the packets in `self.out` and send each to its first hop.
     fn emit(&mut self, now: Time, e: EndpointId) {
         if self.out.is_empty() {
             return;
@@ -382,9 +380,6 @@ impl Simulation {
         let mut out = std::mem::take(&mut self.out.pkts);
         self.flows.slot_mut(e.flow()).in_network += out.len() as u32;
         for pkt in out.iter_mut() {
-            pkt.id = self.next_id;
-            self.next_id += 1;
-            pkt.sent_ts = now;
             self.counts.sent += 1;
             self.observers.on_emit(now, e, pkt, &self.out.sacks);
             match pkt.kind {
