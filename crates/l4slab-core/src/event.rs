@@ -161,6 +161,9 @@ pub struct EventQueue {
     n_pins: usize,
     /// Index of the earliest occupied pin, if any.
     first_pin: Option<usize>,
+    /// The (time, sequence) key of `first_pin`'s event, `u128::MAX` if none:
+    /// read by every pop without touching the pins.
+    pin_key: u128,
     /// The heap whose root is the event being handled, already returned by
     /// [`pop_until`](Self::pop_until) but not yet removed.
     consumed: Consumed,
@@ -178,6 +181,7 @@ impl EventQueue {
             pins: [None; MAX_PINS],
             n_pins: 0,
             first_pin: None,
+            pin_key: u128::MAX,
             consumed: Consumed::None,
             last_seq: 0,
             seq: 0,
@@ -208,6 +212,7 @@ impl EventQueue {
     fn update_first_pin(&mut self) {
         if self.n_pins == 1 {
             self.first_pin = self.pins[0].map(|_| 0);
+            self.pin_key = self.pins[0].map_or(u128::MAX, |e| e.key());
             return;
         }
         self.first_pin = None;
@@ -220,6 +225,7 @@ impl EventQueue {
                 }
             }
         }
+        self.pin_key = best;
     }
 
     /// Schedule `target` at `time`, after everything already scheduled for `time`.
@@ -282,7 +288,7 @@ impl EventQueue {
         self.drop_consumed();
         let heap_top = self.heap.peek().map_or(u128::MAX, Entry::key);
         let timer_top = self.timers.peek().map_or(u128::MAX, Entry::key);
-        let pin_top = self.first_pin.map_or(u128::MAX, |i| self.pins[i].as_ref().expect("first pin").key());
+        let pin_top = self.pin_key;
         let first = heap_top.min(timer_top).min(pin_top);
         // u128::MAX: all empty (an entry's seq is below u64::MAX).
         if first == u128::MAX || (first >> 64) as Time > end {

@@ -111,7 +111,7 @@ pub struct SackBlock {
 /// The SACK option of one ACK: up to three blocks, a D-SACK block first (RFC 2018 §3,
 /// RFC 2883 §4). It travels beside the packet, in the run's [`SackTable`], so that
 /// the 48 bytes of blocks that only ACKs in recovery carry are not copied with
-/// every packet through delay lines and queues (a `Packet` is 80 bytes, not 128).
+/// every packet through delay lines and queues (a `Packet` is 64 bytes, not 128).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SackSet {
     /// Number of valid entries in `blocks` (1..=3 in the table).
@@ -131,7 +131,7 @@ impl SackSet {
 
 /// A packet's handle on its SACK option in the [`SackTable`]: none (no option), or
 /// an entry. Three bytes (up to 2^24 − 1 SACK-carrying ACKs in the network at
-/// once), so that `Packet` stays within 80 bytes.
+/// once), so that `Packet` stays within 64 bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SackRef([u8; 3]);
 
@@ -281,10 +281,6 @@ pub struct Packet {
     /// Sub-queue the qdisc put the packet in, indexing `Qdisc::class_names()`
     /// (DualPI2: 0 = C, 1 = L); 0 for single-queue qdiscs.
     pub qclass: u8,
-    /// Time the sender's stack handed the packet to its NIC.
-    pub sent_ts: Time,
-    /// Globally unique id, in creation order (tie-breaks and traces).
-    pub id: u64,
     pub tcp: TcpHeader,
 }
 
@@ -300,8 +296,6 @@ impl Packet {
             retrans: false,
             enqueue_ts: 0,
             qclass: 0,
-            sent_ts: 0,
-            id: 0,
             tcp: TcpHeader::default(),
         }
     }
@@ -372,10 +366,11 @@ mod tests {
         assert_eq!(tcp_wire_len(0, 3), 66 + 28);
     }
     #[test]
-    fn packet_fits_in_80_bytes() {
-        // The SACK blocks live in the SackTable: 512 flows' queues and delay lines
-        // hold 80-byte packets, not 128-byte ones.
-        assert!(std::mem::size_of::<Packet>() <= 80, "Packet is {} bytes", std::mem::size_of::<Packet>());
+    fn packet_fits_in_one_cache_line() {
+        // The SACK blocks live in the SackTable and nothing carries a packet id or
+        // send time the engine never reads: 512 flows' queues and delay lines hold
+        // 64-byte packets (one cache line), not 128- or 80-byte ones.
+        assert!(std::mem::size_of::<Packet>() <= 64, "Packet is {} bytes", std::mem::size_of::<Packet>());
     }
     #[test]
     fn sack_table_round_trips_and_reuses_freed_entries() {

@@ -25,6 +25,11 @@ struct FlowSlot {
     ends: [Box<dyn Endpoint>; 2],
     /// Pending timer events (lazy: stale ones are ignored).
     timer_at: [Option<Time>; 2],
+    /// `Endpoint::arms_timer_first` and `Endpoint::injects_drops` of each side,
+    /// read once when the flow opens (both are fixed for an endpoint's life):
+    /// no virtual call per packet to ask.
+    arms_timer_first: [bool; 2],
+    injects_drops: [bool; 2],
     start: Time,
     base_rtt: u64,
     /// Packets of this flow inside the network (queues and wires): a source reuses
@@ -82,8 +87,11 @@ impl FlowOpener for Opener<'_> {
     }
     fn open(&mut self, slot: u32, spec: FlowSpec) {
         self.topology.attach_flow(self.net, slot, spec.fwd_delay_ns, spec.rev_delay_ns, spec.reverse);
+        let ends = [spec.sender, spec.receiver];
         self.flows.slots[slot as usize] = Some(FlowSlot {
-            ends: [spec.sender, spec.receiver],
+            arms_timer_first: [ends[0].arms_timer_first(), ends[1].arms_timer_first()],
+            injects_drops: [ends[0].injects_drops(), ends[1].injects_drops()],
+            ends,
             timer_at: [None, None],
             in_network: 0,
             start: spec.start,
@@ -175,7 +183,6 @@ pub struct Simulation {
     /// where its ACK is delivered or dropped).
     out: Outbox,
     counts: Counts,
-    next_id: u64,
     end: Time,
 }
 
@@ -250,7 +257,6 @@ impl Simulation {
             observers: Observers { recorder, sojourn, capture },
             out: Outbox::with_capacity(256),
             counts: Counts::default(),
-            next_id: 0,
             end,
         })
     }
@@ -341,7 +347,7 @@ impl Simulation {
     #[inline]
     fn after_endpoint(&mut self, now: Time, e: EndpointId) {
         let side = (e.0 % 2) as usize;
-        if self.flows.slot(e.flow()).ends[side].arms_timer_first() {
+        if self.flows.slot(e.flow()).arms_timer_first[side] {
             self.arm_timer(e);
             self.emit(now, e);
         } else {
@@ -364,19 +370,16 @@ impl Simulation {
         }
     }
 
-    /// Stamp and count the packets in `self.out` and send each to its first hop.
+    /// Count the packets in `self.out` and send each to its first hop.
     fn emit(&mut self, now: Time, e: EndpointId) {
         if self.out.is_empty() {
             return;
         }
         let side = (e.0 % 2) as usize;
-        let injects_drops = self.flows.slot(e.flow()).ends[side].injects_drops();
+        let injects_drops = self.flows.slot(e.flow()).injects_drops[side];
         let mut out = std::mem::take(&mut self.out.pkts);
         self.flows.slot_mut(e.flow()).in_network += out.len() as u32;
         for pkt in out.iter_mut() {
-            pkt.id = self.next_id;
-            self.next_id += 1;
-            pkt.sent_ts = now;
             self.counts.sent += 1;
             self.observers.on_emit(now, e, pkt, &self.out.sacks);
             match pkt.kind {

@@ -99,20 +99,21 @@ mod tests {
     use super::*;
     use crate::packet::PacketKind;
 
+    /// A packet told apart by its sequence number.
     fn pkt(id: u64) -> Packet {
         let mut p = Packet::new(0, PacketKind::Data);
-        p.id = id;
+        p.tcp.seq = id;
         p
     }
 
-    /// Drain `q`, taking line packets through `line`; (time, packet id or 0).
+    /// Drain `q`, taking line packets through `line`; (time, packet seq or 0).
     fn drain(q: &mut EventQueue, line: &mut DelayLine) -> Vec<(Time, u64)> {
         let mut seen = Vec::new();
         while let Some((t, target)) = q.pop() {
             match target {
                 Target::LineHead(_) => {
                     if let Some((_, p)) = line.pop(t, q.last_seq(), q) {
-                        seen.push((t, p.id))
+                        seen.push((t, p.tcp.seq))
                     }
                 }
                 _ => seen.push((t, 0)),

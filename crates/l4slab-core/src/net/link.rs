@@ -56,11 +56,16 @@ pub struct ShapedQueue {
     timer_at: Option<Time>,
     /// The event queue's pinned slot for the watchdog, if one was free.
     wake_pin: Option<PinId>,
+    /// `qdisc.has_timer()`, read once: a timerless qdisc is not asked for its
+    /// next timer after every packet.
+    timed: bool,
 }
 
 impl ShapedQueue {
     pub fn new(shaper: Shaper, qdisc: Box<dyn Qdisc<Packet>>, rng: SimRng) -> Self {
+        let timed = qdisc.has_timer();
         ShapedQueue {
+            timed,
             shaper,
             qdisc,
             rng,
@@ -235,8 +240,15 @@ impl Link {
     }
 
     /// Schedule the qdisc's timer if it is earlier than the pending one.
-    #[inline]
+    #[inline(always)]
     pub fn arm_qdisc_timer(&mut self, events: &mut EventQueue) {
+        if self.queue.as_ref().is_some_and(|q| q.timed) {
+            self.arm_timed_qdisc(events);
+        }
+    }
+
+    #[inline(never)]
+    fn arm_timed_qdisc(&mut self, events: &mut EventQueue) {
         let id = self.id;
         if let Some(q) = self.queue.as_mut() {
             if let Some(t) = q.qdisc.next_timer() {

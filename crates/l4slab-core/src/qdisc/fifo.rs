@@ -143,6 +143,10 @@ impl<P: QdiscPacket> Qdisc<P> for Fifo<P> {
         self.queue.front()
     }
 
+    fn has_timer(&self) -> bool {
+        false
+    }
+
     fn stats(&self) -> &QdiscStats {
         &self.stats
     }

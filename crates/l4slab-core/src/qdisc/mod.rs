@@ -196,6 +196,14 @@ pub trait Qdisc<P: QdiscPacket>: Send {
     /// Counters.
     fn stats(&self) -> &QdiscStats;
 
+    /// Whether [`next_timer`](Self::next_timer) can ever return `Some`. The
+    /// simulator asks for the next timer after every enqueue and dequeue only
+    /// when this holds, so a qdisc without a timer (`sch_fifo.c` has no watchdog)
+    /// costs no virtual call there. Fixed for the qdisc's lifetime.
+    fn has_timer(&self) -> bool {
+        true
+    }
+
     /// Next time the qdisc's own timer fires, if any.
     fn next_timer(&self) -> Option<Time> {
         None
@@ -390,6 +398,32 @@ mod tests {
     use super::*;
     use serde_json::Value;
     use std::collections::BTreeSet;
+
+    /// `has_timer() == false` lets the simulator skip `next_timer` after every
+    /// packet: such a qdisc must never have a timer, through enqueues, drops and
+    /// dequeues; one that has a timer (PIE's and DualPI2's tupdate) must say so.
+    #[test]
+    fn a_qdisc_without_a_timer_never_reports_one() {
+        for d in REGISTRY {
+            let mut h = Harness::new();
+            let mut q: Box<dyn Qdisc<TestPacket>> = build(&(d.default_config)(), &mut h.rng);
+            let mut seen = q.next_timer().is_some();
+            for i in 0..3000u64 {
+                q.enqueue(packet((i % 5) as u32, i, 1514, Ecn::Ect1), i * 1_000, &mut h.ctx());
+                seen |= q.next_timer().is_some();
+                if i % 3 == 0 {
+                    q.dequeue(i * 1_000 + 500, &mut h.ctx());
+                    seen |= q.next_timer().is_some();
+                }
+            }
+            if !q.has_timer() {
+                assert!(!seen, "{} says it has no timer but reported one", d.kind);
+            }
+            if matches!(d.kind, "pie" | "dualpi2") {
+                assert!(q.has_timer() && seen, "{}: tupdate timer", d.kind);
+            }
+        }
+    }
 
     #[test]
     fn every_descriptor_builds_with_its_defaults() {

@@ -49,7 +49,8 @@ pub trait Endpoint: Send {
     /// Whether the simulator arms the next timer *before* putting this callback's
     /// packets on the wire: a clocked source re-arms its clock first (an hrtimer
     /// callback returning `HRTIMER_RESTART`); TCP transmits, then re-arms
-    /// (`tcp_write_xmit` before `tcp_rearm_rto`).
+    /// (`tcp_write_xmit` before `tcp_rearm_rto`). Read once when the flow
+    /// opens: fixed for the endpoint's life.
     fn arms_timer_first(&self) -> bool {
         false
     }
@@ -60,7 +61,7 @@ pub trait Endpoint: Send {
     }
 
     /// Whether [`loses_on_first_hop`](Self::loses_on_first_hop) may ever be true
-    /// for this endpoint (asked once per batch of emitted packets).
+    /// for this endpoint (read once when the flow opens: fixed for its life).
     fn injects_drops(&self) -> bool {
         false
     }
