@@ -316,6 +316,7 @@ _spell(
             _time("interval", always_shown=True),
             _flag("ecn", "noecn", always_shown=True),
             _time("ce_threshold", example="5ms"),
+            _time("uptime", example="1000s"),  # engine word: the router's clock (codel_get_time)
         ),
         buffer_param="limit",
     )
@@ -343,6 +344,7 @@ _spell(
             Param("ce_threshold_selector", selector, example="0x01/0x01"),
             Param("memory_limit", engine="memory_limit_bytes"),
             Param("drop_batch", engine="drop_batch_size"),
+            _time("uptime", example="1000s"),  # engine word: the router's clock (codel_get_time)
         ),
         buffer_param="limit",
         to_engine=_selector_to_engine,

@@ -85,6 +85,14 @@ pub struct CodelConfig {
     pub ecn: bool,
     /// Minimum qdisc backlog (bytes) for a drop/mark: psched_mtu (codel_impl.h:codel_should_drop).
     pub mtu: u32,
+    /// The host's `ktime_get_ns()` at simulated time 0, i.e. its uptime when the run
+    /// starts: CoDel's clock is `ktime_get_ns() >> 10` (include/net/codel.h:codel_get_time),
+    /// not time since the qdisc was created. It decides the re-entry rule's
+    /// `now - drop_next < 16 * interval` on a queue's first dropping episode, where
+    /// `drop_next` is still the 0 of `codel_vars_init`, and so whether an fq_codel queue
+    /// whose `count` was raised by fat-flow drops resumes from a stale `rec_inv_sqrt`
+    /// (see [`codel_dequeue`]).
+    pub clock_base_ns: u64,
 }
 
 impl CodelConfig {
@@ -107,7 +115,21 @@ impl CodelConfig {
             ce_threshold_mask: mask,
             ecn,
             mtu: mtu_bytes,
+            clock_base_ns: 0,
         }
+    }
+
+    /// The same parameters on a host whose monotonic clock read `uptime_ns` when the
+    /// run started (see [`CodelConfig::clock_base_ns`]).
+    pub fn with_clock_base(mut self, uptime_ns: u64) -> Self {
+        self.clock_base_ns = uptime_ns;
+        self
+    }
+
+    /// `codel_get_time()` at simulated time `ns` on this host.
+    #[inline]
+    pub fn now(&self, ns: Time) -> CodelTime {
+        codel_time(ns.wrapping_add(self.clock_base_ns))
     }
 }
 
@@ -207,7 +229,7 @@ pub fn should_drop<P: QdiscPacket>(
     };
     // Sojourn in codel units: both ends truncated to 1.024 µs, as Linux stamps
     // codel_get_time() at enqueue and reads it again at dequeue (include/net/codel.h:codel_get_time).
-    vars.ldelay = now.wrapping_sub(codel_time(pkt.enqueue_ts()));
+    vars.ldelay = now.wrapping_sub(cfg.now(pkt.enqueue_ts()));
     stats.maxpacket = stats.maxpacket.max(pkt.wire_len());
     // codel_impl.h:codel_should_drop: below target, or at most one MTU left in the qdisc -> reset.
     if time_before(vars.ldelay, cfg.target) || backlog <= cfg.mtu as u64 {
@@ -239,7 +261,7 @@ pub fn codel_dequeue<Q: CodelQueue>(
         vars.dropping = false;
         return None;
     };
-    let now = codel_time(now_ns);
+    let now = cfg.now(now_ns);
     let mut skb = Some(first);
     // Whether the packet to be returned got a CoDel-law mark in this call.
     let mut law_marked = false;
@@ -305,6 +327,13 @@ pub fn codel_dequeue<Q: CodelQueue>(
             if delta > 1 && time_before(now.wrapping_sub(vars.drop_next), cfg.interval.wrapping_mul(16)) {
                 vars.count = delta;
                 // One Newton step from the stale rec_inv_sqrt (Linux does not reset it).
+                // On a queue's first episode drop_next is still 0, so whether this
+                // branch runs depends on the host clock (`codel_get_time`, i.e. uptime);
+                // when it does after fq_codel's fat-flow drops raised `count` from 0
+                // (sch_fq_codel.c:fq_codel_drop `flow->cvars.count += i`), the stale
+                // rec_inv_sqrt is codel_vars_init's 0, the Newton step keeps it 0, and the
+                // control law then marks/drops every packet while dropping, in every later
+                // episode that also resumes here.
                 vars.newton_step();
             } else {
                 vars.count = 1;
@@ -360,6 +389,10 @@ pub struct CodelParams {
     /// Not a tc keyword: the device's psched_mtu, the minimum qdisc backlog below
     /// which CoDel never drops. Default 1514 (Ethernet).
     pub mtu_bytes: u32,
+    /// Not a tc keyword: the router's uptime (`ktime_get_ns()`) when the run starts,
+    /// which CoDel's clock reads ([`CodelConfig::clock_base_ns`]). `None` (default):
+    /// drawn from the scenario seed ([`draw_uptime_ns`]).
+    pub uptime_ns: Option<u64>,
 }
 
 impl Default for CodelParams {
@@ -371,8 +404,37 @@ impl Default for CodelParams {
             ecn: false,
             ce_threshold_ns: None,
             mtu_bytes: PSCHED_MTU,
+            uptime_ns: None,
         }
     }
+}
+
+/// One wrap of CoDel's clock: 2^32 codel units of 1.024 µs (≈ 4398 s).
+pub const CODEL_CLOCK_WRAP_NS: u64 = 1 << (32 + CODEL_SHIFT);
+
+/// The router's uptime at the start of the run when the scenario does not give one:
+/// uniform over one wrap of CoDel's 32-bit clock (include/net/codel.h:codel_get_time
+/// keeps `ktime_get_ns() >> 10` as u32), from the qdisc's random stream. Only the
+/// uptime modulo the wrap matters, so this is every uptime a real router may have had.
+pub fn draw_uptime_ns(uptime_ns: Option<u64>, rng: &mut SimRng) -> u64 {
+    uptime_ns.unwrap_or_else(|| rng.next_u64() & (CODEL_CLOCK_WRAP_NS - 1))
+}
+
+/// Schema of the router's uptime (`uptime_ns`; the engine word `uptime`, tc has none) shared by
+/// `codel` and `fq_codel`.
+pub(crate) fn uptime_spec() -> ParamSpec {
+    ParamSpec::new(
+        "uptime_ns",
+        ParamKind::TimeNs,
+        json!(null),
+        "The router's uptime (ktime_get_ns) when the run starts (an engine word, not tc's: `uptime 1000s`); \
+         CoDel's clock is \
+         ktime_get_ns() >> 10 (include/net/codel.h:codel_get_time), which decides the re-entry rule on a \
+         queue's first dropping episode (include/net/codel_impl.h:codel_dequeue). null = drawn from the \
+         seed over one wrap of that 32-bit clock (2^42 ns, about 4398 s); only the uptime modulo that wrap \
+         matters.",
+    )
+    .range(0.0, 1e15)
 }
 
 /// Schema of the CoDel parameters shared by `codel` and `fq_codel`: `target_ns`,
@@ -446,11 +508,13 @@ impl QdiscKind for CodelParams {
             "Mark ECT packets instead of dropping (include/net/codel.h:codel_params_init: off for sch_codel).",
         ));
         v.push(mtu_spec());
+        v.push(uptime_spec());
         v
     }
 
-    fn build<P: QdiscPacket>(&self, _rng: &mut SimRng) -> Box<dyn Qdisc<P>> {
-        Box::new(Codel::new(self.clone()))
+    fn build<P: QdiscPacket>(&self, rng: &mut SimRng) -> Box<dyn Qdisc<P>> {
+        let uptime = draw_uptime_ns(self.uptime_ns, rng);
+        Box::new(Codel::new(CodelParams { uptime_ns: Some(uptime), ..self.clone() }))
     }
 }
 
@@ -510,7 +574,8 @@ impl<P: QdiscPacket> Codel<P> {
             params.ce_threshold_ns,
             None, // sch_codel has no selector: ce_threshold applies to all packets
             params.mtu_bytes,
-        );
+        )
+        .with_clock_base(params.uptime_ns.unwrap_or(0));
         let cap = (params.limit_packets as usize).clamp(16, 1 << 16);
         Codel {
             params,
@@ -558,7 +623,7 @@ impl<P: QdiscPacket> Qdisc<P> for Codel<P> {
     }
 
     fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<P>) -> Option<P> {
-        self.last_now = codel_time(now);
+        self.last_now = self.cfg.now(now);
         let mut fifo = QdiscFifo { queue: &mut self.queue, stats: &mut self.stats, ctx, on_remove: |_: &P| {} };
         let pkt = codel_dequeue(&mut fifo, now, &self.cfg, &mut self.vars, &mut self.cstats)?;
         self.stats.on_sent(&pkt);

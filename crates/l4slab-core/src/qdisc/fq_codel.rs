@@ -5,7 +5,8 @@
 //! is dropped from the head of the fattest bucket.
 
 use super::codel::{
-    codel_dequeue, codel_time_specs, mtu_spec, CodelConfig, CodelStats, CodelVars, QdiscFifo, MAX_LIMIT_PACKETS,
+    codel_dequeue, codel_time_specs, draw_uptime_ns, mtu_spec, uptime_spec, CodelConfig, CodelStats, CodelVars,
+    QdiscFifo, MAX_LIMIT_PACKETS,
 };
 use super::{flow_hash, Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats, PSCHED_MTU};
 use crate::rng::SimRng;
@@ -64,6 +65,9 @@ pub struct FqCodelParams {
     /// Not a tc keyword: the device's psched_mtu, CoDel's minimum-backlog rule.
     /// Default 1514.
     pub mtu_bytes: u32,
+    /// Not a tc keyword: the router's uptime when the run starts, which CoDel's clock
+    /// reads (`codel::CodelConfig::clock_base_ns`). `None` (default): drawn from the seed.
+    pub uptime_ns: Option<u64>,
 }
 
 impl Default for FqCodelParams {
@@ -80,6 +84,7 @@ impl Default for FqCodelParams {
             memory_limit_bytes: 32 << 20,
             drop_batch_size: 64,
             mtu_bytes: PSCHED_MTU,
+            uptime_ns: None,
         }
     }
 }
@@ -139,6 +144,7 @@ impl QdiscKind for FqCodelParams {
             )
             .range(1.0, 65_536.0),
             mtu_spec(),
+            uptime_spec(),
         ]);
         v
     }
@@ -185,8 +191,11 @@ pub struct FqCodel<P> {
 }
 
 impl<P: QdiscPacket> FqCodel<P> {
-    /// Build the qdisc; draws the hash perturbation from `rng`.
+    /// Build the qdisc; draws the hash perturbation from `rng`, then (unless
+    /// `uptime_ns` is given) the router's uptime.
     pub fn new(params: FqCodelParams, rng: &mut SimRng) -> Self {
+        let perturbation = rng.next_u32();
+        let uptime = draw_uptime_ns(params.uptime_ns, rng);
         let cfg = CodelConfig::from_ns(
             params.target_ns,
             params.interval_ns,
@@ -194,7 +203,8 @@ impl<P: QdiscPacket> FqCodel<P> {
             params.ce_threshold_ns,
             params.ce_threshold_selector,
             params.mtu_bytes,
-        );
+        )
+        .with_clock_base(uptime);
         let n = params.flows as usize;
         let flows = (0..n)
             .map(|_| Flow {
@@ -206,7 +216,7 @@ impl<P: QdiscPacket> FqCodel<P> {
             })
             .collect();
         FqCodel {
-            perturbation: rng.next_u32(),
+            perturbation,
             cfg,
             flows,
             new_flows: VecDeque::with_capacity(n),
@@ -442,6 +452,7 @@ impl<P: QdiscPacket> Qdisc<P> for FqCodel<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::codel::CODEL_CLOCK_WRAP_NS;
     use crate::qdisc::testutil::TestPacket;
     use crate::qdisc::Ecn;
     use crate::rng;
@@ -610,6 +621,57 @@ mod tests {
     }
 
     #[test]
+    fn first_episode_after_a_batch_drop_depends_on_the_router_clock() {
+        // sch_fq_codel.c:fq_codel_drop raises a fresh bucket's count (codel_vars_init: all 0,
+        // rec_inv_sqrt 0 too) by the batch; its first CoDel episode then sees
+        // delta = count - lastcount > 1 and tests now - drop_next (drop_next still 0)
+        // against 16 intervals (include/net/codel_impl.h:codel_dequeue) with now =
+        // ktime_get_ns() >> 10 as u32 (include/net/codel.h:codel_get_time): the router's
+        // uptime decides. 1000 s: (s32)(16 I - now) < 0, count = 1, r = 0xFFFF. 3000 s
+        // (> 2^31 codel units): "before", count = delta with one Newton step from r = 0,
+        // which stays 0, so every later dequeue in the episode marks.
+        const S: u64 = 1_000_000_000;
+        for (uptime, stuck) in [(1_000 * S, false), (3_000 * S, true)] {
+            let (mut q, mut h) =
+                build(FqCodelParams { limit_packets: 100, uptime_ns: Some(uptime), ..Default::default() });
+            let f = distinct(&q, 1)[0];
+            let b = q.bucket_of(f);
+            for i in 0..101 {
+                q.enqueue(pkt(f, i, 1514, Ecn::Ect1), 0, &mut h.ctx());
+            }
+            // 101 frames over a 100-frame limit: half the backlog (51 frames) dropped.
+            assert_eq!(h.dropped.len(), 51);
+            assert_eq!((q.bucket_vars(b).count, q.bucket_vars(b).rec_inv_sqrt), (51, 0));
+            // Sojourn above target from the first dequeue on; one interval later the
+            // episode starts (the frames were queued at 0, so every sojourn is > 5 ms).
+            let p = q.dequeue(10 * MS, &mut h.ctx()).unwrap();
+            assert_eq!(p.ecn, Ecn::Ect1);
+            let entry = q.dequeue(111 * MS, &mut h.ctx()).unwrap();
+            assert_eq!(entry.ecn, Ecn::Ce, "entering the dropping state marks");
+            let v = *q.bucket_vars(b);
+            assert!(v.dropping);
+            if stuck {
+                assert_eq!((v.count, v.rec_inv_sqrt), (51, 0));
+            } else {
+                assert_eq!((v.count, v.rec_inv_sqrt), (1, 0xFFFF));
+            }
+            // The next 40 frames at 100 Mbit/s (121 us apart): the control law with
+            // r = 0 marks every one; with r = 1.0 the next mark is an interval away.
+            let marked = (0..40)
+                .filter(|k| q.dequeue(111 * MS + (k + 1) * 121_000, &mut h.ctx()).unwrap().ecn == Ecn::Ce)
+                .count();
+            assert_eq!(marked, if stuck { 40 } else { 0 }, "uptime {uptime}");
+        }
+        // The default draws the uptime from the seed, over one wrap of the 32-bit clock.
+        let mut r = rng::stream(1, rng::Stream::Qdisc);
+        let draws: Vec<u64> = (0..200).map(|_| draw_uptime_ns(None, &mut r)).collect();
+        assert!(draws.iter().all(|&u| u < CODEL_CLOCK_WRAP_NS));
+        let upper = draws.iter().filter(|&&u| u >= CODEL_CLOCK_WRAP_NS / 2).count();
+        assert!((70..=130).contains(&upper), "{upper} of 200 in the upper half");
+        assert_eq!(draw_uptime_ns(Some(5), &mut r), 5);
+    }
+
+    #[test]
     fn batch_drop_stops_at_half_the_backlog() {
         // 20 frames in the fat bucket: half = 10 frames < 64.
         let (mut q, mut h) = build(FqCodelParams { limit_packets: 22, ..Default::default() });
@@ -736,8 +798,9 @@ mod tests {
     #[test]
     fn codel_min_backlog_uses_the_whole_qdisc() {
         // sch_fq_codel.c:fq_codel_dequeue: a bucket holding a single packet is
-        // CoDel-dropped when other buckets hold more than one MTU (noecn).
-        let (mut q, mut h) = build(FqCodelParams { ecn: false, ..Default::default() });
+        // CoDel-dropped when other buckets hold more than one MTU (noecn). Uptime 0:
+        // CoDel's clock reads simulated time.
+        let (mut q, mut h) = build(FqCodelParams { ecn: false, uptime_ns: Some(0), ..Default::default() });
         let f = distinct(&q, 2);
         let a = q.bucket_of(f[0]);
         q.enqueue(pkt(f[0], 1, 1514, Ecn::NotEct), 0, &mut h.ctx());
