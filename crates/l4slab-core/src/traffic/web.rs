@@ -46,7 +46,7 @@ use super::tcp::{TcpReceiverEndpoint, TcpSenderEndpoint};
 use super::{Endpoint, EndpointBuffers, FlowOpener, FlowSpec, TrafficSource};
 use crate::config::{WebSizes, WebSourceConfig};
 use crate::packet::{Outbox, Packet, PacketKind};
-use crate::results::{FlowSummary, RequestRecord, RunResults};
+use crate::results::{FlowSummary, RecordSink, RequestRecord, RunResults, RECORD_CHUNK};
 use crate::rng::{self, SimRng, Stream};
 use crate::tcp::ecn::EcnMode;
 use crate::tcp::receiver::ReceiverBuffers;
@@ -232,7 +232,11 @@ pub struct WebSource {
     stop: Time,
     count: u64,
     open: Vec<Conn>,
+    /// Finished requests not yet handed on (all of them in a run without a
+    /// [`RecordSink`]; in a streaming run those waiting for an earlier request).
     records: Vec<RequestRecord>,
+    /// A streaming run tries to hand records on once `records` holds this many.
+    drain_at: usize,
     /// Buffers of released connections' senders, for the next connections
     /// (at most as many as were ever open at once).
     spare: Vec<SenderBuffers>,
@@ -256,6 +260,7 @@ impl WebSource {
             count: 0,
             open: Vec::new(),
             records: Vec::new(),
+            drain_at: RECORD_CHUNK,
             spare: Vec::new(),
             spare_ooo: Vec::new(),
         }
@@ -372,6 +377,22 @@ impl TrafficSource for WebSource {
     }
     fn fill_results(&self, r: &mut RunResults) {
         r.requests.extend(self.records.iter().cloned());
+    }
+    /// Records leave in arrival order, as `finish` orders them: only those below the
+    /// oldest connection still open are final. A connection open for long (a 1 MB
+    /// response, SYN timeouts) holds back the later ones; the next attempt waits for
+    /// another chunk, so the sort runs once per chunk, not per arrival.
+    fn drain_records(&mut self, sink: &mut dyn RecordSink, all: bool) -> Result<(), String> {
+        if !all && self.records.len() < self.drain_at {
+            return Ok(());
+        }
+        let below = if all { u64::MAX } else { self.open.iter().map(|c| c.id).min().unwrap_or(self.count) };
+        self.records.sort_unstable_by_key(|r| r.id);
+        let n = self.records.partition_point(|r| r.id < below);
+        let result = if n > 0 { sink.requests(self.index, &self.records[..n]) } else { Ok(()) };
+        self.records.drain(..n);
+        self.drain_at = self.records.len() + RECORD_CHUNK;
+        result
     }
 }
 
