@@ -90,6 +90,13 @@ pub trait Endpoint: Send {
     fn take_buffers(&mut self) -> Option<EndpointBuffers> {
         None
     }
+
+    /// The released endpoint itself, for a source that rebuilds the next connection
+    /// of its own endpoint type in the same heap allocation (the web source: no
+    /// allocation per request for its endpoints). None: dropped.
+    fn into_any(self: Box<Self>) -> Option<Box<dyn std::any::Any>> {
+        None
+    }
 }
 
 /// What a finished endpoint hands over for reuse ([`Endpoint::take_buffers`]).
