@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 __all__ = ["ROWS", "Row", "Check", "run_rows"]
 
@@ -244,6 +244,18 @@ def _pam_rows() -> list[Row]:
                 "PAM 2025 Prague-vs-CUBIC heatmap",
             )
         )
+    # Row 12: the PAM multi-flow mix 1v2 (one Prague vs an iperf3 -P 2 ECN-CUBIC client)
+    # in the 2 BDP FIFO; published per-flow mean (issue 11 row 12, PAM 2025 multi-flow data).
+    rows.append(
+        Row(
+            12,
+            "1 Prague vs 2 ECN-CUBIC, PAM FIFO, 2 BDP",
+            lambda quick: _pam_pair("fifo", 2, 1, quick, n_cubic=2),
+            _pam_measure,
+            (Check("Prague goodput", 40.3, tol=3.0, unit="Mbit/s"),),
+            "PAM 2025 multi-flow data (1v2, FIFO)",
+        )
+    )
     # Row 8: Prague's queuing delay in PAM FQ-CoDel (ECN), 1-8 BDP.
     for bdp, qd in ((1, 6.9), (2, 9.3), (4, 8.0), (8, 9.2)):
         rows.append(
@@ -429,9 +441,26 @@ def _s2_measure(scheme: str):
     return measure
 
 
+# Seed 004's testbed (Table 1): routers on L4STeam 6.12.54, sender and receiver VMs on L4STeam
+# 6.6.114. The L4STeam 6.6 tree (minuscat/l4steam-6.6.y, C.-Y. Chang's backport of the code
+# that went upstream) carries the upstream-candidate DualPI2 (net/sched/sch_dualpi2.c:
+# dualpi2_enqueue_skb `apply_step = skb_is_l4s(skb) && qdisc_qlen(q->l_queue) >=
+# q->min_qlen_step`, dualpi2_reset_default `min_qlen_step = 0`, `memory_limit = limit *
+# psched_mtu`), i.e. the engine's `variant mainline` with memlimit 10 000 x 1514 B; Prague
+# MODULE_VERSION "0.7" whose prague_update_cwnd stops the increase on `tp->app_limited`
+# (`growth_gate = "app_limited"`); and the L4STeam AccECN receive path
+# (tcp_input.c:tcp_ecn_received_counters `received_ce_pending = max(... + pcount, 0xfU)`,
+# `receiver_kernel = "l4steam"`). Seed 004 §3 says the 6.6 and 6.12 trees do not differ in
+# Prague or DualPI2.
+_SEED004_DUALPI2 = "dualpi2 memlimit 15140000"
+
+
 def _row11_seed004(variant: str, quick: bool) -> str:
     """Row 11: seed 004's baseline, 1 Prague + 1 ECN-CUBIC over DualPI2 defaults,
-    10 Mbit/s, 30 ms, 30 s; ``variant`` is the DualPI2 kernel (mainline / l4steam)."""
+    10 Mbit/s, 30 ms, 30 s. ``variant = "testbed"`` is the testbed as it ran (see
+    ``_SEED004_DUALPI2``); ``"l4steam"`` swaps in the 2023-24 L4STeam DualPI2 (step only
+    when the L queue already holds more than one packet) as a reference."""
+    qdisc = _SEED004_DUALPI2 if variant == "testbed" else "dualpi2 variant l4steam"
     return f"""
 name = "fidelity-row11-{variant}"
 duration = "{20 if quick else 30}s"
@@ -439,15 +468,42 @@ warmup = "5s"
 trace_sojourn = true
 [bottleneck]
 rate = "10Mbit"
-qdisc = "dualpi2 variant {variant}"
+qdisc = "{qdisc}"
 [[flows]]
 cc = "prague"
+cc_params = {{ growth_gate = "app_limited" }}
 rtt = "30ms"
+ecn = "accecn"
+receiver_ecn = "accecn"
+receiver_kernel = "l4steam"
 [[flows]]
 cc = "cubic"
 ecn = 1
+receiver_ecn = 1
+receiver_kernel = "l4steam"
 rtt = "30ms"
 """
+
+
+def _l_head_age_ms(result) -> float:
+    """The time average over the measured window of ``now - l_head_ts`` (0 while the L
+    queue is empty): what ``tc -s qdisc`` reports as ``delay_l``
+    (sch_dualpi2.c:dualpi2_dump_stats -> get_queue_delays) when sampled at random times.
+    From the per-packet trace: packet i heads the L queue from max(its enqueue, the
+    previous L dequeue) to its own dequeue, its age growing from there."""
+    import numpy as np
+
+    trace = result.sojourn
+    if trace is None or not len(trace):
+        return math.nan
+    start, end = float(result.summary["warmup_s"]), float(result.summary["duration_s"])
+    l_class = trace[trace["class"].astype(str).isin(["1", "L"])].sort_values("time_s", kind="stable")
+    left = l_class["time_s"].to_numpy(dtype=float)
+    entered = left - l_class["sojourn_ms"].to_numpy(dtype=float) / 1e3
+    heads = np.maximum(entered, np.concatenate([[-math.inf], left[:-1]]))
+    area = ((left - entered) ** 2 - (heads - entered) ** 2) / 2
+    inside = left >= start
+    return float(area[inside].sum() / max(end - start, 1e-9) * 1e3)
 
 
 # Seed 001 Table I's DualPI2 (tc spelling).
@@ -508,6 +564,7 @@ def _pair_measure(result) -> dict[str, float]:
         s = window[window["class"].astype(str).isin(["1", "L"])]["sojourn_ms"]
         if len(s):
             out["L sojourn mean"] = float(s.mean())
+        out["L delay_l (tc, time average)"] = _l_head_age_ms(result)
     return out
 
 
@@ -553,17 +610,22 @@ def _fidrows() -> list[Row]:
                 "S2 (Zeynali et al.) §5.1, Figs. 2-3 (no per-cell numbers: reference)",
             )
         )
-    for variant in ("mainline", "l4steam"):
+    # The testbed's kernels (judged), and the 2023-24 L4STeam DualPI2 in their place
+    # (reference: the step rule alone reverses the shares at 10 Mbit/s).
+    for variant, judged in (("testbed", True), ("l4steam", False)):
+        tol = 1.0 if judged else None
         rows.append(
             Row(
                 11,
-                f"seed 004 baseline: Prague + ECN-CUBIC, DualPI2 ({variant}), 10 Mbit/s, 30 ms",
+                "seed 004 baseline: Prague + ECN-CUBIC, 10 Mbit/s, 30 ms, "
+                + ("the L4STeam 6.6 tree's DualPI2 and Prague" if judged else "DualPI2 variant l4steam (2023-24)"),
                 lambda quick, variant=variant: _row11_seed004(variant, quick),
                 _pair_measure,
                 (
                     Check("L sojourn mean", 0.1, unit="ms"),
-                    Check("Prague goodput", 2.5, tol=1.0, unit="Mbit/s"),
-                    Check("CUBIC goodput", 7.5, tol=1.0, unit="Mbit/s"),
+                    Check("L delay_l (tc, time average)", 0.1, unit="ms"),
+                    Check("Prague goodput", 2.5, tol=tol, unit="Mbit/s"),
+                    Check("CUBIC goodput", 7.5, tol=tol, unit="Mbit/s"),
                 ),
                 "seed 004 (coexistence) baseline, L4STeam 6.6/6.12 kernels",
             )
@@ -588,24 +650,69 @@ ROWS.extend(_fidrows())
 ROWS.sort(key=lambda r: r.number)
 
 
-def run_rows(numbers: set[int] | None = None, *, quick: bool = False, progress=None):
+def _row_scenario(row: Row, toml: str, overrides: Mapping[str, Any] | None):
+    """The row's scenario with ``overrides`` (``--set``) applied. ``flows[*].KEY`` sets KEY
+    on every flow entry of the row; ``flows[N].KEY`` needs entry N to exist in the row
+    (appending a flow would change the case, not a setting of it)."""
+    from .errors import ScenarioError
+    from .scenario.load import _parse_toml, _split_path, apply_overrides, scenario_from_dict
+
+    data = _parse_toml(toml, f"fidelity row {row.number}")
+    if not overrides:
+        return scenario_from_dict(data)
+    flows = data.get("flows") or []
+    expanded: dict[str, Any] = {}
+    for key, value in overrides.items():
+        wildcard = key.replace("__", ".").replace("flows.*", "flows[*]")
+        if wildcard.startswith("flows[*]"):
+            rest = wildcard[len("flows[*]") :]
+            if not rest.startswith(".") or len(rest) < 2:
+                raise ScenarioError(
+                    f"--set: {key!r} needs a flow field after flows[*], e.g. flows[*].sender_rx_usecs=50"
+                )
+            for index in range(len(flows)):
+                expanded[f"flows[{index}]{rest}"] = value
+            continue
+        parts = _split_path(key)
+        if len(parts) > 1 and parts[0] == "flows" and isinstance(parts[1], int) and parts[1] >= len(flows):
+            raise ScenarioError(
+                f"--set: {key}: row {row.number} ({row.title}) has {len(flows)} flow entr"
+                f"{'y' if len(flows) == 1 else 'ies'} (allowed flows[0..{len(flows) - 1}] or flows[*])"
+            )
+        expanded[key] = value
+    try:
+        return scenario_from_dict(apply_overrides(data, expanded))
+    except ScenarioError as exc:
+        raise ScenarioError(f"fidelity row {row.number}: {exc}") from None
+
+
+def run_rows(
+    numbers: set[int] | None = None,
+    *,
+    quick: bool = False,
+    progress=None,
+    overrides: Mapping[str, Any] | None = None,
+):
     """Run the selected rows; return a DataFrame with one line per check: row, case,
-    quantity, real, simulated, tolerance and verdict (True/False, None for references)."""
+    quantity, real, simulated, tolerance and verdict (True/False, None for references).
+    ``overrides`` (``l4slab fidelity --set``) change every selected row's scenario as
+    ``l4slab run --set`` does, plus ``flows[*].KEY`` for every flow of a row."""
     import pandas as pd
 
     from .runner import run
-    from .scenario import scenario_from_toml
 
     selected = [r for r in ROWS if numbers is None or r.number in numbers]
+    # Build every scenario first: a bad --set fails before any run starts.
+    scenarios = [(row, row.scenario(quick)) for row in selected]
+    built = {toml: _row_scenario(row, toml, overrides) for row, toml in scenarios}
     lines = []
     # Rows 1-3 measure the same runs: each distinct scenario runs once.
     results: dict[str, Any] = {}
-    for i, row in enumerate(selected):
+    for i, (row, toml) in enumerate(scenarios):
         if progress is not None:
             progress(i, len(selected), row)
-        toml = row.scenario(quick)
         if toml not in results:
-            results[toml] = run(scenario_from_toml(toml))
+            results[toml] = run(built[toml])
         result = results[toml]
         sim = row.measure(result)
         for c in row.checks:

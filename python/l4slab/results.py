@@ -61,6 +61,20 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+def _registry_cc(spec: Any, engine_cc: Any) -> Any:
+    """The flow table's ``cc``: the registry name the scenario chose (``prague-v06``, not
+    the kernel module name ``prague`` that the engine reports for both Prague vintages),
+    so runs of two vintages stay apart. A CC that fell back to its Reno ops (Prague
+    without AccECN: ``prague_init`` switches to ``prague_reno``) keeps the engine's
+    ``-reno`` suffix on the registry name. UDP flows keep ``udp``."""
+    chosen = getattr(spec, "cc", None)
+    if not isinstance(chosen, str) or not isinstance(engine_cc, str) or engine_cc == "udp":
+        return engine_cc
+    if engine_cc.endswith("-reno") and not chosen.endswith("-reno"):
+        return f"{chosen}-reno"
+    return chosen
+
+
 def build_summary(
     raw: Mapping[str, Any],
     *,
@@ -79,7 +93,10 @@ def build_summary(
         if 0 <= flow_id < len(expanded):
             identity["group"] = expanded[flow_id][0]
             identity["label"] = labels[flow_id]
-        flows.append({**identity, **{k: v for k, v in flow.items() if k != "id"}})
+        entry = {**identity, **{k: v for k, v in flow.items() if k != "id"}}
+        if 0 <= flow_id < len(expanded):
+            entry["cc"] = _registry_cc(expanded[flow_id][1], entry.get("cc"))
+        flows.append(entry)
     packets = raw["packets"]
     bottleneck_config = config["bottleneck"]
     bottleneck = {

@@ -5,6 +5,7 @@ and the study store's backend keys. The live runs are in test_emulate_live.py.""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -17,7 +18,7 @@ from l4slab.cli import main
 from l4slab.emulate.compare import OUTSIDE, WITHIN, verdicts
 from l4slab.emulate.parse import ToolOutputError, parse_iperf3, parse_rate_bps, parse_ss
 from l4slab.emulate.preflight import EmulationRefused, check_config, find_binary
-from l4slab.emulate.run import EmuRunResult, _spread, merge
+from l4slab.emulate.run import EmuRunResult, _spread, emulator_summary, limited_ms, merge
 from l4slab.scenario import coerce_scenario
 
 DATA = Path(__file__).parent / "data" / "emulate"
@@ -234,6 +235,21 @@ def test_merge_takes_the_flow_numbers_from_the_real_stack(tmp_path):
     assert os.stat(out / "summary.json").st_mtime_ns >= os.stat(out / "emu_meta.json").st_mtime_ns
     flows = pd.read_parquet(out / "flows.parquet")
     assert flows["goodput_mbps"].iloc[0] == pytest.approx(flow["goodput_mbps"])
+
+
+def test_rwnd_and_sndbuf_limited_time_is_read_from_the_data_connection():
+    # Two real samples of kernel BBR over the emulated dualpi2 (50 Mbit/s, 30 ms): STARTUP
+    # before its first loss, and 308 ms in, after the loss froze snd_una and the sender sat
+    # at snd_una + snd_wnd for 124 ms (tcpi_rwnd_limited). The control connection (port
+    # 47501) reports no such counter.
+    samples = [(k, parse_ss(chunk)) for k, chunk in enumerate(_samples("ss-tin-bbr-rwnd-limited.txt"))]
+    client = dataclasses.replace(parse_iperf3((DATA / "iperf3-cubic-client.json").read_text()), local_port=56111)
+    out = limited_ms({0: samples}, {0: client}, 2)
+    assert out == {"rwnd": [124.0, None], "sndbuf": [0.0, None]}
+    summary = emulator_summary({"limited_ms": out})
+    assert summary["rwnd_limited_ms"] == [124.0, None] and summary["sndbuf_limited_ms"] == [0.0, None]
+    client = dataclasses.replace(client, local_port=47501)  # the control connection: never limited
+    assert limited_ms({0: samples}, {0: client}, 1)["rwnd"] == [0.0]
 
 
 def test_emulated_run_is_printed_with_the_emulator_error(capsys):

@@ -120,3 +120,76 @@ def test_seed_001_4mbit_ratio_follows_from_the_l4steam_step_rule():
         assert 0.85 <= ratio <= 2.5, (cc, ratio)
     f = _run_toml(_four_mbit("mainline", "prague")).flows
     assert float(f.iloc[0]["goodput_mbps"]) / float(f.iloc[1]["goodput_mbps"]) < 0.3
+
+
+def test_seed_004_baseline_follows_from_the_l4steam_6_6_tree():
+    """Seed 004's kernels (L4STeam 6.6/6.12) carry the DualPI2 that went upstream: the step
+    applies to every L4S packet (min_qlen_step 0), so at 10 Mbit/s a lone Prague packet
+    behind a 1.2-ms CUBIC frame is step-marked and CUBIC gets the larger share, as seed 004
+    reports (Prague about 2.5, CUBIC about 7.5 Mbit/s, retransmissions near zero). The
+    2023-24 L4STeam step rule (qlen(L) > 1) reverses the shares: the row's reference case."""
+    from l4slab.runner import run
+
+    testbed = run(fidelity._row11_seed004("testbed", True)).flows
+    prague, cubic = (float(testbed.iloc[i]["goodput_mbps"]) for i in (0, 1))
+    assert abs(prague - 2.5) < 1.0 and abs(cubic - 7.5) < 1.0, (prague, cubic)
+    assert int(testbed["retransmits"].sum()) <= 0.002 * int(testbed["packets_sent"].sum())
+    old = run(fidelity._row11_seed004("l4steam", True)).flows
+    assert float(old.iloc[0]["goodput_mbps"]) > float(old.iloc[1]["goodput_mbps"])
+
+
+def test_tc_delay_l_is_the_time_average_of_the_l_heads_age():
+    """`_l_head_age_ms`: packet i heads the L queue from max(enqueue, previous dequeue) to its
+    dequeue. Two packets: enqueued at 1.0 s, left at 1.002 s (sojourn 2 ms), and enqueued at
+    1.001 s, left at 1.003 s (sojourn 2 ms, head from 1.002 s at age 1 ms). Areas 2 ms²
+    and (2² − 1²)/2 = 1.5 ms², over a 1-s window: 3.5 µs."""
+    import types
+
+    import pandas as pd
+
+    trace = pd.DataFrame({"time_s": [1.002, 1.003, 1.004], "sojourn_ms": [2.0, 2.0, 9.0], "class": ["L", "L", "C"]})
+    result = types.SimpleNamespace(sojourn=trace, summary={"warmup_s": 0.5, "duration_s": 1.5})
+    assert math.isclose(fidelity._l_head_age_ms(result), 0.0035, rel_tol=1e-9)
+
+
+def test_cli_set_changes_every_selected_row_and_names_the_row_on_a_bad_index(capsys):
+    """`l4slab fidelity --set` applies to each selected row's scenario: flows[*].KEY on every
+    flow entry; flows[N] beyond a row's entries is refused on one line naming the row (it
+    would append a flow, changing the case)."""
+    row = next(r for r in fidelity.ROWS if r.number == 11)
+    toml = fidelity._row11_seed004("testbed", True)
+    plain = fidelity._row_scenario(row, toml, None)
+    changed = fidelity._row_scenario(row, toml, {"flows[*].sender_rx_usecs": "50us", "bottleneck.rate": "20Mbit"})
+    assert [f.sender_rx_usecs for f in plain.flows] == [None, None]
+    assert len({str(f.sender_rx_usecs) for f in changed.flows}) == 1 and changed.flows[0].sender_rx_usecs is not None
+    assert changed.bottleneck.rate != plain.bottleneck.rate
+    assert main(["fidelity", "--rows", "11", "--set", "flows[2].rtt=5ms"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "row 11" in err[0] and "flows[0..1] or flows[*]" in err[0], err
+
+
+def test_flow_table_cc_is_the_registry_name():
+    """The flows table names the CC as the scenario chose it (`prague-v06`), not the kernel
+    module name both Prague vintages share; a Prague without AccECN that fell back to its
+    Reno ops keeps the `-reno` suffix (`prague_init` -> `prague_reno`)."""
+    from l4slab.runner import run
+    from l4slab.scenario import scenario_from_toml
+
+    text = """
+duration = "1s"
+[bottleneck]
+rate = "10Mbit"
+qdisc = "dualpi2"
+[[flows]]
+cc = "prague-v06"
+rtt = "10ms"
+[[flows]]
+cc = "prague-v06"
+rtt = "10ms"
+ecn = 0
+receiver_ecn = 0
+[[flows]]
+cc = "cubic"
+rtt = "10ms"
+"""
+    assert list(run(scenario_from_toml(text)).flows["cc"]) == ["prague-v06", "prague-v06-reno", "cubic"]

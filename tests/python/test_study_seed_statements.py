@@ -57,9 +57,12 @@ def render(module, data, tmp_path: Path) -> list[str]:
 
 
 def test_dualq_multiflow_figure7_balance(tmp_path):
-    """Seed 001 §IV-D / Figure 7 (40 Mbit/s, 10 ms): FQ-CoDel's round robin gives every flow
-    its fair rate; PIE balances the types almost perfectly; over DualPI2 the Prague:CUBIC rate
-    per flow stays in the basic grid's band 0.85-2.5 with 1-10 flows of each."""
+    """Seed 001 §IV-D / Figure 7 (40 Mbit/s, 10 ms), on the testbed's Prague v0.6 with fq on
+    the hosts: FQ-CoDel's round robin gives every flow its fair rate; PIE balances the types
+    almost perfectly; over DualPI2 "no flow gets much below the 'fair' rate": every flow of
+    the equal mixes keeps at least three quarters of it, and the Prague:CUBIC ratio per flow
+    stays within 0.75-1.33 (measured 0.78-1.17; the 5-5 mix's 0.78-0.80 is below the basic
+    grid's 0.85: v0.6's two-segment TSO floor, test_dualq_multiflow_v06_tso_floor)."""
     rules = [{"flows.1.cc": "cubic", "flows.0.count": n, "flows.1.count": n} for n in (1, 2, 5, 10)]
     data, module = reduced_study("dualq-multiflow", tmp_path, rules, {"duration": "30s", "warmup": "10s"})
     flows = module.mix_flows(data)
@@ -70,9 +73,45 @@ def test_dualq_multiflow_figure7_balance(tmp_path):
 
     pie = type_rates(flows[flows["aqm"] == "PIE"], ["mix"])
     assert pie["mean"].between(0.85, 1.15).all(), pie
-    ratio = rate_ratio(flows[flows["aqm"] == "DualPI2"], ["mix"])
-    assert len(ratio) == 4 and ratio["ratio"].between(0.85, 2.5).all(), ratio
+    dualpi2 = flows[flows["aqm"] == "DualPI2"]
+    assert (dualpi2["normalised"] >= 0.75).all(), dualpi2.groupby("mix")["normalised"].min()
+    ratio = rate_ratio(dualpi2, ["mix"])
+    assert len(ratio) == 4 and ratio["ratio"].between(0.75, 1.0 / 0.75).all(), ratio
     render(module, data, tmp_path)
+
+
+def test_dualq_multiflow_v06_tso_floor():
+    """Why the 5-5 mix on v0.6 gives Prague less than v0.7 does: v0.6's prague_tso_segs
+    returns at least tcp_min_tso_segs (2) segments, and fq paces the skb, so each Prague
+    send puts two back-to-back frames into the L queue (more sojourn, more CE marks for the
+    same rate). With one segment per skb (TSO off) the ratio is v0.7's, near 1."""
+    from l4slab.runner import run
+    from l4slab.scenario import scenario_from_toml
+
+    def ratio(tso: bool) -> float:
+        text = f"""
+duration = "30s"
+warmup = "10s"
+[bottleneck]
+rate = "40Mbit"
+qdisc = "dualpi2 limit 40000 step_thresh 1ms drop_on_overload variant l4steam"
+[[flows]]
+cc = "prague-v06"
+count = 5
+rtt = "10ms"
+fq_pacing = true
+tso = {str(tso).lower()}
+[[flows]]
+cc = "cubic"
+count = 5
+rtt = "10ms"
+fq_pacing = true
+"""
+        f = run(scenario_from_toml(text, overrides={"seed": 2019})).flows
+        return float(f[f["group"] == 0]["goodput_mbps"].mean() / f[f["group"] == 1]["goodput_mbps"].mean())
+
+    with_floor, without = ratio(True), ratio(False)
+    assert with_floor < 0.9 < without, (with_floor, without)
 
 
 def test_dualq_mixed_rtt_worst_ratios_and_l_delay(tmp_path):
@@ -161,25 +200,24 @@ def test_ecn_threshold_classic_vs_scalable(tmp_path):
 
 
 def test_coexistence_seed004_phases(tmp_path):
-    """Seed 004 §4 (10 Mbit/s, 30 ms, DualPI2 defaults, ECN-CUBIC): the baseline gives Prague
-    about 2.5 and CUBIC about 7.5 Mbit/s with retransmissions near zero; each staggered start
-    re-divides the capacity (2 Prague: about 4.7 each; a CUBIC joining takes about 6 and
-    leaves the Prague flows about 2; two CUBIC about 3.2 each, Prague about 1.5). Bands:
-    ±1 Mbit/s on each stated number but the lone CUBIC's (simulated about 7: the split is
-    checked instead)."""
-    rules = [{"bottleneck.qdisc": "dualpi2"}]  # the baseline and 2 Prague then 2 CUBIC (the study's zip)
+    """Seed 004 §4 (10 Mbit/s, 30 ms, DualPI2 defaults, ECN-CUBIC) on the testbed's kernels
+    (the study file: the L4STeam 6.6 tree's DualPI2 step rule, Prague's app-limited growth
+    gate, the L4STeam AccECN receivers): the baseline gives Prague about 2.5 and CUBIC about
+    7.5 Mbit/s with retransmissions near zero; each staggered start re-divides the capacity
+    (2 Prague: about 4.7 each; a CUBIC joining takes about 6 and leaves the Prague flows about
+    2; two CUBIC about 3.2 each, Prague about 1.5). Bands: ±1 Mbit/s on each stated number
+    (10 trials give 2.46/7.49, 4.70/4.74, 6.30 and 1.85, 3.39/3.23 and 1.68)."""
+    rules = [{"bottleneck.qdisc": "dualpi2 memlimit 15140000"}]  # the baseline and 2 Prague then 2 CUBIC (the zip)
     data, module = reduced_study("coexistence", tmp_path, rules, {}, trials=3)
     table = module.phase_table(module.per_second(data)).set_index(["case", "phase", "server"])["_throughput"]
     baseline = "Baseline: 1 Prague + 1 CUBIC, DualPI2"
     assert abs(table[(baseline, "0-30 s", "prague")] - 2.5) < 1.0
     assert abs(table[(baseline, "0-30 s", "cubic")] - 7.5) < 1.0
     mixed = "DualPI2, 2 Prague then 2 CUBIC"
-    for phase, server, paper in (("10-20 s", "prague1", 4.7), ("10-20 s", "prague2", 4.7), ("30-40 s", "cubic3", 3.2),
+    for phase, server, paper in (("10-20 s", "prague1", 4.7), ("10-20 s", "prague2", 4.7), ("20-30 s", "cubic3", 6.0),
+                                 ("20-30 s", "prague1", 2.0), ("30-40 s", "cubic3", 3.2),
                                  ("30-40 s", "prague1", 1.5)):  # fmt: skip
         assert abs(table[(mixed, phase, server)] - paper) < 1.0, (phase, server, table[(mixed, phase, server)])
-    # The first CUBIC takes "about 6" (simulated about 7, see the report's phase table): the
-    # statement checked is the split, CUBIC well above each of the two Prague flows.
-    assert table[(mixed, "20-30 s", "cubic3")] > 3 * table[(mixed, "20-30 s", "prague1")]
     flows = data.flows[data.flows["run_id"].map(module.run_cases(data.flows)) == baseline]
     assert (flows["retransmits"] <= 0.002 * flows["packets_sent"]).all()
     # The per-second queue delay per DualPI2 queue (seed 004 Fig. 5): both queues drawn, the L
@@ -317,9 +355,9 @@ def test_dualq_mixed_rtt_prague_l_mean_above_half_ms_only_under_step_marking(tmp
     cases = module.case_frame(data).set_index("b_cc")
     bottleneck = data.bottleneck.merge(data.flows[data.flows["label"] == "B"][["run_id", "cc"]], on="run_id")
     bottleneck = bottleneck.set_index("cc")
-    prague, cubic = bottleneck.loc["prague"], bottleneck.loc["cubic"]
+    prague, cubic = bottleneck.loc["prague-v06"], bottleneck.loc["cubic"]
     # All but a handful of marks (slow start, whose L delay briefly drives p') are step marks.
     assert prague["qdisc_prob"] == 0 and prague["qdisc_step_marks"] >= 0.99 * prague["qdisc_marks"] > 0
-    assert 0.3 <= cases.loc["prague", "a_mean_ms"] <= 1.0  # under the 1 ms step, above one packet (0.3 ms)
+    assert 0.3 <= cases.loc["prague-v06", "a_mean_ms"] <= 1.0  # under the 1 ms step, above one packet (0.3 ms)
     assert cubic["qdisc_prob"] > 0 and cubic["qdisc_step_marks"] < 0.5 * cubic["qdisc_marks"]
     assert cases.loc["cubic", "a_mean_ms"] < 0.5  # the coupled regime: the paper's statement holds

@@ -404,8 +404,9 @@ pub struct TcpFlowConfig {
     #[serde(default)]
     pub receiver_cc_params: Option<serde_json::Value>,
     /// The receiving host's kernel where its AccECN receive path differs from
-    /// mainline's: `l4steam` is the L4STeam tree (the PAM 2025 and DualQ testbeds'
-    /// kernels), whose `tcp_ecn_received_counters` saturates the unreported-CE count
+    /// mainline's: `l4steam` is the L4STeam tree (the PAM 2025 and seed 004
+    /// testbeds' kernels; the DualQ testbed's 5.10 AccECN receiver, ij1/linux-accecn,
+    /// has no `received_ce_pending` and behaves as mainline here), whose `tcp_ecn_received_counters` saturates the unreported-CE count
     /// on every ECT or CE segment (`received_ce_pending = max(.. + pcount, 0xf)`), so
     /// `__tcp_accecn_process` asks for an immediate ACK (`ICSK_ACK_NOW`) on every
     /// slow-path segment whose timestamp advanced. Default `mainline`.
@@ -430,7 +431,7 @@ pub enum ReceiverKernel {
     /// Mainline Linux (torvalds/linux, v6.18 with AccECN).
     #[default]
     Mainline,
-    /// L4STeam/linux (the Prague kernels of the PAM 2025 and DualQ testbeds).
+    /// L4STeam/linux (the Prague kernels of the PAM 2025 and seed 004 testbeds).
     L4steam,
 }
 
@@ -667,14 +668,14 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             "rx_usecs_ns",
             TimeNs,
             json!(default_rx_usecs_ns()),
-            "Receiver NIC RX interrupt delay (ethtool -C rx-usecs; i40e default 50 us): with gro, what arrives within it is merged.",
+            "Receiver NIC RX interrupt throttle (ethtool -C rx-usecs; i40e default 50 us, Intel ITR: a minimum interval between interrupts): with gro, what arrives within it of the last interrupt is merged.",
         )
         .range(0.0, RX_USECS_MAX_NS),
         ParamSpec::new(
             "sender_rx_usecs_ns",
             TimeNs,
             json!(0),
-            "Sending host's NIC RX interrupt delay (ethtool -C rx-usecs on the sender; i40e default 50 us): ACKs arriving within it are processed together at the NAPI poll. 0 (engine default): each ACK at its arrival.",
+            "Sending host's NIC RX interrupt throttle (ethtool -C rx-usecs on the sender; i40e default 50 us, Intel ITR: a minimum interval between interrupts): ACKs arriving within it of the last interrupt are processed together at the NAPI poll; an ACK on a quiet port at once. 0 (engine default): each ACK at its arrival.",
         )
         .range(0.0, RX_USECS_MAX_NS),
         ParamSpec::new(

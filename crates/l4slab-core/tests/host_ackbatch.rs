@@ -70,12 +70,15 @@ fn shares(rate_mbit: u64, rtt_ms: u64, secs: u64, settings: &[u64]) -> Vec<(f64,
 #[test]
 fn a_cubic_flows_bursts_at_the_bottleneck_grow_with_the_senders_rx_usecs() {
     // 200 Mbit/s: a frame every 60.6 µs, the receiver ACKs every 2nd (121 µs apart).
-    // Off, each ACK releases 2–3 segments; a 250 µs poll gathers ~2 ACKs and releases
-    // (and the window growth they carry), 4–6+ segments back to back; 1 ms ~8 ACKs.
+    // Off, each ACK releases 2–3 segments. The ITR throttle (tcp/gro.rs) then
+    // interrupts every 250 µs while ACKs keep coming: each poll holds 2 ACKs (250 / 121)
+    // and releases 4–5 segments back to back (6+ only with the window growth of CUBIC's
+    // increase); a 1 ms interval holds ~8 ACKs, 16 segments.
     let s = shares(200, 10, 5, &[0, 250, 1000]);
     assert!(s[0].0 < 0.05, "off: bursts ≥ 3 {:?} (each ACK releases 2 segments)", s[0]);
-    assert!(s[1].1 > 0.5, "bursts ≥ 6 at 250 µs {:?} vs off {:?}", s[1], s[0]);
-    assert!(s[2].1 >= s[1].1, "bursts ≥ 6 at 1 ms {:?} vs 250 µs {:?}", s[2], s[1]);
+    assert!(s[1].0 > 0.9, "bursts ≥ 3 at 250 µs {:?} vs off {:?}", s[1], s[0]);
+    assert!(s[1].1 < 0.5, "bursts ≥ 6 at 250 µs {:?}: a poll holds ~2 ACKs", s[1]);
+    assert!(s[2].1 > 0.9, "bursts ≥ 6 at 1 ms {:?} vs 250 µs {:?}", s[2], s[1]);
 }
 
 #[test]
@@ -88,6 +91,71 @@ fn at_20_mbit_acks_are_too_far_apart_to_batch() {
     for (k, x) in s.iter().enumerate().skip(1) {
         assert!((x.0 - s[0].0).abs() < 0.005, "bursts ≥ 3 moved: {x:?} vs off {:?} (setting {k})", s[0]);
     }
+}
+
+/// The PAM 2025 FIFO cell of issue 11 row 7: Prague vs non-ECN CUBIC, 100 Mbit/s,
+/// 10 ms, `bfifo limit 62500` (0.5 BDP) behind `htb rate 100mbit`, GSO/TSO off, the
+/// L4S receiver on the L4STeam kernel, as `python/l4slab/fidelity.py` builds it.
+/// `cubic_rtt_extra_ns` lengthens only CUBIC's base RTT; `rx_usecs` sets both
+/// senders' ITR throttle.
+fn pam_fifo_half_bdp(secs: u64, cubic_rtt_extra_ns: u64, rx_usecs: u64) -> (f64, f64) {
+    let mut prague = tcp("prague", 10);
+    prague["tso"] = json!(false);
+    prague["cc_params"] = json!({"growth_gate": "app_limited"});
+    prague["receiver_kernel"] = json!("l4steam");
+    prague["receiver_ecn"] = json!(3);
+    let mut cubic = tcp("cubic", 10);
+    cubic["rtt_ns"] = json!(10 * MS + cubic_rtt_extra_ns);
+    cubic["tso"] = json!(false);
+    cubic["ecn"] = json!(0);
+    cubic["receiver_ecn"] = json!(0);
+    for f in [&mut prague, &mut cubic] {
+        f["sender_rx_usecs_ns"] = json!(rx_usecs * 1_000);
+    }
+    let mut s = scenario(100, bfifo(62_500), vec![prague, cubic], secs);
+    s["bottleneck"]["burst_bytes"] = json!(1600);
+    s["bottleneck"]["access_rate_bps"] = json!(10_000 * MBIT);
+    let r = run(&s);
+    (r.flows[0].goodput_mbps, r.flows[1].goodput_mbps)
+}
+
+/// Stop 19 measured row 7's FIFO at 29–32 / 62–68 / 31–37 Mbit/s with
+/// `sender_rx_usecs` 0 / 50 / 250 µs. At 100 Mbit/s each sender's ACKs are ≥ 121 µs
+/// apart (one 1514-B frame time; 242 µs with delayed ACKs), so under Intel's ITR
+/// throttle (tcp/gro.rs) a 50 µs interval finds a quiet port for every ACK and changes
+/// nothing; the old "poll 50 µs after every first arrival" model merely delayed each
+/// ACK by 50 µs, which moved CUBIC's arrival phase (see the next test).
+#[test]
+fn sparse_acks_are_not_batched_so_row_7_is_the_same_at_50_us() {
+    let off = pam_fifo_half_bdp(20, 0, 0);
+    let on = pam_fifo_half_bdp(20, 0, 50);
+    eprintln!("row 7 FIFO, 20 s: Prague/CUBIC off {off:?}, 50 µs {on:?}");
+    assert_eq!(off, on, "a 50 µs throttle changed a run whose ACKs are ≥ 121 µs apart");
+}
+
+/// Why the PAM FIFO cells are fragile in a deterministic simulator: with tail drop, a
+/// slot in a full queue opens once per departure (every 121.12 µs here), and which
+/// flow's packet takes it depends on the phase of its arrivals against the departure
+/// grid. The unpaced CUBIC's packets are ACK-clocked, so their phase is fixed by its
+/// base RTT; shifting it by a fraction of a frame time moves the drop split and
+/// Prague's share by tens of Mbit/s (Floyd & Jacobson, "On Traffic Phase Effects in
+/// Packet-Switched Gateways", Internetworking: Research and Experience 3(3), 1992:
+/// Drop Tail with periodic traffic "can result in systematic discrimination against
+/// some connections"). Measured (60 s, seed 1): CUBIC's RTT +0 / +15 / +30 / +45 / +61 /
+/// +76 / +91 / +106 µs gives Prague 29.4 / 34.1 / 46.6 / 63.7 / 15.9 / 17.3 / 17.0 /
+/// 17.5 Mbit/s (real 40.4 ± 2–6). The engine's row-7 figure is one phase's outcome,
+/// not a TCP mechanism's; a source of random sub-frame timing on the testbed (netem's
+/// and HTB's hrtimer-driven release on the VMs, softirq latency) is not modelled, as no
+/// source gives its size. If this test fails, such randomisation exists and rows 7
+/// and 12 must be re-judged.
+#[test]
+fn row_7_fifo_share_is_a_phase_effect_of_cubics_base_rtt() {
+    let (p0, _) = pam_fifo_half_bdp(30, 0, 0);
+    let (p45, _) = pam_fifo_half_bdp(30, 45_000, 0);
+    let (p76, _) = pam_fifo_half_bdp(30, 76_000, 0);
+    eprintln!("row 7 FIFO, 30 s: Prague {p0:.1} / {p45:.1} / {p76:.1} Mbit/s at CUBIC RTT +0 / +45 / +76 µs");
+    assert!(p45 - p76 > 25.0, "a sub-frame RTT shift moves Prague {p45:.1} vs {p76:.1} Mbit/s");
+    assert!(p45 > p0 + 10.0 && p76 < p0 - 5.0, "Prague {p0:.1} at +0 between {p76:.1} and {p45:.1}");
 }
 
 /// Measurement (not an assertion; `cargo test --release --test host_ackbatch -- --ignored

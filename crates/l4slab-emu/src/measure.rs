@@ -65,6 +65,11 @@ pub struct Measure {
     bytes: Vec<u64>,
     soj_sum_ns: Vec<u64>,
     soj_n: Vec<u64>,
+    /// Per qdisc class (only when the qdisc has more than one, as the engine's
+    /// recorder `trace/recorder.rs`): per bin, the sojourn sum (ns) and count of the
+    /// packets of that class dequeued in the bin.
+    class_soj_sum_ns: Vec<Vec<u64>>,
+    class_soj_n: Vec<Vec<u64>>,
     backlog_bytes: Vec<u64>,
     backlog_packets: Vec<u64>,
     drops: Vec<u64>,
@@ -113,6 +118,8 @@ impl Measure {
             bytes: z.clone(),
             soj_sum_ns: z.clone(),
             soj_n: z.clone(),
+            class_soj_sum_ns: if classes > 1 { vec![z.clone(); classes] } else { Vec::new() },
+            class_soj_n: if classes > 1 { vec![z.clone(); classes] } else { Vec::new() },
             backlog_bytes: z.clone(),
             backlog_packets: z.clone(),
             drops: z.clone(),
@@ -216,6 +223,10 @@ impl Measure {
             self.bytes[b] += len;
             self.soj_sum_ns[b] += soj;
             self.soj_n[b] += 1;
+            if let Some(c) = self.class_soj_n.get_mut(p.qclass as usize) {
+                c[b] += 1;
+                self.class_soj_sum_ns[p.qclass as usize][b] += soj;
+            }
             f.bytes[b] += len;
             f.payload[b] += p.payload as u64;
             if p.payload > 0 {
@@ -282,9 +293,18 @@ impl Measure {
             drops: self.drops.clone(),
             marks: self.marks.clone(),
             arrivals: self.arrivals.clone(),
-            // Per-class bins are not measured by the emulator yet (its sojourn trace
-            // has the class of every packet): absent, as for a single-queue qdisc.
-            sojourn_class_ms: Vec::new(),
+            // Per sub-queue (DualPI2: C, L), in `sojourn_by_class` order; empty for a
+            // single-queue qdisc, as the engine writes them.
+            sojourn_class_ms: self
+                .class_soj_n
+                .iter()
+                .zip(&self.class_soj_sum_ns)
+                .map(|(n, sum)| {
+                    (0..self.n_bins)
+                        .map(|b| if n[b] > 0 { sum[b] as f64 / n[b] as f64 * 1e-6 } else { nan })
+                        .collect()
+                })
+                .collect(),
         };
         let mut flows = Vec::new();
         let mut flow_series = Vec::new();
@@ -435,5 +455,57 @@ mod tests {
         send(&mut m, DATA_START_PAYLOAD as usize, 3_000);
         send(&mut m, 1448, 4_000);
         assert_eq!(m.data_starts(), vec![Some(3_000)]);
+    }
+
+    /// The per-class bins: each sub-queue's mean sojourn of the packets dequeued in the
+    /// bin, NaN in a bin where the class sent nothing; none for a single-queue qdisc.
+    #[test]
+    fn per_class_bins_are_each_class_mean_sojourn() {
+        let cfg: ScenarioConfig = serde_json::from_value(json!({
+            "duration_ns": 200_000_000u64,
+            "bin_ns": 100_000_000u64,
+            "bottleneck": {"rate_bps": 20_000_000u64, "qdisc": {"kind": "dualpi2"}},
+            "flows": [{"kind": "udp", "rtt_ns": 10_000_000, "rate_bps": 1_000_000, "payload_bytes": 100}],
+        }))
+        .unwrap();
+        let mut pool = Pool::new(8);
+        // (dequeue time, sojourn, class): C = 0, L = 1 (DualPI2's `class_names`).
+        let deq = [
+            (10_000_000u64, 2_000_000u64, 0u8),
+            (20_000_000, 4_000_000, 0),
+            (30_000_000, 200_000, 1),
+            (40_000_000, 400_000, 1),
+            (150_000_000, 5_000_000, 0),
+        ];
+        let run = |classes: usize, pool: &mut Pool| {
+            let mut m = Measure::new(&cfg, classes);
+            for &(t, soj, class) in &deq {
+                let mut buf = pool.take().unwrap();
+                let n = write_udp(&mut buf, [10, 250, 0, 1], [10, 251, 0, 1], 40_000, 9, 100, Ecn::Ect1, 1);
+                let mut p = EmuPacket::parse(buf, n, 0).ok().unwrap();
+                p.set_enqueue_ts(t - soj);
+                p.qclass = class;
+                m.on_dequeue(t, &p);
+                pool.put(p.into_buf());
+            }
+            let names: Vec<&str> = if classes > 1 { vec!["C", "L"] } else { vec!["all"] };
+            m.results(&cfg, "dualpi2", &QdiscStats::default(), Vec::new(), &names)
+        };
+        let r = run(2, &mut pool);
+        let s = &r.bottleneck_series;
+        assert_eq!(s.sojourn_class_ms.len(), 2);
+        let (c, l) = (&s.sojourn_class_ms[0], &s.sojourn_class_ms[1]);
+        assert!((c[0] - 3.0).abs() < 1e-9, "C bin 0: {}", c[0]);
+        assert!((l[0] - 0.3).abs() < 1e-9, "L bin 0: {}", l[0]);
+        assert!((c[1] - 5.0).abs() < 1e-9, "C bin 1: {}", c[1]);
+        assert!(l[1].is_nan(), "L sent nothing in bin 1: {}", l[1]);
+        // The whole-queue bin is the mean over both classes: (2 + 4 + 0.2 + 0.4) / 4.
+        assert!((s.sojourn_ms[0] - 1.65).abs() < 1e-9);
+        // Serialised under the engine's key, read by the front end's `bottleneck_series_frame`.
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["bottleneck_series"]["sojourn_class_ms"][0][0].as_f64(), Some(3.0));
+        let r1 = run(1, &mut pool);
+        assert!(r1.bottleneck_series.sojourn_class_ms.is_empty());
+        assert!(serde_json::to_value(&r1).unwrap()["bottleneck_series"].get("sojourn_class_ms").is_none());
     }
 }

@@ -1,12 +1,12 @@
-"""``l4slab fidelity [--rows 1,5] [--quick] [--out DIR] [--csv]``: the simulator against
-real-kernel measurements, row by row (:mod:`l4slab.fidelity`)."""
+"""``l4slab fidelity [--rows 1,5] [--quick] [--out DIR] [--csv] [--set KEY=VALUE ...]``: the
+simulator against real-kernel measurements, row by row (:mod:`l4slab.fidelity`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from .common import EXIT_ENGINE, EXIT_OK, print_frame
+from .common import EXIT_ENGINE, EXIT_OK, add_set_argument, print_frame
 
 
 def add_parser(commands) -> None:
@@ -21,14 +21,18 @@ def add_parser(commands) -> None:
     cmd.add_argument("--quick", action="store_true", help="shorter runs (a smoke test, not the judged numbers)")
     cmd.add_argument("--out", metavar="DIR", help="also write DIR/fidelity.csv")
     cmd.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    # Every selected row's scenario, as `run --set`; flows[*].KEY sets KEY on each flow of a row.
+    add_set_argument(cmd, "--set flows[*].sender_rx_usecs=50 --set flows[0].cc_params.growth_gate=app_limited")
 
 
 def command(args: argparse.Namespace) -> int:
     from .. import fidelity
     from ..errors import ScenarioError
     from ..io import write_text
+    from ..scenario.load import parse_override
     from .common import check_out_dir
 
+    overrides = dict(parse_override(item) for item in args.overrides)
     numbers = None
     if args.rows:
         try:
@@ -42,7 +46,7 @@ def command(args: argparse.Namespace) -> int:
             )
     if args.out:
         check_out_dir(args.out)
-    table = fidelity.run_rows(numbers, quick=args.quick, progress=_progress_bar())
+    table = fidelity.run_rows(numbers, quick=args.quick, progress=_progress_bar(), overrides=overrides)
     if args.out:
         from pathlib import Path
 

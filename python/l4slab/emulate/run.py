@@ -112,6 +112,10 @@ def emulator_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
             )
             for q in ("p50", "p90", "p99")
         },
+        # Per flow, ms the sender was limited by the receiver's window / its send buffer
+        # (ss: tcpi_rwnd_limited, tcpi_sndbuf_limited); the engine has neither by default.
+        "rwnd_limited_ms": (meta.get("limited_ms") or {}).get("rwnd"),
+        "sndbuf_limited_ms": (meta.get("limited_ms") or {}).get("sndbuf"),
         # When each flow's first bulk data segment left its sender, s after t0 (iperf3's
         # control exchange comes first): what `compare` aligns the simulated starts to.
         "flow_data_start_s": [
@@ -119,6 +123,44 @@ def emulator_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
             for v in meta.get("flow_data_start_ns") or []
         ],
     }
+
+
+def _limited_ms(value: str | None) -> float | None:
+    """``124ms(30.7%)`` (ss's ``rwnd_limited:``/``sndbuf_limited:``) -> 124.0."""
+    if not value:
+        return None
+    head = value.partition("ms")[0]
+    try:
+        return float(head)
+    except ValueError:
+        return None
+
+
+def limited_ms(
+    ss_samples: Mapping[int, list[tuple[int, list[SsSocket]]]],
+    clients: Mapping[int, Iperf3Result],
+    n_flows: int,
+) -> dict[str, list[float | None]]:
+    """Per flow, how long its sender was limited by the receiver's advertised window and by
+    its own send buffer, ms: ``tcpi_rwnd_limited`` and ``tcpi_sndbuf_limited`` of the last
+    ``ss`` sample of the data connection (cumulative counters, ``tcp.c:tcp_get_info``,
+    ``tcp_chrono_start``). The engine's receiver advertises no window limit (unless
+    ``rwnd_bytes``), so time here is a mechanism the simulated run does not have."""
+    out: dict[str, list[float | None]] = {"rwnd": [None] * n_flows, "sndbuf": [None] * n_flows}
+    for fid in range(n_flows):
+        client = clients.get(fid)
+        port = client.local_port if client is not None else None
+        for _, socks in sorted(ss_samples.get(fid, []), key=lambda item: item[0]):
+            sock = _data_socket(socks, port)
+            if sock is None:
+                continue
+            for key in ("rwnd", "sndbuf"):
+                value = _limited_ms(sock.fields.get(f"{key}_limited"))
+                if value is not None:
+                    out[key][fid] = max(value, out[key][fid] or 0.0)
+                elif out[key][fid] is None:
+                    out[key][fid] = 0.0
+    return out
 
 
 # --- merging -------------------------------------------------------------------------------
@@ -578,6 +620,7 @@ def emulate(
             launched_s=launched,
             ss_samples=sampler.samples,
         )
+        meta["limited_ms"] = limited_ms(sampler.samples, clients, len(config.get("flows") or []))
         return EmuRunResult(
             scenario=validated,
             config=config,

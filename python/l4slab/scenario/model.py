@@ -177,7 +177,7 @@ class TcpFlow(_FlowCommon):
     receiver_kernel: Literal["mainline", "l4steam"] | None = Field(
         None,
         description="receiving host's kernel tree where its AccECN receive path differs: l4steam (the PAM 2025 "
-        "and DualQ testbeds' Prague kernels) ACKs every ECT/CE segment whose timestamp advanced",
+        "and seed 004 testbeds' L4STeam kernels) ACKs every ECT/CE segment whose timestamp advanced",
         examples=["l4steam"],
     )
     ecn_low: Annotated[bool, Field(strict=True)] | None = Field(
@@ -209,14 +209,16 @@ class TcpFlow(_FlowCommon):
     )
     rx_usecs: TimeNs | None = Field(
         None,
-        description="receiver NIC's RX interrupt delay (ethtool -C rx-usecs; default 50us, i40e): "
-        "with gro, what arrives within it reaches TCP as one GRO packet",
+        description="receiver NIC's RX interrupt throttle (ethtool -C rx-usecs; default 50us, i40e ITR: a "
+        "minimum interval between interrupts): with gro, what arrives within it of the last interrupt "
+        "reaches TCP as one GRO packet; a packet on a quiet port at once",
         examples=["50us"],
     )
     sender_rx_usecs: TimeNs | None = Field(
         None,
-        description="sending host's NIC RX interrupt delay (ethtool -C rx-usecs on the sender; i40e default "
-        "50us; engine default 0s = off): ACKs arriving within it are processed together at the NAPI poll",
+        description="sending host's NIC RX interrupt throttle (ethtool -C rx-usecs on the sender; i40e default "
+        "50us; engine default 0s = off): ACKs arriving within it of the last interrupt are processed "
+        "together at the NAPI poll; an ACK on a quiet port at once",
         examples=["50us"],
     )
     cc_params: dict[str, Any] | None = Field(

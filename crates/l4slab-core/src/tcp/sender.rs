@@ -201,8 +201,9 @@ pub struct TcpSender {
     pub(super) skb_overhead_due: bool,
 
     /// The sending host's NIC interrupt moderation (`sender_rx_usecs_ns` > 0): ACKs
-    /// wait in the RX ring for the next NAPI poll and reach TCP together, each
-    /// processed in order at the poll time (tcp/gro.rs). `None`: each at its arrival.
+    /// closer than `rx-usecs` to the port's last interrupt wait in the RX ring for the
+    /// next NAPI poll and reach TCP together, each processed in order at the poll time
+    /// (tcp/gro.rs). `None`: each at its arrival.
     pub(super) ack_napi: Option<super::gro::Gro>,
     /// The SACK blocks of the ACKs `ack_napi` holds, in the same order.
     held_sacks: Vec<SackSet>,
@@ -382,8 +383,9 @@ impl TcpSender {
     }
 
     /// A packet from the receiver reaches the sending host's NIC. Without interrupt
-    /// moderation TCP handles it at once; with it, it waits for the NAPI poll
-    /// `rx-usecs` after the first packet of the batch (or a full `NAPI_POLL_WEIGHT`).
+    /// moderation TCP handles it at once; with it (Intel's ITR throttle, tcp/gro.rs),
+    /// at once too if the port's last interrupt is `rx-usecs` or more ago, else it
+    /// waits for the NAPI poll at the end of that interval (or a full `NAPI_POLL_WEIGHT`).
     /// Pure ACKs are not merged by GRO (`tcp_gro_receive` flushes a segment without
     /// payload), so the poll hands them to TCP one by one, in arrival order.
     pub fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
@@ -405,7 +407,7 @@ impl TcpSender {
     /// whose `tcp_mstamp_refresh` stamps each with the poll's time).
     fn ack_poll(&mut self, now: Time, out: &mut Outbox) {
         let Some(g) = self.ack_napi.as_mut() else { return };
-        let held = g.take();
+        let held = g.take(now);
         let sacks = std::mem::take(&mut self.held_sacks);
         for (pkt, set) in held.iter().zip(sacks.iter()) {
             // The held blocks re-enter the table only while TCP reads them.
@@ -540,8 +542,9 @@ mod tests {
             s.on_timer(t, &mut out);
         }
         if rx_usecs_ns > 0 {
-            // The SYN/ACK's poll and the ACKs' poll; four packets in all.
-            assert_eq!(s.ack_polls(), Some((2, 4)));
+            // The SYN/ACK and the first ACK each reach a quiet port (polled at once);
+            // the other two share the poll 50 µs after the first ACK's interrupt.
+            assert_eq!(s.ack_polls(), Some((3, 4)));
         } else {
             assert_eq!(s.ack_polls(), None);
         }
@@ -552,9 +555,12 @@ mod tests {
     #[test]
     fn acks_within_rx_usecs_are_processed_together_at_the_poll_in_order() {
         let v = three_acks(50_000);
-        // All three at the poll, 50 µs after the first ACK's arrival, in order.
-        let poll = 20 * NS_PER_MS + 50_000;
-        assert_eq!(v.iter().map(|e| (e.0, e.1)).collect::<Vec<_>>(), vec![(poll, 1), (poll, 2), (poll, 3)]);
+        // The first ACK on a quiet port raises its interrupt at once (ITR throttle);
+        // the next two arrive within the 50 µs interval and are processed together at
+        // its end, in order.
+        let t0 = 20 * NS_PER_MS;
+        let poll = t0 + 50_000;
+        assert_eq!(v.iter().map(|e| (e.0, e.1)).collect::<Vec<_>>(), vec![(t0, 1), (poll, 2), (poll, 3)]);
     }
 
     #[test]
@@ -568,14 +574,15 @@ mod tests {
     fn a_batch_shortens_the_rate_samples_ack_interval() {
         // tcp_rate.c:tcp_rate_gen: interval = max(send interval, ACK interval). The
         // three segments left back to back at the SYN/ACK, so the send interval is
-        // ~0 and the ACK interval (from the first ACK's delivered_mstamp, the
-        // SYN/ACK's processing) rules; with moderation the SYN/ACK is processed
-        // 50 µs late and the ACKs 50 µs late, so the intervals are equal; what
-        // differs is the spacing between the three: 10 µs apart without, 0 with.
+        // ~0 and the ACK interval (from the SYN/ACK's processing, the
+        // delivered_mstamp the segments were sent with) rules. Without moderation the
+        // three intervals are 10 µs apart; with it, ACKs 2 and 3 share one poll and
+        // so one interval, 50 µs after ACK 1's.
         let off = three_acks(0);
         let on = three_acks(50_000);
         assert_eq!(off[2].2 - off[0].2, 20, "ACK-clocked intervals grow 10 µs per ACK: {off:?}");
-        assert_eq!(on[2].2 - on[0].2, 0, "one poll: the same interval for every ACK: {on:?}");
+        assert_eq!(on[1].2 - on[0].2, 50, "the held ACK waits for the interval's end: {on:?}");
+        assert_eq!(on[2].2 - on[1].2, 0, "one poll: the same interval for both ACKs: {on:?}");
     }
 
     /// A held ACK keeps its SACK blocks: the run frees (and may reuse) the ACK's
@@ -591,15 +598,17 @@ mod tests {
             let mut out = Outbox::default();
             s.start(0, &mut out);
             s.on_packet(&Packet::new(0, PacketKind::SynAck), 10 * NS_PER_MS, &mut out);
-            while let Some(t) = s.next_timer().filter(|&t| t <= 11 * NS_PER_MS) {
+            while let Some(t) = s.next_timer().filter(|&t| t <= 10 * NS_PER_MS) {
                 s.on_timer(t, &mut out);
             }
-            // ACK of segment 0 SACKing segment 2 (segment 1 missing).
+            // ACK of segment 0 SACKing segment 2 (segment 1 missing), 20 µs after the
+            // SYN/ACK's interrupt: it is held until the throttle interval ends.
             let mut set = SackSet { num: 1, ..SackSet::default() };
             set.blocks[0] = crate::packet::SackBlock { start: 2 * MSS, end: 3 * MSS };
-            let mut pkt = ack(MSS, 20 * NS_PER_MS);
+            let at = 10 * NS_PER_MS + 20_000;
+            let mut pkt = ack(MSS, at);
             pkt.tcp.sack = out.sacks.insert(set);
-            s.on_packet(&pkt, 20 * NS_PER_MS, &mut out);
+            s.on_packet(&pkt, at, &mut out);
             // The ACK left the network: the run frees its entry, another ACK reuses it.
             out.sacks.free(pkt.tcp.sack);
             let other = out.sacks.insert(SackSet::default());

@@ -127,7 +127,7 @@ def mixed_rtt_section(data, out: Path) -> list[str]:
             "",
         ]
         # No Classic flow: Prague alone ("none") or against another Prague flow.
-        alone = (l4s["b_cc"] == "none") | (l4s["b_cc"] == "prague")
+        alone = (l4s["b_cc"] == "none") | l4s["b_cc"].astype(str).str.startswith("prague")
         classic, step_only = l4s[~alone], l4s[alone]
         if not step_only.empty and step_only["a_mean_ms"].max() > 0.5:
             with_classic = (

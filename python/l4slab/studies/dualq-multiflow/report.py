@@ -3,9 +3,9 @@ by the fair rate against the mix of A (ECN-capable) and B (Classic) flows, per A
 
 Figure 7 plots, for each mix A-B, each type's rate per flow over the fair rate (link rate /
 number of flows), the first row with CUBIC as B, the second with Reno. The paper's reading:
-PIE and FQ-CoDel balance almost perfectly (FQ-CoDel exactly, by its round robin); DualPI2's
-coupling keeps Prague and CUBIC within the basic grid's rate-ratio band (0.85-2.5); Reno
-instead of CUBIC makes no significant difference.
+PIE and FQ-CoDel balance almost perfectly (FQ-CoDel exactly, by its round robin); over
+DualPI2 "no flow gets much below the 'fair' rate", and with many Prague and few CUBIC flows
+each Prague flow "gets a little less"; Reno instead of CUBIC makes no significant difference.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def normalised_section(data, out: Path) -> list[str]:
     table["AQM"] = pd.Categorical(table["AQM"], [a for a in AQM_ORDER if a in set(table["AQM"])])
     table = table.sort_values(["AQM", "B"])
     lines += [
-        "A:B rate per flow (seed 001 App. B rate balance; basic-grid band 0.85-2.5 over DualPI2):",
+        "A:B rate per flow (seed 001 App. B rate balance; the basic grid's band over DualPI2: 0.85-2.5):",
         "",
         markdown_table(table.round(2)),
         "",

@@ -128,7 +128,11 @@ def efficiency_section(data, out: Path) -> list[str]:
     # Source 0 is flow type A's web traffic (Prague, or ECN-CUBIC on PIE and FQ-CoDel), source 1
     # B's (CUBIC): name them so, whatever a request negotiated (a lost ECN SYN falls back).
     requests["cc"] = [
-        ("Prague" if cc == "prague" else "ECN-CUBIC") if src == 0 else str(cc).upper() if cc == "cubic" else str(cc)
+        ("Prague" if str(cc).startswith("prague") else "ECN-CUBIC")
+        if src == 0
+        else str(cc).upper()
+        if cc == "cubic"
+        else str(cc)
         for src, cc in zip(requests["source"], requests["cc"], strict=True)
     ]
     lines = ["## Web traffic: flow completion (seed 001 Figures 9 and 11)", ""]
