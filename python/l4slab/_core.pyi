@@ -1,8 +1,12 @@
 """Type stubs of the compiled engine binding (crates/l4slab-py/src/lib.rs), function for function."""
 
-def simulate(config_json: str) -> tuple[str, float]:
-    """Run a resolved engine config (JSON); return (results JSON, engine wall seconds).
+def simulate(config_json: str, records_dir: str | None = None) -> tuple[str, float, bytes | None]:
+    """Run a resolved engine config (JSON); return (results JSON, engine wall seconds,
+    the pcapng capture or None).
 
+    With ``records_dir``, the per-request and closed-flow records are streamed into spill
+    files there (``requests-<source>.jsonl``, ``flow_records.jsonl``: one JSON array of
+    at most ``RECORD_CHUNK`` records per line) and left out of the results JSON.
     Raises ValueError when the engine rejects the config or fails during the run.
     """
 

@@ -36,13 +36,19 @@ def _one_line(err: Exception) -> str:
     return " ".join(str(err).split())
 
 
-def simulate(config: Mapping[str, Any]) -> tuple[dict[str, Any], float]:
+def simulate(config: Mapping[str, Any], records_dir: str | None = None) -> tuple[dict[str, Any], float]:
     """Run a resolved engine config; return ``(results dict, engine wall seconds)``.
 
     With a packet capture, ``results["capture"]`` holds ``packets``, ``missed`` and the
-    pcapng file as ``pcapng`` (bytes)."""
+    pcapng file as ``pcapng`` (bytes). With ``records_dir``, the per-request and
+    closed-flow records are streamed into spill files there (:mod:`l4slab.records`)
+    and left out of the results."""
     try:
-        results_json, wall_s, capture = _core().simulate(json.dumps(config, allow_nan=False))
+        config_json = json.dumps(config, allow_nan=False)
+        if records_dir is None:
+            results_json, wall_s, capture = _core().simulate(config_json)
+        else:
+            results_json, wall_s, capture = _core().simulate(config_json, str(records_dir))
     except ValueError as err:
         raise EngineError(f"engine: {_one_line(err)}") from None
     raw = json.loads(results_json)

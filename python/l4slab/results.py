@@ -28,6 +28,7 @@ import pandas as pd
 
 from .errors import ScenarioError
 from .qdisc import describe_engine_qdisc
+from .records import FLOW_RECORDS, REQUESTS, RecordSpill, requests_frame
 from .rundir import write_run
 from .scenario import Scenario
 from .units import UnitError, time_ns
@@ -360,6 +361,14 @@ class RunResult:
     raw: dict[str, Any] = field(repr=False)
     wall_s: float
     engine_version: str
+    #: Where a run with traffic sources streamed its per-request and closed-flow
+    #: records (Parquet files; None: they are in ``raw``).
+    records: RecordSpill | None = field(default=None, repr=False)
+
+    def records_file(self, name: str) -> Path | None:
+        """The streamed records' Parquet file (``requests.parquet``,
+        ``flow_records.parquet``), or None."""
+        return None if self.records is None else self.records.parquet(name)
 
     @cached_property
     def summary(self) -> dict[str, Any]:
@@ -387,6 +396,9 @@ class RunResult:
     def flow_records(self) -> pd.DataFrame | None:
         """One row per flow that closed and released its slot during the run (the short
         flows of a traffic source; rates over each flow's own lifetime), or None."""
+        path = self.records_file(FLOW_RECORDS)
+        if path is not None:
+            return pd.read_parquet(path)
         records = self.raw.get("flow_records") or []
         return flows_frame(records) if records else None
 
@@ -395,13 +407,11 @@ class RunResult:
         """One row per web request (``[[sources]] kind = "web"``): source, id, start_s,
         size_bytes, fct_s (NaN if incomplete), ideal_fct_s, efficiency, cc, ecn_mode,
         syn_retransmits, ...; or None when the scenario has no web source."""
+        path = self.records_file(REQUESTS)
+        if path is not None:
+            return pd.read_parquet(path)
         records = self.raw.get("requests") or []
-        if not records:
-            return None
-        frame = pd.DataFrame(records)
-        frame["fct_s"] = frame["fct_s"].astype(float)
-        frame["efficiency"] = frame["efficiency"].astype(float)
-        return frame
+        return requests_frame(records) if records else None
 
     @cached_property
     def flow_series(self) -> pd.DataFrame:

@@ -22,10 +22,11 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
+import shutil
 from pathlib import Path
 from typing import Any
 
-from .io import write_bytes, write_json, write_parquet
+from .io import atomic_write, write_bytes, write_json, write_parquet
 from .version import PACKAGE_VERSION
 
 __all__ = ["write_run", "OUTPUT_FILES"]
@@ -70,16 +71,8 @@ def write_run(result: Any, out_dir: str | os.PathLike[str]) -> Path:
         write_bytes(directory / "capture.pcapng", pcapng)
     else:
         (directory / "capture.pcapng").unlink(missing_ok=True)
-    records = result.flow_records
-    if records is not None:
-        write_parquet(directory / "flow_records.parquet", records)
-    else:
-        (directory / "flow_records.parquet").unlink(missing_ok=True)
-    requests = result.requests
-    if requests is not None:
-        write_parquet(directory / "requests.parquet", requests)
-    else:
-        (directory / "requests.parquet").unlink(missing_ok=True)
+    for name, frame in (("flow_records.parquet", "flow_records"), ("requests.parquet", "requests")):
+        _write_records(result, directory / name, frame)
     write_json(
         directory / "meta.json",
         {
@@ -93,3 +86,22 @@ def write_run(result: Any, out_dir: str | os.PathLike[str]) -> Path:
     )
     write_json(summary_path, result.summary)
     return directory
+
+
+def _write_records(result: Any, target: Path, frame: str) -> None:
+    """A run's per-request (or closed-flow) records: the Parquet file they were streamed
+    into (:mod:`l4slab.records`), copied atomically a block at a time, else the in-memory
+    DataFrame ``result.<frame>``; no file when the run has none."""
+    spill = getattr(result, "records", None)
+    if spill is not None:
+        streamed = spill.parquet(target.name)
+        if streamed is not None:
+            atomic_write(target, lambda tmp: shutil.copyfile(streamed, tmp))
+            return
+        records = None
+    else:
+        records = getattr(result, frame)
+    if records is not None:
+        write_parquet(target, records)
+    else:
+        target.unlink(missing_ok=True)

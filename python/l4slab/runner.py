@@ -11,7 +11,8 @@ from typing import Any
 
 from . import engine
 from .errors import ScenarioError
-from .results import RunResult
+from .records import RecordSpill
+from .results import RunResult, flows_frame
 from .scenario import Scenario, coerce_scenario
 
 __all__ = ["run"]
@@ -37,5 +38,18 @@ def run(scenario: Any, *, seed: int | None = None, **overrides: Any) -> RunResul
             overrides = {**overrides, "seed": seed}
         validated = coerce_scenario(scenario, overrides or None)
     config = validated.resolve()
-    raw, wall_s = engine.simulate(config)
-    return RunResult(scenario=validated, config=config, raw=raw, wall_s=wall_s, engine_version=engine.version())
+    if not config.get("sources"):
+        raw, wall_s = engine.simulate(config)
+        return RunResult(scenario=validated, config=config, raw=raw, wall_s=wall_s, engine_version=engine.version())
+    # Traffic sources close a connection per request: their records stream through
+    # spill files into Parquet (l4slab.records) instead of the results JSON.
+    spill = RecordSpill()
+    try:
+        raw, wall_s = engine.simulate(config, records_dir=str(spill.path))
+        spill.convert(flows_frame)
+    except BaseException:
+        spill.cleanup()
+        raise
+    return RunResult(
+        scenario=validated, config=config, raw=raw, wall_s=wall_s, engine_version=engine.version(), records=spill
+    )

@@ -65,3 +65,17 @@ pub fn run(config: &ScenarioConfig) -> Result<RunResults, String> {
     sim.check_conservation()?;
     Ok(sim.results())
 }
+
+/// [`run`], streaming the per-request and closed-flow records into `sink` in bounded
+/// chunks (`results::RecordSink`) as the run makes them final: the returned results'
+/// `requests` and `flow_records` are empty, and the memory those records take no
+/// longer grows with the run's length. Everything else is as [`run`] gives it.
+pub fn run_streaming(config: &ScenarioConfig, sink: Box<dyn results::RecordSink>) -> Result<RunResults, String> {
+    config.validate()?;
+    let mut sim = sim::Simulation::new(config)?;
+    sim.set_sink(sink);
+    sim.run();
+    sim.finish_sink()?;
+    sim.check_conservation()?;
+    Ok(sim.results())
+}

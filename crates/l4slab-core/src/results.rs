@@ -254,6 +254,28 @@ pub struct RunResults {
     pub capture: Option<CaptureResult>,
 }
 
+/// Records per chunk a run hands to a [`RecordSink`]: a source or the recorder keeps at
+/// most about this many finished records (plus those waiting for an earlier request
+/// still open) before passing them on, so their memory does not grow with the run.
+pub const RECORD_CHUNK: usize = 1024;
+
+/// Where a streaming run (`crate::run_streaming`) puts its per-request and
+/// per-closed-flow records as they are final, in bounded chunks, instead of keeping
+/// them for `RunResults::requests` / `RunResults::flow_records` (which then stay
+/// empty). Chunks arrive in the order the in-memory results would list them: each
+/// web source's requests in arrival order (`source` says which), closed flows in
+/// closing order. An error stops the run's streaming and is returned by the run.
+pub trait RecordSink: Send {
+    /// The next requests of web source `source` (its index in `sources`).
+    fn requests(&mut self, source: u32, chunk: &[RequestRecord]) -> Result<(), String>;
+    /// The next closed flows' summaries.
+    fn flow_records(&mut self, chunk: &[FlowSummary]) -> Result<(), String>;
+    /// The run ended: everything was handed over.
+    fn finish(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
 /// One web request (seed 001 Appendix B, C): what the client measured.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct RequestRecord {

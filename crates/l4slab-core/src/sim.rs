@@ -184,6 +184,10 @@ pub struct Simulation {
     out: Outbox,
     counts: Counts,
     end: Time,
+    /// A streaming run's destination for per-request and closed-flow records
+    /// (`crate::run_streaming`); its first error ends the streaming.
+    sink: Option<Box<dyn RecordSink>>,
+    sink_error: Option<String>,
 }
 
 impl Simulation {
@@ -258,6 +262,8 @@ impl Simulation {
             out: Outbox::with_capacity(256),
             counts: Counts::default(),
             end,
+            sink: None,
+            sink_error: None,
         })
     }
 
@@ -277,6 +283,39 @@ impl Simulation {
                 end: self.end,
             };
             source.finish(self.end, &mut opener);
+        }
+        self.drain_records(None, true);
+    }
+
+    /// Stream this run's per-request and closed-flow records into `sink` as they are
+    /// final, in bounded chunks, instead of keeping them for the results.
+    pub fn set_sink(&mut self, sink: Box<dyn RecordSink>) {
+        self.sink = Some(sink);
+    }
+
+    /// After [`run`](Self::run): the sink's first error, else its `finish`.
+    pub fn finish_sink(&mut self) -> Result<(), String> {
+        match (self.sink_error.take(), self.sink.take()) {
+            (Some(e), _) => Err(e),
+            (None, Some(mut sink)) => sink.finish(),
+            (None, None) => Ok(()),
+        }
+    }
+
+    /// Hand records on to the sink (source `only`'s after its event, else every
+    /// source's; `all` at the end of the run). Cold: once per source event.
+    fn drain_records(&mut self, only: Option<usize>, all: bool) {
+        let Some(sink) = self.sink.as_deref_mut() else { return };
+        let mut result = Ok(());
+        for (i, source) in self.sources.iter_mut().enumerate() {
+            if only.is_none_or(|o| o == i) && result.is_ok() {
+                result = source.drain_records(sink, all);
+            }
+        }
+        result = result.and_then(|()| self.observers.recorder.drain_records(sink, all));
+        if let Err(e) = result {
+            self.sink_error = Some(e);
+            self.sink = None;
         }
     }
 
@@ -332,6 +371,7 @@ impl Simulation {
                 if let Some(t) = source.next_event() {
                     self.events.push(t, Target::Source(i));
                 }
+                self.drain_records(Some(i as usize), false);
             }
             Target::Sample => {
                 self.observers.on_sample(now, &View { flows: &self.flows, net: &self.net });

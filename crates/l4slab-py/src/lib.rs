@@ -6,20 +6,80 @@
 //! Every engine call goes through `l4slab_core::guard::catch_panic`: an engine panic
 //! is a one-line `ValueError` (the package's `EngineError`), never an abort.
 
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use l4slab_core::results::{FlowSummary, RecordSink, RequestRecord};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+/// The records of a streaming run as spill files in a directory the caller owns:
+/// each chunk the engine hands over (at most `RECORD_CHUNK` records) is one line, a
+/// JSON array of records, of `requests-<source>.jsonl` or `flow_records.jsonl`. The
+/// Python side reads them a line at a time into Parquet row groups
+/// (`l4slab.records`), so neither side holds all of a run's records.
+struct SpillSink {
+    dir: PathBuf,
+    files: BTreeMap<String, BufWriter<File>>,
+}
+
+impl SpillSink {
+    /// Append one chunk (`to_json` writes its JSON array) as a line of file `name`.
+    fn write(
+        &mut self,
+        name: String,
+        to_json: impl FnOnce(&mut BufWriter<File>) -> serde_json::Result<()>,
+    ) -> Result<(), String> {
+        let path = self.dir.join(&name);
+        let fail = |e: &dyn std::fmt::Display| format!("records spill file {}: {e}", path.display());
+        if !self.files.contains_key(&name) {
+            let file = File::create(&path).map_err(|e| fail(&e))?;
+            self.files.insert(name.clone(), BufWriter::with_capacity(1 << 16, file));
+        }
+        let w = self.files.get_mut(&name).expect("inserted above");
+        to_json(w).map_err(|e| fail(&e))?;
+        w.write_all(b"\n").map_err(|e| fail(&e))
+    }
+}
+
+impl RecordSink for SpillSink {
+    fn requests(&mut self, source: u32, chunk: &[RequestRecord]) -> Result<(), String> {
+        self.write(format!("requests-{source}.jsonl"), |w| serde_json::to_writer(w, chunk))
+    }
+    fn flow_records(&mut self, chunk: &[FlowSummary]) -> Result<(), String> {
+        self.write("flow_records.jsonl".to_string(), |w| serde_json::to_writer(w, chunk))
+    }
+    fn finish(&mut self) -> Result<(), String> {
+        for (name, w) in self.files.iter_mut() {
+            w.flush().map_err(|e| format!("records spill file {}: {e}", self.dir.join(name).display()))?;
+        }
+        Ok(())
+    }
+}
+
 /// Run one resolved scenario (engine JSON, see `l4slab_core::config`).
 /// Returns `(results_json, engine_wall_seconds, capture)`: `capture` is the pcapng
-/// file (bytes) when the scenario asked for a packet capture, else None.
+/// file (bytes) when the scenario asked for a packet capture, else None. With
+/// `records_dir`, the per-request and closed-flow records are streamed into spill
+/// files there ([`SpillSink`]) and the results' `requests` / `flow_records` are empty.
 #[pyfunction]
-fn simulate(py: Python<'_>, config_json: &str) -> PyResult<(String, f64, Option<Py<PyBytes>>)> {
+#[pyo3(signature = (config_json, records_dir=None))]
+fn simulate(
+    py: Python<'_>,
+    config_json: &str,
+    records_dir: Option<PathBuf>,
+) -> PyResult<(String, f64, Option<Py<PyBytes>>)> {
     let config: l4slab_core::ScenarioConfig =
         serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(format!("engine config: {e}")))?;
     let out = py.allow_threads(move || {
         let start = std::time::Instant::now();
-        let res = l4slab_core::guard::catch_panic(|| l4slab_core::run(&config));
+        let res = l4slab_core::guard::catch_panic(|| match records_dir {
+            Some(dir) => l4slab_core::run_streaming(&config, Box::new(SpillSink { dir, files: BTreeMap::new() })),
+            None => l4slab_core::run(&config),
+        });
         let wall = start.elapsed().as_secs_f64();
         res.map(|r| (r, wall))
     });

@@ -244,6 +244,17 @@ impl Recorder {
         (hot.drops, hot.marks, hot.window_bytes) = (0, 0, 0);
     }
 
+    /// A streaming run: hand the closed flows' records on, in closing order, once
+    /// [`RECORD_CHUNK`] have gathered (`all`: whatever is left).
+    pub fn drain_records(&mut self, sink: &mut dyn RecordSink, all: bool) -> Result<(), String> {
+        if self.records.is_empty() || (!all && self.records.len() < RECORD_CHUNK) {
+            return Ok(());
+        }
+        let result = sink.flow_records(&self.records);
+        self.records.clear();
+        result
+    }
+
     /// Write the recorder's parts of the results.
     pub fn fill_results(&self, view: &dyn NetworkView, r: &mut RunResults) {
         let window_s = secs(self.end - self.warmup);

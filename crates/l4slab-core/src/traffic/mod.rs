@@ -22,7 +22,7 @@ pub mod udp;
 pub mod web;
 
 use crate::packet::{Outbox, Packet};
-use crate::results::{FlowSummary, RequestRecord, RunResults};
+use crate::results::{FlowSummary, RecordSink, RequestRecord, RunResults};
 use crate::tcp::receiver::ReceiverBuffers;
 use crate::tcp::sender::SenderBuffers;
 use crate::time::Time;
@@ -91,6 +91,13 @@ pub trait Endpoint: Send {
     fn take_buffers(&mut self) -> Option<EndpointBuffers> {
         None
     }
+
+    /// The released endpoint itself, for a source that rebuilds the next connection
+    /// of its own endpoint type in the same heap allocation (the web source: no
+    /// allocation per request for its endpoints). None: dropped.
+    fn into_any(self: Box<Self>) -> Option<Box<dyn std::any::Any>> {
+        None
+    }
 }
 
 /// What a finished endpoint hands over for reuse ([`Endpoint::take_buffers`]).
@@ -155,6 +162,12 @@ pub trait TrafficSource: Send {
     fn finish(&mut self, _now: Time, _opener: &mut dyn FlowOpener) {}
     /// Add this source's records to the results.
     fn fill_results(&self, _r: &mut RunResults) {}
+    /// A streaming run: hand the records that are final to `sink` once about
+    /// [`crate::results::RECORD_CHUNK`] have gathered (`all`: everything, at the end
+    /// of the run, after [`finish`](Self::finish)).
+    fn drain_records(&mut self, _sink: &mut dyn RecordSink, _all: bool) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// The sources a scenario lists in `sources` (after its `flows`).

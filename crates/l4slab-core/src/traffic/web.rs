@@ -46,7 +46,7 @@ use super::tcp::{TcpReceiverEndpoint, TcpSenderEndpoint};
 use super::{Endpoint, EndpointBuffers, FlowOpener, FlowSpec, TrafficSource};
 use crate::config::{WebSizes, WebSourceConfig};
 use crate::packet::{Outbox, Packet, PacketKind};
-use crate::results::{FlowSummary, RequestRecord, RunResults};
+use crate::results::{FlowSummary, RecordSink, RequestRecord, RunResults, RECORD_CHUNK};
 use crate::rng::{self, SimRng, Stream};
 use crate::tcp::ecn::EcnMode;
 use crate::tcp::receiver::ReceiverBuffers;
@@ -65,9 +65,19 @@ pub fn exp_gap_ns(rng: &mut SimRng, rate_per_s: f64) -> u64 {
 /// bounded Pareto), by inverting its CDF
 /// F(x) = (1 − (L/x)^α) / (1 − (L/H)^α): x = L · (1 − u (1 − (L/H)^α))^(−1/α).
 pub fn bounded_pareto(rng: &mut SimRng, z: &WebSizes) -> u64 {
-    let (l, h) = (z.min_bytes as f64, z.max_bytes as f64);
+    bounded_pareto_with(rng, z, pareto_tail(z))
+}
+
+/// (L/H)^α, the part of [`bounded_pareto`]'s inversion that depends only on the
+/// distribution (a source computes it once, not per request).
+fn pareto_tail(z: &WebSizes) -> f64 {
+    (z.min_bytes as f64 / z.max_bytes as f64).powf(z.alpha)
+}
+
+fn bounded_pareto_with(rng: &mut SimRng, z: &WebSizes, tail: f64) -> u64 {
+    let l = z.min_bytes as f64;
     let u = 1.0 - rng.unit_open0(); // [0, 1)
-    let x = l * (1.0 - u * (1.0 - (l / h).powf(z.alpha))).powf(-1.0 / z.alpha);
+    let x = l * (1.0 - u * (1.0 - tail)).powf(-1.0 / z.alpha);
     (x.round() as u64).clamp(z.min_bytes, z.max_bytes)
 }
 
@@ -161,6 +171,9 @@ impl Endpoint for WebServer {
     fn take_buffers(&mut self) -> Option<EndpointBuffers> {
         self.inner.take_buffers()
     }
+    fn into_any(self: Box<Self>) -> Option<Box<dyn std::any::Any>> {
+        Some(self)
+    }
     fn fill_request(&self, r: &mut RequestRecord) {
         let sender = &self.inner.0;
         r.cc = sender.cc_name().into();
@@ -205,6 +218,9 @@ impl Endpoint for WebClient {
     fn take_buffers(&mut self) -> Option<EndpointBuffers> {
         self.inner.take_buffers()
     }
+    fn into_any(self: Box<Self>) -> Option<Box<dyn std::any::Any>> {
+        Some(self)
+    }
     fn fill_request(&self, r: &mut RequestRecord) {
         r.bytes_received = self.inner.0.bytes_delivered;
         r.fct_s = self.closed_at.map(|t| secs(t - self.start));
@@ -232,12 +248,22 @@ pub struct WebSource {
     stop: Time,
     count: u64,
     open: Vec<Conn>,
+    /// Finished requests not yet handed on (all of them in a run without a
+    /// [`RecordSink`]; in a streaming run those waiting for an earlier request).
     records: Vec<RequestRecord>,
+    /// A streaming run tries to hand records on once `records` holds this many.
+    drain_at: usize,
     /// Buffers of released connections' senders, for the next connections
     /// (at most as many as were ever open at once).
     spare: Vec<SenderBuffers>,
     /// Finished receivers' out-of-order buffers.
     spare_ooo: Vec<ReceiverBuffers>,
+    /// Released connections' endpoint allocations, rebuilt in place for the next
+    /// connections (the old endpoint is dropped where the new one is written).
+    spare_servers: Vec<Box<WebServer>>,
+    spare_clients: Vec<Box<WebClient>>,
+    /// (L/H)^α of the size distribution.
+    pareto_tail: f64,
 }
 
 impl WebSource {
@@ -256,8 +282,12 @@ impl WebSource {
             count: 0,
             open: Vec::new(),
             records: Vec::new(),
+            drain_at: RECORD_CHUNK,
             spare: Vec::new(),
             spare_ooo: Vec::new(),
+            spare_servers: Vec::new(),
+            spare_clients: Vec::new(),
+            pareto_tail: pareto_tail(&cfg.sizes),
         }
     }
 
@@ -281,17 +311,16 @@ impl WebSource {
     fn open_connection(&mut self, now: Time, opener: &mut dyn FlowOpener) {
         let id = self.count;
         self.count += 1;
-        let size = bounded_pareto(&mut self.sizes, &self.cfg.sizes);
+        let size = bounded_pareto_with(&mut self.sizes, &self.cfg.sizes, self.pareto_tail);
         let slot = opener.reserve_slot();
         // The source's own TCP settings with this response's size (set in place:
         // no copy of the config per connection).
         self.cfg.tcp.bytes = Some(size);
         let t = &self.cfg.tcp;
         let cc = crate::cc::build(&t.cc, t.cc_params.as_ref()).expect("validated by ScenarioConfig::validate");
-        let mut sender = TcpSender::with_buffers(slot, t, cc, opener.end(), self.spare.pop());
-        sender.tp.rng = rng::stream(self.seed, Stream::Connection(self.index, id as u32));
+        let sender = TcpSender::with_buffers(slot, t, cc, opener.end(), self.spare.pop());
         let receiver_cc = t.receiver_cc.as_deref().unwrap_or("cubic");
-        let mut receiver = TcpReceiver::with_buffers(
+        let receiver = TcpReceiver::with_buffers(
             slot,
             t.delayed_ack,
             t.receiver_ecn,
@@ -300,23 +329,42 @@ impl WebSource {
             self.spare_ooo.pop(),
         )
         .with_l4steam_accecn(t.receiver_kernel == crate::config::ReceiverKernel::L4steam);
-        if t.gro {
-            receiver.set_gro(t.rx_usecs_ns);
-        }
         let path = &t.path;
-        let server = WebServer {
-            inner: TcpSenderEndpoint(sender),
-            syn_delay_ns: path.rev_delay(),
-            syn_arrives: None,
-            opened: false,
-            drop_handshake: self.cfg.drop_handshake_of.contains(&id),
+        let drop_handshake = self.cfg.drop_handshake_of.contains(&id);
+        // A released connection's allocation takes the new endpoint in place (its old
+        // one is dropped there); each field is written once, no whole-struct moves.
+        let mut server: Box<WebServer> = match self.spare_servers.pop() {
+            Some(mut b) => {
+                b.inner.0 = sender;
+                (b.syn_arrives, b.opened) = (None, false);
+                b
+            }
+            None => Box::new(WebServer {
+                inner: TcpSenderEndpoint(sender),
+                syn_delay_ns: 0,
+                syn_arrives: None,
+                opened: false,
+                drop_handshake: false,
+            }),
         };
-        let client = WebClient { inner: TcpReceiverEndpoint(receiver), size, start: now, closed_at: None };
+        (server.syn_delay_ns, server.drop_handshake) = (path.rev_delay(), drop_handshake);
+        server.inner.0.tp.rng = rng::stream(self.seed, Stream::Connection(self.index, id as u32));
+        let mut client: Box<WebClient> = match self.spare_clients.pop() {
+            Some(mut b) => {
+                b.inner.0 = receiver;
+                b
+            }
+            None => Box::new(WebClient { inner: TcpReceiverEndpoint(receiver), size, start: now, closed_at: None }),
+        };
+        (client.size, client.start, client.closed_at) = (size, now, None);
+        if t.gro {
+            client.inner.0.set_gro(t.rx_usecs_ns);
+        }
         opener.open(
             slot,
             FlowSpec {
-                sender: Box::new(server),
-                receiver: Box::new(client),
+                sender: server,
+                receiver: client,
                 start: now,
                 base_rtt_ns: path.rtt_ns,
                 fwd_delay_ns: path.fwd_delay(),
@@ -334,10 +382,20 @@ impl WebSource {
             if opener.is_quiet(self.open[i].slot) {
                 let c = self.open.swap_remove(i);
                 self.record(&c, opener);
-                for b in opener.release(c.slot).into_iter().flatten().filter_map(|mut e| e.take_buffers()) {
-                    match b {
-                        EndpointBuffers::Sender(b) => self.spare.push(b),
-                        EndpointBuffers::Receiver(b) => self.spare_ooo.push(b),
+                for mut e in opener.release(c.slot).into_iter().flatten() {
+                    match e.take_buffers() {
+                        Some(EndpointBuffers::Sender(b)) => self.spare.push(b),
+                        Some(EndpointBuffers::Receiver(b)) => self.spare_ooo.push(b),
+                        None => {}
+                    }
+                    let Some(any) = e.into_any() else { continue };
+                    match any.downcast::<WebServer>() {
+                        Ok(server) => self.spare_servers.push(server),
+                        Err(any) => {
+                            if let Ok(client) = any.downcast::<WebClient>() {
+                                self.spare_clients.push(client);
+                            }
+                        }
                     }
                 }
             } else {
@@ -372,6 +430,22 @@ impl TrafficSource for WebSource {
     }
     fn fill_results(&self, r: &mut RunResults) {
         r.requests.extend(self.records.iter().cloned());
+    }
+    /// Records leave in arrival order, as `finish` orders them: only those below the
+    /// oldest connection still open are final. A connection open for long (a 1 MB
+    /// response, SYN timeouts) holds back the later ones; the next attempt waits for
+    /// another chunk, so the sort runs once per chunk, not per arrival.
+    fn drain_records(&mut self, sink: &mut dyn RecordSink, all: bool) -> Result<(), String> {
+        if !all && self.records.len() < self.drain_at {
+            return Ok(());
+        }
+        let below = if all { u64::MAX } else { self.open.iter().map(|c| c.id).min().unwrap_or(self.count) };
+        self.records.sort_unstable_by_key(|r| r.id);
+        let n = self.records.partition_point(|r| r.id < below);
+        let result = if n > 0 { sink.requests(self.index, &self.records[..n]) } else { Ok(()) };
+        self.records.drain(..n);
+        self.drain_at = self.records.len() + RECORD_CHUNK;
+        result
     }
 }
 

@@ -1,0 +1,112 @@
+"""A run's per-request and closed-flow records, streamed instead of held (issue 12).
+
+A run with traffic sources (web requests) can close tens of thousands of connections.
+Its engine streams their records in bounded chunks into spill files in a temporary
+directory (the binding's ``SpillSink``: one line per chunk, a JSON array of at most
+``RECORD_CHUNK`` records, ``requests-<source>.jsonl`` and ``flow_records.jsonl``);
+:class:`RecordSpill` turns each file into Parquet one chunk (one row group) at a time,
+so neither the engine nor Python holds all of a run's records, and the results JSON
+stays the same size however long the run. ``RunResult.requests`` and
+``RunResult.flow_records`` read the Parquet files back (the same DataFrames as the
+in-memory path builds); :func:`l4slab.rundir.write_run` copies them into the run
+directory atomically. The directory is removed with the :class:`RecordSpill`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+__all__ = ["RecordSpill", "requests_frame"]
+
+#: Rows per Parquet row group: engine chunks are gathered (as Arrow tables, ~200 bytes a
+#: row) up to this many before a row group is written, so the files compress as well as
+#: one written whole while memory stays bounded.
+ROW_GROUP_ROWS = 16384
+
+#: Parquet files a spill holds after :meth:`RecordSpill.convert`.
+REQUESTS = "requests.parquet"
+FLOW_RECORDS = "flow_records.parquet"
+
+
+def requests_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per web request: the engine's ``RequestRecord`` fields; ``fct_s`` and
+    ``efficiency`` float with NaN for a request that did not complete."""
+    frame = pd.DataFrame(records)
+    frame["fct_s"] = frame["fct_s"].astype(float)
+    frame["efficiency"] = frame["efficiency"].astype(float)
+    return frame
+
+
+def _chunks_to_parquet(sources: list[Path], out: Path, to_frame: Callable[[list[Any]], pd.DataFrame]) -> int:
+    """Write the chunk lines of ``sources`` (in order) into ``out``, a row group per
+    :data:`ROW_GROUP_ROWS` rows; return the number of rows (0: no file written)."""
+    writer: pq.ParquetWriter | None = None
+    schema: pa.Schema | None = None
+    pending: list[pa.Table] = []
+    rows = 0
+
+    def flush() -> None:
+        if pending:
+            assert writer is not None
+            writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP_ROWS)
+            pending.clear()
+
+    try:
+        for source in sources:
+            with open(source, "rb") as lines:
+                for line in lines:
+                    chunk = json.loads(line)
+                    if not chunk:
+                        continue
+                    table = pa.Table.from_pandas(to_frame(chunk), preserve_index=False)
+                    if writer is None:
+                        schema = table.schema
+                        writer = pq.ParquetWriter(out, schema)
+                    else:
+                        table = table.cast(schema)
+                    pending.append(table)
+                    rows += table.num_rows
+                    if sum(t.num_rows for t in pending) >= ROW_GROUP_ROWS:
+                        flush()
+            source.unlink()
+        flush()
+    finally:
+        if writer is not None:
+            writer.close()
+    return rows
+
+
+class RecordSpill:
+    """A temporary directory the engine streams a run's records into; removed when this
+    object is garbage-collected (or by :meth:`cleanup`)."""
+
+    def __init__(self) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="l4slab-records-"))
+        self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.path), ignore_errors=True)
+
+    def convert(self, flows_frame: Callable[[list[Any]], pd.DataFrame]) -> None:
+        """Turn the engine's spill files into ``requests.parquet`` (web sources in their
+        order in ``sources``, each in arrival order) and ``flow_records.parquet``
+        (rows built by ``flows_frame``, :func:`l4slab.results.flows_frame`)."""
+        requests = sorted(self.path.glob("requests-*.jsonl"), key=lambda p: int(p.stem.split("-", 1)[1]))
+        _chunks_to_parquet(requests, self.path / REQUESTS, requests_frame)
+        closed = [p for p in [self.path / "flow_records.jsonl"] if p.exists()]
+        _chunks_to_parquet(closed, self.path / FLOW_RECORDS, flows_frame)
+
+    def parquet(self, name: str) -> Path | None:
+        """The converted Parquet file ``name`` (``requests.parquet`` or
+        ``flow_records.parquet``), or None when the run had no such records."""
+        path = self.path / name
+        return path if path.exists() else None
+
+    def cleanup(self) -> None:
+        self._finalizer()
