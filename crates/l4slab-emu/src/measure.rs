@@ -300,9 +300,7 @@ impl Measure {
                 .iter()
                 .zip(&self.class_soj_sum_ns)
                 .map(|(n, sum)| {
-                    (0..self.n_bins)
-                        .map(|b| if n[b] > 0 { sum[b] as f64 / n[b] as f64 * 1e-6 } else { nan })
-                        .collect()
+                    (0..self.n_bins).map(|b| if n[b] > 0 { sum[b] as f64 / n[b] as f64 * 1e-6 } else { nan }).collect()
                 })
                 .collect(),
         };
