@@ -6,7 +6,8 @@ def simulate(config_json: str, records_dir: str | None = None) -> tuple[str, flo
 
     With ``records_dir``, the per-request and closed-flow records are streamed into spill
     files there (``requests-<source>.jsonl``, ``flow_records.jsonl``: one JSON array of
-    at most ``RECORD_CHUNK`` records per line) and left out of the results JSON.
+    about ``RECORD_CHUNK`` records per line, more when a long-open request held
+    records back) and left out of the results JSON.
     Raises ValueError when the engine rejects the config or fails during the run.
     """
 

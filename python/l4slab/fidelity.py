@@ -501,8 +501,10 @@ def _l_head_age_ms(result) -> float:
     left = l_class["time_s"].to_numpy(dtype=float)
     entered = left - l_class["sojourn_ms"].to_numpy(dtype=float) / 1e3
     heads = np.maximum(entered, np.concatenate([[-math.inf], left[:-1]]))
+    # Only the part of each head interval inside the window counts.
+    heads = np.maximum(heads, start)
+    inside = left > start
     area = ((left - entered) ** 2 - (heads - entered) ** 2) / 2
-    inside = left >= start
     return float(area[inside].sum() / max(end - start, 1e-9) * 1e3)
 
 

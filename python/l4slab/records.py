@@ -2,8 +2,9 @@
 
 A run with traffic sources (web requests) can close tens of thousands of connections.
 Its engine streams their records in bounded chunks into spill files in a temporary
-directory (the binding's ``SpillSink``: one line per chunk, a JSON array of at most
-``RECORD_CHUNK`` records, ``requests-<source>.jsonl`` and ``flow_records.jsonl``);
+directory (the binding's ``SpillSink``: one line per chunk, a JSON array of about
+``RECORD_CHUNK`` records plus any a long-open request held back,
+``requests-<source>.jsonl`` and ``flow_records.jsonl``);
 :class:`RecordSpill` turns each file into Parquet one chunk (one row group) at a time,
 so neither the engine nor Python holds all of a run's records, and the results JSON
 stays the same size however long the run. ``RunResult.requests`` and
@@ -93,6 +94,23 @@ class RecordSpill:
         self.path = Path(tempfile.mkdtemp(prefix="l4slab-records-"))
         self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.path), ignore_errors=True)
 
+    def __getstate__(self) -> dict[str, bytes]:
+        """A pickled or deep-copied spill carries its converted Parquet files, so a copy
+        (e.g. a ``RunResult`` returned from a worker process) owns its own directory and
+        does not depend on the original's lifetime."""
+        self._check_present()
+        files = [self.path / name for name in (REQUESTS, FLOW_RECORDS)]
+        return {path.name: path.read_bytes() for path in files if path.exists()}
+
+    def __setstate__(self, files: dict[str, bytes]) -> None:
+        self.__init__()
+        for name, data in files.items():
+            (self.path / name).write_bytes(data)
+
+    def _check_present(self) -> None:
+        if not self.path.is_dir():
+            raise RuntimeError(f"the run's streamed records in {self.path} were removed (RecordSpill.cleanup)")
+
     def convert(self, flows_frame: Callable[[list[Any]], pd.DataFrame]) -> None:
         """Turn the engine's spill files into ``requests.parquet`` (web sources in their
         order in ``sources``, each in arrival order) and ``flow_records.parquet``
@@ -104,7 +122,9 @@ class RecordSpill:
 
     def parquet(self, name: str) -> Path | None:
         """The converted Parquet file ``name`` (``requests.parquet`` or
-        ``flow_records.parquet``), or None when the run had no such records."""
+        ``flow_records.parquet``), or None when the run had no such records; an error
+        once the spill has been removed, rather than an empty answer."""
+        self._check_present()
         path = self.path / name
         return path if path.exists() else None
 

@@ -150,6 +150,12 @@ def test_tc_delay_l_is_the_time_average_of_the_l_heads_age():
     trace = pd.DataFrame({"time_s": [1.002, 1.003, 1.004], "sojourn_ms": [2.0, 2.0, 9.0], "class": ["L", "L", "C"]})
     result = types.SimpleNamespace(sojourn=trace, summary={"warmup_s": 0.5, "duration_s": 1.5})
     assert math.isclose(fidelity._l_head_age_ms(result), 0.0035, rel_tol=1e-9)
+    # A head interval that began before the warm-up counts from the warm-up's end: a packet
+    # enqueued at 0.4 s that left at 0.6 s (sojourn 200 ms), window 0.5-1.5 s: its age runs
+    # from 100 to 200 ms inside, area (0.2² − 0.1²)/2 = 0.015 s², i.e. 15 ms over 1 s.
+    straddle = pd.DataFrame({"time_s": [0.6], "sojourn_ms": [200.0], "class": ["L"]})
+    result = types.SimpleNamespace(sojourn=straddle, summary={"warmup_s": 0.5, "duration_s": 1.5})
+    assert math.isclose(fidelity._l_head_age_ms(result), 15.0, rel_tol=1e-9)
 
 
 def test_cli_set_changes_every_selected_row_and_names_the_row_on_a_bad_index(capsys):

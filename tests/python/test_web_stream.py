@@ -82,3 +82,36 @@ def test_a_run_without_sources_keeps_its_records_in_memory_and_a_spill_cleans_up
     assert spill.parquet("requests.parquet") is None
     spill.cleanup()
     assert not spill.path.exists()
+
+
+def test_a_copied_result_keeps_its_records_and_a_removed_spill_is_an_error():
+    """A deep-copied RunResult, or a pickled record spill (as a worker process returns
+    it), carries its records in a spill of its own, so it outlives the original;
+    reading a spill that was removed is an error, not a silent None."""
+    import copy
+    import pickle
+
+    import pytest
+
+    scenario = scenario_from_toml(STREAM_TOML.replace('duration = "8s"', 'duration = "2s"'))
+    result = l4slab.run(scenario)
+    expected = result.requests
+    assert expected is not None and len(expected) > 100
+    pickled = pickle.loads(pickle.dumps(result.records))
+    copied = copy.deepcopy(result)
+    assert len({pickled.path, result.records.path, copied.records.path}) == 3
+    result.records.cleanup()
+    with pytest.raises(RuntimeError, match="removed"):
+        result.records_file("requests.parquet")
+    del result
+    gc.collect()
+    pd.testing.assert_frame_equal(requests_frame_from(pickled), expected)
+    pd.testing.assert_frame_equal(copied.requests, expected)
+    paths = [pickled.path, copied.records.path]
+    del pickled, copied
+    gc.collect()
+    assert not any(p.exists() for p in paths)
+
+
+def requests_frame_from(spill: RecordSpill) -> pd.DataFrame:
+    return pd.read_parquet(spill.parquet("requests.parquet"))

@@ -371,13 +371,16 @@ pub struct TcpFlowConfig {
     /// room for a fuller one. Engine default off: see docs/fidelity.md.
     #[serde(default)]
     pub tso_defer: bool,
-    /// The receiver NIC's RX interrupt delay after a packet arrives (`ethtool -C DEV
-    /// rx-usecs N`), ns; with `gro`, what arrives within it is merged.
+    /// The receiver NIC's RX interrupt throttle (`ethtool -C DEV rx-usecs N`), ns: the
+    /// minimum interval between two interrupts (Intel ITR; tcp/gro.rs); with `gro`, what
+    /// arrives within it of the last interrupt is merged, a packet on a quiet port is
+    /// handed up at once.
     #[serde(default = "default_rx_usecs_ns")]
     pub rx_usecs_ns: u64,
-    /// The sending host's NIC RX interrupt delay (`ethtool -C DEV rx-usecs N` on the
-    /// sender), ns: ACKs arriving within it reach TCP together at the NAPI poll, each
-    /// timestamped at the poll (tcp/gro.rs). 0 (the engine default, as
+    /// The sending host's NIC RX interrupt throttle (`ethtool -C DEV rx-usecs N` on the
+    /// sender), ns: ACKs arriving within it of the last interrupt reach TCP together at
+    /// the NAPI poll, each timestamped at the poll; an ACK on a quiet port at once
+    /// (tcp/gro.rs). 0 (the engine default, as
     /// `rx-usecs 0`): each ACK is processed when it arrives.
     #[serde(default)]
     pub sender_rx_usecs_ns: u64,

@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 /// The records of a streaming run as spill files in a directory the caller owns:
-/// each chunk the engine hands over (at most `RECORD_CHUNK` records) is one line, a
+/// each chunk the engine hands over (about `RECORD_CHUNK` records, plus any a long-open request held back) is one line, a
 /// JSON array of records, of `requests-<source>.jsonl` or `flow_records.jsonl`. The
 /// Python side reads them a line at a time into Parquet row groups
 /// (`l4slab.records`), so neither side holds all of a run's records.

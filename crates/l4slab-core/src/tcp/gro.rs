@@ -100,12 +100,16 @@ impl Gro {
     }
 
     /// Take the held segments for a poll at `now` (the caller hands the buffer back
-    /// with [`Gro::give_back`], so no poll allocates). The interrupt that started
-    /// this poll reloads the throttle interval.
+    /// with [`Gro::give_back`], so no poll allocates). Only a poll its interrupt
+    /// started reloads the throttle interval: a full NAPI budget is polled before the
+    /// interrupt (NAPI repolls with interrupts off), and the ITR counter keeps running
+    /// from the last interrupt.
     #[inline]
     pub fn take(&mut self, now: Time) -> Vec<Packet> {
+        if self.poll_at.map_or(true, |t| t <= now) {
+            self.last_irq = Some(now);
+        }
         self.poll_at = None;
-        self.last_irq = Some(now);
         std::mem::take(&mut self.held)
     }
 
@@ -238,5 +242,11 @@ mod tests {
         }
         assert!(g.hold(&seg(63 * 1448, 1448), 120_000), "the 64th packet fills the NAPI budget");
         assert!(g.held.capacity() >= NAPI_POLL_WEIGHT);
+        let buf = g.take(120_000);
+        assert_eq!(buf.len(), NAPI_POLL_WEIGHT);
+        g.give_back(buf);
+        // No interrupt fired for the budget poll: the interval still runs from 111 µs.
+        assert!(!g.hold(&seg(64 * 1448, 1448), 130_000));
+        assert_eq!(g.poll_at(), Some(111_000 + 50_000));
     }
 }

@@ -240,8 +240,8 @@ impl TcpReceiver {
         self
     }
 
-    /// Turn receiver GRO on (`ethtool -K gro on`) with the NIC's RX interrupt delay
-    /// (`ethtool -C rx-usecs`), ns.
+    /// Turn receiver GRO on (`ethtool -K gro on`) with the NIC's RX interrupt throttle
+    /// (`ethtool -C rx-usecs`, the minimum interval between interrupts), ns.
     pub fn set_gro(&mut self, rx_delay_ns: u64) {
         self.gro = Some(Gro::new(rx_delay_ns));
     }
@@ -1098,17 +1098,22 @@ mod tests {
         assert!(out.is_empty());
     }
 
-    /// An AccECN receiver (Prague's, `tcp_ecn` 3, `tcp_ecn_option` 2) past its quick
-    /// ACKs, fed ECT(1) or CE segments of 1448 B every `gap` ns with TSvals from the
-    /// sender's millisecond clock; returns the ACKs each segment drew.
-    fn accecn_acks_per_segment(l4steam: bool, ecn: Ecn, gap: Time) -> Vec<usize> {
-        let mut r = TcpReceiver::new(0, true, 3, 2, "prague").with_l4steam_accecn(l4steam);
+    /// Feeds `r` an AccECN SYN (ECT(1), the AccECN ACE codepoint) so it negotiates AccECN.
+    fn accecn_handshake(mut r: TcpReceiver) -> (TcpReceiver, Outbox) {
         let mut out = Outbox::default();
         let mut syn = Packet::new(0, PacketKind::Syn);
         syn.tcp.ace = ecn::SYN_ACE_ACCECN;
         syn.ecn = Ecn::Ect1;
         r.on_packet(&syn, 0, &mut out);
         assert_eq!(r.ecn_mode, EcnMode::AccEcn);
+        (r, out)
+    }
+
+    /// An AccECN receiver (Prague's, `tcp_ecn` 3, `tcp_ecn_option` 2) past its quick
+    /// ACKs, fed ECT(1) or CE segments of 1448 B every `gap` ns with TSvals from the
+    /// sender's millisecond clock; returns the ACKs each segment drew.
+    fn accecn_acks_per_segment(l4steam: bool, ecn: Ecn, gap: Time) -> Vec<usize> {
+        let (mut r, mut out) = accecn_handshake(TcpReceiver::new(0, true, 3, 2, "prague").with_l4steam_accecn(l4steam));
         let mut acks = Vec::new();
         let mut t = 10 * crate::time::NS_PER_MS;
         for i in 0..40u64 {
@@ -1192,13 +1197,7 @@ mod tests {
     #[test]
     fn an_accecn_bbr2_receiver_acks_ce_state_changes_at_once() {
         let acks = |cc: &str| {
-            let mut r = TcpReceiver::new(0, true, 3, 2, cc);
-            let mut out = Outbox::default();
-            let mut syn = Packet::new(0, PacketKind::Syn);
-            syn.tcp.ace = ecn::SYN_ACE_ACCECN;
-            syn.ecn = Ecn::Ect1;
-            r.on_packet(&syn, 0, &mut out);
-            assert_eq!(r.ecn_mode, EcnMode::AccEcn);
+            let (mut r, mut out) = accecn_handshake(TcpReceiver::new(0, true, 3, 2, cc));
             for i in 0..17u64 {
                 let mut d = data(i * 1448, 1448);
                 d.ecn = Ecn::Ect1;
