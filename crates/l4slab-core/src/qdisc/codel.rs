@@ -640,7 +640,9 @@ impl<P: QdiscPacket> Qdisc<P> for Codel<P> {
 
     /// `tc -s` codel xstats (sch_codel.c:codel_dump_stats). `ldelay_ms` is the sojourn of the last
     /// packet examined; `drop_next` is µs from the last dequeue call to the next
-    /// scheduled drop while dropping (0 otherwise), as tc prints it.
+    /// scheduled drop while dropping (0 otherwise), as tc prints it. `uptime_s` is not
+    /// tc's: the router uptime the run's CoDel clock started from (drawn from the seed
+    /// unless given), which decides the first episode's re-entry rule.
     fn extra_stats(&self) -> Vec<(&'static str, f64)> {
         let drop_next_us = if self.vars.dropping {
             let delta = self.vars.drop_next.wrapping_sub(self.last_now) as i32;
@@ -656,6 +658,7 @@ impl<P: QdiscPacket> Qdisc<P> for Codel<P> {
             ("ecn_mark", self.cstats.ecn_mark as f64),
             ("ce_mark", self.cstats.ce_mark as f64),
             ("drop_overlimit", self.drop_overlimit as f64),
+            ("uptime_s", self.cfg.clock_base_ns as f64 / 1e9),
         ]
     }
 }

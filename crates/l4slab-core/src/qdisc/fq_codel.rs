@@ -445,6 +445,8 @@ impl<P: QdiscPacket> Qdisc<P> for FqCodel<P> {
             ("new_flow_count", self.new_flow_count as f64),
             ("new_flows_len", self.new_flows.len() as f64),
             ("old_flows_len", self.old_flows.len() as f64),
+            // Not tc's: the router uptime the CoDel clock started from (codel.rs).
+            ("uptime_s", self.cfg.clock_base_ns as f64 / 1e9),
         ]
     }
 }
