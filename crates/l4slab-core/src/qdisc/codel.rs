@@ -432,9 +432,9 @@ pub(crate) fn uptime_spec() -> ParamSpec {
          ktime_get_ns() >> 10 (include/net/codel.h:codel_get_time), which decides the re-entry rule on a \
          queue's first dropping episode (include/net/codel_impl.h:codel_dequeue). null = drawn from the \
          seed over one wrap of that 32-bit clock (2^42 ns, about 4398 s); only the uptime modulo that wrap \
-         matters (any uptime up to ten years is accepted).",
+         matters (any uptime up to 100 days is accepted).",
     )
-    .range(0.0, 3.2e17)
+    .range(0.0, 8.64e15)
 }
 
 /// Schema of the CoDel parameters shared by `codel` and `fq_codel`: `target_ns`,
