@@ -182,10 +182,12 @@ def test_study_backend_emulate_keeps_its_runs_apart(tmp_path, capsys):
 
 
 def test_ctrl_c_removes_everything(tmp_path):
-    """SIGINT in the middle of a run: exit 130, and no namespace or process is left."""
+    """SIGINT in the middle of a run: exit 130, and no namespace or process is left. (A 30-s
+    scenario, so the interrupt lands mid-run even on a slow host: with 10 s one CI run exited
+    0 with nothing on stderr, most likely because the interrupt came as the run ended.)"""
     env = {**os.environ, "L4SLAB_EMU_PREFIX": PREFIX}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "l4slab", "emulate", str(_scenario(tmp_path, "10s", "intr"))],
+        [sys.executable, "-m", "l4slab", "emulate", str(_scenario(tmp_path, "30s", "intr"))],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
