@@ -169,6 +169,19 @@ impl NetworkView for View<'_> {
     }
 }
 
+/// The sink a streaming run switches to after its sink failed: the error is kept and
+/// returned by the run, and later records are dropped instead of piling up.
+struct DiscardRecords;
+
+impl RecordSink for DiscardRecords {
+    fn requests(&mut self, _source: u32, _chunk: &[RequestRecord]) -> Result<(), String> {
+        Ok(())
+    }
+    fn flow_records(&mut self, _chunk: &[FlowSummary]) -> Result<(), String> {
+        Ok(())
+    }
+}
+
 /// One simulation run.
 pub struct Simulation {
     cfg: ScenarioConfig,
@@ -314,8 +327,10 @@ impl Simulation {
         }
         result = result.and_then(|()| self.observers.recorder.drain_records(sink, all));
         if let Err(e) = result {
+            // Keep the first error for the run's result; later records are dropped
+            // (not kept in memory) until the run ends.
             self.sink_error = Some(e);
-            self.sink = None;
+            self.sink = Some(Box::new(DiscardRecords));
         }
     }
 

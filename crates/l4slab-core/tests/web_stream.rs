@@ -184,3 +184,40 @@ fn a_streaming_runs_peak_memory_does_not_grow_with_its_requests() {
         added * row
     );
 }
+
+/// A sink that fails on its second chunk.
+struct FailingSink {
+    calls: usize,
+}
+
+impl RecordSink for FailingSink {
+    fn requests(&mut self, _source: u32, _chunk: &[RequestRecord]) -> Result<(), String> {
+        self.calls += 1;
+        if self.calls == 2 {
+            Err("disk full".into())
+        } else {
+            Ok(())
+        }
+    }
+    fn flow_records(&mut self, _chunk: &[FlowSummary]) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failing_sink_fails_the_run_and_later_records_are_not_kept() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cfg = config(16);
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let err = run_streaming(&cfg, Box::new(FailingSink { calls: 0 })).expect_err("the sink's error is the run's");
+    let failing_peak = PEAK.load(Ordering::Relaxed) - base;
+    assert_eq!(err, "disk full");
+    // After the error the records are dropped, not kept: the peak stays near a
+    // streaming run's, far below what 16 000 requests' records take (about 7 MB).
+    let (streaming_peak, _) = peak(16, true);
+    assert!(
+        failing_peak < streaming_peak + 1_000_000,
+        "failing sink: peak {failing_peak} B, a streaming run's {streaming_peak} B"
+    );
+}
