@@ -166,3 +166,69 @@ fn prague_share_against_bbr1_in_dualpi2_is_set_by_bbr1s_pacing_margin() {
     assert!(no_margin < 0.15, "Prague share with no pacing margin: {no_margin:.3}");
     assert!(with_margin - no_margin > 0.08, "{with_margin:.3} vs {no_margin:.3}");
 }
+
+/// The `pam2025` study's prague-bbr1 DualPI2 cell exactly as `l4slab study run` resolves it
+/// (the run's engine config in `plan.json`: HTB burst 1600 B, 10 Gbit/s access links,
+/// 1 ms start jitter, Prague's PAM-era `growth_gate`, the L4STeam receiver), with BBRv1's
+/// `cc_params` given; returns (Prague share, BBR goodput, BBR mean bw estimate over 5–60 s).
+fn pam_cell_prague_vs_bbr1(seed: u64, bbr_params: serde_json::Value) -> (f64, f64, f64) {
+    let prague = json!({"kind": "tcp", "cc": "prague", "rtt_ns": 10 * MS, "tso": false,
+                        "cc_params": {"growth_gate": "app_limited"}, "receiver_kernel": "l4steam",
+                        "receiver_ecn": 3});
+    let bbr = json!({"kind": "tcp", "cc": "bbr", "rtt_ns": 10 * MS, "tso": false, "ecn": 0,
+                     "cc_params": bbr_params});
+    let mut q = json!({"kind": "dualpi2", "limit_packets": 10000, "target_ns": 5 * MS, "variant": "l4steam"});
+    // Sensitivity runs: qdisc fields from L4SLAB_QDISC (a JSON object), e.g. the coupling.
+    if let Ok(extra) = std::env::var("L4SLAB_QDISC") {
+        let extra: serde_json::Value = serde_json::from_str(&extra).expect("L4SLAB_QDISC is a JSON object");
+        for (k, v) in extra.as_object().expect("L4SLAB_QDISC is a JSON object") {
+            q[k] = v.clone();
+        }
+    }
+    let mut s = scenario(100, q, vec![prague, bbr], 60);
+    s["seed"] = json!(seed);
+    s["start_jitter_ns"] = json!(MS);
+    s["bin_ns"] = json!(100 * MS);
+    s["bottleneck"]["burst_bytes"] = json!(1600);
+    s["bottleneck"]["access_rate_bps"] = json!(10_000 * MBIT);
+    // Sensitivity runs: scenario / bottleneck fields from L4SLAB_SCENARIO / L4SLAB_BOTTLENECK.
+    for (var, at) in [("L4SLAB_SCENARIO", None), ("L4SLAB_BOTTLENECK", Some("bottleneck"))] {
+        if let Ok(extra) = std::env::var(var) {
+            let extra: serde_json::Value = serde_json::from_str(&extra).expect("a JSON object");
+            for (k, v) in extra.as_object().expect("a JSON object") {
+                match at {
+                    Some(a) => s[a][k] = v.clone(),
+                    None => s[k] = v.clone(),
+                }
+            }
+        }
+    }
+    let r = run(&s);
+    let (p, b) = (r.flows[0].goodput_mbps, r.flows[1].goodput_mbps);
+    let fs = &r.flow_series[1];
+    // 100 ms bins: from 5 s on.
+    let est: Vec<f64> = fs.bw_est_mbps.iter().skip(50).copied().filter(|v| v.is_finite()).collect();
+    (p / (p + b), b, est.iter().sum::<f64>() / est.len().max(1) as f64)
+}
+
+/// Measurement (`L4SLAB_BBR_PARAMS='{"...": ...}' cargo test -p l4slab-core --release --test bbr
+/// -- --ignored --nocapture measure_pam_cell`): Prague's share in the study's cell over seeds
+/// 1..=`L4SLAB_SEEDS` (3); `L4SLAB_QDISC`, `L4SLAB_BOTTLENECK`, `L4SLAB_SCENARIO` (JSON objects)
+/// override fields of the qdisc, the bottleneck and the scenario.
+#[test]
+#[ignore]
+fn measure_pam_cell() {
+    let params: serde_json::Value =
+        serde_json::from_str(&std::env::var("L4SLAB_BBR_PARAMS").unwrap_or_else(|_| "{}".into())).unwrap();
+    let seeds: u64 = std::env::var("L4SLAB_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+    let mut shares = vec![];
+    for seed in 1..=seeds {
+        let (sh, b, est) = pam_cell_prague_vs_bbr1(seed, params.clone());
+        eprintln!(
+            "seed {seed}: Prague share {sh:.3}, BBR goodput {b:.2}, BBR bw estimate {est:.2} Mbit/s ({:+.2} %)",
+            100.0 * (est / b - 1.0)
+        );
+        shares.push(sh);
+    }
+    eprintln!("{params}: mean share {:.3}", shares.iter().sum::<f64>() / shares.len() as f64);
+}
