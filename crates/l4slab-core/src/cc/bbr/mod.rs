@@ -773,7 +773,11 @@ impl Bbr {
         let now_j = tp.jiffies() as u32;
         let win = self.p.min_rtt_win_sec.wrapping_mul(crate::time::HZ as u32);
         let filter_expired = after(now_j, self.min_rtt_stamp.wrapping_add(win));
-        if rs.rtt_us >= 0 && (rs.rtt_us <= self.min_rtt_us as i64 || (filter_expired && !rs.is_ack_delayed)) {
+        // Only a sample *below* min_rtt postpones PROBE_RTT: Linux commit 1b9e2a8c99a5
+        // ("tcp: only postpone PROBE_RTT if RTT is < current min_rtt estimate", v5.10,
+        // in 5.13 as the PAM 2025 hosts ran it and in mainline since); before it, `<=`
+        // let samples equal to min_rtt refresh min_rtt_stamp and push PROBE_RTT off.
+        if rs.rtt_us >= 0 && (rs.rtt_us < self.min_rtt_us as i64 || (filter_expired && !rs.is_ack_delayed)) {
             self.min_rtt_us = rs.rtt_us.min(u32::MAX as i64) as u32;
             self.min_rtt_stamp = now_j;
         }

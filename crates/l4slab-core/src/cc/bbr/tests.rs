@@ -326,6 +326,31 @@ fn probe_rtt_after_ten_seconds_without_a_new_minimum_holds_four_packets_for_200_
 }
 
 #[test]
+fn only_a_sample_below_min_rtt_postpones_probe_rtt() {
+    // tcp_bbr.c:bbr_update_min_rtt since Linux 5.10 (commit 1b9e2a8c99a5): a sample equal
+    // to min_rtt (common with ms-granular timestamp RTTs in recovery, and in an unqueued
+    // path) does not refresh min_rtt_stamp, so PROBE_RTT comes 10 s after the last
+    // *lower* sample; with the old `<=` it never came while such samples kept arriving.
+    let mut h = H::new();
+    h.reach_probe_bw();
+    h.tp.packets_out = 200;
+    h.tp.cwnd = 200;
+    let (min, stamp) = (h.bbr.min_rtt_us, h.bbr.min_rtt_stamp);
+    let t_end = stamp as u64 * NS_PER_MS + 10 * NS_PER_SEC;
+    while h.tp.now + 10 * NS_PER_MS <= t_end {
+        h.ack_with(10_000, 100, 10_000, None, min as i64);
+        assert_eq!((h.bbr.min_rtt_stamp, h.bbr.mode), (stamp, Mode::ProbeBw), "at {} ms", h.tp.now / NS_PER_MS);
+    }
+    h.ack_with(11_000, 100, 10_000, None, min as i64);
+    assert_eq!(h.bbr.mode, Mode::ProbeRtt, "samples equal to min_rtt did not postpone PROBE_RTT");
+    // A lower sample does refresh the filter.
+    let mut g = H::new();
+    g.reach_probe_bw();
+    g.ack_with(10_000, 100, 10_000, None, min as i64 - 1);
+    assert_eq!((g.bbr.min_rtt_us, g.bbr.min_rtt_stamp as u64), (min - 1, g.tp.now / NS_PER_MS));
+}
+
+#[test]
 fn recovery_conserves_packets_for_a_round_then_restores_cwnd() {
     let mut h = H::new();
     h.reach_probe_bw();
