@@ -37,6 +37,7 @@ fn pam_fq_ecn_cubic(secs: u64, bin_ms: u64) -> l4slab_core::RunResults {
     prague["tso"] = json!(false);
     prague["receiver_kernel"] = json!("l4steam");
     prague["receiver_ecn"] = json!(3);
+    prague["cc_params"] = json!({"growth_gate": "app_limited"}); // as the pam2025 study
     let mut cubic = tcp("cubic", 10);
     cubic["tso"] = json!(false);
     cubic["ecn"] = json!(1);
