@@ -114,7 +114,7 @@ impl Network {
 
     /// Put `pkt` on link `l`'s wire at `now`. True if it reaches the next hop now;
     /// otherwise it waits on a delay line and its arrival is an event.
-    #[inline]
+    #[inline(always)]
     pub fn transmit(&mut self, l: LinkId, now: Time, pkt: &Packet, events: &mut EventQueue) -> bool {
         match self.links[l.0 as usize].transmit(now, pkt) {
             None => true,
