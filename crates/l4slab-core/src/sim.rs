@@ -338,7 +338,8 @@ impl Simulation {
         match target {
             Target::LineHead(line) => {
                 let seq = self.events.last_seq();
-                if let Some((from, pkt)) = self.net.arrive(line, now, seq, &mut self.events) {
+                let mut pkt = Packet::new(0, PacketKind::Data);
+                if let Some(from) = self.net.arrive(line, now, seq, &mut self.events, &mut pkt) {
                     let hop = self.net.next_hop(&pkt, Some(from));
                     self.forward(now, hop, &pkt);
                 }
