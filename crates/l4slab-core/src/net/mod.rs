@@ -24,7 +24,7 @@ use crate::event::EventQueue;
 pub use crate::event::{EndpointId, LineId, LinkId};
 use crate::time::Time;
 use delay_line::DelayLine;
-pub use link::{Link, LinkStats, Ready, Serialiser, ShapedQueue};
+pub use link::{Link, LinkStats, Serialiser, ShapedQueue};
 pub use route::{Direction, Hop, Route};
 pub use shaper::Shaper;
 
