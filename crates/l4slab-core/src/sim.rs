@@ -9,7 +9,7 @@
 use crate::config::ScenarioConfig;
 use crate::event::{EndpointId, EventQueue, LinkId, Target};
 use crate::net::dumbbell::{shaped_queue, Dumbbell, SHARED_LINES_FROM_FLOWS};
-use crate::net::{Hop, LinePolicy, Link, Network, Ready};
+use crate::net::{Hop, LinePolicy, Link, Network};
 use crate::packet::{Outbox, Packet, PacketKind};
 use crate::results::*;
 use crate::rng;
@@ -338,7 +338,8 @@ impl Simulation {
         match target {
             Target::LineHead(line) => {
                 let seq = self.events.last_seq();
-                if let Some((from, pkt)) = self.net.arrive(line, now, seq, &mut self.events) {
+                let mut pkt = Packet::new(0, PacketKind::Data);
+                if let Some(from) = self.net.arrive(line, now, seq, &mut self.events, &mut pkt) {
                     let hop = self.net.next_hop(&pkt, Some(from));
                     self.forward(now, hop, &pkt);
                 }
@@ -490,10 +491,13 @@ impl Simulation {
         if self.net.link(l).waiting_for_tokens() {
             return; // the watchdog will dequeue
         }
+        let mut pkt = Packet::new(0, PacketKind::Data);
         loop {
-            let ready = self.net.link_mut(l).dequeue_ready(now, &mut self.events);
+            let ready = self.net.link_mut(l).dequeue_ready(now, &mut self.events, &mut pkt);
             self.drain_reports(now, l);
-            let Ready::Packet(pkt) = ready else { return };
+            if !ready {
+                return;
+            }
             self.observers.on_dequeue(now, l, &pkt, now - pkt.enqueue_ts, &self.out.sacks);
             if self.net.transmit(l, now, &pkt, &mut self.events) {
                 let hop = self.net.next_hop(&pkt, Some(l));

@@ -97,14 +97,6 @@ pub struct LinkStats {
     pub tx_bytes: u64,
 }
 
-/// What the link's queue has for the wire right now.
-pub enum Ready {
-    /// A packet, dequeued and charged to the shaper.
-    Packet(Packet),
-    /// Nothing now (empty, or waiting for tokens with the watchdog armed).
-    Nothing,
-}
-
 /// One link of the network.
 pub struct Link {
     pub id: LinkId,
@@ -186,14 +178,18 @@ impl Link {
     }
 
     /// One step of `htb_dequeue`: if the class has tokens and the qdisc a packet,
-    /// dequeue and charge it; if it lacks tokens, arm the watchdog for when it has.
-    /// The caller drains `dropped`/`marked` after every call.
+    /// dequeue and charge it, write it to `out` and return true; false if there is
+    /// nothing for the wire now (empty, or no tokens: then the watchdog is armed
+    /// for when there are). The caller drains `dropped`/`marked` after every call.
+    /// The packet goes to the caller's buffer rather than out through an enum: a
+    /// packet moved through its niche byte is written in overlapping pieces, and
+    /// the caller's immediate read of it then stalls on store forwarding.
     #[inline]
-    pub fn dequeue_ready(&mut self, now: Time, events: &mut EventQueue) -> Ready {
+    pub fn dequeue_ready(&mut self, now: Time, events: &mut EventQueue, out: &mut Packet) -> bool {
         let id = self.id;
-        let Some(q) = self.queue.as_mut() else { return Ready::Nothing };
+        let Some(q) = self.queue.as_mut() else { return false };
         if q.qdisc.is_empty() {
-            return Ready::Nothing;
+            return false;
         }
         if !q.shaper.can_send(now) {
             let t = q.shaper.next_send_time(now);
@@ -202,15 +198,16 @@ impl Link {
                 Some(pin) => events.push_pinned(pin, t, Target::ShaperWake(id)),
                 None => events.push(t, Target::ShaperWake(id)),
             }
-            return Ready::Nothing;
+            return false;
         }
         let (qdisc, mut ctx) = q.ctx();
         match qdisc.dequeue(now, &mut ctx) {
             Some(pkt) => {
                 q.shaper.charge(now, pkt.wire_len);
-                Ready::Packet(pkt)
+                *out = pkt;
+                true
             }
-            None => Ready::Nothing,
+            None => false,
         }
     }
 
