@@ -199,6 +199,9 @@ pub struct TcpSender {
     /// The next segment handed down starts an skb (it carries the skb's overhead in
     /// `host_q_truesize`).
     pub(super) skb_overhead_due: bool,
+    /// `gso_max_size / mss` and a reciprocal of the MSS for `tso_segs`
+    /// (`tcp/output.rs`), recomputed when `tp.mss` changes.
+    pub(super) mss_div: std::cell::Cell<super::output::MssDiv>,
 
     /// The sending host's NIC interrupt moderation (`sender_rx_usecs_ns` > 0): ACKs
     /// closer than `rx-usecs` to the port's last interrupt wait in the RX ring for the
@@ -291,6 +294,7 @@ impl TcpSender {
             host_q_truesize: 0,
             tsq_throttled: false,
             skb_overhead_due: false,
+            mss_div: std::cell::Cell::new(super::output::MssDiv::EMPTY),
             ack_napi: (cfg.sender_rx_usecs_ns > 0).then(|| super::gro::Gro::new(cfg.sender_rx_usecs_ns)),
             held_sacks: Vec::with_capacity(if cfg.sender_rx_usecs_ns > 0 { super::gro::NAPI_POLL_WEIGHT } else { 0 }),
             stats: SenderStats::default(),
