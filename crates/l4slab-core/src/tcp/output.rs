@@ -327,12 +327,12 @@ impl TcpSender {
 
     /// IP-ECN codepoint of a data segment (`tcp_ecn_send`, RFC 3168 §6.1.5).
     pub(super) fn data_codepoint(&self, retrans: bool) -> Ecn {
-        let flags = self.cc.flags();
         match self.tp.ecn_mode {
             EcnMode::Off => Ecn::NotEct,
             // RFC 3168 forbids ECT on retransmissions unless the CC needs ECN or set
-            // TCP_ECN_ECT_PERMANENT (google/bbr v3 tcp_ecn_send).
-            EcnMode::Rfc3168 if retrans && !flags.needs_ecn && !self.tp.ect_permanent => Ecn::NotEct,
+            // TCP_ECN_ECT_PERMANENT (google/bbr v3 tcp_ecn_send). The CC's flags are
+            // asked only here (a dynamic call per data segment otherwise).
+            EcnMode::Rfc3168 if retrans && !self.cc.flags().needs_ecn && !self.tp.ect_permanent => Ecn::NotEct,
             _ => self.cc.ect_codepoint(),
         }
     }
