@@ -84,7 +84,7 @@ impl TcpSender {
             // tcp_wstamp_ns` in __tcp_transmit_skb), else now.
             let stamp = self.departure(now);
             let tx = self.rate_skb_sent(stamp, self.tp.in_flight() + 1);
-            self.rtx.push_back(Seg { seq, end: seq + len as u64, xmit: stamp, tx, flags: 0 });
+            self.rtx.push_back(Seg::sent(seq, seq + len as u64, stamp, &tx));
             self.tp.snd_nxt += len as u64;
             self.tp.packets_out += 1;
             if self.tp.ca_state == CaState::Cwr || self.tp.ca_state == CaState::Recovery {
@@ -387,7 +387,7 @@ impl TcpSender {
         let mut s = self.rtx[i];
         s.flags = (s.flags | RETRANS | EVER_RETRANS) & !DELIVERED;
         s.xmit = stamp;
-        s.tx = tx;
+        s.set_tx(&tx);
         self.rtx.retransmit(i, s);
         self.stats.retransmits += 1;
         self.skb_overhead_due = true;
@@ -430,7 +430,7 @@ impl TcpSender {
                 if !self.rtx[last].has(SACKED) {
                     // google/bbr v3 tcp_send_loss_probe: remember the original's
                     // app-limited mark before the retransmission re-stamps it.
-                    self.tp.tlp_orig_data_app_limited = self.rtx[last].tx.is_app_limited;
+                    self.tp.tlp_orig_data_app_limited = self.rtx[last].tx_app_limited;
                     self.retransmit_seg(last, now, out);
                     self.tlp_retrans = true;
                     self.probe_sent(now);
