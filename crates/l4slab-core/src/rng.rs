@@ -16,6 +16,10 @@ pub enum Stream {
     Qdisc,
     /// A queue on the reverse (ACK) path.
     ReverseQdisc,
+    /// The bottleneck host's timer lateness (`net::host_timer`); `ReverseHostTimer`
+    /// for the reverse queue's.
+    HostTimer,
+    ReverseHostTimer,
     /// The congestion control of flow `n` (BBR's random PROBE_BW start phase).
     Flow(u32),
     /// The request arrivals of source `n` (`config.sources[n]`).
@@ -35,6 +39,8 @@ impl Stream {
             Stream::StartJitter => 1,
             Stream::Qdisc => 2,
             Stream::ReverseQdisc => 3,
+            Stream::HostTimer => 4,
+            Stream::ReverseHostTimer => 5,
             Stream::Flow(n) => (1 << 32) | n as u64,
             Stream::Arrivals(n) => (2 << 32) | n as u64,
             Stream::Sizes(n) => (3 << 32) | n as u64,

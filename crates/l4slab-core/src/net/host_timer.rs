@@ -1,0 +1,84 @@
+//! The router host's timer latency: how late its qdisc watchdog fires.
+//!
+//! When an HTB class runs out of tokens, `sch_htb.c:htb_dequeue` arms the qdisc
+//! watchdog for the time the class may send again (`qdisc_watchdog_schedule_ns`,
+//! `net/sched/sch_api.c`: an `hrtimer` in `HRTIMER_MODE_ABS_PINNED`). The packet
+//! leaves when that hrtimer's interrupt has run `qdisc_watchdog` (which raises
+//! `NET_TX_SOFTIRQ` through `__netif_schedule`) and the softirq has run the qdisc:
+//! late by the host's timer latency. On a bare-metal host that is a microsecond or
+//! two; in a VM the guest's LAPIC timer is itself an hrtimer of the host (KVM
+//! `arch/x86/kvm/lapic.c`, tsc-deadline mode), delivered by a VM exit and entry,
+//! and the vCPU may not be running when it expires.
+//!
+//! Magnitudes, from primary sources (none of them the testbed's own):
+//! - KVM commit d0659d946be0 ("add option to advance tscdeadline hrtimer
+//!   expiration") made `lapic_timer_advance_ns` exist because guest timers fire
+//!   late; commit 3b8a5df6c4dc ("Tune lapic_timer_advance_ns automatically")
+//!   measured kvm-unit-tests `tscdeadline_latency` at 5 700 cycles (upstream host
+//!   kernel) and 9 600 cycles (a 3.10 host kernel) on a Skylake server, i.e.
+//!   ≈ 2–4 µs at 2.5 GHz; commit ce7a058a2117 (VMX preemption timer): ≈ 3 200 cycles.
+//! - rt-tests `README.markdown` (cyclictest, a user thread woken by an hrtimer,
+//!   which adds a scheduler wake-up to the interrupt): "on a non-realtime system"
+//!   Avg 14–17 µs, Max 39 ms; on a realtime one Avg 10 µs, Max 18–22 µs.
+//!
+//! So the mean lateness of a guest's hrtimer is a few µs (interrupt path alone) to
+//! ≈ 15 µs (with a wake-up), with rare long excursions. The model: each watchdog
+//! firing is late by an exponentially distributed time of mean `mean_ns` (the
+//! right-skewed shape of cyclictest histograms; one parameter, so nothing is
+//! tuned beyond the scale that the sources bound). Every draw comes from the
+//! link's own random stream (`rng::Stream::HostTimer`). Mean 0 = off: the
+//! watchdog fires exactly when the class has tokens, as the engine always did.
+//!
+//! What lateness changes (`net/link.rs`): tokens accrue meanwhile up to the bucket
+//! (`htb_charge_class` caps them at `buffer`), so the service instants drift off
+//! the fixed 1-frame grid; and since Linux 4.6 (commit 45f50bed1d80 "net_sched:
+//! remove generic throttled management") a pending watchdog does not block the
+//! qdisc: every enqueue runs `__qdisc_run` → `htb_dequeue`, which sends if the
+//! class has tokens by then. So a packet arriving between the due time and the
+//! late firing is served at its arrival.
+
+use crate::rng::SimRng;
+
+/// Exponentially distributed timer lateness of one host.
+#[derive(Clone, Debug)]
+pub struct HostTimer {
+    mean_ns: f64,
+    rng: SimRng,
+}
+
+impl HostTimer {
+    /// `None` when `mean_ns` is 0 (off).
+    pub fn new(mean_ns: u64, rng: SimRng) -> Option<Self> {
+        (mean_ns > 0).then(|| HostTimer { mean_ns: mean_ns as f64, rng })
+    }
+
+    /// How late the next firing is, ns (inverse transform of Exp(1/mean)).
+    #[inline]
+    pub fn lateness_ns(&mut self) -> u64 {
+        (-self.rng.unit_open0().ln() * self.mean_ns).round() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::{stream, Stream};
+
+    #[test]
+    fn off_at_zero_and_exponential_with_the_given_mean() {
+        assert!(HostTimer::new(0, stream(1, Stream::HostTimer)).is_none());
+        let mut t = HostTimer::new(10_000, stream(1, Stream::HostTimer)).unwrap();
+        let n = 200_000;
+        let v: Vec<u64> = (0..n).map(|_| t.lateness_ns()).collect();
+        let mean = v.iter().sum::<u64>() as f64 / n as f64;
+        // Standard error of the mean: 10 µs / sqrt(2e5) = 22 ns.
+        assert!((mean - 10_000.0).abs() < 150.0, "mean {mean}");
+        // Exponential: P(X > mean) = e^-1, P(X > 3 mean) = e^-3.
+        let above = |x: u64| v.iter().filter(|&&y| y > x).count() as f64 / n as f64;
+        assert!((above(10_000) - (-1f64).exp()).abs() < 0.005);
+        assert!((above(30_000) - (-3f64).exp()).abs() < 0.002);
+        // The same seed draws the same numbers.
+        let mut u = HostTimer::new(10_000, stream(1, Stream::HostTimer)).unwrap();
+        assert_eq!(u.lateness_ns(), v[0]);
+    }
+}
