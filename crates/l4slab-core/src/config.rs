@@ -75,6 +75,11 @@ pub struct ScenarioConfig {
     #[serde(default)]
     pub trace_sojourn: bool,
     pub bottleneck: BottleneckConfig,
+    /// Mean lateness of the delay node's netem watchdog (hrtimer + softirq), ns: each
+    /// flow's propagated packets leave in batches when a timer late by Exp(mean)
+    /// fires (`net/host_timer.rs`, `DelayRelease`); 0 = exactly on time (off).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_node_timer_latency_ns: u64,
     /// A shaped queue on the reverse path, shared by every flow's ACKs after its
     /// receiver's NIC and reverse propagation (unset: the reverse path never queues).
     /// Its `access_rate_bps` is unused.
@@ -773,6 +778,12 @@ impl ScenarioConfig {
             ));
         }
         check_link("bottleneck", &self.bottleneck, true)?;
+        if self.delay_node_timer_latency_ns > MAX_TIMER_LATENCY_NS {
+            return Err(format!(
+                "delay_node_timer_latency_ns: {} is out of range (allowed 0..={MAX_TIMER_LATENCY_NS}, a mean lateness of at most 1 s)",
+                self.delay_node_timer_latency_ns
+            ));
+        }
         self.bottleneck.qdisc.validate().map_err(|e| format!("bottleneck.qdisc.{e}"))?;
         if let Some(r) = &self.reverse_bottleneck {
             check_link("reverse_bottleneck", r, false)?;

@@ -20,6 +20,9 @@ pub enum Stream {
     /// for the reverse queue's.
     HostTimer,
     ReverseHostTimer,
+    /// The delay node's release timer on link `n` (a flow's NIC, where its propagation
+    /// delay lives; `net::host_timer::DelayRelease`).
+    DelayNode(u32),
     /// The congestion control of flow `n` (BBR's random PROBE_BW start phase).
     Flow(u32),
     /// The request arrivals of source `n` (`config.sources[n]`).
@@ -44,6 +47,7 @@ impl Stream {
             Stream::Flow(n) => (1 << 32) | n as u64,
             Stream::Arrivals(n) => (2 << 32) | n as u64,
             Stream::Sizes(n) => (3 << 32) | n as u64,
+            Stream::DelayNode(n) => (4 << 32) | n as u64,
             // Sources below 2^16 (`config::MAX_SOURCES`): ids from 2^48 up, disjoint from the rest.
             Stream::Connection(n, c) => (1 << 48) | ((n as u64 & 0xFFFF) << 32) | c as u64,
         }

@@ -221,6 +221,7 @@ impl Simulation {
         );
         // A traffic source (web) opens hundreds of connections during the run: their
         // NICs share lines too, so the heap holds one entry per delay, not per connection.
+        topology.delay_node = (cfg.delay_node_timer_latency_ns, cfg.seed);
         if cfg.flows.len() >= SHARED_LINES_FROM_FLOWS || !cfg.sources.is_empty() {
             topology.nic_lines = LinePolicy::SharedByDelay;
         }
