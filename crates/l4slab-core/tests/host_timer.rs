@@ -95,3 +95,79 @@ fn measure_phase_sensitivity_vs_timer_latency() {
         eprintln!("mean_latency {m} us: Prague at CUBIC RTT +0..+106 us: {}", v.join(" / "));
     }
 }
+
+/// One UDP flow of 1472-B payloads at `rate_mbit` into `htb rate 100mbit` + a
+/// 100 kB bfifo, the watchdog late by Exp(`latency_ns`); 5 s.
+fn udp_through_htb(rate_mbit: u64, latency_ns: u64, seed: u64) -> l4slab_core::RunResults {
+    let udp = json!({"kind": "udp", "rtt_ns": 10 * MS, "rate_bps": rate_mbit * MBIT, "payload_bytes": 1472});
+    let mut s = scenario(100, bfifo(100_000), vec![udp], 5);
+    s["seed"] = json!(seed);
+    if latency_ns > 0 {
+        s["bottleneck"]["timer_latency_ns"] = json!(latency_ns);
+    }
+    run(&s)
+}
+
+/// A class that never runs out of tokens never arms the watchdog: at 50 Mbit/s a
+/// 1514-B frame (121 µs of tokens) comes every 242 µs, so the 1600-B bucket (128 µs)
+/// always covers it and a late timer changes nothing, bit for bit.
+#[test]
+fn a_class_with_tokens_never_waits_for_the_late_timer() {
+    let off = serde_json::to_string(&udp_through_htb(50, 0, 1)).unwrap();
+    let on = serde_json::to_string(&udp_through_htb(50, 200_000, 1)).unwrap();
+    assert_eq!(off, on);
+}
+
+/// Linux ≥ 4.6 (commit 45f50bed1d80 removed the throttled flag): every enqueue runs
+/// `htb_dequeue`, so a watchdog firing late does not stall a class whose tokens are
+/// back. At 150 Mbit/s into 100 Mbit/s a packet arrives every 80.7 µs, within the
+/// 128 µs the bucket holds, so even a 500-µs mean lateness costs no capacity:
+/// utilisation stays ≥ 99.5 % (with the timer alone deciding — a pending watchdog
+/// blocking the class — each late firing would lose Exp(500 µs) minus one bucket:
+/// utilisation near 2 frames per (121 + 500) µs, ≈ 40 %).
+#[test]
+fn enqueues_serve_the_class_while_its_watchdog_is_late() {
+    let on_time = udp_through_htb(150, 0, 1);
+    let late = udp_through_htb(150, 500_000, 1);
+    let (u0, u1) = (on_time.bottleneck.utilisation, late.bottleneck.utilisation);
+    eprintln!("utilisation on time {u0:.4}, watchdog late by Exp(500 us) {u1:.4}");
+    assert!(u0 > 0.995 && u1 > 0.995, "utilisation {u0:.4} / {u1:.4}");
+}
+
+/// Every draw comes from the seed: the same seed repeats a run with late timers on
+/// both hosts bit for bit; another seed differs.
+#[test]
+fn late_timers_are_drawn_from_the_seed() {
+    let runs: Vec<String> = [1u64, 1, 2]
+        .iter()
+        .map(|&seed| {
+            let mut s = scenario(100, bfifo(62_500), vec![tcp("cubic", 10), tcp("cubic", 10)], 3);
+            s["seed"] = json!(seed);
+            s["start_jitter_ns"] = json!(0); // the seed then acts only through the timers
+            s["bottleneck"]["timer_latency_ns"] = json!(10_000);
+            s["delay_node_timer_latency_ns"] = json!(10_000);
+            serde_json::to_string(&run(&s)).unwrap()
+        })
+        .collect();
+    assert_eq!(runs[0], runs[1]);
+    assert_ne!(runs[0], runs[2]);
+}
+
+/// Issue 11 row 7, pinned as a negative result: over the hrtimer latencies a KVM
+/// guest's softirq path has (a few µs: KVM commits 3b8a5df6c4dc and ce7a058a2117
+/// measure 3 200–9 600 cycles for a guest tsc-deadline timer; net/host_timer.rs), late
+/// watchdogs on both VMs (router HTB and delay node) leave Prague's share in the
+/// 0.5-BDP FIFO where it is on time, ≈ 10 Mbit/s below the published 40.4. If this
+/// fails, host timing moves row 7 and the FIFO cells must be re-judged
+/// (docs/fidelity.md, rows 7 and 12).
+#[test]
+fn row_7_guest_timer_latency_leaves_the_half_bdp_fifo_share_where_it_was() {
+    let mean =
+        |ns: u64| -> f64 { [1u64, 2, 3].iter().map(|&s| pam_fifo_hosts(0.5, 60, s, ns, ns, 0).0).sum::<f64>() / 3.0 };
+    let (off, two, five) = (mean(0), mean(2_000), mean(5_000));
+    eprintln!("row 7 FIFO 0.5 BDP, 3 seeds: Prague {off:.1} / {two:.1} / {five:.1} Mbit/s at 0 / 2 / 5 us");
+    for (m, v) in [(2, two), (5, five)] {
+        assert!((v - off).abs() < 3.0, "Prague {v:.1} at {m} us vs {off:.1} on time");
+        assert!(v < 40.4 - 5.0, "Prague {v:.1} at {m} us now near the published 40.4");
+    }
+}
