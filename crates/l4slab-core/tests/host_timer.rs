@@ -1,6 +1,6 @@
 //! The router host's timer latency (`bottleneck.timer_latency_ns`, net/host_timer.rs):
 //! the HTB watchdog of `htb rate 100mbit` fires late by an exponentially distributed
-//! time, and an enqueue in between serves the class at once (Linux ≥ 4.6).
+//! time, and an enqueue in between serves the class at once (`htb_dequeue` runs on every enqueue).
 //! Issue 11 rows 7 and 12: the PAM FIFO cells, where a deterministic service grid
 //! phase-locks CUBIC's ACK-clocked arrivals (tests/host_ackbatch.rs).
 
@@ -118,9 +118,9 @@ fn a_class_with_tokens_never_waits_for_the_late_timer() {
     assert_eq!(off, on);
 }
 
-/// Linux ≥ 4.6 (commit 45f50bed1d80 removed the throttled flag): every enqueue runs
-/// `htb_dequeue`, so a watchdog firing late does not stall a class whose tokens are
-/// back. At 150 Mbit/s into 100 Mbit/s a packet arrives every 80.7 µs, within the
+/// Every enqueue runs `__qdisc_run` → `htb_dequeue`, whose `htb_do_events` re-activates
+/// a class by the clock, so a watchdog firing late does not stall a class whose tokens
+/// are back. At 150 Mbit/s into 100 Mbit/s a packet arrives every 80.7 µs, within the
 /// 128 µs the bucket holds, so even a 500-µs mean lateness costs no capacity:
 /// utilisation stays ≥ 99.5 % (with the timer alone deciding — a pending watchdog
 /// blocking the class — each late firing would lose Exp(500 µs) minus one bucket:

@@ -31,11 +31,13 @@
 //!
 //! What lateness changes (`net/link.rs`): tokens accrue meanwhile up to the bucket
 //! (`htb_charge_class` caps them at `buffer`), so the service instants drift off
-//! the fixed 1-frame grid; and since Linux 4.6 (commit 45f50bed1d80 "net_sched:
-//! remove generic throttled management") a pending watchdog does not block the
-//! qdisc: every enqueue runs `__qdisc_run` → `htb_dequeue`, which sends if the
-//! class has tokens by then. So a packet arriving between the due time and the
-//! late firing is served at its arrival.
+//! the fixed 1-frame grid; and a pending watchdog does not block the qdisc: every
+//! enqueue runs the qdisc (`net/core/dev.c:__dev_xmit_skb` → `__qdisc_run` →
+//! `sch_generic.c:qdisc_restart` → `htb_dequeue`), and `htb_dequeue` first moves
+//! every class whose wait has ended back to the active rows (`htb_do_events`, by
+//! `q->now`, whatever the hrtimer does), so it sends if the class has tokens by
+//! then. A packet arriving between the due time and the late firing is therefore
+//! served at its arrival.
 
 use crate::rng::SimRng;
 use crate::time::Time;

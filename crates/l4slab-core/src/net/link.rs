@@ -216,7 +216,7 @@ impl Link {
     /// Whether the shaper watchdog is pending (then it, not the caller, dequeues).
     /// With a late host timer, a pending watchdog does not hold the class back once
     /// it has tokens: every enqueue runs `__qdisc_run` → `htb_dequeue`, which sends
-    /// then (Linux ≥ 4.6 has no throttled flag: commit 45f50bed1d80), and the
+    /// then (`htb_dequeue` → `htb_do_events` by the clock, not by the timer), and the
     /// watchdog's own event is left stale.
     #[inline]
     pub fn waiting_for_tokens(&self, now: Time) -> bool {
