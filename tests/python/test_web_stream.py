@@ -98,6 +98,12 @@ def test_a_copied_result_keeps_its_records_and_a_removed_spill_is_an_error():
     expected = result.requests
     assert expected is not None and len(expected) > 100
     pickled = pickle.loads(pickle.dumps(result.records))
+    # The whole result pickles too (a process pool returns it): its scenario holds the web source model.
+    whole = pickle.loads(pickle.dumps(result))
+    assert whole.scenario == result.scenario and whole.scenario.sources[0].kind == "web"
+    pd.testing.assert_frame_equal(whole.requests, expected)
+    whole.records.cleanup()
+    del whole
     copied = copy.deepcopy(result)
     assert len({pickled.path, result.records.path, copied.records.path}) == 3
     result.records.cleanup()

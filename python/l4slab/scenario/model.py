@@ -304,6 +304,10 @@ Flow = Annotated[
 
 WebSource = web_source_fields(TcpFlow)
 SynFlood = syn_flood_fields(UdpFlow)
+# Built inside a function (their base is TcpFlow/UdpFlow), they live here: name them so, or pickle
+# cannot find them and a scenario or RunResult with a web source cannot come back from a worker process.
+for _source in (WebSource, SynFlood):
+    _source.__module__, _source.__qualname__ = __name__, _source.__name__
 
 
 def _source_kind(value: Any) -> str | None:
