@@ -213,14 +213,24 @@ impl Simulation {
     pub fn with_sources(cfg: &ScenarioConfig, extra: Vec<Box<dyn TrafficSource>>) -> Result<Self, String> {
         let end = cfg.duration_ns;
         let mut net = Network::new();
-        let mut topology = Dumbbell::build(&mut net, &cfg.bottleneck, rng::stream(cfg.seed, rng::Stream::Qdisc));
+        let mut topology = Dumbbell::build(
+            &mut net,
+            &cfg.bottleneck,
+            rng::stream(cfg.seed, rng::Stream::Qdisc),
+            rng::stream(cfg.seed, rng::Stream::HostTimer),
+        );
         // A traffic source (web) opens hundreds of connections during the run: their
         // NICs share lines too, so the heap holds one entry per delay, not per connection.
+        topology.delay_node = (cfg.delay_node_timer_latency_ns, cfg.seed);
         if cfg.flows.len() >= SHARED_LINES_FROM_FLOWS || !cfg.sources.is_empty() {
             topology.nic_lines = LinePolicy::SharedByDelay;
         }
         if let Some(rev) = &cfg.reverse_bottleneck {
-            let queue = shaped_queue(rev, rng::stream(cfg.seed, rng::Stream::ReverseQdisc));
+            let queue = shaped_queue(
+                rev,
+                rng::stream(cfg.seed, rng::Stream::ReverseQdisc),
+                rng::stream(cfg.seed, rng::Stream::ReverseHostTimer),
+            );
             topology.add_reverse_queue(&mut net, queue);
         }
         let mut events = EventQueue::with_capacity(4096);
@@ -488,7 +498,7 @@ impl Simulation {
     /// The HTB dequeue loop of link `l`: while the class has tokens and the qdisc
     /// has packets, dequeue and transmit (`sch_htb.c:htb_dequeue`).
     fn service(&mut self, now: Time, l: LinkId) {
-        if self.net.link(l).waiting_for_tokens() {
+        if self.net.link(l).waiting_for_tokens(now) {
             return; // the watchdog will dequeue
         }
         let mut pkt = Packet::new(0, PacketKind::Data);

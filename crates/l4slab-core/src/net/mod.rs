@@ -5,6 +5,7 @@
 //! - [`delay_line`]: packets in propagation, one line per distinct delay, one
 //!   pending event per line.
 //! - [`shaper`]: the HTB-like token bucket of a queued link.
+//! - [`host_timer`]: how late the router host's qdisc watchdog fires (off by default).
 //! - [`route`]: routes, hops and directions.
 //! - [`dumbbell`]: the topology `ScenarioConfig` describes, as one builder among
 //!   possible others.
@@ -14,6 +15,7 @@
 
 pub mod delay_line;
 pub mod dumbbell;
+pub mod host_timer;
 pub mod link;
 pub mod route;
 pub mod shaper;
