@@ -104,6 +104,24 @@ def test_expert_knobs_reach_the_engine():
     assert config["bottleneck"]["burst_bytes"] == 3000 and config["bottleneck"]["access_rate_bps"] == 10**9
 
 
+def test_host_timer_latencies_resolve_only_when_set():
+    """Off (the default) leaves the engine config as it was, so stored run keys do not
+    change; set, both reach the engine in ns (net/host_timer.rs)."""
+    off = scenario_from_dict(BASE).resolve()
+    assert "timer_latency_ns" not in off["bottleneck"] and "delay_node_timer_latency_ns" not in off
+    on = scenario_from_dict(
+        apply_overrides(BASE, {"bottleneck.timer_latency": "10us", "delay_node_timer_latency": "5us"})
+    ).resolve()
+    assert on["bottleneck"]["timer_latency_ns"] == 10_000 and on["delay_node_timer_latency_ns"] == 5_000
+
+
+def test_host_timer_latency_out_of_range_names_the_field():
+    with pytest.raises((ScenarioError, ValueError)) as err:
+        scenario_from_dict(apply_overrides(BASE, {"delay_node_timer_latency": "2s"})).resolve()
+    msg = str(err.value)
+    assert "delay_node_timer_latency" in msg and "\n" not in msg
+
+
 def tcp_flow(**fields):
     """The engine config of one TCP flow with ``fields`` set."""
     data = {"duration": "1s", "bottleneck": {"rate": "100Mbit"}, "flows": [{"rtt": "10ms", **fields}]}

@@ -75,6 +75,11 @@ pub struct ScenarioConfig {
     #[serde(default)]
     pub trace_sojourn: bool,
     pub bottleneck: BottleneckConfig,
+    /// Mean lateness of the delay node's netem watchdog (hrtimer + softirq), ns: each
+    /// flow's propagated packets leave in batches when a timer late by Exp(mean)
+    /// fires (`net/host_timer.rs`, `DelayRelease`); 0 = exactly on time (off).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_node_timer_latency_ns: u64,
     /// A shaped queue on the reverse path, shared by every flow's ACKs after its
     /// receiver's NIC and reverse propagation (unset: the reverse path never queues).
     /// Its `access_rate_bps` is unused.
@@ -267,7 +272,15 @@ pub struct BottleneckConfig {
     /// Senders' NIC line rate: back-to-back packets leave a host this fast.
     #[serde(default = "default_access_rate_bps")]
     pub access_rate_bps: u64,
+    /// Mean lateness of the router host's qdisc watchdog (hrtimer + softirq), ns:
+    /// each firing is late by Exp(mean) (`net/host_timer.rs`); 0 = on time (off).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub timer_latency_ns: u64,
     pub qdisc: QdiscConfig,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// The bottleneck's child qdisc (defined with the qdisc registry).
@@ -765,6 +778,12 @@ impl ScenarioConfig {
             ));
         }
         check_link("bottleneck", &self.bottleneck, true)?;
+        if self.delay_node_timer_latency_ns > MAX_TIMER_LATENCY_NS {
+            return Err(format!(
+                "delay_node_timer_latency_ns: {} is out of range (allowed 0..={MAX_TIMER_LATENCY_NS}, a mean lateness of at most 1 s)",
+                self.delay_node_timer_latency_ns
+            ));
+        }
         self.bottleneck.qdisc.validate().map_err(|e| format!("bottleneck.qdisc.{e}"))?;
         if let Some(r) = &self.reverse_bottleneck {
             check_link("reverse_bottleneck", r, false)?;
@@ -910,6 +929,9 @@ impl ScenarioConfig {
     }
 }
 
+/// Bound of `timer_latency_ns`: a mean watchdog lateness of 1 s.
+pub const MAX_TIMER_LATENCY_NS: u64 = 1_000_000_000;
+
 /// Rates and bucket of a shaped link.
 fn check_link(name: &str, l: &BottleneckConfig, check_access: bool) -> Result<(), String> {
     if l.rate_bps == 0 || l.rate_bps > MAX_RATE_BPS {
@@ -923,6 +945,12 @@ fn check_link(name: &str, l: &BottleneckConfig, check_access: bool) -> Result<()
     }
     if l.burst_bytes > MAX_BURST_BYTES {
         return Err(format!("{name}.burst_bytes: {} is out of range (allowed 0..={MAX_BURST_BYTES})", l.burst_bytes));
+    }
+    if l.timer_latency_ns > MAX_TIMER_LATENCY_NS {
+        return Err(format!(
+            "{name}.timer_latency_ns: {} is out of range (allowed 0..={MAX_TIMER_LATENCY_NS}, a mean lateness of at most 1 s)",
+            l.timer_latency_ns
+        ));
     }
     Ok(())
 }

@@ -19,7 +19,7 @@
 //! are handled (a delay line its next head, an endpoint its next timer). A popped
 //! heap entry therefore stays at its heap's root, marked consumed, while the event
 //! is handled; the first push into that heap overwrites the root and sifts it down
-//! once (`BinaryHeap::peek_mut`), instead of a pop (down to the bottom and back up)
+//! once ([`MinHeap::replace_top`]), instead of a pop (down to the bottom and back up)
 //! followed by a push (up from the bottom). The consumed root is the smallest key
 //! in its heap and every later push has a larger one (a later sequence number at a
 //! time not before it), so the heap order holds; the next pop drops the root first
@@ -27,8 +27,6 @@
 //! is exactly that of a pop and a push.
 
 use crate::time::Time;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 /// Index of a link in the network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -97,39 +95,85 @@ impl Entry {
     }
 }
 
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
+/// A binary min-heap of entries by (time, sequence).
+///
+/// `std::collections::BinaryHeap` reads the element it sifts back from the slot
+/// it has just been written to (`PeekMut`'s drop, `Hole::new`): a 16-byte load
+/// of an entry written by narrower stores a moment before, which the CPU cannot
+/// forward from its store buffer and waits for. These sifts keep the moving
+/// entry in registers and write it once, at its final place. Keys are unique, so
+/// the pop order is the same as any other correct heap's.
+struct MinHeap {
+    v: Vec<Entry>,
 }
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    #[inline(always)]
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+
+impl MinHeap {
+    fn with_capacity(n: usize) -> Self {
+        MinHeap { v: Vec::with_capacity(n) }
     }
-    // Reversed: BinaryHeap is a max-heap, we pop the earliest (time, seq).
+
     #[inline(always)]
-    fn lt(&self, other: &Self) -> bool {
-        other.key() < self.key()
+    fn peek(&self) -> Option<&Entry> {
+        self.v.first()
     }
+
     #[inline(always)]
-    fn le(&self, other: &Self) -> bool {
-        other.key() <= self.key()
+    fn len(&self) -> usize {
+        self.v.len()
     }
-    #[inline(always)]
-    fn gt(&self, other: &Self) -> bool {
-        other.key() > self.key()
+
+    #[inline]
+    fn push(&mut self, e: Entry) {
+        let k = e.key();
+        let mut i = self.v.len();
+        self.v.push(e);
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if self.v[parent].key() <= k {
+                break;
+            }
+            self.v[i] = self.v[parent];
+            i = parent;
+        }
+        self.v[i] = e;
     }
-    #[inline(always)]
-    fn ge(&self, other: &Self) -> bool {
-        other.key() >= self.key()
+
+    /// Replace the root (the heap must not be empty) and restore the order.
+    #[inline]
+    fn replace_top(&mut self, e: Entry) {
+        let k = e.key();
+        let n = self.v.len();
+        let mut i = 0;
+        loop {
+            let mut c = 2 * i + 1;
+            if c >= n {
+                break;
+            }
+            let mut ck = self.v[c].key();
+            if c + 1 < n {
+                let rk = self.v[c + 1].key();
+                if rk < ck {
+                    c += 1;
+                    ck = rk;
+                }
+            }
+            if k <= ck {
+                break;
+            }
+            self.v[i] = self.v[c];
+            i = c;
+        }
+        self.v[i] = e;
     }
-}
-impl Ord for Entry {
-    #[inline(always)]
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.key().cmp(&self.key())
+
+    /// Remove the root.
+    #[inline]
+    fn pop(&mut self) {
+        if let Some(last) = self.v.pop() {
+            if !self.v.is_empty() {
+                self.replace_top(last);
+            }
+        }
     }
 }
 
@@ -152,11 +196,11 @@ enum Consumed {
 
 /// Pending events.
 pub struct EventQueue {
-    heap: BinaryHeap<Entry>,
+    heap: MinHeap,
     /// Endpoint timers ([`push_timer`](Self::push_timer)): one or two per flow,
     /// rarely due, so kept apart from the packets' events, whose heap then stays
     /// a few levels deep with hundreds of flows.
-    timers: BinaryHeap<Entry>,
+    timers: MinHeap,
     pins: [Option<Entry>; MAX_PINS],
     n_pins: usize,
     /// Index of the earliest occupied pin, if any.
@@ -176,8 +220,8 @@ pub struct EventQueue {
 impl EventQueue {
     pub fn with_capacity(n: usize) -> Self {
         EventQueue {
-            heap: BinaryHeap::with_capacity(n),
-            timers: BinaryHeap::with_capacity(n),
+            heap: MinHeap::with_capacity(n),
+            timers: MinHeap::with_capacity(n),
             pins: [None; MAX_PINS],
             n_pins: 0,
             first_pin: None,
@@ -240,7 +284,7 @@ impl EventQueue {
     fn push_heap(&mut self, e: Entry) {
         if self.consumed == Consumed::Heap {
             self.consumed = Consumed::None;
-            *self.heap.peek_mut().expect("a consumed root") = e;
+            self.heap.replace_top(e);
         } else {
             self.heap.push(e);
         }
@@ -253,7 +297,7 @@ impl EventQueue {
         let e = Entry { time, seq, target };
         if self.consumed == Consumed::Timers {
             self.consumed = Consumed::None;
-            *self.timers.peek_mut().expect("a consumed root") = e;
+            self.timers.replace_top(e);
         } else {
             self.timers.push(e);
         }

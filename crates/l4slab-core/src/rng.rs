@@ -16,6 +16,13 @@ pub enum Stream {
     Qdisc,
     /// A queue on the reverse (ACK) path.
     ReverseQdisc,
+    /// The bottleneck host's timer lateness (`net::host_timer`); `ReverseHostTimer`
+    /// for the reverse queue's.
+    HostTimer,
+    ReverseHostTimer,
+    /// The delay node's release timer on link `n` (a flow's NIC, where its propagation
+    /// delay lives; `net::host_timer::DelayRelease`).
+    DelayNode(u32),
     /// The congestion control of flow `n` (BBR's random PROBE_BW start phase).
     Flow(u32),
     /// The request arrivals of source `n` (`config.sources[n]`).
@@ -35,9 +42,12 @@ impl Stream {
             Stream::StartJitter => 1,
             Stream::Qdisc => 2,
             Stream::ReverseQdisc => 3,
+            Stream::HostTimer => 4,
+            Stream::ReverseHostTimer => 5,
             Stream::Flow(n) => (1 << 32) | n as u64,
             Stream::Arrivals(n) => (2 << 32) | n as u64,
             Stream::Sizes(n) => (3 << 32) | n as u64,
+            Stream::DelayNode(n) => (4 << 32) | n as u64,
             // Sources below 2^16 (`config::MAX_SOURCES`): ids from 2^48 up, disjoint from the rest.
             Stream::Connection(n, c) => (1 << 48) | ((n as u64 & 0xFFFF) << 32) | c as u64,
         }

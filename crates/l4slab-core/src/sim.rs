@@ -9,7 +9,7 @@
 use crate::config::ScenarioConfig;
 use crate::event::{EndpointId, EventQueue, LinkId, Target};
 use crate::net::dumbbell::{shaped_queue, Dumbbell, SHARED_LINES_FROM_FLOWS};
-use crate::net::{Hop, LinePolicy, Link, Network, Ready};
+use crate::net::{Hop, LinePolicy, Link, Network};
 use crate::packet::{Outbox, Packet, PacketKind};
 use crate::results::*;
 use crate::rng;
@@ -213,14 +213,24 @@ impl Simulation {
     pub fn with_sources(cfg: &ScenarioConfig, extra: Vec<Box<dyn TrafficSource>>) -> Result<Self, String> {
         let end = cfg.duration_ns;
         let mut net = Network::new();
-        let mut topology = Dumbbell::build(&mut net, &cfg.bottleneck, rng::stream(cfg.seed, rng::Stream::Qdisc));
+        let mut topology = Dumbbell::build(
+            &mut net,
+            &cfg.bottleneck,
+            rng::stream(cfg.seed, rng::Stream::Qdisc),
+            rng::stream(cfg.seed, rng::Stream::HostTimer),
+        );
         // A traffic source (web) opens hundreds of connections during the run: their
         // NICs share lines too, so the heap holds one entry per delay, not per connection.
+        topology.delay_node = (cfg.delay_node_timer_latency_ns, cfg.seed);
         if cfg.flows.len() >= SHARED_LINES_FROM_FLOWS || !cfg.sources.is_empty() {
             topology.nic_lines = LinePolicy::SharedByDelay;
         }
         if let Some(rev) = &cfg.reverse_bottleneck {
-            let queue = shaped_queue(rev, rng::stream(cfg.seed, rng::Stream::ReverseQdisc));
+            let queue = shaped_queue(
+                rev,
+                rng::stream(cfg.seed, rng::Stream::ReverseQdisc),
+                rng::stream(cfg.seed, rng::Stream::ReverseHostTimer),
+            );
             topology.add_reverse_queue(&mut net, queue);
         }
         let mut events = EventQueue::with_capacity(4096);
@@ -338,7 +348,8 @@ impl Simulation {
         match target {
             Target::LineHead(line) => {
                 let seq = self.events.last_seq();
-                if let Some((from, pkt)) = self.net.arrive(line, now, seq, &mut self.events) {
+                let mut pkt = Packet::new(0, PacketKind::Data);
+                if let Some(from) = self.net.arrive(line, now, seq, &mut self.events, &mut pkt) {
                     let hop = self.net.next_hop(&pkt, Some(from));
                     self.forward(now, hop, &pkt);
                 }
@@ -487,13 +498,16 @@ impl Simulation {
     /// The HTB dequeue loop of link `l`: while the class has tokens and the qdisc
     /// has packets, dequeue and transmit (`sch_htb.c:htb_dequeue`).
     fn service(&mut self, now: Time, l: LinkId) {
-        if self.net.link(l).waiting_for_tokens() {
+        if self.net.link(l).waiting_for_tokens(now) {
             return; // the watchdog will dequeue
         }
+        let mut pkt = Packet::new(0, PacketKind::Data);
         loop {
-            let ready = self.net.link_mut(l).dequeue_ready(now, &mut self.events);
+            let ready = self.net.link_mut(l).dequeue_ready(now, &mut self.events, &mut pkt);
             self.drain_reports(now, l);
-            let Ready::Packet(pkt) = ready else { return };
+            if !ready {
+                return;
+            }
             self.observers.on_dequeue(now, l, &pkt, now - pkt.enqueue_ts, &self.out.sacks);
             if self.net.transmit(l, now, &pkt, &mut self.events) {
                 let hop = self.net.next_hop(&pkt, Some(l));

@@ -334,6 +334,12 @@ class Bottleneck(_Strict):
     buffer: BufferAmount | None = Field(None, description="qdisc limit as bytes or BDPs", examples=["2bdp"])
     burst: SizeBytes = Field(1600, description="HTB bucket (tc default 1600 B)", examples=["1600B"])
     access_rate: RateBps = Field(10_000_000_000, description="senders' NIC rate", examples=["10Gbit"])
+    timer_latency: TimeNs = Field(
+        0,
+        description="mean lateness of the router's HTB watchdog (hrtimer + softirq), exponential; "
+        "0 = on time (a VM guest: a few to ~15 us; docs/fidelity.md rows 7, 12)",
+        examples=["10us"],
+    )
     bdp_rtt: TimeNs | None = Field(
         None, description="RTT of the 'bdp' unit (default: the flows' base RTT)", examples=["10ms"]
     )
@@ -368,6 +374,12 @@ class Scenario(_Strict):
     bin: TimeNs = Field(100_000_000, description="width of time-series bins", examples=["100ms"])
     warmup: TimeNs = Field(0, description="start of the summary window", examples=["0s", "5s"])
     start_jitter: TimeNs = Field(1_000_000, description="random per-flow start offset in [0, x]", examples=["1ms"])
+    delay_node_timer_latency: TimeNs = Field(
+        0,
+        description="mean lateness of the delay node's netem watchdog, exponential: each flow's propagated "
+        "packets leave in batches at its late firing; 0 = on time (docs/fidelity.md rows 7, 12)",
+        examples=["10us"],
+    )
     trace_sojourn: Annotated[bool, Field(strict=True)] = False
     bottleneck: Bottleneck
     reverse_bottleneck: Bottleneck | None = Field(

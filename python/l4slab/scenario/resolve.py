@@ -109,7 +109,10 @@ def _link_config(scenario: Any, which: str) -> dict[str, Any]:
     qdisc = resolve_qdisc(
         link.qdisc, buffer=link.buffer, bdp=bdp, field_path=f"{which}.qdisc", bdp_unavailable_reason=bdp_reason
     )
-    return {"rate_bps": link.rate, "burst_bytes": link.burst, "access_rate_bps": link.access_rate, "qdisc": qdisc}
+    config = {"rate_bps": link.rate, "burst_bytes": link.burst, "access_rate_bps": link.access_rate, "qdisc": qdisc}
+    if link.timer_latency:  # absent when off: configs (and run keys) stay as they were
+        config["timer_latency_ns"] = link.timer_latency
+    return config
 
 
 def resolve_scenario(scenario: Any) -> dict[str, Any]:
@@ -129,6 +132,8 @@ def resolve_scenario(scenario: Any) -> dict[str, Any]:
     sources = [_source_config(source, scenario.bottleneck.rate) for source in getattr(scenario, "sources", [])]
     if sources:
         config["sources"] = sources
+    if scenario.delay_node_timer_latency:
+        config["delay_node_timer_latency_ns"] = scenario.delay_node_timer_latency
     if scenario.reverse_bottleneck is not None:
         config["reverse_bottleneck"] = _link_config(scenario, "reverse_bottleneck")
     if scenario.capture is not None:

@@ -71,17 +71,23 @@ impl DelayLine {
 
     /// The event (`time`, `seq`) of this line fired: take the head if the event
     /// is still its own (else `None`: a displaced head's stale entry), and
-    /// schedule the next head.
+    /// schedule the next head. Returns the link the packet left; the packet is
+    /// copied to `pkt` whole, from the line's slot (moved out through an
+    /// `Option`, it was written in overlapping pieces around its niche byte and
+    /// read back at once, which the CPU cannot forward from its store buffer).
     #[inline]
-    pub fn pop(&mut self, time: Time, seq: u64, events: &mut EventQueue) -> Option<(LinkId, Packet)> {
-        if self.fifo.front()?.key() != (time, seq) {
+    pub fn pop(&mut self, time: Time, seq: u64, events: &mut EventQueue, pkt: &mut Packet) -> Option<LinkId> {
+        let head = self.fifo.front()?;
+        if head.key() != (time, seq) {
             return None;
         }
-        let p = self.fifo.pop_front().expect("front checked");
+        *pkt = head.pkt;
+        let from = head.from;
+        self.fifo.pop_front();
         if let Some(next) = self.fifo.front() {
             events.push_reserved(next.arrive, next.seq, Target::LineHead(self.id));
         }
-        Some((p.from, p.pkt))
+        Some(from)
     }
 
     /// Packets on the line.
@@ -112,7 +118,8 @@ mod tests {
         while let Some((t, target)) = q.pop() {
             match target {
                 Target::LineHead(_) => {
-                    if let Some((_, p)) = line.pop(t, q.last_seq(), q) {
+                    let mut p = pkt(0);
+                    if line.pop(t, q.last_seq(), q, &mut p).is_some() {
                         seen.push((t, p.tcp.seq))
                     }
                 }

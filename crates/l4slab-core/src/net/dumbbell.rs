@@ -10,6 +10,7 @@
 //! reverse path is uncongested unless [`Dumbbell::add_reverse_queue`] puts a shaped
 //! queue on it, shared by every flow's ACKs (ACKs behind data, or data both ways).
 
+use super::host_timer::{DelayRelease, HostTimer};
 use super::{EndpointId, FlowRoutes, LinePolicy, LinkId, Network, Route, Serialiser, ShapedQueue, Shaper};
 use crate::config::BottleneckConfig;
 use crate::qdisc;
@@ -23,23 +24,35 @@ pub struct Dumbbell {
     access_rate_bps: u64,
     /// How the flows' NICs propagate (see [`LinePolicy`]).
     pub nic_lines: LinePolicy,
+    /// The delay node's mean timer lateness (ns, 0 = off) and the run's seed: each
+    /// new NIC link releases its propagated packets through a `DelayRelease`.
+    pub delay_node: (u64, u64),
 }
 
 /// From this many flows on, NICs share delay lines: the heap then stays small
 /// enough for L1, which outweighs the occasional sorted insert.
 pub const SHARED_LINES_FROM_FLOWS: usize = 32;
 
-/// A shaped queue from a bottleneck description (`htb rate R burst B` + child qdisc).
-pub fn shaped_queue(cfg: &BottleneckConfig, mut rng: SimRng) -> ShapedQueue {
+/// A shaped queue from a bottleneck description (`htb rate R burst B` + child qdisc);
+/// `timer_rng` draws its host's watchdog lateness (`timer_latency_ns`, if set).
+pub fn shaped_queue(cfg: &BottleneckConfig, mut rng: SimRng, timer_rng: SimRng) -> ShapedQueue {
     let qdisc = qdisc::build(&cfg.qdisc, &mut rng);
     ShapedQueue::new(Shaper::new(cfg.rate_bps, cfg.burst_bytes), qdisc, rng)
+        .with_host_timer(HostTimer::new(cfg.timer_latency_ns, timer_rng))
 }
 
 impl Dumbbell {
-    /// Add the shared bottleneck to `net`; `rng` becomes its qdisc's random stream.
-    pub fn build(net: &mut Network, cfg: &BottleneckConfig, rng: SimRng) -> Self {
-        let bottleneck = net.add_link(Some(shaped_queue(cfg, rng)), None, 0);
-        Dumbbell { bottleneck, reverse_queue: None, access_rate_bps: cfg.access_rate_bps, nic_lines: LinePolicy::Own }
+    /// Add the shared bottleneck to `net`; `rng` becomes its qdisc's random stream,
+    /// `timer_rng` its host timer's.
+    pub fn build(net: &mut Network, cfg: &BottleneckConfig, rng: SimRng, timer_rng: SimRng) -> Self {
+        let bottleneck = net.add_link(Some(shaped_queue(cfg, rng, timer_rng)), None, 0);
+        Dumbbell {
+            bottleneck,
+            reverse_queue: None,
+            access_rate_bps: cfg.access_rate_bps,
+            nic_lines: LinePolicy::Own,
+            delay_node: (0, 0),
+        }
     }
 
     /// Put a shaped queue on the reverse path (call before attaching flows).
@@ -57,7 +70,13 @@ impl Dumbbell {
         let old = net.previous_routes(flow).map(|r| (r.forward.links()[0], r.reverse.links()[0]));
         let nic = |net: &mut Network, old: Option<LinkId>, delay| match old {
             Some(l) if net.link_mut(l).reset_for_reuse(delay) => l,
-            _ => net.add_link_with(None, Some(Serialiser::new(self.access_rate_bps)), delay, self.nic_lines),
+            _ => {
+                let l = net.add_link_with(None, Some(Serialiser::new(self.access_rate_bps)), delay, self.nic_lines);
+                let (mean_ns, seed) = self.delay_node;
+                let release = DelayRelease::new(mean_ns, crate::rng::stream(seed, crate::rng::Stream::DelayNode(l.0)));
+                net.link_mut(l).set_delay_release(release);
+                l
+            }
         };
         let tx_nic = nic(net, old.map(|o| o.0), fwd_delay_ns);
         let rx_nic = nic(net, old.map(|o| o.1), rev_delay_ns);
@@ -95,11 +114,15 @@ mod tests {
             rate_bps: 10_000_000,
             burst_bytes: 1600,
             access_rate_bps: 1_000_000_000,
+            timer_latency_ns: 0,
             qdisc: QdiscConfig::Pfifo(crate::qdisc::fifo::PfifoParams { limit_packets: 10 }),
         };
         let mut net = Network::new();
-        let mut d = Dumbbell::build(&mut net, &cfg, stream(1, Stream::Qdisc));
-        let rq = d.add_reverse_queue(&mut net, shaped_queue(&cfg, stream(1, Stream::ReverseQdisc)));
+        let mut d = Dumbbell::build(&mut net, &cfg, stream(1, Stream::Qdisc), stream(1, Stream::HostTimer));
+        let rq = d.add_reverse_queue(
+            &mut net,
+            shaped_queue(&cfg, stream(1, Stream::ReverseQdisc), stream(1, Stream::ReverseHostTimer)),
+        );
         d.attach_flow(&mut net, 0, 3_000, 7_000, false);
         let data = Packet::new(0, PacketKind::Data);
         let ack = Packet::new(0, PacketKind::Ack);

@@ -8,6 +8,7 @@
 //! hands a dequeued packet to the next hop at once, inside the same event, as a
 //! router's egress hands a frame to a directly attached host.
 
+use super::host_timer::{DelayRelease, HostTimer};
 use super::shaper::Shaper;
 use crate::event::{EventQueue, LineId, LinkId, PinId, Target};
 use crate::packet::Packet;
@@ -59,6 +60,8 @@ pub struct ShapedQueue {
     /// `qdisc.has_timer()`, read once: a timerless qdisc is not asked for its
     /// next timer after every packet.
     timed: bool,
+    /// The host's watchdog lateness (`net/host_timer.rs`); `None`: on time.
+    host_timer: Option<HostTimer>,
 }
 
 impl ShapedQueue {
@@ -74,12 +77,24 @@ impl ShapedQueue {
             wake_at: None,
             timer_at: None,
             wake_pin: None,
+            host_timer: None,
         }
+    }
+
+    /// Let the watchdog fire late by the host's timer latency (`None`: on time).
+    pub fn with_host_timer(mut self, host_timer: Option<HostTimer>) -> Self {
+        self.host_timer = host_timer;
+        self
     }
 
     /// Keep the watchdog in a pinned slot of the event queue (it has at most one
     /// event pending), saving a heap push and pop per packet on a busy link.
     pub fn pin_watchdog(&mut self, events: &mut EventQueue) {
+        // A late watchdog can be overtaken by an enqueue (see `waiting_for_tokens`),
+        // leaving its event stale in the slot: it then lives in the heap instead.
+        if self.host_timer.is_some() {
+            return;
+        }
         self.wake_pin = events.pin();
     }
 
@@ -97,14 +112,6 @@ pub struct LinkStats {
     pub tx_bytes: u64,
 }
 
-/// What the link's queue has for the wire right now.
-pub enum Ready {
-    /// A packet, dequeued and charged to the shaper.
-    Packet(Packet),
-    /// Nothing now (empty, or waiting for tokens with the watchdog armed).
-    Nothing,
-}
-
 /// One link of the network.
 pub struct Link {
     pub id: LinkId,
@@ -118,6 +125,8 @@ pub struct Link {
     /// Boxed: most links (NICs) have none, and a small `Link` keeps a
     /// thousand-flow network's per-packet state in fewer cache lines.
     queue: Option<Box<ShapedQueue>>,
+    /// The delay node's late release of this link's propagation (off: `None`).
+    release: Option<Box<DelayRelease>>,
 }
 
 impl Link {
@@ -131,7 +140,24 @@ impl Link {
         line: Option<LineId>,
     ) -> Self {
         debug_assert_eq!(line.is_some(), serialiser.is_some() || delay_ns > 0);
-        Link { id, queue: queue.map(Box::new), serialiser, delay_ns, line, on_wire: 0, stats: LinkStats::default() }
+        Link {
+            id,
+            queue: queue.map(Box::new),
+            serialiser,
+            delay_ns,
+            line,
+            on_wire: 0,
+            stats: LinkStats::default(),
+            release: None,
+        }
+    }
+
+    /// Release this link's propagated packets as a delay node's late hrtimer does
+    /// (`net/host_timer.rs`, `DelayRelease`); only on a link with a delay.
+    pub fn set_delay_release(&mut self, release: Option<DelayRelease>) {
+        if self.delay_ns > 0 {
+            self.release = release.map(Box::new);
+        }
     }
 
     #[inline]
@@ -180,37 +206,51 @@ impl Link {
     }
 
     /// Whether the shaper watchdog is pending (then it, not the caller, dequeues).
+    /// With a late host timer, a pending watchdog does not hold the class back once
+    /// it has tokens: every enqueue runs `__qdisc_run` → `htb_dequeue`, which sends
+    /// then (`htb_dequeue` → `htb_do_events` by the clock, not by the timer), and the
+    /// watchdog's own event is left stale.
     #[inline]
-    pub fn waiting_for_tokens(&self) -> bool {
-        self.queue.as_ref().is_some_and(|q| q.wake_at.is_some())
+    pub fn waiting_for_tokens(&self, now: Time) -> bool {
+        self.queue.as_ref().is_some_and(|q| q.wake_at.is_some() && (q.host_timer.is_none() || !q.shaper.can_send(now)))
     }
 
     /// One step of `htb_dequeue`: if the class has tokens and the qdisc a packet,
-    /// dequeue and charge it; if it lacks tokens, arm the watchdog for when it has.
-    /// The caller drains `dropped`/`marked` after every call.
+    /// dequeue and charge it, write it to `out` and return true; false if there is
+    /// nothing for the wire now (empty, or no tokens: then the watchdog is armed
+    /// for when there are). The caller drains `dropped`/`marked` after every call.
+    /// The packet goes to the caller's buffer rather than out through an enum: a
+    /// packet moved through its niche byte is written in overlapping pieces, and
+    /// the caller's immediate read of it then stalls on store forwarding.
     #[inline]
-    pub fn dequeue_ready(&mut self, now: Time, events: &mut EventQueue) -> Ready {
+    pub fn dequeue_ready(&mut self, now: Time, events: &mut EventQueue, out: &mut Packet) -> bool {
         let id = self.id;
-        let Some(q) = self.queue.as_mut() else { return Ready::Nothing };
+        let Some(q) = self.queue.as_mut() else { return false };
         if q.qdisc.is_empty() {
-            return Ready::Nothing;
+            return false;
         }
         if !q.shaper.can_send(now) {
-            let t = q.shaper.next_send_time(now);
+            let mut t = q.shaper.next_send_time(now);
+            if let Some(h) = q.host_timer.as_mut() {
+                t += h.lateness_ns();
+            }
             q.wake_at = Some(t);
             match q.wake_pin {
                 Some(pin) => events.push_pinned(pin, t, Target::ShaperWake(id)),
                 None => events.push(t, Target::ShaperWake(id)),
             }
-            return Ready::Nothing;
+            return false;
         }
+        // Sending now: a watchdog still pending (only a late one can be) is stale.
+        q.wake_at = None;
         let (qdisc, mut ctx) = q.ctx();
         match qdisc.dequeue(now, &mut ctx) {
             Some(pkt) => {
                 q.shaper.charge(now, pkt.wire_len);
-                Ready::Packet(pkt)
+                *out = pkt;
+                true
             }
-            None => Ready::Nothing,
+            None => false,
         }
     }
 
@@ -273,7 +313,11 @@ impl Link {
             None => now,
         };
         self.on_wire += 1;
-        Some((line, depart + self.delay_ns))
+        let due = depart + self.delay_ns;
+        match self.release.as_mut() {
+            None => Some((line, due)),
+            Some(r) => Some((line, r.release(due))),
+        }
     }
 
     /// One of this link's packets left its delay line.

@@ -5,6 +5,7 @@
 //! - [`delay_line`]: packets in propagation, one line per distinct delay, one
 //!   pending event per line.
 //! - [`shaper`]: the HTB-like token bucket of a queued link.
+//! - [`host_timer`]: how late the router host's qdisc watchdog fires (off by default).
 //! - [`route`]: routes, hops and directions.
 //! - [`dumbbell`]: the topology `ScenarioConfig` describes, as one builder among
 //!   possible others.
@@ -14,6 +15,7 @@
 
 pub mod delay_line;
 pub mod dumbbell;
+pub mod host_timer;
 pub mod link;
 pub mod route;
 pub mod shaper;
@@ -24,7 +26,7 @@ use crate::event::EventQueue;
 pub use crate::event::{EndpointId, LineId, LinkId};
 use crate::time::Time;
 use delay_line::DelayLine;
-pub use link::{Link, LinkStats, Ready, Serialiser, ShapedQueue};
+pub use link::{Link, LinkStats, Serialiser, ShapedQueue};
 pub use route::{Direction, Hop, Route};
 pub use shaper::Shaper;
 
@@ -114,7 +116,7 @@ impl Network {
 
     /// Put `pkt` on link `l`'s wire at `now`. True if it reaches the next hop now;
     /// otherwise it waits on a delay line and its arrival is an event.
-    #[inline]
+    #[inline(always)]
     pub fn transmit(&mut self, l: LinkId, now: Time, pkt: &Packet, events: &mut EventQueue) -> bool {
         match self.links[l.0 as usize].transmit(now, pkt) {
             None => true,
@@ -125,13 +127,13 @@ impl Network {
         }
     }
 
-    /// Line `line`'s event (`time`, `seq`) fired: the packet that arrives and the
-    /// link it left, or `None` for a stale entry.
+    /// Line `line`'s event (`time`, `seq`) fired: the link the arriving packet
+    /// left, the packet written to `pkt`; `None` for a stale entry.
     #[inline]
-    pub fn arrive(&mut self, line: LineId, time: Time, seq: u64, events: &mut EventQueue) -> Option<(LinkId, Packet)> {
-        let (from, pkt) = self.lines[line.0 as usize].pop(time, seq, events)?;
+    pub fn arrive(&mut self, line: LineId, time: Time, seq: u64, events: &mut EventQueue, pkt: &mut Packet) -> Option<LinkId> {
+        let from = self.lines[line.0 as usize].pop(time, seq, events, pkt)?;
         self.links[from.0 as usize].left_wire();
-        Some((from, pkt))
+        Some(from)
     }
 
     #[inline]

@@ -117,7 +117,7 @@ impl<P: QdiscPacket> Qdisc<P> for Fifo<P> {
         }
     }
 
-    fn enqueue(&mut self, mut pkt: P, now: Time, ctx: &mut QdiscCtx<P>) {
+    fn enqueue(&mut self, pkt: P, now: Time, ctx: &mut QdiscCtx<P>) {
         let fits = match self.limit {
             Limit::Bytes(limit) => self.stats.backlog_bytes + pkt.wire_len() as u64 <= limit,
             Limit::Packets(limit) => self.queue.len() < limit as usize,
@@ -127,9 +127,14 @@ impl<P: QdiscPacket> Qdisc<P> for Fifo<P> {
             ctx.drop_counted(&mut self.stats, pkt);
             return;
         }
-        pkt.set_enqueue_ts(now);
         self.stats.on_enqueue(&pkt);
+        // Stamped in the queue's slot, after the copy: stamping the argument first
+        // made the copy's 16-byte loads read over a fresh 8-byte store, which the
+        // CPU cannot forward from its store buffer.
         self.queue.push_back(pkt);
+        if let Some(p) = self.queue.back_mut() {
+            p.set_enqueue_ts(now);
+        }
     }
 
     fn dequeue(&mut self, _now: Time, _ctx: &mut QdiscCtx<P>) -> Option<P> {

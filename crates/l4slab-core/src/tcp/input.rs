@@ -491,7 +491,7 @@ impl TcpSender {
             self.rtx.set_flags(i, s.flags | LOST);
             self.tp.lost_out += 1;
         }
-        let info = SkbLostInfo { seq: s.seq, end_seq: s.end, pcount: 1, tx: s.tx };
+        let info = SkbLostInfo { seq: s.seq, end_seq: s.end, pcount: 1, tx: s.tx(&self.tp) };
         self.tp.lost += 1;
         self.cc.skb_marked_lost(&mut self.tp, &info);
     }

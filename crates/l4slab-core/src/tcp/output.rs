@@ -84,7 +84,7 @@ impl TcpSender {
             // tcp_wstamp_ns` in __tcp_transmit_skb), else now.
             let stamp = self.departure(now);
             let tx = self.rate_skb_sent(stamp, self.tp.in_flight() + 1);
-            self.rtx.push_back(Seg { seq, end: seq + len as u64, xmit: stamp, tx, flags: 0 });
+            self.rtx.push_back(Seg::sent(seq, seq + len as u64, stamp, &tx));
             self.tp.snd_nxt += len as u64;
             self.tp.packets_out += 1;
             if self.tp.ca_state == CaState::Cwr || self.tp.ca_state == CaState::Recovery {
@@ -140,23 +140,37 @@ impl TcpSender {
             return 1;
         }
         // No skb grows beyond the device's gso_max_size (`tcp_xmit_size_goal`).
-        let size_goal = (GSO_MAX_SIZE / self.tp.mss.max(1) as u64).max(1) as u32;
+        let div = self.mss_div();
+        let size_goal = div.size_goal;
         match self.cc.tso_segs(&self.tp) {
             Some(segs) => segs.clamp(1, size_goal),
-            None => self.tso_autosize().min(size_goal),
+            None => self.tso_autosize(div).min(size_goal),
         }
+    }
+
+    /// The divisions by the MSS `tso_segs` needs, kept until the MSS changes (a CC
+    /// may change it: Prague's segment sizing): one per MSS instead of two per call.
+    #[inline]
+    fn mss_div(&self) -> MssDiv {
+        let d = self.mss_div.get();
+        if d.mss == self.tp.mss {
+            return d;
+        }
+        let d = MssDiv::new(self.tp.mss);
+        self.mss_div.set(d);
+        d
     }
 
     /// `tcp_tso_autosize`: ≈1 ms of data at the pacing rate (`sk_pacing_shift`)
     /// plus `GSO_MAX_SIZE >> (min_rtt_us >> tcp_tso_rtt_log)`, at most 64 KB, at
     /// least `tcp_min_tso_segs`.
-    fn tso_autosize(&self) -> u32 {
+    fn tso_autosize(&self, div: MssDiv) -> u32 {
         let mut bytes = self.tp.pacing_rate >> SK_PACING_SHIFT;
         let r = self.tp.min_rtt_us >> TCP_TSO_RTT_LOG;
         if r < 32 {
             bytes += GSO_MAX_SIZE >> r;
         }
-        let segs = bytes.min(GSO_MAX_SIZE) / self.tp.mss.max(1) as u64;
+        let segs = div.div(bytes.min(GSO_MAX_SIZE) as u32) as u64;
         // tcp_tso_segs: the CC's min_tso_segs op (BBR) replaces the sysctl.
         let min_tso = self.cc.min_tso_segs(&self.tp).unwrap_or(TCP_MIN_TSO_SEGS);
         (segs as u32).max(min_tso)
@@ -313,12 +327,12 @@ impl TcpSender {
 
     /// IP-ECN codepoint of a data segment (`tcp_ecn_send`, RFC 3168 §6.1.5).
     pub(super) fn data_codepoint(&self, retrans: bool) -> Ecn {
-        let flags = self.cc.flags();
         match self.tp.ecn_mode {
             EcnMode::Off => Ecn::NotEct,
             // RFC 3168 forbids ECT on retransmissions unless the CC needs ECN or set
-            // TCP_ECN_ECT_PERMANENT (google/bbr v3 tcp_ecn_send).
-            EcnMode::Rfc3168 if retrans && !flags.needs_ecn && !self.tp.ect_permanent => Ecn::NotEct,
+            // TCP_ECN_ECT_PERMANENT (google/bbr v3 tcp_ecn_send). The CC's flags are
+            // asked only here (a dynamic call per data segment otherwise).
+            EcnMode::Rfc3168 if retrans && !self.cc.flags().needs_ecn && !self.tp.ect_permanent => Ecn::NotEct,
             _ => self.cc.ect_codepoint(),
         }
     }
@@ -373,7 +387,7 @@ impl TcpSender {
         let mut s = self.rtx[i];
         s.flags = (s.flags | RETRANS | EVER_RETRANS) & !DELIVERED;
         s.xmit = stamp;
-        s.tx = tx;
+        s.set_tx(&tx);
         self.rtx.retransmit(i, s);
         self.stats.retransmits += 1;
         self.skb_overhead_due = true;
@@ -416,7 +430,7 @@ impl TcpSender {
                 if !self.rtx[last].has(SACKED) {
                     // google/bbr v3 tcp_send_loss_probe: remember the original's
                     // app-limited mark before the retransmission re-stamps it.
-                    self.tp.tlp_orig_data_app_limited = self.rtx[last].tx.is_app_limited;
+                    self.tp.tlp_orig_data_app_limited = self.rtx[last].tx_app_limited;
                     self.retransmit_seg(last, now, out);
                     self.tlp_retrans = true;
                     self.probe_sent(now);
@@ -439,6 +453,34 @@ mod tests {
     use super::*;
     use crate::cc::CcFlags;
     use crate::config::TcpFlowConfig;
+
+    /// `MssDiv` equals the hardware division for every MSS up to 2^16 on the
+    /// dividends `tso_autosize` can give (≤ GSO_MAX_SIZE: all of them for a few MSS
+    /// values; the multiples of the MSS ±1 for every MSS), and at the 32-bit edge.
+    #[test]
+    fn mss_division_is_exact() {
+        for mss in 0..=65_536u32 {
+            let div = MssDiv::new(mss);
+            let d = mss.max(1);
+            assert_eq!(div.size_goal as u64, (GSO_MAX_SIZE / d as u64).max(1), "mss {mss}");
+            let mut k = 0u64;
+            while k * d as u64 <= GSO_MAX_SIZE + d as u64 {
+                for n in [(k * d as u64).saturating_sub(1), k * d as u64, k * d as u64 + 1] {
+                    assert_eq!(div.div(n as u32), n as u32 / d, "n {n} mss {mss}");
+                }
+                k += 1;
+            }
+            for n in [u32::MAX, u32::MAX - 1, u32::MAX / d * d, (u32::MAX / d * d).saturating_sub(1)] {
+                assert_eq!(div.div(n), n / d, "n {n} mss {mss}");
+            }
+        }
+        for mss in [1u32, 2, 3, 536, 1000, 1448, 1460, 8948, 9000] {
+            let div = MssDiv::new(mss);
+            for n in 0..=GSO_MAX_SIZE as u32 {
+                assert_eq!(div.div(n), n / mss, "n {n} mss {mss}");
+            }
+        }
+    }
 
     /// A paced CC whose `tso_segs` hook returns a fixed burst.
     struct FixedBurst(Option<u32>);
@@ -665,5 +707,40 @@ mod tests {
         out.clear();
         s.retransmit_seg(0, 2_000_000, &mut out);
         assert_eq!(out[0].ecn, Ecn::NotEct);
+    }
+}
+
+/// Division by one MSS (`max(mss, 1)`), exact for every 32-bit dividend: Lemire,
+/// Kaser & Kurz, "Faster remainder by direct computation" (Software: Practice and
+/// Experience 49(6), 2019), `fastdiv`: with c = ⌊(2^64 − 1)/d⌋ + 1, ⌊n/d⌋ =
+/// ⌊c·n / 2^64⌋ for all n, d < 2^32, d ≥ 2. One multiplication instead of a
+/// hardware division on the send path; `size_goal` is `tcp_xmit_size_goal`'s
+/// `gso_max_size / mss`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct MssDiv {
+    /// The `tp.mss` these values are for (0: none yet).
+    mss: u32,
+    /// c above; 0 for d = 1 (n/1 = n).
+    c: u64,
+    size_goal: u32,
+}
+
+impl MssDiv {
+    /// Not yet computed: no MSS is 0, so the first `mss_div` computes.
+    pub(super) const EMPTY: MssDiv = MssDiv { mss: 0, c: 0, size_goal: 0 };
+
+    fn new(mss: u32) -> Self {
+        let d = mss.max(1);
+        let c = if d == 1 { 0 } else { u64::MAX / d as u64 + 1 };
+        MssDiv { mss, c, size_goal: (GSO_MAX_SIZE / d as u64).max(1) as u32 }
+    }
+
+    /// ⌊n / max(mss, 1)⌋.
+    #[inline]
+    fn div(self, n: u32) -> u32 {
+        if self.c == 0 {
+            return n;
+        }
+        ((self.c as u128 * n as u128) >> 64) as u32
     }
 }

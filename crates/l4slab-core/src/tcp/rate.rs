@@ -46,19 +46,19 @@ impl TcpSender {
         let tx_us = s.xmit / NS_PER_US;
         if rs.prior_delivered == 0 || skb_sent_after(tx_us, self.tp.first_tx_mstamp / NS_PER_US, s.end, rs.last_end_seq)
         {
-            rs.prior_delivered = s.tx.delivered;
-            rs.prior_delivered_ce = s.tx.delivered_ce;
-            rs.is_app_limited = s.tx.is_app_limited;
+            rs.prior_delivered = s.tx_delivered;
+            rs.prior_delivered_ce = s.tx_delivered_ce(self.tp.delivered_ce);
+            rs.is_app_limited = s.tx_app_limited;
             rs.is_retrans = s.has(EVER_RETRANS);
-            rs.tx_in_flight = s.tx.in_flight;
-            rs.lost = (self.tp.lost - s.tx.lost) as i64;
+            rs.tx_in_flight = s.tx_in_flight;
+            rs.lost = s.lost_since_tx(self.tp.lost) as i64;
             rs.last_end_seq = s.end;
-            rs.prior_mstamp = s.tx.delivered_mstamp;
+            rs.prior_mstamp = s.tx_delivered_mstamp;
             // Send time of the most recently delivered packet.
             self.tp.first_tx_mstamp = s.xmit;
             // Send phase of this flight (tcp_stamp_us_delta on µs stamps), kept in
             // `interval_us` for rate_gen.
-            rs.interval_us = tx_us.saturating_sub(s.tx.first_tx_mstamp / NS_PER_US) as i64;
+            rs.interval_us = tx_us.saturating_sub(s.tx_first_tx_mstamp / NS_PER_US) as i64;
         }
         // Linux zeroes tx.delivered_mstamp so a SACKed packet is not sampled again
         // when it is cumulatively acknowledged.
@@ -155,7 +155,7 @@ mod tests {
     fn send(s: &mut TcpSender, now: Time) {
         let seq = s.tp.snd_nxt;
         let tx = s.rate_skb_sent(now, s.tp.in_flight() + 1);
-        s.rtx.push_back(Seg { seq, end: seq + 1448, xmit: now, tx, flags: 0 });
+        s.rtx.push_back(Seg::sent(seq, seq + 1448, now, &tx));
         s.tp.snd_nxt += 1448;
         s.tp.packets_out += 1;
     }
@@ -192,7 +192,7 @@ mod tests {
         assert_eq!((s.tp.delivered_mstamp, s.tp.first_tx_mstamp), (t0 + 20 * NS_PER_MS, t0 + NS_PER_MS));
         // A packet sent at 21 ms carries delivered = 2 and the send phase start.
         send(&mut s, t0 + 21 * NS_PER_MS);
-        let tx = s.rtx.back().unwrap().tx;
+        let tx = s.rtx.back().unwrap().tx(&s.tp);
         assert_eq!((tx.delivered, tx.delivered_mstamp, tx.first_tx_mstamp), (2, t0 + 20 * NS_PER_MS, t0 + NS_PER_MS));
         // The ACK at 25 ms delivers it with the two older ones: it is the most
         // recently sent, so delivered = 5 − 2 = 3 over max(20 ms send, 5 ms ACK):
@@ -269,7 +269,7 @@ mod tests {
         for k in 0..3 {
             send(&mut s, NS_PER_MS + k);
         }
-        assert!(!s.rtx[0].tx.is_app_limited);
+        assert!(!s.rtx[0].tx_app_limited);
         s.rate_check_app_limited(2 * NS_PER_MS);
         assert_eq!(s.tp.app_limited, 7 + 3, "delivered + in flight");
         // Not app-limited when the cwnd is full or a lost packet waits for its
@@ -287,7 +287,7 @@ mod tests {
         // Packets sent now carry the mark; the ACK that delivers past the period ends it.
         s.app_bytes = u64::MAX;
         send(&mut s, 3 * NS_PER_MS);
-        assert!(s.rtx[3].tx.is_app_limited);
+        assert!(s.rtx[3].tx_app_limited);
         let rs = ack(&mut s, 3, 20 * NS_PER_MS);
         assert!(!rs.is_app_limited, "sampled from a packet sent before the period");
         assert_eq!(s.tp.app_limited, 10, "delivered = 10 is not past the period yet");
@@ -303,7 +303,7 @@ mod tests {
         for k in 0..6 {
             send(&mut s, NS_PER_MS + k * 1000);
         }
-        let ins: Vec<u32> = s.rtx.iter().map(|g| g.tx.in_flight).collect();
+        let ins: Vec<u32> = s.rtx.iter().map(|g| g.tx_in_flight).collect();
         assert_eq!(ins, [1, 2, 3, 4, 5, 6]);
         // tcp_mark_skb_lost on the head: lost_out and tp->lost count it, the CC
         // sees it with its transmit snapshot.
@@ -323,7 +323,7 @@ mod tests {
         // Its retransmission leaves with 5 others in flight and tp->lost = 1.
         let mut out = Vec::new();
         s.retransmit_seg(0, 10 * NS_PER_MS, &mut out);
-        assert_eq!((s.rtx[0].tx.in_flight, s.rtx[0].tx.lost), (6, 1));
+        assert_eq!((s.rtx[0].tx_in_flight, s.rtx[0].tx(&s.tp).lost), (6, 1));
         // A packet sent before the loss was marked reports it in rs.lost.
         let mut rs = RateSample::default();
         let mut seg = s.rtx[3];

@@ -556,10 +556,9 @@ impl std::ops::Index<usize> for RtxQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cc::SkbTx;
 
     fn seg(k: u64, flags: u8) -> Seg {
-        Seg { seq: k * 10, end: k * 10 + 10, xmit: k, tx: SkbTx::default(), flags }
+        Seg { seq: k * 10, end: k * 10 + 10, xmit: k, flags, ..Seg::default() }
     }
 
     /// Each query against a scan of the whole queue, over a long random history of
@@ -670,7 +669,7 @@ mod tests {
                     1 => 1200,
                     _ => 1448,
                 };
-                q.push_back(Seg { seq, end: seq + len, xmit: 0, tx: SkbTx::default(), flags: 0 });
+                q.push_back(Seg { seq, end: seq + len, ..Seg::default() });
                 seq += len;
             }
             let lo = q.front().map_or(0, |s| s.seq.saturating_sub(3000));

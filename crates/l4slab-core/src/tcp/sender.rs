@@ -36,24 +36,91 @@ pub(super) const EVER_RETRANS: u8 = 1 << 3; // TCPCB_EVER_RETRANS
 pub(super) const DELIVERED: u8 = 1 << 4; // rate sample taken (Linux zeroes tx.delivered_mstamp)
 
 /// One transmitted, not yet cumulatively acknowledged segment (an skb of the
-/// retransmit queue).
+/// retransmit queue): one 64-byte cache line (the ring's ACK-time reads and
+/// send-time writes touch one line per segment, not 1.25 as with 80 bytes).
+///
+/// The rate-sample state of its last transmission (`tcp_skb_cb->tx`, an [`SkbTx`])
+/// is kept flat, with `tp->delivered_ce` and `tp->lost` at transmission in 32 bits
+/// as Linux keeps them (`tcp_sock.delivered_ce`, `tcp_sock.lost` are u32; the
+/// counters here are u64): both only grow, and by less than 2^32 while a segment
+/// is in the queue, so [`Seg::tx`] restores the full values from the current ones
+/// exactly.
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(align(64))]
 pub(super) struct Seg {
     pub(super) seq: u64,
     pub(super) end: u64,
     /// Last transmission time (`skb_mstamp_ns`).
     pub(super) xmit: Time,
-    /// Rate-sample state at the last transmission (`tcp_skb_cb->tx`).
-    pub(super) tx: SkbTx,
+    /// `tx.first_tx_mstamp`: start of the send phase of its flight.
+    pub(super) tx_first_tx_mstamp: Time,
+    /// `tx.delivered_mstamp`.
+    pub(super) tx_delivered_mstamp: Time,
+    /// `tx.delivered`.
+    pub(super) tx_delivered: u64,
+    /// Low 32 bits of `tx.delivered_ce` and `tx.lost`.
+    pub(super) tx_delivered_ce: u32,
+    pub(super) tx_lost: u32,
+    /// `tx.in_flight` (google/bbr v3).
+    pub(super) tx_in_flight: u32,
+    /// `tx.is_app_limited`.
+    pub(super) tx_app_limited: bool,
     pub(super) flags: u8,
 }
 
 impl Seg {
+    /// A segment sent at `xmit` with the rate-sample state `tx`.
+    #[inline]
+    pub(super) fn sent(seq: u64, end: u64, xmit: Time, tx: &SkbTx) -> Seg {
+        let mut s = Seg { seq, end, xmit, ..Seg::default() };
+        s.set_tx(tx);
+        s
+    }
+
+    /// Stamp the rate-sample state of a (re)transmission.
+    #[inline]
+    pub(super) fn set_tx(&mut self, tx: &SkbTx) {
+        self.tx_first_tx_mstamp = tx.first_tx_mstamp;
+        self.tx_delivered_mstamp = tx.delivered_mstamp;
+        self.tx_delivered = tx.delivered;
+        self.tx_delivered_ce = tx.delivered_ce as u32;
+        self.tx_lost = tx.lost as u32;
+        self.tx_in_flight = tx.in_flight;
+        self.tx_app_limited = tx.is_app_limited;
+    }
+
+    /// `tp->delivered_ce` at transmission, from its current value `now`.
+    #[inline]
+    pub(super) fn tx_delivered_ce(&self, now: u64) -> u64 {
+        now.wrapping_sub((now as u32).wrapping_sub(self.tx_delivered_ce) as u64)
+    }
+
+    /// `tp->lost` now − at transmission.
+    #[inline]
+    pub(super) fn lost_since_tx(&self, now: u64) -> u64 {
+        (now as u32).wrapping_sub(self.tx_lost) as u64
+    }
+
+    /// The rate-sample state of the last transmission, given the socket now.
+    pub(super) fn tx(&self, tp: &CcSock) -> SkbTx {
+        SkbTx {
+            first_tx_mstamp: self.tx_first_tx_mstamp,
+            delivered_mstamp: self.tx_delivered_mstamp,
+            delivered: self.tx_delivered,
+            delivered_ce: self.tx_delivered_ce(tp.delivered_ce),
+            in_flight: self.tx_in_flight,
+            lost: tp.lost.wrapping_sub(self.lost_since_tx(tp.lost)),
+            is_app_limited: self.tx_app_limited,
+        }
+    }
+
     #[inline]
     pub(super) fn has(&self, f: u8) -> bool {
         self.flags & f != 0
     }
 }
+
+const _: () = assert!(std::mem::size_of::<Seg>() == 64);
 
 /// Kinds of the single retransmission timer (`icsk_pending`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,9 +184,12 @@ pub struct SenderStats {
     pub completed_at: Option<Time>,
 }
 
-/// The sending TCP endpoint of one flow.
+/// The sending TCP endpoint of one flow. Its fields are laid out in declaration
+/// order (`repr(C)`) from a cache-line boundary, the per-ACK ones first, so an ACK
+/// touches fewer of its lines: with hundreds of flows they are rarely in L1.
+#[repr(C, align(64))]
 pub struct TcpSender {
-    pub(super) flow: u32,
+    // Read or written on every ACK or send.
     pub(super) cc: Box<dyn CongestionControl>,
     /// The `tcp_sock`: cwnd, ssthresh, pacing rate and every counter the CC sees
     /// (`snd_una`, `snd_nxt`, `packets_out`, `sacked_out`, `lost_out`,
@@ -128,61 +198,10 @@ pub struct TcpSender {
     pub tp: CcSock,
     /// RTO state (`srtt_us`×8, `mdev`, `rttvar`, `icsk_rto`).
     pub(super) rtt: RttEstimator,
-    pub(super) phase: Phase,
-    pub(super) init_cwnd: u32,
-    pub(super) mss: u32,
-    /// Total bytes to send; `u64::MAX` for an unbounded transfer.
-    pub(super) app_bytes: u64,
-    /// After this time no new data is written (iperf's `-t`).
-    pub(super) stop_at: Time,
-    pub(super) rwnd_bytes: u64,
-    /// Segments whose first transmission the test harness drops.
-    pub(super) drop_segments: Vec<u64>,
-
+    pub(super) rack: Rack,
     /// The retransmit queue and its scoreboard index (`tcp/rtx_queue.rs`).
     pub(super) rtx: RtxQueue,
-    /// Highest SACKed end sequence (`tcp_highest_sack_seq`).
-    pub(super) fack: u64,
-
-    pub(super) high_seq: u64,
-    pub(super) prior_ssthresh: u32,
-    pub(super) prr_delivered: u32,
-    pub(super) prr_out: u32,
-    pub(super) reordering: u32,
-    pub(super) reord_seen: u32,
-    pub(super) rack: Rack,
-    pub(super) tlp_high_seq: u64,
-    pub(super) tlp_retrans: bool,
-    pub(super) retransmits_since_rto: u32,
-    /// CWR flag to set on the next new data segment (RFC 3168 §6.1.2).
-    pub(super) queue_cwr: bool,
-    /// RFC 3168 ECN negotiated: CWR goes on the first new segment after a reduction.
-    pub(super) ecn_rfc3168: bool,
-    /// This host's `tcp_ecn` and `tcp_ecn_option` sysctls.
-    pub(super) tcp_ecn: u8,
-    pub(super) ecn_option: u8,
-    /// ACE value our SYN requested.
-    pub(super) syn_ace: u8,
-    /// AccECN decoding state.
-    pub(super) accecn: AccEcnSender,
-    /// Option bytes every data segment carries (12 with the AccECN option).
-    pub(super) data_option_len: u32,
-    /// Newest TSval seen on an ACK (AccECN processes ACKs whose timestamp advanced).
-    pub(super) last_ack_tsval: u32,
-
-    /// `tp->cwnd_usage_seq` (tcp_cwnd_validate).
-    pub(super) cwnd_usage_seq: u64,
-
-    // Timers.
     pub(super) xmit_timer: Option<(XmitTimer, Time)>,
-    pub(super) syn_sent_at: Time,
-    pub(super) syn_retries: u32,
-    /// The host runs fq: pace whatever the CC.
-    pub(super) fq_pacing: bool,
-    /// TSO/GSO on: skbs of up to `tso_segs` segments.
-    pub(super) tso: bool,
-    /// TSO deferral (`tcp_tso_should_defer`) on.
-    pub(super) tso_defer: bool,
     /// Pacing hrtimer: armed when the send loop stopped because `wstamp` was ahead.
     pub(super) pacing_timer: Option<Time>,
     /// With fq on the host (`fq_pacing`), TCP does not pace itself: it hands each skb
@@ -191,24 +210,74 @@ pub struct TcpSender {
     /// below TCP — counted in `packets_out`, not yet on the wire — with their
     /// departure time and their share of `skb->truesize`.
     pub(super) host_q: VecDeque<(Time, Packet, u32)>,
-    /// `sk_wmem_alloc` of the skbs below TCP (TCP Small Queues' measure).
-    pub(super) host_q_truesize: u64,
-    /// `TSQ_THROTTLED`: the send loop stopped on TCP Small Queues' limit and resumes
-    /// when an skb leaves (`tcp_wfree` → `tcp_tsq_handler`).
-    pub(super) tsq_throttled: bool,
+    /// `gso_max_size / mss` and a reciprocal of the MSS for `tso_segs`
+    /// (`tcp/output.rs`), recomputed when `tp.mss` changes.
+    pub(super) mss_div: std::cell::Cell<super::output::MssDiv>,
+    /// Segments whose first transmission the test harness drops.
+    pub(super) drop_segments: Vec<u64>,
+    /// Total bytes to send; `u64::MAX` for an unbounded transfer.
+    pub(super) app_bytes: u64,
+    /// After this time no new data is written (iperf's `-t`).
+    pub(super) stop_at: Time,
+    pub(super) rwnd_bytes: u64,
+    /// Highest SACKed end sequence (`tcp_highest_sack_seq`).
+    pub(super) fack: u64,
+    pub(super) high_seq: u64,
+    pub(super) tlp_high_seq: u64,
+    /// `tp->cwnd_usage_seq` (tcp_cwnd_validate).
+    pub(super) cwnd_usage_seq: u64,
+    pub(super) flow: u32,
+    pub(super) mss: u32,
+    pub(super) prr_delivered: u32,
+    pub(super) prr_out: u32,
+    pub(super) reordering: u32,
+    pub(super) retransmits_since_rto: u32,
+    /// Option bytes every data segment carries (12 with the AccECN option).
+    pub(super) data_option_len: u32,
+    /// Newest TSval seen on an ACK (AccECN processes ACKs whose timestamp advanced).
+    pub(super) last_ack_tsval: u32,
+    pub(super) phase: Phase,
+    /// RFC 3168 ECN negotiated: CWR goes on the first new segment after a reduction.
+    pub(super) ecn_rfc3168: bool,
+    /// CWR flag to set on the next new data segment (RFC 3168 §6.1.2).
+    pub(super) queue_cwr: bool,
+    /// The host runs fq: pace whatever the CC.
+    pub(super) fq_pacing: bool,
+    /// TSO/GSO on: skbs of up to `tso_segs` segments.
+    pub(super) tso: bool,
+    /// TSO deferral (`tcp_tso_should_defer`) on.
+    pub(super) tso_defer: bool,
     /// The next segment handed down starts an skb (it carries the skb's overhead in
     /// `host_q_truesize`).
     pub(super) skb_overhead_due: bool,
-
+    /// `TSQ_THROTTLED`: the send loop stopped on TCP Small Queues' limit and resumes
+    /// when an skb leaves (`tcp_wfree` → `tcp_tsq_handler`).
+    pub(super) tsq_throttled: bool,
+    pub stats: SenderStats,
     /// The sending host's NIC interrupt moderation (`sender_rx_usecs_ns` > 0): ACKs
     /// closer than `rx-usecs` to the port's last interrupt wait in the RX ring for the
     /// next NAPI poll and reach TCP together, each processed in order at the poll time
-    /// (tcp/gro.rs). `None`: each at its arrival.
+    /// (tcp/gro.rs). `None`: each at its arrival. Asked on every ACK.
     pub(super) ack_napi: Option<super::gro::Gro>,
+
+    // Rarely used.
+    pub(super) init_cwnd: u32,
+    pub(super) prior_ssthresh: u32,
+    pub(super) reord_seen: u32,
+    pub(super) tlp_retrans: bool,
+    /// This host's `tcp_ecn` and `tcp_ecn_option` sysctls.
+    pub(super) tcp_ecn: u8,
+    pub(super) ecn_option: u8,
+    /// ACE value our SYN requested.
+    pub(super) syn_ace: u8,
+    /// AccECN decoding state.
+    pub(super) accecn: AccEcnSender,
+    pub(super) syn_sent_at: Time,
+    pub(super) syn_retries: u32,
+    /// `sk_wmem_alloc` of the skbs below TCP (TCP Small Queues' measure).
+    pub(super) host_q_truesize: u64,
     /// The SACK blocks of the ACKs `ack_napi` holds, in the same order.
     held_sacks: Vec<SackSet>,
-
-    pub stats: SenderStats,
     pub(super) start_time: Time,
 }
 
@@ -291,6 +360,7 @@ impl TcpSender {
             host_q_truesize: 0,
             tsq_throttled: false,
             skb_overhead_due: false,
+            mss_div: std::cell::Cell::new(super::output::MssDiv::EMPTY),
             ack_napi: (cfg.sender_rx_usecs_ns > 0).then(|| super::gro::Gro::new(cfg.sender_rx_usecs_ns)),
             held_sacks: Vec::with_capacity(if cfg.sender_rx_usecs_ns > 0 { super::gro::NAPI_POLL_WEIGHT } else { 0 }),
             stats: SenderStats::default(),

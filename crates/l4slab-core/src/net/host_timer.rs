@@ -1,0 +1,143 @@
+//! The router host's timer latency: how late its qdisc watchdog fires.
+//!
+//! When an HTB class runs out of tokens, `sch_htb.c:htb_dequeue` arms the qdisc
+//! watchdog for the time the class may send again (`qdisc_watchdog_schedule_ns`,
+//! `net/sched/sch_api.c`: an `hrtimer` in `HRTIMER_MODE_ABS_PINNED`). The packet
+//! leaves when that hrtimer's interrupt has run `qdisc_watchdog` (which raises
+//! `NET_TX_SOFTIRQ` through `__netif_schedule`) and the softirq has run the qdisc:
+//! late by the host's timer latency. On a bare-metal host that is a microsecond or
+//! two; in a VM the guest's LAPIC timer is itself an hrtimer of the host (KVM
+//! `arch/x86/kvm/lapic.c`, tsc-deadline mode), delivered by a VM exit and entry,
+//! and the vCPU may not be running when it expires.
+//!
+//! Magnitudes, from primary sources (none of them the testbed's own):
+//! - KVM commit d0659d946be0 ("add option to advance tscdeadline hrtimer
+//!   expiration") made `lapic_timer_advance_ns` exist because guest timers fire
+//!   late; commit 3b8a5df6c4dc ("Tune lapic_timer_advance_ns automatically")
+//!   measured kvm-unit-tests `tscdeadline_latency` at 5 700 cycles (upstream host
+//!   kernel) and 9 600 cycles (a 3.10 host kernel) on a Skylake server, i.e.
+//!   ≈ 2–4 µs at 2.5 GHz; commit ce7a058a2117 (VMX preemption timer): ≈ 3 200 cycles.
+//! - rt-tests `README.markdown` (cyclictest, a user thread woken by an hrtimer,
+//!   which adds a scheduler wake-up to the interrupt): "on a non-realtime system"
+//!   Avg 14–17 µs, Max 39 ms; on a realtime one Avg 10 µs, Max 18–22 µs.
+//!
+//! So the mean lateness of a guest's hrtimer is a few µs (interrupt path alone) to
+//! ≈ 15 µs (with a wake-up), with rare long excursions. The model: each watchdog
+//! firing is late by an exponentially distributed time of mean `mean_ns` (the
+//! right-skewed shape of cyclictest histograms; one parameter, so nothing is
+//! tuned beyond the scale that the sources bound). Every draw comes from the
+//! link's own random stream (`rng::Stream::HostTimer`). Mean 0 = off: the
+//! watchdog fires exactly when the class has tokens, as the engine always did.
+//!
+//! What lateness changes (`net/link.rs`): tokens accrue meanwhile up to the bucket
+//! (`htb_charge_class` caps them at `buffer`), so the service instants drift off
+//! the fixed 1-frame grid; and a pending watchdog does not block the qdisc: every
+//! enqueue runs the qdisc (`net/core/dev.c:__dev_xmit_skb` → `__qdisc_run` →
+//! `sch_generic.c:qdisc_restart` → `htb_dequeue`), and `htb_dequeue` first moves
+//! every class whose wait has ended back to the active rows (`htb_do_events`, by
+//! `q->now`, whatever the hrtimer does), so it sends if the class has tokens by
+//! then. A packet arriving between the due time and the late firing is therefore
+//! served at its arrival.
+
+use crate::rng::SimRng;
+use crate::time::Time;
+
+/// Exponentially distributed timer lateness of one host.
+#[derive(Clone, Debug)]
+pub struct HostTimer {
+    mean_ns: f64,
+    rng: SimRng,
+}
+
+impl HostTimer {
+    /// `None` when `mean_ns` is 0 (off).
+    pub fn new(mean_ns: u64, rng: SimRng) -> Option<Self> {
+        (mean_ns > 0).then(|| HostTimer { mean_ns: mean_ns as f64, rng })
+    }
+
+    /// How late the next firing is, ns (inverse transform of Exp(1/mean)).
+    #[inline]
+    pub fn lateness_ns(&mut self) -> u64 {
+        (-self.rng.unit_open0().ln() * self.mean_ns).round() as u64
+    }
+}
+
+/// The delay node's release of one link's packets (`netem delay D`).
+///
+/// `sch_netem.c`: `netem_enqueue` stamps each packet with `time_to_send` = now + D and
+/// keeps it in the tfifo; `netem_dequeue` hands out the head once `time_to_send` ≤ now
+/// and otherwise arms the qdisc watchdog for the head's `time_to_send`. When that
+/// hrtimer fires, late by the host's latency, `qdisc_run` dequeues everything due by
+/// then, back to back. So a packet due at `d` leaves at the firing of the timer armed
+/// for the first packet not yet released: `d` + lateness if it is that packet,
+/// otherwise with the batch of an earlier head whose timer fires after `d`.
+///
+/// Not modelled: an enqueue at the delay node between a packet's due time and the
+/// late firing also runs `netem_dequeue` and releases it then (as for HTB); and the
+/// real node keeps one tfifo per interface for every flow, while the engine's delay
+/// lives on each flow's NIC link, so batches here are per flow and direction. Both
+/// make the modelled release later and burstier than the node's, never earlier.
+#[derive(Clone, Debug)]
+pub struct DelayRelease {
+    timer: HostTimer,
+    /// When the pending batch is released (the armed watchdog's late firing).
+    release_at: Time,
+}
+
+impl DelayRelease {
+    pub fn new(mean_ns: u64, rng: SimRng) -> Option<Self> {
+        HostTimer::new(mean_ns, rng).map(|timer| DelayRelease { timer, release_at: 0 })
+    }
+
+    /// When a packet due at `due` leaves the delay node (dues arrive in order).
+    #[inline]
+    pub fn release(&mut self, due: Time) -> Time {
+        if due > self.release_at {
+            self.release_at = due + self.timer.lateness_ns();
+        }
+        self.release_at
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::{stream, Stream};
+
+    #[test]
+    fn off_at_zero_and_exponential_with_the_given_mean() {
+        assert!(HostTimer::new(0, stream(1, Stream::HostTimer)).is_none());
+        let mut t = HostTimer::new(10_000, stream(1, Stream::HostTimer)).unwrap();
+        let n = 200_000;
+        let v: Vec<u64> = (0..n).map(|_| t.lateness_ns()).collect();
+        let mean = v.iter().sum::<u64>() as f64 / n as f64;
+        // Standard error of the mean: 10 µs / sqrt(2e5) = 22 ns.
+        assert!((mean - 10_000.0).abs() < 150.0, "mean {mean}");
+        // Exponential: P(X > mean) = e^-1, P(X > 3 mean) = e^-3.
+        let above = |x: u64| v.iter().filter(|&&y| y > x).count() as f64 / n as f64;
+        assert!((above(10_000) - (-1f64).exp()).abs() < 0.005);
+        assert!((above(30_000) - (-3f64).exp()).abs() < 0.002);
+        // The same seed draws the same numbers.
+        let mut u = HostTimer::new(10_000, stream(1, Stream::HostTimer)).unwrap();
+        assert_eq!(u.lateness_ns(), v[0]);
+    }
+
+    #[test]
+    fn packets_due_before_the_late_firing_leave_with_it() {
+        let mut r = DelayRelease::new(10_000, stream(1, Stream::DelayNode(0))).unwrap();
+        let first = r.release(1_000_000);
+        assert!(first >= 1_000_000);
+        // Anything due by the firing leaves with the head, in order.
+        assert_eq!(r.release(first), first);
+        // A later packet arms a new timer: never before its own due time.
+        let next = r.release(first + 1);
+        assert!(next > first);
+        let mut last = next;
+        for k in 0..10_000u64 {
+            let due = next + 1 + k * 121_120;
+            let t = r.release(due);
+            assert!(t >= due && t >= last, "release {t} before due {due} or before the previous {last}");
+            last = t;
+        }
+    }
+}
