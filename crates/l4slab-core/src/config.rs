@@ -778,12 +778,7 @@ impl ScenarioConfig {
             ));
         }
         check_link("bottleneck", &self.bottleneck, true)?;
-        if self.delay_node_timer_latency_ns > MAX_TIMER_LATENCY_NS {
-            return Err(format!(
-                "delay_node_timer_latency_ns: {} is out of range (allowed 0..={MAX_TIMER_LATENCY_NS}, a mean lateness of at most 1 s)",
-                self.delay_node_timer_latency_ns
-            ));
-        }
+        check_timer_latency("delay_node_timer_latency_ns", self.delay_node_timer_latency_ns)?;
         self.bottleneck.qdisc.validate().map_err(|e| format!("bottleneck.qdisc.{e}"))?;
         if let Some(r) = &self.reverse_bottleneck {
             check_link("reverse_bottleneck", r, false)?;
@@ -946,10 +941,14 @@ fn check_link(name: &str, l: &BottleneckConfig, check_access: bool) -> Result<()
     if l.burst_bytes > MAX_BURST_BYTES {
         return Err(format!("{name}.burst_bytes: {} is out of range (allowed 0..={MAX_BURST_BYTES})", l.burst_bytes));
     }
-    if l.timer_latency_ns > MAX_TIMER_LATENCY_NS {
+    check_timer_latency(&format!("{name}.timer_latency_ns"), l.timer_latency_ns)
+}
+
+/// A host's mean timer lateness (`net/host_timer.rs`), at most [`MAX_TIMER_LATENCY_NS`].
+fn check_timer_latency(field: &str, mean_ns: u64) -> Result<(), String> {
+    if mean_ns > MAX_TIMER_LATENCY_NS {
         return Err(format!(
-            "{name}.timer_latency_ns: {} is out of range (allowed 0..={MAX_TIMER_LATENCY_NS}, a mean lateness of at most 1 s)",
-            l.timer_latency_ns
+            "{field}: {mean_ns} is out of range (allowed 0..={MAX_TIMER_LATENCY_NS}, a mean lateness of at most 1 s)"
         ));
     }
     Ok(())

@@ -195,9 +195,7 @@ fn prague_share_against_bbr1_in_dualpi2_is_set_by_bbr1s_pacing_margin() {
 /// 1 ms start jitter, Prague's PAM-era `growth_gate`, the L4STeam receiver), with BBRv1's
 /// `cc_params` given; returns (Prague share, BBR goodput, BBR mean bw estimate over 5–60 s).
 fn pam_cell_prague_vs_bbr1(seed: u64, bbr_params: serde_json::Value) -> (f64, f64, f64) {
-    let prague = json!({"kind": "tcp", "cc": "prague", "rtt_ns": 10 * MS, "tso": false,
-                        "cc_params": {"growth_gate": "app_limited"}, "receiver_kernel": "l4steam",
-                        "receiver_ecn": 3});
+    let prague = pam_prague();
     let mut bbr = json!({"kind": "tcp", "cc": "bbr", "rtt_ns": 10 * MS, "tso": false, "ecn": 0,
                          "cc_params": bbr_params});
     // The same cell with another classic flow (e.g. {"cc": "cubic", "cc_params": null}).

@@ -16,8 +16,7 @@ use serde_json::json;
 fn pam_fq_codel(uptime_s: u64) -> l4slab_core::RunResults {
     let qdisc = json!({"kind": "fq_codel", "limit_packets": 167, "target_ns": 5 * MS, "interval_ns": 100 * MS,
                        "ecn": true, "uptime_ns": uptime_s * SEC});
-    let prague = json!({"kind": "tcp", "cc": "prague", "rtt_ns": 10 * MS, "tso": false, "receiver_ecn": 3,
-                        "receiver_kernel": "l4steam", "cc_params": {"growth_gate": "app_limited"}});
+    let prague = pam_prague();
     let cubic = json!({"kind": "tcp", "cc": "cubic", "rtt_ns": 10 * MS, "tso": false, "ecn": 0});
     run(&scenario(100, qdisc, vec![prague, cubic], 20))
 }

@@ -33,11 +33,7 @@ use serde_json::json;
 /// The PAM 2025 FQ cell at 2 BDP: `fq limit 167 flow_limit 167 ce_threshold 5ms`,
 /// Prague (AccECN, L4STeam receiver) vs ECN-CUBIC, 100 Mbit/s, 10 ms, GSO/TSO off.
 fn pam_fq_ecn_cubic(secs: u64, bin_ms: u64) -> l4slab_core::RunResults {
-    let mut prague = tcp("prague", 10);
-    prague["tso"] = json!(false);
-    prague["receiver_kernel"] = json!("l4steam");
-    prague["receiver_ecn"] = json!(3);
-    prague["cc_params"] = json!({"growth_gate": "app_limited"}); // as the pam2025 study
+    let prague = pam_prague();
     let mut cubic = tcp("cubic", 10);
     cubic["tso"] = json!(false);
     cubic["ecn"] = json!(1);
@@ -115,11 +111,7 @@ fn ecn_cubic_in_the_pam_fq_cell_reduces_twice_per_marking_episode_and_prague_srt
 #[test]
 fn prague_delay_in_the_pam_fq_cell_beside_non_ecn_cubic_is_a_phase_effect() {
     let delay = |extra_us: u64| {
-        let mut prague = tcp("prague", 10);
-        prague["tso"] = json!(false);
-        prague["receiver_kernel"] = json!("l4steam");
-        prague["receiver_ecn"] = json!(3);
-        prague["cc_params"] = json!({"growth_gate": "app_limited"});
+        let prague = pam_prague();
         let mut cubic = tcp("cubic", 10);
         cubic["rtt_ns"] = json!(10 * MS + extra_us * 1_000);
         cubic["tso"] = json!(false);

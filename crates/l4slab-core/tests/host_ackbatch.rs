@@ -99,11 +99,7 @@ fn at_20_mbit_acks_are_too_far_apart_to_batch() {
 /// `cubic_rtt_extra_ns` lengthens only CUBIC's base RTT; `rx_usecs` sets both
 /// senders' ITR throttle.
 fn pam_fifo_half_bdp(secs: u64, cubic_rtt_extra_ns: u64, rx_usecs: u64) -> (f64, f64) {
-    let mut prague = tcp("prague", 10);
-    prague["tso"] = json!(false);
-    prague["cc_params"] = json!({"growth_gate": "app_limited"});
-    prague["receiver_kernel"] = json!("l4steam");
-    prague["receiver_ecn"] = json!(3);
+    let mut prague = pam_prague();
     let mut cubic = tcp("cubic", 10);
     cubic["rtt_ns"] = json!(10 * MS + cubic_rtt_extra_ns);
     cubic["tso"] = json!(false);

@@ -26,11 +26,7 @@ fn pam_fifo_hosts(
     node_ns: u64,
     cubic_rtt_extra_ns: u64,
 ) -> (f64, f64) {
-    let mut prague = tcp("prague", 10);
-    prague["tso"] = json!(false);
-    prague["cc_params"] = json!({"growth_gate": "app_limited"});
-    prague["receiver_kernel"] = json!("l4steam");
-    prague["receiver_ecn"] = json!(3);
+    let prague = pam_prague();
     let mut cubic = tcp("cubic", 10);
     cubic["rtt_ns"] = json!(10 * MS + cubic_rtt_extra_ns);
     cubic["tso"] = json!(false);
@@ -135,22 +131,27 @@ fn enqueues_serve_the_class_while_its_watchdog_is_late() {
 }
 
 /// Every draw comes from the seed: the same seed repeats a run with late timers on
-/// both hosts bit for bit; another seed differs.
+/// both hosts bit for bit; another seed differs; and the timers change the run (the
+/// same seed with both off differs). The results' own `seed` field is left out of the
+/// comparison, so only the timers' draws can make two runs differ.
 #[test]
 fn late_timers_are_drawn_from_the_seed() {
-    let runs: Vec<String> = [1u64, 1, 2]
+    let runs: Vec<String> = [(1u64, 10_000u64), (1, 10_000), (2, 10_000), (1, 0)]
         .iter()
-        .map(|&seed| {
+        .map(|&(seed, latency_ns)| {
             let mut s = scenario(100, bfifo(62_500), vec![tcp("cubic", 10), tcp("cubic", 10)], 3);
             s["seed"] = json!(seed);
             s["start_jitter_ns"] = json!(0); // the seed then acts only through the timers
-            s["bottleneck"]["timer_latency_ns"] = json!(10_000);
-            s["delay_node_timer_latency_ns"] = json!(10_000);
-            serde_json::to_string(&run(&s)).unwrap()
+            s["bottleneck"]["timer_latency_ns"] = json!(latency_ns);
+            s["delay_node_timer_latency_ns"] = json!(latency_ns);
+            let mut results = serde_json::to_value(run(&s)).unwrap();
+            results.as_object_mut().unwrap().remove("seed").expect("results carry the seed");
+            results.to_string()
         })
         .collect();
-    assert_eq!(runs[0], runs[1]);
-    assert_ne!(runs[0], runs[2]);
+    assert_eq!(runs[0], runs[1], "same seed, same run");
+    assert_ne!(runs[0], runs[2], "another seed draws other latencies");
+    assert_ne!(runs[0], runs[3], "late timers change the run");
 }
 
 /// Issue 11 row 7, pinned as a negative result: over the hrtimer latencies a KVM

@@ -32,8 +32,7 @@ use serde_json::json;
 /// The study's two flows over `qdisc`: Prague (the study's vintage) vs non-ECN CUBIC,
 /// 100 Mbit/s, 10 ms, 1514-B frames (offloads off), 10 ms bins.
 fn pam_cell(qdisc: serde_json::Value, seed: u64, duration_s: u64) -> l4slab_core::RunResults {
-    let prague = json!({"kind": "tcp", "cc": "prague", "rtt_ns": 10 * MS, "tso": false, "receiver_ecn": 3,
-                        "receiver_kernel": "l4steam", "cc_params": {"growth_gate": "app_limited"}});
+    let prague = pam_prague();
     let cubic = json!({"kind": "tcp", "cc": "cubic", "rtt_ns": 10 * MS, "tso": false, "ecn": 0});
     let mut s = scenario(100, qdisc, vec![prague, cubic], duration_s);
     s["seed"] = json!(seed);

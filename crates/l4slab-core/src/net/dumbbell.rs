@@ -73,8 +73,11 @@ impl Dumbbell {
             _ => {
                 let l = net.add_link_with(None, Some(Serialiser::new(self.access_rate_bps)), delay, self.nic_lines);
                 let (mean_ns, seed) = self.delay_node;
-                let release = DelayRelease::new(mean_ns, crate::rng::stream(seed, crate::rng::Stream::DelayNode(l.0)));
-                net.link_mut(l).set_delay_release(release);
+                if mean_ns > 0 {
+                    // Off (the default), a link draws no stream: web sources add NIC links all run long.
+                    let stream = crate::rng::stream(seed, crate::rng::Stream::DelayNode(l.0));
+                    net.link_mut(l).set_delay_release(DelayRelease::new(mean_ns, stream));
+                }
                 l
             }
         };

@@ -2,7 +2,8 @@
 //!
 //! When an HTB class runs out of tokens, `sch_htb.c:htb_dequeue` arms the qdisc
 //! watchdog for the time the class may send again (`qdisc_watchdog_schedule_ns`,
-//! `net/sched/sch_api.c`: an `hrtimer` in `HRTIMER_MODE_ABS_PINNED`). The packet
+//! `include/net/pkt_sched.h`, which calls `net/sched/sch_api.c:
+//! qdisc_watchdog_schedule_range_ns`: an `hrtimer` in `HRTIMER_MODE_ABS_PINNED`). The packet
 //! leaves when that hrtimer's interrupt has run `qdisc_watchdog` (which raises
 //! `NET_TX_SOFTIRQ` through `__netif_schedule`) and the softirq has run the qdisc:
 //! late by the host's timer latency. On a bare-metal host that is a microsecond or
@@ -16,7 +17,8 @@
 //!   late; commit 3b8a5df6c4dc ("Tune lapic_timer_advance_ns automatically")
 //!   measured kvm-unit-tests `tscdeadline_latency` at 5 700 cycles (upstream host
 //!   kernel) and 9 600 cycles (a 3.10 host kernel) on a Skylake server, i.e.
-//!   ≈ 2–4 µs at 2.5 GHz; commit ce7a058a2117 (VMX preemption timer): ≈ 3 200 cycles.
+//!   ≈ 1–4 µs at an assumed 2.5–4 GHz (the commit gives no clock); commit
+//!   ce7a058a2117 (VMX preemption timer): ≈ 3 200 cycles.
 //! - rt-tests `README.markdown` (cyclictest, a user thread woken by an hrtimer,
 //!   which adds a scheduler wake-up to the interrupt): "on a non-realtime system"
 //!   Avg 14–17 µs, Max 39 ms; on a realtime one Avg 10 µs, Max 18–22 µs.

@@ -130,7 +130,14 @@ impl Network {
     /// Line `line`'s event (`time`, `seq`) fired: the link the arriving packet
     /// left, the packet written to `pkt`; `None` for a stale entry.
     #[inline]
-    pub fn arrive(&mut self, line: LineId, time: Time, seq: u64, events: &mut EventQueue, pkt: &mut Packet) -> Option<LinkId> {
+    pub fn arrive(
+        &mut self,
+        line: LineId,
+        time: Time,
+        seq: u64,
+        events: &mut EventQueue,
+        pkt: &mut Packet,
+    ) -> Option<LinkId> {
         let from = self.lines[line.0 as usize].pop(time, seq, events, pkt)?;
         self.links[from.0 as usize].left_wire();
         Some(from)

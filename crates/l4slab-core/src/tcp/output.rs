@@ -459,6 +459,8 @@ mod tests {
     /// values; the multiples of the MSS ±1 for every MSS), and at the 32-bit edge.
     #[test]
     fn mss_division_is_exact() {
+        // The not-yet-computed value is itself right (for an MSS of 0).
+        assert_eq!(format!("{:?}", MssDiv::EMPTY), format!("{:?}", MssDiv::new(0)));
         for mss in 0..=65_536u32 {
             let div = MssDiv::new(mss);
             let d = mss.max(1);
@@ -726,8 +728,9 @@ pub(super) struct MssDiv {
 }
 
 impl MssDiv {
-    /// Not yet computed: no MSS is 0, so the first `mss_div` computes.
-    pub(super) const EMPTY: MssDiv = MssDiv { mss: 0, c: 0, size_goal: 0 };
+    /// Not yet computed: no MSS is 0, so the first `mss_div` computes. Equal to
+    /// `new(0)` (division by 1, `gso_max_size` segments), so it is right even for mss 0.
+    pub(super) const EMPTY: MssDiv = MssDiv { mss: 0, c: 0, size_goal: GSO_MAX_SIZE as u32 };
 
     fn new(mss: u32) -> Self {
         let d = mss.max(1);

@@ -13,6 +13,14 @@ pub fn tcp(cc: &str, rtt_ms: u64) -> Value {
     json!({"kind": "tcp", "cc": cc, "rtt_ns": rtt_ms * MS})
 }
 
+/// The PAM 2025 testbed's L4S sender as `python/l4slab/studies/pam2025` configures it:
+/// TCP Prague of the study's vintage (`growth_gate = app_limited`), AccECN with the
+/// L4STeam kernel's receiver, 1514-B frames (GSO/TSO off), 10 ms base RTT.
+pub fn pam_prague() -> Value {
+    json!({"kind": "tcp", "cc": "prague", "rtt_ns": 10 * MS, "tso": false, "receiver_ecn": 3,
+           "receiver_kernel": "l4steam", "cc_params": {"growth_gate": "app_limited"}})
+}
+
 /// A dumbbell scenario in engine JSON.
 pub fn scenario(rate_mbit: u64, qdisc: Value, flows: Vec<Value>, duration_s: u64) -> Value {
     json!({
