@@ -198,45 +198,36 @@ fn pam_cell_prague_vs_bbr1(seed: u64, bbr_params: serde_json::Value) -> (f64, f6
     let prague = pam_prague();
     let mut bbr = json!({"kind": "tcp", "cc": "bbr", "rtt_ns": 10 * MS, "tso": false, "ecn": 0,
                          "cc_params": bbr_params});
-    // The same cell with another classic flow (e.g. {"cc": "cubic", "cc_params": null}).
-    if let Ok(extra) = std::env::var("L4SLAB_CLASSIC") {
-        let extra: serde_json::Value = serde_json::from_str(&extra).expect("L4SLAB_CLASSIC is a JSON object");
-        for (k, v) in extra.as_object().expect("L4SLAB_CLASSIC is a JSON object") {
-            bbr[k] = v.clone();
-        }
-    }
+    // Sensitivity runs: fields merged from JSON objects in the environment:
+    // L4SLAB_CLASSIC the classic flow (e.g. {"cc": "cubic", "cc_params": null}),
+    // L4SLAB_QDISC the qdisc (e.g. the coupling), L4SLAB_SCENARIO / L4SLAB_BOTTLENECK.
+    merge_env("L4SLAB_CLASSIC", &mut bbr);
     let mut q = json!({"kind": "dualpi2", "limit_packets": 10000, "target_ns": 5 * MS, "variant": "l4steam"});
-    // Sensitivity runs: qdisc fields from L4SLAB_QDISC (a JSON object), e.g. the coupling.
-    if let Ok(extra) = std::env::var("L4SLAB_QDISC") {
-        let extra: serde_json::Value = serde_json::from_str(&extra).expect("L4SLAB_QDISC is a JSON object");
-        for (k, v) in extra.as_object().expect("L4SLAB_QDISC is a JSON object") {
-            q[k] = v.clone();
-        }
-    }
+    merge_env("L4SLAB_QDISC", &mut q);
     let mut s = scenario(100, q, vec![prague, bbr], 60);
     s["seed"] = json!(seed);
     s["start_jitter_ns"] = json!(MS);
     s["bin_ns"] = json!(100 * MS);
     s["bottleneck"]["burst_bytes"] = json!(1600);
     s["bottleneck"]["access_rate_bps"] = json!(10_000 * MBIT);
-    // Sensitivity runs: scenario / bottleneck fields from L4SLAB_SCENARIO / L4SLAB_BOTTLENECK.
-    for (var, at) in [("L4SLAB_SCENARIO", None), ("L4SLAB_BOTTLENECK", Some("bottleneck"))] {
-        if let Ok(extra) = std::env::var(var) {
-            let extra: serde_json::Value = serde_json::from_str(&extra).expect("a JSON object");
-            for (k, v) in extra.as_object().expect("a JSON object") {
-                match at {
-                    Some(a) => s[a][k] = v.clone(),
-                    None => s[k] = v.clone(),
-                }
-            }
-        }
-    }
+    merge_env("L4SLAB_SCENARIO", &mut s);
+    merge_env("L4SLAB_BOTTLENECK", &mut s["bottleneck"]);
     let r = run(&s);
     let (p, b) = (r.flows[0].goodput_mbps, r.flows[1].goodput_mbps);
     let fs = &r.flow_series[1];
     // 100 ms bins: from 5 s on.
     let est: Vec<f64> = fs.bw_est_mbps.iter().skip(50).copied().filter(|v| v.is_finite()).collect();
     (p / (p + b), b, est.iter().sum::<f64>() / est.len().max(1) as f64)
+}
+
+/// Set the fields of the JSON object in environment variable `var` (if set) on `target`.
+fn merge_env(var: &str, target: &mut serde_json::Value) {
+    if let Ok(text) = std::env::var(var) {
+        let extra: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{var}: {e}"));
+        for (k, v) in extra.as_object().unwrap_or_else(|| panic!("{var} is not a JSON object")) {
+            target[k] = v.clone();
+        }
+    }
 }
 
 /// Measurement (`L4SLAB_BBR_PARAMS='{"...": ...}' cargo test -p l4slab-core --release --test bbr

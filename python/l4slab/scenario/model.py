@@ -80,6 +80,8 @@ RateOrPercent = Annotated[Union[int, Percent], _unit_validator(units.rate_or_per
 QdiscField = Annotated[QdiscRequest, PlainValidator(_qdisc_validator)]
 #: At most the engine's ``MAX_FLOWS`` (config.rs): a larger count is refused before it is expanded.
 MAX_FLOWS = 16_384
+#: At most the engine's ``MAX_TIMER_LATENCY_NS`` (config.rs): a mean host-timer lateness of 1 s.
+MAX_TIMER_LATENCY_NS = 1_000_000_000
 StrictCount = Annotated[int, Field(strict=True, ge=1, le=MAX_FLOWS)]
 
 #: ``net.ipv4.tcp_ecn`` by friendly name (numbers in the engine's range are accepted as they are).
@@ -439,6 +441,16 @@ class Scenario(_Strict):
                 f"start_jitter: {units.format_time(self.start_jitter)!r} is longer than the run "
                 f"({units.format_time(self.duration)!r})"
             )
+        reverse = self.reverse_bottleneck
+        for field, latency in (
+            ("bottleneck.timer_latency", self.bottleneck.timer_latency),
+            ("delay_node_timer_latency", self.delay_node_timer_latency),
+            ("reverse_bottleneck.timer_latency", reverse.timer_latency if reverse else 0),
+        ):
+            if latency > MAX_TIMER_LATENCY_NS:
+                raise ScenarioError(
+                    f"{field}: {units.format_time(latency)!r} is out of range; allowed 0s..1s (a mean lateness)"
+                )
         total = sum(flow.count for flow in self.flows)
         if total > MAX_FLOWS:
             raise ScenarioError(f"flows: {total} flows in all (counts included); at most {MAX_FLOWS}")
