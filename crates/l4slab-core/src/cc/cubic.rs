@@ -35,6 +35,30 @@ const HYSTART_DELAY_MAX: u32 = 16000;
 const USEC_PER_MSEC: u64 = 1000;
 const USEC_PER_SEC: u64 = 1_000_000;
 
+/// Where tcp_cubic.c starts a new HyStart round (`bictcp_hystart_reset` when the ACK
+/// passes `end_seq`): a kernel vintage, not a module parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HystartRoundReset {
+    /// Linux ≥ 6.11 and the stable trees that took the fix (commit "tcp_cubic: fix
+    /// incorrect HyStart round start detection", M. Arghavani, 2024): `hystart_update`
+    /// resets the round first, then returns below `hystart_low_window`; `cubictcp_acked`
+    /// calls it at every cwnd in slow start. The default.
+    Update,
+    /// Linux 5.16–6.10 (commit 4e1fddc98d25 "tcp_cubic: fix spurious Hystart ACK train
+    /// detections for not-cwnd-limited flows" moved the reset into `hystart_update`,
+    /// which `cubictcp_acked` called only for `snd_cwnd >= hystart_low_window`): no
+    /// round is reset below the low window.
+    UpdateAboveLowWindow,
+    /// Linux ≤ 5.15 before 4e1fddc98d25 (e.g. the PAM 2025 CUBIC host, 5.13.12):
+    /// `bictcp_cong_avoid` resets the round (`if (hystart && after(ack, ca->end_seq))
+    /// bictcp_hystart_reset(sk);`, only while `tcp_is_cwnd_limited`, before
+    /// `tcp_slow_start`), i.e. *after* `bictcp_acked` has run `hystart_update` on the
+    /// same ACK, so the first ACK of a round is tested against the previous round's
+    /// `round_start` and `last_ack`.
+    CongAvoid,
+}
+
 /// CUBIC module parameters (`module_param`s of tcp_cubic.c); `Default` gives the Linux defaults.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -61,6 +85,8 @@ pub struct CubicParams {
     /// GSO limit minus (MAX_TCP_HEADER + 1), MAX_TCP_HEADER = 320 on common x86-64
     /// builds [derived]. Irrelevant below ≈2 Gb/s where the 1 ms cap binds.
     pub gso_max_size: u32,
+    /// Kernel vintage of the HyStart round bookkeeping (default `update`: today's).
+    pub hystart_round_reset: HystartRoundReset,
 }
 
 impl Default for CubicParams {
@@ -76,6 +102,7 @@ impl Default for CubicParams {
             hystart_low_window: 16,
             hystart_ack_delta_us: 2000,
             gso_max_size: 65536 - 321,
+            hystart_round_reset: HystartRoundReset::Update,
         }
     }
 }
@@ -148,6 +175,13 @@ fn param_specs() -> Vec<crate::schema::ParamSpec> {
             d.gso_max_size.into(),
             "sk_gso_max_size for hystart_ack_delay: 65536 − (MAX_TCP_HEADER + 1) on x86-64",
         ),
+        P::new(
+            "hystart_round_reset",
+            Choice,
+            serde_json::to_value(d.hystart_round_reset).expect("a unit variant serialises"),
+            "kernel vintage of HyStart's round start: \"update\" (Linux ≥ 6.11, default), \"update_above_low_window\" (5.16–6.10), \"cong_avoid\" (≤ 5.15, e.g. 5.13)",
+        )
+        .choices(&["update", "update_above_low_window", "cong_avoid"]),
     ]
 }
 
@@ -416,8 +450,8 @@ impl Cubic {
 
     /// `hystart_update`: one RTT sample in slow start.
     fn hystart_update(&mut self, tp: &mut CcSock, delay: u32) {
-        // A new round starts when snd_una passes end_seq.
-        if tp.snd_una > self.end_seq {
+        // A new round starts when snd_una passes end_seq (≥ 5.16; ≤ 5.15 in cong_avoid).
+        if self.params.hystart_round_reset != HystartRoundReset::CongAvoid && tp.snd_una > self.end_seq {
             self.hystart_reset(tp);
         }
 
@@ -545,6 +579,17 @@ impl CongestionControl for Cubic {
     fn cong_avoid(&mut self, tp: &mut CcSock, acked: u32) {
         // Only while cwnd-limited (`tcp_is_cwnd_limited`); slow start first, only the leftover goes
         // to the cubic update.
+        // ≤ 5.15 (`bictcp_cong_avoid`): a new HyStart round starts here, after
+        // `bictcp_acked` ran hystart_update on this ACK, only while cwnd-limited and in
+        // slow start (`if (hystart && after(ack, ca->end_seq)) bictcp_hystart_reset(sk);`).
+        if self.params.hystart_round_reset == HystartRoundReset::CongAvoid
+            && self.params.hystart
+            && tp.is_cwnd_limited()
+            && tp.in_slow_start()
+            && tp.snd_una > self.end_seq
+        {
+            self.hystart_reset(tp);
+        }
         let acked = tp.acked_after_slow_start(acked);
         if acked == 0 {
             return;
@@ -605,9 +650,14 @@ impl CongestionControl for Cubic {
         if self.delay_min == 0 || self.delay_min > delay {
             self.delay_min = delay;
         }
-        // HyStart while in slow start and no exit found yet.
+        // HyStart while in slow start and no exit found yet; before 6.11 only from
+        // hystart_low_window (`cubictcp_acked`: `... && tp->snd_cwnd >= hystart_low_window`).
         if !self.found && tp.in_slow_start() && self.params.hystart {
-            self.hystart_update(tp, delay);
+            if self.params.hystart_round_reset == HystartRoundReset::Update
+                || tp.cwnd >= self.params.hystart_low_window
+            {
+                self.hystart_update(tp, delay);
+            }
         }
     }
 
@@ -1166,6 +1216,51 @@ mod tests {
         }
         // Unpaced, no pacing rate: threshold = 20 ms / 2 = 10 ms: the 18th ACK (10.2 ms).
         assert_eq!(exit, Some((17, 37)));
+    }
+
+    /// The round-start vintages on one ACK sequence: a flight whose ACKs span 4 ms (under
+    /// the 5-ms train threshold, delay_min/2 unpaced) runs straight into the next flight's
+    /// (1.5 ms gap). ≤ 5.15 tests the next flight's first ACK against the old round's
+    /// start (`bictcp_acked` → `hystart_update` before `bictcp_cong_avoid` resets the
+    /// round): 5.5 ms > 5 ms, slow start ends there. From 5.16 the reset comes first and
+    /// the train starts again at 0.
+    #[test]
+    fn hystart_round_reset_vintages() {
+        let run = |vintage: HystartRoundReset| {
+            let mut cc = Cubic::new(CubicParams { hystart_round_reset: vintage, ..CubicParams::default() });
+            let mut tp = CcSock::new(MSS, 20);
+            tp.is_cwnd_limited = true;
+            tp.now = NS_PER_SEC;
+            tp.snd_nxt = 20 * MSS as u64;
+            cc.init(&mut tp);
+            // Flight A's first ACK (past the init round's end_seq = 20) starts a round
+            // with end_seq = 40 segments.
+            let t_a = tp.now + 10 * NS_PER_MS;
+            tp.snd_nxt = 40 * MSS as u64;
+            let mut una = 21u64;
+            let mut ack = |cc: &mut Cubic, tp: &mut CcSock, t: u64, una: u64| {
+                tp.now = t;
+                tp.snd_una = una * MSS as u64;
+                cc.pkts_acked(tp, &sample(10_000));
+                cc.cong_avoid(tp, 1);
+            };
+            ack(&mut cc, &mut tp, t_a, una);
+            assert_eq!(cc.round_start, (t_a / NS_PER_US) as u32, "{vintage:?}: round A starts at its first ACK");
+            // Flight A: 8 more ACKs 0.5 ms apart, all ≤ end_seq (40).
+            for i in 1..=8u64 {
+                una += 1;
+                ack(&mut cc, &mut tp, t_a + i * 500 * NS_PER_US, una);
+            }
+            assert!(!cc.hystart_found(), "{vintage:?}: a 4-ms train is under the 5-ms threshold");
+            // Flight B's first ACK, 1.5 ms after A's last, past end_seq.
+            let cwnd_before = tp.cwnd;
+            ack(&mut cc, &mut tp, t_a + 5_500 * NS_PER_US, 41);
+            (cc.hystart_found(), tp.ssthresh == cwnd_before)
+        };
+        assert_eq!(run(HystartRoundReset::CongAvoid), (true, true));
+        assert_eq!(run(HystartRoundReset::Update), (false, false));
+        assert_eq!(run(HystartRoundReset::UpdateAboveLowWindow), (false, false));
+        assert_eq!(CubicParams::default().hystart_round_reset, HystartRoundReset::Update);
     }
 
     #[test]
