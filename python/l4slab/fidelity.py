@@ -125,6 +125,7 @@ count = {n_prague}
 receiver_kernel = "l4steam"
 [[flows]]
 cc = "cubic"
+cc_params = {{ hystart_round_reset = "cong_avoid" }}  # the CUBIC host's 5.13.12 (study.toml)
 ecn = {classic_ecn}
 receiver_ecn = {classic_ecn}
 rtt = "10ms"
