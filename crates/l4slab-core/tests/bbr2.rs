@@ -160,6 +160,21 @@ fn bbr2_l4s_queuing_delay_in_dualpi2_is_about_1_ms_as_pam_2025_reports() {
     // CUBIC flow's sRTT agrees across panels (FQ-CoDel 4.2 ms in both the Prague and the
     // L4S-BBRv2 panel), so it is specific to the BBRv2 flow on that testbed, and its
     // mechanism is not in the L4STeam CC code. Open.
+    //
+    // The same files give the window (goodput × sRTT): in L4S-aware FQ-CoDel the
+    // testbed's 40.0–40.2 packets equal the engine's (pinned by
+    // bbr2_l4s_cruises_cwnd_limited_at_inflight_hi_less_headroom_in_l4s_aware_fq_codel),
+    // so the testbed's extra sRTT comes at the same window (and costs it 2.5 Mbit/s); in
+    // DualPI2 the testbed's window is 52 packets (56 Mbit/s, 10.77 ms) against the
+    // engine's 58.5 (66 Mbit/s, 10.27 ms). In both cells the flow is cwnd-limited
+    // (CRUISE: inflight_hi − 15 % or inflight_lo; DualPI2 paces at 87 Mbit/s and
+    // delivers 66), so the max-bw filter's bias does not set this delay. Moved by
+    // (L4S-FQ-CoDel / DualPI2, 30 s, seed 1; baseline 0.35 / 0.26 ms): the receiving host
+    // ACKing every second segment (mainline AccECN path) 0.56 / 0.33; per-segment ACKs
+    // 0.20 / 0.16; router and delay-node timers late by Exp(15 µs) 0.40 / 0.33, Exp(50 µs)
+    // 0.52 / 0.41 (Prague in DualPI2 0.26 / 0.33, real 0.3); sender NIC ITR 50 / 125 µs
+    // 0.35 / 0.34; L4S-OLD gains (DOWN 0.75, UP cwnd gain 2) 0.35 / 0.29;
+    // inflight_headroom 0: 0.60 / 0.29. None is both sourced and large enough.
     let q = json!({"kind": "dualpi2", "target_ns": 5 * MS, "variant": "l4steam"});
     let r = run(&scenario(100, q, vec![pam_bbr2_l4s(), pam(tcp("cubic", 10))], 60));
     let qd = r.flows[0].queuing_delay_ms;
@@ -174,6 +189,59 @@ fn pam_bbr2_l4s() -> Value {
     f["receiver_kernel"] = json!("l4steam");
     f["receiver_cc"] = json!("bbr2-l4s");
     f
+}
+
+#[test]
+fn bbr2_l4s_cruises_cwnd_limited_at_inflight_hi_less_headroom_in_l4s_aware_fq_codel() {
+    // The PAM 2025 L4S-aware FQ-CoDel cell (fq_codel with ce_threshold 1 ms for ECT(1),
+    // 2 BDP), L4S-BBRv2 against ECN-CUBIC. Each UP probe ends when CE ≥ 50 % of a
+    // sample (bbr2_is_inflight_too_high; the 1 ms threshold), which sets inflight_hi;
+    // in CRUISE bbr2_bound_cwnd_for_inflight_model caps cwnd at
+    // min(bbr2_inflight_with_headroom = inflight_hi − inflight_hi·38/256, inflight_lo)
+    // (L4STeam tcp_bbr2.c). The flow sits at that cap: in flight ≈ cwnd, queue ≈ 0.
+    // So its window, not a max-filter bias in its pacing rate (0.99 · bw, above the
+    // rate its window allows), decides its queuing delay.
+    //
+    // The testbed's own files (fatihsarpkaya/L4S-PAM2025, "L4S-Compatible BBRv2 vs
+    // Classic", cubic_ecn_{tput,srtt}_tx_L4S.json, FQ_Codel_L4S rows at 1 and 2 BDP):
+    // 42.5–43.5 Mbit/s at sRTT 10.68–11.06 ms, i.e. a window of 40.0–40.2 packets of
+    // 1448 B; the engine's is within a few % of that, at 45.5 Mbit/s and ≈ 10.3 ms. The
+    // testbed's ≈ 0.45 ms more sRTT comes at the same window, so it is not the CC's
+    // choice of window (issue 10: the missing delay is in the RTT at a given window).
+    let q = json!({"kind": "fq_codel", "limit_packets": 167, "target_ns": 5 * MS, "interval_ns": 100 * MS,
+                   "ecn": true, "ce_threshold_ns": MS, "ce_threshold_selector": [1, 1]});
+    let mut cubic = pam(tcp("cubic", 10));
+    cubic["ecn"] = json!(1);
+    cubic["receiver_ecn"] = json!(1);
+    let mut s = scenario(100, q, vec![pam_bbr2_l4s(), cubic], 30);
+    s["warmup_ns"] = json!(5 * SEC);
+    let r = run(&s);
+    let fs = &r.flow_series[0];
+    let (mut at_cap, mut cruise, mut cwnd_sum) = (0, 0, 0.0);
+    for i in 50..fs.cwnd.len() {
+        if fs.cc_mode[i] != "PROBE_BW:CRUISE" {
+            continue;
+        }
+        cruise += 1;
+        cwnd_sum += fs.cwnd[i];
+        let hi = fs.inflight_hi[i];
+        let headroom = ((hi * 38.0 / 256.0).floor()).max(1.0);
+        let lo = if fs.inflight_lo[i].is_finite() { fs.inflight_lo[i] } else { f64::INFINITY };
+        if fs.cwnd[i] == (hi - headroom).min(lo).max(4.0) {
+            at_cap += 1;
+        }
+    }
+    assert!(cruise >= 150, "CRUISE bins {cruise} of {}", fs.cwnd.len() - 50);
+    assert!(at_cap as f64 >= 0.9 * cruise as f64, "cwnd at the CRUISE cap in {at_cap} of {cruise} bins");
+    // In flight (goodput × sRTT, packets of 1448 B) is the CRUISE cwnd: within the
+    // dips of DOWN / PROBE_RTT below it and the UP probes above it.
+    let f = &r.flows[0];
+    let window = f.goodput_mbps * 1e6 / (1448.0 * 8.0) * f.mean_srtt_ms / 1000.0;
+    let cwnd = cwnd_sum / cruise as f64;
+    assert!((0.93..=1.05).contains(&(window / cwnd)), "window {window:.1} vs CRUISE cwnd {cwnd:.1}");
+    // The testbed's window, 40.0–40.2 packets, within 6 %.
+    assert!((37.7..=42.6).contains(&window), "window {window:.1} packets");
+    assert!(f.queuing_delay_ms < 0.6, "queuing delay {:.3} ms", f.queuing_delay_ms);
 }
 
 #[test]
