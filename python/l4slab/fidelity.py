@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 __all__ = ["ROWS", "Row", "Check", "run_rows"]
@@ -90,6 +91,16 @@ gro = true
 """
 
 
+def _pam_delay_node_latency() -> str:
+    """The PAM testbed's delay-node lateness, as the built-in ``pam2025`` study sets it
+    (one value for the study and these rows; docs/fidelity.md, "The PAM testbed's path
+    timing")."""
+    from .scenario.load import tomllib
+
+    study = Path(__file__).with_name("studies") / "pam2025" / "study.toml"
+    return str(tomllib.loads(study.read_text())["base"]["delay_node_timer_latency"])
+
+
 def _pam_pair(
     queue: str,
     buffer_bdp: float,
@@ -112,6 +123,7 @@ def _pam_pair(
     return f"""
 name = "fidelity-pam-{queue}-{buffer_bdp}-{n_prague}v{n_cubic}"
 duration = "{20 if quick else 60}s"
+delay_node_timer_latency = "{_pam_delay_node_latency()}"  # the testbed's path timing (study.toml)
 [bottleneck]
 rate = "100Mbit"
 bdp_rtt = "10ms"
