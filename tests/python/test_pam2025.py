@@ -348,3 +348,19 @@ def test_bbr2l4s_panels_receive_with_the_senders_cc_as_the_testbed():
     for point in spec.points:
         l4s = point.config["flows"][0]
         assert (l4s["cc"], l4s["receiver_cc"], l4s["receiver_ecn"]) == ("bbr2-l4s", "bbr2-l4s", 3), point.values
+
+
+def test_prague_cubic_study_runs_the_pam_testbed_settings():
+    """`pam2025-prague-cubic` is the two Prague-vs-CUBIC panels alone: it must run the
+    testbed as `pam2025` does (path timing, Prague's vintage and receiver, the testbed's
+    queues, CUBIC's 5.13 HyStart), so a change to one study cannot leave the other behind."""
+    full = tomllib.loads(STUDY.read_text(encoding="utf-8"))
+    small = tomllib.loads(registry.study_file("pam2025-prague-cubic").read_text(encoding="utf-8"))
+    assert small["base"]["delay_node_timer_latency"] == full["base"]["delay_node_timer_latency"]
+    l4s, prague = full["base"]["flows"][0], small["base"]["flows"][0]
+    for key in ("cc", "rtt", "tso", "receiver_kernel"):
+        assert prague[key] == l4s[key], key
+    assert prague["cc_params"] == PANELS["prague-cubic"]["set"]["flows.0.cc_params"]
+    assert small["base"]["flows"][1]["cc_params"] == PANELS["prague-cubic"]["set"]["flows.1.cc_params"]
+    assert small["factors"]["bottleneck.qdisc"] == full["factors"]["bottleneck.qdisc"]
+    assert small["factors"]["bottleneck.buffer"] == full["factors"]["bottleneck.buffer"]
