@@ -205,9 +205,9 @@ fn pam_dualpi2_prague_srtt(seed: u64, node_ns: u64) -> f64 {
 
 /// The PAM study's delay-node lateness is the testbed's own RTT excess (docs/fidelity.md,
 /// "The PAM testbed's path timing"): in DualPI2, where Prague's queue is held by the
-/// coupled PI, every testbed trial has Prague's sRTT at 10.32–10.36 ms
+/// coupled PI, every testbed trial has Prague's sRTT at 10.33–10.41 ms (median 10.345)
 /// (`fatihsarpkaya/L4S-PAM2025`, `cubic_noecn_srtt_tx_L4S.json`, DualPI2 keys) against the
-/// on-time engine's 10.22. The configured mean must add that 0.10–0.14 ms (a packet crosses
+/// on-time engine's 10.22. The configured mean must add at most that 0.11–0.19 ms (a packet crosses
 /// the delay node twice per RTT, data and ACK, each waiting at most the firing's lateness),
 /// and, as a consequence rather than a target, it unlocks the 0.5-BDP FIFO's phase
 /// (Prague 28–32 Mbit/s on time; the testbed's ten trials 32.3–45.9, mean 40.4).
@@ -217,7 +217,7 @@ fn pam_delay_node_latency_is_the_testbeds_rtt_excess_and_unlocks_the_fifo_phase(
     let excess: f64 =
         [1u64, 2].iter().map(|&s| pam_dualpi2_prague_srtt(s, node) - pam_dualpi2_prague_srtt(s, 0)).sum::<f64>() / 2.0;
     eprintln!("DualPI2: Prague's sRTT +{excess:.3} ms with the delay node late by Exp({} us)", node / 1_000);
-    assert!((0.08..=0.15).contains(&excess), "sRTT excess {excess:.3} ms, testbed 0.10-0.14 ms");
+    assert!((0.08..=0.15).contains(&excess), "sRTT excess {excess:.3} ms, testbed 0.11-0.19 ms");
 
     let share =
         |ns: u64| -> f64 { [1u64, 2, 3].iter().map(|&s| pam_fifo_hosts(0.5, 60, s, 0, ns, 0).0).sum::<f64>() / 3.0 };
