@@ -1237,7 +1237,7 @@ mod tests {
             let t_a = tp.now + 10 * NS_PER_MS;
             tp.snd_nxt = 40 * MSS as u64;
             let mut una = 21u64;
-            let mut ack = |cc: &mut Cubic, tp: &mut CcSock, t: u64, una: u64| {
+            let ack = |cc: &mut Cubic, tp: &mut CcSock, t: u64, una: u64| {
                 tp.now = t;
                 tp.snd_una = una * MSS as u64;
                 cc.pkts_acked(tp, &sample(10_000));
