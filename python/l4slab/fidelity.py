@@ -98,7 +98,7 @@ def _pam_delay_node_latency() -> str:
     from .scenario.load import tomllib
 
     study = Path(__file__).with_name("studies") / "pam2025" / "study.toml"
-    return str(tomllib.loads(study.read_text())["base"]["delay_node_timer_latency"])
+    return str(tomllib.loads(study.read_text(encoding="utf-8"))["base"]["delay_node_timer_latency"])
 
 
 def _pam_pair(
