@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 __all__ = ["ROWS", "Row", "Check", "run_rows"]
@@ -95,10 +94,11 @@ def _pam_delay_node_latency() -> str:
     """The PAM testbed's delay-node lateness, as the built-in ``pam2025`` study sets it
     (one value for the study and these rows; docs/fidelity.md, "The PAM testbed's path
     timing")."""
-    from .scenario.load import tomllib
+    from .scenario import read_toml_file
+    from .study import registry
 
-    study = Path(__file__).with_name("studies") / "pam2025" / "study.toml"
-    return str(tomllib.loads(study.read_text(encoding="utf-8"))["base"]["delay_node_timer_latency"])
+    tables, _ = read_toml_file(registry.study_file("pam2025"), "study")
+    return str(tables["base"]["delay_node_timer_latency"])
 
 
 def _pam_pair(

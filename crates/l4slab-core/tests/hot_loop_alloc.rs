@@ -6,32 +6,12 @@
 //! hosts' late timers (`net/host_timer.rs`). Counted with a counting global allocator
 //! in this test binary.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::allocations_so_far;
 
 use l4slab_core::{run, ScenarioConfig};
 use serde_json::json;
-
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 const S: u64 = 1_000_000_000;
 
@@ -46,9 +26,9 @@ fn allocations(rate_mbit: u64) -> (u64, u64) {
         "flows": [flow("cubic"), flow("prague")],
     }))
     .unwrap();
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let before = allocations_so_far();
     let r = run(&cfg).unwrap();
-    let n = ALLOCS.load(Ordering::Relaxed) - before;
+    let n = allocations_so_far() - before;
     (n, r.bottleneck.qdisc.sent_packets)
 }
 
