@@ -70,7 +70,10 @@ def test_prague_cubic_panels_resolve_as_the_testbed_ran_them():
         qdisc = point.config["bottleneck"]["qdisc"]
         assert point.config["bottleneck"]["rate_bps"] == 100_000_000
         assert l4s["rtt_ns"] == classic["rtt_ns"] == 10_000_000
-        assert l4s["tso"] is False and classic["tso"] is False  # GSO/TSO off on the testbed
+        # ethtool gso/tso off on the testbed, but Linux TCP forces GSO (sk_setup_caps) and defers
+        # multi-segment skbs (tcp_tso_should_defer): docs/fidelity.md, "GSO on the PAM hosts".
+        assert l4s["tso"] is True and classic["tso"] is True
+        assert l4s["tso_defer"] is True and classic["tso_defer"] is True
         assert (l4s["cc"], l4s["receiver_ecn"], classic["cc"]) == ("prague", 3, "cubic")
         assert classic.get("ecn", 0) == (0 if panel == "prague-cubic" else 1)
         if panel != "prague-cubic":
@@ -358,8 +361,10 @@ def test_prague_cubic_study_runs_the_pam_testbed_settings():
     small = tomllib.loads(registry.study_file("pam2025-prague-cubic").read_text(encoding="utf-8"))
     assert small["base"]["delay_node_timer_latency"] == full["base"]["delay_node_timer_latency"]
     l4s, prague = full["base"]["flows"][0], small["base"]["flows"][0]
-    for key in ("cc", "rtt", "tso", "receiver_kernel"):
+    for key in ("cc", "rtt", "tso", "tso_defer", "receiver_kernel"):
         assert prague[key] == l4s[key], key
+    for key in ("tso", "tso_defer"):
+        assert small["base"]["flows"][1][key] == full["base"]["flows"][1][key], key
     assert prague["cc_params"] == PANELS["prague-cubic"]["set"]["flows.0.cc_params"]
     assert small["base"]["flows"][1]["cc_params"] == PANELS["prague-cubic"]["set"]["flows.1.cc_params"]
     assert small["factors"]["bottleneck.qdisc"] == full["factors"]["bottleneck.qdisc"]

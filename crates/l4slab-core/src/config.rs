@@ -368,9 +368,10 @@ pub struct TcpFlowConfig {
     /// inside TCP (net/ipv4/tcp_output.c:tcp_pacing_check).
     #[serde(default)]
     pub fq_pacing: bool,
-    /// TSO/GSO on the sender (`ethtool -K tso/gso`, Linux default on): a paced
-    /// sender emits skbs of `tso_segs` segments back to back (Linux net/ipv4/tcp_output.c:tcp_tso_segs);
-    /// off, every skb is one segment (the PAM 2025 testbed).
+    /// TSO/GSO on the sender (Linux: always on for TCP, commit 0a6b2a1dc2a2 "tcp: switch to
+    /// GSO being always on", net/core/sock.c:sk_setup_caps, even with `ethtool -K gso off tso
+    /// off`): a paced sender emits skbs of `tso_segs` segments back to back (Linux
+    /// net/ipv4/tcp_output.c:tcp_tso_segs); off, every skb is one segment (a model knob).
     #[serde(default = "default_true")]
     pub tso: bool,
     /// GRO on the receiver's NIC (`ethtool -K DEV gro on`, Linux's default): segments
@@ -666,7 +667,7 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             "tso",
             Bool,
             json!(true),
-            "TSO/GSO on the sender (ethtool -K tso/gso; on by default in Linux drivers).",
+            "TSO/GSO on the sender (Linux TCP forces GSO even with ethtool -K gso/tso off: net/core/sock.c:sk_setup_caps); off = one segment per skb, a model knob.",
         ),
         ParamSpec::new(
             "gro",

@@ -193,8 +193,8 @@ class TcpFlow(_FlowCommon):
     )
     tso: Annotated[bool, Field(strict=True)] | None = Field(
         None,
-        description="TSO/GSO on the sender (ethtool -K tso/gso; Linux default on): paced senders emit "
-        "bursts of tso_segs segments; off, one segment per skb (the PAM 2025 testbed)",
+        description="TSO/GSO on the sender (Linux TCP forces GSO even with ethtool -K gso/tso off): paced "
+        "senders emit bursts of tso_segs segments; off, one segment per skb (a model knob)",
         examples=[False],
     )
     gro: Annotated[bool, Field(strict=True)] | None = Field(
