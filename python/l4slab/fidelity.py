@@ -90,15 +90,28 @@ gro = true
 """
 
 
-def _pam_delay_node_latency() -> str:
-    """The PAM testbed's delay-node lateness, as the built-in ``pam2025`` study sets it
-    (one value for the study and these rows; docs/fidelity.md, "The PAM testbed's path
-    timing")."""
+def _pam_base() -> dict:
+    """The built-in ``pam2025`` study's ``[base]`` table: the testbed settings these rows
+    share with it (one value for the study and the rows)."""
     from .scenario import read_toml_file
     from .study import registry
 
     tables, _ = read_toml_file(registry.study_file("pam2025"), "study")
-    return str(tables["base"]["delay_node_timer_latency"])
+    return tables["base"]
+
+
+def _pam_delay_node_latency() -> str:
+    """The PAM testbed's delay-node lateness, as the built-in ``pam2025`` study sets it
+    (docs/fidelity.md, "The PAM testbed's path timing")."""
+    return str(_pam_base()["delay_node_timer_latency"])
+
+
+def _pam_offloads(flow: int) -> str:
+    """``tso``/``tso_defer`` of the study's flow ``flow`` as TOML lines: the hosts' TCP keeps
+    GSO and TSO deferral under ``ethtool -K gso off tso off`` (docs/fidelity.md, "GSO on the
+    PAM hosts")."""
+    f = _pam_base()["flows"][flow]
+    return "\n".join(f"{k} = {str(bool(f.get(k, False))).lower()}" for k in ("tso", "tso_defer"))
 
 
 def _pam_pair(
@@ -111,7 +124,7 @@ def _pam_pair(
     n_cubic: int = 1,
     preset: str = "pam2025.queues",
 ) -> str:
-    """A PAM 2025 cell: Prague vs CUBIC, 100 Mbit/s, 10 ms, 60 s, TSO/GSO off; the
+    """A PAM 2025 cell: Prague vs CUBIC, 100 Mbit/s, 10 ms, 60 s, the hosts' GSO; the
     multi-flow mixes run ``n_prague`` Prague vs ``n_cubic`` CUBIC flows (iperf3 -P N),
     the classic receivers with ``tcp_ecn = classic_ecn`` as on the testbed. Prague's
     receiver ran the L4STeam kernel (notebook: the l4s-testing build on every node), whose
@@ -132,7 +145,7 @@ qdisc = "{qdisc}"
 cc = "prague"
 cc_params = {{ growth_gate = "app_limited" }}  # the testbed's 2024 L4STeam vintage (study.toml)
 rtt = "10ms"
-tso = false
+{_pam_offloads(0)}
 count = {n_prague}
 receiver_kernel = "l4steam"
 [[flows]]
@@ -141,7 +154,7 @@ cc_params = {{ hystart_round_reset = "cong_avoid" }}  # the CUBIC host's 5.13.12
 ecn = {classic_ecn}
 receiver_ecn = {classic_ecn}
 rtt = "10ms"
-tso = false
+{_pam_offloads(1)}
 count = {n_cubic}
 """
 

@@ -25,6 +25,13 @@ def test_every_row_resolves_to_a_valid_scenario():
     assert {r.number for r in fidelity.ROWS} >= {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 14, 15}
 
 
+def test_pam_rows_run_the_hosts_gso_as_the_pam2025_study_does():
+    """The PAM rows share the study's host offloads: ethtool gso/tso off leaves Linux TCP's GSO
+    and TSO deferral on (docs/fidelity.md, "GSO on the PAM hosts")."""
+    toml = next(r for r in fidelity.ROWS if r.number == 6).scenario(True)
+    assert toml.count("tso = true") == 2 and toml.count("tso_defer = true") == 2
+
+
 def test_row_15_mark_probabilities_count_packets():
     table = fidelity.run_rows({15}, quick=True)
     assert list(table["quantity"]) == ["max mark_prob", "max flow marks/packet"]

@@ -246,10 +246,10 @@ fn prague_gets_under_15_percent_against_bbr1_in_pam_dualpi2_with_the_hosts_gso()
     // the frames of one skb leave back to back; multi-segment skbs also go through
     // tcp_tso_should_defer. At ≈ 80 Mbit/s BBRv1's skbs are ≈ 6 segments
     // (tcp_tso_autosize: sk_pacing_rate >> sk_pacing_shift(10) ≈ 9.8 KB), Prague's one
-    // (prague_tso_segs: 2^-12 s of data, < 1 MSS below ≈ 47 Mbit/s). BBRv1 then needs more
-    // C-queue drops before its backlog holds at the PI's 5 ms target (its estimate still
-    // sits ≈ 3.5 % over its goodput either way), so p' settles higher and Prague, marked
-    // with 2p', yields. PAM 2025: "less than about 15 %" in DualPI2 (the testbed's per-trial
+    // (prague_tso_segs: 2^-12 s of data at its pacing rate, one frame below ≈ 99 Mbit/s).
+    // BBRv1 then needs more C-queue drops before its backlog holds at the PI's 5 ms target
+    // (its estimate still sits ≈ 3.5 % over its goodput either way), so p' settles higher
+    // and Prague, marked with 2p', yields. PAM 2025: "less than about 15 %" in DualPI2 (the testbed's per-trial
     // files: Prague 11.1–13.9 Mbit/s, BBRv1 80.5–83.2).
     let share = |r: &RunResults| r.flows[0].goodput_mbps / (r.flows[0].goodput_mbps + r.flows[1].goodput_mbps);
     let (mut gso, mut one) = (vec![], vec![]);
