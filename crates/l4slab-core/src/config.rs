@@ -75,9 +75,10 @@ pub struct ScenarioConfig {
     #[serde(default)]
     pub trace_sojourn: bool,
     pub bottleneck: BottleneckConfig,
-    /// Mean lateness of the delay node's netem watchdog (hrtimer + softirq), ns: each
-    /// flow's propagated packets leave in batches when a timer late by Exp(mean)
-    /// fires (`net/host_timer.rs`, `DelayRelease`); 0 = exactly on time (off).
+    /// Mean lateness of the delay node's netem watchdog (hrtimer + softirq), ns: every
+    /// flow's propagation crosses one netem tfifo per direction, whose packets leave
+    /// when a watchdog late by Exp(mean) fires or the next enqueue runs the qdisc
+    /// (`net/delay_line.rs`, `NetemNode`); 0 = exactly on time (off).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub delay_node_timer_latency_ns: u64,
     /// A shaped queue on the reverse path, shared by every flow's ACKs after its

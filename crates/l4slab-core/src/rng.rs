@@ -20,8 +20,8 @@ pub enum Stream {
     /// for the reverse queue's.
     HostTimer,
     ReverseHostTimer,
-    /// The delay node's release timer on link `n` (a flow's NIC, where its propagation
-    /// delay lives; `net::host_timer::DelayRelease`).
+    /// The delay node's watchdog on its interface `n` (the id of that interface's
+    /// delay line; `net::delay_line::NetemNode`).
     DelayNode(u32),
     /// The congestion control of flow `n` (BBR's random PROBE_BW start phase).
     Flow(u32),

@@ -195,7 +195,7 @@ fn prague_share_against_bbr1_in_dualpi2_is_set_by_bbr1s_pacing_margin() {
 
 /// The `pam2025` study's prague-bbr1 DualPI2 cell exactly as `l4slab study run` resolves it
 /// (the run's engine config in `plan.json`: HTB burst 1600 B, 10 Gbit/s access links,
-/// 1 ms start jitter, the delay node's 50 µs lateness, Prague's PAM-era `growth_gate`, the
+/// 1 ms start jitter, the delay node's lateness, Prague's PAM-era `growth_gate`, the
 /// L4STeam receiver, GSO and TSO deferral as Linux TCP does them), with BBRv1's `cc_params` given; returns (Prague share, BBR goodput, BBR mean
 /// bw estimate over 5–60 s).
 fn pam_cell_prague_vs_bbr1(seed: u64, bbr_params: serde_json::Value) -> (f64, f64, f64) {
@@ -227,9 +227,9 @@ fn pam_cell_run(seed: u64, gso: bool, bbr_params: serde_json::Value) -> RunResul
     s["bin_ns"] = json!(100 * MS);
     s["bottleneck"]["burst_bytes"] = json!(1600);
     s["bottleneck"]["access_rate_bps"] = json!(10_000 * MBIT);
-    // The testbed's path timing (pam2025 study.toml [base]: the delay node's netem release
-    // late by Exp(50 µs); docs/fidelity.md, "The PAM testbed's path timing").
-    s["delay_node_timer_latency_ns"] = json!(50 * 1000);
+    // The testbed's path timing (pam2025 study.toml [base]: the delay node's netem watchdog
+    // late by Exp(mean); docs/fidelity.md, "The PAM testbed's path timing").
+    s["delay_node_timer_latency_ns"] = json!(pam_study_delay_node_latency_ns());
     merge_env("L4SLAB_SCENARIO", &mut s);
     merge_env("L4SLAB_BOTTLENECK", &mut s["bottleneck"]);
     run(&s)

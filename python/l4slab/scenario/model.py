@@ -378,8 +378,9 @@ class Scenario(_Strict):
     start_jitter: TimeNs = Field(1_000_000, description="random per-flow start offset in [0, x]", examples=["1ms"])
     delay_node_timer_latency: TimeNs = Field(
         0,
-        description="mean lateness of the delay node's netem watchdog, exponential: each flow's propagated "
-        "packets leave in batches at its late firing; 0 = on time (docs/fidelity.md rows 7, 12)",
+        description="mean lateness of the delay node's netem watchdog, exponential: every flow's propagation "
+        "crosses one netem tfifo per direction, released at the late firing or the next enqueue; "
+        "0 = on time (docs/fidelity.md rows 7, 12)",
         examples=["10us"],
     )
     trace_sojourn: Annotated[bool, Field(strict=True)] = False

@@ -10,8 +10,8 @@
 //! reverse path is uncongested unless [`Dumbbell::add_reverse_queue`] puts a shaped
 //! queue on it, shared by every flow's ACKs (ACKs behind data, or data both ways).
 
-use super::host_timer::{DelayRelease, HostTimer};
-use super::{EndpointId, FlowRoutes, LinePolicy, LinkId, Network, Route, Serialiser, ShapedQueue, Shaper};
+use super::host_timer::HostTimer;
+use super::{Direction, EndpointId, FlowRoutes, LinePolicy, LinkId, Network, Route, Serialiser, ShapedQueue, Shaper};
 use crate::config::BottleneckConfig;
 use crate::qdisc;
 use crate::rng::SimRng;
@@ -24,8 +24,10 @@ pub struct Dumbbell {
     access_rate_bps: u64,
     /// How the flows' NICs propagate (see [`LinePolicy`]).
     pub nic_lines: LinePolicy,
-    /// The delay node's mean timer lateness (ns, 0 = off) and the run's seed: each
-    /// new NIC link releases its propagated packets through a `DelayRelease`.
+    /// The delay node's mean timer lateness (ns, 0 = off) and the run's seed: on,
+    /// every NIC's propagation crosses the node's netem, one tfifo per direction of
+    /// travel and delay (`LinePolicy::DelayNode`), as the PAM testbed's delay node
+    /// sits between the senders and the router.
     pub delay_node: (u64, u64),
 }
 
@@ -68,21 +70,26 @@ impl Dumbbell {
     /// reverse queue (if any) and its ACKs the bottleneck.
     pub fn attach_flow(&self, net: &mut Network, flow: u32, fwd_delay_ns: u64, rev_delay_ns: u64, reverse: bool) {
         let old = net.previous_routes(flow).map(|r| (r.forward.links()[0], r.reverse.links()[0]));
-        let nic = |net: &mut Network, old: Option<LinkId>, delay| match old {
-            Some(l) if net.link_mut(l).reset_for_reuse(delay) => l,
-            _ => {
-                let l = net.add_link_with(None, Some(Serialiser::new(self.access_rate_bps)), delay, self.nic_lines);
-                let (mean_ns, seed) = self.delay_node;
-                if mean_ns > 0 {
-                    // Off (the default), a link draws no stream: web sources add NIC links all run long.
-                    let stream = crate::rng::stream(seed, crate::rng::Stream::DelayNode(l.0));
-                    net.link_mut(l).set_delay_release(DelayRelease::new(mean_ns, stream));
-                }
+        // The side of the delay node a NIC's packets cross: a reverse flow's data
+        // travel towards the senders, as the other flows' ACKs do.
+        let (data_side, ack_side) =
+            if reverse { (Direction::Reverse, Direction::Forward) } else { (Direction::Forward, Direction::Reverse) };
+        let (mean_ns, seed) = self.delay_node;
+        let nic = |net: &mut Network, old: Option<LinkId>, delay, side| match old {
+            // With the delay node on, only a NIC crossing it on the same side.
+            Some(l)
+                if (mean_ns == 0 || delay == 0 || net.node_side(l) == Some(side))
+                    && net.link_mut(l).reset_for_reuse(delay) =>
+            {
                 l
             }
+            _ => {
+                let policy = if mean_ns > 0 { LinePolicy::DelayNode { side, mean_ns, seed } } else { self.nic_lines };
+                net.add_link_with(None, Some(Serialiser::new(self.access_rate_bps)), delay, policy)
+            }
         };
-        let tx_nic = nic(net, old.map(|o| o.0), fwd_delay_ns);
-        let rx_nic = nic(net, old.map(|o| o.1), rev_delay_ns);
+        let tx_nic = nic(net, old.map(|o| o.0), fwd_delay_ns, data_side);
+        let rx_nic = nic(net, old.map(|o| o.1), rev_delay_ns, ack_side);
         // The queue each direction's packets meet after their NIC and propagation.
         let (data_queue, ack_queue) = if reverse {
             (self.reverse_queue, Some(self.bottleneck))

@@ -1,4 +1,5 @@
-//! The router host's timer latency: how late its qdisc watchdog fires.
+//! A VM host's timer latency: how late its qdisc watchdog fires (the router's HTB
+//! here; the delay node's netem in `delay_line::NetemNode`).
 //!
 //! When an HTB class runs out of tokens, `sch_htb.c:htb_dequeue` arms the qdisc
 //! watchdog for the time the class may send again (`qdisc_watchdog_schedule_ns`,
@@ -42,7 +43,6 @@
 //! served at its arrival.
 
 use crate::rng::SimRng;
-use crate::time::Time;
 
 /// Exponentially distributed timer lateness of one host.
 #[derive(Clone, Debug)]
@@ -61,43 +61,6 @@ impl HostTimer {
     #[inline]
     pub fn lateness_ns(&mut self) -> u64 {
         (-self.rng.unit_open0().ln() * self.mean_ns).round() as u64
-    }
-}
-
-/// The delay node's release of one link's packets (`netem delay D`).
-///
-/// `sch_netem.c`: `netem_enqueue` stamps each packet with `time_to_send` = now + D and
-/// keeps it in the tfifo; `netem_dequeue` hands out the head once `time_to_send` ≤ now
-/// and otherwise arms the qdisc watchdog for the head's `time_to_send`. When that
-/// hrtimer fires, late by the host's latency, `qdisc_run` dequeues everything due by
-/// then, back to back. So a packet due at `d` leaves at the firing of the timer armed
-/// for the first packet not yet released: `d` + lateness if it is that packet,
-/// otherwise with the batch of an earlier head whose timer fires after `d`.
-///
-/// Not modelled: an enqueue at the delay node between a packet's due time and the
-/// late firing also runs `netem_dequeue` and releases it then (as for HTB); and the
-/// real node keeps one tfifo per interface for every flow, while the engine's delay
-/// lives on each flow's NIC link, so batches here are per flow and direction. Both
-/// make the modelled release later and burstier than the node's, never earlier.
-#[derive(Clone, Debug)]
-pub struct DelayRelease {
-    timer: HostTimer,
-    /// When the pending batch is released (the armed watchdog's late firing).
-    release_at: Time,
-}
-
-impl DelayRelease {
-    pub fn new(mean_ns: u64, rng: SimRng) -> Option<Self> {
-        HostTimer::new(mean_ns, rng).map(|timer| DelayRelease { timer, release_at: 0 })
-    }
-
-    /// When a packet due at `due` leaves the delay node (dues arrive in order).
-    #[inline]
-    pub fn release(&mut self, due: Time) -> Time {
-        if due > self.release_at {
-            self.release_at = due + self.timer.lateness_ns();
-        }
-        self.release_at
     }
 }
 
@@ -122,24 +85,5 @@ mod tests {
         // The same seed draws the same numbers.
         let mut u = HostTimer::new(10_000, stream(1, Stream::HostTimer)).unwrap();
         assert_eq!(u.lateness_ns(), v[0]);
-    }
-
-    #[test]
-    fn packets_due_before_the_late_firing_leave_with_it() {
-        let mut r = DelayRelease::new(10_000, stream(1, Stream::DelayNode(0))).unwrap();
-        let first = r.release(1_000_000);
-        assert!(first >= 1_000_000);
-        // Anything due by the firing leaves with the head, in order.
-        assert_eq!(r.release(first), first);
-        // A later packet arms a new timer: never before its own due time.
-        let next = r.release(first + 1);
-        assert!(next > first);
-        let mut last = next;
-        for k in 0..10_000u64 {
-            let due = next + 1 + k * 121_120;
-            let t = r.release(due);
-            assert!(t >= due && t >= last, "release {t} before due {due} or before the previous {last}");
-            last = t;
-        }
     }
 }

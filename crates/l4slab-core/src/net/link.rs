@@ -8,7 +8,7 @@
 //! hands a dequeued packet to the next hop at once, inside the same event, as a
 //! router's egress hands a frame to a directly attached host.
 
-use super::host_timer::{DelayRelease, HostTimer};
+use super::host_timer::HostTimer;
 use super::shaper::Shaper;
 use crate::event::{EventQueue, LineId, LinkId, PinId, Target};
 use crate::packet::Packet;
@@ -125,8 +125,6 @@ pub struct Link {
     /// Boxed: most links (NICs) have none, and a small `Link` keeps a
     /// thousand-flow network's per-packet state in fewer cache lines.
     queue: Option<Box<ShapedQueue>>,
-    /// The delay node's late release of this link's propagation (off: `None`).
-    release: Option<Box<DelayRelease>>,
 }
 
 impl Link {
@@ -140,24 +138,7 @@ impl Link {
         line: Option<LineId>,
     ) -> Self {
         debug_assert_eq!(line.is_some(), serialiser.is_some() || delay_ns > 0);
-        Link {
-            id,
-            queue: queue.map(Box::new),
-            serialiser,
-            delay_ns,
-            line,
-            on_wire: 0,
-            stats: LinkStats::default(),
-            release: None,
-        }
-    }
-
-    /// Release this link's propagated packets as a delay node's late hrtimer does
-    /// (`net/host_timer.rs`, `DelayRelease`); only on a link with a delay.
-    pub fn set_delay_release(&mut self, release: Option<DelayRelease>) {
-        if self.delay_ns > 0 {
-            self.release = release.map(Box::new);
-        }
+        Link { id, queue: queue.map(Box::new), serialiser, delay_ns, line, on_wire: 0, stats: LinkStats::default() }
     }
 
     #[inline]
@@ -168,6 +149,11 @@ impl Link {
     #[inline]
     pub fn queue_mut(&mut self) -> Option<&mut ShapedQueue> {
         self.queue.as_deref_mut()
+    }
+
+    /// The delay line its packets propagate on, if any.
+    pub fn line(&self) -> Option<LineId> {
+        self.line
     }
 
     pub fn delay_ns(&self) -> u64 {
@@ -313,11 +299,7 @@ impl Link {
             None => now,
         };
         self.on_wire += 1;
-        let due = depart + self.delay_ns;
-        match self.release.as_mut() {
-            None => Some((line, due)),
-            Some(r) => Some((line, r.release(due))),
-        }
+        Some((line, depart + self.delay_ns))
     }
 
     /// One of this link's packets left its delay line.

@@ -5,7 +5,8 @@
 //! - [`delay_line`]: packets in propagation, one line per distinct delay, one
 //!   pending event per line.
 //! - [`shaper`]: the HTB-like token bucket of a queued link.
-//! - [`host_timer`]: how late the router host's qdisc watchdog fires (off by default).
+//! - [`host_timer`]: how late a VM host's qdisc watchdog fires (off by default):
+//!   the router's HTB and the delay node's netem (`delay_line::NetemNode`).
 //! - [`route`]: routes, hops and directions.
 //! - [`dumbbell`]: the topology `ScenarioConfig` describes, as one builder among
 //!   possible others.
@@ -25,7 +26,8 @@ use crate::packet::Packet;
 use crate::event::EventQueue;
 pub use crate::event::{EndpointId, LineId, LinkId};
 use crate::time::Time;
-use delay_line::DelayLine;
+use delay_line::{DelayLine, NetemNode};
+use host_timer::HostTimer;
 pub use link::{Link, LinkStats, Serialiser, ShapedQueue};
 pub use route::{Direction, Hop, Route};
 pub use shaper::Shaper;
@@ -33,6 +35,10 @@ pub use shaper::Shaper;
 /// Which delay line a link's packets propagate on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinePolicy {
+    /// The delay node's interface for packets travelling `side`, shared by every link
+    /// with the same delay: a netem tfifo whose watchdog fires late by Exp(`mean_ns`)
+    /// (`delay_line::NetemNode`), drawn from the run's stream `DelayNode(line)`.
+    DelayNode { side: Direction, mean_ns: u64, seed: u64 },
     /// A line of its own: packets enter in departure order (always at the back),
     /// one heap entry per link. Best for a few links carrying long bursts.
     Own,
@@ -68,6 +74,8 @@ pub struct Network {
     /// The line of each distinct propagation delay (links without a delay but
     /// with a serialiser share the delay-0 line).
     line_by_delay: Vec<(u64, LineId)>,
+    /// The delay node's interfaces: one per direction of travel and delay.
+    node_lines: Vec<(Direction, u64, LineId)>,
     routes: Vec<Option<FlowRoutes>>,
 }
 
@@ -93,6 +101,7 @@ impl Network {
         let line = (serialiser.is_some() || delay_ns > 0).then(|| match policy {
             LinePolicy::Own => self.new_line(None),
             LinePolicy::SharedByDelay => self.line_for(delay_ns),
+            LinePolicy::DelayNode { side, mean_ns, seed } => self.node_line_for(side, delay_ns, mean_ns, seed),
         });
         self.links.push(Link::new(id, queue, serialiser, delay_ns, line));
         id
@@ -103,6 +112,29 @@ impl Network {
             Some(&(_, l)) => l,
             None => self.new_line(Some(delay_ns)),
         }
+    }
+
+    /// The side of the delay node link `l`'s packets cross, if its line is one of
+    /// the node's interfaces.
+    pub fn node_side(&self, l: LinkId) -> Option<Direction> {
+        let line = self.links[l.0 as usize].line()?;
+        self.node_lines.iter().find(|&&(_, _, nl)| nl == line).map(|&(side, _, _)| side)
+    }
+
+    fn node_line_for(&mut self, side: Direction, delay_ns: u64, mean_ns: u64, seed: u64) -> LineId {
+        if let Some(&(_, _, l)) = self.node_lines.iter().find(|(s, d, _)| *s == side && *d == delay_ns) {
+            return l;
+        }
+        let l = LineId(self.lines.len() as u32);
+        let rng = crate::rng::stream(seed, crate::rng::Stream::DelayNode(l.0));
+        let node = match HostTimer::new(mean_ns, rng) {
+            Some(timer) if delay_ns > 0 => NetemNode::new(delay_ns, timer),
+            // On time, or no delay (netem would release at the enqueue): a plain line.
+            _ => return self.new_line(None),
+        };
+        self.lines.push(DelayLine::new_netem(l, node));
+        self.node_lines.push((side, delay_ns, l));
+        l
     }
 
     fn new_line(&mut self, shared_delay: Option<u64>) -> LineId {

@@ -15,10 +15,26 @@ pub fn tcp(cc: &str, rtt_ms: u64) -> Value {
 
 /// The PAM 2025 testbed's L4S sender as `python/l4slab/studies/pam2025` configures it:
 /// TCP Prague of the study's vintage (`growth_gate = app_limited`), AccECN with the
-/// L4STeam kernel's receiver, 1514-B frames (GSO/TSO off), 10 ms base RTT.
+/// L4STeam kernel's receiver, 10 ms base RTT; one segment per skb (`tso = false`; the study
+/// has GSO on, as Linux TCP forces it, but `prague_tso_segs` gives one segment below a
+/// pacing rate of ≈ 99 Mbit/s).
 pub fn pam_prague() -> Value {
     json!({"kind": "tcp", "cc": "prague", "rtt_ns": 10 * MS, "tso": false, "receiver_ecn": 3,
            "receiver_kernel": "l4steam", "cc_params": {"growth_gate": "app_limited"}})
+}
+
+/// The PAM testbed's delay-node lateness as `python/l4slab/studies/pam2025/study.toml`
+/// configures it (`delay_node_timer_latency = "<n>us"` in `[base]`), ns: read from the study
+/// file so that the study, the fidelity rows and the tests share one value.
+pub fn pam_study_delay_node_latency_ns() -> u64 {
+    let study = include_str!("../../../../python/l4slab/studies/pam2025/study.toml");
+    let line = study
+        .lines()
+        .find(|l| l.trim_start().starts_with("delay_node_timer_latency"))
+        .expect("pam2025 study.toml sets delay_node_timer_latency");
+    let value = line.split('"').nth(1).expect("a quoted duration");
+    let us: u64 = value.strip_suffix("us").expect("in us").parse().expect("an integer");
+    us * 1_000
 }
 
 /// A dumbbell scenario in engine JSON.
