@@ -121,7 +121,7 @@ fn in_a_half_bdp_fifo_bbr_keeps_the_link_busy_through_sustained_loss_where_cubic
 }
 
 /// Prague's share of the goodput against one BBRv1 flow in the PAM 2025 DualPI2 (L4STeam
-/// kernel, `target 5ms`, 10 000-packet limit, GSO/TSO off), with BBRv1's
+/// kernel, `target 5ms`, 10 000-packet limit, one segment per skb), with BBRv1's
 /// `bbr_pacing_margin_percent` set to `margin`.
 fn prague_share_vs_bbr1(margin: u32) -> f64 {
     let prague = json!({"kind": "tcp", "cc": "prague", "rtt_ns": 10 * MS, "tso": false, "receiver_ecn": 3});
