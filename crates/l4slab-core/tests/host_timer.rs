@@ -180,11 +180,17 @@ fn row_7_guest_timer_latency_leaves_the_half_bdp_fifo_share_where_it_was() {
 /// l4steam`), 30 s: Prague's mean sRTT, ms, with the delay node late by Exp(`node_ns`).
 fn pam_dualpi2_prague_srtt(seed: u64, node_ns: u64) -> f64 {
     let mut cubic = tcp("cubic", 10);
-    cubic["tso"] = json!(false);
     cubic["ecn"] = json!(0);
     cubic["receiver_ecn"] = json!(0);
+    let mut prague = pam_prague();
+    // The hosts' TCP keeps GSO and TSO deferral (pam2025 study.toml; docs/fidelity.md,
+    // "GSO on the PAM hosts").
+    for f in [&mut prague, &mut cubic] {
+        f["tso"] = json!(true);
+        f["tso_defer"] = json!(true);
+    }
     let q = json!({"kind": "dualpi2", "limit_packets": 10000, "target_ns": 5 * MS, "variant": "l4steam"});
-    let mut s = scenario(100, q, vec![pam_prague(), cubic], 30);
+    let mut s = scenario(100, q, vec![prague, cubic], 30);
     s["seed"] = json!(seed);
     s["bottleneck"]["burst_bytes"] = json!(1600);
     s["bottleneck"]["access_rate_bps"] = json!(10_000 * MBIT);
