@@ -31,7 +31,7 @@ use common::*;
 use serde_json::json;
 
 /// The PAM 2025 FQ cell at 2 BDP: `fq limit 167 flow_limit 167 ce_threshold 5ms`,
-/// Prague (AccECN, L4STeam receiver) vs ECN-CUBIC, 100 Mbit/s, 10 ms, GSO/TSO off.
+/// Prague (AccECN, L4STeam receiver) vs ECN-CUBIC, 100 Mbit/s, 10 ms, one segment per skb (`tso = false`).
 fn pam_fq_ecn_cubic(secs: u64, bin_ms: u64) -> l4slab_core::RunResults {
     let prague = pam_prague();
     let mut cubic = tcp("cubic", 10);

@@ -94,7 +94,7 @@ fn at_20_mbit_acks_are_too_far_apart_to_batch() {
 }
 
 /// The PAM 2025 FIFO cell of issue 11 row 7: Prague vs non-ECN CUBIC, 100 Mbit/s,
-/// 10 ms, `bfifo limit 62500` (0.5 BDP) behind `htb rate 100mbit`, GSO/TSO off, the
+/// 10 ms, `bfifo limit 62500` (0.5 BDP) behind `htb rate 100mbit`, one segment per skb (`tso = false`), the
 /// L4S receiver on the L4STeam kernel, as `python/l4slab/fidelity.py` builds it.
 /// `cubic_rtt_extra_ns` lengthens only CUBIC's base RTT; `rx_usecs` sets both
 /// senders' ITR throttle.
@@ -156,7 +156,7 @@ fn row_7_fifo_share_is_a_phase_effect_of_cubics_base_rtt() {
 
 /// Measurement (not an assertion; `cargo test --release --test host_ackbatch -- --ignored
 /// --nocapture`): Prague's share against one BBRv1 flow in the PAM 2025 DualPI2 cell of
-/// `tests/bbr.rs` (100 Mbit/s, 10 ms, 2 BDP-scale `target 5ms`, GSO/TSO off), with both
+/// `tests/bbr.rs` (100 Mbit/s, 10 ms, 2 BDP-scale `target 5ms`, one segment per skb), with both
 /// senders' `rx-usecs` set (the paper: Prague < 15 %).
 #[test]
 #[ignore]

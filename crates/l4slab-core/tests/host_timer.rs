@@ -12,7 +12,7 @@ use common::*;
 use serde_json::json;
 
 /// PAM 2025 Prague vs non-ECN CUBIC, 100 Mbit/s, 10 ms, `bfifo limit` = `bdp`
-/// × 125 000 B behind `htb rate 100mbit`, GSO/TSO off, the L4S receiver on the
+/// × 125 000 B behind `htb rate 100mbit`, one segment per skb (`tso = false`), the L4S receiver on the
 /// L4STeam kernel (as tests/host_ackbatch.rs and python/l4slab/fidelity.py build
 /// it); CUBIC's base RTT lengthened by `cubic_rtt_extra_ns`; the router's watchdog
 /// late by Exp(`latency_ns`). Prague's and CUBIC's goodput, Mbit/s.

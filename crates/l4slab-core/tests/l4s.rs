@@ -12,7 +12,8 @@ fn prague() -> Value {
     f
 }
 
-/// A flow as on the PAM 2025 testbed: GSO/TSO off on every interface.
+/// A PAM 2025 flow with one segment per skb (`tso = false`, the model knob; the testbed's TCP
+/// kept GSO under `ethtool -K gso/tso off`: docs/fidelity.md, "GSO on the PAM hosts").
 fn pam(mut f: Value) -> Value {
     f["tso"] = json!(false);
     f
