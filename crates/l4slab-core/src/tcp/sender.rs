@@ -9,8 +9,9 @@
 //! pacing, retransmission, the loss probe).
 //!
 //! TSO/GSO (on by default, as Linux): an skb of up to `tso_segs` segments leaves
-//! back to back and pacing acts per skb; `tso = false` gives one segment per skb (a model knob: Linux TCP forces GSO
-//! whatever the device offers, commit 0a6b2a1dc2a2).
+//! back to back and pacing acts per skb; `tso = false` gives one segment per skb
+//! (a model knob: Linux TCP forces GSO whatever the device offers, commit
+//! 0a6b2a1dc2a2).
 //!
 //! Simplifications (docs/engine.md): no SYN/data reordering, no undo of loss
 //! reductions (DSACK/Eifel/F-RTO), no TSO deferral, GRO or TCP Small Queues (the
