@@ -44,7 +44,7 @@ use std::collections::VecDeque;
 /// Simplification: the lateness is one draw per arming (hrtimer interrupt and softirq
 /// together), so a timer re-armed between its interrupt and its softirq (the node
 /// busy in between) is not modelled; the node's egress NIC sends a batch back to back
-/// at once (no serialisation: the access links are 25 Gbit/s VFs, 0.5 µs per frame).
+/// at once (no serialisation: the node's NICs run at 10 Gbit/s or more, ≤ 1.2 µs per frame).
 #[derive(Debug)]
 pub struct NetemNode {
     delay_ns: u64,
