@@ -196,8 +196,8 @@ fn prague_share_against_bbr1_in_dualpi2_is_set_by_bbr1s_pacing_margin() {
 /// The `pam2025` study's prague-bbr1 DualPI2 cell exactly as `l4slab study run` resolves it
 /// (the run's engine config in `plan.json`: HTB burst 1600 B, 10 Gbit/s access links,
 /// 1 ms start jitter, the delay node's lateness, Prague's PAM-era `growth_gate`, the
-/// L4STeam receiver, GSO and TSO deferral as Linux TCP does them), with BBRv1's `cc_params` given; returns (Prague share, BBR goodput, BBR mean
-/// bw estimate over 5–60 s).
+/// L4STeam receiver, GSO and TSO deferral as Linux TCP does them), with BBRv1's
+/// `cc_params` given; returns (Prague share, BBR goodput, BBR mean bw estimate over 5–60 s).
 fn pam_cell_prague_vs_bbr1(seed: u64, bbr_params: serde_json::Value) -> (f64, f64, f64) {
     let r = pam_cell_run(seed, true, bbr_params);
     let (p, b) = (r.flows[0].goodput_mbps, r.flows[1].goodput_mbps);
@@ -249,8 +249,8 @@ fn prague_gets_under_15_percent_against_bbr1_in_pam_dualpi2_with_the_hosts_gso()
     // (prague_tso_segs: 2^-12 s of data at its pacing rate, one frame below ≈ 99 Mbit/s).
     // BBRv1 then needs more C-queue drops before its backlog holds at the PI's 5 ms target
     // (its estimate still sits ≈ 3.5 % over its goodput either way), so p' settles higher
-    // and Prague, marked with 2p', yields. PAM 2025: "less than about 15 %" in DualPI2 (the testbed's per-trial
-    // files: Prague 11.1–13.9 Mbit/s, BBRv1 80.5–83.2).
+    // and Prague, marked with 2p', yields. PAM 2025: "less than about 15 %" in DualPI2
+    // (the testbed's per-trial files: Prague 11.1–13.9 Mbit/s, BBRv1 80.5–83.2).
     let share = |r: &RunResults| r.flows[0].goodput_mbps / (r.flows[0].goodput_mbps + r.flows[1].goodput_mbps);
     let (mut gso, mut one) = (vec![], vec![]);
     for seed in 1..=2 {
