@@ -9,34 +9,13 @@ mod common;
 use common::*;
 use serde_json::json;
 
-/// Share of packets in bursts of ≥ 3 and ≥ 6 (packet-weighted), and the mean sojourn.
+/// Share of packets in bursts of ≥ 3 and ≥ 6 (packet-weighted, `common::arrival_bursts`),
+/// and the mean sojourn.
 fn burst_shares(r: &l4slab_core::RunResults, rate_bps: f64, from_s: f64) -> (f64, f64, f64) {
+    let (b3, b6, _) = arrival_bursts(r, rate_bps, from_s);
     let t = r.sojourn_trace.as_ref().expect("trace_sojourn");
-    let ser_s = 1514.0 * 8.0 / rate_bps;
-    let mut enq: Vec<f64> =
-        t.time_s.iter().zip(&t.sojourn_ms).map(|(d, s)| d - s / 1e3).filter(|&e| e >= from_s).collect();
-    enq.sort_by(f64::total_cmp);
-    let (mut n3, mut n6, mut run) = (0usize, 0usize, 1usize);
-    let mut close = |run: usize| {
-        if run >= 3 {
-            n3 += run;
-        }
-        if run >= 6 {
-            n6 += run;
-        }
-    };
-    for w in enq.windows(2) {
-        if w[1] - w[0] < ser_s {
-            run += 1;
-        } else {
-            close(run);
-            run = 1;
-        }
-    }
-    close(run);
-    let n = enq.len() as f64;
     let mean = t.sojourn_ms.iter().sum::<f64>() / t.sojourn_ms.len() as f64;
-    (n3 as f64 / n, n6 as f64 / n, mean)
+    (b3, b6, mean)
 }
 
 /// One CUBIC flow over a bfifo of 2 BDP, with the sender's `rx-usecs` (0 = off).

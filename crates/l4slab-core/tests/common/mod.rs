@@ -60,3 +60,45 @@ pub fn run(v: &Value) -> RunResults {
     assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "packet conservation");
     r
 }
+
+/// Arrival bursts at the bottleneck, as `crates/l4slab-emu/examples/bursts.py` measures
+/// them for the engine and the emulator alike: per flow, runs of packets enqueued
+/// (dequeue time − sojourn) less than one 1514-B serialisation time apart, from `from_s`
+/// on. Returns the packet-weighted shares of packets in bursts of ≥ 3 and ≥ 6, and the
+/// packet-weighted mean burst size.
+pub fn arrival_bursts(r: &RunResults, rate_bps: f64, from_s: f64) -> (f64, f64, f64) {
+    let t = r.sojourn_trace.as_ref().expect("trace_sojourn");
+    let ser_s = 1514.0 * 8.0 / rate_bps;
+    let mut flows: Vec<u32> = t.flow.clone();
+    flows.sort_unstable();
+    flows.dedup();
+    let (mut n, mut n3, mut n6, mut sq) = (0usize, 0usize, 0usize, 0usize);
+    for f in flows {
+        let mut enq: Vec<f64> = (0..t.time_s.len())
+            .filter(|&i| t.flow[i] == f)
+            .map(|i| t.time_s[i] - t.sojourn_ms[i] / 1e3)
+            .filter(|&e| e >= from_s)
+            .collect();
+        enq.sort_by(f64::total_cmp);
+        let mut close = |run: usize| {
+            n += run;
+            sq += run * run;
+            n3 += if run >= 3 { run } else { 0 };
+            n6 += if run >= 6 { run } else { 0 };
+        };
+        let mut run = 1usize;
+        for w in enq.windows(2) {
+            if w[1] - w[0] < ser_s {
+                run += 1;
+            } else {
+                close(run);
+                run = 1;
+            }
+        }
+        if !enq.is_empty() {
+            close(run);
+        }
+    }
+    let n = n.max(1) as f64;
+    (n3 as f64 / n, n6 as f64 / n, sq as f64 / n)
+}
