@@ -9,6 +9,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -139,6 +140,21 @@ def test_check_config_refuses_accecn_and_web_sources():
     ).resolve()
     with pytest.raises(EmulationRefused, match=r"^sources\[0\]\.kind: 'web' is not supported by the emulator"):
         check_config(web, ccs=["cubic"])
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"delay_node_timer_latency": "75us"}, "delay_node_timer_latency: 75us is not supported by the emulator"),
+        ({"bottleneck": {"rate": "20Mbit", "qdisc": "bfifo", "timer_latency": "5us"}},
+         "bottleneck.timer_latency: 5us is not supported by the emulator"),
+    ],
+)  # fmt: skip
+def test_check_config_refuses_a_modelled_timer_lateness(extra, message):
+    scenario = {"duration": "2s", "bottleneck": {"rate": "20Mbit", "qdisc": "bfifo"},
+                "flows": [{"cc": "cubic", "rtt": "20ms"}], **extra}  # fmt: skip
+    with pytest.raises(EmulationRefused, match="^" + re.escape(message)):
+        check_config(coerce_scenario(scenario).resolve(), ccs=["cubic"])
 
 
 def test_check_config_accepts_the_differential_flows():

@@ -120,7 +120,8 @@ def check_config(config: Mapping[str, Any], ccs: list[str] | None = None) -> Non
     SYN flood) and captures (the binary forwards TCP/UDP flows only), a CC the kernel lacks,
     a ``tcp_ecn`` value it refuses, CC parameters, and host knobs l4slab keeps at the
     kernel default (``mss``, ``init_cwnd``, ``rto_min``, delayed ACKs, ``fq`` pacing,
-    ``ecn_low``, ``receiver_cc``, ``rwnd``, drop injection, reverse flows)."""
+    ``ecn_low``, ``receiver_cc``, ``rwnd``, drop injection, reverse flows), and a modelled
+    host-timer lateness (``delay_node_timer_latency``, ``timer_latency``)."""
     for index, source in enumerate(config.get("sources") or []):
         raise EmulationRefused(
             f"sources[{index}].kind: {source.get('kind')!r} is not supported by the emulator "
@@ -130,6 +131,17 @@ def check_config(config: Mapping[str, Any], ccs: list[str] | None = None) -> Non
         raise EmulationRefused(
             "capture: packet capture is not supported by the emulator (use tcpdump in the namespaces)"
         )
+    # A modelled host-timer lateness has nothing to act on: the emulated path's timers (the
+    # emulator's own, the kernel's hrtimers) fire as this host's fire.
+    lateness = [("delay_node_timer_latency", config.get("delay_node_timer_latency_ns"))]
+    for link in ("bottleneck", "reverse_bottleneck"):
+        lateness.append((f"{link}.timer_latency", (config.get(link) or {}).get("timer_latency_ns")))
+    for name, mean_ns in lateness:
+        if mean_ns:
+            raise EmulationRefused(
+                f"{name}: {mean_ns / 1000:g}us is not supported by the emulator (its timers fire as this "
+                "host's do); leave it unset"
+            )
     available = kernel_ccs() if ccs is None else ccs
     checked_ecn: dict[int, bool] = {}
     for index, flow in enumerate(config.get("flows") or []):
