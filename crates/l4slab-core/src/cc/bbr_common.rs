@@ -18,12 +18,11 @@ pub const BW_UNIT: u64 = 1 << BW_SCALE;
 pub const BBR_SCALE: u32 = 8;
 /// `BBR_UNIT`.
 pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
-/// `SK_PACING_SHIFT` (include/net/sock.h default 10): ≈ 1 ms of data at the pacing rate.
-pub const SK_PACING_SHIFT: u32 = 10;
 /// `MAX_TCP_HEADER` as the BBR files' TSO goal subtracts it (320 B on x86-64).
 pub const MAX_TCP_HEADER: u64 = 320;
-/// `GSO_MAX_SIZE` / `GSO_LEGACY_MAX_SIZE`: 64 KB.
-pub const GSO_MAX_SIZE: u64 = 65_536;
+/// `sk_pacing_shift` and `GSO_LEGACY_MAX_SIZE` (64 KB) as TCP's output path has them: one
+/// definition for TCP and the BBR files.
+pub use crate::tcp::{GSO_MAX_SIZE, SK_PACING_SHIFT};
 const USEC_PER_SEC: u64 = 1_000_000;
 
 /// `after(seq1, seq2)` on the kernel's u32 sequence-space counters.
