@@ -18,7 +18,7 @@ from l4slab import engine
 from l4slab.cli import main
 from l4slab.emulate.compare import OUTSIDE, WITHIN, verdicts
 from l4slab.emulate.parse import ToolOutputError, parse_iperf3, parse_rate_bps, parse_ss
-from l4slab.emulate.preflight import EmulationRefused, check_config, find_binary
+from l4slab.emulate.preflight import EmulationRefused, check_config, find_binary, kernel_sender_notes
 from l4slab.emulate.run import EmuRunResult, _spread, emulator_summary, limited_ms, merge
 from l4slab.scenario import coerce_scenario
 
@@ -155,6 +155,14 @@ def test_check_config_refuses_a_modelled_timer_lateness(extra, message):
                 "flows": [{"cc": "cubic", "rtt": "20ms"}], **extra}  # fmt: skip
     with pytest.raises(EmulationRefused, match="^" + re.escape(message)):
         check_config(coerce_scenario(scenario).resolve(), ccs=["cubic"])
+
+
+def test_kernel_sender_notes_name_a_sender_without_gso_or_deferral():
+    assert kernel_sender_notes(_config(tso=True, tso_defer=True)) == []
+    (note,) = kernel_sender_notes(_config(tso=True))
+    assert note.startswith("flows[0]: the simulated sender has tso_defer = false, the kernel's has GSO")
+    (note,) = kernel_sender_notes(_config())
+    assert "tso = false and tso_defer = false" in note
 
 
 def test_check_config_accepts_the_differential_flows():

@@ -60,6 +60,7 @@ def command(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from ..emulate.compare import compare
+    from ..emulate.preflight import kernel_sender_notes
     from ..errors import ScenarioError
     from ..io import write_bytes
     from ..scenario import load_scenario, parse_override
@@ -80,6 +81,9 @@ def command(args: argparse.Namespace) -> int:
             name = f"seed-{scenario.seed + index}" if backend == "sim" else f"trial-{index}"
             result.write(Path(args.out) / backend / name)
 
+    console = stdout_console(120)
+    for note in kernel_sender_notes(scenario.resolve()):
+        console.print(f"note: {note}", soft_wrap=True)
     rows, _sim, emu = compare(scenario, trials=args.trials, keep=keep, align=args.align)
     records = [row.as_dict() for row in rows]
     if args.json:
@@ -92,7 +96,6 @@ def command(args: argparse.Namespace) -> int:
 
         write_bytes(Path(args.csv), pd.DataFrame(records).to_csv(index=False).encode())
 
-    console = stdout_console(120)
     table = Table(
         title=f"{scenario.name}: simulated ({args.trials} seeds) vs emulated ({args.trials} trials, real kernel TCP)",
         title_justify="left",

@@ -18,7 +18,15 @@ from typing import Any, Mapping
 
 from ..errors import ScenarioError
 
-__all__ = ["EmulationRefused", "find_binary", "find_iperf3", "check_host", "check_config", "kernel_ccs"]
+__all__ = [
+    "EmulationRefused",
+    "find_binary",
+    "find_iperf3",
+    "check_host",
+    "check_config",
+    "kernel_ccs",
+    "kernel_sender_notes",
+]
 
 #: Kernel defaults the emulated hosts keep; a scenario asking for other values needs a knob
 #: l4slab does not set on a real host (each refusal names the field).
@@ -182,3 +190,23 @@ def check_config(config: Mapping[str, Any], ccs: list[str] | None = None) -> Non
                     f"{where}.{name}: net.ipv4.tcp_ecn={value} is refused by this kernel ({os.uname().release}); "
                     "classic ECN values 0-2 are allowed"
                 )
+
+
+def kernel_sender_notes(config: Mapping[str, Any]) -> list[str]:
+    """One line per TCP flow whose simulated sender lacks what every Linux TCP sender has:
+    GSO (forced on TCP sockets since 4.17, commit 0a6b2a1dc2a2) and TSO deferral
+    (``tcp_output.c:tcp_tso_should_defer``). The emulated half runs both whatever the
+    scenario says, so `l4slab compare` would set unlike senders side by side (the engine's
+    defaults are off; docs/fidelity.md, "TSO deferral against the real kernel")."""
+    notes = []
+    for index, flow in enumerate(config.get("flows") or []):
+        if flow.get("kind") != "tcp":
+            continue
+        missing = [name for name in ("tso", "tso_defer") if not flow.get(name)]
+        if missing:
+            off = " and ".join(f"{name} = false" for name in missing)
+            notes.append(
+                f"flows[{index}]: the simulated sender has {off}, the kernel's has GSO and TSO deferral; "
+                "set tso = true, tso_defer = true to compare like with like"
+            )
+    return notes
