@@ -20,9 +20,9 @@ pub const BBR_SCALE: u32 = 8;
 pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
 /// `MAX_TCP_HEADER` as the BBR files' TSO goal subtracts it (320 B on x86-64).
 pub const MAX_TCP_HEADER: u64 = 320;
-/// `sk_pacing_shift` and `GSO_LEGACY_MAX_SIZE` (64 KB) as TCP's output path has them: one
-/// definition for TCP and the BBR files.
-pub use crate::tcp::{GSO_MAX_SIZE, SK_PACING_SHIFT};
+/// `sk_pacing_shift` and `GSO_LEGACY_MAX_SIZE` (64 KB): one definition for TCP and the
+/// BBR files (`cc/mod.rs`).
+pub use super::{GSO_MAX_SIZE, SK_PACING_SHIFT};
 const USEC_PER_SEC: u64 = 1_000_000;
 
 /// `after(seq1, seq2)` on the kernel's u32 sequence-space counters.

@@ -24,6 +24,12 @@ pub mod reno;
 
 /// `snd_ssthresh` before any congestion event (TCP_INFINITE_SSTHRESH).
 pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+/// `sk_pacing_shift` (include/net/sock.h default 10): TSO autosizing and TCP Small Queues
+/// aim at 2^-10 s (≈ 1 ms) of data at the pacing rate. Defined here, at the TCP–CC
+/// boundary, for `tcp/` and for the CCs that size their own skbs (the BBR family).
+pub const SK_PACING_SHIFT: u32 = 10;
+/// `GSO_LEGACY_MAX_SIZE` (64 KB), the default `gso_max_size` of a device; shared as above.
+pub const GSO_MAX_SIZE: u64 = 65_536;
 
 /// Linux's congestion-avoidance states (`enum tcp_ca_state`), in kernel order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]

@@ -68,8 +68,8 @@ pub const TCP_FASTRETRANS_THRESH: u32 = 3;
 /// `tcp_pacing_ss_ratio` / `tcp_pacing_ca_ratio`, percent.
 pub const TCP_PACING_SS_RATIO: u64 = 200;
 pub const TCP_PACING_CA_RATIO: u64 = 120;
-/// `sk_pacing_shift`: TSO autosizing aims at 2^-10 s (≈1 ms) of data per skb.
-pub const SK_PACING_SHIFT: u32 = 10;
+/// `sk_pacing_shift` and `GSO_LEGACY_MAX_SIZE`, shared with the CCs (defined in `cc`).
+pub use crate::cc::{GSO_MAX_SIZE, SK_PACING_SHIFT};
 /// `skb->truesize` beyond the payload of one TCP skb, bytes: the `struct sk_buff` and
 /// `skb_shared_info` plus the linear head (`MAX_TCP_HEADER`) that `tcp_stream_alloc_skb`
 /// allocates (include/linux/skbuff.h `SKB_TRUESIZE`); an approximation on x86-64
@@ -78,8 +78,6 @@ pub const SK_PACING_SHIFT: u32 = 10;
 pub const TSQ_SKB_OVERHEAD: u32 = 856;
 /// `tcp_tso_rtt_log`: autosizing adds GSO_MAX_SIZE >> (min_rtt_us >> 9).
 pub const TCP_TSO_RTT_LOG: u32 = 9;
-/// `GSO_LEGACY_MAX_SIZE` (64 KB), the default `gso_max_size` of a device.
-pub const GSO_MAX_SIZE: u64 = 65_536;
 /// `tcp_min_tso_segs`.
 pub const TCP_MIN_TSO_SEGS: u32 = 2;
 /// `net.ipv4.tcp_tso_win_divisor` default (Documentation/networking/ip-sysctl.rst):

@@ -21,7 +21,7 @@
 
 use super::minmax::Minmax;
 use super::registry::{parse_params, CcDescriptor, ReceiverDefaults};
-use super::{CaEvent, CaState, CcFlags, CcSock, CcState, CongestionControl, RateSample};
+use super::{CaEvent, CaState, CcFlags, CcSock, CcState, CongestionControl, RateSample, SK_PACING_SHIFT};
 use crate::time::Time;
 
 #[cfg(test)]
@@ -42,8 +42,6 @@ pub const HIGH_GAIN: u32 = BBR_UNIT * 2885 / 1000 + 1;
 pub const DRAIN_GAIN: u32 = BBR_UNIT * 1000 / 2885;
 /// `TCP_INIT_CWND` (include/net/tcp.h).
 const TCP_INIT_CWND: u32 = 10;
-/// `sk_pacing_shift` default (include/net/sock.h: 10 ⇒ ~1 ms of data per skb).
-const SK_PACING_SHIFT: u32 = 10;
 /// `GSO_MAX_SIZE - 1 - MAX_TCP_HEADER` (MAX_TCP_HEADER = 320 on x86-64 builds).
 const GSO_GOAL_MAX_BYTES: u64 = 65536 - 1 - 320;
 const USEC_PER_SEC: u64 = 1_000_000;
