@@ -161,7 +161,11 @@ def test_kernel_sender_notes_name_a_sender_without_gso_or_deferral():
     assert kernel_sender_notes(_config(tso=True, tso_defer=True)) == []
     (note,) = kernel_sender_notes(_config(tso=True))
     assert note.startswith("flows[0]: the simulated sender has tso_defer = false, the kernel's has GSO")
-    (note,) = kernel_sender_notes(_config())
+    (note,) = kernel_sender_notes(_config())  # the engine's defaults: GSO on, deferral off
+    assert note.startswith("flows[0]: the simulated sender has tso_defer = false,")
+    (note,) = kernel_sender_notes(_config(tso=False, tso_defer=True))
+    assert note.startswith("flows[0]: the simulated sender has tso = false,")
+    (note,) = kernel_sender_notes(_config(tso=False))
     assert "tso = false and tso_defer = false" in note
 
 

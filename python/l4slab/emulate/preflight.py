@@ -198,11 +198,15 @@ def kernel_sender_notes(config: Mapping[str, Any]) -> list[str]:
     (``tcp_output.c:tcp_tso_should_defer``). The emulated half runs both whatever the
     scenario says, so `l4slab compare` would set unlike senders side by side (the engine's
     ``tso_defer`` is off by default; docs/fidelity.md, "TSO deferral against the real kernel")."""
+    from ..schema import tcp_flow_param
+
+    # An unset knob is the engine's default (its schema: tso on, tso_defer off).
+    default = {name: bool(tcp_flow_param(name).default) for name in ("tso", "tso_defer")}
     notes = []
     for index, flow in enumerate(config.get("flows") or []):
         if flow.get("kind") != "tcp":
             continue
-        missing = [name for name in ("tso", "tso_defer") if not flow.get(name)]
+        missing = [name for name in ("tso", "tso_defer") if not flow.get(name, default[name])]
         if missing:
             off = " and ".join(f"{name} = false" for name in missing)
             notes.append(
