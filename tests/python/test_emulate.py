@@ -169,6 +169,20 @@ def test_kernel_sender_notes_name_a_sender_without_gso_or_deferral():
     assert "tso = false and tso_defer = false" in note
 
 
+def test_the_differential_scenarios_simulate_the_kernels_sender():
+    """`examples/emulator/` and the differential study compare the engine with the kernel,
+    whose TCP always has GSO and TSO deferral: no simulated sender there may lack them."""
+    from l4slab.scenario import load_scenario
+    from l4slab.study.spec import load_study
+
+    examples = sorted((Path(__file__).resolve().parents[2] / "examples" / "emulator").glob("*.toml"))
+    assert len(examples) >= 10
+    for path in examples:
+        assert kernel_sender_notes(load_scenario(path).resolve()) == [], path.name
+    for point in load_study("differential").points:
+        assert kernel_sender_notes(point.config) == [], point.config.get("name")
+
+
 def test_check_config_accepts_the_differential_flows():
     for flow in ({}, {"cc": "reno"}, {"cc": "bbr"}, {"ecn": "classic", "receiver_ecn": "classic"}):
         check_config(_config(**flow), ccs=["reno", "cubic", "bbr"])
