@@ -81,9 +81,6 @@ def command(args: argparse.Namespace) -> int:
             name = f"seed-{scenario.seed + index}" if backend == "sim" else f"trial-{index}"
             result.write(Path(args.out) / backend / name)
 
-    console = stdout_console(120)
-    for note in kernel_sender_notes(scenario.resolve()):
-        console.print(f"note: {note}", soft_wrap=True)
     rows, _sim, emu = compare(scenario, trials=args.trials, keep=keep, align=args.align)
     records = [row.as_dict() for row in rows]
     if args.json:
@@ -96,6 +93,7 @@ def command(args: argparse.Namespace) -> int:
 
         write_bytes(Path(args.csv), pd.DataFrame(records).to_csv(index=False).encode())
 
+    console = stdout_console(120)
     table = Table(
         title=f"{scenario.name}: simulated ({args.trials} seeds) vs emulated ({args.trials} trials, real kernel TCP)",
         title_justify="left",
@@ -114,6 +112,9 @@ def command(args: argparse.Namespace) -> int:
             row.verdict,
         )
     console.print(table)
+    # Under the verdicts they qualify; a refused scenario never gets this far.
+    for note in kernel_sender_notes(scenario.resolve()):
+        console.print(f"note: {note}", soft_wrap=True)
     errors = [s.get("emulator") or {} for s in emu]
     p99 = [e.get("departure_error_p99_us") for e in errors if e.get("departure_error_p99_us") is not None]
     if p99:

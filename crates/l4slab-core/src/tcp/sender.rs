@@ -13,9 +13,13 @@
 //! (a model knob: Linux TCP forces GSO whatever the device offers, commit
 //! 0a6b2a1dc2a2).
 //!
+//! TSO deferral (`tso_defer`) and receiver GRO (`gro`) are options, off by default;
+//! TCP Small Queues acts only with fq on the host (`fq_pacing`).
+//!
 //! Simplifications (docs/engine.md): no SYN/data reordering, no undo of loss
-//! reductions (DSACK/Eifel/F-RTO), no TSO deferral, GRO or TCP Small Queues (the
-//! host queue is the NIC's serialisation only).
+//! reductions (DSACK/Eifel/F-RTO), no write-queue skb boundaries (the 64-KB skbs
+//! `tcp_sendmsg` builds, which `tcp_tso_should_defer`'s "middle in queue" rule and
+//! `tcp_mss_split_point` consult).
 
 pub(super) use super::ecn::{self, AccEcnSender, EcnMode};
 pub(super) use super::rtt::RttEstimator;
