@@ -22,15 +22,26 @@ BUILT_TEST := $(VENV)/.l4slab-built-test
 # like the extension, rebuilt when a Rust source changed.
 EMU_BUILT := $(VENV)/.l4slab-emu-built
 
-.PHONY: demo test test-slow install bench venv clean-venv
+.PHONY: demo test test-slow install bench venv clean-venv kernel kernel-if-possible
 
 ## demo: build l4slab into the project venv (if sources changed) and write results/demo/report/report.{md,html}
 demo: $(BUILT)
 	$(PY) -m l4slab demo --out results/demo
 
+## kernel: the kernel backend's guest (User-Mode Linux 7.x with the project's TCP Prague), built
+## once and cached by the hash of its inputs in ~/.cache/l4slab/kernel (docs/kernel.md)
+kernel: $(BUILT)
+	$(PY) -m l4slab kernel build
+
+# make test builds the guest when the host can (a cache hit takes seconds); where it cannot
+# (no build tools), the kernel backend's tests skip and say why. .ci/run runs `make kernel` first.
+kernel-if-possible: $(BUILT)
+	@$(PY) -m l4slab kernel build || echo "warning: no guest kernel: the kernel backend's tests will skip" >&2
+
 ## test: engine tests (Rust), then the Python tests against the installed package
-## (with the emulator binary built, so the emulated tests run where root and TUN allow)
-test: $(BUILT_TEST) $(EMU_BUILT)
+## (with the emulator binary built, so the emulated tests run where root and TUN allow, and
+## the guest kernel, so the kernel backend's tests run)
+test: $(BUILT_TEST) $(EMU_BUILT) kernel-if-possible
 	cargo test -p l4slab-core -p l4slab-emu --release
 	$(PY) -m pytest -q -m "not slow" tests/python
 

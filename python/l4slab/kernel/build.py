@@ -647,7 +647,7 @@ def _initramfs(target: Path, uapi_include: Path, debs: dict[str, Path], work: Pa
     for name in ("dash", "iperf3", "tcpdump"):
         path = shutil.which(name)
         host_binary(path, path.lstrip("/"))
-    image.symlink("bin/sh", "dash")
+    image.symlink("bin/sh", shutil.which("dash"))
     tools["iperf3"] = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     tools["tcpdump"] = subprocess.run(["tcpdump", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
 

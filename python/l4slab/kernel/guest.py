@@ -132,7 +132,9 @@ def boot(
         (directory / stale).unlink(missing_ok=True)
     (directory / "guest.sh").write_text(script)
 
-    uml_dir = Path(tempfile.mkdtemp(prefix="l4slab-uml-"))
+    # UML maps the guest's memory from a file in $TMPDIR: on tmpfs it stays in RAM.
+    shm = Path("/dev/shm")
+    uml_dir = Path(tempfile.mkdtemp(prefix="l4slab-uml-", dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None))
     cmd = [
         str(kernel.linux),
         f"mem={mem}",
