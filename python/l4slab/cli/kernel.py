@@ -1,11 +1,14 @@
-"""``l4slab kernel build [--update] [--jobs N] [--cc-source FILE ...]`` and ``l4slab kernel status``:
-the kernel backend's guest (docs/kernel.md).
+"""``l4slab kernel build [--update] [--jobs N] [--cc-source FILE ...]``, ``l4slab kernel status`` and
+``l4slab kernel compare DIR``: the kernel backend's guest and the engine-against-kernel table
+(docs/kernel.md).
 
 ``build`` builds the User-Mode Linux kernel and its initramfs from Debian's source and the
 project's files, or finds them in the cache (no network then); it prints progress on
 stderr and, when done, the kernel release and where it is. ``--cc-source`` builds a user's
 own congestion control (``tcp_NAME.c``) in beside the project's. ``status`` says what is
-cached, without building or touching the network. Failures are one line, exit 1."""
+cached, without building or touching the network. ``compare`` joins a study directory (the
+engine) and ``DIR/kernel`` (the same study with ``--backend kernel``) point by point
+(:mod:`l4slab.kernel.differential`). Failures are one line, exit 1 (2 for bad input)."""
 
 from __future__ import annotations
 
@@ -36,12 +39,39 @@ def add_parser(commands) -> None:
     b.add_argument("--quiet", action="store_true", help="no progress lines")
     s = sub.add_parser("status", help="what is cached (no build, no network)", description="What is cached.")
     s.add_argument("--json", action="store_true", help="print the cached build's kernel.json")
+    c = sub.add_parser(
+        "compare",
+        help="the engine against the kernel: a study run on both backends, per point and metric",
+        description=(
+            "Compare a study directory (the engine's runs) with DIR/kernel (the same study with --backend kernel): "
+            "per point and metric the engine's mean beside the kernel's mean and trial spread, with a verdict."
+        ),
+    )
+    c.add_argument("dir", metavar="DIR", help="the engine's study directory (the kernel's is DIR/kernel)")
+    c.add_argument("--kernel-dir", metavar="KDIR", help="the kernel backend's study directory (default DIR/kernel)")
+    c.add_argument("--markdown", metavar="FILE", help="write the fidelity table as Markdown")
+    c.add_argument("--csv", metavar="FILE", help="write every compared row as CSV")
 
 
 def command(args: argparse.Namespace) -> int:
     from ..errors import ScenarioError
     from ..kernel import build as kb
 
+    if args.kernel_command == "compare":
+        from ..kernel import differential
+
+        frame = differential.compare(args.dir, args.kernel_dir)
+        text = differential.table_markdown(frame)
+        if args.markdown:
+            from ..io import write_text
+
+            write_text(args.markdown, text)
+        if args.csv:
+            from ..io import write_text
+
+            write_text(args.csv, frame.to_csv(index=False))
+        print(text, end="")
+        return EXIT_OK
     if args.kernel_command == "status":
         kernel = kb.find_cached()
         if kernel is None:
