@@ -1,0 +1,194 @@
+"""One kernel-backend run: the scenario on the real Linux L4S stack in a UML guest in
+virtual time, its results in the engine's schema.
+
+Order of a run (docs/kernel.md):
+
+1. resolve the scenario as ``l4slab run`` does; refuse what the kernel cannot honour
+   (:func:`l4slab.kernel.testbed.check_config`, one line, before anything is started);
+2. the guest kernel: the cached build for the project's files, or a build on first use
+   (:func:`l4slab.kernel.build.ensure_kernel`);
+3. the testbed script (:func:`l4slab.kernel.testbed.plan`), the flows' start jitter drawn
+   as the engine draws it for the seed;
+4. one boot (:func:`l4slab.kernel.guest.boot`) in a private temporary directory, bounded
+   in virtual time (the scenario's duration + 60 s) and in wall time;
+5. the probe's samples and the tools' counters become the raw results of a
+   :class:`KernelRunResult` (:func:`l4slab.kernel.collect.collect`); the temporary
+   directory is removed (``L4SLAB_KERNEL_KEEP_WORK=1`` keeps it for inspection).
+
+Refusals raise :class:`~l4slab.kernel.testbed.KernelRefused` (a ScenarioError: exit 2);
+a guest that hangs, crashes or fails its script raises an
+:class:`~l4slab.errors.EngineError` with one line.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ..errors import EngineError, ScenarioError
+from ..io import write_json
+from ..results import RunResult, _json_safe
+from ..rundir import write_run
+from ..scenario import Scenario, coerce_scenario
+from .testbed import KernelRefused, check_config, plan
+
+__all__ = ["run_kernel", "KernelRunResult", "KernelRefused", "check_supported", "kernel_summary", "resolve"]
+
+#: Virtual seconds the guest script gets beyond the scenario's duration (setup, teardown).
+SETUP_MARGIN_S = 60.0
+
+
+@dataclass
+class KernelRunResult(RunResult):
+    """A kernel-backend run: a :class:`~l4slab.results.RunResult` whose summary also says
+    ``backend = "kernel"`` and carries a ``kernel`` block (the guest's kernel release, its
+    wall time, the virtual time it ran, probe ticks skipped, per-flow measurements the
+    engine's schema has no place for)."""
+
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        summary = dict(super().summary)
+        summary["backend"] = "kernel"
+        summary["kernel"] = _json_safe(kernel_summary(self.meta))
+        return summary
+
+    def write(self, out_dir) -> Path:
+        """``kernel_meta.json`` first, then the run files with ``summary.json`` last (complete)."""
+        directory = Path(out_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "summary.json").unlink(missing_ok=True)
+        write_json(directory / "kernel_meta.json", _json_safe(self.meta))
+        return write_run(self, directory)
+
+
+def kernel_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary's ``kernel`` block."""
+    flows = meta.get("flows") or []
+    return {
+        "release": meta.get("release"),
+        "guest_wall_s": meta.get("guest_wall_s"),
+        "virtual_duration_s": meta.get("virtual_duration_s"),
+        "probe_ticks_skipped": meta.get("probe_ticks_skipped"),
+        "probe_errors": meta.get("probe_errors"),
+        "softnet_dropped": meta.get("softnet_dropped"),
+        "modules": [f.get("module") for f in flows],
+        "flow_data_start_s": [f.get("data_start_s") for f in flows],
+        "rwnd_limited_ms": [f.get("rwnd_limited_ms") for f in flows],
+        "sndbuf_limited_ms": [f.get("sndbuf_limited_ms") for f in flows],
+        "accecn_opt_seen": [f.get("accecn_opt_seen") for f in flows],
+        "sojourn": "time-sampled at every bin (dualpi2 delay_c/delay_l, pie delay, else backlog/rate)",
+    }
+
+
+def resolve(scenario: Any, *, seed: int | None = None, overrides: Mapping[str, Any] | None = None):
+    """(validated scenario, resolved config) as ``l4slab run`` makes them."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
+        raise ScenarioError(f"seed: {seed!r} is not an integer in 0..2^64-1")
+    validated: Scenario = coerce_scenario(scenario, dict(overrides or {}) or None)
+    if seed is not None:
+        validated = validated.model_copy(update={"seed": seed})
+    return validated, validated.resolve()
+
+
+def check_supported(scenario: Any) -> None:
+    """Refusals only (no kernel, no guest): raises :class:`KernelRefused`."""
+    validated, config = resolve(scenario)
+    check_config(config, validated)
+
+
+def run_kernel(
+    scenario: Any,
+    *,
+    seed: int | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    kernel: Any = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    wall_limit_s: float | None = None,
+    progress: bool = False,
+    log: Callable[[str], None] | None = None,
+) -> KernelRunResult:
+    """Run ``scenario`` (a path, TOML string, dict or :class:`Scenario`) on the guest
+    kernel (``kernel``: a :class:`~l4slab.kernel.build.Kernel`; default the cached build,
+    built on first use with ``progress`` shown); return a :class:`KernelRunResult`.
+
+    ``work_dir``: the guest's run directory (kept); default a temporary directory removed
+    at the end. ``wall_limit_s``: the host wall bound of the boot (default
+    :func:`l4slab.kernel.guest.default_wall_limit`)."""
+    validated, config = resolve(scenario, seed=seed, overrides=overrides)
+    check_config(config, validated)
+    say = log or (lambda _message: None)
+    from .collect import collect
+    from .guest import boot
+
+    if kernel is None:
+        from .build import ensure_kernel
+
+        kernel = ensure_kernel(progress=progress)
+    testbed = plan(validated, config)
+    own_work = work_dir is None
+    work = Path(tempfile.mkdtemp(prefix="l4slab-kernel-")) if own_work else Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    previous_term = None
+
+    def on_term(_signum, _frame):  # SIGTERM ends the run like Ctrl-C: the guest is killed, the directory removed
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        previous_term = signal.signal(signal.SIGTERM, on_term)
+    started = time.monotonic()
+    try:
+        release = getattr(kernel, "release", "?")
+        say(f"guest: linux {release}, {len(testbed.flows)} flows, {config['duration_ns'] / 1e9:g} s")
+        guest = boot(kernel, work, testbed.script, limit_s=testbed.limit_s, wall_limit_s=wall_limit_s)
+        if guest.rc != 0:
+            raise EngineError(_guest_error(work, guest.rc, guest.log, testbed.limit_s))
+        raw, measured = collect(testbed, config, work)
+        meta = {
+            "release": guest.release or getattr(kernel, "release", None),
+            "guest_wall_s": guest.wall_s,
+            "kernel": dict(getattr(kernel, "meta", {}) or {}),
+            "qdisc": " ".join(testbed.qdisc),
+            "reverse_qdisc": None if testbed.reverse_qdisc is None else " ".join(testbed.reverse_qdisc),
+            "sysctls": testbed.sysctls,
+            "launch_s": [f.launch_ns / 1e9 for f in testbed.flows],
+            **measured,
+        }
+        return KernelRunResult(
+            scenario=validated,
+            config=config,
+            raw=raw,
+            wall_s=time.monotonic() - started,
+            engine_version=f"linux {meta['release']} (l4slab kernel backend)",
+            meta=meta,
+        )
+    finally:
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
+        if own_work and not os.environ.get("L4SLAB_KERNEL_KEEP_WORK"):
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _guest_error(work: Path, rc: int, log: str, limit_s: float) -> str:
+    """One line for a guest script that did not finish cleanly."""
+    try:
+        reason = (work / "error.txt").read_text(errors="replace").strip().splitlines()[0]
+    except (OSError, IndexError):
+        reason = ""
+    if not reason:
+        lines = [line.strip() for line in log.splitlines() if line.strip()]
+        reason = lines[-1] if lines else ""
+    if rc == 137:
+        return f"kernel guest: the testbed script was killed at its virtual-time bound of {limit_s:g} s" + (
+            f" (last: {reason})" if reason else ""
+        )
+    return f"kernel guest: the testbed script failed (exit status {rc}): {reason or 'no message'}"

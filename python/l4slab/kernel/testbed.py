@@ -1,0 +1,734 @@
+"""A scenario as a testbed inside the kernel backend's guest: the guest's shell script.
+
+:func:`plan` turns a validated scenario and its resolved engine config into a
+:class:`Testbed`: the ``/bin/sh`` (dash) script the guest runs as ``/l4slab/guest.sh``
+(:func:`l4slab.kernel.guest.boot`) and what :mod:`.collect` needs to read its outputs.
+:func:`check_config` refuses, in one line naming the field, the value and what is allowed,
+every scenario field the real kernel cannot honour; nothing is silently ignored.
+
+The testbed (every address and device exists only inside the guest, which has no NIC)::
+
+    s<i> --veth-- rtr ==[bn: htb rate R burst B + the qdisc]==> dly --veth-- r<i>
+     eth0   (rtr:s<i> netem: ACK-path delay)            (dly:r<i> netem: data-path delay)
+                        <==[rv: reverse_bottleneck, if any]==
+
+* one sender namespace ``s<i>`` and one receiver namespace ``r<i>`` per flow (so each flow
+  has its own sysctls, routes and ``nstat`` counters); ``rtr`` holds the bottleneck on its
+  egress ``bn`` towards ``dly``, the delay node, which fans out to the receivers;
+* each flow's base RTT is two netem delays: ``fwd_delay`` (default rtt/2) on ``dly``'s egress
+  to ``r<i>`` (the data direction) and ``rtt - fwd_delay`` on ``rtr``'s egress to ``s<i>``
+  (the ACK direction), both ``limit 1000000`` packets. The engine puts the forward share
+  before the bottleneck; here it comes after it, as on the PAM 2025 testbed, whose delay
+  node sits between router and receiver. A constant delay's place in the loop changes no
+  queue dynamics, only when a flow's first packet reaches the bottleneck (by ``fwd_delay``);
+* the bottleneck: ``tc qdisc add dev bn root handle 1: htb default 1``,
+  ``tc class add dev bn parent 1: classid 1:1 htb rate R ceil R burst B cburst B`` and the
+  child ``tc qdisc add dev bn parent 1:1 handle 10: <qdisc>``, where ``<qdisc>`` is the
+  resolved engine qdisc written with every parameter explicit (:func:`qdisc_words`);
+* traffic: ``iperf3 -s -1`` in each ``r<i>``, ``iperf3 -c`` in each ``s<i>`` launched at the
+  flow's ``start`` plus the engine's own start-jitter draw (:func:`engine_start_offsets_ns`:
+  the same numbers the engine uses for this seed), stopped with SIGTERM at ``stop``;
+* sampling: ``l4slab-probe`` every ``bin`` from t0 (tick 0) to ``duration`` (tick
+  duration/bin), tcp_info of every socket in the flows' namespaces and the qdisc/class
+  statistics of ``rtr:bn`` (and ``dly:rv``); t0 is the probe's first tick. The guest runs
+  with ``time-travel=inf-cpu``, so the processes the script starts cost no virtual time and
+  every launch, stop and tick happens at its exact virtual instant.
+
+Field mapping (every scenario field; ``refused`` = :class:`KernelRefused`, one line)
+
+============================== ===================================================================
+scenario field                 kernel backend
+============================== ===================================================================
+name, seed, label              kept; ``seed`` also selects the engine's start-jitter draw
+duration                       probe ``--duration``; everything is stopped at its end
+bin                            probe ``--interval`` (the series' bins are the probe's ticks)
+warmup                         summary window ``[warmup, duration)`` (:mod:`.collect`)
+start_jitter                   the engine's own draw for the seed, added to each launch
+trace_sojourn = true           refused (no per-packet trace of a real qdisc)
+delay_node_timer_latency > 0   refused (the guest's netem fires as its kernel's timers do)
+capture                        refused
+[[sources]] (web, syn_flood)   refused (iperf3 runs bulk flows only)
+bottleneck.rate                ``htb rate R ceil R`` in bit/s, exact
+bottleneck.burst               ``burst B cburst B`` (bytes; tc's own default is also 1600 B)
+bottleneck.qdisc, buffer       the resolved qdisc, every parameter explicit (see below)
+bottleneck.access_rate         only the default 10 Gbit/s, as unshaped veth (refused otherwise):
+                               a 10 Gbit/s serialiser adds 1.2 us per 1514-B frame
+bottleneck.timer_latency > 0   refused (the HTB watchdog fires as the guest kernel's)
+bottleneck.bdp_rtt             used by the resolution of ``bdp`` sizes only
+reverse_bottleneck             the same htb + qdisc on ``dly``'s egress ``rv`` (ACK direction)
+flows.count                    expanded: one sender and one receiver namespace per flow
+flows.rtt, fwd_delay           netem delays, ns resolution (see above)
+flows.start, stop              launch at start + jitter; SIGTERM to iperf3 at stop
+flows.direction = reverse      refused
+kind = "udp"                   refused
+flows.cc                       reno, cubic, dctcp, bbr (BBRv1), prague: the kernel module of
+                               that name, as ``net.ipv4.tcp_congestion_control`` of the
+                               sender's namespace (iperf3 gets no ``-C``: it would pass the
+                               CC to the receiving socket too); prague-v06, bbr2, bbr2-l4s,
+                               bbr3 refused
+flows.cc_params                prague ``{ecn_fallback = 1, fallback_constants = "pam2025"}``:
+                               the module ``prague_pam``; any parameter at the engine's
+                               default is accepted; anything else refused (module parameters
+                               are global, not per flow)
+flows.receiver_cc              ``tcp_congestion_control`` of the receiver's namespace
+                               (default cubic, as the engine's receiver)
+flows.receiver_cc_params       refused
+flows.ecn, receiver_ecn        ``net.ipv4.tcp_ecn`` of the sender's / receiver's namespace
+flows.ecn_option               ``net.ipv4.tcp_ecn_option`` of both namespaces
+flows.bytes                    ``iperf3 -n``
+flows.mss                      ``advmss mss+12`` on both hosts' routes (12 = timestamps);
+                               larger than 1448 refused (the veth MTU is 1500)
+flows.init_cwnd                ``initcwnd`` on the sender's route
+flows.rto_min                  ``rto_min`` on the sender's route (locked); only whole jiffies of
+                               the guest's HZ = 100 (10 ms), others refused
+flows.rwnd                     ``window`` on the receiver's route (its window clamp,
+                               tcp_minisocks.c:tcp_openreq_init_rwin)
+flows.delayed_ack = false      ``quickack 1`` on the receiver's route; true: Linux's own
+flows.drop_segments            refused (a simulator test aid)
+flows.fq_pacing = true         ``fq`` (defaults) as the sender's root qdisc; false/unset: the
+                               veth's ``noqueue`` (TCP paces internally where the CC asks)
+flows.tso, tso_defer           unset or true: Linux's own (TCP always builds GSO skbs and
+                               defers, tcp_output.c:tcp_tso_should_defer); false refused.
+                               The sender's veth has ``ethtool -K tso off gso off``, so the
+                               stack segments in software at transmit and the router sees
+                               wire-sized packets, as behind a real NIC
+flows.gro                      unset or false: the veth's default (GRO off); true refused
+flows.rx_usecs, sender_rx_usecs unset or 0 only (veth has no interrupt moderation)
+flows.receiver_kernel          mainline only (l4steam refused)
+flows.ecn_low = true           refused (mainline has no ``features ecn_low``)
+============================== ===================================================================
+
+Qdiscs: ``bfifo``, ``pfifo``, ``pie``, ``codel``, ``fq_codel``, ``fq`` and ``dualpi2`` with
+every parameter as the engine resolved it. Engine-only words are refused when set:
+``dualpi2 variant l4steam`` (the guest runs mainline's dualpi2), ``codel``/``fq_codel``
+``uptime`` (the guest's clock starts at boot). ``fq``: Linux 7.2's fq always has the
+>= 6.7 fast path, so an explicit ``nofastpath`` is refused and ``fastpath`` is honoured;
+left unset, the kernel's own fq (with the fast path) runs.
+
+Host settings the engine does not have and the guest sets: ``net.ipv4.tcp_no_metrics_save
+= 1`` (no metrics cached across connections); ``tcp_rmem``/``tcp_wmem`` keep Linux's
+defaults unless ``2 * rate * (max rtt + 200 ms)`` is larger, which then becomes their
+maximum (so neither window is buffer-limited where the engine's is not; the summary's
+``kernel`` block reports the time each sender was rwnd- or sndbuf-limited).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .. import units
+from ..errors import ScenarioError
+
+__all__ = [
+    "KernelRefused",
+    "FlowPlan",
+    "Testbed",
+    "KERNEL_CCS",
+    "PRAGUE_PAM_PARAMS",
+    "check_config",
+    "kernel_cc",
+    "qdisc_words",
+    "engine_start_offsets_ns",
+    "plan",
+    "MAX_FLOWS",
+]
+
+
+class KernelRefused(ScenarioError):
+    """A scenario field the kernel backend cannot honour; one line, exit 2."""
+
+
+#: Engine CC name → the guest kernel's module of the same algorithm.
+KERNEL_CCS = {"reno": "reno", "cubic": "cubic", "dctcp": "dctcp", "bbr": "bbr", "prague": "prague"}
+#: Engine CCs the guest kernel has no module for, with what to use instead.
+_NO_KERNEL_CC = {
+    "prague-v06": "the kernel has Prague v0.7 (prague) and the PAM-2025 hybrid (prague with cc_params "
+    "{ecn_fallback = 1, fallback_constants = 'pam2025'})",
+    "bbr2": "the kernel has BBRv1 (bbr)",
+    "bbr2-l4s": "the kernel has BBRv1 (bbr)",
+    "bbr3": "the kernel has BBRv1 (bbr)",
+}
+#: engine ``prague`` with these cc_params = the kernel's ``prague_pam`` module.
+PRAGUE_PAM_PARAMS = {"ecn_fallback": 1, "fallback_constants": "pam2025"}
+#: One sender and one receiver namespace per flow; addresses 10.1.i.0/24 and 10.2.i.0/24.
+MAX_FLOWS = 64
+#: The guest kernel's HZ (UML x86_64 defconfig): jiffies-based route metrics round to it.
+GUEST_HZ = 100
+#: Namespaces one l4slab-probe samples (probe.c MAX_NS, 32 in all, two kept for qdiscs).
+PROBE_NS = 30
+#: Engine flow knobs at Linux's own behaviour when unset or at these values.
+_KERNEL_OWN = {"tso": (True,), "tso_defer": (True,), "gro": (False,), "rx_usecs_ns": (0,), "sender_rx_usecs_ns": (0,)}
+#: Largest engine mss the 1500-byte veth MTU carries with timestamps (1500 - 20 - 20 - 12).
+MAX_MSS = 1448
+#: netem ``limit``: far above anything a run can hold in flight.
+NETEM_LIMIT = 1_000_000
+#: Linux's tcp_rmem / tcp_wmem defaults (Documentation/networking/ip-sysctl.rst).
+LINUX_RMEM = (4096, 131072, 6291456)
+LINUX_WMEM = (4096, 16384, 4194304)
+#: First iperf3 port; flow i listens on BASE_PORT + i.
+BASE_PORT = 5201
+
+
+def _refuse(where: str, value: Any, allowed: str) -> KernelRefused:
+    shown = value if isinstance(value, str) else repr(value)
+    return KernelRefused(f"{where}: {shown} is not supported by the kernel backend; {allowed}")
+
+
+# --- congestion controls -------------------------------------------------------------------------
+
+
+def _cc_param_defaults(cc: str) -> dict[str, Any]:
+    from ..schema import engine_schema
+
+    spec = engine_schema().congestion_controls.get(cc)
+    return {} if spec is None else {name: p.default for name, p in spec.params.items()}
+
+
+def kernel_cc(flow: Mapping[str, Any], where: str) -> str:
+    """The guest kernel's module for an engine TCP flow (``cc`` and ``cc_params``)."""
+    cc = flow.get("cc")
+    if cc in _NO_KERNEL_CC:
+        raise _refuse(f"{where}.cc", cc, _NO_KERNEL_CC[cc])
+    if cc not in KERNEL_CCS:
+        raise _refuse(f"{where}.cc", cc, f"allowed: {', '.join(KERNEL_CCS)}")
+    params = dict(flow.get("cc_params") or {})
+    module = KERNEL_CCS[cc]
+    if cc == "prague" and all(params.get(k) == v for k, v in PRAGUE_PAM_PARAMS.items()):
+        module = "prague_pam"
+        for key in PRAGUE_PAM_PARAMS:
+            params.pop(key)
+    defaults = _cc_param_defaults(cc)
+    for key, value in params.items():
+        if key not in defaults or value != defaults[key]:
+            allowed = "parameters at the engine's defaults"
+            if cc == "prague":
+                allowed += " or {ecn_fallback = 1, fallback_constants = 'pam2025'} (the prague_pam module)"
+            raise _refuse(
+                f"{where}.cc_params.{key}",
+                value,
+                f"allowed: {allowed}; module parameters are global in a kernel, not per flow",
+            )
+    return module
+
+
+# --- qdiscs ---------------------------------------------------------------------------------
+
+
+def _user_qdisc_params(scenario: Any, which: str) -> Mapping[str, Any]:
+    link = getattr(scenario, which, None) if scenario is not None else None
+    request = getattr(link, "qdisc", None)
+    return dict(getattr(request, "params", {}) or {})
+
+
+def qdisc_words(qdisc: Mapping[str, Any], where: str, given: Mapping[str, Any] | None = None) -> list[str]:
+    """``tc qdisc add ... <words>`` for a resolved engine qdisc: every parameter explicit,
+    engine-only words refused when set (``given``: what the scenario wrote, for ``fq``'s
+    ``fastpath``, whose engine default differs from Linux 7.2's behaviour)."""
+    from ..qdisc import REGISTRY
+
+    kind = qdisc.get("kind")
+    spec = REGISTRY.get(kind or "")
+    if spec is None:
+        raise _refuse(f"{where}", kind, f"allowed: {', '.join(REGISTRY)}")
+    given = dict(given or {})
+    if kind == "bfifo":
+        return ["bfifo", "limit", str(int(qdisc["limit_bytes"]))]
+    values = spec.resolved_values(qdisc)
+    words = [kind]
+    for param in spec.params:
+        value = values.get(param.name)
+        if kind == "dualpi2" and param.name == "variant":
+            if value not in (None, "mainline"):
+                raise _refuse(f"{where}.variant", value, "the guest runs mainline's dualpi2 (variant mainline)")
+            continue
+        if kind in ("codel", "fq_codel") and param.name == "uptime":
+            if value is not None:
+                raise _refuse(
+                    f"{where}.uptime",
+                    units.format_time(int(value)),
+                    "the guest's clock starts at its boot; leave it unset",
+                )
+            continue
+        if kind == "fq" and param.name == "fastpath":
+            if "fastpath" in given and given["fastpath"] is False:
+                raise _refuse(
+                    f"{where}.fastpath",
+                    "nofastpath",
+                    "Linux 7.2's fq always has the >= 6.7 fast path; write fastpath or leave it unset",
+                )
+            continue
+        if value is None:
+            continue
+        if isinstance(value, list):
+            value = tuple(value)
+        if param.is_flag:
+            words.append(param.keyword_for(value))
+        else:
+            words += [param.name, param.format(value)]
+    return words
+
+
+# --- the engine's start jitter ----------------------------------------------------------------
+
+
+def engine_start_offsets_ns(config: Mapping[str, Any]) -> list[int]:
+    """Each flow's start offset in [0, start_jitter], ns, as the engine draws it for this
+    seed (``traffic/scenario.rs``: ``start + jitter.below_inclusive(start_jitter)`` from the
+    seed's ``StartJitter`` stream, flow by flow): read off a run of the same flows, all at
+    start 0, just long enough for every draw (the draws do not depend on the start)."""
+    from .. import engine
+
+    jitter = int(config.get("start_jitter_ns", 0))
+    flows = config.get("flows") or []
+    if jitter == 0 or not flows:
+        return [0] * len(flows)
+    probe = copy.deepcopy(dict(config))
+    for flow in probe["flows"]:
+        flow["start_ns"] = 0
+        flow.pop("stop_ns", None)
+        flow.pop("bytes", None)
+    probe.pop("sources", None)
+    probe.pop("capture", None)
+    probe["trace_sojourn"] = False
+    probe["duration_ns"] = jitter + 1_000_000
+    probe["bin_ns"] = probe["duration_ns"]
+    probe["warmup_ns"] = 0
+    raw, _wall = engine.simulate(probe)
+    starts = {int(f["id"]): f.get("start_s") for f in raw.get("flows") or []}
+    out = []
+    for index in range(len(flows)):
+        value = starts.get(index)
+        out.append(0 if value is None else max(0, min(jitter, int(round(float(value) * 1e9)))))
+    return out
+
+
+# --- refusals -----------------------------------------------------------------------------------
+
+
+def check_config(config: Mapping[str, Any], scenario: Any = None) -> None:
+    """Refuse (:class:`KernelRefused`, one line naming field, value and what is allowed)
+    every field of the resolved ``config`` the kernel backend cannot honour. ``scenario``
+    (the validated :class:`~l4slab.scenario.Scenario`) tells what the user wrote where the
+    resolved config holds engine defaults."""
+    for index, source in enumerate(config.get("sources") or []):
+        raise _refuse(f"sources[{index}].kind", source.get("kind"), "the kernel backend runs [[flows]] (bulk TCP)")
+    if config.get("capture") is not None:
+        raise _refuse("capture", "a capture", "leave [capture] unset (no per-packet capture in the guest yet)")
+    if config.get("trace_sojourn"):
+        raise _refuse("trace_sojourn", True, "a real qdisc has no per-packet sojourn trace; leave it false")
+    if config.get("delay_node_timer_latency_ns"):
+        raise _refuse(
+            "delay_node_timer_latency",
+            units.format_time(int(config["delay_node_timer_latency_ns"])),
+            "the guest's netem fires as its kernel's timers do; leave it unset",
+        )
+    flows = config.get("flows") or []
+    if len(flows) > MAX_FLOWS:
+        raise _refuse(
+            "flows", f"{len(flows)} flows", f"at most {MAX_FLOWS} (one sender and one receiver namespace each)"
+        )
+    for which in ("bottleneck", "reverse_bottleneck"):
+        link = config.get(which)
+        if link is None:
+            continue
+        if link.get("timer_latency_ns"):
+            raise _refuse(
+                f"{which}.timer_latency",
+                units.format_time(int(link["timer_latency_ns"])),
+                "the guest's HTB watchdog fires as its kernel's timers do; leave it unset",
+            )
+        if int(link.get("access_rate_bps", 10_000_000_000)) != 10_000_000_000:
+            raise _refuse(
+                f"{which}.access_rate",
+                units.format_rate(int(link["access_rate_bps"])),
+                "only the default 10Gbit (the hosts' veth links have no rate)",
+            )
+        qdisc_words(link["qdisc"], f"{which}.qdisc", _user_qdisc_params(scenario, which))
+    for index, flow in enumerate(flows):
+        where = f"flows[{index}]"
+        if flow.get("kind") != "tcp":
+            raise _refuse(
+                f"{where}.kind", flow.get("kind"), "allowed: tcp (UDP sources are not run by the kernel backend)"
+            )
+        if flow.get("reverse"):
+            raise _refuse(f"{where}.direction", "reverse", "allowed: forward")
+        kernel_cc(flow, where)
+        receiver_cc = flow.get("receiver_cc")
+        if receiver_cc is not None and receiver_cc not in KERNEL_CCS:
+            raise _refuse(f"{where}.receiver_cc", receiver_cc, f"allowed: {', '.join(KERNEL_CCS)}")
+        if flow.get("receiver_cc_params"):
+            raise _refuse(
+                f"{where}.receiver_cc_params",
+                flow["receiver_cc_params"],
+                "module parameters are global; leave it unset",
+            )
+        for name, allowed in _KERNEL_OWN.items():
+            if name in flow and flow[name] not in allowed:
+                shown = units.format_time(int(flow[name])) if name.endswith("_ns") else flow[name]
+                field_name = name.removesuffix("_ns")
+                own = {
+                    "tso": "Linux TCP always builds GSO skbs; leave it unset or true",
+                    "tso_defer": "Linux TCP always defers (tcp_tso_should_defer); leave it unset or true",
+                    "gro": "the receivers' veth has GRO off; leave it unset or false",
+                }.get(name, "veth has no interrupt moderation; leave it unset or 0")
+                raise _refuse(f"{where}.{field_name}", shown, own)
+        if flow.get("drop_segments"):
+            raise _refuse(f"{where}.drop_segments", flow["drop_segments"], "drop injection is a simulator test aid")
+        if flow.get("receiver_kernel", "mainline") != "mainline":
+            raise _refuse(
+                f"{where}.receiver_kernel", flow["receiver_kernel"], "the guest runs mainline (allowed: mainline)"
+            )
+        if flow.get("ecn_low"):
+            raise _refuse(f"{where}.ecn_low", True, "mainline has no route feature ecn_low; leave it unset or false")
+        mss = flow.get("mss")
+        if mss is not None and int(mss) > MAX_MSS:
+            raise _refuse(f"{where}.mss", mss, f"at most {MAX_MSS} bytes (the veth MTU is 1500 B, timestamps on)")
+        rto_min = flow.get("rto_min_ns")
+        if rto_min is not None and int(rto_min) % (1_000_000_000 // GUEST_HZ):
+            raise _refuse(
+                f"{where}.rto_min",
+                units.format_time(int(rto_min)),
+                f"a whole number of the guest's jiffies ({1000 // GUEST_HZ}ms at HZ={GUEST_HZ}), e.g. '200ms'",
+            )
+
+
+# --- the plan -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FlowPlan:
+    """One flow of the testbed."""
+
+    id: int
+    cc: str  # kernel module
+    sender_ns: str
+    receiver_ns: str
+    sender_addr: str
+    receiver_addr: str
+    port: int
+    #: Launch of iperf3 -c, ns after t0 (start + the engine's jitter draw).
+    launch_ns: int
+    #: SIGTERM to iperf3 -c, ns after t0 (None: runs to the end).
+    stop_ns: int | None
+    fwd_delay_ns: int
+    rev_delay_ns: int
+    bytes: int | None
+    receiver_cc: str
+
+
+@dataclass
+class Testbed:
+    """The guest script and what the collector needs to read the run."""
+
+    script: str
+    flows: list[FlowPlan]
+    duration_ns: int
+    bin_ns: int
+    #: probe output files in the run directory, the first also samples the qdiscs
+    probe_files: list[str]
+    #: (namespace, device) of the bottleneck and, if any, the reverse bottleneck
+    bottleneck: tuple[str, str]
+    reverse_bottleneck: tuple[str, str] | None
+    #: virtual-time bound of the guest script, s
+    limit_s: float
+    qdisc: list[str] = field(default_factory=list)
+    reverse_qdisc: list[str] | None = None
+    sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def _ns_time(ns: int) -> str:
+    return f"{int(ns)}ns"
+
+
+def _seconds(ns: int) -> str:
+    """A sleep argument: busybox sleep takes fractional seconds (nanosleep)."""
+    text = f"{ns / 1e9:.9f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def _buffer_max(config: Mapping[str, Any]) -> int:
+    rate = int(config["bottleneck"]["rate_bps"])
+    rtt = max((int(f.get("rtt_ns", 0)) for f in config.get("flows") or []), default=0)
+    return int(2 * rate / 8 * (rtt / 1e9 + 0.2))
+
+
+def plan(scenario: Any, config: Mapping[str, Any], offsets_ns: Sequence[int] | None = None) -> Testbed:
+    """The guest script for ``config`` (resolved from ``scenario``); refuses first."""
+    check_config(config, scenario)
+    flows_cfg = config.get("flows") or []
+    offsets = list(offsets_ns) if offsets_ns is not None else engine_start_offsets_ns(config)
+    duration = int(config["duration_ns"])
+    bin_ns = int(config["bin_ns"])
+    flows: list[FlowPlan] = []
+    for i, flow in enumerate(flows_cfg):
+        rtt = int(flow["rtt_ns"])
+        fwd = int(flow["fwd_delay_ns"]) if flow.get("fwd_delay_ns") is not None else rtt // 2
+        stop = flow.get("stop_ns")
+        launch = int(flow.get("start_ns", 0)) + int(offsets[i] if i < len(offsets) else 0)
+        flows.append(
+            FlowPlan(
+                id=i,
+                cc=kernel_cc(flow, f"flows[{i}]"),
+                sender_ns=f"s{i}",
+                receiver_ns=f"r{i}",
+                sender_addr=f"10.1.{i}.1",
+                receiver_addr=f"10.2.{i}.1",
+                port=BASE_PORT + i,
+                launch_ns=launch,
+                stop_ns=None if stop is None or int(stop) >= duration else int(stop),
+                fwd_delay_ns=fwd,
+                rev_delay_ns=rtt - fwd,
+                bytes=None if flow.get("bytes") is None else int(flow["bytes"]),
+                receiver_cc=flow.get("receiver_cc") or "cubic",
+            )
+        )
+    bottleneck = config["bottleneck"]
+    qdisc = qdisc_words(bottleneck["qdisc"], "bottleneck.qdisc", _user_qdisc_params(scenario, "bottleneck"))
+    reverse = config.get("reverse_bottleneck")
+    reverse_qdisc = (
+        None
+        if reverse is None
+        else qdisc_words(
+            reverse["qdisc"], "reverse_bottleneck.qdisc", _user_qdisc_params(scenario, "reverse_bottleneck")
+        )
+    )
+    buffer_max = _buffer_max(config)
+    rmem = (LINUX_RMEM[0], LINUX_RMEM[1], max(LINUX_RMEM[2], buffer_max))
+    wmem = (LINUX_WMEM[0], LINUX_WMEM[1], max(LINUX_WMEM[2], buffer_max))
+
+    sysctls: dict[str, dict[str, str]] = {}
+    for f, cfg in zip(flows, flows_cfg, strict=True):
+        common = {"tcp_no_metrics_save": "1"}
+        if rmem != LINUX_RMEM:
+            common["tcp_rmem"] = " ".join(map(str, rmem))
+        if wmem != LINUX_WMEM:
+            common["tcp_wmem"] = " ".join(map(str, wmem))
+        if cfg.get("ecn_option") is not None:
+            common["tcp_ecn_option"] = str(int(cfg["ecn_option"]))
+        sysctls[f.sender_ns] = {
+            **common,
+            "tcp_ecn": str(int(cfg.get("ecn", 2))),
+            "tcp_congestion_control": f.cc,
+        }
+        sysctls[f.receiver_ns] = {
+            **common,
+            "tcp_ecn": str(int(cfg.get("receiver_ecn", 2))),
+            "tcp_congestion_control": f.receiver_cc,
+        }
+
+    tcp_ns = [n for f in flows for n in (f.sender_ns, f.receiver_ns)]
+    chunks = [tcp_ns[k : k + PROBE_NS] for k in range(0, len(tcp_ns), PROBE_NS)] or [[]]
+    probe_files = [f"probe-{k}.jsonl" for k in range(len(chunks))]
+    limit_s = duration / 1e9 + 60.0
+
+    script = _script(
+        config={**config, "name": getattr(scenario, "name", "")},
+        flows=flows,
+        flows_cfg=flows_cfg,
+        qdisc=qdisc,
+        reverse_qdisc=reverse_qdisc,
+        sysctls=sysctls,
+        chunks=chunks,
+        probe_files=probe_files,
+        limit_s=limit_s,
+    )
+    return Testbed(
+        script=script,
+        flows=flows,
+        duration_ns=duration,
+        bin_ns=bin_ns,
+        probe_files=probe_files,
+        bottleneck=("rtr", "bn"),
+        reverse_bottleneck=None if reverse is None else ("dly", "rv"),
+        limit_s=limit_s,
+        qdisc=qdisc,
+        reverse_qdisc=reverse_qdisc,
+        sysctls=sysctls,
+    )
+
+
+def _htb(dev: str, link: Mapping[str, Any], child: list[str]) -> list[str]:
+    rate = int(link["rate_bps"])
+    burst = int(link.get("burst_bytes", 1600))
+    return [
+        f"qdisc add dev {dev} root handle 1: htb default 1",
+        f"class add dev {dev} parent 1: classid 1:1 htb rate {rate}bit ceil {rate}bit burst {burst}b cburst {burst}b",
+        f"qdisc add dev {dev} parent 1:1 handle 10: {' '.join(child)}",
+    ]
+
+
+def _script(*, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, probe_files, limit_s) -> str:
+    q = shlex.quote
+    duration = int(config["duration_ns"])
+    bin_ns = int(config["bin_ns"])
+    lines: list[str] = [
+        "#!/bin/sh",
+        f"# l4slab kernel backend testbed for scenario {config.get('name', '')!s} (generated by l4slab.kernel.testbed)",
+        "O=/l4slab",
+        "PATH=/usr/local/bin:/sbin:/bin:/usr/sbin:/usr/bin",
+        'fail() { echo "l4slab-error: $*"; echo "$*" > $O/error.txt; exit 3; }',
+        'step() { echo "l4slab: $* (uptime $(cut -d" " -f1 /proc/uptime) s)"; }',
+        "cd /tmp || fail 'no /tmp'",
+        "step setup",
+    ]
+    ccs = sorted({f.cc for f in flows} | {f.receiver_cc for f in flows} | {"reno", "cubic"})
+    avail = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+    for cc in ccs:
+        lines.append(
+            f'grep -qw {q(cc)} {avail} || fail "congestion control {cc}: not in this kernel (it has: $(cat {avail}))"'
+        )
+    lines.append(
+        f"echo {q(' '.join(ccs))} > /proc/sys/net/ipv4/tcp_allowed_congestion_control "
+        "|| fail 'tcp_allowed_congestion_control'"
+    )
+    names = ["rtr", "dly", *[n for f in flows for n in (f.sender_ns, f.receiver_ns)]]
+    for name in names:
+        lines.append(f"ip netns add {name} || fail 'ip netns add {name}'")
+    lines.append("ip link add bn netns rtr type veth peer name rv netns dly || fail 'veth rtr-dly'")
+    for f in flows:
+        lines.append(
+            f"ip link add eth0 netns {f.sender_ns} type veth peer name {f.sender_ns} netns rtr "
+            f"|| fail 'veth {f.sender_ns}'"
+        )
+        lines.append(
+            f"ip link add eth0 netns {f.receiver_ns} type veth peer name {f.receiver_ns} netns dly "
+            f"|| fail 'veth {f.receiver_ns}'"
+        )
+    # addresses, links, routes: one `ip -b` per namespace
+    batches: dict[str, list[str]] = {
+        "rtr": ["link set lo up", "addr add 10.0.0.1/30 dev bn", "link set bn up"],
+        "dly": ["link set lo up", "addr add 10.0.0.2/30 dev rv", "link set rv up"],
+    }
+    for f, cfg in zip(flows, flows_cfg, strict=True):
+        i = f.id
+        batches["rtr"] += [f"addr add 10.1.{i}.254/24 dev {f.sender_ns}", f"link set {f.sender_ns} up"]
+        batches["dly"] += [f"addr add 10.2.{i}.254/24 dev {f.receiver_ns}", f"link set {f.receiver_ns} up"]
+        sender_route = [f"default via 10.1.{i}.254 dev eth0"]
+        receiver_route = [f"default via 10.2.{i}.254 dev eth0"]
+        if cfg.get("init_cwnd") is not None:
+            sender_route.append(f"initcwnd {int(cfg['init_cwnd'])}")
+        if cfg.get("rto_min_ns") is not None:
+            sender_route.append(f"rto_min {int(cfg['rto_min_ns']) // 1_000_000}ms")
+        if cfg.get("mss") is not None:
+            sender_route.append(f"advmss {int(cfg['mss']) + 12}")
+            receiver_route.append(f"advmss {int(cfg['mss']) + 12}")
+        if cfg.get("rwnd_bytes") is not None:
+            receiver_route.append(f"window {int(cfg['rwnd_bytes'])}")
+        if cfg.get("delayed_ack") is False:
+            receiver_route.append("quickack 1")
+        batches[f.sender_ns] = [
+            "link set lo up",
+            f"addr add {f.sender_addr}/24 dev eth0",
+            "link set eth0 up",
+            "route add " + " ".join(sender_route),
+        ]
+        batches[f.receiver_ns] = [
+            "link set lo up",
+            f"addr add {f.receiver_addr}/24 dev eth0",
+            "link set eth0 up",
+            "route add " + " ".join(receiver_route),
+        ]
+    batches["rtr"].append("route add 10.2.0.0/16 via 10.0.0.2 dev bn")
+    batches["dly"].append("route add 10.1.0.0/16 via 10.0.0.1 dev rv")
+    for name, cmds in batches.items():
+        lines.append(f"ip -n {name} -b - <<'EOF' || fail 'ip setup in {name}'")
+        lines += cmds
+        lines.append("EOF")
+    # sysctls: one shell per namespace
+    sys_dir = "/proc/sys/net/ipv4"
+    for name in ("rtr", "dly"):
+        lines.append(f"ip netns exec {name} sh -c 'echo 1 > {sys_dir}/ip_forward' || fail 'ip_forward in {name}'")
+    for name, values in sysctls.items():
+        body = "; ".join(f"echo {q(v)} > {sys_dir}/{k} || exit 1" for k, v in values.items())
+        shown = " ".join(f"{k}={v}" for k, v in values.items())
+        lines.append(f"ip netns exec {name} sh -c {q(body)} || fail 'sysctls in {name}: {shown}'")
+    # offloads: the senders segment in software at transmit (wire-sized packets, as behind a NIC)
+    for f in flows:
+        lines.append(f"ip netns exec {f.sender_ns} ethtool -K eth0 tso off gso off || fail 'ethtool in {f.sender_ns}'")
+    # qdiscs
+    tc: dict[str, list[str]] = {"rtr": _htb("bn", config["bottleneck"], qdisc), "dly": []}
+    if reverse_qdisc is not None:
+        tc["dly"] += _htb("rv", config["reverse_bottleneck"], reverse_qdisc)
+    for f, cfg in zip(flows, flows_cfg, strict=True):
+        if f.rev_delay_ns > 0:
+            tc["rtr"].append(
+                f"qdisc add dev {f.sender_ns} root netem delay {_ns_time(f.rev_delay_ns)} limit {NETEM_LIMIT}"
+            )
+        if f.fwd_delay_ns > 0:
+            tc["dly"].append(
+                f"qdisc add dev {f.receiver_ns} root netem delay {_ns_time(f.fwd_delay_ns)} limit {NETEM_LIMIT}"
+            )
+        if cfg.get("fq_pacing"):
+            tc.setdefault(f.sender_ns, []).append("qdisc add dev eth0 root fq")
+    for name, cmds in tc.items():
+        if not cmds:
+            continue
+        lines.append(f"tc -n {name} -b - <<'EOF' || fail 'tc setup in {name}'")
+        lines += cmds
+        lines.append("EOF")
+    lines.append("tc -n rtr -s -d qdisc show dev bn > $O/tc-setup.txt 2>&1")
+    if reverse_qdisc is not None:
+        lines.append("tc -n dly -s -d qdisc show dev rv >> $O/tc-setup.txt 2>&1")
+    # servers, listening before t0
+    bound = int(math.ceil(limit_s))
+    lines.append("step servers")
+    for f in flows:
+        lines.append(
+            f"ip netns exec {f.receiver_ns} timeout -s KILL {bound} iperf3 -s -1 -B {f.receiver_addr} -p {f.port} "
+            f"-i 0 -J > $O/server-{f.id}.json 2>&1 &"
+        )
+        lines.append(f"S{f.id}=$!")
+    lines.append("sleep 0.05")
+    for f in flows:
+        lines.append(
+            f"ip netns exec {f.receiver_ns} ss -Hltn 'sport = :{f.port}' | grep -q . || "
+            f"fail 'iperf3 server of flow {f.id} is not listening'"
+        )
+    # t0: the probes' first tick
+    qdisc_args = "--qdisc rtr:bn" + (" --qdisc dly:rv" if reverse_qdisc is not None else "")
+    for k, (names_k, out) in enumerate(zip(chunks, probe_files, strict=True)):
+        args = [f"--out $O/{out}", f"--interval {_ns_time(bin_ns)}", f"--duration {_ns_time(duration)}"]
+        if names_k:
+            args.append(f"--tcp-ns {','.join(names_k)}")
+        if k == 0:
+            args.append(qdisc_args)
+        lines.append(f"timeout -s KILL {bound} l4slab-probe {' '.join(args)} > $O/probe-{k}.err 2>&1 &")
+        lines.append(f"P{k}=$!")
+    # the schedule: launches and stops in time order, each a sleep from the previous event
+    events: list[tuple[int, int, str]] = []
+    for f in flows:
+        seconds = max(1, int(math.ceil((duration - f.launch_ns) / 1e9)) + 5)
+        amount = f"-n {f.bytes}" if f.bytes is not None else f"-t {seconds}"
+        launch = (
+            f"ip netns exec {f.sender_ns} timeout -s KILL {bound} iperf3 -c {f.receiver_addr} -B {f.sender_addr} "
+            f"-p {f.port} {amount} -i 0 -J > $O/client-{f.id}.json 2> $O/client-{f.id}.err &\nC{f.id}=$!"
+        )
+        events.append((f.launch_ns, 0, launch))
+        if f.stop_ns is not None:
+            events.append((f.stop_ns, 1, f"kill -TERM $C{f.id} 2>/dev/null"))
+    events.sort(key=lambda e: (e[0], e[1]))
+    now = 0
+    for at, _kind, action in events:
+        if at >= duration:
+            continue
+        if at > now:
+            lines.append(f"sleep {_seconds(at - now)}")
+            now = at
+        lines.append(action)
+    lines.append("step 'all flows launched'")
+    for k in range(len(probe_files)):
+        lines.append(f"wait $P{k}; echo $? > $O/probe-{k}.rc")
+    lines.append("step 'run done'")
+    for f in flows:
+        lines.append(f"ip netns exec {f.sender_ns} nstat -asz --json > $O/nstat-{f.sender_ns}.json 2>&1")
+    lines.append("tc -n rtr -s -d qdisc show dev bn > $O/tc-final.txt 2>&1")
+    lines.append("cat /proc/net/softnet_stat > $O/softnet.txt")
+    # a client that ended early (-n) left an empty variable: ${C0:-} keeps kill quiet
+    lines.append("kill -KILL " + " ".join(f"${{C{f.id}:-}} ${{S{f.id}:-}}" for f in flows) + " 2>/dev/null")
+    lines.append("step end")
+    lines.append("exit 0")
+    return "\n".join(lines) + "\n"
