@@ -210,9 +210,11 @@ def _run(cmd: list[str], what: str, *, cwd: Path | None = None, env: dict | None
 
 
 def _last_error(text: str) -> str:
+    """The line that says why: a compiler's or tool's own message before make's "Error N"."""
     lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    errors = [line for line in lines if re.search(r"\b(error|E:|fatal|failed|FAILED)\b", line)]
-    pick = (errors or lines or ["(no output)"])[-1]
+    own = [line for line in lines if not re.match(r"^make(\[\d+\])?: \*\*\*", line)]
+    errors = [line for line in own if re.search(r"(error|E:|fatal|failed|FAILED|not found|No such file)", line)]
+    pick = (errors or own or lines or ["(no output)"])[-1]
     return " ".join(pick.split())[:300]
 
 
@@ -406,14 +408,13 @@ def build(
         _sync_modules(src, modules, say)
         release = _run(["make", "-s", "ARCH=um", f"O={out}", "kernelrelease"], "make kernelrelease", cwd=src).strip()
         _make_kernel(src, out, jobs, say, full=fresh)
-        uapi = tree / "uapi"
-        if not (uapi / "include" / "linux" / "tcp.h").exists():
-            say("installing the kernel's UAPI headers for the guest programs")
-            _run(
-                ["make", "-s", "ARCH=x86", f"O={tree / 'hdr'}", f"INSTALL_HDR_PATH={uapi}", "headers_install"],
-                "make headers_install",
-                cwd=src,
-            )
+        # The UAPI headers the guest programs compile against: `make headers` (the sanitised
+        # tree in $(O)/usr/include; headers_install would copy it on with rsync).
+        hdr = tree / "hdr"
+        if not (hdr / "usr" / "include" / "linux" / "tcp.h").exists():
+            say("generating the kernel's UAPI headers for the guest programs")
+            _run(["make", "-s", "ARCH=x86", f"O={hdr}", "headers"], "make headers", cwd=src)
+        uapi_include = hdr / "usr" / "include"
         staging = root / f".staging-{entry.name}-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
@@ -423,7 +424,7 @@ def build(
             say("assembling the guest's user space (initramfs)")
             work = staging / "work"
             work.mkdir()
-            guest_tools = _initramfs(staging / "initramfs.cpio", uapi / "include", debs, work)
+            guest_tools = _initramfs(staging / "initramfs.cpio", uapi_include, debs, work)
             shutil.rmtree(work)
             meta = {
                 "release": release,
