@@ -144,6 +144,12 @@ def boot(
         f"uml_dir={uml_dir}",
         "umid=guest",
         "time-travel=inf-cpu",
+        # Guest processes talk to the UML kernel through a seccomp filter instead of ptrace:
+        # fewer host context switches per system call and page fault (6.2 s instead of 9.9 s
+        # of wall time for 10 s of two Prague flows at 100 Mbit/s). Only the project's own
+        # initramfs runs in the guest, the trusted user space this mode asks for
+        # (arch/um/os-Linux/start_up.c:uml_seccomp_config); `auto` falls back to ptrace.
+        "seccomp=auto",
         "quiet",
         "loglevel=3",
         "panic=-1",
