@@ -37,6 +37,13 @@ def add_parser(commands) -> None:
     cmd.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
     cmd.add_argument("--out", metavar="DIR", help="write every run directory: DIR/sim/seed-N, DIR/emulate/trial-N")
     cmd.add_argument(
+        "--backend",
+        choices=("emulate", "kernel"),
+        default="emulate",
+        help="the reference: emulate (real kernel TCP through l4slab-emu, default) or kernel (the whole scenario "
+        "on a real Linux kernel in a virtual-time guest, one guest per trial; run directories DIR/kernel/trial-N)",
+    )
+    cmd.add_argument(
         "--no-align",
         dest="align",
         action="store_false",
@@ -81,12 +88,17 @@ def command(args: argparse.Namespace) -> int:
             name = f"seed-{scenario.seed + index}" if backend == "sim" else f"trial-{index}"
             result.write(Path(args.out) / backend / name)
 
-    rows, _sim, emu = compare(scenario, trials=args.trials, keep=keep, align=args.align)
+    reference = getattr(args, "backend", "emulate")
+    rows, _sim, emu = compare(scenario, trials=args.trials, keep=keep, align=args.align, backend=reference)
     records = [row.as_dict() for row in rows]
     if args.json:
         payload = {"scenario": scenario.name, "trials": args.trials, "aligned": args.align, "rows": records}
-        payload["emulator"] = [s.get("emulator") for s in emu]
-        payload["emulated_trials_kept"] = len(emu)
+        payload["backend"] = reference
+        if reference == "kernel":
+            payload["kernel"] = [s.get("kernel") for s in emu]
+        else:
+            payload["emulator"] = [s.get("emulator") for s in emu]
+            payload["emulated_trials_kept"] = len(emu)
         write_bytes(Path(args.json), (json.dumps(payload, indent=2) + "\n").encode())
     if args.csv:
         import pandas as pd
@@ -94,11 +106,13 @@ def command(args: argparse.Namespace) -> int:
         write_bytes(Path(args.csv), pd.DataFrame(records).to_csv(index=False).encode())
 
     console = stdout_console(120)
+    what = "kernel" if reference == "kernel" else "emulated"
+    detail = "real Linux kernel, virtual time" if reference == "kernel" else "real kernel TCP"
     table = Table(
-        title=f"{scenario.name}: simulated ({args.trials} seeds) vs emulated ({args.trials} trials, real kernel TCP)",
+        title=f"{scenario.name}: simulated ({args.trials} seeds) vs {what} ({args.trials} trials, {detail})",
         title_justify="left",
     )
-    for header in ("metric", "flow", "sim", "emulated mean ± SD", "tolerance", "verdict"):
+    for header in ("metric", "flow", "sim", f"{what} mean ± SD", "tolerance", "verdict"):
         table.add_column(header, justify="left" if header in ("metric", "verdict") else "right")
     for row in rows:
         digits = 0 if row.metric in ("drops", "marks") else 2
@@ -119,8 +133,18 @@ def command(args: argparse.Namespace) -> int:
     p99 = [e.get("departure_error_p99_us") for e in errors if e.get("departure_error_p99_us") is not None]
     if p99:
         console.print(f"emulator departure error P99 over trials: max {max(p99):.1f} µs", soft_wrap=True)
+    if reference == "kernel":
+        walls = [(s.get("kernel") or {}).get("guest_wall_s") for s in emu]
+        walls = [w for w in walls if isinstance(w, (int, float))]
+        release = next(((s.get("kernel") or {}).get("release") for s in emu), None)
+        if walls:
+            console.print(
+                f"kernel: linux {release or '?'}, guest wall per trial {min(walls):.1f}-{max(walls):.1f} s; "
+                "kernel sojourn is time-sampled per bin",
+                soft_wrap=True,
+            )
     kept = len(emu)
-    if kept < args.trials:
+    if reference == "emulate" and kept < args.trials:
         console.print(f"{args.trials - kept} of {args.trials} emulated trials refused (the host did not keep up)")
     outside = sum(row.verdict == "outside" for row in rows)
     console.print(f"{len(rows) - outside} of {len(rows)} metrics within spread", soft_wrap=True)

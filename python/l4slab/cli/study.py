@@ -38,9 +38,10 @@ def add_parser(commands) -> None:
     )  # fmt: skip
     run_cmd.add_argument("--no-progress", action="store_true", help="no progress bar")
     run_cmd.add_argument(
-        "--backend", choices=("sim", "emulate"), default="sim",
+        "--backend", choices=("sim", "emulate", "kernel"), default="sim",
         help="sim: the engine (default); emulate: real kernel TCP through l4slab-emu, one run at a time, "
-        "stored in DIR/emulate (never mixed with the simulated runs)",
+        "stored in DIR/emulate (never mixed with the simulated runs); kernel: each run on a real Linux kernel "
+        "in a virtual-time UML guest, one guest per worker (--jobs), stored in DIR/kernel",
     )  # fmt: skip
     report_cmd = study.add_parser("report", help="figures and a Markdown summary (DIR/report/report.md)")
     report_cmd.add_argument("dir", metavar="DIR", help="study directory")
@@ -89,7 +90,9 @@ def command(args: argparse.Namespace) -> int:
         if args.emit_jobs is not None and args.backend != "sim":
             from ..errors import ScenarioError
 
-            raise ScenarioError("--emit-jobs: emulated runs cannot be handed to a job array; run them with study run")
+            raise ScenarioError(
+                f"--emit-jobs: {args.backend} runs cannot be handed to a job array; run them with study run"
+            )
         if args.emit_jobs is not None:
             directory, count = study.emit_jobs(args.file, args.emit_jobs, out=args.out, panels=panels)
             print(f"wrote {count} job line(s) to {args.emit_jobs} (study directory {directory})")

@@ -171,6 +171,7 @@ def compare(
     prefix: str | None = None,
     keep: Callable[[str, int, Any], None] | None = None,
     log: Callable[[str], None] | None = None,
+    backend: str = "emulate",
 ) -> tuple[list[Row], list[dict[str, Any]], list[dict[str, Any]]]:
     """Simulate ``trials`` seeds (the scenario's seed, +1, …) and emulate ``trials`` trials
     with the same seeds; return (rows, simulated summaries, emulated summaries).
@@ -178,7 +179,11 @@ def compare(
     Emulated trials run one after another (they use real time). With ``align`` (the
     default) the emulated trials run first and simulated seed ``i`` starts its flows where
     trial ``i``'s data started (:func:`aligned_config`; a refused trial's seed takes the
-    kept trials' mean); without it the simulated flows start at the scenario's times."""
+    kept trials' mean); without it the simulated flows start at the scenario's times.
+
+    ``backend = "kernel"``: the reference trials run on the kernel backend
+    (:func:`l4slab.kernel.run.run_kernel`, one guest per trial, seeds as above; its measured
+    data starts align the simulation the same way); ``keep`` then sees them as ``"kernel"``."""
     from .. import engine
     from ..results import RunResult
     from ..runner import run
@@ -188,16 +193,34 @@ def compare(
     validated = coerce_scenario(scenario, dict(overrides or {}) or None)
     base_seed = int(validated.seed)
     say = log or (lambda _message: None)
-    from .preflight import check_config, check_host, find_binary
-
-    # Refuse before the simulations run when the emulated half cannot.
-    check_host()
-    find_binary()
-    check_config(validated.resolve())
     sim_summaries, emu_summaries = [], []
     refused: list[str] = []
     metas: dict[int, Mapping[str, Any]] = {}
-    for index in range(trials):
+    if backend == "kernel":
+        from ..kernel.build import ensure_kernel
+        from ..kernel.run import check_supported, run_kernel
+
+        check_supported(validated)  # refuse before anything runs
+        kernel = ensure_kernel(progress=False)
+        for index in range(trials):
+            say(f"kernel trial {index + 1}/{trials}")
+            result = run_kernel(validated, seed=base_seed + index, kernel=kernel)
+            metas[index] = result.meta
+            emu_summaries.append(result.summary)
+            if keep:
+                keep("kernel", index, result)
+    elif backend != "emulate":
+        from ..errors import ScenarioError
+
+        raise ScenarioError(f"--backend: {backend!r} is not emulate or kernel")
+    else:
+        from .preflight import check_config, check_host, find_binary
+
+        # Refuse before the simulations run when the emulated half cannot.
+        check_host()
+        find_binary()
+        check_config(validated.resolve())
+    for index in range(trials if backend == "emulate" else 0):
         say(f"emulated trial {index + 1}/{trials}")
         try:
             result = emulate(validated, seed=base_seed + index, prefix=prefix)

@@ -43,12 +43,14 @@ never estimated from the engine):
   ``rate x window``; ``drops``/``marks``/``arrivals`` from its counters (marks:
   ``ecn_mark`` (+ ``ce_mark``) of the xstats; arrivals: sent + dropped + backlog change, or
   dualpi2's ``packets_in_c + packets_in_l``);
-* **sojourn is time-sampled**, not per packet: at every tick, dualpi2's ``delay_c`` and
-  ``delay_l`` (the head packet's queueing time) for classes C and L (a class's sample is
-  kept when that queue received packets in the bin), combined weighted by those packets;
-  pie's ``delay``; every other qdisc ``backlog x 8 / rate`` (the wait of a packet arriving
-  at that tick behind the whole backlog). ``count`` is the number of samples. The series'
-  ``sojourn_ms`` per bin is the sample at the bin's closing tick;
+* **sojourn is time-sampled**, not measured per packet: at every tick, dualpi2's
+  ``delay_c`` and ``delay_l`` (the head packet's queueing time) for classes C and L; pie's
+  ``delay``; every other qdisc ``backlog x 8 / rate`` (the wait of a packet arriving at that
+  tick behind the whole backlog). The distribution gives each bin's packets (arrivals,
+  per class for dualpi2) the sample at the bin's closing tick, so ``count`` is packets and
+  the percentiles are over packets at bin resolution; the series' ``sojourn_ms`` (and
+  ``sojourn_c_ms``/``sojourn_l_ms``, NaN in a bin where that queue received nothing) is the
+  closing tick's sample;
 * ``qdisc``: the ``tc -s`` counters at the last tick (whole run), ``maxq_packets``
   from dualpi2's or pie's ``maxq`` (others: not exposed, None), ``extra``: the kind's
   xstats under the engine's names (times in ms, probabilities as fractions);
@@ -303,7 +305,7 @@ def _sojourn_stats(samples: list[tuple[float, float]]) -> dict[str, Any]:
         return float(values[min(len(values) - 1, int(np.searchsorted(cum, q, side="left")))])
 
     return {
-        "count": len(samples),
+        "count": int(round(weights.sum())),
         "mean": float(np.average(values, weights=weights)),
         "p50": pct(0.5),
         "p90": pct(0.9),
@@ -630,6 +632,7 @@ def _bottleneck(probe, where, link, ticks, w_tick, last_tick, n_bins, bin_s, win
     per_tick_sojourn = np.full(len(ticks), np.nan)
     class_series: list[list[float | None]] = []
     window = range(w_tick + 1, last_tick + 1)
+    d_arrivals = np.concatenate([[0.0], np.diff(arrivals)])
     if kind == "dualpi2":
         delay_c = state(xs("delay_c")) / 1e3
         delay_l = state(xs("delay_l")) / 1e3
@@ -653,7 +656,7 @@ def _bottleneck(probe, where, link, ticks, w_tick, last_tick, n_bins, bin_s, win
             per_tick_sojourn = state(xs("delay")) / 1e3
         else:
             per_tick_sojourn = backlog_ms
-        overall = [(float(per_tick_sojourn[i]), 1.0) for i in window]
+        overall = [(float(per_tick_sojourn[i]), float(d_arrivals[i])) for i in window]
         classes = [("all", overall)]
     final = next((r for r in reversed(recs) if r is not None), {})
     xstats = final.get("xstats") or {}

@@ -45,6 +45,8 @@ def execute(task: Mapping[str, Any]) -> Outcome:
     started = time.perf_counter()
     if task.get("backend", "sim") == "emulate":
         return _execute_emulated(task)
+    if task.get("backend", "sim") == "kernel":
+        return _execute_kernel(task)
     try:
         version = engine.version()
         if version != task["engine_version"]:
@@ -84,6 +86,27 @@ def _execute_emulated(task: Mapping[str, Any]) -> Outcome:
         wall_s = time.perf_counter() - started
         meta = {**task["meta"], "wall_s": wall_s, "engine_version": result.engine_version,
                 "l4slab_version": PACKAGE_VERSION, "emulator": result.summary.get("emulator")}  # fmt: skip
+        return rid, run_file_bytes(result, meta), wall_s, None
+    except Exception as err:  # noqa: BLE001 - one failed run must not stop a study
+        return rid, None, time.perf_counter() - started, _failure(err)
+
+
+def _execute_kernel(task: Mapping[str, Any]) -> Outcome:
+    """One kernel-backend run (``l4slab.kernel``): the scenario in its own guest. A guest
+    that fails is a failed run (retried by the next ``study run``)."""
+    from ..kernel.run import run_kernel
+    from ..scenario import scenario_from_dict
+    from ..version import PACKAGE_VERSION
+    from .store import run_file_bytes
+
+    rid = task["id"]
+    started = time.perf_counter()
+    try:
+        scenario = scenario_from_dict({**task["scenario"], "seed": task["config"]["seed"]})
+        result = run_kernel(scenario)
+        wall_s = time.perf_counter() - started
+        meta = {**task["meta"], "wall_s": wall_s, "engine_version": result.engine_version,
+                "l4slab_version": PACKAGE_VERSION, "kernel": result.summary.get("kernel")}  # fmt: skip
         return rid, run_file_bytes(result, meta), wall_s, None
     except Exception as err:  # noqa: BLE001 - one failed run must not stop a study
         return rid, None, time.perf_counter() - started, _failure(err)

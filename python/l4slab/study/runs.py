@@ -26,8 +26,9 @@ __all__ = ["plan", "run", "run_one", "emit_jobs", "status", "pending_runs", "Run
 PLAN_SCHEMA = "l4slab.study.plan/1"
 
 
-#: Backends a study runs on: the engine, or real kernel TCP through the emulator (issue 15).
-BACKENDS = ("sim", "emulate")
+#: Backends a study runs on: the engine, real kernel TCP through the emulator (issue 15), or
+#: the whole scenario on a real kernel in a virtual-time guest (issue 26, :mod:`l4slab.kernel`).
+BACKENDS = ("sim", "emulate", "kernel")
 
 
 def backend_run_id(rid: str, backend: str) -> str:
@@ -186,20 +187,39 @@ def run(
     base scenario fields by path (``{"duration": "5s"}``); ``panels`` runs only those
     panels of a study with ``[panels.NAME]`` tables. ``backend = "emulate"`` runs every
     run with real kernel TCP through the emulator (:mod:`l4slab.emulate`), one at a time
-    in this process (they use real time), into the study directory ``DIR/emulate``."""
+    in this process (they use real time), into the study directory ``DIR/emulate``;
+    ``backend = "kernel"`` runs each run in its own guest (:mod:`l4slab.kernel`), ``jobs``
+    guests at a time, into ``DIR/kernel``."""
     from .executors import parse_executor
 
     kind, address = parse_executor(executor)
     if jobs is not None and jobs < 1:
         raise ScenarioError(f"--jobs: {jobs} is not a positive number of processes; expected e.g. 4")
     spec = _for_backend(load_study(path, overrides=overrides, panels=panels), backend)
-    if backend != "sim":
+    if backend == "emulate":
         if kind != "local":
             raise ScenarioError(f"--executor: {executor} cannot run emulated runs; they run one at a time locally")
         kind = "sequential"
         out = default_backend_out(spec, out, backend)
+    elif backend == "kernel":
+        if kind != "local":
+            raise ScenarioError(f"--executor: {executor} cannot run kernel runs; they run locally, one guest per job")
+        out = default_backend_out(spec, out, backend)
+        _prepare_kernel(spec, progress)
     with lock.study_lock(Path(out) if out is not None else default_out(spec)):
         return _run_locked(spec, out, kind, address, jobs, progress, on_run, backend)
+
+
+def _prepare_kernel(spec: StudySpec, progress: bool) -> None:
+    """Before any worker starts: refuse what the kernel cannot honour (every point, one
+    line) and build or find the guest once, so workers only boot it."""
+    from ..kernel.build import ensure_kernel
+    from ..kernel.testbed import check_config
+    from ..scenario import scenario_from_dict
+
+    for point in spec.points:
+        check_config(point.config, scenario_from_dict(point.scenario))
+    ensure_kernel(progress=progress)
 
 
 def _run_locked(spec, out, kind, address, jobs, progress, on_run, backend="sim") -> RunReport:
