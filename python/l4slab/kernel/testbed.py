@@ -575,7 +575,7 @@ def _script(*, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, 
         "cd /tmp || fail 'no /tmp'",
         "step setup",
         "for t in ip tc ethtool iperf3 l4slab-probe nstat; do command -v $t >/dev/null "
-        "|| fail \"the guest has no $t (rebuild it: l4slab kernel build)\"; done",
+        "|| fail \"the guest's initramfs has no $t, which the testbed needs (l4slab kernel build)\"; done",
     ]
     ccs = sorted({f.cc for f in flows} | {f.receiver_cc for f in flows} | {"reno", "cubic"})
     avail = "/proc/sys/net/ipv4/tcp_available_congestion_control"
