@@ -14,7 +14,7 @@ What is built (docs/kernel.md):
 4. **Kernel**: ``make ARCH=um linux`` (everything built in; the guest loads no module).
 5. **User space** (the initramfs, ``initramfs.cpio``): the guest's ``/init``
    (``guest/init``), busybox (static), dash, iperf3 and tcpdump with the libraries they
-   link, Debian sid's ``iproute2`` (the first ``tc`` that knows ``dualpi2``) run through
+   link, ethtool, Debian sid's ``iproute2`` (the first ``tc`` that knows ``dualpi2``) run through
    sid's C library loader, and ``l4slab-probe`` (``guest/probe.c``, compiled statically
    against the kernel's own UAPI headers).
 
@@ -58,8 +58,11 @@ __all__ = [
 
 #: The kernel backend's own files (config fragment, patches, modules, guest programs).
 FILES = Path(__file__).resolve().parent
-#: Bumped when the recipe below changes in a way the input files do not show.
-RECIPE_VERSION = 1
+#: Bumped when the guest's assembly below changes in a way the input files do not show
+#: (a new entry; the kernel tree is kept).
+RECIPE_VERSION = 2
+#: Bumped when the kernel tree's recipe (unpack, patch, configure) changes: a full rebuild.
+TREE_RECIPE_VERSION = 1
 #: Debian source package name pattern and suite.
 SOURCE_PATTERN = re.compile(r"^linux-source-7\.\d+$")
 SUITE = "sid"
@@ -81,6 +84,7 @@ HOST_TOOLS = {
     "dash": "dash",
     "iperf3": "iperf3",
     "tcpdump": "tcpdump",
+    "ethtool": "ethtool",
     "ldd": "libc-bin",
 }
 HOST_HEADERS = {"/usr/include/gelf.h": "libelf-dev"}
@@ -355,7 +359,7 @@ def ensure_kernel(
 
 def _tree_key(source_version: str) -> str:
     """The kernel tree's inputs: the source, the config fragment, the patches, the recipe."""
-    h = hashlib.sha256(f"recipe={RECIPE_VERSION}\nsource={source_version}\n".encode())
+    h = hashlib.sha256(f"recipe={TREE_RECIPE_VERSION}\nsource={source_version}\n".encode())
     for path in [FILES / "linux" / "l4slab.config", *sorted((FILES / "linux" / "patches").glob("*.patch"))]:
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:24]
@@ -652,12 +656,13 @@ def _initramfs(target: Path, uapi_include: Path, debs: dict[str, Path], work: Pa
         for lib in _libs(real):
             image.file(lib.lstrip("/"), Path(os.path.realpath(lib)).read_bytes(), 0o755, exist_ok=True)
 
-    for name in ("dash", "iperf3", "tcpdump"):
+    for name in ("dash", "iperf3", "tcpdump", "ethtool"):
         path = shutil.which(name)
         host_binary(path, path.lstrip("/"))
     image.symlink("bin/sh", shutil.which("dash"))
     tools["iperf3"] = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     tools["tcpdump"] = subprocess.run(["tcpdump", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    tools["ethtool"] = subprocess.run(["ethtool", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
 
     # Debian sid's iproute2 (dualpi2 in tc) needs sid's glibc: its own loader runs it.
     sid = work / "sid"
