@@ -161,10 +161,11 @@ def test_the_script_splits_each_rtt_and_sets_the_hosts():
     assert tb.sysctls["s1"]["tcp_ecn"] == "1" and tb.sysctls["r1"]["tcp_congestion_control"] == "dctcp"
     assert "qdisc add dev eth0 root fq" in s  # flow 1's sender paces with fq
     assert "ethtool -K eth0 tso off gso off" in s
-    assert " -C " not in s  # the CC is the namespace's default, never passed to the receiver by iperf3
+    assert "ip netns exec s0 nc 10.2.0.1 5201 < /dev/zero" in s  # bulk: its SYN at the launch
+    assert "nc -l -p 5202 < /tmp/l4slab-hold" in s
     # launches at start + jitter, flow 1 stopped at 1.5 s: sleeps 400 ns, 300 ns, then to 1.5 s
     assert s.index("sleep 0.0000004\n") < s.index("C0=$!") < s.index("sleep 0.0000003\n") < s.index("C1=$!")
-    assert "sleep 1.4999993\nkill -TERM $C1" in s
+    assert "sleep 1.4999993\nkill -KILL $C1 $(cat /tmp/r1.pid)" in s
     assert "--interval 100000000ns --duration 2000000000ns --tcp-ns s0,r0,s1,r1 --qdisc rtr:bn" in s
 
 
@@ -239,7 +240,8 @@ def test_the_collector_fills_the_engines_schema_from_the_probe(tmp_path):
     assert list(result.bottleneck_series.columns[:3]) == ["time_s", "utilisation", "sojourn_ms"]
     assert "sojourn_l_ms" in result.bottleneck_series
     assert summary["backend"] == "kernel" and measured["probe_ticks_skipped"] == 0
-    assert measured["flow_data_start_ns"] == [0]  # tick 0 saw data, its chrono 0
+    assert measured["flow_data_start_ns"] == [10_000_000]  # the SYN at launch 0, data one base RTT later
+    assert measured["flows"][0]["data_start_s"] == 0.0  # measured: tick 0 saw data, its chrono 0
     result.write(tmp_path / "out")
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["backend"] == "kernel"
 
@@ -338,6 +340,8 @@ def test_kernel_a_hung_guest_ends_within_its_bound_and_leaves_nothing(kernel, tm
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    shm = Path("/dev/shm")  # where the guest keeps UML's own directory when it can
+    uml_before = set(shm.glob("l4slab-uml-*")) if shm.is_dir() else set()
     started = time.monotonic()
     with pytest.raises(EngineError) as info:
         run_kernel({**PRAGUE_ALONE, "duration": "600s"}, kernel=kernel, wall_limit_s=3.0)
@@ -346,6 +350,7 @@ def test_kernel_a_hung_guest_ends_within_its_bound_and_leaves_nothing(kernel, tm
     message = str(info.value)
     assert "\n" not in message and "wall bound" in message
     assert list(tmp.iterdir()) == []  # no temporary directory left
+    assert (set(shm.glob("l4slab-uml-*")) if shm.is_dir() else set()) <= uml_before
     leftover = subprocess.run(["pgrep", "-f", str(tmp)], capture_output=True, text=True).stdout.split()
     assert leftover == []  # no guest process left
 

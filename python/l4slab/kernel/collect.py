@@ -10,8 +10,8 @@ so the summary, the Parquet series, plots and reports read a kernel run as an en
 What each field is measured from (a quantity the kernel does not expose is ``None``/NaN,
 never estimated from the engine):
 
-* a flow's data connection is the socket of its iperf3 port with the most bytes sent (the
-  control connection carries a few hundred bytes); its peer in the receiver's namespace;
+* a flow's connection is the socket to its port in the sender's namespace (the only one:
+  the testbed's sender and receiver are busybox nc) and its peer in the receiver's;
 * ``goodput_mbps``: the receiver's ``tcpi_bytes_received`` (in-order payload) between the
   ticks at ``warmup`` and at ``duration``, over that window; per bin, between two ticks;
 * ``throughput_mbps`` (L2 bytes of the flow leaving the bottleneck): the sender's
@@ -35,10 +35,10 @@ never estimated from the engine):
 * ``final_cwnd``: ``tcpi_snd_cwnd`` at the last tick; ``alpha``: DCTCP-layout cc_info
   ``dctcp_alpha / 1024`` when the module reports one; BBR: ``bw_est_mbps``, ``min_rtt_ms``,
   ``pacing_gain`` from ``tcp_bbr_info`` (``cc_mode``, ``inflight_hi/lo``: not exported);
-* ``fct_s`` (``bytes`` flows): from the data connection's SYN (its first data one base RTT
-  before the data start the sender's chrono gives) to the sender's last ACK, read from
-  ``tcpi_last_ack_recv`` (ms, jiffies: 10 ms resolution) at the first tick after it; None
-  when no tick saw the completed socket;
+* ``fct_s`` (``bytes`` flows): from the SYN (the launch) to the last byte's ACK back at the
+  sender: the receiver's EOF, stamped by ``l4slab-probe --once`` on the probe's clock the
+  moment its nc read to the end, plus the ACK path's delay; that probe's sample of both
+  sockets also gives the final counters (the connection is gone by the next tick);
 * bottleneck ``utilisation``: the child qdisc's byte counter (``qdisc_pkt_len``, L2) over
   ``rate x window``; ``drops``/``marks``/``arrivals`` from its counters (marks:
   ``ecn_mark`` (+ ``ce_mark``) of the xstats; arrivals: sent + dropped + backlog change, or
@@ -168,9 +168,34 @@ class _FlowSamples:
     sender: dict[int, dict] = field(default_factory=dict)
     receiver: dict[int, dict] = field(default_factory=dict)
     sport: int | None = None
+    #: a sized flow's receiver EOF, ns after t0
+    eof_ns: int | None = None
 
 
-def _flow_samples(probe: ProbeRun, plan: FlowPlan, ticks: list[int]) -> _FlowSamples:
+def _eof(run_dir: Path, plan: FlowPlan) -> tuple[int | None, dict | None, dict | None]:
+    """A sized flow's end: the receiver's EOF (monotonic ns, the probe's clock) and both
+    data sockets' last records, sampled by ``l4slab-probe --once`` right after the receiver
+    read to EOF (its socket then waits in LAST_ACK, the sender's in FIN_WAIT)."""
+    path = run_dir / f"eof-{plan.id}.jsonl"
+    if plan.bytes is None or not path.exists():
+        return None, None, None
+    t_eof = sender = receiver = None
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if rec.get("kind") == "start":
+            t_eof = int(rec["t_ns"])
+        elif rec.get("kind") == "tcp":
+            if rec.get("ns") == plan.receiver_ns and int(rec.get("sport", -1)) == plan.port:
+                receiver = rec
+            elif rec.get("ns") == plan.sender_ns and int(rec.get("dport", -1)) == plan.port:
+                sender = rec
+    return t_eof, sender, receiver
+
+
+def _flow_samples(probe: ProbeRun, plan: FlowPlan, ticks: list[int], run_dir: Path | None = None) -> _FlowSamples:
     out = _FlowSamples(plan)
     best: dict[int, int] = {}  # sender sport → most bytes_sent seen
     for tick in ticks:
@@ -189,20 +214,37 @@ def _flow_samples(probe: ProbeRun, plan: FlowPlan, ticks: list[int]) -> _FlowSam
         for rec in probe.tcp.get((plan.receiver_ns, tick), []):
             if int(rec.get("sport", -1)) == plan.port and int(rec.get("dport", -1)) == out.sport:
                 out.receiver[tick] = rec
+    t_eof, sender, receiver = _eof(run_dir, plan) if run_dir is not None else (None, None, None)
+    if t_eof is not None:
+        # the final counters hold from the first tick at or after the end of the transfer
+        out.eof_ns = t_eof - probe.start_ns
+        first = next((t for t in ticks if probe.tick_t.get(t, probe.start_ns + t * probe.interval_ns) >= t_eof), None)
+        if first is not None:
+            if sender is not None and int(sender.get("sport", -1)) == out.sport and first not in out.sender:
+                out.sender[first] = sender
+            if receiver is not None and int(receiver.get("dport", -1)) == out.sport and first not in out.receiver:
+                out.receiver[first] = receiver
     return out
+
+
+#: States in which a counter of sequence space includes a FIN (include/net/tcp_states.h):
+#: the peer's FIN received (CLOSE_WAIT, LAST_ACK, CLOSING) counts in ``bytes_received``, our
+#: FIN acknowledged (FIN_WAIT2) in ``bytes_acked``; one byte each, not payload.
+_FIN_STATES = {"bytes_received": {8, 9, 11}, "bytes_acked": {5}}
 
 
 def _cumulative(samples: Mapping[int, dict], key: str, ticks: list[int]) -> np.ndarray:
     """A cumulative tcp_info counter at every tick: 0 before the socket exists, held after
-    it is gone (a closed connection's counters stop)."""
+    it is gone (a closed connection's counters stop); a FIN's sequence number is not payload."""
     out = np.zeros(len(ticks))
     last = 0.0
+    fin_states = _FIN_STATES.get(key, set())
     for index, tick in enumerate(ticks):
         rec = samples.get(tick)
         if rec is not None:
             value = _info(rec).get(key)
             if value is not None:
-                last = float(value)
+                last = float(value) - (1.0 if int(rec.get("state", 0) or 0) in fin_states else 0.0)
         out[index] = last
     return out
 
@@ -358,11 +400,11 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
     kernel_flows: list[dict[str, Any]] = []
     totals = {"sent": 0.0, "delivered": 0.0, "data": 0.0, "acks": 0.0}
     for plan, cfg in zip(testbed.flows, config.get("flows") or [], strict=True):
-        fs = _flow_samples(probe, plan, ticks)
+        fs = _flow_samples(probe, plan, ticks, run_dir)
         if fs.sport is None:
             raise CollectError(
                 f"kernel run: flows[{plan.id}] ({plan.cc}) never opened its data connection; "
-                f"iperf3: {_first_line(run_dir / f'client-{plan.id}.err') or 'no message'}"
+                f"nc: {_first_line(run_dir / f'client-{plan.id}.err') or 'no message'}"
             )
         rcv_bytes = _cumulative(fs.receiver, "bytes_received", ticks)
         snd_acked = _cumulative(fs.sender, "bytes_acked", ticks)
@@ -418,7 +460,7 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
             "drops": None,
             "marks": int(ce[-1]),
             "acks_sent": int(segs_out_r),
-            "fct_s": _fct_s(fs, plan, probe, cfg, data_start),
+            "fct_s": _fct_s(fs, plan),
             "final_cwnd": int(last_snd.get("snd_cwnd", 0) or 0),
             "ecn_mode": ecn_mode,
             "ce_packets": int(ce[-1]),
@@ -430,7 +472,8 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
             "goodput_efficiency": float(goodput / throughput) if throughput > 0 else None,
         }
         flows_out.append(flow)
-        payload = per_bin(bytes_sent) / per_bin(data_segs_out)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            payload = per_bin(bytes_sent) / per_bin(data_segs_out)
         series: dict[str, Any] = {
             "goodput_mbps": _nan_list(goodput_bins),
             "throughput_mbps": _nan_list(throughput_bins),
@@ -523,8 +566,10 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
         "probe_error_samples": probe.error_records[:5],
         "virtual_duration_s": None if probe.end_ns is None else (probe.end_ns - probe.start_ns) / 1e9,
         "flows": kernel_flows,
+        # When each flow's data began, for `compare`'s alignment (l4slab.emulate.compare):
+        # the SYN leaves at the launch, the data one base RTT later.
         "flow_data_start_ns": [
-            None if f["data_start_s"] is None else int(round(f["data_start_s"] * 1e9)) for f in kernel_flows
+            int(p.launch_ns) + int(c["rtt_ns"]) for p, c in zip(testbed.flows, config["flows"], strict=True)
         ],
         "softnet_dropped": _softnet_dropped(run_dir),
     }
@@ -544,17 +589,12 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
     return raw, measured
 
 
-def _fct_s(fs: _FlowSamples, plan: FlowPlan, probe: ProbeRun, cfg: Mapping[str, Any], data_start: int | None):
-    if plan.bytes is None or data_start is None:
+def _fct_s(fs: _FlowSamples, plan: FlowPlan) -> float | None:
+    """A sized flow's completion: from its SYN (its launch) to the last byte's ACK back at
+    the sender, i.e. the receiver's EOF plus the ACK path's delay."""
+    if plan.bytes is None or fs.eof_ns is None:
         return None
-    for tick in sorted(fs.sender):
-        info = _info(fs.sender[tick])
-        if int(info.get("bytes_acked", 0) or 0) >= plan.bytes and info.get("last_ack_recv") is not None:
-            t = probe.tick_t.get(tick, probe.start_ns + tick * probe.interval_ns) - probe.start_ns
-            done = t - int(info["last_ack_recv"]) * 1_000_000
-            syn = data_start - int(cfg["rtt_ns"])
-            return max(0.0, (done - syn) / 1e9)
-    return None
+    return max(0.0, (fs.eof_ns + plan.rev_delay_ns - plan.launch_ns) / 1e9)
 
 
 def _softnet_dropped(run_dir: Path) -> int | None:

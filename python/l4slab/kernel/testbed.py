@@ -25,9 +25,17 @@ The testbed (every address and device exists only inside the guest, which has no
   ``tc class add dev bn parent 1: classid 1:1 htb rate R ceil R burst B cburst B`` and the
   child ``tc qdisc add dev bn parent 1:1 handle 10: <qdisc>``, where ``<qdisc>`` is the
   resolved engine qdisc written with every parameter explicit (:func:`qdisc_words`);
-* traffic: ``iperf3 -s -1`` in each ``r<i>``, ``iperf3 -c`` in each ``s<i>`` launched at the
-  flow's ``start`` plus the engine's own start-jitter draw (:func:`engine_start_offsets_ns`:
-  the same numbers the engine uses for this seed), stopped with SIGTERM at ``stop``;
+* traffic: busybox ``nc -l`` in each ``r<i>`` (reading to EOF, output discarded) and ``nc``
+  in each ``s<i>`` fed from ``/dev/zero`` (bulk) or ``head -c BYTES /dev/zero`` (a sized
+  transfer, closed with a FIN), launched at the flow's ``start`` plus the engine's own
+  start-jitter draw (:func:`engine_start_offsets_ns`: the same numbers the engine uses for
+  this seed). The SYN leaves at the launch, as the engine's flow opens at its start: no
+  control connection and no setup exchange in front of the data (iperf3 has both, 3-5
+  RTTs, and its ``-n`` ends the test when the client has *written* the bytes, so the
+  receiver drops the tail still in flight). At ``stop`` sender and receiver are killed:
+  the receiver's close resets the connection, so nothing queued is sent on. The
+  receivers listen on IPv4 (the guest boots with ``ipv6.disable=1``), the family the
+  probe samples;
 * sampling: ``l4slab-probe`` every ``bin`` from t0 (tick 0) to ``duration`` (tick
   duration/bin), tcp_info of every socket in the flows' namespaces and the qdisc/class
   statistics of ``rtr:bn`` (and ``dly:rv``); t0 is the probe's first tick. The guest runs
@@ -47,7 +55,7 @@ start_jitter                   the engine's own draw for the seed, added to each
 trace_sojourn = true           refused (no per-packet trace of a real qdisc)
 delay_node_timer_latency > 0   refused (the guest's netem fires as its kernel's timers do)
 capture                        refused
-[[sources]] (web, syn_flood)   refused (iperf3 runs bulk flows only)
+[[sources]] (web, syn_flood)   refused (the testbed runs the [[flows]] only)
 bottleneck.rate                ``htb rate R ceil R`` in bit/s, exact
 bottleneck.burst               ``burst B cburst B`` (bytes; tc's own default is also 1600 B)
 bottleneck.qdisc, buffer       the resolved qdisc, every parameter explicit (see below)
@@ -58,14 +66,13 @@ bottleneck.bdp_rtt             used by the resolution of ``bdp`` sizes only
 reverse_bottleneck             the same htb + qdisc on ``dly``'s egress ``rv`` (ACK direction)
 flows.count                    expanded: one sender and one receiver namespace per flow
 flows.rtt, fwd_delay           netem delays, ns resolution (see above)
-flows.start, stop              launch at start + jitter; SIGTERM to iperf3 at stop
+flows.start, stop              nc connects at start + jitter; sender and receiver killed at stop
 flows.direction = reverse      refused
 kind = "udp"                   refused
 flows.cc                       reno, cubic, dctcp, bbr (BBRv1), prague: the kernel module of
                                that name, as ``net.ipv4.tcp_congestion_control`` of the
-                               sender's namespace (iperf3 gets no ``-C``: it would pass the
-                               CC to the receiving socket too); prague-v06, bbr2, bbr2-l4s,
-                               bbr3 refused
+                               sender's namespace (the socket's own, checked in the
+                               probe's samples); prague-v06, bbr2, bbr2-l4s, bbr3 refused
 flows.cc_params                prague ``{ecn_fallback = 1, fallback_constants = "pam2025"}``:
                                the module ``prague_pam``; any parameter at the engine's
                                default is accepted; anything else refused (module parameters
@@ -75,7 +82,7 @@ flows.receiver_cc              ``tcp_congestion_control`` of the receiver's name
 flows.receiver_cc_params       refused
 flows.ecn, receiver_ecn        ``net.ipv4.tcp_ecn`` of the sender's / receiver's namespace
 flows.ecn_option               ``net.ipv4.tcp_ecn_option`` of both namespaces
-flows.bytes                    ``iperf3 -n``
+flows.bytes                    ``head -c BYTES /dev/zero | nc``; FIN at the end
 flows.mss                      ``advmss mss+12`` on both hosts' routes (12 = timestamps);
                                larger than 1448 refused (the veth MTU is 1500)
 flows.init_cwnd                ``initcwnd`` on the sender's route
@@ -169,7 +176,7 @@ NETEM_LIMIT = 1_000_000
 #: Linux's tcp_rmem / tcp_wmem defaults (Documentation/networking/ip-sysctl.rst).
 LINUX_RMEM = (4096, 131072, 6291456)
 LINUX_WMEM = (4096, 16384, 4194304)
-#: First iperf3 port; flow i listens on BASE_PORT + i.
+#: First receiver port; flow i's receiver listens on BASE_PORT + i.
 BASE_PORT = 5201
 
 
@@ -410,9 +417,9 @@ class FlowPlan:
     sender_addr: str
     receiver_addr: str
     port: int
-    #: Launch of iperf3 -c, ns after t0 (start + the engine's jitter draw).
+    #: The sender's connect (its SYN), ns after t0 (start + the engine's jitter draw).
     launch_ns: int
-    #: SIGTERM to iperf3 -c, ns after t0 (None: runs to the end).
+    #: Sender and receiver killed, ns after t0 (None: runs to the end).
     stop_ns: int | None
     fwd_delay_ns: int
     rev_delay_ns: int
@@ -574,8 +581,8 @@ def _script(*, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, 
         'step() { echo "l4slab: $* (uptime $(cut -d" " -f1 /proc/uptime) s)"; }',
         "cd /tmp || fail 'no /tmp'",
         "step setup",
-        "for t in ip tc ethtool iperf3 l4slab-probe nstat; do command -v $t >/dev/null "
-        "|| fail \"the guest's initramfs has no $t, which the testbed needs (l4slab kernel build)\"; done",
+        "for t in ip tc ss ethtool nc head mkfifo l4slab-probe nstat; do command -v $t >/dev/null "
+        '|| fail "the guest\'s initramfs has no $t, which the testbed needs (l4slab kernel build)"; done',
     ]
     ccs = sorted({f.cc for f in flows} | {f.receiver_cc for f in flows} | {"reno", "cubic"})
     avail = "/proc/sys/net/ipv4/tcp_available_congestion_control"
@@ -675,20 +682,28 @@ def _script(*, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, 
     lines.append("tc -n rtr -s -d qdisc show dev bn > $O/tc-setup.txt 2>&1")
     if reverse_qdisc is not None:
         lines.append("tc -n dly -s -d qdisc show dev rv >> $O/tc-setup.txt 2>&1")
-    # servers, listening before t0
+    # receivers, listening before t0: busybox nc, stdin a FIFO the script holds open (so it
+    # never half-closes towards the sender), output discarded; a sized flow's receiver
+    # stamps the end of its transfer (EOF) with the probe's clock
     bound = int(math.ceil(limit_s))
-    lines.append("step servers")
+    lines.append("step receivers")
+    lines.append("mkfifo /tmp/l4slab-hold && exec 9<>/tmp/l4slab-hold || fail 'mkfifo /tmp/l4slab-hold'")
     for f in flows:
-        lines.append(
-            f"ip netns exec {f.receiver_ns} timeout -s KILL {bound} iperf3 -s -1 -B {f.receiver_addr} -p {f.port} "
-            f"-i 0 -J > $O/server-{f.id}.json 2>&1 &"
+        eof = (
+            f"; l4slab-probe --once --out $O/eof-{f.id}.jsonl --tcp-ns {f.receiver_ns},{f.sender_ns} > /dev/null 2>&1"
+            if f.bytes is not None
+            else ""
         )
-        lines.append(f"S{f.id}=$!")
+        lines.append(
+            f"( ip netns exec {f.receiver_ns} nc -l -p {f.port} < /tmp/l4slab-hold > /dev/null "
+            f"2> $O/receiver-{f.id}.err & echo $! > /tmp/r{f.id}.pid; wait $!{eof} ) &"
+        )
     lines.append("sleep 0.05")
     for f in flows:
         lines.append(
-            f"ip netns exec {f.receiver_ns} ss -Hltn 'sport = :{f.port}' | grep -q . || "
-            f"fail 'iperf3 server of flow {f.id} is not listening'"
+            f"ip netns exec {f.receiver_ns} ss -Hltn 'sport = :{f.port}' | grep -q '0.0.0.0:{f.port}' || "
+            f"fail 'the receiver of flow {f.id} is not listening on IPv4 (the probe samples IPv4 sockets; "
+            "the guest must boot with ipv6.disable=1)'"
         )
     # t0: the probes' first tick
     qdisc_args = "--qdisc rtr:bn" + (" --qdisc dly:rv" if reverse_qdisc is not None else "")
@@ -700,18 +715,22 @@ def _script(*, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, 
             args.append(qdisc_args)
         lines.append(f"timeout -s KILL {bound} l4slab-probe {' '.join(args)} > $O/probe-{k}.err 2>&1 &")
         lines.append(f"P{k}=$!")
-    # the schedule: launches and stops in time order, each a sleep from the previous event
+    # the schedule: launches and stops in time order, each a sleep from the previous event.
+    # A sender is busybox nc connecting at its launch (the SYN leaves then, as the engine's
+    # flow opens at its start), fed from /dev/zero (bulk) or `head -c BYTES` (a sized
+    # transfer: at its end nc half-closes, the receiver reads to EOF). A stop kills sender
+    # and receiver: the receiver's close resets the connection, so nothing queued is sent on.
     events: list[tuple[int, int, str]] = []
     for f in flows:
-        seconds = max(1, int(math.ceil((duration - f.launch_ns) / 1e9)) + 5)
-        amount = f"-n {f.bytes}" if f.bytes is not None else f"-t {seconds}"
+        source = f"head -c {f.bytes} /dev/zero | " if f.bytes is not None else ""
+        stdin = "" if f.bytes is not None else " < /dev/zero"
         launch = (
-            f"ip netns exec {f.sender_ns} timeout -s KILL {bound} iperf3 -c {f.receiver_addr} -B {f.sender_addr} "
-            f"-p {f.port} {amount} -i 0 -J > $O/client-{f.id}.json 2> $O/client-{f.id}.err &\nC{f.id}=$!"
+            f"{source}ip netns exec {f.sender_ns} nc {f.receiver_addr} {f.port}{stdin} > /dev/null "
+            f"2> $O/client-{f.id}.err &\nC{f.id}=$!"
         )
         events.append((f.launch_ns, 0, launch))
         if f.stop_ns is not None:
-            events.append((f.stop_ns, 1, f"kill -TERM $C{f.id} 2>/dev/null"))
+            events.append((f.stop_ns, 1, f"kill -KILL $C{f.id} $(cat /tmp/r{f.id}.pid) 2>/dev/null"))
     events.sort(key=lambda e: (e[0], e[1]))
     now = 0
     for at, _kind, action in events:
@@ -729,8 +748,9 @@ def _script(*, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, 
         lines.append(f"ip netns exec {f.sender_ns} nstat -asz --json > $O/nstat-{f.sender_ns}.json 2>&1")
     lines.append("tc -n rtr -s -d qdisc show dev bn > $O/tc-final.txt 2>&1")
     lines.append("cat /proc/net/softnet_stat > $O/softnet.txt")
-    # a client that ended early (-n) left an empty variable: ${C0:-} keeps kill quiet
-    lines.append("kill -KILL " + " ".join(f"${{C{f.id}:-}} ${{S{f.id}:-}}" for f in flows) + " 2>/dev/null")
+    senders = " ".join(f"${{C{f.id}:-}}" for f in flows)
+    receivers = " ".join(f"$(cat /tmp/r{f.id}.pid 2>/dev/null)" for f in flows)
+    lines.append(f"kill -KILL {senders} {receivers} 2>/dev/null")
     lines.append("step end")
     lines.append("exit 0")
     return "\n".join(lines) + "\n"
