@@ -2,8 +2,9 @@
 
 The probe needs Linux >= 7.0 uapi headers (``tcpi_ecn_mode``, ``struct tc_dualpi2_xstats``):
 ``$L4SLAB_UAPI_HEADERS`` (a ``headers_install`` include directory, or the directory above it),
-else the newest ``~/.cache/l4slab/kernel/*/uapi/include``, else the host's ``/usr/include``
-if it is new enough; without them, or without gcc and a static libc, everything here skips
+else the newest that ``l4slab kernel build`` generated
+(``~/.cache/l4slab/kernel/trees/*/hdr/usr/include``, or ``~/.cache/l4slab/kernel/*/uapi/include``),
+else the host's ``/usr/include`` if it is new enough; without them, or without gcc and a static libc, everything here skips
 with the reason. The compile must be free of warnings (``-Wall -Wextra -Werror``).
 
 With root and ``ip netns``, a module fixture builds two namespaces of its own (unique prefix),
@@ -55,7 +56,8 @@ def find_uapi_headers() -> tuple[Path | None, str]:
                 return d, ""
         return None, f"L4SLAB_UAPI_HEADERS={env} has no Linux >= 7.0 linux/tcp.h and linux/pkt_sched.h"
     cached = sorted(
-        glob.glob(os.path.expanduser("~/.cache/l4slab/kernel/*/uapi/include")),
+        glob.glob(os.path.expanduser("~/.cache/l4slab/kernel/trees/*/hdr/usr/include"))
+        + glob.glob(os.path.expanduser("~/.cache/l4slab/kernel/*/uapi/include")),
         key=lambda p: os.stat(p).st_mtime,
         reverse=True,
     )
