@@ -4,8 +4,8 @@ The probe needs Linux >= 7.0 uapi headers (``tcpi_ecn_mode``, ``struct tc_dualpi
 ``$L4SLAB_UAPI_HEADERS`` (a ``headers_install`` include directory, or the directory above it),
 else the newest that ``l4slab kernel build`` generated
 (``~/.cache/l4slab/kernel/trees/*/hdr/usr/include``, or ``~/.cache/l4slab/kernel/*/uapi/include``),
-else the host's ``/usr/include`` if it is new enough; without them, or without gcc and a static libc, everything here skips
-with the reason. The compile must be free of warnings (``-Wall -Wextra -Werror``).
+else the host's ``/usr/include`` if it is new enough; without them, or without gcc and a static
+libc, everything here skips with the reason. The compile must be free of warnings (``-Wall -Wextra -Werror``).
 
 With root and ``ip netns``, a module fixture builds two namespaces of its own (unique prefix),
 a veth pair with ``htb`` and a leaf qdisc (``fq_codel`` where the host kernel has it, else
