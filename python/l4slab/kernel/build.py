@@ -360,7 +360,10 @@ def ensure_kernel(
 def _tree_key(source_version: str) -> str:
     """The kernel tree's inputs: the source, the config fragment, the patches, the recipe."""
     h = hashlib.sha256(f"recipe={TREE_RECIPE_VERSION}\nsource={source_version}\n".encode())
-    for path in [FILES / "linux" / "l4slab.config", *sorted((FILES / "linux" / "patches").glob("*.patch"))]:
+    # The fragment's settings, not its comments: a reworded comment is no new kernel.
+    settings = [line.strip() for line in (FILES / "linux" / "l4slab.config").read_text().splitlines()]
+    h.update("\n".join(line for line in settings if line and not line.startswith("#")).encode() + b"\0")
+    for path in sorted((FILES / "linux" / "patches").glob("*.patch")):
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:24]
 
