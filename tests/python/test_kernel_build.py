@@ -74,9 +74,21 @@ def test_project_inputs_cover_every_guest_file():
     assert len(digest) == 64 and kb.project_inputs()[1] == digest
 
 
-def test_tree_key_depends_on_source_version_only_among_inputs_outside_the_tree():
+def test_tree_key_reads_the_source_the_settings_and_the_patches(tmp_path, monkeypatch):
     assert kb._tree_key("7.2.13-1") == kb._tree_key("7.2.13-1")
     assert kb._tree_key("7.2.13-1") != kb._tree_key("7.3.1-1")
+    files = tmp_path / "kernel"
+    shutil.copytree(kb.FILES / "linux", files / "linux")
+    monkeypatch.setattr(kb, "FILES", files)
+    key = kb._tree_key("7.2.13-1")
+    config = files / "linux" / "l4slab.config"
+    config.write_text("# a reworded comment\n" + config.read_text().replace("# ", "#  "))
+    assert kb._tree_key("7.2.13-1") == key, "a comment is no new kernel"
+    config.write_text(config.read_text() + "CONFIG_NET_SCH_CAKE=y\n")
+    assert kb._tree_key("7.2.13-1") != key
+    key = kb._tree_key("7.2.13-1")
+    (files / "linux" / "patches" / "0009-x.patch").write_text("--- a/x\n+++ b/x\n")
+    assert kb._tree_key("7.2.13-1") != key
 
 
 def test_sync_modules_manages_one_block_and_removes_what_left(tmp_path):
