@@ -363,6 +363,14 @@ def _sojourn_stats(samples: list[tuple[float, float]]) -> dict[str, Any]:
 def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(raw results in the engine's schema, the kernel block's measurements)."""
     run_dir = Path(run_dir)
+    for index, name in enumerate(testbed.probe_files):
+        try:
+            rc = (run_dir / f"probe-{index}.rc").read_text().strip()
+        except OSError:
+            rc = ""
+        if rc not in ("", "0"):
+            why = _first_line(run_dir / f"probe-{index}.err") or f"exit status {rc}"
+            raise CollectError(f"kernel run: the guest's probe ({name}) failed: {why}")
     probe = read_probes(run_dir / name for name in testbed.probe_files)
     bin_ns = testbed.bin_ns
     duration_ns = testbed.duration_ns
