@@ -1,6 +1,7 @@
 """``l4slab bench``: the engine's wall time and simulated packets (and events) per second,
 on the packaged reference scenario or ``--scenario FILE``; ``--qdisc`` once per qdisc;
-``--linearity`` checks that the cost per packet does not grow with simulated time."""
+``--linearity`` checks that the cost per packet does not grow with simulated time;
+``--backend kernel`` times the same scenario on the kernel backend beside the engine."""
 
 from __future__ import annotations
 
@@ -60,6 +61,13 @@ def add_parser(commands) -> None:
         "the engine's cost must stay linear in time",
     )
     bench_cmd.add_argument(
+        "--backend",
+        choices=("sim", "kernel"),
+        default="sim",
+        help="kernel: time the scenario on the kernel backend's guest (wall time per run, virtual time, "
+        "and the ratio to the engine's wall time on the same scenario)",
+    )
+    bench_cmd.add_argument(
         "--qdisc",
         metavar="all|KIND,...",
         help="run the scenario once per qdisc at its PAM 2025 configuration for 2 BDP "
@@ -108,6 +116,8 @@ def command(args: argparse.Namespace) -> int:
         return _bench_linearity(args, scenario)
     if args.qdisc is not None:
         return _bench_qdiscs(args, scenario)
+    if getattr(args, "backend", "sim") == "kernel":
+        return _bench_kernel(args, scenario)
     config = scenario.resolve()
 
     results, walls = _time_config(config, args.repeat)
@@ -307,4 +317,50 @@ def _bench_linearity(args: argparse.Namespace, scenario) -> int:
             f"the {rows[0]['simulated_s']:g} s run (at most {LINEARITY_MAX_RATIO}x)"
         )
         return EXIT_ENGINE
+    return EXIT_OK
+
+
+def _bench_kernel(args: argparse.Namespace, scenario) -> int:
+    """``bench --backend kernel``: the scenario on the guest ``--repeat`` times (each a boot),
+    the best and median guest wall time, and the engine's best wall time on the same scenario."""
+    from .. import engine
+    from ..kernel.build import ensure_kernel
+    from ..kernel.run import run_kernel
+
+    kernel = ensure_kernel(progress=not args.json)
+    walls: list[float] = []
+    guest: list[float] = []
+    for _ in range(args.repeat):
+        result = run_kernel(scenario, kernel=kernel)
+        block = result.summary.get("kernel") or {}
+        walls.append(float(result.wall_s))
+        guest.append(float(block.get("guest_wall_s") or result.wall_s))
+    _, sim_walls = _time_config(scenario.resolve(), max(1, args.repeat))
+    simulated = scenario.duration / 1e9  # TimeNs
+    report = {
+        "scenario": scenario.name,
+        "backend": "kernel",
+        "kernel": kernel.release,
+        "simulated_s": simulated,
+        "repeat": args.repeat,
+        "wall_s": min(walls),
+        "wall_s_median": statistics.median(walls),
+        "wall_s_all": walls,
+        "guest_wall_s": min(guest),
+        "speedup": simulated / min(walls),
+        "engine_wall_s": min(sim_walls),
+        "kernel_over_engine": min(walls) / min(sim_walls) if min(sim_walls) > 0 else None,
+    }
+    if args.json:
+        print(json.dumps(report))
+        return EXIT_OK
+    print(f"scenario:  {report['scenario']} ({simulated:g} s virtual) on kernel {kernel.release}")
+    print(
+        f"wall:      {report['wall_s']:.1f} s best of {args.repeat} (median {report['wall_s_median']:.1f} s; "
+        f"guest {report['guest_wall_s']:.1f} s); {report['speedup']:.2f}x real time"
+    )
+    print(
+        f"engine:    {report['engine_wall_s']:.3f} s on the same scenario: the kernel takes "
+        f"{report['kernel_over_engine']:.0f}x the engine's wall time"
+    )
     return EXIT_OK

@@ -153,6 +153,9 @@ def boot(
         "quiet",
         "loglevel=3",
         "panic=-1",
+        # The testbed is IPv4 only: iperf3 servers then listen on IPv4 sockets, which the
+        # probe's sock_diag dump (AF_INET) sees.
+        "ipv6.disable=1",
         f"l4slab.dir={directory}",
         f"l4slab.limit={max(1, int(limit_s))}",
     ]
