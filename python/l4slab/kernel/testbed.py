@@ -584,15 +584,17 @@ def _script(*, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, 
         "for t in ip tc ss ethtool nc head mkfifo l4slab-probe nstat; do command -v $t >/dev/null "
         '|| fail "the guest\'s initramfs has no $t, which the testbed needs (l4slab kernel build)"; done',
     ]
-    ccs = sorted({f.cc for f in flows} | {f.receiver_cc for f in flows} | {"reno", "cubic"})
+    ccs = sorted({f.cc for f in flows} | {f.receiver_cc for f in flows})
     avail = "/proc/sys/net/ipv4/tcp_available_congestion_control"
     for cc in ccs:
         lines.append(
             f'grep -qw {q(cc)} {avail} || fail "congestion control {cc}: not in this kernel (it has: $(cat {avail}))"'
         )
+    # a namespace may default to a CC of the allowed list only (tcp_cong.c:
+    # tcp_set_default_congestion_control): the flows' CCs join the boot's list
+    allowed = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
     lines.append(
-        f"echo {q(' '.join(ccs))} > /proc/sys/net/ipv4/tcp_allowed_congestion_control "
-        "|| fail 'tcp_allowed_congestion_control'"
+        f'echo "$(cat {allowed}) {" ".join(ccs)}" > {allowed} || fail "tcp_allowed_congestion_control: {" ".join(ccs)}"'
     )
     names = ["rtr", "dly", *[n for f in flows for n in (f.sender_ns, f.receiver_ns)]]
     for name in names:
