@@ -86,8 +86,8 @@ flows.bytes                    ``head -c BYTES /dev/zero | nc``; FIN at the end
 flows.mss                      ``advmss mss+12`` on both hosts' routes (12 = timestamps);
                                larger than 1448 refused (the veth MTU is 1500)
 flows.init_cwnd                ``initcwnd`` on the sender's route
-flows.rto_min                  ``rto_min`` on the sender's route (locked); only whole jiffies of
-                               the guest's HZ = 100 (10 ms), others refused
+flows.rto_min                  ``rto_min`` on the sender's route (locked); whole milliseconds
+                               only (the route metric's unit; the guest runs at HZ = 1000)
 flows.rwnd                     ``window`` on the receiver's route (its window clamp,
                                tcp_minisocks.c:tcp_openreq_init_rwin)
 flows.delayed_ack = false      ``quickack 1`` on the receiver's route; true: Linux's own
@@ -163,8 +163,8 @@ _NO_KERNEL_CC = {
 PRAGUE_PAM_PARAMS = {"ecn_fallback": 1, "fallback_constants": "pam2025"}
 #: One sender and one receiver namespace per flow; addresses 10.1.i.0/24 and 10.2.i.0/24.
 MAX_FLOWS = 64
-#: The guest kernel's HZ (UML x86_64 defconfig): jiffies-based route metrics round to it.
-GUEST_HZ = 100
+#: ``ip route ... rto_min`` is carried in milliseconds (RTAX_RTO_MIN, include/net/tcp.h:tcp_rto_min).
+RTO_MIN_UNIT_NS = 1_000_000
 #: Namespaces one l4slab-probe samples (probe.c MAX_NS, 32 in all, two kept for qdiscs).
 PROBE_NS = 30
 #: Engine flow knobs at Linux's own behaviour when unset or at these values.
@@ -395,11 +395,11 @@ def check_config(config: Mapping[str, Any], scenario: Any = None) -> None:
         if mss is not None and int(mss) > MAX_MSS:
             raise _refuse(f"{where}.mss", mss, f"at most {MAX_MSS} bytes (the veth MTU is 1500 B, timestamps on)")
         rto_min = flow.get("rto_min_ns")
-        if rto_min is not None and int(rto_min) % (1_000_000_000 // GUEST_HZ):
+        if rto_min is not None and int(rto_min) % RTO_MIN_UNIT_NS:
             raise _refuse(
                 f"{where}.rto_min",
                 units.format_time(int(rto_min)),
-                f"a whole number of the guest's jiffies ({1000 // GUEST_HZ}ms at HZ={GUEST_HZ}), e.g. '200ms'",
+                "a whole number of milliseconds (the route metric's unit), e.g. '200ms'",
             )
 
 
