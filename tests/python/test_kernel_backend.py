@@ -366,3 +366,13 @@ def test_kernel_refusals_are_scenario_errors(kernel):
 
     with pytest.raises(ScenarioError, match=r"^flows\[0\]\.cc: bbr2 "):
         run_kernel({**PRAGUE_ALONE, "flows": [{"cc": "bbr2", "rtt": "10ms"}]}, kernel=kernel)
+
+
+def test_more_namespaces_than_one_probe_samples_take_more_probes():
+    """l4slab-probe samples at most 32 namespaces: 17 flows (34) take two, ticking together."""
+    scenario = _scenario(flows__0__count=17)
+    tb = plan(scenario, scenario.resolve(), offsets_ns=[0] * 17)
+    assert tb.probe_files == ["probe-0.jsonl", "probe-1.jsonl"]
+    first, second = (line for line in tb.script.splitlines() if line.startswith("timeout -s KILL") and "probe" in line)
+    assert "--qdisc rtr:bn" in first and "--qdisc" not in second
+    assert first.count(",") + second.count(",") + 2 == 34
