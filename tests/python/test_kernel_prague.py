@@ -1,0 +1,334 @@
+"""The engine's TCP Prague against the kernel's (issue 26 must-have 2, issue 33 item 1).
+
+Each scenario runs on both backends: the engine (``l4slab.run``, ``crates/l4slab-core/src/
+cc/prague/``) and the guest kernel (``run_kernel``, the project's own module
+``python/l4slab/kernel/linux/net/tcp_l4slab_prague.c``). Every number asserted is measured
+in the test; the tolerances, and why an expert would accept them, are stated at each test.
+
+Where the two backends measure differently (``python/l4slab/kernel/collect.py``):
+
+* goodput: the engine counts in-order payload at its receiver, the kernel the receiver's
+  ``tcpi_bytes_received``; both over ``[warmup, duration)``;
+* DualPI2's L-queue sojourn: per packet in the engine; in the kernel the qdisc's
+  ``delay_l`` (the head packet's wait) sampled at every 100-ms tick and weighted by the
+  bin's arrivals, so it is a sample of the same quantity, not a packet-exact mean;
+* CE fraction: ``ce_packets / packets_sent`` over the whole run on both: CE-marked
+  packets at the receiver (engine: its count; kernel: ``tcpi_received_ce``) over the
+  sender's data segments (``tcpi_data_segs_out``);
+* AccECN: the engine's negotiated mode; the kernel's ``tcpi_ecn_mode`` of both sockets and
+  ``tcpi_accecn_opt_seen`` (2 = counters seen in the peer's AccECN option).
+
+``prague_pam`` (the PAM-2025 hybrid) is the engine's ``prague`` with ``ecn_fallback = 1,
+fallback_constants = "pam2025", growth_gate = "app_limited"``; the kernel backend maps
+``{ecn_fallback = 1, fallback_constants = "pam2025"}`` to that module (whose growth gate
+is ``app_limited``) and refuses ``growth_gate`` itself, so the kernel side is given the
+two keys and the test checks the module the sender's socket ran.
+
+Cost: six scenarios of 6-15 s virtual time, about 70 s of guest wall time on a quiet
+2-core machine (the engine's runs take well under a second each). The kernel tests skip, with the
+reason, when no guest kernel is cached (``l4slab kernel build``; ``.ci/run`` builds it
+first) or named by ``L4SLAB_TEST_KERNEL=LINUX:INITRAMFS``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+
+import l4slab
+import pytest
+from conftest import requires_engine
+
+
+def _cached_kernel():
+    if not sys.platform.startswith("linux"):
+        return None
+    env = os.environ.get("L4SLAB_TEST_KERNEL")
+    if env:
+        from l4slab.kernel.build import Kernel
+
+        linux, initramfs = env.split(":", 1)
+        return Kernel(directory=Path(linux).parent, linux=Path(linux), initramfs=Path(initramfs), release="")
+    from l4slab.kernel.build import find_cached
+
+    return find_cached()
+
+
+KERNEL = _cached_kernel()
+
+pytestmark = requires_engine
+needs_guest = pytest.mark.skipif(
+    KERNEL is None, reason="no guest kernel cached: run `l4slab kernel build` (.ci/run builds it before the tests)"
+)
+
+DUALPI2 = {"rate": "100Mbit", "qdisc": "dualpi2"}
+#: The engine's PAM-2025 hybrid and what the kernel backend accepts for the same module.
+PAM_ENGINE = {"ecn_fallback": 1, "fallback_constants": "pam2025", "growth_gate": "app_limited"}
+PAM_KERNEL = {"ecn_fallback": 1, "fallback_constants": "pam2025"}
+
+
+def _scenario(name, duration, warmup, flows, bottleneck=DUALPI2):
+    return {"name": name, "duration": duration, "warmup": warmup, "bottleneck": bottleneck, "flows": flows}
+
+
+PRAGUE_ALONE = _scenario("prague-alone", "8s", "2s", [{"cc": "prague", "rtt": "10ms"}])
+# 15 s, 3 s warm-up: CUBIC's epoch here is ~5 s (K = cbrt(W * 0.3 / 0.4), W ~ 150), so the
+# 12-s window holds two or more and the share depends less on where a cycle is cut.
+PRAGUE_CUBIC = _scenario(
+    "prague-vs-cubic", "15s", "3s", [{"cc": "prague", "rtt": "10ms"}, {"cc": "cubic", "rtt": "10ms"}]
+)
+
+
+def _pam(cc_params):
+    return {"cc": "prague", "rtt": "10ms", "cc_params": cc_params}
+
+
+PAM_ALONE = _scenario("prague-pam-alone", "8s", "2s", [_pam(PAM_ENGINE)])
+PAM_CUBIC = _scenario("prague-pam-vs-cubic", "10s", "2s", [_pam(PAM_ENGINE), {"cc": "cubic", "rtt": "10ms"}])
+PAM_ECN_CUBIC_PIE = _scenario(
+    "prague-pam-vs-ecn-cubic-pie",
+    "15s",
+    "3s",
+    [_pam(PAM_ENGINE), {"cc": "cubic", "rtt": "10ms", "ecn": 1, "receiver_ecn": 1}],
+    bottleneck={"rate": "100Mbit", "qdisc": "pie ecn"},
+)
+NO_ACCECN = _scenario("prague-no-accecn-receiver", "6s", "2s", [{"cc": "prague", "rtt": "10ms", "receiver_ecn": 0}])
+
+
+def _kernel_side(scenario):
+    """The same scenario for the kernel backend: the PAM hybrid by the two keys it maps."""
+    flows = [dict(f, cc_params=PAM_KERNEL) if f.get("cc_params") == PAM_ENGINE else f for f in scenario["flows"]]
+    return {**scenario, "flows": flows}
+
+
+class Pair:
+    """One scenario on both backends."""
+
+    def __init__(self, scenario):
+        from l4slab.kernel.run import run_kernel
+
+        self.engine = l4slab.run(scenario)
+        self.kernel = run_kernel(_kernel_side(scenario), kernel=KERNEL)
+        self.e = self.engine.summary
+        self.k = self.kernel.summary
+
+    def both(self):
+        return (("engine", self.e), ("kernel", self.k))
+
+    def sender_cc(self, flow=0):
+        """The congestion control the kernel's sender socket ran (the probe's sample)."""
+        return self.kernel.meta["flows"][flow]["sender_cc"]
+
+
+def _goodput(summary, flow=0):
+    return summary["flows"][flow]["goodput_mbps"]
+
+
+def _ce_fraction(summary, flow=0):
+    f = summary["flows"][flow]
+    return f["ce_packets"] / f["packets_sent"]
+
+
+def _class_mean(summary, name):
+    return next(c["sojourn_ms"]["mean"] for c in summary["bottleneck"]["sojourn_by_class"] if c["class"] == name)
+
+
+def _pkts_in(summary, queue):
+    return summary["bottleneck"]["qdisc"]["extra"][f"pkts_in_{queue}"]
+
+
+@pytest.fixture(scope="module")
+def prague_alone():
+    return Pair(PRAGUE_ALONE)
+
+
+@pytest.fixture(scope="module")
+def prague_cubic():
+    return Pair(PRAGUE_CUBIC)
+
+
+@pytest.fixture(scope="module")
+def pam_alone():
+    return Pair(PAM_ALONE)
+
+
+@pytest.fixture(scope="module")
+def pam_cubic():
+    return Pair(PAM_CUBIC)
+
+
+@pytest.fixture(scope="module")
+def pam_ecn_cubic_pie():
+    return Pair(PAM_ECN_CUBIC_PIE)
+
+
+# --- Prague alone in DualPI2, 100 Mbit/s, 10 ms ----------------------------------------------
+
+
+@needs_guest
+def test_prague_alone_goodput_agrees_within_3_mbits(prague_alone):
+    """Alone, Prague fills the link on both (measured 94.85 and 94.85 Mbit/s: the payload
+    share of 100 Mbit/s of frames). 3 Mbit/s is 3 % of the link: a window or pacing error
+    that left the link idle even 3 % of the time would show."""
+    assert prague_alone.sender_cc() == "prague"
+    engine, kernel = _goodput(prague_alone.e), _goodput(prague_alone.k)
+    assert engine > 85 and kernel > 85
+    assert abs(engine - kernel) <= 3.0, (engine, kernel)
+
+
+@needs_guest
+def test_prague_alone_l_queue_under_1ms_and_within_half_a_ms(prague_alone):
+    """Both keep DualPI2's L queue below 1 ms (its step threshold; measured 0.79 ms engine,
+    0.71 ms kernel) and within 0.5 ms of each other: half the step, the scale on which a
+    scalable CC holds the L queue. All data in L on both (ECT(1)), at most one packet in C."""
+    for name, summary in prague_alone.both():
+        assert _pkts_in(summary, "c") <= 1 and _pkts_in(summary, "l") > 10_000, name
+    engine, kernel = _class_mean(prague_alone.e, "L"), _class_mean(prague_alone.k, "L")
+    assert 0 < engine < 1.0 and 0 < kernel < 1.0, (engine, kernel)
+    assert abs(engine - kernel) <= 0.5, (engine, kernel)
+
+
+@needs_guest
+def test_prague_alone_negotiates_accecn_on_both(prague_alone):
+    """The engine's negotiated mode, and the kernel's as the run result reports it from
+    tcp_info: the sender's and the receiver's ``tcpi_ecn_mode`` and the sender's
+    ``tcpi_accecn_opt_seen`` = 2 (AccECN option counters seen from the receiver)."""
+    assert prague_alone.e["flows"][0]["ecn_mode"] == "accecn"
+    assert prague_alone.k["flows"][0]["ecn_mode"] == "accecn"
+    assert prague_alone.kernel.meta["flows"][0]["receiver_ecn_mode"] == "accecn"
+    assert prague_alone.k["kernel"]["accecn_opt_seen"] == [2]
+    assert prague_alone.k["kernel"]["modules"] == ["prague"]
+
+
+@needs_guest
+def test_prague_alone_ce_fraction_of_the_same_order(prague_alone):
+    """CE fraction of the data packets within a factor 2 (measured 6.0 % engine, 4.2 %
+    kernel). Not tighter: the L queue's marks come from the 1-ms step and so depend on
+    how the packets bunch (the engine's GSO and pacing model against the kernel's own
+    tcp_tso_autosize bursts), not only on Prague's α; a factor 2 still tells a flow marked
+    once per RTT from one marked per packet, or a Prague that ignored CE."""
+    engine, kernel = _ce_fraction(prague_alone.e), _ce_fraction(prague_alone.k)
+    assert engine > 0 and kernel > 0
+    assert 0.5 <= engine / kernel <= 2.0, (engine, kernel)
+
+
+# --- Prague against CUBIC in DualPI2 ----------------------------------------------------------
+
+
+@needs_guest
+def test_prague_vs_cubic_rate_ratios_in_the_band_and_within_1_5x(prague_cubic):
+    """Prague/CUBIC goodput ratio in the DualQ paper's 0.5-2 band on both, and the two
+    ratios within a factor 1.5 of each other (measured 1.71 engine, 1.47 kernel). 1.5 is the
+    engine's own spread of this ratio over eight seeds in this 12-s window (1.22-1.86;
+    over 30 s both backends give 1.5-1.6): CUBIC's few epochs in the window set it."""
+    assert prague_cubic.sender_cc(0) == "prague" and prague_cubic.sender_cc(1) == "cubic"
+    ratios = {}
+    for name, summary in prague_cubic.both():
+        ratios[name] = _goodput(summary, 0) / _goodput(summary, 1)
+        assert 0.5 <= ratios[name] <= 2.0, (name, ratios)
+        assert _class_mean(summary, "L") < 1.0, name
+    assert abs(math.log(ratios["engine"] / ratios["kernel"])) <= math.log(1.5), ratios
+
+
+# --- the PAM-2025 hybrid (classic-ECN detector with the unscaled constants) -----------------
+
+
+@needs_guest
+def test_prague_pam_alone_falls_back_on_both(prague_alone, pam_alone):
+    """With the PAM-era constants the detector's score climbs to "classic" on DualPI2 too
+    (L4STeam/linux issue #38): α is floored at 0.625, every CE cuts ≥ 31 % and the flow
+    leaves the link part idle. Measured as the effect, against plain Prague in the same
+    test, since neither backend exposes the score: goodput down by more than 5 Mbit/s (9.6
+    engine, 9.2 kernel), the CE fraction and the L-queue delay below half of Prague's; and
+    the two backends' goodput within 3 Mbit/s (85.3 and 85.7 Mbit/s)."""
+    assert pam_alone.sender_cc() == "prague_pam" and pam_alone.k["kernel"]["modules"] == ["prague_pam"]
+    assert pam_alone.e["flows"][0]["ecn_mode"] == pam_alone.k["flows"][0]["ecn_mode"] == "accecn"
+    for (name, prague), (_, pam) in zip(prague_alone.both(), pam_alone.both(), strict=True):
+        assert _goodput(prague) - _goodput(pam) > 5.0, (name, _goodput(prague), _goodput(pam))
+        assert _ce_fraction(pam) < 0.5 * _ce_fraction(prague), (name, _ce_fraction(pam), _ce_fraction(prague))
+        assert _class_mean(pam, "L") < 0.5 * _class_mean(prague, "L"), name
+    engine, kernel = _goodput(pam_alone.e), _goodput(pam_alone.k)
+    assert abs(engine - kernel) <= 3.0, (engine, kernel)
+
+
+@needs_guest
+def test_prague_pam_vs_cubic_starves_alike(pam_cubic):
+    """Fallen back, the hybrid yields to CUBIC in DualPI2 on both (measured 10.0/85.6 engine,
+    9.9/85.7 kernel Mbit/s): Prague below a fifth of CUBIC, and each flow's goodput within
+    3 Mbit/s across the backends."""
+    assert pam_cubic.sender_cc(0) == "prague_pam"
+    for name, summary in pam_cubic.both():
+        assert _goodput(summary, 0) < 0.2 * _goodput(summary, 1), name
+    for flow in (0, 1):
+        engine, kernel = _goodput(pam_cubic.e, flow), _goodput(pam_cubic.k, flow)
+        assert abs(engine - kernel) <= 3.0, (flow, engine, kernel)
+
+
+@needs_guest
+def test_prague_pam_vs_ecn_cubic_in_pie_agrees_and_never_stalls(pam_ecn_cubic_pie):
+    """One classic-ECN queue (``pie ecn``, 1000 packets): both flows overshoot in slow
+    start, drop into recovery (~950 retransmits each backend), and the detector runs with
+    the loss history. Measured 48.3/46.9 engine, 51.2/44.0 kernel. Each flow's goodput
+    within 5 Mbit/s across the backends (the engine's own seed spread for Prague here is
+    48-58), and no 1-s window after the warm-up with Prague below 10 Mbit/s on either: a
+    Prague left pacing at its halved-again ``frac`` while cwnd stays high and is not
+    cwnd-limited would sit at a few Mbit/s for seconds (what a bottleneck that queued
+    GSO aggregates produced, not this testbed)."""
+    pair = pam_ecn_cubic_pie
+    assert pair.sender_cc(0) == "prague_pam"
+    assert pair.k["flows"][1]["ecn_mode"] == pair.e["flows"][1]["ecn_mode"] == "rfc3168"
+    for name, summary in pair.both():
+        assert summary["flows"][0]["retransmits"] > 100, name  # the loss path was taken
+    for flow in (0, 1):
+        engine, kernel = _goodput(pair.e, flow), _goodput(pair.k, flow)
+        assert abs(engine - kernel) <= 5.0, (flow, engine, kernel)
+    warmup = float(pair.e["warmup_s"])
+    for name, result in (("engine", pair.engine), ("kernel", pair.kernel)):
+        series = result.flow_series
+        prague = series[(series["flow"] == 0) & (series["time_s"] >= warmup - 1e-9)]
+        per_second = prague.groupby((prague["time_s"] - warmup + 1e-9) // 1.0)["goodput_mbps"].mean()
+        assert len(per_second) >= 10 and per_second.min() > 10.0, (name, per_second.round(1).tolist())
+
+
+# --- Prague without an AccECN receiver ---------------------------------------------------------
+
+
+def test_prague_without_accecn_receiver_is_prague_reno_not_ect_in_c_on_engine():
+    """The engine's half of the next test, which runs without a guest too: Prague's
+    handshake gets no AccECN (receiver tcp_ecn = 0), so ``prague_init`` switches to Reno."""
+    summary = l4slab.run(NO_ACCECN).summary
+    flow = summary["flows"][0]
+    assert flow["cc"] == "prague-reno" and flow["ecn_mode"] == "off" and flow["ce_packets"] == 0
+    assert _pkts_in(summary, "l") <= 0.001 * _pkts_in(summary, "c")
+
+
+def _collect_error():
+    from l4slab.kernel.collect import CollectError
+
+    return CollectError
+
+
+@pytest.mark.xfail(
+    raises=_collect_error(),
+    reason="kernel backend gap: collect.py rejects a sender socket whose CC is prague-reno "
+    "('the namespace's default congestion control was not applied'), although prague_init "
+    "switches to it by design when AccECN is not negotiated (module README)",
+)
+@needs_guest
+def test_prague_without_accecn_receiver_is_prague_reno_not_ect_in_c():
+    """Receiver ``tcp_ecn = 0``: on both, the connection runs Prague's Reno (the kernel's
+    sender socket reports ``prague-reno``), not-ECT (``ecn_mode`` off, no CE), its data in
+    DualPI2's C queue (at most 0.1 % of the packets in L: the one seen is the handshake's).
+    Goodput within 3 Mbit/s and the C-queue delay within 3 ms (a fifth of the 15-ms PI
+    target) of each other (measured with the collector's check bypassed: 95.6/95.6 Mbit/s,
+    12.0/11.8 ms)."""
+    pair = Pair(NO_ACCECN)
+    assert pair.sender_cc() == "prague-reno" and pair.e["flows"][0]["cc"] == "prague-reno"
+    for name, summary in pair.both():
+        flow = summary["flows"][0]
+        assert flow["ecn_mode"] == "off" and flow["ce_packets"] == 0, name
+        assert _pkts_in(summary, "l") <= 0.001 * _pkts_in(summary, "c"), name
+    assert abs(_goodput(pair.e) - _goodput(pair.k)) <= 3.0
+    assert abs(_class_mean(pair.e, "C") - _class_mean(pair.k, "C")) <= 3.0
