@@ -316,7 +316,10 @@ def tc_stats_lines(bottleneck: Mapping[str, Any], *, per_line: int = 6) -> list[
             f" backlog {stats.get('backlog_bytes', 0)}b {stats.get('backlog_packets', 0)}p "
             f"requeues {stats.get('requeues', 0)}"
         )
-        lines.append(f" marks {stats.get('marks', 0)} maxq {stats.get('maxq_packets', 0)}p")
+        maxq = stats.get("maxq_packets")
+        # A backend that cannot know the largest queue (the kernel's qdiscs other than
+        # dualpi2 and pie keep no maxq) leaves it out rather than print a made-up number.
+        lines.append(f" marks {stats.get('marks', 0)}" + ("" if maxq is None else f" maxq {maxq}p"))
         extra = list((stats.get("extra") or {}).items())
         for start in range(0, len(extra), per_line):
             lines.append(" " + " ".join(f"{name} {_stat(value)}" for name, value in extra[start : start + per_line]))

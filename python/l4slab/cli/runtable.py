@@ -60,7 +60,11 @@ def print_result(result, directory) -> None:
     console.print(
         f"packets: {summary['packets_sent']} sent = {summary['packets_delivered']} delivered + "
         f"{summary['packets_dropped']} dropped + {summary['packets_in_flight']} in flight; "
-        f"engine {result.wall_s:.3f} s wall",
+        + (
+            f"engine {result.wall_s:.3f} s wall"
+            if summary.get("backend", "sim") == "sim"
+            else f"{summary.get('backend')} run {result.wall_s:.1f} s wall"
+        ),
         soft_wrap=True,
     )
     emulator = summary.get("emulator")

@@ -132,16 +132,12 @@ def boot(
         (directory / stale).unlink(missing_ok=True)
     (directory / "guest.sh").write_text(script)
 
-    # UML maps the guest's memory from a file in $TMPDIR: on tmpfs it stays in RAM.
-    shm = Path("/dev/shm")
-    uml_dir = Path(tempfile.mkdtemp(prefix="l4slab-uml-", dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None))
     cmd = [
         str(kernel.linux),
         f"mem={mem}",
         f"initrd={kernel.initramfs}",
         "con=null",
         "con0=null,fd:1",
-        f"uml_dir={uml_dir}",
         "umid=guest",
         "time-travel=inf-cpu",
         # Guest processes talk to the UML kernel through a seccomp filter instead of ptrace:
@@ -153,16 +149,21 @@ def boot(
         "quiet",
         "loglevel=3",
         "panic=-1",
-        # The testbed is IPv4 only: iperf3 servers then listen on IPv4 sockets, which the
+        # The testbed is IPv4 only: its receivers then listen on IPv4 sockets, which the
         # probe's sock_diag dump (AF_INET) sees.
         "ipv6.disable=1",
         f"l4slab.dir={directory}",
         f"l4slab.limit={max(1, int(limit_s))}",
     ]
-    env = dict(os.environ, TMPDIR=str(uml_dir))
     t0 = time.monotonic()
     proc = None
+    # UML maps the guest's memory from a file in $TMPDIR: on tmpfs it stays in RAM. Made
+    # last before the try that removes it, so nothing before can leave it behind.
+    shm = Path("/dev/shm")
+    uml_dir = Path(tempfile.mkdtemp(prefix="l4slab-uml-", dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None))
     try:
+        cmd += [f"uml_dir={uml_dir}"]
+        env = dict(os.environ, TMPDIR=str(uml_dir))
         with open(directory / "console.log", "wb") as console:
             proc = subprocess.Popen(
                 cmd,
