@@ -1,12 +1,13 @@
 //! TCP Prague as the L4STeam Linux tree implements it (`net/ipv4/tcp_prague.c`):
 //! reference MODULE_VERSION "0.7" (commit 893e147) in [`v07`], with a selectable
-//! "0.6" (commit 02573a2) in [`v06`], v0.6's optional classic-ECN-AQM detection in
+//! "0.6" (commit 02573a2) in [`v06`] and the PAM 2025 testbed's module (L4STeam/tcp-prague
+//! commit 90aea47f) in [`pam2025`], v0.6's optional classic-ECN-AQM detection in
 //! [`classic_ecn_detector`] and the segment-sizing rules (v0.7's and those of
 //! Zeynali et al., "Small Packets, Big Difference") in [`segment_sizing`].
 //!
-//! This file holds the state and the per-ACK skeleton both versions share; where
-//! they differ, the skeleton calls the [`Version`] hooks that `v07.rs` and `v06.rs`
-//! implement.
+//! This file holds the state and the per-ACK skeleton the versions share; where
+//! they differ, the skeleton calls the [`Version`] hooks that `v07.rs`, `v06.rs` and
+//! `pam2025.rs` implement.
 //!
 //! Prague implements `cong_control`, so the stack bypasses PRR, `cong_avoid`, the
 //! "cwnd = ssthresh at CWR exit" rule and the stack pacing rate
@@ -33,6 +34,7 @@ use crate::packet::{IP_TCP_HLEN, TCPOLEN_TSTAMP_ALIGNED};
 use crate::schema::{ParamKind, ParamSpec};
 
 pub mod classic_ecn_detector;
+pub mod pam2025;
 pub mod segment_sizing;
 pub mod v06;
 pub mod v07;
@@ -99,6 +101,10 @@ pub enum PragueVersion {
     V07,
     /// MODULE_VERSION "0.6", L4STeam/linux commit 02573a2.
     V06,
+    /// The PAM 2025 testbed's module, L4STeam/tcp-prague commit 90aea47f: v0.7's core
+    /// with the 0.6 tree's classic-ECN detector and its own rules ([`pam2025`]).
+    /// Selecting it makes its defaults those of [`PragueParams::pam2025`].
+    Pam2025,
 }
 
 /// Vintage of the classic-ECN detector's reference constants `V0_LG` / `D0_LG`
@@ -218,6 +224,25 @@ impl PragueParams {
     pub fn v06() -> Self {
         PragueParams { version: PragueVersion::V06, rtt_transition: 500, ..PragueParams::default() }
     }
+
+    /// The PAM 2025 testbed's module (L4STeam/tcp-prague 90aea47f) at its defaults:
+    /// the detector's 20-bit reference constants, growth stopped by `tp->app_limited`
+    /// only, `prague_ecn_fallback` 0; the rest as v0.7.
+    pub fn pam2025() -> Self {
+        PragueParams {
+            version: PragueVersion::Pam2025,
+            fallback_constants: FallbackConstants::Pam2025,
+            growth_gate: GrowthGate::AppLimited,
+            ..PragueParams::default()
+        }
+    }
+}
+
+/// `prague`'s parameters: v0.7's defaults, or the PAM vintage's when the given
+/// parameters select `version = "pam2025"`, overlaid with what is given.
+pub fn parse_prague_params(cc: &str, params: Option<&serde_json::Value>) -> Result<PragueParams, String> {
+    let pam = params.and_then(|p| p.get("version")).and_then(|v| v.as_str()) == Some("pam2025");
+    parse_params(cc, if pam { PragueParams::pam2025() } else { PragueParams::default() }, params)
 }
 
 /// `prague` in the registry: v0.7 at its module defaults.
@@ -227,7 +252,7 @@ pub const DESCRIPTOR: CcDescriptor = CcDescriptor {
     l4s: true,
     flags: PRAGUE_FLAGS,
     receiver: ReceiverDefaults { receiver_ecn: Some(3), receiver_cc: None },
-    build: |p| Ok(Box::new(RenoFallback::new(Prague::new(parse_params("prague", PragueParams::default(), p)?)))),
+    build: |p| Ok(Box::new(RenoFallback::new(Prague::new(parse_prague_params("prague", p)?)))),
     params: || param_specs(&PragueParams::default()),
 };
 
@@ -254,8 +279,14 @@ fn param_specs(d: &PragueParams) -> Vec<ParamSpec> {
         serde_json::to_value(v).unwrap_or_default()
     }
     vec![
-        ParamSpec::new("version", Choice, json(&d.version), "Prague version: v07 (reference) or v06 (older tree)")
-            .choices(&["v07", "v06"]),
+        ParamSpec::new(
+            "version",
+            Choice,
+            json(&d.version),
+            "Prague version: v07 (reference), v06 (older tree) or pam2025 (the PAM 2025 testbed's module, \
+             L4STeam/tcp-prague 90aea47f; its defaults: fallback_constants pam2025, growth_gate app_limited)",
+        )
+        .choices(&["v07", "v06", "pam2025"]),
         ParamSpec::new(
             "burst_shift",
             Int,
@@ -378,6 +409,11 @@ trait Version: Send + Sync + std::fmt::Debug {
     fn gate_us(&self, p: &Prague, tp: &CcSock) -> u64;
     /// Whether the rate-based mode exists (v0.7).
     fn has_rate_mode(&self) -> bool;
+    /// Whether the rate-based paths also need a CE mark seen (the PAM vintage tests
+    /// `saw_ce` where it uses the mode; v0.7 only enters the mode after CE).
+    fn rate_mode_needs_ce(&self) -> bool {
+        false
+    }
     /// `prague_frac_cwnd_to_snd_cwnd`.
     fn frac_to_cwnd(&self, p: &Prague, tp: &CcSock) -> u32;
     /// `prague_ai_ack_increase`, 2^-20 packets per packet per RTT.
@@ -460,6 +496,7 @@ impl Prague {
         let ver: &'static dyn Version = match params.version {
             PragueVersion::V07 => &v07::V07,
             PragueVersion::V06 => &v06::V06,
+            PragueVersion::Pam2025 => &pam2025::Pam2025,
         };
         Prague {
             params,
@@ -561,7 +598,10 @@ impl Prague {
 
     /// Rate-based code paths are taken only when RTT-independent (v0.7).
     fn rate_based(&self, tp: &CcSock) -> bool {
-        self.ver.has_rate_mode() && self.rate_mode && self.rtt_indep(tp)
+        self.ver.has_rate_mode()
+            && self.rate_mode
+            && (self.saw_ce || !self.ver.rate_mode_needs_ce())
+            && self.rtt_indep(tp)
     }
 
     /// `prague_frac_cwnd_to_snd_cwnd`.

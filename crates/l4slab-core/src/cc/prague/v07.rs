@@ -54,6 +54,32 @@ impl Prague {
         let x = ((self.rate as u128 * rtt as u128) >> (RTT2SEC_SHIFT - CWND_UNIT)) as u64;
         x.div_ceil(mtu)
     }
+
+    /// The rate mode's pacing rate before the slow-start doubling: `rate` + 4/128 in
+    /// the first half of the virtual RTT since the α update, − 4/128 in the second
+    /// (`prague_update_pacing_rate`, `prague_half_virtual_rtt_elapsed`).
+    pub(super) fn wobbled_rate(&self, tp: &CcSock) -> u64 {
+        let offset = ((RATE_OFFSET as u128 * self.rate as u128) >> OFFSET_UNIT) as u64;
+        if (self.vrtt8(tp) >> 4) <= since(tp, self.alpha_stamp_us) {
+            self.rate - offset
+        } else {
+            self.rate + offset
+        }
+    }
+
+    /// The rate mode's additive increase (`prague_update_cwnd`, rate branch): +1500 B
+    /// per vRTT of rate per vRTT, and frac follows the rate.
+    pub(super) fn rate_mode_increase(&mut self, tp: &CcSock, acked: u64) {
+        let mtu = mtu(tp);
+        let vrtt = self.vrtt8(tp) as u128;
+        let inc = ((acked as u128 * MTU_SYS as u128) << RTT2SEC_SHIFT) / vrtt;
+        let divisor = (mtu as u128) << RTT2SEC_SHIFT;
+        let vcwnd = (self.rate as u128 * vrtt).div_ceil(divisor);
+        if vcwnd > 0 {
+            self.rate += ((inc + vcwnd / 2) / vcwnd) as u64;
+        }
+        self.frac = (self.frac + acked).max(self.rate_to_frac(tp));
+    }
 }
 
 impl Version for V07 {
@@ -142,14 +168,7 @@ impl Version for V07 {
         let mtu = mtu(tp);
         if p.rate_based(tp) {
             // `prague_rate_scaled_ai_ack_increase`: +1500 B per vRTT of rate per vRTT.
-            let vrtt = p.vrtt8(tp) as u128;
-            let inc = ((acked as u128 * MTU_SYS as u128) << RTT2SEC_SHIFT) / vrtt;
-            let divisor = (mtu as u128) << RTT2SEC_SHIFT;
-            let vcwnd = (p.rate as u128 * vrtt).div_ceil(divisor);
-            if vcwnd > 0 {
-                p.rate += ((inc + vcwnd / 2) / vcwnd) as u64;
-            }
-            p.frac = (p.frac + acked).max(p.rate_to_frac(tp));
+            p.rate_mode_increase(tp, acked);
         } else {
             // frac += acked·ai/frac packets, normalised to 1500-B packets.
             let mut inc = acked as u128 * p.ai as u128;
@@ -177,8 +196,7 @@ impl Version for V07 {
     fn pacing_rate(&self, p: &mut Prague, tp: &CcSock) -> u64 {
         let mut rate;
         if p.rate_based(tp) {
-            let offset = ((RATE_OFFSET as u128 * p.rate as u128) >> OFFSET_UNIT) as u64;
-            rate = if (p.vrtt8(tp) >> 4) <= since(tp, p.alpha_stamp_us) { p.rate - offset } else { p.rate + offset };
+            rate = p.wobbled_rate(tp);
         } else {
             let inflight = (p.frac >> CWND_UNIT).max(tp.in_flight() as u64);
             rate = USEC_PER_SEC_X8 * mtu(tp);
