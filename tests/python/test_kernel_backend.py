@@ -66,7 +66,7 @@ def _refusal(**changes) -> str:
     [
         ({"flows__0__cc": "bbr3"}, "flows[0].cc", "bbr3"),
         ({"flows__0__cc": "prague-v06"}, "flows[0].cc", "prague-v06"),
-        ({"flows__0__cc_params": {"rtt_target_us": 15000}}, "flows[0].cc_params.rtt_target_us", "15000"),
+        ({"flows__0__cc_params": {"version": "v06"}}, "flows[0].cc_params.version", "v06"),
         ({"flows__0__tso": False}, "flows[0].tso", "False"),
         ({"flows__0__tso_defer": False}, "flows[0].tso_defer", "False"),
         ({"flows__0__gro": True}, "flows[0].gro", "True"),
@@ -112,13 +112,38 @@ def test_the_refusal_is_a_scenario_error_before_any_guest():
 
 
 def test_prague_with_the_pam_fallback_is_the_prague_pam_module_and_defaults_pass():
+    from l4slab.kernel.testbed import kernel_cc_params
+
     assert kernel_cc({"cc": "prague"}, "f") == "prague"
-    assert kernel_cc({"cc": "prague", "cc_params": {"ecn_fallback": 1, "fallback_constants": "pam2025"}}, "f") == (
-        "prague_pam"
-    )
+    pam = {"ecn_fallback": 1, "fallback_constants": "pam2025", "growth_gate": "app_limited"}
+    assert kernel_cc({"cc": "prague", "cc_params": pam}, "f") == "prague_pam"
+    assert kernel_cc_params({"cc": "prague", "cc_params": pam}, "f") == {}
+    # Two of the three keys are not the PAM hybrid: the prague module with its parameters set.
+    two = {"ecn_fallback": 1, "fallback_constants": "pam2025"}
+    assert kernel_cc({"cc": "prague", "cc_params": two}, "f") == "prague"
+    assert kernel_cc_params({"cc": "prague", "cc_params": two}, "f") == {"ecn_fallback": "1", "fallback_constants": "pam2025"}
+    assert kernel_cc_params({"cc": "prague", "cc_params": {"rtt_target_us": 15000}}, "f") == {"rtt_target_us": "15000"}
     assert kernel_cc({"cc": "cubic", "cc_params": {"beta": 717}}, "f") == "cubic"  # the module's own default
     with pytest.raises(KernelRefused, match=r"flows\[0\]\.cc_params\.hystart_round_reset: cong_avoid "):
         kernel_cc({"cc": "cubic", "cc_params": {"hystart_round_reset": "cong_avoid"}}, "flows[0]")
+
+
+def test_module_parameters_are_written_once_and_must_agree_across_flows():
+    """A kernel's module parameters are global: the script writes them before the flows, and
+    two prague flows with different cc_params are refused in one line."""
+    from l4slab.kernel.run import resolve
+    from l4slab.kernel.testbed import plan
+
+    flows = [{"cc": "prague", "rtt": "10ms", "cc_params": {"ecn_fallback": 1}}] * 2
+    scenario, config = resolve({"name": "m", "duration": "1s", "bottleneck": {"rate": "10Mbit", "qdisc": "dualpi2"},
+                                "flows": flows})  # fmt: skip
+    lines = [line for line in plan(scenario, config).script.splitlines() if "/sys/module/" in line]
+    assert len(lines) == 1 and lines[0].startswith("echo 1 > /sys/module/tcp_l4slab_prague/parameters/ecn_fallback")
+    flows = [flows[0], {"cc": "prague", "rtt": "10ms"}]
+    scenario, config = resolve({"name": "m", "duration": "1s", "bottleneck": {"rate": "10Mbit", "qdisc": "dualpi2"},
+                                "flows": flows})  # fmt: skip
+    with pytest.raises(KernelRefused, match=r"^flows\[1\]\.cc_params: the defaults .* flows\[0\]'s"):
+        plan(scenario, config)
 
 
 # --- the testbed script -----------------------------------------------------------------------

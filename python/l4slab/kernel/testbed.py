@@ -73,10 +73,15 @@ flows.cc                       reno, cubic, dctcp, bbr (BBRv1), prague: the kern
                                that name, as ``net.ipv4.tcp_congestion_control`` of the
                                sender's namespace (the socket's own, checked in the
                                probe's samples); prague-v06, bbr2, bbr2-l4s, bbr3 refused
-flows.cc_params                prague ``{ecn_fallback = 1, fallback_constants = "pam2025"}``:
-                               the module ``prague_pam``; any parameter at the engine's
-                               default is accepted; anything else refused (module parameters
-                               are global, not per flow)
+flows.cc_params                prague ``{ecn_fallback = 1, fallback_constants = "pam2025",
+                               growth_gate = "app_limited"}``: the module ``prague_pam``;
+                               other prague keys the module has (burst_shift, max_tso_segs,
+                               rtt_transition, rtt_target_us, alpha_mode, cwnd_mode,
+                               cwnd_transit, ecn_fallback, fallback_constants, growth_gate):
+                               written to /sys/module/tcp_l4slab_prague/parameters/ before the
+                               flows start, the same for every prague flow (they are global
+                               in a kernel); parameters at the engine's default need nothing;
+                               anything else refused
 flows.receiver_cc              ``tcp_congestion_control`` of the receiver's namespace
                                (default cubic, as the engine's receiver)
 flows.receiver_cc_params       refused
@@ -138,6 +143,7 @@ __all__ = [
     "PRAGUE_PAM_PARAMS",
     "check_config",
     "kernel_cc",
+    "kernel_cc_params",
     "qdisc_words",
     "engine_start_offsets_ns",
     "plan",
@@ -159,8 +165,21 @@ _NO_KERNEL_CC = {
     "bbr2-l4s": "the kernel has BBRv1 (bbr)",
     "bbr3": "the kernel has BBRv1 (bbr)",
 }
-#: engine ``prague`` with these cc_params = the kernel's ``prague_pam`` module.
-PRAGUE_PAM_PARAMS = {"ecn_fallback": 1, "fallback_constants": "pam2025"}
+#: engine ``prague`` with these cc_params = the kernel's ``prague_pam`` module (the PAM 2025
+#: study's Prague: the detector on, its unscaled constants, growth gated on app_limited;
+#: python/l4slab/kernel/linux/net/README.md).
+PRAGUE_PAM_PARAMS = {"ecn_fallback": 1, "fallback_constants": "pam2025", "growth_gate": "app_limited"}
+#: The project's Prague module's parameters that carry an engine ``cc_params`` key of the same
+#: name (tcp_l4slab_prague.c ``module_param``), written to ``/sys/module/<module>/parameters/``
+#: before the flows start. They are global in a kernel: every ``prague`` flow of a scenario
+#: must give the same values.
+KERNEL_MODULE_PARAMS = {
+    "prague": (
+        "tcp_l4slab_prague",
+        frozenset({"burst_shift", "max_tso_segs", "rtt_transition", "rtt_target_us", "alpha_mode", "cwnd_mode",
+                   "cwnd_transit", "ecn_fallback", "fallback_constants", "growth_gate"}),
+    ),
+}  # fmt: skip
 #: One sender and one receiver namespace per flow; addresses 10.1.i.0/24 and 10.2.i.0/24.
 MAX_FLOWS = 64
 #: ``ip route ... rto_min`` is carried in milliseconds (RTAX_RTO_MIN, include/net/tcp.h:tcp_rto_min).
@@ -197,29 +216,37 @@ def _cc_param_defaults(cc: str) -> dict[str, Any]:
 
 def kernel_cc(flow: Mapping[str, Any], where: str) -> str:
     """The guest kernel's module for an engine TCP flow (``cc`` and ``cc_params``)."""
+    return _kernel_cc(flow, where)[0]
+
+
+def kernel_cc_params(flow: Mapping[str, Any], where: str) -> dict[str, str]:
+    """The module parameters (sysfs name → value) an engine TCP flow's ``cc_params`` need."""
+    return _kernel_cc(flow, where)[1]
+
+
+def _kernel_cc(flow: Mapping[str, Any], where: str) -> tuple[str, dict[str, str]]:
     cc = flow.get("cc")
     if cc in _NO_KERNEL_CC:
         raise _refuse(f"{where}.cc", cc, _NO_KERNEL_CC[cc])
     if cc not in KERNEL_CCS:
         raise _refuse(f"{where}.cc", cc, f"allowed: {', '.join(KERNEL_CCS)}")
-    params = dict(flow.get("cc_params") or {})
-    module = KERNEL_CCS[cc]
-    if cc == "prague" and all(params.get(k) == v for k, v in PRAGUE_PAM_PARAMS.items()):
-        module = "prague_pam"
-        for key in PRAGUE_PAM_PARAMS:
-            params.pop(key)
     defaults = _cc_param_defaults(cc)
+    # Only what differs from the engine's defaults (the module's defaults are the same).
+    params = {k: v for k, v in dict(flow.get("cc_params") or {}).items() if k not in defaults or v != defaults[k]}
+    module = KERNEL_CCS[cc]
+    if cc == "prague" and params == PRAGUE_PAM_PARAMS:
+        return "prague_pam", {}
+    honoured = KERNEL_MODULE_PARAMS.get(module, ("", frozenset()))[1]
+    out: dict[str, str] = {}
     for key, value in params.items():
-        if key not in defaults or value != defaults[key]:
-            allowed = "parameters at the engine's defaults"
+        if key not in honoured or not isinstance(value, (int, str)) or isinstance(value, bool):
+            allowed = f"the module's parameters ({', '.join(sorted(honoured))})" if honoured else "none"
             if cc == "prague":
-                allowed += " or {ecn_fallback = 1, fallback_constants = 'pam2025'} (the prague_pam module)"
-            raise _refuse(
-                f"{where}.cc_params.{key}",
-                value,
-                f"allowed: {allowed}; module parameters are global in a kernel, not per flow",
-            )
-    return module
+                allowed += ", or exactly {ecn_fallback = 1, fallback_constants = 'pam2025', growth_gate = " \
+                           "'app_limited'} (the prague_pam module)"
+            raise _refuse(f"{where}.cc_params.{key}", value, f"allowed: {allowed}")
+        out[key] = str(value)
+    return module, out
 
 
 # --- qdiscs ---------------------------------------------------------------------------------
@@ -355,6 +382,7 @@ def check_config(config: Mapping[str, Any], scenario: Any = None) -> None:
                 "only the default 10Gbit (the hosts' veth links have no rate)",
             )
         qdisc_words(link["qdisc"], f"{which}.qdisc", _user_qdisc_params(scenario, which))
+    module_params: dict[str, tuple[int, dict[str, str]]] = {}
     for index, flow in enumerate(flows):
         where = f"flows[{index}]"
         if flow.get("kind") != "tcp":
@@ -363,7 +391,16 @@ def check_config(config: Mapping[str, Any], scenario: Any = None) -> None:
             )
         if flow.get("reverse"):
             raise _refuse(f"{where}.direction", "reverse", "allowed: forward")
-        kernel_cc(flow, where)
+        module, params = _kernel_cc(flow, where)
+        first = module_params.setdefault(module, (index, params))
+        if first[1] != params:
+            shown = ", ".join(f"{k} = {v}" for k, v in sorted(params.items())) or "the defaults"
+            raise _refuse(
+                f"{where}.cc_params",
+                shown,
+                f"the same as flows[{first[0]}]'s, which runs the same module {module} (module parameters are "
+                "global in a kernel, not per flow)",
+            )
         receiver_cc = flow.get("receiver_cc")
         if receiver_cc is not None and receiver_cc not in KERNEL_CCS:
             raise _refuse(f"{where}.receiver_cc", receiver_cc, f"allowed: {', '.join(KERNEL_CCS)}")
@@ -657,6 +694,17 @@ def _script(*, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, 
         body = "; ".join(f"echo {q(v)} > {sys_dir}/{k} || exit 1" for k, v in values.items())
         shown = " ".join(f"{k}={v}" for k, v in values.items())
         lines.append(f"ip netns exec {name} sh -c {q(body)} || fail 'sysctls in {name}: {shown}'")
+    # module parameters of the flows' CCs (global: check_config made every flow agree)
+    written: set[tuple[str, str]] = set()
+    for cfg in flows_cfg:
+        module = _kernel_cc(cfg, "flows")[0]
+        sysfs = KERNEL_MODULE_PARAMS.get(module, ("", None))[0]
+        for key, value in kernel_cc_params(cfg, "flows").items():
+            if (sysfs, key) in written:
+                continue
+            written.add((sysfs, key))
+            path = f"/sys/module/{sysfs}/parameters/{key}"
+            lines.append(f"echo {q(value)} > {path} || fail 'module parameter {path} = {value}'")
     # offloads: the senders segment in software at transmit (wire-sized packets, as behind a NIC)
     for f in flows:
         lines.append(f"ip netns exec {f.sender_ns} ethtool -K eth0 tso off gso off || fail 'ethtool in {f.sender_ns}'")
