@@ -186,11 +186,12 @@ def test_the_script_splits_each_rtt_and_sets_the_hosts():
     assert tb.sysctls["s1"]["tcp_ecn"] == "1" and tb.sysctls["r1"]["tcp_congestion_control"] == "dctcp"
     assert "qdisc add dev eth0 root fq" in s  # flow 1's sender paces with fq
     assert "ethtool -K eth0 tso off gso off" in s
-    assert "ip netns exec s0 nc 10.2.0.1 5201 < /dev/zero" in s  # bulk: its SYN at the launch
-    assert "nc -l -p 5202 < /tmp/l4slab-hold" in s
-    # launches at start + jitter, flow 1 stopped at 1.5 s: sleeps 400 ns, 300 ns, then to 1.5 s
-    assert s.index("sleep 0.0000004\n") < s.index("C0=$!") < s.index("sleep 0.0000003\n") < s.index("C1=$!")
-    assert "sleep 1.4999993\nkill -KILL $C1 $(cat /tmp/r1.pid)" in s
+    # bulk: its SYN at the launch, on the probe's clock (T0); flow 1 stopped (reset) at 1.5 s
+    assert "l4slab-flow send --netns s0 --to 10.2.0.1:5201 --cc prague --at $((T0 + 400)) " in s
+    assert "l4slab-flow send --netns s1 --to 10.2.1.1:5202 --cc dctcp --duration 1499999300ns --at $((T0 + 700))" in s
+    assert "l4slab-flow recv --netns r1 --bind 10.2.1.1:5202 > $O/recv-1.json" in s
+    assert s.index("l4slab-flow recv --netns r0") < s.index("T0=$(l4slab-flow now)") < s.index("l4slab-probe --out")
+    assert s.index("l4slab-probe --out") < s.index("C0=$!") < s.index("C1=$!") < s.index("wait $P0")
     assert "--interval 100000000ns --duration 2000000000ns --tcp-ns s0,r0,s1,r1 --qdisc rtr:bn" in s
 
 

@@ -15,8 +15,9 @@ What is built (docs/kernel.md):
 5. **User space** (the initramfs, ``initramfs.cpio``): the guest's ``/init``
    (``guest/init``), busybox (static), dash, iperf3 and tcpdump with the libraries they
    link, ethtool, Debian sid's ``iproute2`` (the first ``tc`` that knows ``dualpi2``) run through
-   sid's C library loader, and ``l4slab-probe`` (``guest/probe.c``, compiled statically
-   against the kernel's own UAPI headers).
+   sid's C library loader, ``l4slab-probe`` (``guest/probe.c``, compiled statically
+   against the kernel's own UAPI headers) and ``l4slab-flow`` (``guest/flow.c``, the
+   testbed's bulk TCP sender and receiver, static).
 
 The result is cached under ``$L4SLAB_KERNEL_CACHE`` (default ``~/.cache/l4slab/kernel``) in a
 folder named by the SHA-256 of every input (the source package and version, the config
@@ -119,7 +120,12 @@ def cache_root() -> Path:
 
 
 def _input_files() -> list[Path]:
-    wanted: list[Path] = [FILES / "linux" / "l4slab.config", FILES / "guest" / "init", FILES / "guest" / "probe.c"]
+    wanted: list[Path] = [
+        FILES / "linux" / "l4slab.config",
+        FILES / "guest" / "init",
+        FILES / "guest" / "probe.c",
+        FILES / "guest" / "flow.c",
+    ]
     wanted += sorted((FILES / "linux" / "patches").glob("*.patch"))
     wanted += sorted((FILES / "linux" / "net").glob("*.c"))
     return wanted
@@ -708,6 +714,10 @@ def _initramfs(target: Path, uapi_include: Path, debs: dict[str, Path], work: Pa
         "compiling guest/probe.c",
     )
     image.file("usr/local/bin/l4slab-probe", probe_bin.read_bytes(), 0o755)
+    flow_src = FILES / "guest" / "flow.c"
+    flow_bin = work / "l4slab-flow"
+    _run(["gcc", "-O2", "-static", "-Wall", "-Wextra", str(flow_src), "-o", str(flow_bin)], "compiling guest/flow.c")
+    image.file("usr/local/bin/l4slab-flow", flow_bin.read_bytes(), 0o755)
     image.file("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n", 0o644)
     image.file("etc/group", b"root:x:0:\n", 0o644)
     image.file("etc/hosts", b"127.0.0.1 localhost\n", 0o644)

@@ -11,7 +11,8 @@ What each field is measured from (a quantity the kernel does not expose is ``Non
 never estimated from the engine):
 
 * a flow's connection is the socket to its port in the sender's namespace (the only one:
-  the testbed's sender and receiver are busybox nc) and its peer in the receiver's;
+  the testbed's sender and receiver are ``l4slab-flow``, guest/flow.c) and its peer in the
+  receiver's;
 * ``goodput_mbps``: the receiver's ``tcpi_bytes_received`` (in-order payload) between the
   ticks at ``warmup`` and at ``duration``, over that window; per bin, between two ticks;
 * ``throughput_mbps`` (L2 bytes of the flow leaving the bottleneck): the sender's
@@ -35,10 +36,11 @@ never estimated from the engine):
 * ``final_cwnd``: ``tcpi_snd_cwnd`` at the last tick; ``alpha``: DCTCP-layout cc_info
   ``dctcp_alpha / 1024`` when the module reports one; BBR: ``bw_est_mbps``, ``min_rtt_ms``,
   ``pacing_gain`` from ``tcp_bbr_info`` (``cc_mode``, ``inflight_hi/lo``: not exported);
-* ``fct_s`` (``bytes`` flows): from the SYN (the launch) to the last byte's ACK back at the
-  sender: the receiver's EOF, stamped by ``l4slab-probe --once`` on the probe's clock the
-  moment its nc read to the end, plus the ACK path's delay; that probe's sample of both
-  sockets also gives the final counters (the connection is gone by the next tick);
+* ``fct_s`` (``bytes`` flows): from the SYN to the last byte's ACK back at the sender, as
+  ``l4slab-flow send`` measures it (its connect to the receiver's FIN, sent when the
+  receiver has read everything); the receiver's EOF, stamped by ``l4slab-probe --once`` on
+  the probe's clock the moment ``l4slab-flow recv`` read to the end, gives the final
+  counters of both sockets (the connection is gone by the next tick);
 * bottleneck ``utilisation``: the child qdisc's byte counter (``qdisc_pkt_len``, L2) over
   ``rate x window``; ``drops``/``marks``/``arrivals`` from its counters (marks:
   ``ecn_mark`` (+ ``ce_mark``) of the xstats; arrivals: sent + dropped + backlog change, or
@@ -412,7 +414,7 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
         if fs.sport is None:
             raise CollectError(
                 f"kernel run: flows[{plan.id}] ({plan.cc}) never opened its data connection; "
-                f"nc: {_first_line(run_dir / f'client-{plan.id}.err') or 'no message'}"
+                f"{_first_line(run_dir / f'client-{plan.id}.err') or 'no message'}"
             )
         rcv_bytes = _cumulative(fs.receiver, "bytes_received", ticks)
         snd_acked = _cumulative(fs.sender, "bytes_acked", ticks)
@@ -445,6 +447,7 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
         totals["acks"] += segs_out_r
         data_segs_in_r = float(last_rcv.get("data_segs_in", 0) or 0)
         data_start = _data_start_ns(fs, probe)
+        sent_rec = _flow_record(run_dir / f"send-{plan.id}.json")
         ecn_mode = ECN_MODES.get(int(last_snd["ecn_mode"])) if last_snd.get("ecn_mode") is not None else None
         flow = {
             "id": plan.id,
@@ -472,7 +475,7 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
             "drops": None,
             "marks": int(ce[-1]),
             "acks_sent": int(segs_out_r),
-            "fct_s": _fct_s(fs, plan),
+            "fct_s": _fct_s(fs, plan, sent_rec),
             "final_cwnd": int(last_snd.get("snd_cwnd", 0) or 0),
             "ecn_mode": ecn_mode,
             "ce_packets": int(ce[-1]),
@@ -514,6 +517,10 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
                 "receiver_cc": (fs.receiver[max(fs.receiver)].get("cc") if fs.receiver else None),
                 "receiver_cc_expected": plan.receiver_cc,
                 "data_start_s": None if data_start is None else data_start / 1e9,
+                # l4slab-flow send's own account (guest/flow.c): its connect on the probe's
+                # clock (the planned launch is launch_s) and how it ended
+                "connect_s": _since(sent_rec.get("connect_ns"), probe.start_ns),
+                "sender_end": sent_rec.get("end"),
                 "rwnd_limited_ms": float(last_snd.get("rwnd_limited", 0) or 0) / 1e3 if last_snd else None,
                 "sndbuf_limited_ms": float(last_snd.get("sndbuf_limited", 0) or 0) / 1e3 if last_snd else None,
                 "accecn_opt_seen": last_snd.get("accecn_opt_seen"),
@@ -604,10 +611,32 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
     return raw, measured
 
 
-def _fct_s(fs: _FlowSamples, plan: FlowPlan) -> float | None:
-    """A sized flow's completion: from its SYN (its launch) to the last byte's ACK back at
-    the sender, i.e. the receiver's EOF plus the ACK path's delay."""
-    if plan.bytes is None or fs.eof_ns is None:
+def _flow_record(path: Path) -> dict[str, Any]:
+    """The JSON line ``l4slab-flow`` wrote at its end ({} if none: a killed or failed one)."""
+    try:
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+        record = json.loads(lines[-1]) if lines else {}
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _since(t_ns: Any, start_ns: int) -> float | None:
+    return None if not isinstance(t_ns, int) or isinstance(t_ns, bool) else (t_ns - start_ns) / 1e9
+
+
+def _fct_s(fs: _FlowSamples, plan: FlowPlan, sent: Mapping[str, Any] | None = None) -> float | None:
+    """A sized flow's completion: from its SYN to the last byte's ACK back at the sender.
+    Measured by the sender (``l4slab-flow send``: its connect to the receiver's FIN, which
+    the receiver sends when it has read everything); else the receiver's EOF plus the ACK
+    path's delay, from the launch."""
+    if plan.bytes is None:
+        return None
+    sent = sent or {}
+    connect, close = sent.get("connect_ns"), sent.get("peer_close_ns")
+    if sent.get("end") == "done" and isinstance(connect, int) and isinstance(close, int):
+        return max(0.0, (close - connect) / 1e9)
+    if fs.eof_ns is None:
         return None
     return max(0.0, (fs.eof_ns + plan.rev_delay_ns - plan.launch_ns) / 1e9)
 

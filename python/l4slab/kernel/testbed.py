@@ -25,17 +25,20 @@ The testbed (every address and device exists only inside the guest, which has no
   ``tc class add dev bn parent 1: classid 1:1 htb rate R ceil R burst B cburst B`` and the
   child ``tc qdisc add dev bn parent 1:1 handle 10: <qdisc>``, where ``<qdisc>`` is the
   resolved engine qdisc written with every parameter explicit (:func:`qdisc_words`);
-* traffic: busybox ``nc -l`` in each ``r<i>`` (reading to EOF, output discarded) and ``nc``
-  in each ``s<i>`` fed from ``/dev/zero`` (bulk) or ``head -c BYTES /dev/zero`` (a sized
-  transfer, closed with a FIN), launched at the flow's ``start`` plus the engine's own
-  start-jitter draw (:func:`engine_start_offsets_ns`: the same numbers the engine uses for
-  this seed). The SYN leaves at the launch, as the engine's flow opens at its start: no
-  control connection and no setup exchange in front of the data (iperf3 has both, 3-5
-  RTTs, and its ``-n`` ends the test when the client has *written* the bytes, so the
-  receiver drops the tail still in flight). At ``stop`` sender and receiver are killed:
-  the receiver's close resets the connection, so nothing queued is sent on. The
-  receivers listen on IPv4 (the guest boots with ``ipv6.disable=1``), the family the
-  probe samples;
+* traffic: ``l4slab-flow`` (``guest/flow.c``, the project's own): ``recv`` in each ``r<i>``
+  reads to the sender's FIN (or reset) and counts; ``send`` in each ``s<i>`` sets the flow's
+  congestion control on its socket, sleeps until its absolute launch time on the probe's
+  clock (t0 + the flow's ``start`` + the engine's own start-jitter draw,
+  :func:`engine_start_offsets_ns`: the same numbers the engine uses for this seed) and
+  connects, so the SYN leaves when the engine's flow opens: no control connection and no
+  setup exchange in front of the data (iperf3 has both, 3-5 RTTs, and its ``-n`` ends the
+  test when the client has *written* the bytes, so the receiver drops the tail still in
+  flight). A bulk sender writes until the end of the run; a sized one (``bytes``) writes
+  them, closes with a FIN and waits for the receiver's close (its completion time). At the
+  flow's ``stop`` the sender aborts (a reset: what it had queued is not sent on). Both block
+  in the kernel (256 KiB writes, reads with ``MSG_WAITALL | MSG_TRUNC``): TCP sees a reader
+  that takes every segment as it arrives and a writer that keeps the send buffer full,
+  while the guest returns to user space once per buffer, not per packet;
 * sampling: ``l4slab-probe`` every ``bin`` from t0 (tick 0) to ``duration`` (tick
   duration/bin), tcp_info of every socket in the flows' namespaces and the qdisc/class
   statistics of ``rtr:bn`` (and ``dly:rv``); t0 is the probe's first tick. The guest runs
@@ -66,7 +69,7 @@ bottleneck.bdp_rtt             used by the resolution of ``bdp`` sizes only
 reverse_bottleneck             the same htb + qdisc on ``dly``'s egress ``rv`` (ACK direction)
 flows.count                    expanded: one sender and one receiver namespace per flow
 flows.rtt, fwd_delay           netem delays, ns resolution (see above)
-flows.start, stop              nc connects at start + jitter; sender and receiver killed at stop
+flows.start, stop              the sender connects at start + jitter; at stop it aborts (reset)
 flows.direction = reverse      refused
 kind = "udp"                   refused
 flows.cc                       reno, cubic, dctcp, bbr (BBRv1), prague: the kernel module of
@@ -87,7 +90,7 @@ flows.receiver_cc              ``tcp_congestion_control`` of the receiver's name
 flows.receiver_cc_params       refused
 flows.ecn, receiver_ecn        ``net.ipv4.tcp_ecn`` of the sender's / receiver's namespace
 flows.ecn_option               ``net.ipv4.tcp_ecn_option`` of both namespaces
-flows.bytes                    ``head -c BYTES /dev/zero | nc``; FIN at the end
+flows.bytes                    ``l4slab-flow send --bytes``: a FIN after the last byte
 flows.mss                      ``advmss mss+12`` on both hosts' routes (12 = timestamps);
                                larger than 1448 refused (the veth MTU is 1500)
 flows.init_cwnd                ``initcwnd`` on the sender's route
@@ -488,12 +491,6 @@ def _ns_time(ns: int) -> str:
     return f"{int(ns)}ns"
 
 
-def _seconds(ns: int) -> str:
-    """A sleep argument: busybox sleep takes fractional seconds (nanosleep)."""
-    text = f"{ns / 1e9:.9f}".rstrip("0").rstrip(".")
-    return text or "0"
-
-
 def _buffer_max(config: Mapping[str, Any]) -> int:
     rate = int(config["bottleneck"]["rate_bps"])
     rtt = max((int(f.get("rtt_ns", 0)) for f in config.get("flows") or []), default=0)
@@ -618,7 +615,7 @@ def _script(*, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, 
         'step() { echo "l4slab: $* (uptime $(cut -d" " -f1 /proc/uptime) s)"; }',
         "cd /tmp || fail 'no /tmp'",
         "step setup",
-        "for t in ip tc ss ethtool nc head mkfifo l4slab-probe nstat; do command -v $t >/dev/null "
+        "for t in ip tc ss ethtool l4slab-flow l4slab-probe nstat; do command -v $t >/dev/null "
         '|| fail "the guest\'s initramfs has no $t, which the testbed needs (l4slab kernel build)"; done',
     ]
     ccs = sorted({f.cc for f in flows} | {f.receiver_cc for f in flows})
@@ -732,12 +729,11 @@ def _script(*, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, 
     lines.append("tc -n rtr -s -d qdisc show dev bn > $O/tc-setup.txt 2>&1")
     if reverse_qdisc is not None:
         lines.append("tc -n dly -s -d qdisc show dev rv >> $O/tc-setup.txt 2>&1")
-    # receivers, listening before t0: busybox nc, stdin a FIFO the script holds open (so it
-    # never half-closes towards the sender), output discarded; a sized flow's receiver
-    # stamps the end of its transfer (EOF) with the probe's clock
+    # receivers, listening before t0: l4slab-flow recv (guest/flow.c) in each receiver's
+    # namespace reads to the sender's FIN (or reset) and exits; a sized flow's receiver then
+    # stamps the end of its transfer (EOF) with the probe's clock and samples both sockets
     bound = int(math.ceil(limit_s))
     lines.append("step receivers")
-    lines.append("mkfifo /tmp/l4slab-hold && exec 9<>/tmp/l4slab-hold || fail 'mkfifo /tmp/l4slab-hold'")
     for f in flows:
         eof = (
             f"; l4slab-probe --once --out $O/eof-{f.id}.jsonl --tcp-ns {f.receiver_ns},{f.sender_ns} > /dev/null 2>&1"
@@ -745,17 +741,18 @@ def _script(*, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, 
             else ""
         )
         lines.append(
-            f"( ip netns exec {f.receiver_ns} nc -l -p {f.port} < /tmp/l4slab-hold > /dev/null "
+            f"( l4slab-flow recv --netns {f.receiver_ns} --bind {f.receiver_addr}:{f.port} > $O/recv-{f.id}.json "
             f"2> $O/receiver-{f.id}.err & echo $! > /tmp/r{f.id}.pid; wait $!{eof} ) &"
         )
     lines.append("sleep 0.05")
     for f in flows:
         lines.append(
-            f"ip netns exec {f.receiver_ns} ss -Hltn 'sport = :{f.port}' | grep -q '0.0.0.0:{f.port}' || "
-            f"fail 'the receiver of flow {f.id} is not listening on IPv4 (the probe samples IPv4 sockets; "
-            "the guest must boot with ipv6.disable=1)'"
+            f"ip netns exec {f.receiver_ns} ss -Hltn 'sport = :{f.port}' | grep -q '{f.receiver_addr}:{f.port}' || "
+            f"fail \"the receiver of flow {f.id} is not listening: $(cat $O/receiver-{f.id}.err)\""
         )
-    # t0: the probes' first tick
+    # t0: the probes' first tick; every sender sleeps until its own absolute launch time
+    # (CLOCK_MONOTONIC, the probe's clock): T0 + start + the engine's jitter draw
+    lines.append("T0=$(l4slab-flow now) || fail 'l4slab-flow now'")
     qdisc_args = "--qdisc rtr:bn" + (" --qdisc dly:rv" if reverse_qdisc is not None else "")
     for k, (names_k, out) in enumerate(zip(chunks, probe_files, strict=True)):
         args = [f"--out $O/{out}", f"--interval {_ns_time(bin_ns)}", f"--duration {_ns_time(duration)}"]
@@ -765,31 +762,21 @@ def _script(*, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, 
             args.append(qdisc_args)
         lines.append(f"timeout -s KILL {bound} l4slab-probe {' '.join(args)} > $O/probe-{k}.err 2>&1 &")
         lines.append(f"P{k}=$!")
-    # the schedule: launches and stops in time order, each a sleep from the previous event.
-    # A sender is busybox nc connecting at its launch (the SYN leaves then, as the engine's
-    # flow opens at its start), fed from /dev/zero (bulk) or `head -c BYTES` (a sized
-    # transfer: at its end nc half-closes, the receiver reads to EOF). A stop kills sender
-    # and receiver: the receiver's close resets the connection, so nothing queued is sent on.
-    events: list[tuple[int, int, str]] = []
-    for f in flows:
-        source = f"head -c {f.bytes} /dev/zero | " if f.bytes is not None else ""
-        stdin = "" if f.bytes is not None else " < /dev/zero"
-        launch = (
-            f"{source}ip netns exec {f.sender_ns} nc {f.receiver_addr} {f.port}{stdin} > /dev/null "
-            f"2> $O/client-{f.id}.err &\nC{f.id}=$!"
-        )
-        events.append((f.launch_ns, 0, launch))
-        if f.stop_ns is not None:
-            events.append((f.stop_ns, 1, f"kill -KILL $C{f.id} $(cat /tmp/r{f.id}.pid) 2>/dev/null"))
-    events.sort(key=lambda e: (e[0], e[1]))
-    now = 0
-    for at, _kind, action in events:
-        if at >= duration:
+    # the senders: l4slab-flow send connects at its launch (the SYN leaves then, as the
+    # engine's flow opens at its start) and writes until killed (bulk), until BYTES are
+    # written (then a FIN: the receiver reads to EOF), or until the flow's stop, where it
+    # aborts the connection (a reset; what it had queued is not sent on).
+    for f in sorted(flows, key=lambda f: (f.launch_ns, f.id)):
+        if f.launch_ns >= duration:
             continue
-        if at > now:
-            lines.append(f"sleep {_seconds(at - now)}")
-            now = at
-        lines.append(action)
+        extra = f" --bytes {f.bytes}" if f.bytes is not None else ""
+        if f.stop_ns is not None:
+            extra += f" --duration {max(1, f.stop_ns - f.launch_ns)}ns"
+        lines.append(
+            f"l4slab-flow send --netns {f.sender_ns} --to {f.receiver_addr}:{f.port} --cc {q(f.cc)}{extra} "
+            f"--at $((T0 + {f.launch_ns})) > $O/send-{f.id}.json 2> $O/client-{f.id}.err &"
+        )
+        lines.append(f"C{f.id}=$!")
     lines.append("step 'all flows launched'")
     for k in range(len(probe_files)):
         lines.append(f"wait $P{k}; echo $? > $O/probe-{k}.rc")
@@ -800,6 +787,9 @@ def _script(*, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, 
     lines.append("cat /proc/net/softnet_stat > $O/softnet.txt")
     senders = " ".join(f"${{C{f.id}:-}}" for f in flows)
     receivers = " ".join(f"$(cat /tmp/r{f.id}.pid 2>/dev/null)" for f in flows)
+    # the senders still running end on SIGTERM with their JSON line (send-<i>.json), then
+    # whatever is left is killed
+    lines.append(f"kill -TERM {senders} 2>/dev/null; sleep 0.01")
     lines.append(f"kill -KILL {senders} {receivers} 2>/dev/null")
     lines.append("step end")
     lines.append("exit 0")
