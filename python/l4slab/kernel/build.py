@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterable
 
 from ..errors import EngineError
 from ..io import write_json
-from . import cpio
+from . import cpio, sources
 
 __all__ = [
     "Kernel",
@@ -144,9 +144,18 @@ def project_inputs() -> tuple[dict[str, str], str]:
     return files, h.hexdigest()
 
 
-def _entry_key(project_digest: str, source_version: str, user: list[tuple[Path, str]] = ()) -> str:
+def _entry_key(
+    project_digest: str, source_version: str, user: list[tuple[Path, str]] = (), patches: list[tuple[Path, str]] = ()
+) -> str:
     text = f"{project_digest}\nsource={source_version}\n" + "".join(f"user={p.name}:{h}\n" for p, h in user)
+    text += "".join(f"patch={p.name}:{h}\n" for p, h in patches)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _user_key(meta: dict[str, Any], key: str) -> list[tuple[str, str]]:
+    """A cached build's user files as (file name, sha256), in build order: the same
+    content under another path is the same kernel."""
+    return [(Path(path).name, digest) for path, digest in (meta.get(key) or {}).items()]
 
 
 def _load(entry: Path) -> Kernel | None:
@@ -161,14 +170,17 @@ def _load(entry: Path) -> Kernel | None:
     return Kernel(directory=entry, linux=linux, initramfs=initramfs, release=str(meta.get("release", "")), meta=meta)
 
 
-def find_cached(root: Path | None = None, extra_modules: Iterable[Path] = ()) -> Kernel | None:
+def find_cached(
+    root: Path | None = None, extra_modules: Iterable[Path] = (), patches: Iterable[Path] = ()
+) -> Kernel | None:
     """The newest complete cached guest built from the project's current files (and the
-    user's ``extra_modules``), or None. Needs no network: the digests select the entries,
-    any source version."""
+    user's ``extra_modules`` and ``patches``, by content), or None. Needs no network: the
+    digests select the entries, any source version."""
     root = cache_root() if root is None else root
     try:
         _, digest = project_inputs()
-        user = {str(p): h for p, h in _user_modules([Path(m).resolve() for m in extra_modules])}
+        user = [(p.name, h) for p, h in _user_modules([Path(m).resolve() for m in extra_modules])]
+        user_patches = [(p.name, h) for p, h in _user_patches([Path(m).resolve() for m in patches])]
     except KernelBuildError:
         return None
     found: list[tuple[float, Kernel]] = []
@@ -181,7 +193,8 @@ def find_cached(root: Path | None = None, extra_modules: Iterable[Path] = ()) ->
         if (
             kernel is not None
             and kernel.meta.get("project_digest") == digest
-            and kernel.meta.get("user_modules", {}) == user
+            and _user_key(kernel.meta, "user_modules") == user
+            and _user_key(kernel.meta, "user_patches") == user_patches
         ):
             found.append((float(kernel.meta.get("built_at", 0)), kernel))
     return max(found, key=lambda item: item[0])[1] if found else None
@@ -347,20 +360,24 @@ def ensure_kernel(
     jobs: int | None = None,
     root: Path | None = None,
     extra_modules: Iterable[Path] = (),
+    patches: Iterable[Path] = (),
 ) -> Kernel:
     """A built guest for the project's current files: the cached one, or a new build.
 
     ``update`` asks Debian for the newest source even when a cached build exists (a new
     source version is a new cache entry; the old one stays until removed).
     ``extra_modules``: a user's own congestion controls (``tcp_*.c``), built in beside the
-    project's (a separate cache entry; an incremental build of the same kernel tree)."""
+    project's; ``patches``: a user's kernel patches (``patch -p1``), applied to the kernel
+    tree for this build only. Either makes a separate cache entry, an incremental build of
+    the same kernel tree (seconds) on the source version of the cached build."""
     root = cache_root() if root is None else root
     extra = [Path(m).resolve() for m in extra_modules]
+    user_patches = [Path(m).resolve() for m in patches]
     if not update:
-        cached = find_cached(root, extra)
+        cached = find_cached(root, extra, user_patches)
         if cached is not None:
             return cached
-    return build(progress=progress, jobs=jobs, root=root, extra_modules=extra)
+    return build(progress=progress, jobs=jobs, root=root, extra_modules=extra, patches=user_patches, update=update)
 
 
 def _tree_key(source_version: str) -> str:
@@ -375,40 +392,68 @@ def _tree_key(source_version: str) -> str:
 
 
 def build(
-    progress: bool = True, *, jobs: int | None = None, root: Path | None = None, extra_modules: Iterable[Path] = ()
+    progress: bool = True,
+    *,
+    jobs: int | None = None,
+    root: Path | None = None,
+    extra_modules: Iterable[Path] = (),
+    patches: Iterable[Path] = (),
+    update: bool = True,
 ) -> Kernel:
     """Build the guest (kernel and initramfs) into the cache and return it.
 
     The kernel tree (source, patches, configuration, objects) is kept per source version
     and configuration under ``trees/``: the project's modules and a user's are compiled
-    into it incrementally (seconds), so only a new source, config or patch costs a full
-    build."""
+    into it incrementally (seconds), so only a new source, config or project patch costs a
+    full build. A user's patches are applied to the tree for the build and reverted after
+    it (:func:`_user_patches_applied`). A variant of a cached build (the user's files, no
+    ``update``) takes that build's source and guest packages and its initramfs, without
+    asking Debian."""
     root = cache_root() if root is None else root
     say = _Progress(progress).say
     extra = [Path(m).resolve() for m in extra_modules]
     files, digest = project_inputs()
     user = _user_modules(extra)
+    user_patches = _user_patches([Path(m).resolve() for m in patches])
     check_host()
     root.mkdir(parents=True, exist_ok=True)
-    mirror = debian_mirror()
-    say(f"asking Debian {SUITE} ({mirror}) for the newest linux-source-7.* (private apt state in {root / 'apt'})")
-    apt = _Apt(root / "apt", mirror)
-    apt.update()
-    source_pkg, source_version = apt.newest_source()
-    versions = {source_pkg: source_version, **{p: apt.version(p) for p in GUEST_DEBS}}
-    entry = root / _entry_key(digest, source_version, user)
+    base = None if update or not (user or user_patches) else find_cached(root)
+    if base is not None:
+        mirror = str(base.meta.get("debian_mirror", ""))
+        source_pkg, source_version = str(base.meta["source_package"]), str(base.meta["source_version"])
+        versions = {str(k): str(v) for k, v in (base.meta.get("packages") or {}).items()}
+        say(f"a variant of {base.directory.name} ({source_pkg} {source_version}) with your files")
+    else:
+        mirror = debian_mirror()
+        say(f"asking Debian {SUITE} ({mirror}) for the newest linux-source-7.* (private apt state in {root / 'apt'})")
+        apt = _Apt(root / "apt", mirror)
+        apt.update()
+        source_pkg, source_version = apt.newest_source()
+        versions = {source_pkg: source_version, **{p: apt.version(p) for p in GUEST_DEBS}}
+    entry = root / _entry_key(digest, source_version, user, user_patches)
     cached = _load(entry)
     if cached is not None:
         say(f"cache hit: {entry}")
         return cached
-    say(f"downloading {source_pkg} {source_version}, " + ", ".join(f"{p} {versions[p]}" for p in GUEST_DEBS))
-    debs = {p: apt.download(p, v, root / "debs") for p, v in versions.items()}
+    if base is not None and all(_deb(root / "debs", p, v) for p, v in versions.items()):
+        debs = {p: _deb(root / "debs", p, v) for p, v in versions.items()}
+    else:
+        if base is not None:  # the cached build's packages are gone: ask Debian for them
+            apt = _Apt(root / "apt", mirror or debian_mirror())
+            apt.update()
+        say(f"downloading {source_pkg} {source_version}, " + ", ".join(f"{p} {versions[p]}" for p in GUEST_DEBS))
+        debs = {p: apt.download(p, v, root / "debs") for p, v in versions.items()}
 
     t0 = time.monotonic()
     tree = root / "trees" / _tree_key(source_version)
     tree.parent.mkdir(parents=True, exist_ok=True)
     with _locked(tree.with_suffix(".lock")):
+        cached = _load(entry)  # built by another process while this one waited
+        if cached is not None:
+            say(f"cache hit: {entry}")
+            return cached
         src, out = tree / "src", tree / "build"
+        _revert_user_patches(tree, say)  # a build that died with them applied
         fresh = not (tree / "tree.json").exists()
         if fresh:
             shutil.rmtree(tree, ignore_errors=True)
@@ -420,7 +465,9 @@ def build(
         modules = sorted((FILES / "linux" / "net").glob("*.c")) + [m for m, _ in user]
         _sync_modules(src, modules, say)
         release = _run(["make", "-s", "ARCH=um", f"O={out}", "kernelrelease"], "make kernelrelease", cwd=src).strip()
-        _make_kernel(src, out, jobs, say, full=fresh)
+        with _user_patches_applied(tree, src, user_patches, say):
+            _make_user_objects(src, out, [m for m, _ in user], user_patches, say)
+            _make_kernel(src, out, jobs, say, full=fresh, user_files=_user_file_map(user, user_patches))
         # The UAPI headers the guest programs compile against: `make headers` (the sanitised
         # tree in $(O)/usr/include; headers_install would copy it on with rsync).
         hdr = tree / "hdr"
@@ -434,11 +481,16 @@ def build(
         try:
             shutil.copy2(out / "linux", staging / "linux")
             subprocess.run(["strip", str(staging / "linux")], capture_output=True)
-            say("assembling the guest's user space (initramfs)")
-            work = staging / "work"
-            work.mkdir()
-            guest_tools = _initramfs(staging / "initramfs.cpio", uapi_include, debs, work)
-            shutil.rmtree(work)
+            if base is not None and (base.directory / "initramfs.cpio").is_file():
+                # the guest's user space does not depend on the user's files: the cached build's
+                shutil.copy2(base.directory / "initramfs.cpio", staging / "initramfs.cpio")
+                guest_tools = dict(base.meta.get("guest_tools") or {})
+            else:
+                say("assembling the guest's user space (initramfs)")
+                work = staging / "work"
+                work.mkdir()
+                guest_tools = _initramfs(staging / "initramfs.cpio", uapi_include, debs, work)
+                shutil.rmtree(work)
             meta = {
                 "release": release,
                 "source_package": source_pkg,
@@ -450,6 +502,7 @@ def build(
                 "project_digest": digest,
                 "project_files": files,
                 "user_modules": {str(m): h for m, h in user},
+                "user_patches": {str(m): h for m, h in user_patches},
                 "congestion_controls": _cc_names(modules),
                 "recipe_version": RECIPE_VERSION,
                 "tree": str(tree),
@@ -485,30 +538,159 @@ class _locked:
         os.close(self.fd)
 
 
-_CC_NAME = re.compile(r"\.name\s*=\s*\"([^\"]{1,15})\"")
-
-
 def _cc_names(modules: Iterable[Path]) -> dict[str, list[str]]:
-    """{file name: the ``tcp_congestion_ops`` names it registers} (read from ``.name = "..."``)."""
-    return {m.name: _CC_NAME.findall(m.read_text(errors="replace")) for m in modules}
+    """{file name: the ``tcp_congestion_ops`` names it registers} (their ``.name = "..."``)."""
+    return {m.name: sources.registered_names(m.read_text(errors="replace")) for m in modules}
 
 
 def _user_modules(paths: list[Path]) -> list[tuple[Path, str]]:
-    """A user's congestion-control sources, checked: ``tcp_*.c`` files that register a CC."""
-    out = []
+    """A user's congestion-control sources, checked (:func:`l4slab.kernel.sources.read_cc_source`)."""
+    out: list[tuple[Path, str]] = []
+    owner: dict[str, str] = {}
     for path in paths:
-        if not path.is_file():
-            raise KernelBuildError(f"kernel cc_sources: {str(path)!r} is not a file")
-        if not re.fullmatch(r"tcp_[A-Za-z0-9_]+\.c", path.name):
-            raise KernelBuildError(f"kernel cc_sources: {path.name!r} is not named tcp_NAME.c (letters, digits, _)")
-        if (FILES / "linux" / "net" / path.name).exists() or path.name in {
-            "tcp_cubic.c", "tcp_dctcp.c", "tcp_bbr.c", "tcp_cong.c", "tcp_input.c", "tcp_output.c", "tcp.c",
-        }:
-            raise KernelBuildError(f"kernel cc_sources: {path.name!r} would replace a file of the kernel or the project; rename it")
-        if not _CC_NAME.search(path.read_text(errors="replace")):
-            raise KernelBuildError(f"kernel cc_sources: {path.name!r} registers no tcp_congestion_ops (no .name = \"...\")")
-        out.append((path, hashlib.sha256(path.read_bytes()).hexdigest()))
+        try:
+            source = sources.read_cc_source(path)
+        except sources.SourceError as err:
+            raise KernelBuildError(f"kernel cc_sources: {err}") from None
+        for name in source.names:
+            if name in owner:
+                raise KernelBuildError(
+                    f"kernel cc_sources: {name!r} is registered by both {owner[name]} and {path.name}"
+                )
+            owner[name] = path.name
+        if any(p.name == path.name for p, _ in out):
+            raise KernelBuildError(f"kernel cc_sources: two files named {path.name}")
+        out.append((source.path, source.sha256))
     return out
+
+
+def _user_patches(paths: list[Path]) -> list[tuple[Path, str]]:
+    """A user's kernel patches, checked (:func:`l4slab.kernel.sources.read_patch`)."""
+    out: list[tuple[Path, str]] = []
+    for path in paths:
+        try:
+            patch = sources.read_patch(path)
+        except sources.SourceError as err:
+            raise KernelBuildError(f"kernel patches: {err}") from None
+        out.append((patch.path, patch.sha256))
+    return out
+
+
+def _user_file_map(user: list[tuple[Path, str]], patches: list[tuple[Path, str]]) -> dict[str, tuple[str, str]]:
+    """{path in the tree: (the scenario field, what to call it)} for an error in a user's
+    file: a module by its own path, a file a user's patch changes by the patch and the file."""
+    names = {f"net/ipv4/{path.name}": ("kernel cc_sources", str(path)) for path, _ in user}
+    for path, _ in patches:
+        for rel in sources.read_patch(path).files:
+            names.setdefault(rel, ("kernel patches", f"{path.name}: {rel}"))
+    return names
+
+
+#: The journal of a user's patches applied to a kernel tree: copies of them, in order. It
+#: exists only while they are applied; a build that finds it reverts them first.
+_APPLIED = "user-patches.applied"
+
+
+class _user_patches_applied:
+    """Apply a user's patches to the kernel tree for one build and revert them after it,
+    whatever happens (the tree stays the project's for every other build). Each is tried
+    with ``--dry-run`` first, so a patch that does not apply changes nothing; the journal
+    (``tree/user-patches.applied/``) lets a later build revert what a killed one left."""
+
+    def __init__(self, tree: Path, src: Path, patches: list[tuple[Path, str]], say) -> None:
+        self.tree, self.src, self.patches, self.say = tree, src, patches, say
+
+    def __enter__(self):
+        if not self.patches:
+            return self
+        journal = self.tree / _APPLIED
+        journal.mkdir()
+        try:
+            for index, (path, _) in enumerate(self.patches):
+                data = path.read_bytes()
+                check = _patch(self.src, data, "--dry-run")
+                if check.returncode != 0:
+                    raise KernelBuildError(
+                        f"kernel patches: {path.name} does not apply to the kernel tree "
+                        f"({self.tree.name}): {_last_error(check.stdout + check.stderr)}"
+                    )
+                (journal / f"{index:02d}-{path.name}").write_bytes(data)
+                done = _patch(self.src, data)
+                if done.returncode != 0:
+                    raise KernelBuildError(f"kernel patches: {path.name}: {_last_error(done.stdout + done.stderr)}")
+                self.say(f"applied your patch {path.name}")
+        except BaseException:
+            _revert_user_patches(self.tree, self.say)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.patches:
+            _revert_user_patches(self.tree, self.say)
+
+
+def _patch(src: Path, data: bytes, *extra: str) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        ["patch", "-p1", "--forward", "--batch", "--silent", *extra], cwd=src, input=data, capture_output=True
+    )
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
+    )
+
+
+def _revert_user_patches(tree: Path, say) -> None:
+    """Revert the user's patches the journal lists (newest first) and remove it. A patch
+    that does not revert leaves the tree unknown: it is then marked for a full rebuild."""
+    journal = tree / _APPLIED
+    if not journal.is_dir():
+        return
+    for copy in sorted(journal.iterdir(), reverse=True):
+        done = subprocess.run(
+            ["patch", "-p1", "-R", "--batch", "--silent", "--remove-empty-files"],
+            cwd=tree / "src",
+            input=copy.read_bytes(),
+            capture_output=True,
+        )
+        if done.returncode != 0:
+            (tree / "tree.json").unlink(missing_ok=True)
+            say(f"your patch {copy.name[3:]} did not revert; the kernel tree will be rebuilt")
+            break
+        copy.unlink()
+    shutil.rmtree(journal, ignore_errors=True)
+
+
+def _make_user_objects(src: Path, out: Path, user: list[Path], patches: list[tuple[Path, str]], say) -> None:
+    """Compile a user's congestion controls alone first: a compile error is then one line
+    naming the user's file and the compiler's message, within seconds."""
+    for path in user:
+        target = f"net/ipv4/{path.stem}.o"
+        say(f"compiling your {path.name}")
+        done = subprocess.run(
+            ["nice", "-n", "5", "make", "ARCH=um", f"O={out}", target],
+            cwd=src, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+        if done.returncode != 0:
+            user_files = {f"net/ipv4/{path.name}": ("kernel cc_sources", str(path))}
+            raise KernelBuildError(_compile_error(done.stdout + done.stderr, user_files))
+
+
+_GCC_MESSAGE = re.compile(r"^(?P<file>[^\s:]+\.[ch]):(?P<pos>\d+(?::\d+)?): (?P<kind>(?:fatal )?error): (?P<msg>.*)$")
+
+
+def _compile_error(text: str, user_files: dict[str, tuple[str, str]]) -> str:
+    """One line for a failed compile of a user's file: ``kernel cc_sources: FILE:LINE:COL:
+    error: MESSAGE`` with the user's own path (the tree's copy named as the user's)."""
+    first_other = None
+    for line in text.splitlines():
+        m = _GCC_MESSAGE.match(line.strip())
+        if not m:
+            continue
+        path = m.group("file")
+        for rel, (what, shown) in user_files.items():
+            if path == rel or path.endswith("/" + rel):
+                return f"{what}: {shown}:{m.group('pos')}: {m.group('kind')}: {m.group('msg')}"[:400]
+        first_other = first_other or line.strip()
+    return f"kernel build: {(first_other or _last_error(text))[:300]}"
 
 
 def _unpack_source(deb: Path, work: Path, say) -> Path:
@@ -596,7 +778,9 @@ def _configure(src: Path, out: Path, say) -> None:
             )
 
 
-def _make_kernel(src: Path, out: Path, jobs: int | None, say, full: bool = True) -> None:
+def _make_kernel(
+    src: Path, out: Path, jobs: int | None, say, full: bool = True, user_files: dict[str, tuple[str, str]] | None = None
+) -> None:
     jobs = jobs or max(1, os.cpu_count() or 1)
     if full:
         say(f"compiling the kernel (make ARCH=um linux -j{jobs}; about 6-20 min on 2 cores, progress below)")
@@ -623,6 +807,10 @@ def _make_kernel(src: Path, out: Path, jobs: int | None, say, full: bool = True)
                     shown = pct // 5
                     say(f"compiling: {compiled} objects (~{pct} %)")
         rc = proc.wait()
+    if rc != 0 and user_files:
+        text = log_path.read_text(errors="replace")
+        if any(rel in text for rel in user_files):
+            raise KernelBuildError(_compile_error(text, user_files))
     if rc != 0 or not (out / "linux").exists():
         errors = [line for line in tail if "error" in line.lower()]
         raise KernelBuildError(

@@ -38,9 +38,19 @@ from ..io import write_json
 from ..results import RunResult, _json_safe
 from ..rundir import write_run
 from ..scenario import Scenario, coerce_scenario
+from ..scenario.resolve import resolving_for
 from .testbed import KernelRefused, check_config, plan
 
-__all__ = ["run_kernel", "KernelRunResult", "KernelRefused", "check_supported", "kernel_summary", "resolve"]
+__all__ = [
+    "run_kernel",
+    "KernelRunResult",
+    "KernelRefused",
+    "check_supported",
+    "kernel_summary",
+    "resolve",
+    "kernel_inputs",
+    "prepare_study",
+]
 
 #: Virtual seconds the guest script gets beyond the scenario's duration (setup, teardown).
 SETUP_MARGIN_S = 60.0
@@ -86,18 +96,79 @@ def kernel_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
         "rwnd_limited_ms": [f.get("rwnd_limited_ms") for f in flows],
         "sndbuf_limited_ms": [f.get("sndbuf_limited_ms") for f in flows],
         "accecn_opt_seen": [f.get("accecn_opt_seen") for f in flows],
+        "connect_s": [f.get("connect_s") for f in flows],
+        # the scenario's own files ([kernel]) the guest was built with, by content hash
+        "user_inputs": meta.get("user_inputs"),
         "sojourn": "time-sampled at every bin (dualpi2 delay_c/delay_l, pie delay, else backlog/rate)",
     }
 
 
 def resolve(scenario: Any, *, seed: int | None = None, overrides: Mapping[str, Any] | None = None):
-    """(validated scenario, resolved config) as ``l4slab run`` makes them."""
+    """(validated scenario, resolved config) as ``l4slab run`` makes them, for the kernel
+    backend: the config carries the scenario's ``[kernel]`` files by content hash and its
+    flows may name the congestion controls they register."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
         raise ScenarioError(f"seed: {seed!r} is not an integer in 0..2^64-1")
     validated: Scenario = coerce_scenario(scenario, dict(overrides or {}) or None)
     if seed is not None:
         validated = validated.model_copy(update={"seed": seed})
-    return validated, validated.resolve()
+    with resolving_for("kernel"):
+        return validated, validated.resolve()
+
+
+def kernel_inputs(scenario: Scenario) -> dict[str, list[Path]]:
+    """The scenario's own files for :func:`l4slab.kernel.build.ensure_kernel`
+    (``extra_modules``: ``[kernel] cc_sources``; ``patches``)."""
+    table = scenario.kernel
+    if table is None:
+        return {"extra_modules": [], "patches": []}
+    return {"extra_modules": [Path(p) for p in table.cc_sources], "patches": [Path(p) for p in table.patches]}
+
+
+def _user_inputs(config: Mapping[str, Any]) -> dict[str, list[tuple[str, str]]]:
+    table = config.get("kernel") or {}
+    return {
+        key: [(str(f["file"]), str(f["sha256"])) for f in table.get(key) or []] for key in ("cc_sources", "patches")
+    }
+
+
+def check_kernel_matches(kernel: Any, config: Mapping[str, Any]) -> None:
+    """The guest ``kernel`` was built from the very files (by content) the resolved
+    ``config`` names in its ``kernel`` table; else one line. A run's identity (a study's
+    run id) holds their hashes, so a result is never one of another version of the file."""
+    wanted = _user_inputs(config)
+    meta = dict(getattr(kernel, "meta", {}) or {})
+    built = {
+        "cc_sources": [(Path(p).name, h) for p, h in (meta.get("user_modules") or {}).items()],
+        "patches": [(Path(p).name, h) for p, h in (meta.get("user_patches") or {}).items()],
+    }
+    for key, files in wanted.items():
+        if files != built[key]:
+            shown = ", ".join(f"{name} ({digest[:12]})" for name, digest in files) or "none"
+            has = ", ".join(f"{name} ({digest[:12]})" for name, digest in built[key]) or "none"
+            raise EngineError(
+                f"kernel.{key}: the scenario's {shown} is not what the guest kernel "
+                f"{getattr(kernel, 'directory', '?')} was built with ({has}); a file changed since the "
+                "scenario was read, or the kernel was chosen by hand: run again"
+            )
+
+
+def prepare_study(points: Any, progress: bool = False) -> None:
+    """Before a study's workers start (``study run --backend kernel``): refuse what the
+    kernel cannot honour (every point, one line) and build or find every guest the points
+    need (the project's, and one per distinct set of ``[kernel]`` files), so workers only
+    boot them."""
+    from ..scenario import scenario_from_dict
+    from .build import ensure_kernel
+
+    variants: dict[tuple, dict[str, list[Path]]] = {}
+    for point in points:
+        scenario = scenario_from_dict(point.scenario)
+        check_config(point.config, scenario)
+        inputs = kernel_inputs(scenario)
+        variants.setdefault(tuple(tuple(v) for v in inputs.values()), inputs)
+    for inputs in variants.values() or [{}]:
+        ensure_kernel(progress=progress, **inputs)
 
 
 def check_supported(scenario: Any) -> None:
@@ -133,7 +204,8 @@ def run_kernel(
     if kernel is None:
         from .build import ensure_kernel
 
-        kernel = ensure_kernel(progress=progress)
+        kernel = ensure_kernel(progress=progress, **kernel_inputs(validated))
+    check_kernel_matches(kernel, config)
     testbed = plan(validated, config)
     own_work = work_dir is None
     work = Path(tempfile.mkdtemp(prefix="l4slab-kernel-")) if own_work else Path(work_dir)
@@ -161,6 +233,7 @@ def run_kernel(
             "reverse_qdisc": None if testbed.reverse_qdisc is None else " ".join(testbed.reverse_qdisc),
             "sysctls": testbed.sysctls,
             "launch_s": [f.launch_ns / 1e9 for f in testbed.flows],
+            "user_inputs": config.get("kernel"),
             **measured,
         }
         return KernelRunResult(

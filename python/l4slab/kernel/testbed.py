@@ -72,10 +72,16 @@ flows.rtt, fwd_delay           netem delays, ns resolution (see above)
 flows.start, stop              the sender connects at start + jitter; at stop it aborts (reset)
 flows.direction = reverse      refused
 kind = "udp"                   refused
-flows.cc                       reno, cubic, dctcp, bbr (BBRv1), prague: the kernel module of
-                               that name, as ``net.ipv4.tcp_congestion_control`` of the
-                               sender's namespace (the socket's own, checked in the
-                               probe's samples); prague-v06, bbr2, bbr2-l4s, bbr3 refused
+flows.cc                       reno, cubic, dctcp, bbr (BBRv1), prague, or one the scenario's
+                               ``kernel.cc_sources`` register: the kernel module of that
+                               name, set on the sender's socket (``TCP_CONGESTION``) and as
+                               ``net.ipv4.tcp_congestion_control`` of its namespace (the
+                               socket's own, checked in the probe's samples); prague-v06,
+                               bbr2, bbr2-l4s, bbr3 refused
+kernel.cc_sources, patches     built into the guest (:func:`l4slab.kernel.build.ensure_kernel`:
+                               a cached variant of the project's kernel); the config holds
+                               each file's content hash, the run checks the guest was built
+                               from the same
 flows.cc_params                prague ``{ecn_fallback = 1, fallback_constants = "pam2025",
                                growth_gate = "app_limited"}``: the module ``prague_pam``;
                                other prague keys the module has (burst_shift, max_tso_segs,
@@ -133,7 +139,7 @@ import copy
 import math
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from .. import units
 from ..errors import ScenarioError
@@ -147,6 +153,7 @@ __all__ = [
     "check_config",
     "kernel_cc",
     "kernel_cc_params",
+    "own_ccs",
     "qdisc_words",
     "engine_start_offsets_ns",
     "plan",
@@ -217,22 +224,35 @@ def _cc_param_defaults(cc: str) -> dict[str, Any]:
     return {} if spec is None else {name: p.default for name, p in spec.params.items()}
 
 
-def kernel_cc(flow: Mapping[str, Any], where: str) -> str:
-    """The guest kernel's module for an engine TCP flow (``cc`` and ``cc_params``)."""
-    return _kernel_cc(flow, where)[0]
+def own_ccs(config: Mapping[str, Any]) -> frozenset[str]:
+    """The congestion controls the scenario's own ``[kernel] cc_sources`` register (the
+    resolved config's ``kernel`` table, :func:`l4slab.scenario.resolve.resolving_for`)."""
+    table = config.get("kernel") or {}
+    return frozenset(name for source in table.get("cc_sources") or [] for name in source.get("ccs") or [])
 
 
-def kernel_cc_params(flow: Mapping[str, Any], where: str) -> dict[str, str]:
+def kernel_cc(flow: Mapping[str, Any], where: str, own: Collection[str] = ()) -> str:
+    """The guest kernel's module for an engine TCP flow (``cc`` and ``cc_params``); ``own``:
+    the scenario's own congestion controls (:func:`own_ccs`), run as they are."""
+    return _kernel_cc(flow, where, own)[0]
+
+
+def kernel_cc_params(flow: Mapping[str, Any], where: str, own: Collection[str] = ()) -> dict[str, str]:
     """The module parameters (sysfs name → value) an engine TCP flow's ``cc_params`` need."""
-    return _kernel_cc(flow, where)[1]
+    return _kernel_cc(flow, where, own)[1]
 
 
-def _kernel_cc(flow: Mapping[str, Any], where: str) -> tuple[str, dict[str, str]]:
+def _kernel_cc(flow: Mapping[str, Any], where: str, own: Collection[str] = ()) -> tuple[str, dict[str, str]]:
     cc = flow.get("cc")
+    if cc in own:
+        if flow.get("cc_params"):
+            raise _refuse(f"{where}.cc_params", flow["cc_params"], "a congestion control of your own takes none here")
+        return cc, {}
     if cc in _NO_KERNEL_CC:
         raise _refuse(f"{where}.cc", cc, _NO_KERNEL_CC[cc])
     if cc not in KERNEL_CCS:
-        raise _refuse(f"{where}.cc", cc, f"allowed: {', '.join(KERNEL_CCS)}")
+        mine = f", {', '.join(sorted(own))} (kernel.cc_sources)" if own else ", or your own (kernel.cc_sources)"
+        raise _refuse(f"{where}.cc", cc, f"allowed: {', '.join(KERNEL_CCS)}{mine}")
     defaults = _cc_param_defaults(cc)
     # Only what differs from the engine's defaults (the module's defaults are the same).
     params = {k: v for k, v in dict(flow.get("cc_params") or {}).items() if k not in defaults or v != defaults[k]}
@@ -324,10 +344,17 @@ def engine_start_offsets_ns(config: Mapping[str, Any]) -> list[int]:
     if jitter == 0 or not flows:
         return [0] * len(flows)
     probe = copy.deepcopy(dict(config))
+    own = own_ccs(probe)
+    probe.pop("kernel", None)
     for flow in probe["flows"]:
         flow["start_ns"] = 0
         flow.pop("stop_ns", None)
         flow.pop("bytes", None)
+        if flow.get("cc") in own:  # the engine draws the jitter whatever the CC: reno stands in
+            flow["cc"] = "reno"
+            flow.pop("cc_params", None)
+        if flow.get("receiver_cc") in own:
+            flow["receiver_cc"] = "reno"
     probe.pop("sources", None)
     probe.pop("capture", None)
     probe["trace_sojourn"] = False
@@ -386,6 +413,7 @@ def check_config(config: Mapping[str, Any], scenario: Any = None) -> None:
             )
         qdisc_words(link["qdisc"], f"{which}.qdisc", _user_qdisc_params(scenario, which))
     module_params: dict[str, tuple[int, dict[str, str]]] = {}
+    own = own_ccs(config)
     for index, flow in enumerate(flows):
         where = f"flows[{index}]"
         if flow.get("kind") != "tcp":
@@ -394,7 +422,7 @@ def check_config(config: Mapping[str, Any], scenario: Any = None) -> None:
             )
         if flow.get("reverse"):
             raise _refuse(f"{where}.direction", "reverse", "allowed: forward")
-        module, params = _kernel_cc(flow, where)
+        module, params = _kernel_cc(flow, where, own)
         first = module_params.setdefault(module, (index, params))
         if first[1] != params:
             shown = ", ".join(f"{k} = {v}" for k, v in sorted(params.items())) or "the defaults"
@@ -405,8 +433,8 @@ def check_config(config: Mapping[str, Any], scenario: Any = None) -> None:
                 "global in a kernel, not per flow)",
             )
         receiver_cc = flow.get("receiver_cc")
-        if receiver_cc is not None and receiver_cc not in KERNEL_CCS:
-            raise _refuse(f"{where}.receiver_cc", receiver_cc, f"allowed: {', '.join(KERNEL_CCS)}")
+        if receiver_cc is not None and receiver_cc not in KERNEL_CCS and receiver_cc not in own:
+            raise _refuse(f"{where}.receiver_cc", receiver_cc, f"allowed: {', '.join([*KERNEL_CCS, *sorted(own)])}")
         if flow.get("receiver_cc_params"):
             raise _refuse(
                 f"{where}.receiver_cc_params",
@@ -501,6 +529,7 @@ def plan(scenario: Any, config: Mapping[str, Any], offsets_ns: Sequence[int] | N
     """The guest script for ``config`` (resolved from ``scenario``); refuses first."""
     check_config(config, scenario)
     flows_cfg = config.get("flows") or []
+    own = own_ccs(config)
     offsets = list(offsets_ns) if offsets_ns is not None else engine_start_offsets_ns(config)
     duration = int(config["duration_ns"])
     bin_ns = int(config["bin_ns"])
@@ -513,7 +542,7 @@ def plan(scenario: Any, config: Mapping[str, Any], offsets_ns: Sequence[int] | N
         flows.append(
             FlowPlan(
                 id=i,
-                cc=kernel_cc(flow, f"flows[{i}]"),
+                cc=kernel_cc(flow, f"flows[{i}]", own),
                 sender_ns=f"s{i}",
                 receiver_ns=f"r{i}",
                 sender_addr=f"10.1.{i}.1",
@@ -694,9 +723,9 @@ def _script(*, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, 
     # module parameters of the flows' CCs (global: check_config made every flow agree)
     written: set[tuple[str, str]] = set()
     for cfg in flows_cfg:
-        module = _kernel_cc(cfg, "flows")[0]
+        module, params = _kernel_cc(cfg, "flows", own_ccs(config))
         sysfs = KERNEL_MODULE_PARAMS.get(module, ("", None))[0]
-        for key, value in kernel_cc_params(cfg, "flows").items():
+        for key, value in params.items():
             if (sysfs, key) in written:
                 continue
             written.add((sysfs, key))

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from ..errors import ScenarioError
 from ..limits import check_values, show
 from .errors import one_line
-from .model import Scenario
+from .model import KERNEL_CCS_CONTEXT, Scenario
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -39,6 +39,7 @@ __all__ = [
     "apply_overrides",
     "parse_override",
     "reference_scenario_path",
+    "anchor_kernel_paths",
 ]
 
 
@@ -50,13 +51,48 @@ def scenario_from_dict(data: Mapping[str, Any], *, default_name: str | None = No
     if default_name is not None and "name" not in data:
         data = {"name": default_name, **data}
     try:
-        scenario = Scenario.model_validate(dict(data))
+        scenario = Scenario.model_validate(dict(data), context={KERNEL_CCS_CONTEXT: _kernel_cc_names(data)})
     except ValidationError as err:
         raise one_line(err) from None
     except RecursionError:
         raise ScenarioError("scenario: nested too deeply") from None
     scenario.check()
     return scenario
+
+
+def _kernel_cc_names(data: Mapping[str, Any]) -> list[str]:
+    """The congestion controls ``[kernel] cc_sources`` register, read before the flows are
+    validated (a flow may name one); a file that cannot be read registers nothing here and
+    is reported by its own field's check."""
+    table = data.get("kernel")
+    sources = table.get("cc_sources") if isinstance(table, Mapping) else None
+    if not isinstance(sources, list):
+        return []
+    from ..kernel.sources import read_cc_source
+
+    names: list[str] = []
+    for path in sources[:16]:
+        try:
+            names += read_cc_source(path).names if isinstance(path, str) and path.strip() else []
+        except (ValueError, OSError):
+            continue
+    return names
+
+
+def anchor_kernel_paths(data: Mapping[str, Any], root: Path) -> dict[str, Any]:
+    """``data`` with its ``[kernel]`` file paths made absolute against ``root`` (the folder of
+    the file they were written in), so the scenario can travel (a study's plan, a worker)."""
+    table = data.get("kernel") if isinstance(data, Mapping) else None
+    if not isinstance(table, Mapping):
+        return dict(data)
+    anchored = dict(table)
+    for key in ("cc_sources", "patches"):
+        paths = anchored.get(key)
+        if isinstance(paths, list):
+            anchored[key] = [
+                str(root / os.path.expanduser(p)) if isinstance(p, str) and p.strip() else p for p in paths
+            ]
+    return {**data, "kernel": anchored}
 
 
 def _parse_toml(text: str, source: str) -> dict[str, Any]:
@@ -95,7 +131,14 @@ def read_toml_file(file: Path, what: str) -> tuple[dict[str, Any], str]:
         raise ScenarioError(f"{show(str(file))}: not a file name (it holds a NUL character)") from None
     except OSError as err:  # too long a name, no permission, a path through a file
         raise ScenarioError(f"{show(str(file))}: cannot read the {what} file: {err.strerror or err}") from None
-    return _parse_toml(text, show(str(file), 200).strip("'")), text
+    data = _parse_toml(text, show(str(file), 200).strip("'"))
+    # [kernel] files are relative to the file that names them: a scenario, or a study's [base]
+    root = file.resolve().parent
+    if what == "scenario":
+        data = anchor_kernel_paths(data, root)
+    elif what == "study" and isinstance(data.get("base"), Mapping):
+        data["base"] = anchor_kernel_paths(data["base"], root)
+    return data, text
 
 
 def reference_scenario_path():

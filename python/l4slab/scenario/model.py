@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 from fractions import Fraction
+from pathlib import Path
 from typing import Annotated, Any, Callable, Literal, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, PlainValidator, Tag, ValidationInfo, field_validator
@@ -37,7 +38,18 @@ from ..units import BdpMultiple, Percent, UnitError
 from .resolve import MAX_UDP_PAYLOAD, TCP_ENGINE_FIELDS, UDP_IP_UDP_HEADER_BYTES, resolve_scenario, udp_rate_bps
 from .sources import syn_flood_fields, web_source_fields
 
-__all__ = ["Scenario", "Bottleneck", "TcpFlow", "UdpFlow", "WebSource", "SynFlood", "SCENARIO_ERROR", "TCP_ECN_WORDS"]
+__all__ = [
+    "Scenario",
+    "Bottleneck",
+    "TcpFlow",
+    "UdpFlow",
+    "WebSource",
+    "SynFlood",
+    "KernelInputs",
+    "SCENARIO_ERROR",
+    "TCP_ECN_WORDS",
+    "KERNEL_CCS_CONTEXT",
+]
 
 #: pydantic error type of the model's own checks: ``ctx["message"]`` is the one-line message.
 SCENARIO_ERROR = "l4slab_scenario_error"
@@ -237,15 +249,18 @@ class TcpFlow(_FlowCommon):
 
     @field_validator("cc", "receiver_cc")
     @classmethod
-    def _known_cc(cls, value: str | None) -> str | None:
+    def _known_cc(cls, value: str | None, info: ValidationInfo) -> str | None:
         known = schema.congestion_control_names()
-        if value is not None and value not in known:
-            close = difflib.get_close_matches(value, known, n=1)
+        # a congestion control of the scenario's own ([kernel] cc_sources), for --backend kernel
+        own = tuple((info.context or {}).get(KERNEL_CCS_CONTEXT, ()))
+        if value is not None and value not in known and value not in own:
+            close = difflib.get_close_matches(value, [*known, *own], n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
+            mine = f"; yours: {', '.join(own)}" if own else "; or your own: [kernel] cc_sources = ['tcp_NAME.c']"
             raise PydanticCustomError(
                 SCENARIO_ERROR,
                 "{message}",
-                {"message": f"{value!r} is not a known congestion control{hint}; known: {', '.join(known)}"},
+                {"message": f"{value!r} is not a known congestion control{hint}; known: {', '.join(known)}{mine}"},
             )
         return value
 
@@ -367,6 +382,59 @@ class Capture(_Strict):
     )
 
 
+#: Validation context key: the congestion-control names the scenario's ``[kernel]
+#: cc_sources`` register (:func:`l4slab.scenario.load.scenario_from_dict` reads them first).
+KERNEL_CCS_CONTEXT = "kernel_ccs"
+#: At most this many files in each list of ``[kernel]``.
+MAX_KERNEL_FILES = 16
+
+
+def _kernel_file(reader: Callable[[str], Any]) -> PlainValidator:
+    """A ``[kernel]`` file path: checked by ``reader`` (l4slab.kernel.sources), kept absolute."""
+
+    def validate(value: Any) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise PydanticCustomError(SCENARIO_ERROR, "{message}", {"message": f"{value!r} is not a file path"})
+        try:
+            return str(reader(value).path)
+        except ValueError as err:  # l4slab.kernel.sources.SourceError
+            raise PydanticCustomError(SCENARIO_ERROR, "{message}", {"message": str(err)}) from None
+
+    return PlainValidator(validate)
+
+
+def _read_cc_source(path: str) -> Any:
+    from ..kernel.sources import read_cc_source
+
+    return read_cc_source(path, schema.congestion_control_names())
+
+
+def _read_patch(path: str) -> Any:
+    from ..kernel.sources import read_patch
+
+    return read_patch(path)
+
+
+class KernelInputs(_Strict):
+    """``[kernel]``: your own congestion controls and kernel patches, built into the kernel
+    backend's guest (``--backend kernel``; docs/kernel.md). Paths are relative to the
+    scenario file (absolute once loaded); a flow names a congestion control a file registers
+    (``cc = "mycc"``), which only the kernel backend runs."""
+
+    cc_sources: list[Annotated[str, _kernel_file(_read_cc_source)]] = Field(
+        default_factory=list,
+        max_length=MAX_KERNEL_FILES,
+        description='tcp_NAME.c files, each registering a struct tcp_congestion_ops (.name = "...")',
+        examples=[["tcp_mycc.c"]],
+    )
+    patches: list[Annotated[str, _kernel_file(_read_patch)]] = Field(
+        default_factory=list,
+        max_length=MAX_KERNEL_FILES,
+        description="unified diffs (patch -p1) to the kernel's C sources and headers, applied in order",
+        examples=[["tcp-output.patch"]],
+    )
+
+
 class Scenario(_Strict):
     """A validated scenario, values in base units (ns, bit/s, bytes)."""
 
@@ -389,6 +457,9 @@ class Scenario(_Strict):
         None,
         description="a shaped queue on the reverse path, met by forward flows' ACKs and by the data of "
         "direction = 'reverse' flows (unset: the reverse path never queues)",
+    )
+    kernel: KernelInputs | None = Field(
+        None, description="[kernel]: your own congestion controls and patches for --backend kernel"
     )
     flows: list[Flow] = Field(default_factory=list, description="[[flows]] entries (at least one flow or source)")
     sources: list[Source] = Field(
@@ -471,6 +542,15 @@ class Scenario(_Strict):
                 raise ScenarioError("reverse_bottleneck.rate: must be > 0; expected e.g. '100Mbit'")
             if self.reverse_bottleneck.bdp_rtt == 0:
                 raise ScenarioError("reverse_bottleneck.bdp_rtt: must be > 0; expected e.g. '10ms'")
+        if self.kernel is not None:
+            owner: dict[str, str] = {}
+            for path in self.kernel.cc_sources:
+                for name in _read_cc_source(path).names:
+                    if name in owner:
+                        raise ScenarioError(
+                            f"kernel.cc_sources: {name!r} is registered by both {owner[name]} and {Path(path).name}"
+                        )
+                    owner[name] = Path(path).name
         if not self.flows and not self.sources:
             raise ScenarioError("flows: at least one [[flows]] entry is required (or a [[sources]] entry)")
         entries = [(f"flows[{i}]", flow) for i, flow in enumerate(self.flows)]

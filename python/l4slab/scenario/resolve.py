@@ -9,13 +9,41 @@ lets the engine check what only it knows. Works on any object shaped like
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterator
 
 from .. import engine, schema
+from ..errors import ScenarioError
 from ..qdisc import resolve_qdisc
 from ..units import Percent
 
-__all__ = ["resolve_scenario", "udp_rate_bps", "UDP_IP_UDP_HEADER_BYTES", "MAX_UDP_PAYLOAD", "TCP_ENGINE_FIELDS"]
+__all__ = [
+    "resolve_scenario",
+    "resolving_for",
+    "udp_rate_bps",
+    "UDP_IP_UDP_HEADER_BYTES",
+    "MAX_UDP_PAYLOAD",
+    "TCP_ENGINE_FIELDS",
+]
+
+#: The backend a scenario is resolved for: ``sim`` (the engine: the default; also the
+#: emulator) or ``kernel`` (the kernel backend, which also runs the scenario's own
+#: congestion controls and patches of ``[kernel]``).
+_BACKEND: ContextVar[str] = ContextVar("l4slab_resolve_backend", default="sim")
+
+
+@contextmanager
+def resolving_for(backend: str) -> Iterator[None]:
+    """Resolve scenarios for ``backend`` inside the block (``kernel``: the config carries
+    the ``[kernel]`` table's files by content hash, and a flow may name a congestion control
+    they register; ``sim``: such a flow is refused in one line)."""
+    token = _BACKEND.set(backend)
+    try:
+        yield
+    finally:
+        _BACKEND.reset(token)
 
 #: IPv4 (20 B) + UDP (8 B) headers: a UDP flow's payload is ``packet_size - 28``.
 UDP_IP_UDP_HEADER_BYTES = 28
@@ -115,10 +143,50 @@ def _link_config(scenario: Any, which: str) -> dict[str, Any]:
     return config
 
 
+def _kernel_inputs(scenario: Any) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """The ``[kernel]`` table as the config carries it (each file by name and content hash:
+    a run's identity changes with the file) and {congestion control it registers: file}."""
+    table = getattr(scenario, "kernel", None)
+    if table is None or not (table.cc_sources or table.patches):
+        return None, {}
+    from ..kernel.sources import read_cc_source, read_patch
+
+    try:
+        sources = [read_cc_source(p, schema.congestion_control_names()) for p in table.cc_sources]
+        patches = [read_patch(p) for p in table.patches]
+    except ValueError as err:  # a file changed or vanished since the scenario was loaded
+        raise ScenarioError(f"kernel: {err}") from None
+    block = {
+        "cc_sources": [{"file": s.path.name, "sha256": s.sha256, "ccs": list(s.names)} for s in sources],
+        "patches": [{"file": p.path.name, "sha256": p.sha256} for p in patches],
+    }
+    return block, {name: s.path.name for s in sources for name in s.names}
+
+
 def resolve_scenario(scenario: Any) -> dict[str, Any]:
     """The engine config (config.rs ``ScenarioConfig``) of a validated scenario, as a
-    JSON-ready dict; runs the scenario's cross-field checks and the engine's own."""
+    JSON-ready dict; runs the scenario's cross-field checks and the engine's own.
+
+    A flow naming a congestion control of the scenario's ``[kernel] cc_sources`` is refused
+    for the engine (one line); resolved for the kernel backend (:func:`resolving_for`), the
+    config gets a ``kernel`` table (each file by name and content hash) and the engine checks
+    the rest of it."""
     scenario.check()
+    kernel, own = _kernel_inputs(scenario)
+    if own:
+        for group, flow in enumerate(getattr(scenario, "flows", [])):
+            for field in ("cc", "receiver_cc"):
+                name = getattr(flow, field, None)
+                if name in own and _BACKEND.get() != "kernel":
+                    raise ScenarioError(
+                        f"flows[{group}].{field}: {name!r} is a kernel-only congestion control from "
+                        "kernel.cc_sources; run it with --backend kernel"
+                    )
+                if field == "cc" and name in own and getattr(flow, "cc_params", None):
+                    raise ScenarioError(
+                        f"flows[{group}].cc_params: {name!r} is your own congestion control "
+                        f"({own[name]}); give its parameters in its source, not here"
+                    )
     config = {
         "seed": scenario.seed,
         "duration_ns": scenario.duration,
@@ -140,5 +208,17 @@ def resolve_scenario(scenario: Any) -> dict[str, Any]:
         c = scenario.capture
         config["capture"] = {"point": c.point, "flow": c.flow, "start_ns": c.start, "stop_ns": c.stop}
         config["capture"]["max_packets"] = c.max_packets
-    engine.check(config)
+    if kernel is None or _BACKEND.get() != "kernel":
+        engine.check(config)
+        return config
+    # the engine checks everything but the congestion controls it does not have
+    checked = copy.deepcopy(config)
+    for flow in checked["flows"]:
+        if flow.get("cc") in own:
+            flow["cc"] = "reno"
+            flow.pop("cc_params", None)
+        if flow.get("receiver_cc") in own:
+            flow["receiver_cc"] = "reno"
+    engine.check(checked)
+    config["kernel"] = kernel
     return config

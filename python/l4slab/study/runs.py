@@ -195,7 +195,10 @@ def run(
     kind, address = parse_executor(executor)
     if jobs is not None and jobs < 1:
         raise ScenarioError(f"--jobs: {jobs} is not a positive number of processes; expected e.g. 4")
-    spec = _for_backend(load_study(path, overrides=overrides, panels=panels), backend)
+    from ..scenario.resolve import resolving_for
+
+    with resolving_for(backend):  # the kernel backend also resolves the scenario's own [kernel] files
+        spec = _for_backend(load_study(path, overrides=overrides, panels=panels), backend)
     if backend == "emulate":
         if kind != "local":
             raise ScenarioError(f"--executor: {executor} cannot run emulated runs; they run one at a time locally")
@@ -212,14 +215,10 @@ def run(
 
 def _prepare_kernel(spec: StudySpec, progress: bool) -> None:
     """Before any worker starts: refuse what the kernel cannot honour (every point, one
-    line) and build or find the guest once, so workers only boot it."""
-    from ..kernel.build import ensure_kernel
-    from ..kernel.testbed import check_config
-    from ..scenario import scenario_from_dict
+    line) and build or find every guest the points need once, so workers only boot them."""
+    from ..kernel.run import prepare_study
 
-    for point in spec.points:
-        check_config(point.config, scenario_from_dict(point.scenario))
-    ensure_kernel(progress=progress)
+    prepare_study(spec.points, progress)
 
 
 def _run_locked(spec, out, kind, address, jobs, progress, on_run, backend="sim") -> RunReport:
