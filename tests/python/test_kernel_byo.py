@@ -129,6 +129,7 @@ def test_the_engine_refuses_a_kernel_only_cc_in_one_line(byo):
         ({"patches": ["{d}/tcp_none.c"]}, "cubic", "kernel.patches[0]: tcp_none.c is not a unified diff"),
         ({"patches": ["{d}/make.patch"]}, "cubic", "kernel.patches[0]: make.patch: changes net/ipv4/Makefile;"),
         ({}, "l4sreno", "flows[0].cc: 'l4sreno' is not a known congestion control"),
+        ({"cc_source": ["{d}/tcp_x.c"]}, "cubic", "kernel.cc_source: unknown key (did you mean 'cc_sources'?)"),
     ],
 )
 def test_a_bad_kernel_file_or_an_unknown_cc_is_one_line(tmp_path, kernel, cc, expected):

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ScenarioError
-from .model import SCENARIO_ERROR, Bottleneck, Scenario, SynFlood, TcpFlow, UdpFlow, WebSource
+from .model import SCENARIO_ERROR, Bottleneck, KernelInputs, Scenario, SynFlood, TcpFlow, UdpFlow, WebSource
 
 __all__ = ["one_line"]
 
@@ -46,6 +46,8 @@ def _model_at(loc: tuple[Any, ...], tag: str | None) -> type[BaseModel] | None:
         return Scenario
     if loc[0] == "bottleneck" and len(loc) == 1:
         return Bottleneck
+    if loc[0] == "kernel" and len(loc) == 1:
+        return KernelInputs
     if loc[0] == "flows" and len(loc) == 2:
         return UdpFlow if tag == "udp" else TcpFlow
     if loc[0] == "sources" and len(loc) == 2:
