@@ -409,6 +409,7 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
     series_out: list[dict[str, Any]] = []
     kernel_flows: list[dict[str, Any]] = []
     totals = {"sent": 0.0, "delivered": 0.0, "data": 0.0, "acks": 0.0}
+    received_ce: np.ndarray | None = None  # every receiver's CE count, per tick
     for plan, cfg in zip(testbed.flows, config.get("flows") or [], strict=True):
         fs = _flow_samples(probe, plan, ticks, run_dir)
         if fs.sport is None:
@@ -427,6 +428,7 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
         data_segs_out = _cumulative(fs.sender, "data_segs_out", ticks)
         retrans = _cumulative(fs.sender, "total_retrans", ticks)
         ce = _cumulative(fs.receiver, "received_ce", ticks)
+        received_ce = ce if received_ce is None else received_ce + ce
 
         goodput_bins = per_bin(rcv_bytes) * 8 / bin_s / 1e6
         throughput_bins = per_bin(l2) * 8 / bin_s / 1e6
@@ -552,7 +554,8 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
                 )
 
     bottleneck, bottleneck_series, dropped = _bottleneck(
-        probe, testbed.bottleneck, config["bottleneck"], ticks, w_tick, last_tick, n_bins, bin_s, window_s
+        probe, testbed.bottleneck, config["bottleneck"], ticks, w_tick, last_tick, n_bins, bin_s, window_s,
+        received_ce=received_ce,
     )
     in_flight = totals["sent"] - totals["delivered"] - dropped
     goodputs = [f["goodput_mbps"] for f in flows_out if f.get("goodput_mbps") is not None]
@@ -664,7 +667,7 @@ def _first_line(path: Path) -> str:
     return ""
 
 
-def _bottleneck(probe, where, link, ticks, w_tick, last_tick, n_bins, bin_s, window_s):
+def _bottleneck(probe, where, link, ticks, w_tick, last_tick, n_bins, bin_s, window_s, received_ce=None):
     recs = [_child(probe, where, t) for t in ticks]
     if not any(recs):
         raise CollectError(f"kernel run: the probe has no statistics of the qdisc on {where[0]}:{where[1]}")
@@ -690,6 +693,11 @@ def _bottleneck(probe, where, link, ticks, w_tick, last_tick, n_bins, bin_s, win
     sent_packets = counter("packets")
     drops = counter("drops")
     marks = counter(None, _marks)
+    if kind == "fq" and received_ce is not None:
+        # sch_fq.c:fq_dequeue counts ce_mark for every packet over ce_threshold, ECN-capable
+        # or not (INET_ECN_set_ce's result is not checked): not the packets it marked. The
+        # marks are what the receivers got as CE (the bottleneck is the path's only marker).
+        marks = np.asarray(received_ce, dtype=float)
     backlog_bytes = state(lambda r: r.get("backlog"))
     backlog_packets = state(lambda r: r.get("qlen"))
     if kind == "dualpi2":
@@ -758,7 +766,7 @@ def _bottleneck(probe, where, link, ticks, w_tick, last_tick, n_bins, bin_s, win
             "drops": int(final.get("drops", 0) or 0),
             "overlimits": int(final.get("overlimits", 0) or 0),
             "requeues": int(final.get("requeues", 0) or 0),
-            "marks": int(_marks(final)),
+            "marks": int(marks[last_tick]) if kind == "fq" and math.isfinite(marks[last_tick]) else int(_marks(final)),
             "backlog_bytes": int(final.get("backlog", 0) or 0),
             "backlog_packets": int(final.get("qlen", 0) or 0),
             "maxq_packets": None if maxq is None else int(maxq),
