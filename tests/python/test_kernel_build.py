@@ -226,3 +226,17 @@ def test_a_hanging_guest_ends_at_its_wall_bound_in_one_line(tmp_path):
     assert "\n" not in str(err.value) and "wall bound of 4 s" in str(err.value)
     leftover = subprocess.run(["pgrep", "-f", f"l4slab.dir={tmp_path}"], capture_output=True, text=True).stdout
     assert leftover.strip() == ""
+
+
+def test_a_kernel_run_id_follows_the_guests_files(monkeypatch):
+    """A study's kernel-backend run ids hash the guest's own files: another Prague module or
+    config is another run, never a resumed one."""
+    from l4slab.study import runs
+
+    assert runs.backend_run_id("r", "kernel", "a") != runs.backend_run_id("r", "kernel", "b")
+    assert runs.backend_run_id("r", "kernel", "a") != runs.backend_run_id("r", "emulate")
+    assert runs.backend_run_id("r", "sim", "a") == "r"
+    spec = runs.load_study("kernel-differential", panels=["dctcp-l"])
+    first = runs._for_backend(spec, "kernel").runs[0].id
+    monkeypatch.setattr(kb, "project_inputs", lambda: ({}, "another guest"))
+    assert runs._for_backend(spec, "kernel").runs[0].id != first

@@ -31,15 +31,19 @@ PLAN_SCHEMA = "l4slab.study.plan/1"
 BACKENDS = ("sim", "emulate", "kernel")
 
 
-def backend_run_id(rid: str, backend: str) -> str:
-    """A run's id on ``backend``: the engine's id for ``sim``; for ``emulate`` a hash of it
-    and the backend, so simulated and emulated results of one configuration never share a
-    key (nor a file)."""
+def backend_run_id(rid: str, backend: str, guest: str = "") -> str:
+    """A run's id on ``backend``: the engine's id for ``sim``; for ``emulate`` and ``kernel``
+    a hash of it and the backend, so results of one configuration on two backends never
+    share a key (nor a file). ``guest``: for ``kernel``, the digest of the guest's own files
+    (:func:`l4slab.kernel.build.project_inputs`: config, patches, the project's modules, the
+    guest programs), so a resumed study never takes a result of another guest's kernel or
+    Prague for this one's."""
     if backend == "sim":
         return rid
     import hashlib
 
-    return hashlib.sha256(f"{rid}\nbackend={backend}".encode()).hexdigest()
+    extra = f"\nguest={guest}" if guest else ""
+    return hashlib.sha256(f"{rid}\nbackend={backend}{extra}".encode()).hexdigest()
 
 
 def _for_backend(spec: StudySpec, backend: str) -> StudySpec:
@@ -50,7 +54,12 @@ def _for_backend(spec: StudySpec, backend: str) -> StudySpec:
         return spec
     import dataclasses
 
-    runs = [dataclasses.replace(r, id=backend_run_id(r.id, backend)) for r in spec.runs]
+    guest = ""
+    if backend == "kernel":
+        from ..kernel.build import RECIPE_VERSION, project_inputs
+
+        guest = f"{project_inputs()[1]}:{RECIPE_VERSION}"
+    runs = [dataclasses.replace(r, id=backend_run_id(r.id, backend, guest)) for r in spec.runs]
     return dataclasses.replace(spec, runs=runs)
 
 
