@@ -141,7 +141,7 @@ def compare(study_dir: str | Path, kernel_dir: str | Path | None = None) -> pd.D
 
 def _flow_key(value: Any) -> str:
     """Flows by index, classes by name, the bottleneck as ''."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
@@ -189,8 +189,8 @@ def table_markdown(frame: pd.DataFrame, *, by: str = "panel") -> str:
         lines.append("|" + "---|" * len(header))
         for rec in outside.to_dict("records"):
             cells = [str(rec.get(c) if rec.get(c) is not None and rec.get(c) == rec.get(c) else "–") for c in factor_cols]
-            label = rec.get("label")
-            flow = label if isinstance(label, str) and label else rec["flow"]
+            label, key = rec.get("label"), rec.get("flow")
+            flow = label if isinstance(label, str) and label else key if isinstance(key, str) and key else "–"
             cells += [flow, rec["metric"], f"{rec['engine']:.3g}", f"{rec['kernel']:.3g} ± {_f(rec['kernel_sd']):.2g}",
                       f"{rec['tolerance']:.2g}"]  # fmt: skip
             lines.append("| " + " | ".join(cells) + " |")
