@@ -14,6 +14,7 @@ pub mod gro;
 mod input;
 mod output;
 mod rate;
+pub mod rcvbuf;
 pub mod receiver;
 mod recovery;
 pub mod rtt;
