@@ -14,7 +14,6 @@ pub mod gro;
 mod input;
 mod output;
 mod rate;
-pub mod rcvbuf;
 pub mod receiver;
 mod recovery;
 pub mod rtt;
