@@ -5,8 +5,10 @@
 # `maturin develop --release` (cargo's progress is shown) and install what is needed:
 # the package's dependencies for `make demo`, plus the test extras for `make test`.
 # Stamp files in $(VENV) depend on the sources, so nothing is rebuilt or reinstalled when
-# nothing changed. The extension and `cargo test --release` share one target directory
-# and one profile, so the Rust tests reuse the extension build's dependencies.
+# nothing changed. The extension and the emulator are built with the release profile (LTO,
+# one codegen unit: what users run and `make bench` measures); the Rust tests with the
+# test-fast profile (Cargo.toml: the same optimisation level without LTO, parallel and
+# incremental codegen units) into the same target directory (target/test-fast).
 PYTHON ?= python3
 VENV ?= .venv
 CARGO_TARGET_DIR ?= $(CURDIR)/target
@@ -42,7 +44,7 @@ kernel-if-possible: $(BUILT)
 ## (with the emulator binary built, so the emulated tests run where root and TUN allow, and
 ## the guest kernel, so the kernel backend's tests run)
 test: $(BUILT_TEST) $(EMU_BUILT) kernel-if-possible
-	cargo test -p l4slab-core -p l4slab-emu --release
+	cargo test -p l4slab-core -p l4slab-emu --profile test-fast
 	$(PY) -m pytest -q -m "not slow" tests/python
 
 ## test-slow: the slow tests (a manylinux wheel built with zig, installed into a fresh venv without Rust, running the demo)

@@ -53,7 +53,7 @@ def test_nothing_is_rebuilt_or_reinstalled_when_nothing_changed():
     )
     assert done.returncode == 0, done.stderr
     assert "maturin" not in done.stdout and "pip install" not in done.stdout, done.stdout
-    assert "cargo test -p l4slab-core -p l4slab-emu --release" in done.stdout and "pytest" in done.stdout
+    assert "cargo test -p l4slab-core -p l4slab-emu --profile test-fast" in done.stdout and "pytest" in done.stdout
 
 
 def test_the_makefile_builds_the_extension_and_the_rust_tests_into_one_target_dir():

@@ -3,7 +3,7 @@
 //! loss. Bands come from the BBRv1 model (net/ipv4/tcp_bbr.c; Cardwell et al.,
 //! "BBR: Congestion-Based Congestion Control", ACM Queue 2016), not from fitting.
 
-mod common;
+use crate::common;
 use common::*;
 use l4slab_core::RunResults;
 use serde_json::json;
@@ -287,8 +287,8 @@ fn merge_env(var: &str, target: &mut serde_json::Value) {
     }
 }
 
-/// Measurement (`L4SLAB_BBR_PARAMS='{"...": ...}' cargo test -p l4slab-core --release --test bbr
-/// -- --ignored --nocapture measure_pam_cell`): Prague's share in the study's cell over seeds
+/// Measurement (`L4SLAB_BBR_PARAMS='{"...": ...}' cargo test -p l4slab-core --profile test-fast
+/// --test engine -- --ignored --nocapture bbr::measure_pam_cell`): Prague's share in the study's cell over seeds
 /// 1..=`L4SLAB_SEEDS` (3); `L4SLAB_QDISC`, `L4SLAB_BOTTLENECK`, `L4SLAB_SCENARIO` (JSON objects)
 /// override fields of the qdisc, the bottleneck and the scenario.
 #[test]

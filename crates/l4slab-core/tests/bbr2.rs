@@ -2,7 +2,7 @@
 //! end to end on the PAM 2025 path: 100 Mbit/s, 10 ms base RTT (BDP ≈ 83 packets
 //! of 1500 B, 125 kB), with the study's three BBRv2 ECN modes.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::{json, Value};
 

@@ -3,7 +3,7 @@
 //! `ecn_low` on a 2 ms path it holds the queue near a 1 ms CE threshold, while on a
 //! 10 ms path (min RTT > bbr_ecn_max_rtt_us = 5 ms) CE changes nothing; in a
 //! shallow FIFO its loss rate stays below the 2 % probe threshold.
-mod common;
+use crate::common;
 use common::*;
 use serde_json::{json, Value};
 

@@ -8,7 +8,7 @@
 //! control law then marks every packet while the sojourn is above target, in this and
 //! every later episode. PAM 2025's FQ-CoDel cell (issue 11 row 8) under both uptimes.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::json;
 

@@ -26,7 +26,7 @@
 //! router and the delay node), which lets an earlier, transient excursion above the
 //! step end an episode within one RTT. See docs/fidelity.md (row 8).
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::json;
 

@@ -2,7 +2,7 @@
 //! Measurements (ignored tests) of mechanisms checked against the PAM testbed's
 //! configuration (notebook `single_flow_experiments.ipynb` of fatihsarpkaya/L4S-PAM2025).
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::{json, Value};
 
@@ -33,7 +33,7 @@ fn pam_fifo_cell(bdp: f64, secs: u64, seed: u64, prague_extra: &Value, cubic_ext
 
 /// `L4SLAB_FS_BDPS`, `L4SLAB_FS_SEEDS`, `L4SLAB_FS_SECS`, `L4SLAB_FS_PRAGUE` and
 /// `L4SLAB_FS_CUBIC` (JSON objects merged into the flow entries).
-/// `cargo test -p l4slab-core --release --test fifo_share measure -- --ignored --nocapture`
+/// `cargo test -p l4slab-core --profile test-fast --test engine fifo_share::measure -- --ignored --nocapture`
 #[test]
 #[ignore]
 fn measure() {

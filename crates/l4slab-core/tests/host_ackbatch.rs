@@ -5,7 +5,7 @@
 //! does: runs of one flow's packets enqueued less than one 1514-B serialisation time
 //! apart.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::json;
 
@@ -133,8 +133,8 @@ fn row_7_fifo_share_is_a_phase_effect_of_cubics_base_rtt() {
     assert!(p45 > p0 + 10.0 && p76 < p0 - 5.0, "Prague {p0:.1} at +0 between {p76:.1} and {p45:.1}");
 }
 
-/// Measurement (not an assertion; `cargo test --release --test host_ackbatch -- --ignored
-/// --nocapture`): Prague's share against one BBRv1 flow in the PAM 2025 DualPI2 cell of
+/// Measurement (not an assertion; `cargo test -p l4slab-core --profile test-fast --test engine
+/// -- --ignored --nocapture host_ackbatch::`): Prague's share against one BBRv1 flow in the PAM 2025 DualPI2 cell of
 /// `tests/bbr.rs` (100 Mbit/s, 10 ms, 2 BDP-scale `target 5ms`, one segment per skb), with both
 /// senders' `rx-usecs` set (the paper: Prague < 15 %).
 #[test]

@@ -4,7 +4,7 @@
 //! count in `packets_out`, so a flow paced at cwnd/srtt still fills its cwnd — and a
 //! scalable CC keeps probing (issue 11 row 1: the DualQ testbed ran fq on every host).
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::json;
 

@@ -3,7 +3,7 @@
 //! merged by `tcp_gro_receive` and ACKed once (net/ipv4/tcp_input.c:__tcp_ack_snd_check
 //! on the GRO skb), so the ACK rate follows the frame spacing at the receiver.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::json;
 

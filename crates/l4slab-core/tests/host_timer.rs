@@ -7,7 +7,7 @@
 //! Issue 11 rows 7 and 12: the PAM FIFO cells, where a deterministic service grid
 //! phase-locks CUBIC's ACK-clocked arrivals (tests/host_ackbatch.rs).
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::json;
 
@@ -48,7 +48,7 @@ fn pam_fifo_hosts(
 /// Measurement (not an assertion): Prague's goodput in the PAM FIFO cells against the
 /// mean watchdog lateness, several seeds. `L4SLAB_HT_BDPS`, `L4SLAB_HT_MEANS_US`,
 /// `L4SLAB_HT_SEEDS`, `L4SLAB_HT_SECS` override the grid.
-/// `cargo test -p l4slab-core --release --test host_timer -- --ignored --nocapture`
+/// `cargo test -p l4slab-core --profile test-fast --test engine -- --ignored --nocapture host_timer::`
 #[test]
 #[ignore]
 fn measure_fifo_share_vs_timer_latency() {
@@ -228,7 +228,7 @@ fn pam_delay_node_latency_is_the_testbeds_rtt_excess_and_unlocks_the_fifo_phase(
 /// Measurement (not an assertion): Prague's added sRTT in the PAM DualPI2 cell and its
 /// 0.5-BDP FIFO share against the delay node's mean lateness. `L4SLAB_HT_MEANS_US`,
 /// `L4SLAB_HT_SEEDS` override the grid.
-/// `cargo test -p l4slab-core --release --test host_timer measure_node -- --ignored --nocapture`
+/// `cargo test -p l4slab-core --profile test-fast --test engine host_timer::measure_node -- --ignored --nocapture`
 #[test]
 #[ignore]
 fn measure_node_latency_rtt_excess_and_fifo_share() {

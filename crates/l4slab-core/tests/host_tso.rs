@@ -14,7 +14,7 @@
 //! | 2 CUBIC, DualPI2 (l4steam, target 5 ms), 100 Mbit/s, 10 ms | 4.43–4.50 (4 trials) | 4.50–4.58 | 2.02 |
 //! | 1 CUBIC, bfifo 250 000 B, 100 Mbit/s, 10 ms | 9.04 (2 trials) | 8.95 | 2.01 |
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::{json, Value};
 

@@ -3,12 +3,10 @@
 //! allocations. Only buffers that grow with the window (the retransmit ring, queues
 //! sized by what they hold) may add a few doublings. Checked with every per-packet
 //! path of a bulk run on: CUBIC and Prague (AccECN), a DualPI2 bottleneck, and both
-//! hosts' late timers (`net/host_timer.rs`). Counted with a counting global allocator
-//! in this test binary.
+//! hosts' late timers (`net/host_timer.rs`). Counted per thread by the test binary's counting global allocator
+//! (`common/counting_alloc.rs`).
 
-#[path = "common/counting_alloc.rs"]
-mod counting_alloc;
-use counting_alloc::allocations_so_far;
+use crate::common::counting_alloc::allocations_so_far;
 
 use l4slab_core::{run, ScenarioConfig};
 use serde_json::json;

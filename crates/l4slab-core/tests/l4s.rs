@@ -2,7 +2,7 @@
 //! FIFO+ECN against the published PAM 2025 panels (PAM 2025 paper, Prague-vs-CUBIC panels:
 //! 100 Mbit/s, 10 ms, 2 BDP, Prague vs CUBIC), DCTCP over a step marker, fallbacks.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::{json, Value};
 

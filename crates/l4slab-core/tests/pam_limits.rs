@@ -25,7 +25,7 @@
 //! standing queue, which the engine has 2-3 ms too low; this test pins what follows
 //! once a limit meets that queue, using a limit that meets the engine's queue (65 packets).
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::json;
 

@@ -1,6 +1,6 @@
 //! Property tests: invariants over randomly drawn scenarios.
 
-mod common;
+use crate::common;
 use common::*;
 use proptest::prelude::*;
 use serde_json::json;

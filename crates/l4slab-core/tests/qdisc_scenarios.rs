@@ -3,7 +3,7 @@
 //! (RFC 9332, net/sched/sch_dualpi2.c), PIE's 15 ms QDELAY_REF (RFC 8033), CoDel's
 //! 5 ms TARGET (RFC 8289), fq/fq_codel flow isolation (net/sched/sch_fq*.c, RFC 8290).
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::{json, Value};
 

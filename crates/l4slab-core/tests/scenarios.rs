@@ -1,6 +1,6 @@
 //! Whole-scenario behaviour: the reference dumbbell, Reno's sawtooth, determinism.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::json;
 

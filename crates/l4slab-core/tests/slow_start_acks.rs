@@ -10,7 +10,7 @@
 //! 7.2, the project's Prague, `delayed_ack = false` as `quickack 1`) in 8 of 8 runs at 5,
 //! 10, 15 and 20 ms.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::json;
 

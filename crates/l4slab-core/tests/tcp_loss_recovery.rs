@@ -1,7 +1,7 @@
 //! Drop-injection tests of loss recovery (Linux net/ipv4/tcp_recovery.c): fast retransmit, TLP, and
 //! bursts repaired without a retransmission timeout.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::json;
 

@@ -3,11 +3,9 @@
 //! out-of-order buffer) and the endpoints' own allocations (rebuilt in place), and
 //! its records hold no per-connection strings, so the heap allocations a run makes
 //! grow by a small fixed number per request (the two congestion-control states),
-//! not with what each connection carried. Counted with a counting global allocator in this test binary.
+//! not with what each connection carried. Counted per thread by the test binary's counting global allocator (`common/counting_alloc.rs`).
 
-#[path = "common/counting_alloc.rs"]
-mod counting_alloc;
-use counting_alloc::allocations_so_far;
+use crate::common::counting_alloc::allocations_so_far;
 
 use l4slab_core::{run, ScenarioConfig};
 use serde_json::json;

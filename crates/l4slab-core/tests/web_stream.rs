@@ -5,45 +5,16 @@
 //!
 //! 1. The streamed records are exactly the in-memory run's (same values, same order)
 //!    and every other part of the results is unchanged.
-//! 2. Peak heap (a counting global allocator in this test binary): doubling the run
+//! 2. Peak heap (per thread, by the test binary's counting global allocator): doubling the run
 //!    length (and so the number of requests) grows the in-memory run's peak by at least
 //!    the records' own size, and the streaming run's by a small fraction of that.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::common::counting_alloc::{peak_bytes, reset_peak};
 use l4slab_core::results::{FlowSummary, RecordSink, RequestRecord, RECORD_CHUNK};
 use l4slab_core::{run, run_streaming, ScenarioConfig};
 use serde_json::{json, Value};
-
-struct Tracking;
-
-static LIVE: AtomicI64 = AtomicI64::new(0);
-static PEAK: AtomicI64 = AtomicI64::new(0);
-/// The tests of this binary run one at a time (the allocator's counters are global).
-static SERIAL: Mutex<()> = Mutex::new(());
-
-unsafe impl GlobalAlloc for Tracking {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let now = LIVE.fetch_add(layout.size() as i64, Ordering::Relaxed) + layout.size() as i64;
-        PEAK.fetch_max(now, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let delta = new_size as i64 - layout.size() as i64;
-        let now = LIVE.fetch_add(delta, Ordering::Relaxed) + delta;
-        PEAK.fetch_max(now, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Tracking = Tracking;
 
 const S: u64 = 1_000_000_000;
 
@@ -110,7 +81,6 @@ impl RecordSink for TestSink {
 
 #[test]
 fn streamed_records_are_the_in_memory_runs_records_in_the_same_order() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let cfg = config(6);
     let whole = serde_json::to_value(run(&cfg).unwrap()).unwrap();
     let seen = Arc::new(Mutex::new(Seen::default()));
@@ -145,21 +115,19 @@ fn streamed_records_are_the_in_memory_runs_records_in_the_same_order() {
 fn peak(secs: u64, streaming: bool) -> (i64, usize) {
     let cfg = config(secs);
     let seen = Arc::new(Mutex::new(Seen::default()));
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
+    let base = reset_peak();
     let r = if streaming {
         run_streaming(&cfg, Box::new(TestSink { seen: seen.clone(), keep: false })).unwrap()
     } else {
         run(&cfg).unwrap()
     };
-    let peak = PEAK.load(Ordering::Relaxed) - base;
+    let peak = peak_bytes() - base;
     let n = if streaming { seen.lock().unwrap().chunks } else { r.requests.len() };
     (peak, n)
 }
 
 #[test]
 fn a_streaming_runs_peak_memory_does_not_grow_with_its_requests() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (m1, n1) = peak(8, false);
     let (m2, n2) = peak(16, false);
     let (s1, c1) = peak(8, true);
@@ -206,12 +174,10 @@ impl RecordSink for FailingSink {
 
 #[test]
 fn a_failing_sink_fails_the_run_and_later_records_are_not_kept() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let cfg = config(16);
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
+    let base = reset_peak();
     let err = run_streaming(&cfg, Box::new(FailingSink { calls: 0 })).expect_err("the sink's error is the run's");
-    let failing_peak = PEAK.load(Ordering::Relaxed) - base;
+    let failing_peak = peak_bytes() - base;
     assert_eq!(err, "disk full");
     // After the error the records are dropped, not kept: the peak stays near a
     // streaming run's, far below what 16 000 requests' records take (about 7 MB).

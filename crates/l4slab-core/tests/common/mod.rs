@@ -1,5 +1,6 @@
 //! Helpers shared by the scenario tests.
-#![allow(dead_code)]
+
+pub mod counting_alloc;
 
 use l4slab_core::{RunResults, ScenarioConfig};
 use serde_json::{json, Value};

@@ -2,9 +2,9 @@
 
 The corpus pins the engine's behaviour across refactors: each scenario below is
 resolved by the Python front end into the engine's JSON (`scenarios/NAME.json`), and
-`cargo test --test corpus` compares the sha256 of each run's canonical results with
+`cargo test -p l4slab-core --profile test-fast --test engine corpus::` compares the sha256 of each run's canonical results with
 `sha256.txt`. Regenerate the configs with `python make_corpus.py` (needs the l4slab
-package) and the hashes with `L4SLAB_CORPUS_BLESS=1 cargo test --release --test corpus`
+package) and the hashes with `L4SLAB_CORPUS_BLESS=1 cargo test -p l4slab-core --profile test-fast --test engine corpus::`
 -- only in a commit that says which behaviour changed and why.
 """
 
