@@ -1,17 +1,19 @@
-"""The fidelity suite: l4slab against measurements of real Linux (issue 11's table).
+"""The fidelity suite: l4slab against measurements of real Linux.
 
-Each :class:`Row` is one measured case: a scenario configured as its testbed ran it, the
-quantities the testbed reported, and the tolerance within which the simulator agrees.
-``l4slab fidelity [--rows 1,5] [--quick] [--out DIR]`` runs them and prints real beside
+Each :class:`Case` is one measured case: a scenario configured as its testbed ran it, the
+quantities the testbed reported, and the tolerance within which the simulator agrees. Cases
+share a name when they measure one mechanism (``pam-fifo-ecn-delay`` is four buffer sizes).
+``l4slab fidelity [--cases NAME,NAME] [--quick] [--out DIR]`` runs them and prints real beside
 simulated with a verdict per quantity; ``--out`` also writes ``fidelity.csv``.
+docs/fidelity.md explains each case's mechanism and its current agreement.
 
 The real values come from data nobody on the project wrote: the PAM 2025 paper's
 published cells (Sarpkaya, Fund, Panwar; ``l4slab/studies/pam2025``), the
 DualQ paper's testbed (De Schepper et al., kernel 5.10.31-prague-37, Prague v0.6 with
 ``prague_rtt_scaling=1``, ``rtt_target 25 ms``, ``rtt_transition 500``; DualPI2 defaults
 with ``any_ect``; fq on every host; 40 Mbit/s; 250 s after a warm-up of
-5 + rate·RTT/100 s), and seed 004's baseline. Tolerances are the issue's acceptance
-bands; a row without one is a reference (shown, not judged). Agreement must come from
+5 + rate·RTT/100 s), and the coexistence paper's baseline (docs/studies.md names the papers).
+A case without a tolerance is a reference (shown, not judged). Agreement must come from
 mechanisms: nothing here feeds back into the engine.
 """
 
@@ -21,7 +23,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-__all__ = ["ROWS", "Row", "Check", "run_rows"]
+__all__ = ["CASES", "Case", "Check", "run_cases"]
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,9 @@ class Check:
 
 
 @dataclass(frozen=True)
-class Row:
-    number: int
+class Case:
+    name: str
+    """What ``--cases`` selects; several cases may share it (one mechanism, several cells)."""
     title: str
     scenario: Callable[[bool], str]
     """TOML of the scenario; the argument asks for the quick variant (shorter run)."""
@@ -65,7 +68,7 @@ def _dualq_alone(cc: str, rtt_ms: int, quick: bool) -> str:
     """DualQ testbed: one flow alone over DualPI2 (any_ect), 40 Mbit/s, fq on the host,
     offloads on (TSO/GSO at the sender, GRO behind the NIC's default interrupt
     moderation at the receiver: ``ethtool -k`` defaults)."""
-    warmup = 5 + 40 * rtt_ms / 100  # seed 001 App. B: T_w = 5 + rate[Mbit/s]·RTT[ms]/100 s
+    warmup = 5 + 40 * rtt_ms / 100  # the DualQ paper's App. B: T_w = 5 + rate[Mbit/s]·RTT[ms]/100 s
     measured = 30 if quick else 250
     params = (
         'cc_params = { rtt_scaling = "rate", rtt_target_us = 25000, rtt_transition = 500 }'
@@ -91,8 +94,8 @@ gro = true
 
 
 def _pam_base() -> dict:
-    """The built-in ``pam2025`` study's ``[base]`` table: the testbed settings these rows
-    share with it (one value for the study and the rows)."""
+    """The built-in ``pam2025`` study's ``[base]`` table: the testbed settings these cases
+    share with it (one value for the study and the cases)."""
     from .scenario import read_toml_file
     from .study import registry
 
@@ -102,13 +105,13 @@ def _pam_base() -> dict:
 
 def _pam_delay_node_latency() -> str:
     """The PAM testbed's delay-node lateness, as the built-in ``pam2025`` study sets it
-    (docs/fidelity.md, "The PAM testbed's path timing")."""
+    (docs/fidelity-pam-hosts.md, "The path timing")."""
     return str(_pam_base()["delay_node_timer_latency"])
 
 
 def _pam_offloads(flow: int) -> str:
     """``tso``/``tso_defer`` of the study's flow ``flow`` as TOML lines: the hosts' TCP keeps
-    GSO and TSO deferral under ``ethtool -K gso off tso off`` (docs/fidelity.md, "GSO on the
+    GSO and TSO deferral under ``ethtool -K gso off tso off`` (docs/fidelity-pam-hosts.md, "GSO on the
     PAM hosts")."""
     f = _pam_base()["flows"][flow]
     return "\n".join(f"{k} = {str(bool(f.get(k, False))).lower()}" for k in ("tso", "tso_defer"))
@@ -188,7 +191,7 @@ def _l_queue(result) -> dict[str, float]:
 
 
 def _l_tail(result) -> dict[str, float]:
-    """Row 3: the L queue's CCDF tail (the sojourn exceeded by 10^-4 and 10^-3 of the
+    """The L queue's CCDF tail (the sojourn exceeded by 10^-4 and 10^-3 of the
     L packets after the warm-up) and the share of L packets beyond 2 ms."""
     trace = result.sojourn
     out: dict[str, float] = {}
@@ -233,13 +236,13 @@ def _mark_prob_bound(result) -> dict[str, float]:
     return {"max mark_prob": float(series["mark_prob"].max(skipna=True)), "max flow marks/packet": worst_flow}
 
 
-def _pam_rows() -> list[Row]:
-    rows = []
-    # Row 5: Prague starved in FIFO+ECN by non-ECN CUBIC: its queuing delay is the buffer's.
+def _pam_cases() -> list[Case]:
+    cases = []
+    # Prague starved in FIFO+ECN by non-ECN CUBIC: its queuing delay is the buffer's.
     for bdp, qd in ((1, 6.4), (2, 14.9), (4, 32.8), (8, 66.3)):
-        rows.append(
-            Row(
-                5,
+        cases.append(
+            Case(
+                "pam-fifo-ecn-delay",
                 f"Prague vs non-ECN CUBIC, PAM FIFO+ECN, {bdp} BDP",
                 lambda quick, bdp=bdp: _pam_pair("fifo_ecn", bdp, 0, quick),
                 _pam_measure,
@@ -247,10 +250,10 @@ def _pam_rows() -> list[Row]:
                 "PAM 2025 Prague-vs-CUBIC heatmap",
             )
         )
-    # Row 6: CoDel+ECN at 1 BDP against ECN-CUBIC.
-    rows.append(
-        Row(
-            6,
+    # CoDel+ECN at 1 BDP against ECN-CUBIC.
+    cases.append(
+        Case(
+            "pam-codel-ecn-share",
             "Prague vs ECN-CUBIC, PAM CoDel+ECN, 1 BDP",
             lambda quick: _pam_pair("codel_ecn", 1, 1, quick),
             _pam_measure,
@@ -258,11 +261,11 @@ def _pam_rows() -> list[Row]:
             "PAM 2025 Prague-vs-ECN-CUBIC heatmap",
         )
     )
-    # Row 7: drop-based single queues at 0.5 BDP against non-ECN CUBIC.
+    # Drop-based single queues at 0.5 BDP against non-ECN CUBIC.
     for queue, mbps in (("fifo", 40.4), ("pie", 39.7), ("codel", 41.3)):
-        rows.append(
-            Row(
-                7,
+        cases.append(
+            Case(
+                "pam-half-bdp-share",
                 f"Prague vs CUBIC, PAM {queue}, 0.5 BDP",
                 lambda quick, queue=queue: _pam_pair(queue, 0.5, 0, quick),
                 _pam_measure,
@@ -270,11 +273,11 @@ def _pam_rows() -> list[Row]:
                 "PAM 2025 Prague-vs-CUBIC heatmap",
             )
         )
-    # Row 12: the PAM multi-flow mix 1v2 (one Prague vs an iperf3 -P 2 ECN-CUBIC client)
-    # in the 2 BDP FIFO; published per-flow mean (issue 11 row 12, PAM 2025 multi-flow data).
-    rows.append(
-        Row(
-            12,
+    # The PAM multi-flow mix 1v2 (one Prague vs an iperf3 -P 2 ECN-CUBIC client) in the
+    # 2 BDP FIFO; the published per-flow mean (PAM 2025 multi-flow data).
+    cases.append(
+        Case(
+            "pam-1v2-fifo",
             "1 Prague vs 2 ECN-CUBIC, PAM FIFO, 2 BDP",
             lambda quick: _pam_pair("fifo", 2, 1, quick, n_cubic=2),
             _pam_measure,
@@ -282,11 +285,11 @@ def _pam_rows() -> list[Row]:
             "PAM 2025 multi-flow data (1v2, FIFO)",
         )
     )
-    # Row 8: Prague's queuing delay in PAM FQ-CoDel (ECN), 1-8 BDP.
+    # Prague's queuing delay in PAM FQ-CoDel (ECN), 1-8 BDP.
     for bdp, qd in ((1, 6.9), (2, 9.3), (4, 8.0), (8, 9.2)):
-        rows.append(
-            Row(
-                8,
+        cases.append(
+            Case(
+                "pam-fq-codel-delay",
                 f"Prague vs CUBIC, PAM FQ-CoDel, {bdp} BDP",
                 lambda quick, bdp=bdp: _pam_pair("fq_codel", bdp, 0, quick),
                 _pam_measure,
@@ -294,14 +297,14 @@ def _pam_rows() -> list[Row]:
                 "PAM 2025 Prague-vs-CUBIC heatmap",
             )
         )
-    # Row 13: a low-rate flow's queuing delay tracks the queue. PAM 2025 multi-flow
+    # A low-rate flow's queuing delay tracks the queue. PAM 2025 multi-flow
     # experiments (notebook data cubic_ECN_Prague_1_vs_N_N_vs_1_N_vs_N_srtt_data.json):
     # 1 Prague vs 25 ECN-CUBIC over the testbed's DualPI2 (L4STeam), 2 BDP; Prague at
     # ~4 Mbit/s, its sRTT - base 0.24 ms. The L queue's own mean sojourn is shown beside
     # it (reference): what the sender's sRTT can add to it is the receiver's ACK delay.
-    rows.append(
-        Row(
-            13,
+    cases.append(
+        Case(
+            "pam-1v25-low-rate",
             "1 Prague vs 25 ECN-CUBIC, PAM DualPI2, 2 BDP (low-rate flow's sRTT)",
             lambda quick: _pam_pair("dualpi2", 2, 1, quick, n_cubic=25, preset="pam2025.testbed"),
             _low_rate_measure,
@@ -313,80 +316,84 @@ def _pam_rows() -> list[Row]:
             "PAM 2025 multi-flow data (1v25, DualPI2)",
         )
     )
-    return rows
+    return cases
 
 
-ROWS: list[Row] = [
-    Row(
-        1,
-        "prague-v06 alone over DualPI2, 40 Mbit/s, 5 ms (DualQ testbed)",
-        lambda quick: _dualq_alone("prague-v06", 5, quick),
-        _l_queue,
-        (
-            Check("L sojourn mean", 0.52, tol=0.15, unit="ms"),
-            Check("L sojourn P25", 0.36, unit="ms"),
-            Check("L sojourn median", 0.49, unit="ms"),
-            Check("L sojourn P75", 0.72, unit="ms"),
-            Check("L sojourn P99", 1.08, tol=0.2, unit="ms"),
-            Check("CE marks", 6.45, tol=2.0, unit="%"),
-            Check("utilisation", 99.9, tol=1.0, unit="%"),
+def _dualq_cases() -> list[Case]:
+    return [
+        Case(
+            "dualq-alone-5ms",
+            "prague-v06 alone over DualPI2, 40 Mbit/s, 5 ms (DualQ testbed)",
+            lambda quick: _dualq_alone("prague-v06", 5, quick),
+            _l_queue,
+            (
+                Check("L sojourn mean", 0.52, tol=0.15, unit="ms"),
+                Check("L sojourn P25", 0.36, unit="ms"),
+                Check("L sojourn median", 0.49, unit="ms"),
+                Check("L sojourn P75", 0.72, unit="ms"),
+                Check("L sojourn P99", 1.08, tol=0.2, unit="ms"),
+                Check("CE marks", 6.45, tol=2.0, unit="%"),
+                Check("utilisation", 99.9, tol=1.0, unit="%"),
+            ),
+            "DualQ paper testbed data (per-packet sojourn written by the AQM)",
         ),
-        "DualQ paper testbed data (per-packet sojourn written by the AQM)",
-    ),
-    Row(
-        2,
-        "prague-v06 alone over DualPI2, 40 Mbit/s, 100 ms (DualQ testbed)",
-        lambda quick: _dualq_alone("prague-v06", 100, quick),
-        _l_queue,
-        (
-            Check("L sojourn mean", 0.39, tol=0.15, unit="ms"),
-            Check("L sojourn P25", 0.10, unit="ms"),
-            Check("L sojourn median", 0.33, unit="ms"),
-            Check("L sojourn P75", 0.59, unit="ms"),
-            Check("L sojourn P99", 1.15, tol=0.2, unit="ms"),
-            Check("CE marks", 3.9, tol=2.0, unit="%"),
+        Case(
+            "dualq-alone-100ms",
+            "prague-v06 alone over DualPI2, 40 Mbit/s, 100 ms (DualQ testbed)",
+            lambda quick: _dualq_alone("prague-v06", 100, quick),
+            _l_queue,
+            (
+                Check("L sojourn mean", 0.39, tol=0.15, unit="ms"),
+                Check("L sojourn P25", 0.10, unit="ms"),
+                Check("L sojourn median", 0.33, unit="ms"),
+                Check("L sojourn P75", 0.59, unit="ms"),
+                Check("L sojourn P99", 1.15, tol=0.2, unit="ms"),
+                Check("CE marks", 3.9, tol=2.0, unit="%"),
+            ),
+            "DualQ paper testbed data",
         ),
-        "DualQ paper testbed data",
-    ),
-    # Row 3: the L queue's tail beyond the 1 ms step on the same testbed: 8-10 ms
-    # (26-33 frames back to back at 40 Mbit/s) at 10^-4 of the packets at 5 ms and
-    # 10^-3 at 100 ms. Judged at the middle of the band, +-1 ms.
-    Row(
-        3,
-        "prague-v06 alone over DualPI2, 40 Mbit/s, 5 ms: L-queue tail (DualQ testbed)",
-        lambda quick: _dualq_alone("prague-v06", 5, quick),
-        _l_tail,
-        (
-            Check("L sojourn P99.99", 9.0, tol=1.0, unit="ms"),
-            Check("L sojourn max", 10.0, unit="ms"),
+        # The L queue's tail beyond the 1 ms step on the same testbed: 8-10 ms
+        # (26-33 frames back to back at 40 Mbit/s) at 10^-4 of the packets at 5 ms and
+        # 10^-3 at 100 ms. Judged at the middle of the band, +-1 ms.
+        Case(
+            "dualq-l-tail",
+            "prague-v06 alone over DualPI2, 40 Mbit/s, 5 ms: L-queue tail (DualQ testbed)",
+            lambda quick: _dualq_alone("prague-v06", 5, quick),
+            _l_tail,
+            (
+                Check("L sojourn P99.99", 9.0, tol=1.0, unit="ms"),
+                Check("L sojourn max", 10.0, unit="ms"),
+            ),
+            "DualQ paper testbed data (L-queue sojourn CCDF)",
         ),
-        "DualQ paper testbed data (L-queue sojourn CCDF)",
-    ),
-    Row(
-        3,
-        "prague-v06 alone over DualPI2, 40 Mbit/s, 100 ms: L-queue tail (DualQ testbed)",
-        lambda quick: _dualq_alone("prague-v06", 100, quick),
-        _l_tail,
-        (
-            Check("L sojourn P99.9", 9.0, tol=1.0, unit="ms"),
-            Check("L sojourn max", 10.0, unit="ms"),
+        Case(
+            "dualq-l-tail",
+            "prague-v06 alone over DualPI2, 40 Mbit/s, 100 ms: L-queue tail (DualQ testbed)",
+            lambda quick: _dualq_alone("prague-v06", 100, quick),
+            _l_tail,
+            (
+                Check("L sojourn P99.9", 9.0, tol=1.0, unit="ms"),
+                Check("L sojourn max", 10.0, unit="ms"),
+            ),
+            "DualQ paper testbed data (L-queue sojourn CCDF)",
         ),
-        "DualQ paper testbed data (L-queue sojourn CCDF)",
-    ),
-    Row(
-        4,
-        "prague (v0.7) alone over DualPI2, 40 Mbit/s, 5 ms (a later kernel: reference only)",
-        lambda quick: _dualq_alone("prague", 5, quick),
-        _l_queue,
-        (
-            Check("L sojourn P25", 0.36, unit="ms"),
-            Check("L sojourn P75", 0.72, unit="ms"),
+        Case(
+            "dualq-alone-v07",
+            "prague (v0.7) alone over DualPI2, 40 Mbit/s, 5 ms (a later kernel: reference only)",
+            lambda quick: _dualq_alone("prague", 5, quick),
+            _l_queue,
+            (
+                Check("L sojourn P25", 0.36, unit="ms"),
+                Check("L sojourn P75", 0.72, unit="ms"),
+            ),
+            "the DualQ testbed's v0.6 data (dualq-alone-5ms), for comparison",
         ),
-        "row 1's v0.6 kernel, for comparison",
-    ),
-    *_pam_rows(),
-    Row(
-        15,
+    ]
+
+
+def _mark_accounting() -> Case:
+    return Case(
+        "mark-accounting",
         "mark accounting: a CE packet is one mark (DualPI2 coupled + step on one packet)",
         lambda quick: (
             """
@@ -411,18 +418,17 @@ rtt = "5ms"
             Check("max flow marks/packet", 0.5, tol=0.5),
         ),
         "definition: probabilities count packets (a value in [0, 1])",
-    ),
-]
+    )
 
 
-# --- rows 9, 11 and 14 (issue 11) --------------------------------------------------------
+# --- Prague in a deep FQ-CoDel, the S2 shaper, the coexistence baseline, DualQ overload ---
 
 
-def _row9_fq_codel(quick: bool) -> str:
-    """Row 9: Prague beside non-ECN CUBIC over a deep classic-ECN FQ-CoDel (Linux defaults:
+def _deep_fq_codel(quick: bool) -> str:
+    """Prague beside non-ECN CUBIC over a deep classic-ECN FQ-CoDel (Linux defaults:
     limit 10 240 packets, target 5 ms, interval 100 ms, ecn), 50 Mbit/s, 20 ms."""
     return f"""
-name = "fidelity-row9-fq-codel"
+name = "fidelity-deep-fq-codel"
 duration = "{15 if quick else 40}s"
 warmup = "5s"
 [bottleneck]
@@ -437,12 +443,12 @@ rtt = "20ms"
 """
 
 
-def _row10_s2(scheme: str, quick: bool) -> str:
-    """Row 10: S2 §5.1 scenario 1, one cell: one Prague flow over an HTB-shaped DualPI2
+def _s2_low_rate(scheme: str, quick: bool) -> str:
+    """S2 §5.1 scenario 1, one cell: one Prague flow over an HTB-shaped DualPI2
     (the L4STeam qdisc of the shaper, 300 KB ≈ 200 packets, 1 ms step), 100 kbit/s, 20 ms."""
     params = '{ scheme = "logarithmic", k = 4.0 }' if scheme == "logarithmic" else f'{{ scheme = "{scheme}" }}'
     return f"""
-name = "fidelity-row10-{scheme}"
+name = "fidelity-s2-low-rate-{scheme}"
 duration = "{30 if quick else 60}s"
 warmup = "10s"
 [bottleneck]
@@ -467,7 +473,7 @@ def _s2_measure(scheme: str):
     return measure
 
 
-# Seed 004's testbed (Table 1): routers on L4STeam 6.12.54, sender and receiver VMs on L4STeam
+# The coexistence paper's testbed (Table 1): routers on L4STeam 6.12.54, sender and receiver VMs on L4STeam
 # 6.6.114. The L4STeam 6.6 tree (minuscat/l4steam-6.6.y, C.-Y. Chang's backport of the code
 # that went upstream) carries the upstream-candidate DualPI2 (net/sched/sch_dualpi2.c:
 # dualpi2_enqueue_skb `apply_step = skb_is_l4s(skb) && qdisc_qlen(q->l_queue) >=
@@ -476,19 +482,19 @@ def _s2_measure(scheme: str):
 # MODULE_VERSION "0.7" whose prague_update_cwnd stops the increase on `tp->app_limited`
 # (`growth_gate = "app_limited"`); and the L4STeam AccECN receive path
 # (tcp_input.c:tcp_ecn_received_counters `received_ce_pending = max(... + pcount, 0xfU)`,
-# `receiver_kernel = "l4steam"`). Seed 004 §3 says the 6.6 and 6.12 trees do not differ in
+# `receiver_kernel = "l4steam"`). The coexistence paper's §3 says the 6.6 and 6.12 trees do not differ in
 # Prague or DualPI2.
-_SEED004_DUALPI2 = "dualpi2 memlimit 15140000"
+_COEXISTENCE_DUALPI2 = "dualpi2 memlimit 15140000"
 
 
-def _row11_seed004(variant: str, quick: bool) -> str:
-    """Row 11: seed 004's baseline, 1 Prague + 1 ECN-CUBIC over DualPI2 defaults,
+def _coexistence_baseline(variant: str, quick: bool) -> str:
+    """The coexistence paper's baseline, 1 Prague + 1 ECN-CUBIC over DualPI2 defaults,
     10 Mbit/s, 30 ms, 30 s. ``variant = "testbed"`` is the testbed as it ran (see
-    ``_SEED004_DUALPI2``); ``"l4steam"`` swaps in the 2023-24 L4STeam DualPI2 (step only
+    ``_COEXISTENCE_DUALPI2``); ``"l4steam"`` swaps in the 2023-24 L4STeam DualPI2 (step only
     when the L queue already holds more than one packet) as a reference."""
-    qdisc = _SEED004_DUALPI2 if variant == "testbed" else "dualpi2 variant l4steam"
+    qdisc = _COEXISTENCE_DUALPI2 if variant == "testbed" else "dualpi2 variant l4steam"
     return f"""
-name = "fidelity-row11-{variant}"
+name = "fidelity-coexistence-{variant}"
 duration = "{20 if quick else 30}s"
 warmup = "5s"
 trace_sojourn = true
@@ -534,22 +540,22 @@ def _l_head_age_ms(result) -> float:
     return float(area[inside].sum() / max(end - start, 1e-9) * 1e3)
 
 
-# Seed 001 Table I's DualPI2 (tc spelling).
+# The DualPI2 of the DualQ paper's Table I (tc spelling).
 _TABLE_I_DUALPI2 = (
     "dualpi2 limit 40000 target 15ms tupdate 16ms alpha 0.16 beta 3.2"
     " step_thresh 1ms coupling_factor 2 drop_on_overload"
 )
 
 
-def _row14_overload(quick: bool) -> str:
-    """Row 14: seed 001 §IV-G on its testbed (kernel 5.10.31-prague-37): 5 Prague v0.6
+def _dualq_overload(quick: bool) -> str:
+    """The DualQ paper's §IV-G on its testbed (kernel 5.10.31-prague-37): 5 Prague v0.6
     (module defaults: RATE scaling, 25 ms target, 500-round transition) + 5 CUBIC, fq on
     every host, one Not-ECT UDP flow at 100 % of 100 Mbit/s, 10 ms; DualPI2 of Table I as
     the L4STeam tree of that kernel implements it (``variant l4steam``: the step applies
     only when the L queue holds more than one packet, L4STeam sch_dualpi2.c
     dualpi2_qdisc_enqueue ``apply_step = qdisc_qlen(q->l_queue) > 1``)."""
     return f"""
-name = "fidelity-row14-overload"
+name = "fidelity-dualq-overload"
 duration = "{20 if quick else 60}s"
 warmup = "{5 if quick else 10}s"
 [bottleneck]
@@ -597,7 +603,7 @@ def _pair_measure(result) -> dict[str, float]:
 
 
 # The kernel's Prague flows kept 1.38 Mbit/s each; a flow below a tenth of it is starved.
-_ROW14_REAL_MBPS = 1.38
+_OVERLOAD_REAL_MBPS = 1.38
 
 
 def _overload_measure(result) -> dict[str, float]:
@@ -605,16 +611,16 @@ def _overload_measure(result) -> dict[str, float]:
     prague = f[f["label"].astype(str).str.startswith("prague")]["goodput_mbps"].astype(float)
     return {
         "Prague goodput per flow": float(prague.mean()),
-        "Prague flows starved": float((prague < 0.1 * _ROW14_REAL_MBPS).sum()),
+        "Prague flows starved": float((prague < 0.1 * _OVERLOAD_REAL_MBPS).sum()),
     }
 
 
-def _fidrows() -> list[Row]:
-    rows = [
-        Row(
-            9,
+def _other_cases() -> list[Case]:
+    cases = [
+        Case(
+            "deep-fq-codel",
             "Prague vs CUBIC over a deep classic-ECN FQ-CoDel (limit 10240), 50 Mbit/s, 20 ms",
-            _row9_fq_codel,
+            _deep_fq_codel,
             _pair_measure,
             # PAM's FQ-CoDel cells at <= 8 BDP (7-9 ms) for comparison: not the same testbed.
             (Check("Prague queuing delay", 8.0, unit="ms"),),
@@ -624,11 +630,11 @@ def _fidrows() -> list[Row]:
     # S2 gives no per-cell numbers (Fig. 3: > 20x fewer retransmissions than fixed MSS for
     # the pacing-rate schemes, logarithmic the lowest): each scheme's cell is a reference.
     for scheme in ("fixed", "default", "linear", "logarithmic"):
-        rows.append(
-            Row(
-                10,
+        cases.append(
+            Case(
+                "s2-low-rate",
                 f"S2 §5.1 one Prague flow, {scheme} segment sizing, 100 kbit/s, 20 ms",
-                lambda quick, scheme=scheme: _row10_s2(scheme, quick),
+                lambda quick, scheme=scheme: _s2_low_rate(scheme, quick),
                 _s2_measure(scheme),
                 (
                     Check(f"retransmissions ({scheme})", math.nan),
@@ -642,12 +648,12 @@ def _fidrows() -> list[Row]:
     # (reference: the step rule alone reverses the shares at 10 Mbit/s).
     for variant, judged in (("testbed", True), ("l4steam", False)):
         tol = 1.0 if judged else None
-        rows.append(
-            Row(
-                11,
-                "seed 004 baseline: Prague + ECN-CUBIC, 10 Mbit/s, 30 ms, "
+        cases.append(
+            Case(
+                "coexistence-baseline",
+                "the coexistence paper's baseline: Prague + ECN-CUBIC, 10 Mbit/s, 30 ms, "
                 + ("the L4STeam 6.6 tree's DualPI2 and Prague" if judged else "DualPI2 variant l4steam (2023-24)"),
-                lambda quick, variant=variant: _row11_seed004(variant, quick),
+                lambda quick, variant=variant: _coexistence_baseline(variant, quick),
                 _pair_measure,
                 (
                     Check("L sojourn mean", 0.1, unit="ms"),
@@ -655,37 +661,37 @@ def _fidrows() -> list[Row]:
                     Check("Prague goodput", 2.5, tol=tol, unit="Mbit/s"),
                     Check("CUBIC goodput", 7.5, tol=tol, unit="Mbit/s"),
                 ),
-                "seed 004 (coexistence) baseline, L4STeam 6.6/6.12 kernels",
+                "the coexistence paper's baseline, L4STeam 6.6/6.12 kernels",
             )
         )
-    rows.append(
-        Row(
-            14,
+    cases.append(
+        Case(
+            "dualq-overload",
             "DualQ overload: 5 Prague v0.6 + 5 CUBIC + Not-ECT UDP at 100 % of 100 Mbit/s (fq on hosts)",
-            _row14_overload,
+            _dualq_overload,
             _overload_measure,
             (
-                Check("Prague goodput per flow", _ROW14_REAL_MBPS, unit="Mbit/s"),
+                Check("Prague goodput per flow", _OVERLOAD_REAL_MBPS, unit="Mbit/s"),
                 Check("Prague flows starved", 0.0, tol=0.0),
             ),
-            "seed 001 testbed (5.10.31-prague-37) overload data",
+            "the DualQ paper's testbed (5.10.31-prague-37) overload data",
         )
     )
-    return rows
+    return cases
 
 
-ROWS.extend(_fidrows())
-ROWS.sort(key=lambda r: r.number)
+#: Every case, in the order ``l4slab fidelity`` prints them.
+CASES: list[Case] = [*_dualq_cases(), *_pam_cases(), *_other_cases(), _mark_accounting()]
 
 
-def _row_scenario(row: Row, toml: str, overrides: Mapping[str, Any] | None):
-    """The row's scenario with ``overrides`` (``--set``) applied. ``flows[*].KEY`` sets KEY
-    on every flow entry of the row; ``flows[N].KEY`` needs entry N to exist in the row
+def _case_scenario(case: Case, toml: str, overrides: Mapping[str, Any] | None):
+    """The case's scenario with ``overrides`` (``--set``) applied. ``flows[*].KEY`` sets KEY
+    on every flow entry of the case; ``flows[N].KEY`` needs entry N to exist in the case
     (appending a flow would change the case, not a setting of it)."""
     from .errors import ScenarioError
     from .scenario.load import _parse_toml, _split_path, apply_overrides, scenario_from_dict
 
-    data = _parse_toml(toml, f"fidelity row {row.number}")
+    data = _parse_toml(toml, f"fidelity case {case.name}")
     if not overrides:
         return scenario_from_dict(data)
     flows = data.get("flows") or []
@@ -704,46 +710,46 @@ def _row_scenario(row: Row, toml: str, overrides: Mapping[str, Any] | None):
         parts = _split_path(key)
         if len(parts) > 1 and parts[0] == "flows" and isinstance(parts[1], int) and parts[1] >= len(flows):
             raise ScenarioError(
-                f"--set: {key}: row {row.number} ({row.title}) has {len(flows)} flow entr"
+                f"--set: {key}: case {case.name} ({case.title}) has {len(flows)} flow entr"
                 f"{'y' if len(flows) == 1 else 'ies'} (allowed flows[0..{len(flows) - 1}] or flows[*])"
             )
         expanded[key] = value
     try:
         return scenario_from_dict(apply_overrides(data, expanded))
     except ScenarioError as exc:
-        raise ScenarioError(f"fidelity row {row.number}: {exc}") from None
+        raise ScenarioError(f"fidelity case {case.name}: {exc}") from None
 
 
-def run_rows(
-    numbers: set[int] | None = None,
+def run_cases(
+    names: set[str] | None = None,
     *,
     quick: bool = False,
     progress=None,
     overrides: Mapping[str, Any] | None = None,
 ):
-    """Run the selected rows; return a DataFrame with one line per check: row, case,
-    quantity, real, simulated, tolerance and verdict (True/False, None for references).
-    ``overrides`` (``l4slab fidelity --set``) change every selected row's scenario as
-    ``l4slab run --set`` does, plus ``flows[*].KEY`` for every flow of a row."""
+    """Run the cases named in ``names`` (all when None); return a DataFrame with one line per
+    check: case, title, quantity, real, simulated, tolerance and verdict (True/False, None
+    for references). ``overrides`` (``l4slab fidelity --set``) change every selected case's
+    scenario as ``l4slab run --set`` does, plus ``flows[*].KEY`` for every flow of a case."""
     import pandas as pd
 
     from .runner import run
 
-    selected = [r for r in ROWS if numbers is None or r.number in numbers]
+    selected = [c for c in CASES if names is None or c.name in names]
     # Build every scenario first: a bad --set fails before any run starts.
-    scenarios = [(row, row.scenario(quick)) for row in selected]
-    built = {toml: _row_scenario(row, toml, overrides) for row, toml in scenarios}
+    scenarios = [(case, case.scenario(quick)) for case in selected]
+    built = {toml: _case_scenario(case, toml, overrides) for case, toml in scenarios}
     lines = []
-    # Rows 1-3 measure the same runs: each distinct scenario runs once.
+    # The dualq-alone and dualq-l-tail cases measure the same runs: each distinct scenario runs once.
     results: dict[str, Any] = {}
-    for i, (row, toml) in enumerate(scenarios):
+    for i, (case, toml) in enumerate(scenarios):
         if progress is not None:
-            progress(i, len(selected), row)
+            progress(i, len(selected), case)
         if toml not in results:
             results[toml] = run(built[toml])
         result = results[toml]
-        sim = row.measure(result)
-        for c in row.checks:
+        sim = case.measure(result)
+        for c in case.checks:
             value = sim.get(c.name, float("nan"))
             tolerance = (
                 f"±{c.tol:g}{c.unit and ' ' + c.unit}"
@@ -752,15 +758,15 @@ def run_rows(
             )
             lines.append(
                 {
-                    "row": row.number,
-                    "case": row.title,
+                    "case": case.name,
+                    "title": case.title,
                     "quantity": c.name,
                     "unit": c.unit,
                     "real": c.real,
                     "simulated": value,
                     "tolerance": tolerance,
                     "agrees": c.passes(value),
-                    "source": row.source,
+                    "source": case.source,
                 }
             )
     if progress is not None:

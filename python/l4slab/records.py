@@ -1,4 +1,4 @@
-"""A run's per-request and closed-flow records, streamed instead of held (issue 12).
+"""A run's per-request and closed-flow records, streamed instead of held.
 
 A run with traffic sources (web requests) can close tens of thousands of connections.
 Its engine streams their records in bounded chunks into spill files in a temporary

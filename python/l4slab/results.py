@@ -342,7 +342,7 @@ def tc_stats_lines(bottleneck: Mapping[str, Any], *, per_line: int = 6) -> list[
 def sojourn_frame(raw: Mapping[str, Any], class_names: Sequence[str] | None = None) -> pd.DataFrame | None:
     """Per-packet sojourn trace (time_s, flow, class, sojourn_ms), or None if not traced.
     With ``class_names`` (the summary's ``sojourn_by_class`` order: DualPI2's "C", "L"), the
-    engine's sub-queue index in ``class`` becomes that name, as in the summary (issue 13)."""
+    engine's sub-queue index in ``class`` becomes that name, as in the summary."""
     trace = raw.get("sojourn_trace")
     if trace is None:
         return None

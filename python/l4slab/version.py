@@ -1,7 +1,7 @@
 """The installed l4slab package's version (the engine's is :func:`l4slab.engine.version`).
 
 Read from the package's ``*.dist-info/METADATA`` on ``sys.path`` directly: ``importlib.metadata``
-costs a third of a second to import, which ``l4slab --version`` must not pay (issue 13: < 0.5 s).
+costs a third of a second to import, which ``l4slab --version`` must not pay (< 0.5 s).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``l4slab bench --linearity``: the engine's cost per packet must not grow with simulated time
-(issue 14 row 12: Prague over PIE with a huge limit went from 0.13 s for 1 s to over 120 s for 3 s
+(a regression guard: Prague over PIE with a huge limit went from 0.13 s for 1 s to over 120 s for 3 s
 because every ACK scanned the SACK scoreboard from its head)."""
 
 import json
@@ -11,10 +11,10 @@ from conftest import l4slab_command, requires_engine
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Row 12's scenario made smaller: two Prague flows over PIE (limit 100 000 packets) at
+# examples/bench/prague-pie-783.toml made smaller: two Prague flows over PIE (limit 100 000 packets) at
 # 783 Mbit/s, 2 ms. Its scoreboards grow to tens of thousands of segments after ~1.5 s; with
 # the per-ACK scans the 3 s run took over 20 s (more than 10x a packet of the 0.3 s run).
-SMALL_ROW_12 = """
+SMALL_PIE_783 = """
 name = "linearity-small"
 duration = "1s"
 seed = 1
@@ -33,9 +33,9 @@ def l4slab(*args):
 
 
 @requires_engine
-def test_cost_per_packet_stays_linear_on_a_small_row_12(tmp_path):
+def test_cost_per_packet_stays_linear_on_a_small_prague_pie_scenario(tmp_path):
     path = tmp_path / "small.toml"
-    path.write_text(SMALL_ROW_12)
+    path.write_text(SMALL_PIE_783)
     completed = l4slab("bench", "--scenario", str(path), "--linearity", "300ms", "--repeat", "2", "--json")
     # The bench's own verdict (1.5x) is for a quiet machine; this scenario changes regime into a
     # retransmission storm after ~1.5 s. Timed by CPU time, best of interleaved rounds, it measured

@@ -256,7 +256,7 @@ def test_an_engine_panic_is_one_line_and_exit_1(monkeypatch, capsys):
 
 @requires_engine
 def test_run_labels_the_summary_window_after_a_warm_up():
-    # Was (issue 13): with warmup = "5s" the flow rows' drops/marks/retransmits counted the whole
+    # Regression: with warmup = "5s" the flow rows' drops/marks/retransmits counted the whole
     # run and the bottleneck line only the window after the warm-up, and nothing said so.
     completed = l4slab("run", "examples/reference.toml", "--set", "duration=2s", "--set", "warmup=1s")
     assert completed.returncode == 0, completed.stderr

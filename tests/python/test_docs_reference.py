@@ -1,4 +1,4 @@
-"""``docs/reference.md`` is generated from the engine's schema (issue 13 item 8): every scenario
+"""``docs/reference.md`` is generated from the engine's schema: every scenario
 key, qdisc parameter and ``cc_params`` key with its default and range, and the committed file is
 exactly what ``python -m l4slab.reference`` prints for the engine built here."""
 

@@ -1,4 +1,4 @@
-"""Emulated runs with the real kernel's TCP (issue 15): they need root, /dev/net/tun, iperf3
+"""Emulated runs with the real kernel's TCP: they need root, /dev/net/tun, iperf3
 and the l4slab-emu binary (``cargo build --release -p l4slab-emu``; ``make test`` builds it)
 and skip with a one-line reason otherwise. About 30 s of wall time in all.
 

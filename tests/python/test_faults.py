@@ -1,4 +1,4 @@
-"""Faults (issue 14 item 7): byte flips in run files, SIGKILL of `study run` at random
+"""Faults: byte flips in run files, SIGKILL of `study run` at random
 moments, a full disk, a second concurrent `study run`, broken plans and catalogs.
 
 The default suite runs small campaigns; ``L4SLAB_FAULTS=full`` runs the acceptance

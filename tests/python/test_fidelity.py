@@ -17,35 +17,48 @@ def test_checks_judge_absolute_and_relative_tolerances():
     assert fidelity.Check("x", 1.0, tol=1.0).passes(math.nan) is False
 
 
-def test_every_row_resolves_to_a_valid_scenario():
+def test_every_case_resolves_to_a_valid_scenario():
     from l4slab.scenario import scenario_from_toml
 
-    for row in fidelity.ROWS:
-        scenario_from_toml(row.scenario(True)).resolve()
-    assert {r.number for r in fidelity.ROWS} >= {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 14, 15}
+    for case in fidelity.CASES:
+        scenario_from_toml(case.scenario(True)).resolve()
+    assert {c.name for c in fidelity.CASES} >= {
+        "dualq-alone-5ms",
+        "dualq-alone-100ms",
+        "dualq-l-tail",
+        "dualq-alone-v07",
+        "pam-fifo-ecn-delay",
+        "pam-codel-ecn-share",
+        "pam-half-bdp-share",
+        "pam-fq-codel-delay",
+        "deep-fq-codel",
+        "coexistence-baseline",
+        "dualq-overload",
+        "mark-accounting",
+    }
 
 
-def test_pam_rows_run_the_hosts_gso_as_the_pam2025_study_does():
-    """The PAM rows share the study's host offloads: ethtool gso/tso off leaves Linux TCP's GSO
-    and TSO deferral on (docs/fidelity.md, "GSO on the PAM hosts")."""
-    toml = next(r for r in fidelity.ROWS if r.number == 6).scenario(True)
+def test_pam_cases_run_the_hosts_gso_as_the_pam2025_study_does():
+    """The PAM cases share the study's host offloads: ethtool gso/tso off leaves Linux TCP's GSO
+    and TSO deferral on (docs/fidelity-pam-hosts.md, "GSO on the PAM hosts")."""
+    toml = next(c for c in fidelity.CASES if c.name == "pam-codel-ecn-share").scenario(True)
     assert toml.count("tso = true") == 2 and toml.count("tso_defer = true") == 2
 
 
-def test_row_15_mark_probabilities_count_packets():
-    table = fidelity.run_rows({15}, quick=True)
+def test_mark_probabilities_count_packets():
+    table = fidelity.run_cases({"mark-accounting"}, quick=True)
     assert list(table["quantity"]) == ["max mark_prob", "max flow marks/packet"]
     assert table["agrees"].all(), table
     assert (table["simulated"] <= 1.0).all()
 
 
-def test_cli_refuses_an_unknown_row_on_one_line(capsys):
-    assert main(["fidelity", "--rows", "99"]) == 2
+def test_cli_refuses_an_unknown_case_on_one_line(capsys):
+    assert main(["fidelity", "--cases", "dualq-alone-5ms,no-such-case"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--rows: no row 99" in err[0]
+    assert len(err) == 1 and "--cases: no case 'no-such-case'; cases are dualq-alone-5ms," in err[0], err
 
 
-def test_row_3_reads_the_l_queue_tail_after_the_warm_up():
+def test_l_tail_is_read_after_the_warm_up():
     import types
 
     import pandas as pd
@@ -66,8 +79,8 @@ def test_row_3_reads_the_l_queue_tail_after_the_warm_up():
     assert tail["L sojourn P99.9"] == 0.5
     assert tail["L sojourn max"] == 9.0
     assert math.isclose(tail["L packets beyond 2 ms"], 100 * 20 / (n + 20))
-    # The testbed's dualq rows run with the hosts' offloads on.
-    toml = next(r for r in fidelity.ROWS if r.number == 3).scenario(True)
+    # The testbed's dualq cases run with the hosts' offloads on.
+    toml = next(c for c in fidelity.CASES if c.name == "dualq-l-tail").scenario(True)
     assert "gro = true" in toml and "tso = true" in toml and "fq_pacing = true" in toml
 
 
@@ -78,14 +91,14 @@ def _run_toml(text):
     return run(scenario_from_toml(text))
 
 
-def test_row_14_prague_v06_kept_alive_by_host_fq_as_on_the_testbed():
+def test_overloaded_prague_v06_kept_alive_by_host_fq_as_on_the_testbed():
     """v0.6 has no pacing floor and its AI runs only while cwnd-limited
     (tcp_prague.c v0.6 prague_update_cwnd: `!tcp_is_cwnd_limited(sk)` → no increase): a
     flow paced inside TCP below cwnd/RTT is never cwnd-limited (tcp_output.c:tcp_write_xmit
     breaks on tcp_pacing_check before tcp_cwnd_test) and cannot grow back. With fq on the
     host (the testbed's), TCP hands the skbs to fq at once, stays cwnd-limited and keeps
     its AI: every Prague flow keeps a rate."""
-    with_fq = fidelity._row14_overload(True)
+    with_fq = fidelity._dualq_overload(True)
     measured = fidelity._overload_measure(_run_toml(with_fq))
     assert measured["Prague flows starved"] == 0
     assert measured["Prague goodput per flow"] > 0.3
@@ -115,12 +128,12 @@ fq_pacing = true
 """
 
 
-def test_seed_001_4mbit_ratio_follows_from_the_l4steam_step_rule():
+def test_dualq_4mbit_ratio_follows_from_the_l4steam_step_rule():
     """At 4 Mbit/s a 1514-byte frame takes 3 ms: a lone L packet behind a C packet in
     service waits > 1 ms. Mainline's step (min_qlen_step 0) marks it; the L4STeam DualPI2
-    of the seed-001 kernel applies the step only when the L queue holds more than one
+    of the DualQ testbed's kernel applies the step only when the L queue holds more than one
     packet (sch_dualpi2.c dualpi2_qdisc_enqueue: `apply_step = qdisc_qlen(q->l_queue) > 1`),
-    and seed 001's Prague:CUBIC 0.85-2.5 follows."""
+    and the DualQ paper's Prague:CUBIC 0.85-2.5 follows."""
     for cc in ("prague-v06", "prague"):
         f = _run_toml(_four_mbit("l4steam", cc)).flows
         ratio = float(f.iloc[0]["goodput_mbps"]) / float(f.iloc[1]["goodput_mbps"])
@@ -129,19 +142,19 @@ def test_seed_001_4mbit_ratio_follows_from_the_l4steam_step_rule():
     assert float(f.iloc[0]["goodput_mbps"]) / float(f.iloc[1]["goodput_mbps"]) < 0.3
 
 
-def test_seed_004_baseline_follows_from_the_l4steam_6_6_tree():
-    """Seed 004's kernels (L4STeam 6.6/6.12) carry the DualPI2 that went upstream: the step
+def test_coexistence_baseline_follows_from_the_l4steam_6_6_tree():
+    """The coexistence paper's kernels (L4STeam 6.6/6.12) carry the DualPI2 that went upstream: the step
     applies to every L4S packet (min_qlen_step 0), so at 10 Mbit/s a lone Prague packet
-    behind a 1.2-ms CUBIC frame is step-marked and CUBIC gets the larger share, as seed 004
+    behind a 1.2-ms CUBIC frame is step-marked and CUBIC gets the larger share, as the coexistence paper
     reports (Prague about 2.5, CUBIC about 7.5 Mbit/s, retransmissions near zero). The
-    2023-24 L4STeam step rule (qlen(L) > 1) reverses the shares: the row's reference case."""
+    2023-24 L4STeam step rule (qlen(L) > 1) reverses the shares: the reference case."""
     from l4slab.runner import run
 
-    testbed = run(fidelity._row11_seed004("testbed", True)).flows
+    testbed = run(fidelity._coexistence_baseline("testbed", True)).flows
     prague, cubic = (float(testbed.iloc[i]["goodput_mbps"]) for i in (0, 1))
     assert abs(prague - 2.5) < 1.0 and abs(cubic - 7.5) < 1.0, (prague, cubic)
     assert int(testbed["retransmits"].sum()) <= 0.002 * int(testbed["packets_sent"].sum())
-    old = run(fidelity._row11_seed004("l4steam", True)).flows
+    old = run(fidelity._coexistence_baseline("l4steam", True)).flows
     assert float(old.iloc[0]["goodput_mbps"]) > float(old.iloc[1]["goodput_mbps"])
 
 
@@ -165,20 +178,20 @@ def test_tc_delay_l_is_the_time_average_of_the_l_heads_age():
     assert math.isclose(fidelity._l_head_age_ms(result), 15.0, rel_tol=1e-9)
 
 
-def test_cli_set_changes_every_selected_row_and_names_the_row_on_a_bad_index(capsys):
-    """`l4slab fidelity --set` applies to each selected row's scenario: flows[*].KEY on every
-    flow entry; flows[N] beyond a row's entries is refused on one line naming the row (it
+def test_cli_set_changes_every_selected_case_and_names_the_case_on_a_bad_index(capsys):
+    """`l4slab fidelity --set` applies to each selected case's scenario: flows[*].KEY on every
+    flow entry; flows[N] beyond a case's entries is refused on one line naming the case (it
     would append a flow, changing the case)."""
-    row = next(r for r in fidelity.ROWS if r.number == 11)
-    toml = fidelity._row11_seed004("testbed", True)
-    plain = fidelity._row_scenario(row, toml, None)
-    changed = fidelity._row_scenario(row, toml, {"flows[*].sender_rx_usecs": "50us", "bottleneck.rate": "20Mbit"})
+    case = next(c for c in fidelity.CASES if c.name == "coexistence-baseline")
+    toml = fidelity._coexistence_baseline("testbed", True)
+    plain = fidelity._case_scenario(case, toml, None)
+    changed = fidelity._case_scenario(case, toml, {"flows[*].sender_rx_usecs": "50us", "bottleneck.rate": "20Mbit"})
     assert [f.sender_rx_usecs for f in plain.flows] == [None, None]
     assert len({str(f.sender_rx_usecs) for f in changed.flows}) == 1 and changed.flows[0].sender_rx_usecs is not None
     assert changed.bottleneck.rate != plain.bottleneck.rate
-    assert main(["fidelity", "--rows", "11", "--set", "flows[2].rtt=5ms"]) == 2
+    assert main(["fidelity", "--cases", "coexistence-baseline", "--set", "flows[2].rtt=5ms"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "row 11" in err[0] and "flows[0..1] or flows[*]" in err[0], err
+    assert len(err) == 1 and "case coexistence-baseline" in err[0] and "flows[0..1] or flows[*]" in err[0], err
 
 
 def test_flow_table_cc_is_the_registry_name():

@@ -1,4 +1,4 @@
-"""Property-based fuzzing (issue 14 item 7) of the scenario loader, the study loader and
+"""Property-based fuzzing of the scenario loader, the study loader and
 the CLI: on any input, a result or one :class:`ScenarioError` line naming a field —
 never another exception, never a traceback, never a hang beyond the bounds.
 

@@ -1,5 +1,5 @@
 """The gallery's scenarios and the tutorial's TOML are valid, and the gallery page shows every
-scenario with its figure (issue 13 item 8)."""
+scenario with its figure."""
 
 import re
 from pathlib import Path

@@ -1,9 +1,9 @@
-"""The kernel backend (issue 26): a scenario → the guest's testbed → the engine's schema.
+"""The kernel backend: a scenario → the guest's testbed → the engine's schema.
 
 Without a guest kernel: the refusals (one line naming the field, the value and what is
 allowed), the testbed script, the engine's start-jitter draw and the collector on a
 synthetic probe record. With one (the cached ``l4slab kernel build``; ``.ci/run`` builds it
-first; ``L4SLAB_TEST_KERNEL=LINUX:INITRAMFS`` names another): the acceptance of issue 26 on
+first; ``L4SLAB_TEST_KERNEL=LINUX:INITRAMFS`` names another): the backend's acceptance on
 the real kernel, every asserted number measured in the guest: AccECN negotiated between
 two Prague hosts (``tcpi_ecn_mode``), Prague alone in DualPI2 at 100 Mbit/s and 10 ms with
 a mean L-queue delay under 1 ms, CUBIC's C-queue delay near the PI target and Prague

@@ -1,4 +1,4 @@
-"""Bring your own congestion control (issue 26, must-have 4): a scenario's ``[kernel]`` table
+"""Bring your own congestion control: a scenario's ``[kernel]`` table
 names a ``tcp_NAME.c`` of the user's (and kernel patches); its flows name the CC it registers.
 
 Without a guest kernel: the loader accepts the name (read from the file's ``struct

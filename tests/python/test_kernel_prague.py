@@ -1,4 +1,4 @@
-"""The engine's TCP Prague against the kernel's (issue 26 must-have 2, issue 33 item 1).
+"""The engine's TCP Prague against the kernel's.
 
 Each scenario runs on both backends: the engine (``l4slab.run``, ``crates/l4slab-core/src/
 cc/prague/``) and the guest kernel (``run_kernel``, the project's own module

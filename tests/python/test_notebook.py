@@ -1,4 +1,4 @@
-"""The example notebook runs from top to bottom (issue 13 item 8): executed with nbclient in a
+"""The example notebook runs from top to bottom: executed with nbclient in a
 kernel of this interpreter; every code cell must finish without an error and the figures
 must come out as images."""
 

@@ -1,4 +1,4 @@
-"""Packaging (issue 13 item 9): the wheel is tagged abi3 for the oldest supported Python and
+"""Packaging: the wheel is tagged abi3 for the oldest supported Python and
 manylinux, consistent with ``requires-python``; an sdist builds; and (slow) the wheel installs
 into a fresh venv with no Rust on PATH and runs the demo."""
 
@@ -23,7 +23,7 @@ def _pyproject() -> str:
 
 
 def test_abi3_floor_matches_requires_python():
-    # Was (issue 13): abi3-py39 against requires-python >= 3.10.
+    # Regression: abi3-py39 against requires-python >= 3.10.
     floor = re.search(r'requires-python = ">=3\.(\d+)"', _pyproject()).group(1)
     binding = (REPO / "crates" / "l4slab-py" / "Cargo.toml").read_text(encoding="utf-8")
     assert re.findall(r'"abi3-py3(\d+)"', binding) == [floor]

@@ -1,5 +1,5 @@
 """The built-in `pam2025` study: its panels, their run counts and testbed settings, and the
-PAM-era Prague fallback vintage (issue 10 items 7 and 4).
+PAM-era Prague fallback vintage.
 
 Panels whose CCs the engine does not have yet (BBR family) are skipped per CC, not silently
 passed: each BBR test names the CC it needs.
@@ -71,7 +71,7 @@ def test_prague_cubic_panels_resolve_as_the_testbed_ran_them():
         assert point.config["bottleneck"]["rate_bps"] == 100_000_000
         assert l4s["rtt_ns"] == classic["rtt_ns"] == 10_000_000
         # ethtool gso/tso off on the testbed, but Linux TCP forces GSO (sk_setup_caps) and defers
-        # multi-segment skbs (tcp_tso_should_defer): docs/fidelity.md, "GSO on the PAM hosts".
+        # multi-segment skbs (tcp_tso_should_defer): docs/fidelity-pam-hosts.md, "GSO on the PAM hosts".
         assert l4s["tso"] is True and classic["tso"] is True
         assert l4s["tso_defer"] is True and classic["tso_defer"] is True
         assert (l4s["cc"], l4s["receiver_ecn"], classic["cc"]) == ("prague", 3, "cubic")

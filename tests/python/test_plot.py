@@ -1,5 +1,5 @@
-"""``l4slab plot RUN_DIR``: flent-style figures of a run and ``run.html`` (issue 13 item 5); the
-per-packet trace names DualPI2's queues C and L as the summary does (issue 13)."""
+"""``l4slab plot RUN_DIR``: flent-style figures of a run and ``run.html``; the
+per-packet trace names DualPI2's queues C and L as the summary does."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""``study report`` writes a self-contained ``report.html`` beside ``report.md`` (issue 13 item 4),
-with the "Adopt L4S here?" verdict for a PAM-shaped study (item 10), user text escaped
-everywhere (issue 14 row 9), and the page rendered in headless Chromium: every figure laid out,
+"""``study report`` writes a self-contained ``report.html`` beside ``report.md``,
+with the "Adopt L4S here?" verdict for a PAM-shaped study, user text escaped
+everywhere, and the page rendered in headless Chromium: every figure laid out,
 no console error."""
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ def test_report_renders_in_headless_chromium(report_dir, tmp_path):
 
 
 def test_time_series_bands_respect_physical_bounds():
-    # Was (issue 13): "433 ± 911 ms" from 3 trials, an sRTT band down to -900 ms.
+    # Regression: "433 ± 911 ms" from 3 trials, an sRTT band down to -900 ms.
     import numpy as np
     import pandas as pd
     from l4slab.analysis import figures

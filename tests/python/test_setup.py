@@ -1,4 +1,4 @@
-"""Set-up (issue 13 items 1-3): the Makefile's project venv and stamps, and a fast ``--version``."""
+"""Set-up: the Makefile's project venv and stamps, and a fast ``--version``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ VENV = Path(sys.prefix)
 
 
 def test_version_reads_the_installed_metadata_without_importlib_metadata():
-    # Was (issue 13): `l4slab --version` took 2 s; importlib.metadata alone costs ~0.3 s.
+    # Regression: `l4slab --version` took 2 s; importlib.metadata alone costs ~0.3 s.
     code = "import sys, l4slab.cli; print(l4slab.__version__, 'importlib.metadata' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     version, loaded = done.stdout.split()
@@ -46,7 +46,7 @@ def test_a_python_without_venv_gets_a_one_line_hint(tmp_path):
 @pytest.mark.skipif(MAKE is None, reason="make is not installed")
 @pytest.mark.skipif(not (VENV / ".l4slab-built-test").exists(), reason="not running in a venv made by `make test`")
 def test_nothing_is_rebuilt_or_reinstalled_when_nothing_changed():
-    # Was (issue 13): every `make test` reinstalled the package. `make -n` prints what would run.
+    # Regression: every `make test` reinstalled the package. `make -n` prints what would run.
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     done = subprocess.run(
         [MAKE, "-C", str(REPO), "-n", "test", f"VENV={VENV}"], capture_output=True, text=True, timeout=60, env=env

@@ -1,4 +1,4 @@
-"""The seed studies built in for issue 12 (s2-syn-flood, dualq-basic, dualq-web,
+"""The built-in studies of the seed papers (s2-syn-flood, dualq-basic, dualq-web,
 coexistence): every point validates, and a quick variant of the cheap ones runs."""
 
 import pytest
@@ -34,7 +34,7 @@ def test_dualq_basic_pairs_each_aqm_with_its_ccs():
         config = spec.config(run)
         pairs.add((config["bottleneck"]["qdisc"]["kind"], config["flows"][0]["cc"], config["flows"][0]["ecn"]))
         assert config["flows"][0]["rtt_ns"] == config["flows"][1]["rtt_ns"]
-        # Seed 001's testbed (5.10.31-prague-37): fq on every host, L4STeam's DualPI2.
+        # The DualQ paper's testbed (5.10.31-prague-37): fq on every host, L4STeam's DualPI2.
         assert all(f["fq_pacing"] for f in config["flows"])
         if config["bottleneck"]["qdisc"]["kind"] == "dualpi2":
             assert config["bottleneck"]["qdisc"]["variant"] == "l4steam"

@@ -1,6 +1,6 @@
 """``l4slab study report``'s drawing cost: what a report of a small study draws and reads, counted,
 so that a change that draws a figure twice, solves its layout twice or re-reads run files fails
-here (issue 10: the whole PAM 2025 study's report must take minutes, not hours)."""
+here (the whole PAM 2025 study's report must take minutes, not hours)."""
 
 import subprocess
 import time

@@ -57,7 +57,7 @@ def render(module, data, tmp_path: Path) -> list[str]:
 
 
 def test_dualq_multiflow_figure7_balance(tmp_path):
-    """Seed 001 §IV-D / Figure 7 (40 Mbit/s, 10 ms), on the testbed's Prague v0.6 with fq on
+    """The DualQ paper's §IV-D / Figure 7 (40 Mbit/s, 10 ms), on the testbed's Prague v0.6 with fq on
     the hosts: FQ-CoDel's round robin gives every flow its fair rate; PIE balances the types
     almost perfectly; over DualPI2 "no flow gets much below the 'fair' rate": every flow of
     the equal mixes keeps at least three quarters of it, and the Prague:CUBIC ratio per flow
@@ -115,7 +115,7 @@ fq_pacing = true
 
 
 def test_dualq_mixed_rtt_worst_ratios_and_l_delay(tmp_path):
-    """Seed 001 §IV-E: the worst rate ratio, A5 Prague vs B100 Reno over DualPI2, is 6.3
+    """The DualQ paper's §IV-E: the worst rate ratio, A5 Prague vs B100 Reno over DualPI2, is 6.3
     (and 5.5 for A5 ECN-CUBIC vs B100 Reno over PIE): within a factor 1.5 of each; Prague's
     mean L delay below 0.5 ms; equal RTTs give a ratio near 1."""
     rules = [{"flows.0.rtt": "5ms", "flows.1.rtt": ["5ms", "100ms"], "flows.1.cc": "reno"}]
@@ -133,7 +133,7 @@ def test_dualq_mixed_rtt_worst_ratios_and_l_delay(tmp_path):
 
 
 def test_dualq_overload_udp_class(tmp_path):
-    """Seed 001 §IV-G / Figure 12 (100 Mbit/s, 10 ms): at 140 % in the L queue the L delay
+    """The DualQ paper's §IV-G / Figure 12 (100 Mbit/s, 10 ms): at 140 % in the L queue the L delay
     rises to about the Classic target (15 ms) and the UDP's share hardly differs from
     Not-ECT's; at 50 % the class does not matter to the responsive flows and the L queue
     keeps sub-millisecond delay."""
@@ -185,7 +185,7 @@ def test_s2_fairness_jain(tmp_path):
 
 
 def test_ecn_threshold_classic_vs_scalable(tmp_path):
-    """Seed 001 Figure 2 / the PAM authors' FIFO+ECN illustration (100 Mbit/s, 25 ms, 2 BDP):
+    """The DualQ paper's Figure 2 / the PAM authors' FIFO+ECN illustration (100 Mbit/s, 25 ms, 2 BDP):
     ECN-CUBIC keeps a 20 ms threshold at full utilisation but under-uses the link at 1 ms;
     Prague at 1 ms keeps the link full with a P99 delay near the threshold; CUBIC without ECN
     fills the buffer (tens of ms)."""
@@ -199,8 +199,8 @@ def test_ecn_threshold_classic_vs_scalable(tmp_path):
     render(module, data, tmp_path)
 
 
-def test_coexistence_seed004_phases(tmp_path):
-    """Seed 004 §4 (10 Mbit/s, 30 ms, DualPI2 defaults, ECN-CUBIC) on the testbed's kernels
+def test_coexistence_staggered_phases_match_the_paper(tmp_path):
+    """The coexistence paper's §4 (10 Mbit/s, 30 ms, DualPI2 defaults, ECN-CUBIC) on the testbed's kernels
     (the study file: the L4STeam 6.6 tree's DualPI2 step rule, Prague's app-limited growth
     gate, the L4STeam AccECN receivers): the baseline gives Prague about 2.5 and CUBIC about
     7.5 Mbit/s with retransmissions near zero; each staggered start re-divides the capacity
@@ -220,7 +220,7 @@ def test_coexistence_seed004_phases(tmp_path):
         assert abs(table[(mixed, phase, server)] - paper) < 1.0, (phase, server, table[(mixed, phase, server)])
     flows = data.flows[data.flows["run_id"].map(module.run_cases(data.flows)) == baseline]
     assert (flows["retransmits"] <= 0.002 * flows["packets_sent"]).all()
-    # The per-second queue delay per DualPI2 queue (seed 004 Fig. 5): both queues drawn, the L
+    # The per-second queue delay per DualPI2 queue (coexistence paper Fig. 5): both queues drawn, the L
     # queue (Prague) near DualPI2's 1 ms step, the C queue (ECN-CUBIC) near its 15 ms target.
     queue = module.queue_per_second(data)
     late = queue[(queue["case"] == mixed) & (queue["second"] >= 22)].groupby("queue")["sojourn_ms"].mean()
@@ -231,7 +231,7 @@ def test_coexistence_seed004_phases(tmp_path):
 
 
 def test_dualq_web_requests_from_the_store(tmp_path):
-    """The study store keeps each web run's request table: the FCT analysis of seed 001
+    """The study store keeps each web run's request table: the FCT analysis of the DualQ paper
     §IV-F reads it (StudyData.requests, the SQL view ``requests``). Under high load over
     DualPI2, short (< 50 kB) Prague responses complete more efficiently than short CUBIC
     ones (mean and P1), and CUBIC's requests are the ones hit by SYN timeouts."""
@@ -269,7 +269,7 @@ def test_requests_of_a_study_without_web_traffic_are_empty(tmp_path):
 
 
 def test_dualq_basic_figure6_sections(tmp_path):
-    """Seed 001 §IV-C on three points at 40 Mbit/s, 10 ms: DualPI2's L-queue mean is about one
+    """The DualQ paper's §IV-C on three points at 40 Mbit/s, 10 ms: DualPI2's L-queue mean is about one
     packet's serialisation time (0.3 ms) and its P99 2-3 packets' (band 1-4); CUBIC's C queue
     sits near the 15 ms target (10-20 ms); the Prague:CUBIC ratio is within 0.85-2.5; the
     sections draw Figure 6's rows."""
@@ -288,7 +288,7 @@ def test_dualq_basic_figure6_sections(tmp_path):
 def test_s2_syn_flood_ect0_below_link_rate_subtracts_from_capacity():
     """Why S2's ECT(0) statement does not hold: DualPI2 CE-marks ECN-capable Classic packets
     instead of dropping them below overload, so a 9 Mbit/s ECT(0) flood keeps its rate and
-    Prague gets the 1 Mbit/s residual, as with ECT(1) (seed 001 §III-D), once the packet limit
+    Prague gets the 1 Mbit/s residual, as with ECT(1) (DualQ paper §III-D), once the packet limit
     cannot shed the 54-byte SYNs; with the study's 200-packet limit tail drops give Prague more."""
     from l4slab import engine
     from l4slab.study.spec import load_study
@@ -311,7 +311,7 @@ def test_s2_syn_flood_ect0_below_link_rate_subtracts_from_capacity():
 
 
 def test_dualq_web_high_load_l_tail_is_the_unpaced_first_flights():
-    """Why seed 001 §IV-F's "under heavy web load, L4S queue delay is below 1 ms at P99" does
+    """Why the DualQ paper's §IV-F statement "under heavy web load, L4S queue delay is below 1 ms at P99" does
     not hold here (P99 1.3-2.1 ms over 10-60 s at 120 Mbit/s, 300 Prague connections/s): the
     tail is made by the web connections' first flights. Linux does not pace a connection's
     first 10 segments (net/ipv4/tcp_output.c:tcp_update_skb_after_send advances
@@ -338,7 +338,7 @@ def test_dualq_web_high_load_l_tail_is_the_unpaced_first_flights():
 
 
 def test_dualq_mixed_rtt_prague_l_mean_above_half_ms_only_under_step_marking(tmp_path):
-    """Why seed 001 §IV-E's "Prague's mean queue delay on DualPI2 is below 0.5 ms for all
+    """Why the DualQ paper's §IV-E statement "Prague's mean queue delay on DualPI2 is below 0.5 ms for all
     tested cases" does not hold for Prague vs Prague (0.3-0.7 ms here) nor for Prague alone
     (0.75 ms at 5 ms): without Classic traffic the C queue is empty, the base PI's p' (driven
     by the larger of the two queue delays against the 15 ms target, sch_dualpi2.c:

@@ -1,6 +1,6 @@
 """``l4slab study show NAME``: the study file headed by what it reproduces, its factors and
 levels, run count, estimated time and published data; the output is a study file a user
-can copy, edit and run (issue 12 must-have 5)."""
+can copy, edit and run."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def test_show_heads_the_file_with_what_a_user_needs(tmp_path):
     assert result.returncode == 0, result.stderr
     head = [line for line in result.stdout.splitlines() if line.startswith("# ")][:30]
     text = "\n".join(head)
-    assert "reproduces: seed 001 (De Schepper et al., Dual Queue Coupled AQM) §IV-D, Figure 7" in text
+    assert "reproduces: the DualQ paper (De Schepper et al., Dual Queue Coupled AQM) §IV-D, Figure 7" in text
     assert "flows.1.cc (2): cubic, reno" in text
     assert "points: 60 x 1 trial(s) = 60 runs" in text
     assert "estimated time: about" in text and "published data: none" in text

@@ -35,7 +35,7 @@ rtt = "10ms"
 
 
 def test_web_rate_and_sizes_parse_in_the_papers_terms():
-    # Seed 001 App. C: 1 (low) or 10 (high) requests/s at 4 Mbit/s, scaled with the rate.
+    # The DualQ paper's App. C: 1 (low) or 10 (high) requests/s at 4 Mbit/s, scaled with the rate.
     assert parse_web_rate("10/s per 4Mbit").per_second(200_000_000) == pytest.approx(500.0)
     assert parse_web_rate("2.5/s per Mbit").per_second(120_000_000) == pytest.approx(300.0)
     assert parse_web_rate("300/s").per_second(1) == 300.0

@@ -1,4 +1,4 @@
-"""Seed 001 App. B and S2 metrics (l4slab.analysis.paper_metrics) on inputs with known answers."""
+"""The DualQ paper's App. B and S2 metrics (l4slab.analysis.paper_metrics) on inputs with known answers."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Streamed web records (issue 12): a run with traffic sources streams its per-request
+"""Streamed web records: a run with traffic sources streams its per-request
 and closed-flow records through spill files into Parquet row groups, never holding
 them all as JSON or dicts; ``RunResult.requests`` / ``flow_records`` and the run
 directory's files are the same as the in-memory path gives."""

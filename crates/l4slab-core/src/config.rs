@@ -101,7 +101,7 @@ pub struct ScenarioConfig {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SourceConfig {
-    /// Web requests (seed 001 Appendix C): Poisson arrivals, one TCP connection
+    /// Web requests (DualQ paper Appendix C): Poisson arrivals, one TCP connection
     /// each, a bounded-Pareto response size, closed by the server.
     Web(WebSourceConfig),
     /// hping3-like SYN flood (S2 §5.3): inelastic SYNs at a rate and ECN codepoint.
@@ -109,7 +109,7 @@ pub enum SourceConfig {
 }
 
 /// Response sizes of a web source: a Pareto distribution of shape `alpha`
-/// truncated to [`min_bytes`, `max_bytes`] (seed 001 Appendix C: α = 0.9, 1 kB–1 MB).
+/// truncated to [`min_bytes`, `max_bytes`] (DualQ paper Appendix C: α = 0.9, 1 kB–1 MB).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WebSizes {
@@ -378,12 +378,12 @@ pub struct TcpFlowConfig {
     /// GRO on the receiver's NIC (`ethtool -K DEV gro on`, Linux's default): segments
     /// arriving within one NAPI poll reach TCP merged and are ACKed as one (stretch
     /// ACKs; net/ipv4/tcp_offload.c:tcp_gro_receive, tcp/gro.rs). Off by default in
-    /// the engine: see docs/fidelity.md (host burstiness).
+    /// the engine: see docs/fidelity-dualq.md and docs/fidelity-pam-hosts.md (host burstiness).
     #[serde(default)]
     pub gro: bool,
     /// TSO deferral (net/ipv4/tcp_output.c:tcp_tso_should_defer; always on in Linux
     /// with TSO, `tcp_tso_win_divisor` 3): a partial skb waits for an ACK that opens
-    /// room for a fuller one. Engine default off: see docs/fidelity.md.
+    /// room for a fuller one. Engine default off: see docs/fidelity-pam-hosts.md.
     #[serde(default)]
     pub tso_defer: bool,
     /// The receiver NIC's RX interrupt throttle (`ethtool -C DEV rx-usecs N`), ns: the
@@ -422,7 +422,7 @@ pub struct TcpFlowConfig {
     #[serde(default)]
     pub receiver_cc_params: Option<serde_json::Value>,
     /// The receiving host's kernel where its AccECN receive path differs from
-    /// mainline's: `l4steam` is the L4STeam tree (the PAM 2025 and seed 004
+    /// mainline's: `l4steam` is the L4STeam tree (the PAM 2025 and coexistence-paper
     /// testbeds' kernels; the DualQ testbed's 5.10 AccECN receiver, ij1/linux-accecn,
     /// has no `received_ce_pending` and behaves as mainline here), whose `tcp_ecn_received_counters` saturates the unreported-CE count
     /// on every ECT or CE segment (`received_ce_pending = max(.. + pcount, 0xf)`), so
@@ -449,7 +449,7 @@ pub enum ReceiverKernel {
     /// Mainline Linux (torvalds/linux, v6.18 with AccECN).
     #[default]
     Mainline,
-    /// L4STeam/linux (the Prague kernels of the PAM 2025 and seed 004 testbeds).
+    /// L4STeam/linux (the Prague kernels of the PAM 2025 and coexistence-paper testbeds).
     L4steam,
 }
 

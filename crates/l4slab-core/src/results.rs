@@ -204,7 +204,7 @@ pub struct BottleneckSeries {
     /// Mean sojourn per sub-queue of packets dequeued in the bin, ms (NaN if none),
     /// one series per class in `bottleneck.sojourn_by_class` order (DualPI2: C, L);
     /// empty, and not serialised, for a single-queue qdisc, whose one class is
-    /// `sojourn_ms`. Seed 004 (Fig. 5) draws the L and C queue delay per second.
+    /// `sojourn_ms`. The coexistence paper (Fig. 5) draws the L and C queue delay per second.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sojourn_class_ms: Vec<Vec<f64>>,
 }
@@ -276,7 +276,7 @@ pub trait RecordSink: Send {
     }
 }
 
-/// One web request (seed 001 Appendix B, C): what the client measured.
+/// One web request (DualQ paper Appendix B, C): what the client measured.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct RequestRecord {
     /// Index of the source in `sources`.

@@ -7,7 +7,7 @@ use common::*;
 use serde_json::{json, Value};
 
 /// A PAM 2025 flow with one segment per skb (`tso = false`, the model knob; the testbed's TCP
-/// kept GSO under `ethtool -K gso/tso off`: docs/fidelity.md, "GSO on the PAM hosts").
+/// kept GSO under `ethtool -K gso/tso off`: docs/fidelity-pam-hosts.md, "GSO on the PAM hosts").
 fn pam(mut f: Value) -> Value {
     f["tso"] = json!(false);
     f

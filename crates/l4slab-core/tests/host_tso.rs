@@ -7,7 +7,7 @@
 //! packets enqueued less than a 1514-B serialisation time apart, as
 //! `crates/l4slab-emu/examples/bursts.py` counts them) are compared with the same scenarios
 //! run by `l4slab emulate` through the kernel's own stack (Linux 6.18.44, `cubic`, iperf3
-//! 3.12, 20 s, bursts from 2 s; docs/fidelity.md, "TSO deferral against the real kernel"):
+//! 3.12, 20 s, bursts from 2 s; docs/fidelity-pam-hosts.md, "TSO deferral against the real kernel"):
 //!
 //! | scenario | real kernel, packet-weighted mean burst | engine, deferral on | off |
 //! |---|---|---|---|

@@ -13,7 +13,7 @@ fn prague() -> Value {
 }
 
 /// A PAM 2025 flow with one segment per skb (`tso = false`, the model knob; the testbed's TCP
-/// kept GSO under `ethtool -K gso/tso off`: docs/fidelity.md, "GSO on the PAM hosts").
+/// kept GSO under `ethtool -K gso/tso off`: docs/fidelity-pam-hosts.md, "GSO on the PAM hosts").
 fn pam(mut f: Value) -> Value {
     f["tso"] = json!(false);
     f
@@ -38,7 +38,7 @@ fn prague_alone_over_dualpi2_gets_the_link_with_a_sub_ms_queue() {
     assert!(f.marks > 0);
     assert!(r.bottleneck.utilisation >= 0.95, "utilisation {}", r.bottleneck.utilisation);
     let l = &r.bottleneck.sojourn_by_class.iter().find(|c| c.class == "L").unwrap().sojourn_ms;
-    // Seed 001 §V: alone, Prague's P99 is "slightly above 1 ms" (step marking only).
+    // The DualQ paper's §V: alone, Prague's P99 is "slightly above 1 ms" (step marking only).
     assert!(l.p99 <= 2.0, "L P99 {}", l.p99);
     // The queue stays below the 1 ms step threshold on average. Alone, v0.7 sits at
     // ≈0.8 ms: its RTT-independent increase (1 packet per ~62 ms at 10 ms) and α of
@@ -49,7 +49,7 @@ fn prague_alone_over_dualpi2_gets_the_link_with_a_sub_ms_queue() {
 
 #[test]
 fn prague_beside_cubic_over_dualpi2_keeps_the_l_queue_below_half_a_ms() {
-    // Seed 001 §V-E (Fig. 8, 40 Mbit/s): with a Classic flow, Prague's mean queue
+    // The DualQ paper's §V-E (Fig. 8, 40 Mbit/s): with a Classic flow, Prague's mean queue
     // delay is below 0.5 ms and its P99 below 1 ms (step plus coupled marking).
     for rtt in [5, 100] {
         let mut p = prague();

@@ -57,7 +57,7 @@ fn dualpi2_keeps_l4s_udp_at_half_the_link_below_1ms() {
 }
 
 /// Four long-lived flows of `cc` (classic ECN requested when `ecn`) through `qdisc`,
-/// measured after a 10 s warm-up (the DualQ paper's T_w = 5 + rate·rtt/100 s).
+/// measured after a 10 s warm-up (DualQ paper's T_w = 5 + rate·rtt/100 s).
 fn four_flows(qdisc: Value, cc: &str, ecn: bool) -> l4slab_core::RunResults {
     let flows = (0..4)
         .map(|_| {
@@ -130,7 +130,7 @@ fn fq_with_orphan_mask_0_is_one_shared_queue() {
 
 #[test]
 fn dualpi2_per_bin_sojourn_series_split_by_queue_bracket_the_shared_mean() {
-    // Seed 004 (Fig. 5) draws DualPI2's L and C queue delay per second: one
+    // The coexistence paper (Fig. 5) draws DualPI2's L and C queue delay per second: one
     // Prague flow (L) and one CUBIC flow (C). Each bin's all-packets mean is a
     // count-weighted mean of the two queues' means, so it lies between them;
     // the L queue sits near its 1 ms step, the C queue near its 15 ms target.

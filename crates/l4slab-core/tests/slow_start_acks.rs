@@ -1,4 +1,4 @@
-//! TCP Prague's first CE mark in slow start, end to end (docs/fidelity.md, "Prague's
+//! TCP Prague's first CE mark in slow start, end to end (docs/fidelity-prague.md, "Prague's
 //! first CE in slow start").
 //!
 //! Prague halves its fractional window on the first CE ever reported
@@ -47,7 +47,7 @@ fn with_an_ack_per_segment_the_first_ce_ends_prague_slow_start() {
 
 /// With delayed ACKs the first mark can ride on a two-segment ACK: at 10 ms the engine's
 /// strict pairing puts it there and slow start goes on (the kernel: in some boots, its
-/// receive-window autotuning ACKing runs of single segments; docs/fidelity.md).
+/// receive-window autotuning ACKing runs of single segments; docs/fidelity-prague.md).
 #[test]
 fn with_delayed_acks_a_first_ce_on_a_two_segment_ack_does_not_end_slow_start() {
     let r = prague_in_fq_codel(10, true);

@@ -1,4 +1,4 @@
-//! Web traffic (seed 001 Appendix C) and the SYN flood (S2 §5.3): numbers from
+//! Web traffic (DualQ paper Appendix C) and the SYN flood (S2 §5.3): numbers from
 //! theory and hand calculation, not from earlier runs.
 
 use l4slab_core::results::RequestRecord;

@@ -14,7 +14,7 @@ const S: u64 = 1_000_000_000;
 
 /// Heap allocations of one web run of `secs` seconds, and its request count.
 fn allocations(secs: u64) -> (u64, usize) {
-    // 200 requests/s of Prague and CUBIC responses (seed 001 App. C sizes, up to 100 kB
+    // 200 requests/s of Prague and CUBIC responses (DualQ paper App. C sizes, up to 100 kB
     // so every response completes) over a 100 Mbit/s DualPI2 bottleneck.
     let web = |cc: &str| {
         json!({"kind": "web", "rate_per_s": 100.0, "cc": cc, "rtt_ns": 10_000_000u64, "receiver_ecn": 3,

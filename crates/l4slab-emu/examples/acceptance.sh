@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15's acceptance figure for the emulator alone: 100 Mbit/s, two CUBIC flows
+# The emulator's acceptance figure on its own: 100 Mbit/s, two CUBIC flows
 # (iperf3, 20 s), a 2-BDP bfifo (250 000 B at 100 Mbit/s x 10 ms), 10 ms base RTT.
 # Prints the bottleneck utilisation over [2 s, 20 s) (both flows running) and the
 # departure error. Needs root, /dev/net/tun, ip and iperf3.

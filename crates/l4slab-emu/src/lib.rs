@@ -1,6 +1,6 @@
 //! # l4slab-emu
 //!
-//! The emulator of issue 15: the scenario's links and qdiscs (the engine's own
+//! The emulator: the scenario's links and qdiscs (the engine's own
 //! `Qdisc<P>` code, driven with real IPv4 packets and the wall clock) between a
 //! sender and a receiver network namespace per flow, each with a TUN device, in the
 //! manner of Mahimahi (Netravali et al., "Mahimahi: Accurate Record-and-Replay for

@@ -6,7 +6,7 @@ figures are embedded inline as SVG, so that the file can be mailed or archived a
 (headings, paragraphs, pipe tables, images, links, ``**bold**``, ``code``) and nothing else:
 everything else is text and is escaped. User text (study names, labels, factor values) goes
 through :func:`md_text` before it enters Markdown and :func:`mpl_text` before it enters a
-matplotlib figure, where a ``$`` would otherwise start mathtext (issue 14 row 9).
+matplotlib figure, where a ``$`` would otherwise start mathtext.
 """
 
 from __future__ import annotations

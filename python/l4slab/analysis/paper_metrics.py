@@ -1,6 +1,6 @@
 """Metrics as the seed papers define them, computed from a run's tables.
 
-* Seed 001 (De Schepper et al., "Dual Queue Coupled AQM", Appendix B): the warm-up
+* The DualQ paper (De Schepper et al., "Dual Queue Coupled AQM", Appendix B): the warm-up
   ``T_w = 5 + rate·rtt/100`` s, statistics of 1-s samples (mean, P1, P25, P99), rate
   per flow normalised by the fair rate, window ``W = r·(qd_avg + R)``, rate and window
   balance ratios; completion efficiency of web requests (§IV-F, Figure 9, 11) in log-3
@@ -43,7 +43,7 @@ __all__ = [
 
 
 def warmup_s(rate_mbps: float, rtt_ms: float) -> float:
-    """Seed 001 App. B: ``T_w = 5 + rate·rtt/100`` seconds before measuring long flows.
+    """The DualQ paper's App. B: ``T_w = 5 + rate·rtt/100`` seconds before measuring long flows.
 
     The paper gives no units; with the link rate in Mbit/s and the RTT in ms (the units
     of its grid: 4–200 Mbit/s, 5–100 ms) the wait runs from 5.2 s to 205 s of its 250 s
@@ -150,7 +150,7 @@ def normalised_goodput(goodput_mbps: float | np.ndarray, capacity_mbps: float) -
 
 
 def efficiency_bins(requests: pd.DataFrame, base: float = 3.0, by: str | None = "cc") -> pd.DataFrame:
-    """Seed 001 §IV-F (Figure 9 right, Figure 11 top): completion efficiency of the
+    """The DualQ paper's §IV-F (Figure 9 right, Figure 11 top): completion efficiency of the
     completed requests in log-``base`` size bins, with its mean, P1 and P99 per bin
     (and per ``by`` group). ``size_lo``/``size_hi`` are each bin's bounds in bytes."""
     done = requests[requests["fct_s"].notna()].copy()
@@ -177,7 +177,7 @@ def efficiency_bins(requests: pd.DataFrame, base: float = 3.0, by: str | None = 
 
 
 def timeout_stripes(requests: pd.DataFrame, by: str | None = "cc") -> pd.DataFrame:
-    """The FCT scatter's horizontal stripes (seed 001 §IV-F): the share of completed
+    """The FCT scatter's horizontal stripes (DualQ paper §IV-F): the share of completed
     requests that waited for a SYN timeout (≥ 1 handshake retransmission: the 1 s
     stripe) and of those whose FCT exceeds the ideal by 0.2–0.9 s without one (the
     tail-loss RTO stripe, ≈ 0.3 s = the 200 ms minimum RTO plus the RTT)."""
@@ -222,7 +222,7 @@ def connection_ordinals(sojourn: pd.DataFrame, requests: pd.DataFrame) -> pd.Dat
 def delay_attribution(
     sojourn: pd.DataFrame, requests: pd.DataFrame, queue: str = "L", threshold_ms: float = 1.0, flight: int = 10
 ) -> dict[str, float]:
-    """Which packets make a queue's delay tail (seed 001 §IV-F: under high web load the L
+    """Which packets make a queue's delay tail (DualQ paper §IV-F: under high web load the L
     queue's P99 below 1 ms). Of the packets of ``queue`` whose sojourn exceeds
     ``threshold_ms``: the share from long flows, from the first ``flight`` + 1 packets of a
     web connection (SYN-ACK and the unpaced initial window) and from its later, paced

@@ -1,4 +1,4 @@
-"""A run directory's figures, flent-style (``l4slab plot RUN_DIR``, issue 13 item 5).
+"""A run directory's figures, flent-style (``l4slab plot RUN_DIR``).
 
 flent's standard plots of a bulk-flow test are goodput, congestion window and RTT per flow
 over time, queue delay, and the delay's CCDF; l4slab adds the bottleneck's marks and drops

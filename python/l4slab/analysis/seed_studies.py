@@ -7,7 +7,7 @@ takes the catalog's DataFrames (:class:`l4slab.study.catalog.StudyData` ``flows`
 columns) and returns a frame or a figure; none runs a simulation.
 
 * :func:`aqm_label` names a qdisc as the papers do (DualPI2, PIE, FQ-CoDel, FIFO+ECN);
-* :func:`with_fair_rate` adds each flow's rate normalised by the fair rate (seed 001 App. B:
+* :func:`with_fair_rate` adds each flow's rate normalised by the fair rate (DualQ paper App. B:
   link capacity / number of competing flows);
 * :func:`type_rates` the per-type mean (and min/max over flows) of a run, :func:`rate_ratio`
   the A:B per-flow rate ratio (App. B's rate balance);
@@ -73,7 +73,7 @@ def _aqm_column(frame: pd.DataFrame) -> pd.Series:
 
 def with_fair_rate(flows: pd.DataFrame, bottleneck: pd.DataFrame, value: str = "throughput_mbps") -> pd.DataFrame:
     """``flows`` with ``aqm``, ``n_flows`` (flows of the run), ``capacity_mbps`` (the
-    bottleneck's rate), ``fair_mbps`` and ``normalised`` = value / fair rate. Seed 001 App.
+    bottleneck's rate), ``fair_mbps`` and ``normalised`` = value / fair rate. The DualQ paper's App.
     B normalises by the link capacity over the number of competing flows; the rate is
     measured at the bottleneck (``throughput_mbps``, as the paper's AQM-server capture)."""
     frame = flows.copy()
@@ -107,7 +107,7 @@ def rate_ratio(
     by: str = "label",
     value: str = "throughput_mbps",
 ) -> pd.DataFrame:
-    """Seed 001 App. B's rate balance: the mean rate per flow of type ``a`` over that of
+    """The DualQ paper's rate balance (App. B): the mean rate per flow of type ``a`` over that of
     type ``b``, per run, then averaged over trials per ``keys`` (column ``ratio``)."""
     means = flows.groupby(["run_id", *keys, by], dropna=False)[value].mean().unstack(by)
     if a not in means or b not in means:

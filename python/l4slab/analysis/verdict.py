@@ -1,4 +1,4 @@
-""" "Adopt L4S here?": a verdict per bottleneck type and L4S congestion control (issue 13 item 10).
+""" "Adopt L4S here?": a verdict per bottleneck type and L4S congestion control.
 
 For a study shaped like PAM 2025 (a queue factor, a buffer factor and runs with both an L4S
 flow and a classic flow), the question of the paper's title — "To adopt or not to adopt

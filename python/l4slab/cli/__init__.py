@@ -7,7 +7,7 @@
     l4slab study report DIR | list | status DIR | run-one DIR RUN_ID
     l4slab query DIR "SQL" [--csv]
     l4slab export (--flent | --iperf3-json) RUN_DIR [--output PATH]
-    l4slab fidelity [--rows N,N] [--quick] [--out DIR] [--set KEY=VALUE ...]
+    l4slab fidelity [--cases NAME,NAME] [--quick] [--out DIR] [--set KEY=VALUE ...]
     l4slab plot RUN_DIR [--out DIR] [--format png,svg]
     l4slab emulate SCENARIO [--out DIR] [--seed N] [--set KEY=VALUE ...]
     l4slab compare SCENARIO [--trials N] [--json FILE] [--csv FILE] [--out DIR]
@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError:
         error("out of memory")
         return EXIT_ENGINE
-    except Exception as err:  # noqa: BLE001 - the last net: one line, never a traceback (issue 14)
+    except Exception as err:  # noqa: BLE001 - the last net: one line, never a traceback
         where = ""
         if err.__traceback__ is not None:
             import traceback

@@ -16,8 +16,8 @@ from typing import Any
 from ..errors import ScenarioError
 from .common import EXIT_OK
 
-#: ``bench --linearity BASE``: the run lengths, in multiples of BASE (issue 14 row 12 asks for the
-#: cost per packet at 1, 2, 4 and 8 s and a check of 10 s against 1 s).
+#: ``bench --linearity BASE``: the run lengths, in multiples of BASE: the
+#: cost per packet at 1, 2, 4 and 8 s and a check of 10 s against 1 s.
 LINEARITY_MULTIPLES = (1, 2, 4, 8, 10)
 #: The check fails when a packet of the longest run costs more than this many times one of the shortest.
 LINEARITY_MAX_RATIO = 1.5

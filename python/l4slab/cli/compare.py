@@ -1,7 +1,7 @@
 """``l4slab compare SCENARIO [--trials N] [--json FILE] [--csv FILE] [--out DIR]``: the scenario
 simulated (N seeds) and emulated with real kernel TCP (N trials), a table per metric with
 the simulated value, the emulated mean ± SD and the verdict "within spread / outside"
-(issue 15's tolerances, :mod:`l4slab.emulate.compare`). Exit 0 whatever the verdicts
+(the tolerances of :mod:`l4slab.emulate.compare`). Exit 0 whatever the verdicts
 (they are data), 2 for bad input or a host/scenario the emulator refuses."""
 
 from __future__ import annotations

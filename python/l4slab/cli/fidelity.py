@@ -1,5 +1,5 @@
-"""``l4slab fidelity [--rows 1,5] [--quick] [--out DIR] [--csv] [--set KEY=VALUE ...]``: the
-simulator against real-kernel measurements, row by row (:mod:`l4slab.fidelity`)."""
+"""``l4slab fidelity [--cases NAME,NAME] [--quick] [--out DIR] [--csv] [--set KEY=VALUE ...]``:
+the simulator against real-kernel measurements, case by case (:mod:`l4slab.fidelity`)."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ def add_parser(commands) -> None:
     cmd = commands.add_parser(
         "fidelity",
         help="compare the simulator with real-kernel measurements",
-        description="Run the fidelity suite: each row is a testbed case (DualQ paper, PAM 2025, ...) "
+        description="Run the fidelity suite: each case is a testbed measurement (DualQ paper, PAM 2025, ...) "
         "configured as its testbed ran it; prints real beside simulated with the tolerance and a verdict. "
         "Exit status 1 if a judged quantity is outside its tolerance.",
     )
-    cmd.add_argument("--rows", metavar="N,N", help="only these row numbers (default: all)")
+    cmd.add_argument("--cases", metavar="NAME,NAME", help="only these cases (default: all; names in docs/fidelity.md)")
     cmd.add_argument("--quick", action="store_true", help="shorter runs (a smoke test, not the judged numbers)")
     cmd.add_argument("--out", metavar="DIR", help="also write DIR/fidelity.csv")
     cmd.add_argument("--csv", action="store_true", help="print CSV instead of a table")
-    # Every selected row's scenario, as `run --set`; flows[*].KEY sets KEY on each flow of a row.
+    # Every selected case's scenario, as `run --set`; flows[*].KEY sets KEY on each flow of a case.
     add_set_argument(cmd, "--set flows[*].sender_rx_usecs=50 --set flows[0].cc_params.growth_gate=app_limited")
 
 
@@ -33,25 +33,22 @@ def command(args: argparse.Namespace) -> int:
     from .common import check_out_dir
 
     overrides = dict(parse_override(item) for item in args.overrides)
-    numbers = None
-    if args.rows:
-        try:
-            numbers = {int(x) for x in args.rows.split(",") if x.strip()}
-        except ValueError:
-            raise ScenarioError(f"--rows: {args.rows[:40]!r} is not a list of row numbers, e.g. 1,5,15") from None
-        known = {r.number for r in fidelity.ROWS}
-        if not numbers <= known:
-            raise ScenarioError(
-                f"--rows: no row {sorted(numbers - known)[0]}; rows are {', '.join(map(str, sorted(known)))}"
-            )
+    names = None
+    if args.cases is not None:
+        names = {x.strip() for x in args.cases.split(",") if x.strip()}
+        known = list(dict.fromkeys(c.name for c in fidelity.CASES))
+        unknown = sorted(names - set(known))
+        if not names or unknown:
+            shown = unknown[0][:40] if unknown else args.cases[:40]
+            raise ScenarioError(f"--cases: no case {shown!r}; cases are {', '.join(known)}")
     if args.out:
         check_out_dir(args.out)
-    table = fidelity.run_rows(numbers, quick=args.quick, progress=_progress_bar(), overrides=overrides)
+    table = fidelity.run_cases(names, quick=args.quick, progress=_progress_bar(), overrides=overrides)
     if args.out:
         from pathlib import Path
 
         write_text(Path(args.out) / "fidelity.csv", table.to_csv(index=False))
-    shown = table[["row", "quantity", "unit", "real", "simulated", "tolerance", "agrees"]].copy()
+    shown = table[["case", "quantity", "unit", "real", "simulated", "tolerance", "agrees"]].copy()
     shown["agrees"] = shown["agrees"].map({True: "yes", False: "NO", None: "–"})
     print_frame(shown, csv=args.csv)
     judged = table["agrees"].dropna()
@@ -67,15 +64,15 @@ def _progress_bar():
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     bar = Progress(
-        TextColumn("fidelity rows"),
+        TextColumn("fidelity cases"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=Console(stderr=True),
     )
-    task = bar.add_task("rows", total=None)
+    task = bar.add_task("cases", total=None)
 
-    def update(done: int, total: int, row) -> None:
+    def update(done: int, total: int, case) -> None:
         if done == 0:
             bar.start()
         bar.update(task, total=total, completed=done)

@@ -23,7 +23,7 @@ def print_result(result, directory) -> None:
     )
     warmup = float(summary.get("warmup_s") or 0.0)
     if warmup > 0:
-        # Issue 13: say which numbers skip the warm-up (docs/outputs.md: the summary window is
+        # Say which numbers skip the warm-up (docs/outputs.md: the summary window is
         # [warmup, duration); flow drops/marks/retransmits count the whole run).
         title += f"; summary window {warmup:g}–{summary['duration_s']:g} s (after {warmup:g} s warm-up)"
     table = Table(title=title, title_justify="left")
@@ -75,7 +75,7 @@ def print_result(result, directory) -> None:
 
 
 def emulator_line(emulator) -> str:
-    """The emulator's own error, printed under every emulated run (issue 15)."""
+    """The emulator's own error, printed under every emulated run."""
     return (
         f"emulator: departure error P50/P99/max {fmt(emulator.get('departure_error_p50_us'))}/"
         f"{fmt(emulator.get('departure_error_p99_us'))}/{fmt(emulator.get('departure_error_max_us'))} µs, "

@@ -1,4 +1,4 @@
-"""The emulator's Python side (issue 15): real Linux TCP stacks (iperf3 in network
+"""The emulator's Python side: real Linux TCP stacks (iperf3 in network
 namespaces) through the scenario's links and qdiscs, run in user space on a wall clock by
 the ``l4slab-emu`` binary (``crates/l4slab-emu``).
 

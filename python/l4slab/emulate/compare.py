@@ -2,7 +2,7 @@
 emulator with real kernel TCP (N trials), one row per metric with the verdict "within
 spread" or "outside".
 
-Tolerances (issue 15's acceptance), the emulated trials being the reference:
+Tolerances, the emulated trials being the reference:
 
 * per-flow throughput (goodput, Mbit/s): ``|sim − emu| ≤ max(3 Mbit/s, 2 × SD_emu)``;
 * mean sojourn at the bottleneck and per-flow mean sRTT: within 15 % of the emulated mean;
@@ -33,10 +33,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 __all__ = ["Row", "verdicts", "compare", "aligned_config", "THROUGHPUT_FLOOR_MBPS", "RELATIVE_TOLERANCE"]
 
-#: Issue 15: throughput within max(3 Mbit/s, 2 × the emulated trials' SD).
+#: Throughput within max(3 Mbit/s, 2 × the emulated trials' SD).
 THROUGHPUT_FLOOR_MBPS = 3.0
 THROUGHPUT_SD_FACTOR = 2.0
-#: Issue 15: sojourn/sRTT within 15 %, drop and mark counts within 20 %.
+#: Sojourn/sRTT within 15 %, drop and mark counts within 20 %.
 RELATIVE_TOLERANCE = {"mean_sojourn_ms": 0.15, "mean_srtt_ms": 0.15, "drops": 0.20, "marks": 0.20}
 
 WITHIN = "within spread"

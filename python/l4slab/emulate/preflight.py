@@ -197,7 +197,7 @@ def kernel_sender_notes(config: Mapping[str, Any]) -> list[str]:
     GSO (forced on TCP sockets since 4.17, commit 0a6b2a1dc2a2) and TSO deferral
     (``tcp_output.c:tcp_tso_should_defer``). The emulated half runs both whatever the
     scenario says, so `l4slab compare` would set unlike senders side by side (the engine's
-    ``tso_defer`` is off by default; docs/fidelity.md, "TSO deferral against the real kernel")."""
+    ``tso_defer`` is off by default; docs/fidelity-pam-hosts.md, "TSO deferral against the real kernel")."""
     from ..schema import tcp_flow_param
 
     # An unset knob is the engine's default (its schema: tso on, tso_defer off).

@@ -191,7 +191,7 @@ class TcpFlow(_FlowCommon):
     receiver_kernel: Literal["mainline", "l4steam"] | None = Field(
         None,
         description="receiving host's kernel tree where its AccECN receive path differs: l4steam (the PAM 2025 "
-        "and seed 004 testbeds' L4STeam kernels) ACKs every ECT/CE segment whose timestamp advanced",
+        "and coexistence-paper testbeds' L4STeam kernels) ACKs every ECT/CE segment whose timestamp advanced",
         examples=["l4steam"],
     )
     ecn_low: Annotated[bool, Field(strict=True)] | None = Field(
@@ -354,7 +354,7 @@ class Bottleneck(_Strict):
     timer_latency: TimeNs = Field(
         0,
         description="mean lateness of the router's HTB watchdog (hrtimer + softirq), exponential; "
-        "0 = on time (a VM guest: a few to ~15 us; docs/fidelity.md rows 7, 12)",
+        "0 = on time (a VM guest: a few to ~15 us; docs/fidelity-pam-hosts.md, timer latency)",
         examples=["10us"],
     )
     bdp_rtt: TimeNs | None = Field(
@@ -448,7 +448,7 @@ class Scenario(_Strict):
         0,
         description="mean lateness of the delay node's netem watchdog, exponential: every flow's propagation "
         "crosses one netem tfifo per direction, released at the late firing or the next enqueue; "
-        "0 = on time (docs/fidelity.md rows 7, 12)",
+        "0 = on time (docs/fidelity-pam-hosts.md, timer latency)",
         examples=["10us"],
     )
     trace_sojourn: Annotated[bool, Field(strict=True)] = False

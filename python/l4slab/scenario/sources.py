@@ -1,6 +1,6 @@
 """Traffic sources of a scenario: ``[[sources]]`` entries beside ``[[flows]]``.
 
-Web traffic as seed 001 (De Schepper et al., "Dual Queue Coupled AQM", Appendix C)
+Web traffic as the DualQ paper (De Schepper et al., "Dual Queue Coupled AQM", Appendix C)
 generated it, and a SYN flood as S2 (Zeynali et al., §5.3) ran it with hping3::
 
     [[sources]]
@@ -38,7 +38,7 @@ from ..units import UnitError
 
 __all__ = ["WebRate", "parse_web_rate", "parse_sizes", "PAPER_SIZES", "web_source_fields", "syn_flood_fields"]
 
-#: Seed 001 Appendix C: Pareto with α = 0.9, 1 kB to 1 MB (decimal, as the paper writes them).
+#: The DualQ paper's Appendix C: Pareto with α = 0.9, 1 kB to 1 MB (decimal, as the paper writes them).
 PAPER_SIZES = (0.9, 1000, 1_000_000)
 #: hping3's bare SYN on the wire: Ethernet 14 + IPv4 20 + TCP 20 bytes.
 HPING3_SYN_BYTES = 54
@@ -111,7 +111,7 @@ def web_source_fields(base: type) -> type:
         rate: Any = Field(description="requests per second, or per second per link rate", examples=["300/s"])
         sizes: Any = Field(
             PAPER_SIZES,
-            description="response sizes: a Pareto truncated to [min, max] (seed 001 App. C)",
+            description="response sizes: a Pareto truncated to [min, max] (DualQ paper App. C)",
             examples=["pareto(0.9, 1000B, 1000000B)"],
         )
         drop_handshake_of: list[int] | None = Field(None, description="test drop injection (request indices)")

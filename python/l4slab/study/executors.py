@@ -141,7 +141,7 @@ def die_with_parent(parent_pid: int | None = None) -> None:
 
 def worker_init(parent_pid: int, lock_fd: int | None) -> None:
     """Initializer of every pool worker: die with the parent (a SIGKILLed ``study run``
-    leaves no idle workers holding its stdout/stderr, issue 14 row 3), and close the
+    leaves no idle workers holding its stdout/stderr), and close the
     inherited copy of the study lock's descriptor (the lock is the parent's alone)."""
     die_with_parent(parent_pid)
     if lock_fd is not None:

@@ -2,8 +2,7 @@
 
 ``study run`` (and planning, which rewrites ``plan.json``) holds the lock for its whole
 life; a second ``study run`` on the same directory fails at once with one line naming
-the holder's pid (exit 2) instead of re-running what the first is running (issue 14
-row 11). The kernel releases an ``flock`` when the holder dies, so a killed run never
+the holder's pid (exit 2) instead of re-running what the first is running. The kernel releases an ``flock`` when the holder dies, so a killed run never
 leaves a stale lock; the pid written into the file is only for the message. Readers
 (``status``, ``query``, ``report``) and ``run-one`` (job arrays run many at once) take
 no lock: run files are placed by atomic rename, so they see complete files or none.

@@ -287,7 +287,7 @@ def _bottleneck_tables(data, runs: pd.DataFrame, factors: list[str], short: dict
 
 
 def _point_names(frame: pd.DataFrame, factors: list[str], short: dict[str, str]) -> pd.Series:
-    """``qdisc=dualpi2 · ecn=0``: each factor's short name with its value (issue 13: not "dualpi2 0")."""
+    """``qdisc=dualpi2 · ecn=0``: each factor's short name with its value (not "dualpi2 0")."""
     if not factors:
         return frame["point"].map(lambda p: f"point {p}")
     return frame[factors].apply(lambda r: " · ".join(f"{short[f]}={r[f]}" for f in factors), axis=1)

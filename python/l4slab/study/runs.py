@@ -26,8 +26,8 @@ __all__ = ["plan", "run", "run_one", "emit_jobs", "status", "pending_runs", "Run
 PLAN_SCHEMA = "l4slab.study.plan/1"
 
 
-#: Backends a study runs on: the engine, real kernel TCP through the emulator (issue 15), or
-#: the whole scenario on a real kernel in a virtual-time guest (issue 26, :mod:`l4slab.kernel`).
+#: Backends a study runs on: the engine, real kernel TCP through the emulator, or
+#: the whole scenario on a real kernel in a virtual-time guest (:mod:`l4slab.kernel`).
 BACKENDS = ("sim", "emulate", "kernel")
 
 

@@ -67,7 +67,7 @@ from .summary import check_metrics
 __all__ = ["StudySpec", "Point", "RunSpec", "load_study", "study_from_dict", "trial_seed", "run_id"]
 
 SEED_DOMAIN = "l4slab.study/1"
-#: Bounds of a study (issue 14 row 6): trials per point, values per factor, the product
+#: Bounds of a study: trials per point, values per factor, the product
 #: before exclude/filter, points (each resolved up front) and runs (files) after them.
 MAX_TRIALS = 10_000
 MAX_FACTOR_VALUES = 1_000
@@ -454,7 +454,7 @@ def study_from_dict(
     if not isinstance(meta.get("reproduces", ""), str):
         raise ScenarioError(
             f"study.reproduces: {show(meta['reproduces'])} is not a string; expected the paper and its figure, "
-            'e.g. "seed 001 (De Schepper et al.) Figure 7"'
+            'e.g. "the DualQ paper (De Schepper et al.) Figure 7"'
         )
     seed = meta.get("seed", 1)
     trials = meta.get("trials", 1)

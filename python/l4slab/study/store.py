@@ -17,7 +17,7 @@ factor values, trial, seed, wall_s, engine and l4slab versions, ``"complete": tr
 a file that pyarrow cannot read, or without that key, or whose id differs from its
 name, is not a finished run and is run again.
 
-Verification (issue 14 item 1): every run file carries two checksums. The schema
+Verification: every run file carries two checksums. The schema
 metadata key ``l4slab.study.sha256`` holds :func:`content_digest` of its decoded
 contents (identity JSON and every column's values), and ``records.jsonl`` in the study
 directory gets one line ``{"id", "sha256", "bytes"}`` with the sha256 of the file's
@@ -205,7 +205,7 @@ def run_file_bytes(result: Any, meta: Mapping[str, Any]) -> bytes:
         "flow_series": result.flow_series,
         "bottleneck_series": result.bottleneck_series,
     }
-    # Web sources' per-request records (seed 001 App. C: size, FCT, completion efficiency),
+    # Web sources' per-request records (DualQ paper App. C: size, FCT, completion efficiency),
     # kept so a study's FCT analysis reads the store; absent for runs without web traffic.
     requests = getattr(result, "requests", None)
     if requests is not None and len(requests):

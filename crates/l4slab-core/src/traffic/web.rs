@@ -1,4 +1,4 @@
-//! Web traffic as seed 001 (De Schepper et al., "Dual Queue Coupled AQM",
+//! Web traffic as the DualQ paper (De Schepper et al., "Dual Queue Coupled AQM",
 //! Appendix C) generated it: requests arrive as a Poisson process, every request
 //! opens a new TCP connection, and the server sends one response, of a size drawn
 //! from a Pareto distribution (α = 0.9, 1 kB to 1 MB), then closes. The client

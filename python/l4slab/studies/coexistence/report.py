@@ -1,4 +1,4 @@
-"""Report sections of coexistence (seed 004, Freitas et al., Figures 2-5 and 8).
+"""Report sections of coexistence (coexistence paper, Freitas et al., Figures 2-5 and 8).
 
 The paper's figures, per case: each server's throughput and RTT as per-second series, the
 mean over the 30 repetitions with a 95 % confidence band (Student t), and the queue delay;
@@ -27,7 +27,7 @@ CASES = {
     "cubic3,cubic4,prague1,prague2": "DualPI2, 2 Prague then 2 CUBIC",
     "prague1,prague2,prague3,prague4": "DualPI2, 4 Prague",
 }
-#: Seed 004's stated numbers (§4, 10 Mbit/s, 30 ms): (case, phase, label, quantity) → value;
+#: The coexistence paper's stated numbers (§4, 10 Mbit/s, 30 ms): (case, phase, label, quantity) → value;
 #: phase k = the k-th 10-s interval (the baseline: 0-30 s, phase 0).
 PUBLISHED = {
     ("Baseline: 1 Prague + 1 CUBIC, DualPI2", 0, "prague", "throughput"): 2.5,
@@ -142,7 +142,7 @@ def series_section(data, out: Path) -> list[str]:
     if samples.empty:
         return []
     queue = queue_per_second(data)
-    lines = ["## Coexistence in a full-L4S bottleneck (seed 004 Figures 2-5 and 8)", ""]
+    lines = ["## Coexistence in a full-L4S bottleneck (coexistence paper Figures 2-5 and 8)", ""]
     n = samples.groupby("case")["run_id"].nunique()
     for k, case in enumerate(c for c in CASES.values() if c in set(samples["case"])):
         part = samples[samples["case"] == case]

@@ -1,4 +1,4 @@
-"""Report sections of dualq-basic (seed 001 §IV-C, Figure 6): one long flow per CC with equal
+"""Report sections of dualq-basic (DualQ paper §IV-C, Figure 6): one long flow per CC with equal
 base RTTs, 4-200 Mbit/s x 5-100 ms, on DualPI2 (Prague + CUBIC), PIE and FQ-CoDel (ECN-CUBIC
 + CUBIC).
 
@@ -77,7 +77,7 @@ def basic_section(data, out: Path) -> list[str]:
     frame = frame.sort_values("rate_mbps")
     order = [r for r in RTTS if r in set(frame["rtt"])]
     panels = [a for a in AQM_ORDER if a in set(frame["aqm"])]
-    lines = ["## Basic grid (seed 001 Figure 6)", ""]
+    lines = ["## Basic grid (DualQ paper Figure 6)", ""]
     plots = (
         ("a_mean_ms", "A's queue: mean delay (ms)", True, ()),
         ("a_p99_ms", "A's queue: P99 delay (ms)", True, ()),

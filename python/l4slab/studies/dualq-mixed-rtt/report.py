@@ -1,4 +1,4 @@
-"""Report sections of dualq-mixed-rtt (seed 001 §IV-E, Figure 8): one flow per CC with mixed
+"""Report sections of dualq-mixed-rtt (DualQ paper §IV-E, Figure 8): one flow per CC with mixed
 base RTTs over 40 Mbit/s.
 
 Figure 8's rows: queue delay (mean and P99) of each flow's queue, the A:B rate ratio and the
@@ -25,7 +25,7 @@ A_RTT, B_RTT, B_CC, PANEL = "flows_0_rtt", "flows_1_rtt", "flows_1_cc", "panel"
 PANEL_AQM = {"dualpi2": "DualPI2", "pie": "PIE", "fq_codel": "FQ-CoDel"}
 AQMS = ("DualPI2", "PIE", "FQ-CoDel")
 RTTS = ("5ms", "10ms", "20ms", "50ms", "100ms")
-#: Seed 001's stated rate ratios (§III-C footnote 9): (AQM, A RTT, B RTT, B cc) → A:B.
+#: The DualQ paper's stated rate ratios (§III-C footnote 9): (AQM, A RTT, B RTT, B cc) → A:B.
 PUBLISHED_RATIOS = {("DualPI2", "5ms", "100ms", "reno"): 6.3, ("PIE", "5ms", "100ms", "reno"): 5.5}
 
 
@@ -93,7 +93,7 @@ def mixed_rtt_section(data, out: Path) -> list[str]:
         [{"aqm": k[0], "case": f"{_ms(k[1])}-{_ms(k[2])}", "b_cc": k[3], "rate_ratio": v}
          for k, v in PUBLISHED_RATIOS.items()]
     )  # fmt: skip
-    lines = ["## Mixed base RTTs (seed 001 Figure 8)", ""]
+    lines = ["## Mixed base RTTs (DualQ paper Figure 8)", ""]
     plots = (
         ("a_mean_ms", "A's queue: mean delay (ms)", False, (0.5,), None),
         ("a_p99_ms", "A's queue: P99 delay (ms)", False, (1.0,), None),

@@ -1,4 +1,4 @@
-"""Report sections of dualq-multiflow (seed 001 §IV-D, Figure 7): rate per flow normalised
+"""Report sections of dualq-multiflow (DualQ paper §IV-D, Figure 7): rate per flow normalised
 by the fair rate against the mix of A (ECN-capable) and B (Classic) flows, per AQM.
 
 Figure 7 plots, for each mix A-B, each type's rate per flow over the fair rate (link rate /
@@ -38,7 +38,7 @@ def normalised_section(data, out: Path) -> list[str]:
     rates = type_rates(flows, ["aqm", B_CC, "mix"])
     rates["type"] = rates["label"].map({"A": "A (Prague / ECN-CUBIC)", "B": "B (Classic)"}).fillna(rates["label"])
     order = [m for m in MIX_ORDER if m in set(rates["mix"])]
-    lines = ["## Rate per flow normalised by the fair rate (seed 001 Figure 7)", ""]
+    lines = ["## Rate per flow normalised by the fair rate (DualQ paper Figure 7)", ""]
     for cc in dict.fromkeys(rates[B_CC]):
         part = rates[rates[B_CC] == cc]
         fig = figures_points(part, order, f"40 Mbit/s, 10 ms: A vs {cc} (B)")
@@ -51,7 +51,7 @@ def normalised_section(data, out: Path) -> list[str]:
     table["AQM"] = pd.Categorical(table["AQM"], [a for a in AQM_ORDER if a in set(table["AQM"])])
     table = table.sort_values(["AQM", "B"])
     lines += [
-        "A:B rate per flow (seed 001 App. B rate balance; the basic grid's band over DualPI2: 0.85-2.5):",
+        "A:B rate per flow (DualQ paper App. B rate balance; the basic grid's band over DualPI2: 0.85-2.5):",
         "",
         markdown_table(table.round(2)),
         "",

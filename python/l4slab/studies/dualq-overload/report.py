@@ -1,4 +1,4 @@
-"""Report sections of dualq-overload (seed 001 §IV-G, Figure 12): 5 Prague + 5 CUBIC flows
+"""Report sections of dualq-overload (DualQ paper §IV-G, Figure 12): 5 Prague + 5 CUBIC flows
 and one unresponsive UDP flow at 50-200 % of a 100 Mbit/s DualPI2 link, the UDP flow in the L
 queue (ECT(1)) or the C queue (Not-ECT).
 
@@ -50,7 +50,7 @@ def overload_section(data, out: Path) -> list[str]:
     share = shares(data)
     order = [r for r in RATES if r in set(share[RATE])]
     panels = [CLASS_NAME[c] for c in ("ect1", "not-ect") if CLASS_NAME[c] in set(share["udp"])]
-    lines = ["## Unresponsive UDP and overload (seed 001 Figure 12)", ""]
+    lines = ["## Unresponsive UDP and overload (DualQ paper Figure 12)", ""]
     fig = points_figure(share, x=RATE, y="per_flow_share", panel="udp", series="label", order=order, panels=panels,
                         ylabel="rate per flow / link rate", xlabel="UDP rate (% of link)", logy=True)  # fmt: skip
     figures.save(fig, out / "overload_shares")

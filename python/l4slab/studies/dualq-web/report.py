@@ -1,4 +1,4 @@
-"""Report sections of dualq-web (seed 001 §IV-F, Figures 9-11): the long flows plus web
+"""Report sections of dualq-web (DualQ paper §IV-F, Figures 9-11): the long flows plus web
 traffic per CC at 120 Mbit/s, 10 ms, under low and high load, on DualPI2, PIE and FQ-CoDel.
 
 * Figure 10: the complementary CDF of queue delay (log scale) per AQM and queue under high
@@ -46,7 +46,7 @@ WHY_L_P99 = (
     "not say how its web servers sent their first flight; the simulation follows Linux, so it is the one "
     "to trust for an initial window of 10 unpaced segments."
 )
-#: Seed 001 §IV-F: short responses are those below 50 kB.
+#: The DualQ paper's §IV-F: short responses are those below 50 kB.
 SHORT_BYTES = 50_000
 
 
@@ -97,7 +97,7 @@ def delay_section(data, out: Path) -> list[str]:
     figures.save(fig, out / "web_delay_ccdf")
     table = classes.pivot_table(index=["aqm", "class"], columns="load", values=["mean_ms", "p99_ms", "p999_ms"])
     table.columns = [f"{stat} {load}" for stat, load in table.columns]
-    lines = ["## Web traffic: queue delay (seed 001 Figure 10)", "", "![queue delay CCDF](web_delay_ccdf.png)", ""]
+    lines = ["## Web traffic: queue delay (DualQ paper Figure 10)", "", "![queue delay CCDF](web_delay_ccdf.png)", ""]
     lines += ["Per queue (ms):", "", markdown_table(table.reset_index().round(3)), ""]
     high_l = classes[(classes["class"] == "L") & (classes["load"] == "high")]
     if not high_l.empty:
@@ -135,7 +135,7 @@ def efficiency_section(data, out: Path) -> list[str]:
         else str(cc)
         for src, cc in zip(requests["source"], requests["cc"], strict=True)
     ]
-    lines = ["## Web traffic: flow completion (seed 001 Figures 9 and 11)", ""]
+    lines = ["## Web traffic: flow completion (DualQ paper Figures 9 and 11)", ""]
     bins = []
     for (aqm, load), part in requests.groupby(["aqm", "load"], sort=False):
         frame = efficiency_bins(part)

@@ -1,4 +1,4 @@
-"""Report sections of ecn-threshold (the PAM 2025 authors' FIFO+ECN illustration; seed 001
+"""Report sections of ecn-threshold (the PAM 2025 authors' FIFO+ECN illustration; the DualQ paper
 Figure 2 makes the same point): one long flow over 100 Mbit/s, 25 ms, in one FIFO queue with
 a CE threshold.
 

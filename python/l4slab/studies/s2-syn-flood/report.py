@@ -46,7 +46,7 @@ def shares_section(data, out: Path) -> list[str]:
         "S2 reports that DualPI2 protects Prague from an ECT(0) flood. DualPI2 CE-marks the flood's "
         "ECN-capable SYNs in the C queue instead of dropping them (drop only for Not-ECT packets or on "
         "overload, when the classic probability exceeds 25 %), so below the link rate the flood keeps its "
-        "rate and Prague gets the residual, as with ECT(1) (seed 001 §III-D). Here the flood is shed only "
+        "rate and Prague gets the residual, as with ECT(1) (DualQ paper §III-D). Here the flood is shed only "
         "by tail drops at the 200-packet limit the two queues share (54-byte SYNs fill it): that is what "
         "leaves Prague a few Mbit/s; with a limit of 10 000 packets Prague gets the residual (~1 Mbit/s at "
         "9 Mbit/s of flood).",

@@ -408,7 +408,7 @@ fn cc_state_reports_the_model() {
     assert!(bw_100m() > 0);
 }
 
-/// The L4STeam ECN path as audited against 009adfe4 (issue 10): with the defaults
+/// The L4STeam ECN path as audited against 009adfe4: with the defaults
 /// (`bbr_ecn_max_rtt_us = 0`, "ECN allowed at any RTT" in `bbr2_update_ecn_alpha`)
 /// a 10 ms flow is ECN-eligible from its first round; a marked round in CRUISE cuts
 /// `inflight_lo` by 1 − α·ecn_factor with no floor (`bbr2_adapt_lower_bounds`: only

@@ -122,7 +122,8 @@ fn first_ce_halves_frac_with_alpha_mode_0() {
     assert_eq!(p.frac, f);
 
     // If the first CE ACK also covers unmarked packets, the slow-start
-    // re-sync of frac cancels the halving, as in the kernel (issue 11 row 9):
+    // re-sync of frac cancels the halving, as in the kernel (Prague beside
+    // CUBIC in a deep FQ-CoDel, docs/fidelity-prague.md):
     // tcp_prague.c v0.7 prague_update_cwnd halves frac_cwnd on the first
     // `rs->ece_delta`, then, with `acked -= rs->ece_delta` > 0 and
     // tcp_in_slow_start, runs `tcp_slow_start` and `ca->frac_cwnd =
