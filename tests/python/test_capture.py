@@ -112,6 +112,93 @@ def test_tshark_decodes_the_accecn_option_and_ace_field_at_the_prague_sender(tmp
     assert _tshark(path, "frame.number", display_filter="_ws.malformed") == []
 
 
+def _expert(path: Path) -> str:
+    """The summaries of tshark's expert info (``-z expert``) without the per-frame comments."""
+    out = subprocess.run([TSHARK, "-r", str(path), "-q", "-z", "expert"], capture_output=True, text=True, check=True,
+                         timeout=120)  # fmt: skip
+    return "\n".join(line for line in out.stdout.splitlines() if "Comment" not in line and "flow=" not in line)
+
+
+#: Expert-info summaries tshark gives only when the sequence space or the timestamps are
+#: wrong: a SYN that does not consume a sequence number makes every first segment look like
+#: a keep-alive probe (seq = next - 1), an ACK above every segment seen is "unseen".
+FALSE_FLAGS = ("keep-alive", "ACKed segment that wasn't captured", "ACKed unseen", "Window is full", "zero window")
+
+
+@needs_tshark
+@pytest.mark.parametrize("point,flow", [("bottleneck", None), ("sender", 0), ("receiver", 1)])
+def test_tshark_expert_info_raises_no_false_flag_and_data_echo_timestamps(tmp_path, point, flow):
+    """The reference capture at each point (from the start, handshake included): Wireshark's
+    TCP analysis finds no keep-alive, no ACK of an unseen segment, no full window, and every
+    data segment echoes a timestamp (TSecr = the TSval of the newest ACK its sender had,
+    RFC 7323 §4.3), which advances over the run."""
+    text = SCENARIO.format(point=point, flow="" if flow is None else f"flow = {flow}").replace('start = "1s"\n', "")
+    out = tmp_path / point
+    run(scenario_from_toml(text)).write(out)
+    path = out / "capture.pcapng"
+    expert = _expert(path)
+    for flag in FALSE_FLAGS:
+        assert flag.lower() not in expert.lower(), f"{flag!r} in tshark's expert info:\n{expert}"
+    # The handshake as tshark sees it: SYN and SYN/ACK with MSS, SACK_PERM, TS and WS, and the
+    # first data byte one past the ISN (relative sequence 1).
+    syns = _tshark(path, "tcp.flags.ack", "tcp.options.mss_val", "tcp.options.wscale.shift", "tcp.options.sack_perm",
+                   display_filter="tcp.flags.syn == 1")  # fmt: skip
+    assert syns and all(s[1] == "1460" and s[2] == "14" and s[3] for s in syns), syns
+    first = _tshark(path, "tcp.stream", "tcp.seq", display_filter="tcp.len > 0")
+    firsts = {}
+    for stream, seq in first:
+        firsts.setdefault(stream, int(seq))
+    assert set(firsts.values()) == {1}, firsts
+    data = _tshark(
+        path, "tcp.stream", "frame.time_relative", "tcp.options.timestamp.tsecr", display_filter="tcp.len > 0"
+    )
+    assert len(data) > 1000
+    assert all(int(d[2]) != 0 for d in data), "a data segment with TSecr = 0"
+    for stream in {d[0] for d in data}:
+        echoes = [int(d[2]) for d in data if d[0] == stream]
+        # The echo follows the ACKs' TSval clock (ms): over the 2-s window, by 2 s less about an RTT.
+        assert 1950 <= (echoes[-1] - echoes[0]) % 2**32 <= 2000, (stream, echoes[0], echoes[-1])
+
+
+LOSSY = """
+name = "lossy"
+duration = "4s"
+[bottleneck]
+rate = "20Mbit"
+qdisc = "pfifo limit 20"
+[[flows]]
+cc = "cubic"
+rtt = "20ms"
+[[flows]]
+cc = "reno"
+rtt = "20ms"
+start = "0.5s"
+[capture]
+point = "sender"
+flow = 0
+"""
+
+
+@needs_tshark
+def test_tshark_sees_losses_at_the_sender_as_retransmissions_not_as_gaps(tmp_path):
+    """Tail drops at a 20-packet pfifo: at the sender, which sees every segment it sends,
+    tshark finds the fast retransmissions and duplicate ACKs (with SACK blocks inside the
+    sequence space) and none of the flags that would mean a broken sequence space."""
+    result = run(scenario_from_toml(LOSSY))
+    assert int(result.flows.loc[0, "retransmits"]) > 0
+    result.write(tmp_path / "lossy")
+    path = tmp_path / "lossy" / "capture.pcapng"
+    expert = _expert(path)
+    assert "fast retransmission" in expert and "Duplicate ACK" in expert, expert
+    for flag in (*FALSE_FLAGS, "Previous segment(s) not captured"):
+        assert flag.lower() not in expert.lower(), f"{flag!r} in tshark's expert info:\n{expert}"
+    sacks = _tshark(path, "tcp.ack", "tcp.options.sack_le", "tcp.options.sack_re", display_filter="tcp.options.sack_le")
+    assert sacks
+    for ack, left, right in sacks:
+        for lo, hi in zip(left.split(","), right.split(","), strict=True):
+            assert int(lo) < int(hi), (ack, left, right)
+
+
 def test_capture_errors_name_the_field():
     with pytest.raises(ScenarioError, match=r"capture\.flow: required at point sender"):
         scenario_from_toml(SCENARIO.format(point="sender", flow="")).resolve()

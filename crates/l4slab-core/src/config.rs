@@ -20,7 +20,7 @@ fn default_burst_bytes() -> u64 {
 fn default_access_rate_bps() -> u64 {
     10_000_000_000
 }
-fn default_mss() -> u32 {
+pub(crate) fn default_mss() -> u32 {
     1448
 }
 fn default_init_cwnd() -> u32 {

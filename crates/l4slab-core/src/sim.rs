@@ -266,7 +266,7 @@ impl Simulation {
         });
         let capture = cfg.capture.as_ref().map(|c| {
             let classes = net.link(topology.bottleneck).queue().map_or(Vec::new(), |q| q.qdisc.class_names().to_vec());
-            PacketCapture::new(c, topology.bottleneck, classes)
+            PacketCapture::new(c, topology.bottleneck, classes, &cfg.flows)
         });
         for link in net.links.iter_mut() {
             if let Some(q) = link.queue_mut() {

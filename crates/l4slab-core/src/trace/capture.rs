@@ -12,11 +12,30 @@
 //!   `ip_local_port_range` starts at 32768), server port 5201 (iperf3's);
 //! * the IP ECN field as the packet carried it at that point (a CE mark applied by the
 //!   bottleneck is in the egress capture, not in the ingress one);
-//! * TCP: sequence and acknowledgement numbers modulo 2^32, the flags (ACK, ECE, CWR,
-//!   and for AccECN the ACE field in AE/CWR/ECE: RFC 9768 §3.2.1), the timestamp option
-//!   (`NOP NOP TS`, RFC 7323 §3, as Linux aligns it), SACK blocks (`NOP NOP SACK`,
-//!   RFC 2018 §3) and the AccECN option (kind 174, order E1B CEB E0B, RFC 9768 §3.2.3,
-//!   as the packet stores it), padded with NOPs to a multiple of 4 bytes;
+//! * TCP sequence space as on the wire (RFC 9293 §3.4): each side's initial sequence
+//!   number is 0 (Linux draws it from `secure_tcp_seq`; 0 keeps Wireshark's relative and
+//!   absolute numbers equal) and the SYN consumes one number, so the first data byte is
+//!   sequence 1 and the engine's byte offsets are shifted by one, modulo 2^32; the
+//!   receiver's ACKs carry sequence 1 and every segment after the SYN the ACK flag;
+//! * the flags (ACK, ECE, CWR, and for AccECN the ACE field in AE/CWR/ECE: RFC 9768
+//!   §3.2.1), the timestamp option (`NOP NOP TS`, RFC 7323 §3, as Linux aligns it), SACK
+//!   blocks (`NOP NOP SACK`, RFC 2018 §3) and the AccECN option (kind 174, order E1B CEB
+//!   E0B, RFC 9768 §3.2.3, as the packet stores it), padded with NOPs to a multiple of 4
+//!   bytes; the SYN and SYN/ACK carry Linux's `MSS, SACK_PERM+TS, NOP WS` (20 bytes,
+//!   `tcp_output.c:tcp_options_write` for `tcp_syn_options`);
+//! * TSval: the engine's millisecond clock plus a fixed offset per host ([`ts_offset`],
+//!   as Linux's `secure_tcp_ts_off`); TSecr as Linux sets it: a SYN echoes 0, the
+//!   receiver's segments echo its `ts_recent` (the engine's), and the sender's data echo
+//!   the TSval of the newest ACK it had taken when it sent the segment (`ts_recent`,
+//!   RFC 7323 §4.3, `tcp_input.c:tcp_replace_ts_recent`). The engine's sender does not
+//!   put TSecr on its segments (its receiver would then sample a receive RTT, which the
+//!   engine does not model), so the capture tracks it: per flow, from the ACKs delivered
+//!   to the sender, and for a segment captured after its sender (bottleneck, receiver)
+//!   from the value noted when it left the sender;
+//! * the advertised window: the engine's receive window when the flow has one
+//!   (`rwnd_bytes`), else the largest (65535 << 14, RFC 7323 §2.3: the engine's receiver
+//!   never limits), with the smallest window scale that holds it, 7 at least (Linux's
+//!   `tcp_select_initial_window` for the default `tcp_rmem`);
 //! * headers only: the payload is not stored (a snap length, as `tcpdump -s`), but the
 //!   original length and the IP total length are the packet's, and the TCP/UDP
 //!   checksum is that of the packet with an all-zero payload (correct for the bytes a
@@ -25,7 +44,7 @@
 //!   bottleneck sojourn and sub-queue (e.g. `sojourn_us=412.0 queue=L`), the flow, and
 //!   whether the segment is a retransmission.
 
-use crate::config::{CaptureConfig, CapturePoint};
+use crate::config::{CaptureConfig, CapturePoint, FlowConfig};
 use crate::event::EndpointId;
 use crate::event::LinkId;
 use crate::packet::{Packet, PacketKind, SackBlock, SackSet, SackTable};
@@ -38,6 +57,7 @@ use pcap_file::pcapng::blocks::interface_description::{InterfaceDescriptionBlock
 use pcap_file::pcapng::PcapNgWriter;
 use pcap_file::DataLink;
 use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::time::Duration;
 
 /// The server (receiver) port: iperf3's default.
@@ -48,6 +68,9 @@ pub const CLIENT_PORT_BASE: u16 = 32768;
 const SNAPLEN: u32 = 14 + 20 + 60;
 /// TCP option kinds (IANA; AccECN: RFC 9768 §3.2.3).
 const TCPOPT_NOP: u8 = 1;
+const TCPOPT_MSS: u8 = 2;
+const TCPOPT_WINDOW: u8 = 3;
+const TCPOPT_SACK_PERM: u8 = 4;
 const TCPOPT_SACK: u8 = 5;
 const TCPOPT_TIMESTAMP: u8 = 8;
 const TCPOPT_ACCECN1: u8 = 174;
@@ -62,6 +85,64 @@ struct Captured {
     sack: SackSet,
     /// Bottleneck sojourn (egress point only).
     sojourn_ns: Option<u64>,
+    /// The TSecr the segment carries (the echoed TSval, without the timestamp offset).
+    tsecr: u32,
+}
+
+/// A host's timestamp offset for flow slot `flow` (`from_receiver`: the receiver's). Linux
+/// adds a random offset per host pair to its TSval clock (`secure_tcp_ts_off`, since
+/// 4.11); the capture adds a fixed one per flow and side (splitmix64 of both), so a TSval
+/// or TSecr is never 0 however early the flow starts.
+fn ts_offset(flow: u32, from_receiver: bool) -> u32 {
+    let mut x = ((flow as u64) << 1 | from_receiver as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (x ^ (x >> 31)) as u32
+}
+
+/// What a flow's hosts put in headers the engine does not model, per flow slot.
+#[derive(Clone, Copy, Debug)]
+struct HostHeaders {
+    /// The MSS option: `mss_cache` + the aligned timestamp option (Linux's `tcp_advmss`).
+    mss_option: u16,
+    /// Window scale (RFC 7323 §2.2) and the scaled window field of the receiver's segments.
+    wscale: u8,
+    window: u16,
+}
+
+impl HostHeaders {
+    fn of(flow: Option<&FlowConfig>) -> Self {
+        let (mss, rwnd) = match flow {
+            Some(FlowConfig::Tcp(t)) => (t.mss, t.rwnd_bytes),
+            _ => (crate::config::default_mss(), None),
+        };
+        let rwnd = rwnd.unwrap_or(65_535 << 14).min(65_535 << 14);
+        let wscale = (7..=14).find(|&w| rwnd >> w <= 65_535).unwrap_or(14);
+        HostHeaders {
+            mss_option: (mss + crate::packet::TCPOLEN_TSTAMP_ALIGNED).min(65_535) as u16,
+            wscale,
+            window: (rwnd >> wscale).max(1) as u16,
+        }
+    }
+}
+
+/// A data segment that left its sender, with the TSecr it carried.
+#[derive(Clone, Copy, Debug)]
+struct Sent {
+    seq: u64,
+    tsval: u32,
+    retrans: bool,
+    tsecr: u32,
+}
+
+/// The sender side of one flow slot as the capture tracks it.
+#[derive(Clone, Debug, Default)]
+struct SenderEcho {
+    /// `ts_recent`: TSval of the newest ACK (or SYN/ACK) delivered to the sender.
+    ts_recent: u32,
+    /// Segments that left the sender and have not yet passed the capture point (only
+    /// for a point after the sender), oldest first.
+    in_flight: VecDeque<Sent>,
 }
 
 /// The capture observer of a run.
@@ -73,12 +154,18 @@ pub struct PacketCapture {
     records: Vec<Captured>,
     /// Packets that passed the point in the window but exceeded `max_packets`.
     missed: u64,
+    /// Per flow slot: its hosts' header fields, and the sender's echoed timestamp.
+    hosts: Vec<HostHeaders>,
+    echo: Vec<SenderEcho>,
 }
 
 impl PacketCapture {
-    /// A capture of `cfg` whose `bottleneck` point is `link` (sub-queues named `classes`).
-    pub fn new(cfg: &CaptureConfig, link: LinkId, classes: Vec<&'static str>) -> Self {
+    /// A capture of `cfg` whose `bottleneck` point is `link` (sub-queues named `classes`);
+    /// `flows` are the run's configured flows (slots beyond them are opened by sources).
+    pub fn new(cfg: &CaptureConfig, link: LinkId, classes: Vec<&'static str>, flows: &[FlowConfig]) -> Self {
         PacketCapture {
+            hosts: flows.iter().map(|f| HostHeaders::of(Some(f))).collect(),
+            echo: vec![SenderEcho::default(); flows.len()],
             cfg: cfg.clone(),
             link,
             classes,
@@ -99,10 +186,56 @@ impl PacketCapture {
         self.cfg.flow.is_none_or(|f| f == flow)
     }
 
+    /// The sender's state of flow slot `flow` (slots opened by sources grow the table:
+    /// once per slot, not per packet).
+    fn echo_mut(&mut self, flow: u32) -> &mut SenderEcho {
+        let i = flow as usize;
+        if i >= self.echo.len() {
+            self.echo.resize(i + 1, SenderEcho::default());
+        }
+        &mut self.echo[i]
+    }
+
+    fn host(&self, flow: u32) -> HostHeaders {
+        self.hosts.get(flow as usize).copied().unwrap_or_else(|| HostHeaders::of(None))
+    }
+
+    /// Whether data segments are captured after they left their sender (so their TSecr
+    /// must be noted at the sender).
+    fn after_sender(&self) -> bool {
+        self.cfg.point != CapturePoint::Sender
+    }
+
+    /// The TSecr `pkt` carries on the wire, at the capture point.
+    fn tsecr_of(&mut self, pkt: &Packet) -> u32 {
+        match pkt.kind {
+            PacketKind::Data if self.after_sender() => {
+                let e = self.echo_mut(pkt.flow);
+                // The segment's entry; entries before it are segments lost before the point.
+                let found = e
+                    .in_flight
+                    .iter()
+                    .position(|s| s.seq == pkt.tcp.seq && s.tsval == pkt.tcp.tsval && s.retrans == pkt.retrans);
+                match found {
+                    Some(k) => {
+                        let tsecr = e.in_flight[k].tsecr;
+                        e.in_flight.drain(..=k);
+                        tsecr
+                    }
+                    None => e.ts_recent,
+                }
+            }
+            PacketKind::Data => self.echo_mut(pkt.flow).ts_recent,
+            // The receiver's segments echo its own ts_recent (the engine's); a SYN echoes 0.
+            _ => pkt.tcp.tsecr,
+        }
+    }
+
     #[inline]
     fn keep(&mut self, now: Time, pkt: &Packet, sacks: &SackTable, sojourn_ns: Option<u64>) {
+        let tsecr = self.tsecr_of(pkt);
         if (self.records.len() as u64) < self.cfg.max_packets {
-            self.records.push(Captured { t: now, pkt: *pkt, sack: sacks.get(pkt.tcp.sack), sojourn_ns });
+            self.records.push(Captured { t: now, pkt: *pkt, sack: sacks.get(pkt.tcp.sack), sojourn_ns, tsecr });
         } else {
             self.missed += 1;
         }
@@ -147,7 +280,8 @@ impl PacketCapture {
         let mut comment = String::with_capacity(64);
         for (i, c) in self.records.iter().enumerate() {
             frame.clear();
-            let original_len = build_frame(&c.pkt, &c.sack, i as u16, &zeros, &mut frame)?;
+            let host = self.host(c.pkt.flow);
+            let original_len = build_frame(&c.pkt, &c.sack, c.tsecr, &host, i as u16, &zeros, &mut frame)?;
             comment.clear();
             self.describe(c, &mut comment);
             let caplen = frame.len().min(SNAPLEN as usize);
@@ -194,6 +328,14 @@ impl PacketCapture {
     /// `pkt` reached endpoint `to`.
     #[inline]
     pub fn on_deliver(&mut self, now: Time, to: EndpointId, pkt: &Packet, sacks: &SackTable) {
+        if to == EndpointId::sender(pkt.flow) && matches!(pkt.kind, PacketKind::Ack | PacketKind::SynAck) {
+            // RFC 7323 §4.3 (tcp_replace_ts_recent): the receiver's segments never advance
+            // past the sender's ACK point, so the newest TSval (serial order) is echoed.
+            let e = self.echo_mut(pkt.flow);
+            if pkt.kind == PacketKind::SynAck || (pkt.tcp.tsval.wrapping_sub(e.ts_recent) as i32) > 0 {
+                e.ts_recent = pkt.tcp.tsval;
+            }
+        }
         if self.at_endpoint(to) && self.in_window(now) {
             self.keep(now, pkt, sacks, None);
         }
@@ -202,9 +344,26 @@ impl PacketCapture {
     /// `pkt` leaves endpoint `from`.
     #[inline]
     pub fn on_emit(&mut self, now: Time, from: EndpointId, pkt: &Packet, sacks: &SackTable) {
+        if pkt.kind == PacketKind::Data
+            && self.after_sender()
+            && from == EndpointId::sender(pkt.flow)
+            && self.wants_flow(pkt.flow)
+            && self.cfg.stop_ns.is_none_or(|s| now < s)
+        {
+            let e = self.echo_mut(pkt.flow);
+            let tsecr = e.ts_recent;
+            e.in_flight.push_back(Sent { seq: pkt.tcp.seq, tsval: pkt.tcp.tsval, retrans: pkt.retrans, tsecr });
+        }
         if self.at_endpoint(from) && self.in_window(now) {
             self.keep(now, pkt, sacks, None);
         }
+    }
+
+    /// A new flow opened in slot `flow`: its sender has no timestamp to echo yet.
+    pub fn on_flow_open(&mut self, flow: u32) {
+        let e = self.echo_mut(flow);
+        e.ts_recent = 0;
+        e.in_flight.clear();
     }
 }
 
@@ -239,8 +398,17 @@ fn from_receiver(pkt: &Packet) -> bool {
 }
 
 /// Write `pkt` as an Ethernet frame into `out` (headers, then the payload's zeros up to
-/// the snap length); returns the frame's original length on the wire.
-fn build_frame(pkt: &Packet, sack: &SackSet, ip_id: u16, zeros: &[u8], out: &mut Vec<u8>) -> Result<u32, String> {
+/// the snap length); returns the frame's original length on the wire. `tsecr` is the
+/// echoed timestamp it carries, `host` its hosts' header fields.
+fn build_frame(
+    pkt: &Packet,
+    sack: &SackSet,
+    tsecr: u32,
+    host: &HostHeaders,
+    ip_id: u16,
+    zeros: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<u32, String> {
     let (snd, rcv) = flow_addresses(pkt.flow);
     let client_port = CLIENT_PORT_BASE.wrapping_add((pkt.flow % 28_232) as u16);
     let back = from_receiver(pkt);
@@ -267,10 +435,14 @@ fn build_frame(pkt: &Packet, sack: &SackSet, ip_id: u16, zeros: &[u8], out: &mut
         udp.write(out).map_err(io)?;
     } else {
         let t = &pkt.tcp;
-        let mut tcp = TcpHeader::new(sport, dport, t.seq as u32, 65_535);
-        tcp.acknowledgment_number = t.ack as u32;
-        tcp.ack = !matches!(pkt.kind, PacketKind::Syn);
-        tcp.syn = matches!(pkt.kind, PacketKind::Syn | PacketKind::SynAck);
+        let (seq, ack) = wire_seq_ack(pkt);
+        let syn = matches!(pkt.kind, PacketKind::Syn | PacketKind::SynAck);
+        // RFC 7323 §2.2: the window field of a SYN is never scaled.
+        let window = if syn { 65_535 } else { host.window };
+        let mut tcp = TcpHeader::new(sport, dport, seq, window);
+        tcp.acknowledgment_number = ack;
+        tcp.ack = pkt.kind != PacketKind::Syn;
+        tcp.syn = syn;
         tcp.psh = false;
         // AccECN's ACE field uses the AE (ex-NS), CWR and ECE bits (RFC 9768 §3.2.1); a
         // data segment of an AccECN sender carries it too, so it is written whenever set.
@@ -282,8 +454,15 @@ fn build_frame(pkt: &Packet, sack: &SackSet, ip_id: u16, zeros: &[u8], out: &mut
             tcp.ece = t.ece;
             tcp.cwr = t.cwr;
         }
+        // Each host's TSval clock with its offset; a SYN echoes nothing (TSecr 0, RFC 7323 §4.1).
+        let tsval = t.tsval.wrapping_add(ts_offset(pkt.flow, back));
+        let tsecr = if pkt.kind == PacketKind::Syn { 0 } else { tsecr.wrapping_add(ts_offset(pkt.flow, !back)) };
         let mut opts = [0u8; 40];
-        let n = tcp_options(t, sack, &mut opts);
+        let n = if syn {
+            syn_options(tsval, tsecr, host, &mut opts)
+        } else {
+            tcp_options(tsval, tsecr, t, sack, &mut opts)
+        };
         tcp.set_options_raw(&opts[..n]).map_err(|e| format!("capture: TCP options: {e}"))?;
         let mut ip = Ipv4Header::new((tcp.header_len() + payload) as u16, 64, IpNumber::TCP, src, dst)
             .map_err(|e| format!("capture: {e}"))?;
@@ -299,9 +478,51 @@ fn build_frame(pkt: &Packet, sack: &SackSet, ip_id: u16, zeros: &[u8], out: &mut
     Ok((headers + payload) as u32)
 }
 
+/// The engine's byte offsets as wire sequence numbers (modulo 2^32): with both initial
+/// sequence numbers 0, a SYN and SYN/ACK carry sequence 0, and the SYN consumes one
+/// number on each side (RFC 9293 §3.4), so data byte `k` is sequence `k + 1`, the
+/// receiver's segments carry sequence 1 and the sender's acknowledge the SYN/ACK (1).
+fn wire_seq_ack(pkt: &Packet) -> (u32, u32) {
+    let wire = |offset: u64| (offset.wrapping_add(1)) as u32;
+    match pkt.kind {
+        PacketKind::Syn => (0, 0),
+        PacketKind::SynAck => (0, 1),
+        PacketKind::Data => (wire(pkt.tcp.seq), 1),
+        PacketKind::Ack => (1, wire(pkt.tcp.ack)),
+        PacketKind::Udp => (0, 0),
+    }
+}
+
+/// A SYN's or SYN/ACK's options as Linux writes them (`tcp_options_write` for
+/// `tcp_syn_options` / `tcp_synack_options` with timestamps, SACK and window scaling
+/// on): MSS (4), SACK_PERM + TS (2 + 10, the SACK_PERM in the timestamp's alignment
+/// NOPs), NOP + WS (1 + 3): 20 bytes. Returns the length.
+fn syn_options(tsval: u32, tsecr: u32, host: &HostHeaders, out: &mut [u8; 40]) -> usize {
+    let mut n = 0;
+    let mut put = |b: u8| {
+        out[n] = b;
+        n += 1;
+    };
+    put(TCPOPT_MSS);
+    put(4);
+    host.mss_option.to_be_bytes().into_iter().for_each(&mut put);
+    put(TCPOPT_SACK_PERM);
+    put(2);
+    put(TCPOPT_TIMESTAMP);
+    put(10);
+    tsval.to_be_bytes().into_iter().for_each(&mut put);
+    tsecr.to_be_bytes().into_iter().for_each(&mut put);
+    put(TCPOPT_NOP);
+    put(TCPOPT_WINDOW);
+    put(3);
+    put(host.wscale);
+    n
+}
+
 /// The TCP options of `t` as Linux lays them out (`tcp_options_write`): timestamps,
-/// then SACK blocks, then AccECN, each aligned with leading NOPs. Returns the length.
-fn tcp_options(t: &crate::packet::TcpHeader, sack: &SackSet, out: &mut [u8; 40]) -> usize {
+/// then SACK blocks (in wire sequence numbers), then AccECN, each aligned with leading
+/// NOPs. Returns the length.
+fn tcp_options(tsval: u32, tsecr: u32, t: &crate::packet::TcpHeader, sack: &SackSet, out: &mut [u8; 40]) -> usize {
     let mut n = 0;
     let mut put = |b: u8| {
         out[n] = b;
@@ -312,8 +533,8 @@ fn tcp_options(t: &crate::packet::TcpHeader, sack: &SackSet, out: &mut [u8; 40])
     put(TCPOPT_NOP);
     put(TCPOPT_TIMESTAMP);
     put(10);
-    t.tsval.to_be_bytes().into_iter().for_each(&mut put);
-    t.tsecr.to_be_bytes().into_iter().for_each(&mut put);
+    tsval.to_be_bytes().into_iter().for_each(&mut put);
+    tsecr.to_be_bytes().into_iter().for_each(&mut put);
     let blocks = sack.num as usize;
     if blocks > 0 {
         // RFC 2018 §3 (a D-SACK block first, RFC 2883 §4).
@@ -323,8 +544,8 @@ fn tcp_options(t: &crate::packet::TcpHeader, sack: &SackSet, out: &mut [u8; 40])
         put(2 + 8 * blocks as u8);
         for b in sack.blocks() {
             let SackBlock { start, end } = *b;
-            (start as u32).to_be_bytes().into_iter().for_each(&mut put);
-            (end as u32).to_be_bytes().into_iter().for_each(&mut put);
+            (start.wrapping_add(1) as u32).to_be_bytes().into_iter().for_each(&mut put);
+            (end.wrapping_add(1) as u32).to_be_bytes().into_iter().for_each(&mut put);
         }
     }
     if let Some(o) = t.accecn.get() {
@@ -361,7 +582,7 @@ mod tests {
         let zeros = vec![0u8; 65_536];
         let mut f = Vec::new();
         let p = data(3, 1448, 1448);
-        let len = build_frame(&p, &SackSet::default(), 0, &zeros, &mut f).unwrap();
+        let len = build_frame(&p, &SackSet::default(), 7, &HostHeaders::of(None), 0, &zeros, &mut f).unwrap();
         assert_eq!(len, p.wire_len, "Ethernet + IPv4 + TCP/TS + payload = the qdisc's frame length");
         assert_eq!(f.len() as u32, SNAPLEN.min(len));
         // IPv4 header: ECN bits = ECT(1), total length, a valid header checksum.
@@ -385,7 +606,7 @@ mod tests {
         let fields = crate::tcp::ecn::accecn_fields_fitting(crate::packet::option_space_left(2)).unwrap();
         a.tcp.accecn.set(Some(AccEcnOption { fields, e1b: 0x10203, ceb: 7, e0b: 1 }));
         a.wire_len = tcp_wire_len(0, 2) + crate::tcp::ecn::accecn_option_len(fields);
-        let len = build_frame(&a, &sack, 0, &zeros, &mut f).unwrap();
+        let len = build_frame(&a, &sack, 7, &HostHeaders::of(None), 0, &zeros, &mut f).unwrap();
         assert_eq!(len, a.wire_len);
         let tcp = TcpHeader::from_slice(&f[34..]).unwrap().0;
         assert!(tcp.ns && !tcp.cwr && tcp.ece, "ACE = 0b101 in AE/CWR/ECE");

@@ -179,6 +179,9 @@ impl Observer for Observers {
     }
     fn on_flow_open(&mut self, flow: u32) {
         self.recorder.on_flow_open(flow);
+        if let Some(c) = self.capture.as_mut() {
+            c.on_flow_open(flow);
+        }
     }
     fn on_sample(&mut self, now: Time, view: &dyn NetworkView) {
         self.recorder.on_sample(now, view);
