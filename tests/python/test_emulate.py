@@ -312,7 +312,7 @@ def _summary(goodput, srtt, sojourn, drops, marks):
             "bottleneck": {"sojourn_ms": {"mean": sojourn}, "qdisc": {"drops": drops, "marks": marks}}}  # fmt: skip
 
 
-def test_verdicts_apply_the_issue_tolerances():
+def test_verdicts_apply_the_throughput_and_relative_tolerances():
     emu = [_summary(g, 40.0, 10.0, 100, 0) for g in (17.0, 18.0, 19.0, 18.0, 18.0)]
     sd = pd.Series([17.0, 18.0, 19.0, 18.0, 18.0]).std()
     rows = {r.metric: r for r in verdicts([_summary(20.9, 45.9, 11.4, 119, 0)], emu)}

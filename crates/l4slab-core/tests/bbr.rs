@@ -83,7 +83,7 @@ fn two_flows_in_a_deep_fifo_are_cwnd_limited_with_a_standing_queue_of_one_bdp() 
     // sample), so the flows are cwnd-limited: Σ cwnd in flight, of which one BDP is
     // in the pipe and the rest queued. Queue ≈ 2 BDP + 2 × 12 − 1 BDP ≈ 107 frames
     // ≈ 12.9 ms, plus the max filters' surplus (≤ 1.25 × one flow's share for part of
-    // the window): 8–16 ms. (The 8–14 ms band leaves out the budget.)
+    // the window): 8–16 ms. (A band of 8–14 ms would leave out the budget.)
     let bdp_frames = 10.0 * FRAMES_PER_MS;
     let mut sum_cwnd = 0.0;
     for s in &r.flow_series {
@@ -134,58 +134,11 @@ fn prague_share_vs_bbr1(margin: u32) -> f64 {
 
 #[test]
 fn prague_share_against_bbr1_in_dualpi2_is_set_by_bbr1s_pacing_margin() {
-    // BBRv1 ignores the C queue's drops (p'² ≈ 0.1 %) and paces at 0.99 × its
-    // 10-round max-filtered delivery rate (tcp_bbr.c: bbr_pacing_margin_percent = 1,
-    // Linux ≥ 4.20). In DualPI2 its C-queue backlog grows only while that pacing
-    // exceeds what the scheduler leaves it; the PI then raises p' and Prague (marked at
-    // 2p') yields. So the equilibrium is where the max filter's upward bias over the
-    // mean delivery rate equals the margin: Prague's share is a steep function of a
-    // 1 % constant. PAM 2025 measured < 15 %. What the testbed had and the engine lacks
-    // (measured with seeds 1 and 2, 60 s, shares ±0.005):
-    // * not BBRv1's policer mode: its C-queue loss is p'² ≈ 0.1 %, far below the 20 %
-    //   lossy interval bbr_lt_bw_sampling needs (bbr_lt_loss_thresh = 50/256);
-    // * not DualPI2 overload: p' ≈ 0.03, no L drops (overload needs p_C ≥ 1/k² = 25 %);
-    // * not the receiver's ACK ratio (one ACK per segment: 0.24), host fq instead of
-    //   TCP-internal pacing (0.24–0.26), nor the mainline DualPI2 (0.26);
-    // * the sender's ACK *arrival* timing: BBRv1's rate sample divides by
-    //   max(send_elapsed, ack_elapsed) (tcp_rate.c:tcp_rate_gen) and, in the 5/4 phase,
-    //   ack_elapsed decides; an ACK processed up to G late (NIC interrupt moderation /
-    //   NAPI batching: tcp_rcv_established refreshes tcp_mstamp per ACK when it is
-    //   processed) shortens some intervals by up to G of the ~15 ms sample interval,
-    //   so the 10-round max rises by ≈ G/15 ms. Rounding every ACK's arrival at the
-    //   senders up to a multiple of G (a throw-away engine patch) gave Prague
-    //   0.26 / 0.22 / 0.15 / 0.15 at G = 0 / 100 / 250 / 500 µs (BBR-side ACKs only,
-    //   G = 250 µs: 0.17), while Prague vs CUBIC in the same DualPI2 stayed 42–46 %
-    //   (paper 42). That grid is not what a NIC does: modelled as Intel's ITR throttle
-    //   (`sender_rx_usecs`, tcp/gro.rs: a sparse ACK is handed up at once), the share
-    //   stays 0.260 / 0.260 / 0.263 at 0 / 50 / 250 µs (tests/host_ackbatch.rs), so the
-    //   gap has no host mechanism at Intel's defaults yet.
-    // Session 8, in the study's own cell (`measure_pam_cell` below; seeds 1–3; the study
-    // gives 0.215 over 10 trials; shares ±0.01):
-    // * the start does not weigh in: over 5–60 s the share is the 0–60 s one ±0.006
-    //   (pam2025 runs of /work/pamfull; the first 3 s give 0.16–0.32);
-    // * BBRv1 is pacing-limited, not cwnd-limited: cwnd_gain 3.0 gives 0.214 (2.0: 0.213);
-    //   extra_acked off 0.219; DualPI2 `variant mainline` 0.213;
-    // * the pre-5.18 rate-sample pick (tcp_rate.c:tcp_rate_skb_delivered takes the first
-    //   skb with the highest tx.delivered, not the last sent, as the PAM hosts' 5.13 did;
-    //   throw-away patch): 0.210;
-    // * DualPI2's coupling k = 1 / 2 / 4: 0.318 / 0.213 / 0.159 (PAM kept tc's default
-    //   2; the L4STeam must_drop / step / WRR credit rules are as sch_dualpi2.c);
-    // * the max filter's upward bias is the lever: scaling every bw sample by 1 + b
-    //   (throw-away patch in bbr_update_bw) gives 0.218 / 0.184 / 0.155 / 0.118 / 0.073
-    //   at b = 0 / 0.25 / 0.5 / 1 / 2 %, about −12 points per +1 % (margin 0 gives
-    //   0.117, i.e. the same as b = 1 %); BBR's estimate sits +2.8 % over its goodput
-    //   already at b = 0 (Prague's marks make its delivery rate noisy);
-    // * host timer latency makes the samples noisy: the delay node's netem release late
-    //   by Exp(mean) (wt-hostjitter's `delay_node_timer_latency_ns`, unmerged when
-    //   measured) gives 0.204 / 0.176 / 0.160 / 0.146 at 20 / 50 / 100 / 200 µs, while
-    //   Prague vs CUBIC in the same cell stays 0.44–0.47 (paper 0.44); the router's
-    //   HTB watchdog late by 50 / 100 µs (with the node's) gives 0.151 / 0.090 but costs
-    //   link capacity (Prague + CUBIC 94.4 / 90.6 Mbit/s against the paper's 95.0).
-    //   No source gives the testbed's latency, so the study keeps it at 0.
-    // Session 10: what the testbed had is GSO. This cell sends one segment per skb; the
-    // PAM hosts' TCP did not (`ethtool -K gso off` leaves TCP's GSO on): with GSO and TSO
-    // deferral the study's cell gives < 15 % (next test).
+    // BBRv1 ignores the C queue's drops (p'² ≈ 0.1 %) and paces at 0.99 × its 10-round
+    // max-filtered delivery rate (tcp_bbr.c: bbr_pacing_margin_percent = 1): its C backlog
+    // grows only while that pacing exceeds what DualPI2's scheduler leaves it, so Prague's
+    // share is a steep function of the 1 % margin. What else was measured in this cell,
+    // and what puts the testbed under 15 % (the hosts' GSO, next test): docs/fidelity-pam-hosts.md.
     let with_margin = prague_share_vs_bbr1(1);
     let no_margin = prague_share_vs_bbr1(0);
     assert!((0.15..=0.35).contains(&with_margin), "Prague share with the kernel's 1 % margin: {with_margin:.3}");
@@ -228,7 +181,7 @@ fn pam_cell_run(seed: u64, gso: bool, bbr_params: serde_json::Value) -> RunResul
     s["bottleneck"]["burst_bytes"] = json!(1600);
     s["bottleneck"]["access_rate_bps"] = json!(10_000 * MBIT);
     // The testbed's path timing (pam2025 study.toml [base]: the delay node's netem watchdog
-    // late by Exp(mean); docs/fidelity.md, "The PAM testbed's path timing").
+    // late by Exp(mean); docs/fidelity-pam-hosts.md, "The path timing").
     s["delay_node_timer_latency_ns"] = json!(pam_study_delay_node_latency_ns());
     merge_env("L4SLAB_SCENARIO", &mut s);
     merge_env("L4SLAB_BOTTLENECK", &mut s["bottleneck"]);

@@ -208,7 +208,7 @@ fn bbr2_l4s_cruises_cwnd_limited_at_inflight_hi_less_headroom_in_l4s_aware_fq_co
     // 42.5–43.5 Mbit/s at sRTT 10.68–11.06 ms, i.e. a window of 40.0–40.2 packets of
     // 1448 B; the engine's is within a few % of that, at 45.5 Mbit/s and ≈ 10.3 ms. The
     // testbed's ≈ 0.45 ms more sRTT comes at the same window, so it is not the CC's
-    // choice of window (issue 10: the missing delay is in the RTT at a given window).
+    // choice of window (the missing delay is in the RTT at a given window).
     let q = json!({"kind": "fq_codel", "limit_packets": 167, "target_ns": 5 * MS, "interval_ns": 100 * MS,
                    "ecn": true, "ce_threshold_ns": MS, "ce_threshold_selector": [1, 1]});
     let mut cubic = pam(tcp("cubic", 10));

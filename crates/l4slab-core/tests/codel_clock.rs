@@ -6,7 +6,8 @@
 //! (sch_fq_codel.c:fq_codel_drop) then either starts afresh (count 1, rec_inv_sqrt 1.0)
 //! or resumes from the stale rec_inv_sqrt of 0, which the Newton step keeps at 0: the
 //! control law then marks every packet while the sojourn is above target, in this and
-//! every later episode. PAM 2025's FQ-CoDel cell (issue 11 row 8) under both uptimes.
+//! every later episode. PAM 2025's FQ-CoDel cell (`l4slab fidelity` case pam-fq-codel-delay)
+//! under both uptimes.
 
 use crate::common;
 use common::*;

@@ -1,4 +1,4 @@
-//! Queuing delay in the PAM 2025 per-flow cells (issue 11 rows 5–8): why Prague's
+//! Queuing delay in the PAM 2025 per-flow cells: why Prague's
 //! mean sRTT is below the testbed's in `fq ... ce_threshold 5ms` beside ECN-CUBIC.
 //!
 //! The FQ cell's ECN-CUBIC flow keeps its own sub-queue at the 5 ms sojourn step. A
@@ -24,7 +24,8 @@
 //! or above its share. The engine follows the kernel's rules here; what the testbed
 //! had that the engine lacks is noise in the sojourn (host timer latency of the
 //! router and the delay node), which lets an earlier, transient excursion above the
-//! step end an episode within one RTT. See docs/fidelity.md (row 8).
+//! step end an episode within one RTT. See docs/fidelity-pam-aqm.md (FQ and L4S-aware
+//! FQ-CoDel beside ECN-CUBIC).
 
 use crate::common;
 use common::*;
@@ -103,7 +104,7 @@ fn ecn_cubic_in_the_pam_fq_cell_reduces_twice_per_marking_episode_and_prague_srt
 /// 0.5–8 BDP; engine 0.45 / 0.91 / 2.13 / 2.98 / 3.45 ms against the testbed's 1.1 /
 /// 2.2 / 3.9 / 4.1 / 4.2). CUBIC keeps the shared `limit` full, and `sch_fq.c:fq_enqueue`
 /// drops whatever arrives while `sch->q.qlen >= sch->limit`: which flow loses the slot a
-/// dequeue frees is decided by the two flows' arrival phase, as in row 7's FIFO (Floyd &
+/// dequeue frees is decided by the two flows' arrival phase, as in the 0.5-BDP FIFO (Floyd &
 /// Jacobson 1992). Prague, when it is the one that loses, halves long before its own
 /// queue reaches the 5 ms step, so its queuing delay is a phase effect: here it moves
 /// by more than 2 ms as CUBIC's base RTT moves by less than one 121-µs frame time.

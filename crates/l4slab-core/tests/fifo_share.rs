@@ -1,4 +1,5 @@
-//! Issue 11 rows 7 and 12: Prague's share beside CUBIC in the PAM drop-tail cells.
+//! Prague's share beside CUBIC in the PAM drop-tail cells (`l4slab fidelity` cases
+//! pam-half-bdp-share and pam-1v2-fifo).
 //! Measurements (ignored tests) of mechanisms checked against the PAM testbed's
 //! configuration (notebook `single_flow_experiments.ipynb` of fatihsarpkaya/L4S-PAM2025).
 
@@ -69,7 +70,7 @@ fn measure() {
     }
 }
 
-/// Issue 11 rows 7/12, the 4–8 BDP FIFO cells: over a 1-MB FIFO the 60-s shares are set at
+/// The 4–8 BDP FIFO cells: over a 1-MB FIFO the 60-s shares are set at
 /// start-up, not by a loss cycle. Prague (no HyStart in tcp_prague.c) slow-starts into the
 /// buffer; CUBIC leaves slow start at HyStart's ACK-train / delay exit
 /// (tcp_cubic.c:hystart_update) far below it and then grows by its Reno-friendly / cubic

@@ -2,7 +2,8 @@
 //! departure time and fq sends them then (net/sched/sch_fq.c); TCP Small Queues bounds
 //! what waits there (net/ipv4/tcp_output.c:tcp_small_queue_check). Packets held by fq
 //! count in `packets_out`, so a flow paced at cwnd/srtt still fills its cwnd — and a
-//! scalable CC keeps probing (issue 11 row 1: the DualQ testbed ran fq on every host).
+//! scalable CC keeps probing (the DualQ testbed ran fq on every host: fidelity case
+//! dualq-alone-5ms).
 
 use crate::common;
 use common::*;

@@ -50,15 +50,15 @@ fn at_40_mbit_frames_are_too_far_apart_to_merge() {
     assert!((0.45..=0.55).contains(&b), "ACKs per packet with GRO {b}");
 }
 
-/// Issue 11 row 3 (the DualQ testbed's L-queue tail: 8–10 ms at 10⁻⁴ of packets, 26–33
-/// frames back to back at 40 Mbit/s). With every host mechanism the testbed had on —
+/// The DualQ testbed's L-queue tail (fidelity case dualq-l-tail: 8–10 ms at 10⁻⁴ of
+/// packets, 26–33 frames back to back at 40 Mbit/s). With every host mechanism the testbed had on —
 /// fq/EDT pacing with TSQ, TSO, TSO deferral, receiver GRO — a paced `prague-v06` at
 /// 40 Mbit/s sends one-segment skbs 303 µs apart and the receiver merges nothing, so no
 /// frame waits beyond the 1 ms step plus a frame or two: the tail is not made by the
-/// hosts (docs/fidelity.md, row 3). A mechanism that later produces such bursts makes
-/// this test fail, and row 3 must then be re-judged.
+/// hosts (docs/fidelity-dualq.md). A mechanism that produces such bursts makes this
+/// test fail, and the tail must then be re-judged.
 #[test]
-fn row_3_tail_is_not_made_by_the_hosts_offloads_at_40_mbit() {
+fn l_queue_tail_is_not_made_by_the_hosts_offloads_at_40_mbit() {
     let mut flow = tcp("prague-v06", 5);
     flow["fq_pacing"] = json!(true);
     flow["tso"] = json!(true);

@@ -4,8 +4,8 @@
 //! (`htb_dequeue` runs on every enqueue); and the delay node's
 //! (`delay_node_timer_latency_ns`, net/delay_line.rs `NetemNode`), whose netem releases
 //! the same way.
-//! Issue 11 rows 7 and 12: the PAM FIFO cells, where a deterministic service grid
-//! phase-locks CUBIC's ACK-clocked arrivals (tests/host_ackbatch.rs).
+//! The PAM FIFO cells (fidelity cases pam-half-bdp-share, pam-1v2-fifo), where a
+//! deterministic service grid phase-locks CUBIC's ACK-clocked arrivals (tests/host_ackbatch.rs).
 
 use crate::common;
 use common::*;
@@ -157,19 +157,19 @@ fn late_timers_are_drawn_from_the_seed() {
     assert_ne!(runs[0], runs[3], "late timers change the run");
 }
 
-/// Issue 11 row 7, pinned as a negative result: over the hrtimer latencies a KVM
+/// The 0.5-BDP FIFO, pinned as a negative result: over the hrtimer latencies a KVM
 /// guest's softirq path has (a few µs: KVM commits 3b8a5df6c4dc and ce7a058a2117
 /// measure 3 200–9 600 cycles for a guest tsc-deadline timer; net/host_timer.rs), late
 /// watchdogs on both VMs (router HTB and delay node) leave Prague's share in the
 /// 0.5-BDP FIFO where it is on time, ≈ 10 Mbit/s below the published 40.4. If this
-/// fails, host timing moves row 7 and the FIFO cells must be re-judged
-/// (docs/fidelity.md, rows 7 and 12).
+/// fails, host timing moves the FIFO cells and they must be re-judged
+/// (docs/fidelity-pam-hosts.md, timer latency).
 #[test]
-fn row_7_guest_timer_latency_leaves_the_half_bdp_fifo_share_where_it_was() {
+fn guest_timer_latency_leaves_the_half_bdp_fifo_share_where_it_was() {
     let mean =
         |ns: u64| -> f64 { [1u64, 2, 3].iter().map(|&s| pam_fifo_hosts(0.5, 60, s, ns, ns, 0).0).sum::<f64>() / 3.0 };
     let (off, two, five) = (mean(0), mean(2_000), mean(5_000));
-    eprintln!("row 7 FIFO 0.5 BDP, 3 seeds: Prague {off:.1} / {two:.1} / {five:.1} Mbit/s at 0 / 2 / 5 us");
+    eprintln!("FIFO 0.5 BDP, 3 seeds: Prague {off:.1} / {two:.1} / {five:.1} Mbit/s at 0 / 2 / 5 us");
     for (m, v) in [(2, two), (5, five)] {
         assert!((v - off).abs() < 3.0, "Prague {v:.1} at {m} us vs {off:.1} on time");
         assert!(v < 40.4 - 5.0, "Prague {v:.1} at {m} us now near the published 40.4");

@@ -1,6 +1,6 @@
 //! PAM 2025 cells where the qdisc's packet limit, not its AQM, decides Prague's share.
 //!
-//! Issue 11 row 6: PAM 2025's CoDel+ECN cell at 1 BDP (`codel limit 84 target 5ms
+//! PAM 2025's CoDel+ECN cell at 1 BDP (fidelity case pam-codel-ecn-share) (`codel limit 84 target 5ms
 //! interval 100ms ecn`, Prague vs CUBIC, 100 Mbit/s, 10 ms). The testbed's Prague got
 //! 73.6-74.9 Mbit/s there (per trial 66.9-79.2, fatihsarpkaya/L4S-PAM2025
 //! `cubic_ecn_tput_tx_L4S.json`) but 88 at 2-8 BDP; the engine gives ≈ 88 at every buffer.
@@ -21,7 +21,7 @@
 //! Prague's CoDel queue at 6.2 ms mean and 8-9 ms P99 (73 packets at 121 µs each), so 84
 //! packets (10.2 ms) never overflow after slow start. The testbed's queue stood higher:
 //! Prague's sRTT − base 8.8 ms and CUBIC's 11.6 ms at 2 BDP, where no limit binds, and
-//! 6.3 ms at 1 BDP, where the limit clipped it. So row 6 follows from the CoDel+ECN
+//! 6.3 ms at 1 BDP, where the limit clipped it. So the cell follows from the CoDel+ECN
 //! standing queue, which the engine has 2-3 ms too low; this test pins what follows
 //! once a limit meets that queue, using a limit that meets the engine's queue (65 packets).
 
@@ -54,7 +54,7 @@ fn prague_loss_bins(r: &l4slab_core::RunResults) -> Vec<usize> {
 }
 
 #[test]
-fn row_6_prague_loses_its_share_only_when_the_codel_ecn_limit_meets_its_standing_queue() {
+fn prague_loses_its_share_only_when_the_codel_ecn_limit_meets_its_standing_queue() {
     // One frame of 1514 B at 100 Mbit/s.
     let frame_ms = 1514.0 * 8.0 / 100e6 * 1e3;
 
@@ -102,9 +102,9 @@ fn row_6_prague_loses_its_share_only_when_the_codel_ecn_limit_meets_its_standing
     assert!(tight.flows[1].goodput_mbps - wide.flows[1].goodput_mbps >= 6.0, "CUBIC did not take it");
 }
 
-/// Issue 11 row 7 (PIE and CoDel at 0.5 BDP: real Prague 39.7-42.1 Mbit/s, the engine's
-/// ≈ 29): at PAM's 42-packet limit neither AQM ever acts, so both cells are exactly the
-/// 42-packet FIFO's, a tail-drop phase effect (docs/fidelity.md, "Rows 7 and 12").
+/// PIE and CoDel at 0.5 BDP (fidelity case pam-half-bdp-share: real Prague 39.7-42.1 Mbit/s,
+/// the engine on time ≈ 29): at PAM's 42-packet limit neither AQM ever acts, so both cells
+/// are exactly the 42-packet FIFO's, a tail-drop phase effect (docs/fidelity-pam-hosts.md).
 /// 42 frames take 5.09 ms at 100 Mbit/s, hardly above the 5 ms TARGET:
 /// - CoDel drops only after the sojourn has stayed above TARGET for a whole 100 ms
 ///   interval (include/net/codel_impl.h:codel_should_drop), which a queue that
@@ -118,7 +118,7 @@ fn row_6_prague_loses_its_share_only_when_the_codel_ecn_limit_meets_its_standing
 /// PIE 39.7/40.2, CoDel 41.3/42.1 Mbit/s, non-ECN/ECN CUBIC): what they share with
 /// FIFO, not the AQMs, is what the engine misses there.
 #[test]
-fn row_7_pie_and_codel_at_half_a_bdp_are_the_42_packet_fifo() {
+fn pie_and_codel_at_half_a_bdp_are_the_42_packet_fifo() {
     for seed in [1u64, 2] {
         let fifo = pam_cell(json!({"kind": "pfifo", "limit_packets": 42}), seed, 30);
         let pie = pam_cell(json!({"kind": "pie", "limit_packets": 42, "target_ns": 5 * MS, "ecn": false}), seed, 30);

@@ -6,7 +6,7 @@ use serde_json::json;
 
 #[test]
 fn reference_two_cubic_flows_share_a_2bdp_fifo() {
-    // Issue acceptance: 2 CUBIC, 100 Mbit/s, 10 ms, bfifo 250 000 B (2 BDP), 60 s.
+    // The reference scenario (examples/reference.toml): 2 CUBIC, 100 Mbit/s, 10 ms, bfifo 250 000 B (2 BDP), 60 s.
     let r = run(&scenario(100, bfifo(250_000), vec![tcp("cubic", 10), tcp("cubic", 10)], 60));
     let b = &r.bottleneck;
     assert!(b.utilisation >= 0.97, "utilisation {}", b.utilisation);

@@ -1,4 +1,4 @@
-//! Issue 14 row 12's "retransmission storm": two Prague flows into a drop-only PIE
+//! The "retransmission storm" of the linearity benchmark: two Prague flows into a drop-only PIE
 //! (`limit 100000`) at 783 Mbit/s, 10 ms (examples/bench/prague-pie-783.toml).
 //!
 //! Slow start overshoots into the 100 000-packet queue (≈ 41 700 packets queue up,

@@ -1,4 +1,4 @@
-//! Streamed per-request records (issue 12: "memory independent of the run length").
+//! Streamed per-request records: memory independent of the run length.
 //! A streaming run (`run_streaming`) hands each web source's requests and the closed
 //! flows' summaries to a `RecordSink` in chunks of at most `RECORD_CHUNK` as they are
 //! final, so what the engine holds for them stays bounded while the run goes on.
