@@ -83,7 +83,8 @@ def test_report_html_is_one_self_contained_file(report_dir):
     assert markdown.startswith("# html-mini\n")
     # Self-contained: figures inline as SVG, nothing fetched.
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", markdown)
-    assert len(images) == 1 + 4 * 4  # goodput bars + 4 series for each of the 4 points (not only 4 of them)
+    # goodput, delay and sojourn CCDF per queue against buffer, goodput bars, 4 series for each of the 4 points
+    assert len(images) == 3 + 1 + 4 * 4
     assert page.count("<figure") == len(images) and page.count("<svg") == len(images)
     assert not re.search(r"""(src|href)=["'](https?:|file:|//)""", page) and "<link" not in page
     assert "missing figure" not in page
@@ -112,9 +113,13 @@ def test_adopt_l4s_verdict_per_queue(report_dir):
     rows = {r.split("|")[1].strip(): r for r in section.splitlines() if r.startswith("| ") and "---" not in r}
     # DualPI2 isolates Prague in its L queue (sub-ms sojourn); a 4-BDP FIFO queues Prague
     # behind CUBIC's standing queue of ~4 × 10 ms. (Shares after 1 s runs are not asserted.)
+    # Two 1 s trials: no cell is clear at 95 % and the runs are transient-dominated, so no ✔
+    # and no ✘, only what the evidence suggests.
     assert "no low latency" not in rows["dualpi2 target 5ms"], section
-    assert "✘" in rows["bfifo"] and "no low latency at buffer=4bdp" in rows["bfifo"], section
-    assert "cells clear at 95 %" in rows["bfifo"]
+    assert "| uncertain |" in rows["bfifo"] and "possibly no low latency at buffer=4bdp" in rows["bfifo"], section
+    assert "cells clear at 95 %" in rows["bfifo"] and "4 of 4 runs done" in rows["bfifo"]
+    assert "transient-dominated: 1 s summary window, no warm-up" in rows["bfifo"]
+    assert "✔" not in section.split("|---|", 1)[1], section
 
 
 def _flows(cells):
@@ -157,6 +162,69 @@ def test_verdict_logic_on_known_cells():
     assert not table.loc["pie", "adopt"] and "no low latency at buffer=1bdp" in table.loc["pie", "reason"]
     assert table.loc["pie", "uncertain"] == 1  # the 4-BDP cell sits on the harmed threshold
     assert not is_pam_shaped(flows[flows["cc"] == "cubic"], factors, paths)
+    assert list(table["verdict"]) == ["yes", "no", "no"]
+
+
+def _runs(flows, done_trials: int, planned_trials: int = 5):
+    """The runs table of a plan with ``planned_trials`` per point, ``done_trials`` of them done."""
+    import pandas as pd
+
+    points = flows[["bottleneck_qdisc", "bottleneck_buffer"]].drop_duplicates().reset_index(drop=True)
+    rows = []
+    for point, (queue, buffer) in enumerate(points.itertuples(index=False, name=None)):
+        for trial in range(planned_trials):
+            rows.append({"run_id": f"{queue}-{buffer}-{trial}", "point": point, "bottleneck_qdisc": queue,
+                         "bottleneck_buffer": buffer, "trial": trial,
+                         "status": "done" if trial < done_trials else "pending", "in_plan": True})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_verdict_incomplete_until_every_point_has_its_trials():
+    from l4slab.analysis.verdict import adopt_verdict, verdict_section
+
+    factors = ["bottleneck_qdisc", "bottleneck_buffer"]
+    paths = {"bottleneck_qdisc": "bottleneck.qdisc", "bottleneck_buffer": "bottleneck.buffer"}
+    good = [(47, 0.5)]
+    cells = {(q, b): good for q in ("dualpi2", "fq", "pie") for b in ("1bdp", "4bdp")}
+    flows = _flows(cells)  # 1 trial per point done ...
+    runs = _runs(flows, done_trials=1)  # ... of 5 planned
+    table = adopt_verdict(flows, factors, paths, runs=runs)
+    assert list(table["verdict"]) == ["incomplete"] * 3, table
+    assert not table["adopt"].any() and (table["done"] == 2).all() and (table["planned"] == 10).all()
+    section = "\n".join(verdict_section(flows, factors, paths, runs=runs))
+    assert section.count("| incomplete |") == 3 and "✔" not in section.split("|---|", 1)[1]
+    # One point of one queue short of its trials: only that queue is incomplete.
+    full = _flows({k: [(47, 0.5), (48, 0.6), (46, 0.4), (47, 0.5), (48, 0.5)] for k in cells})
+    runs = _runs(full, done_trials=5)
+    runs.loc[(runs["bottleneck_qdisc"] == "fq") & (runs["trial"] == 4) & (runs["point"] == 2), "status"] = "pending"
+    table = adopt_verdict(full, factors, paths, runs=runs).set_index("queue")
+    assert table.loc["fq", "verdict"] == "incomplete" and table.loc["dualpi2", "verdict"] == "yes"
+
+
+def test_verdict_never_ticks_an_unclear_cell():
+    from l4slab.analysis.verdict import adopt_verdict
+
+    factors = ["bottleneck_qdisc", "bottleneck_buffer"]
+    paths = {"bottleneck_qdisc": "bottleneck.qdisc", "bottleneck_buffer": "bottleneck.buffer"}
+    good = [(47, 0.5), (48, 0.6), (46, 0.4), (47, 0.5), (48, 0.5)]
+    flows = _flows(
+        {
+            ("dualpi2", "1bdp"): good,
+            ("dualpi2", "4bdp"): [(47, 2.0), (47, 9.0), (47, 3.0), (47, 8.0), (47, 4.0)],  # 5.2 ± 3.5 ms vs 5 ms
+            ("fq", "1bdp"): good,
+            ("fq", "4bdp"): [(47, 0.5)],  # one trial: no interval
+        }
+    )
+    table = adopt_verdict(flows, factors, paths).set_index("queue")
+    assert table.loc["dualpi2", "verdict"] == "uncertain" and "possibly no low latency" in table.loc["dualpi2", "reason"]
+    assert table.loc["fq", "verdict"] == "uncertain" and not table["adopt"].any()
+    # A short run without warm-up flags the verdict: not ✔ on transient evidence.
+    plan = {"points": [{"index": -1, "scenario": {"duration": "5s"}}]}
+    flows = _flows({("dualpi2", "1bdp"): good})
+    row = adopt_verdict(flows, factors, paths, plan=plan).iloc[0]
+    assert row["verdict"] == "uncertain" and row["transient"] == "5 s summary window, no warm-up"
+    plan = {"points": [{"index": -1, "scenario": {"duration": "30s", "warmup": "5s"}}]}
+    assert adopt_verdict(flows, factors, paths, plan=plan).iloc[0]["verdict"] == "yes"
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
@@ -223,4 +291,4 @@ def test_time_series_bands_respect_physical_bounds():
     assert np.min(band.get_paths()[0].vertices[:, 1]) >= 0.0
     fig = figures.time_series(series(3), value="srtt_ms", group="flow", trial="run", min_trials_for_band=5, lower=0.0)
     assert not [c for c in fig.axes[0].collections if isinstance(c, PolyCollection)]
-    assert len(fig.axes[0].lines) == 1 + 3  # the mean and each trial
+    assert len(fig.axes[0].lines) == 1 + 1 + 3  # the zero line, the mean and each trial

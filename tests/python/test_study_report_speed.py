@@ -75,12 +75,14 @@ def test_report_draws_each_figure_once_per_format_and_reads_each_series_once(sma
     wall = time.monotonic() - started
 
     figures = sorted((small_study / "report").glob("*.png"))
-    # 4 points x (goodput, sRTT, cwnd, sojourn) series + the goodput bars; Prague and CUBIC
-    # report no CC model state, so no bandwidth-estimate or mode panels.
-    assert len(figures) == 4 * 4 + 1
+    # goodput, delay and sojourn CCDF per queue against buffer, 4 points x (goodput, sRTT, cwnd,
+    # sojourn) series + the goodput bars; Prague and CUBIC report no CC model state, so no
+    # bandwidth-estimate or mode panels.
+    assert len(figures) == 3 + 4 * 4 + 1
     assert saves.count("png") == len(figures) and saves.count("svg") == len(figures)
-    # Constrained layout is solved on the first format's draw only (figures.save freezes it).
-    assert len(layouts) == len(figures), f"{len(layouts)} layout solves for {len(figures)} figures"
+    # Constrained layout is solved on the first format's draw only (figures.save freezes it),
+    # and once more for the bars, whose tick labels are measured (figures.fit_tick_labels).
+    assert len(layouts) == len(figures) + 1, f"{len(layouts)} layout solves for {len(figures)} figures"
     # Each run's two series tables are read once (4 runs, trials = 1).
     assert sorted(reads) == sorted(set(reads)) and len(reads) == 4 * 2
     # A generous bound (about 5 s on an idle core): 17 figures at 0.3 s each, on a loaded machine.
@@ -104,7 +106,7 @@ def test_one_trial_time_series_draws_the_trial_once():
         {"time_s": [0.0, 0.1, 0.2] * 2, "flow": [0] * 3 + [1] * 3, "cwnd": [1.0, 2, 3, 4, 5, 6], "trial": "t0"}
     )
     one = figures.time_series(frame, value="cwnd", trial="trial", min_trials_for_band=5, lower=0.0)
-    assert len(one.axes[0].lines) == 2  # one line per flow: the trial is its own mean
+    assert len(one.axes[0].lines) == 1 + 2  # the zero line, one line per flow: the trial is its own mean
     two = figures.time_series(
         pd.concat([frame, frame.assign(trial="t1", cwnd=frame["cwnd"] + 1)]),
         value="cwnd",
@@ -112,4 +114,4 @@ def test_one_trial_time_series_draws_the_trial_once():
         min_trials_for_band=5,
         lower=0.0,
     )
-    assert len(two.axes[0].lines) == 2 * 3  # the mean and each of the two trials
+    assert len(two.axes[0].lines) == 1 + 2 * 3  # the zero line, the mean and each of the two trials

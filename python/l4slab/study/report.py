@@ -6,8 +6,14 @@ with fewer than :data:`MIN_TRIALS_FOR_CI` trials the mean and the trials' min–
 t-interval from 2–4 samples is wider than the physical range), the sojourn per qdisc queue
 (DualPI2's C and L), a bar chart per flow label, and for each point its time series (the
 trials' lines, or their mean with a band clipped to the quantity's physical bounds),
-linked from the tables. A study shaped like PAM 2025 (queues × buffers with L4S and classic
-flows) gets the "Adopt L4S here?" verdict (:mod:`l4slab.analysis.verdict`). The built-in
+linked from the tables. A study with a queue and a buffer factor gets the seed papers' figures:
+per queue, each flow's goodput and queuing delay against the buffer, and the sojourn CCDF of
+each of the qdisc's queues (DualPI2's L and C apart). Every figure and table follows the
+factors' order in the study file (buffers 0.5, 1, 2, 4 BDP, not the order runs finished),
+and one CC has one colour in every figure (:func:`l4slab.analysis.figures.cc_colours`).
+A study shaped like PAM 2025 (queues × buffers with L4S and classic flows) gets the
+"Adopt L4S here?" verdict (:mod:`l4slab.analysis.verdict`), which counts only the current
+plan's runs and says "incomplete" until every point of a queue has its trials. The built-in
 study named by the plan's ``report`` (``[study] report``, by default the study itself when it
 is built in) adds its own sections after the header (:mod:`.registry`).
 
@@ -43,6 +49,10 @@ MAX_SERIES_POINTS = 24
 #: image readers refuse as a decompression bomb, and took 90 of a report's 370 s to draw.
 MAX_BAR_POINTS = 120
 
+#: Combinations of the factors other than queue and buffer drawn in the per-queue figures;
+#: the report says so when a study has more (the tables hold them all).
+MAX_QUEUE_FIGURE_SETS = 6
+
 #: Bottleneck columns of the tables, with their headers (name and unit) and decimals.
 BOTTLENECK_COLUMNS = {
     "utilisation": ("utilisation (fraction of rate)", 3),
@@ -56,9 +66,40 @@ BOTTLENECK_COLUMNS = {
 CLASS_COLUMNS = {"mean_ms": ("sojourn mean (ms)", 2), "p99_ms": ("sojourn p99 (ms)", 2), "count": ("packets", 0)}
 
 
-def _factor_columns(runs: pd.DataFrame) -> list[str]:
+def _factor_columns(runs: pd.DataFrame, plan: dict | None = None) -> list[str]:
+    """The plan's factor columns (in the study file's order); without a plan every column of
+    ``runs`` that is not an identity column or a typed twin (``_bdp``, ``_bps``)."""
+    planned = [f.get("column") for f in (plan or {}).get("factors") or [] if isinstance(f, dict)]
+    planned = [c for c in planned if isinstance(c, str) and c in runs]
+    if planned:
+        return planned
     fixed = {"run_id", "point", "trial", "seed", "status", "wall_s", "error", "in_plan"}
-    return [c for c in runs.columns if c not in fixed]
+    return [c for c in runs.columns if c not in fixed and not c.endswith(store.TYPED_SUFFIXES)]
+
+
+def _table_value(value: object) -> object:
+    """A factor value as the catalog's tables hold it (text, number, JSON text; None as "–")."""
+    if value is None:
+        return "–"
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return value
+    import json
+
+    return json.dumps(value)
+
+
+def factor_orders(plan: dict, frame: pd.DataFrame, factors: list[str]) -> dict[str, list]:
+    """Column → its values in the study file's order (the order of every figure and table),
+    then any value the tables hold that the plan does not (sorted)."""
+    planned = {f.get("column"): f.get("values") or [] for f in plan.get("factors") or [] if isinstance(f, dict)}
+    orders = {}
+    for column in factors:
+        values = list(dict.fromkeys(_table_value(v) for v in planned.get(column, [])))
+        if column in frame:
+            extra = [v for v in dict.fromkeys(frame[column].tolist()) if v not in values]
+            values += sorted(extra, key=str)
+        orders[column] = values
+    return orders
 
 
 def _label(value) -> str:
@@ -148,7 +189,7 @@ def report(directory: str | os.PathLike[str], published: str | os.PathLike[str] 
     out.mkdir(exist_ok=True)
     plan = store.load_plan(directory) or {}
     name, description = _describe(directory, plan)
-    factors = _factor_columns(data.runs)
+    factors = _factor_columns(data.runs, plan)
     # A study with panels leaves a panel's missing factors empty: show them as "–" so that
     # grouping keeps those rows.
     for table in ("runs", "flows", "bottleneck", "classes"):
@@ -181,11 +222,14 @@ def report(directory: str | os.PathLike[str], published: str | os.PathLike[str] 
     else:
         flows = metrics.add_harm(flows)
 
-    body += verdict.verdict_section(flows, factors, paths)
+    orders = factor_orders(plan, runs, factors)
+    colours = figures.cc_colours(flows["cc"].astype(str))
+    body += verdict.verdict_section(flows, factors, paths, runs=runs, plan=plan)
+    body += _queue_figures(data, flows, factors, paths, orders, colours, out)
     body += _flow_table(flows, factors, short)
     body += _bottleneck_tables(data, runs, factors, short)
-    body += _bars(flows, factors, short, out)
-    body += _time_series_section(data, runs, factors, short, out)
+    body += _bars(flows, factors, short, out, colours)
+    body += _time_series_section(data, runs, factors, short, out, colours)
     return _write(out, name, description, body)
 
 
@@ -208,6 +252,100 @@ def _point_frame(frame: pd.DataFrame, keys: list[str], factors: list[str], short
         if k not in ("point", *factors):
             table[k] = [md_text(v) for v in frame[k]]
     return table
+
+
+def _buffer_labels(values: list) -> tuple[list[str], str]:
+    """Buffer factor values as numbers of BDPs (``"0.5bdp"`` → ``0.5``) for the x axis."""
+    from ..analysis.published import normalise_buffer
+
+    labels = []
+    for value in values:
+        try:
+            labels.append(f"{normalise_buffer(value):g}")
+        except (TypeError, ValueError):
+            return [str(v) for v in values], "buffer"
+    return labels, "buffer (× BDP)"
+
+
+def _combos(frame: pd.DataFrame, others: list[str], orders: dict[str, list]) -> list[tuple]:
+    """The combinations of ``others`` present in ``frame``, in the factors' order."""
+    if not others:
+        return [()]
+    present = frame[others].drop_duplicates().itertuples(index=False, name=None)
+    rank = {f: {v: k for k, v in enumerate(orders[f])} for f in others}
+    return sorted(present, key=lambda combo: [rank[f].get(v, len(rank[f])) for f, v in zip(others, combo)])
+
+
+def _queue_figures(data, flows: pd.DataFrame, factors: list[str], paths: dict[str, str], orders: dict[str, list],
+                   colours: dict[str, str], out: Path) -> list[str]:  # fmt: skip
+    """The seed papers' figures for a study with a queue and a buffer factor: per queue, each
+    flow's goodput and queuing delay against the buffer, and the sojourn CCDF of each of the
+    qdisc's queues (DualPI2's L and C apart) per queue and buffer."""
+    queue = verdict.find_factor(factors, paths, "qdisc")
+    buffer = verdict.find_factor(factors, paths, "buffer")
+    if queue is None or buffer is None:
+        return []
+    others = [f for f in factors if f not in (queue, buffer)]
+    x_labels, xlabel = _buffer_labels(orders[buffer])
+    several = flows.groupby(flows["label"].astype(str))["cc"].nunique().gt(1)
+    line = flows["label"].astype(str).map(mpl_text)
+    line = line.where(~flows["label"].astype(str).map(several).fillna(False), line + " (" + flows["cc"].astype(str) + ")")
+    flows = flows.assign(_line=line)
+    line_order = list(dict.fromkeys(flows.sort_values(["id"], kind="stable")["_line"]))
+    cc_of = _cc_of(flows, "_line")
+    combos = _combos(flows, others, orders)
+    lines = [
+        "## Per queue: goodput, queuing delay and sojourn against the buffer",
+        "",
+        "One panel per queue, the buffer on the x axis in the study's order; each flow's mean over trials with "
+        f"its 95 % CI from {MIN_TRIALS_FOR_CI} trials on (clipped at 0), else the trials' min–max. Colours are "
+        "the congestion controls', the same in every figure of this report. The sojourn CCDFs are drawn "
+        "from each run's sojourn quantiles (p50, p90, p99, p99.9, max; median over trials), one line per queue "
+        "of the qdisc: DualPI2's L and C apart.",
+        "",
+    ]
+    if len(combos) > MAX_QUEUE_FIGURE_SETS:
+        lines += [f"Figures of the first {MAX_QUEUE_FIGURE_SETS} of {len(combos)} combinations of "
+                  f"{', '.join(f'`{md_text(paths[f])}`' for f in others)}; the tables below hold them all.", ""]  # fmt: skip
+    classes = data.classes
+    for k, combo in enumerate(combos[:MAX_QUEUE_FIGURE_SETS]):
+        where = " · ".join(f"{paths[f].split('.')[-1]}={v}" for f, v in zip(others, combo, strict=True))
+        part = flows
+        cells = classes
+        for f, v in zip(others, combo, strict=True):
+            part = part[part[f] == v]
+            cells = cells[cells[f] == v] if f in cells else cells
+        if part.empty:
+            continue
+        n_flows = part.groupby("run_id").size()
+        rate = part.groupby("run_id")["rate_mbps"].first() if "rate_mbps" in part else pd.Series(dtype=float)
+        fair = None
+        if n_flows.nunique() == 1 and rate.nunique() == 1:
+            fair = float(rate.iloc[0]) / int(n_flows.iloc[0])
+        suffix = f" ({mpl_text(where)})" if where else ""
+        stem = f"queue_set{k}"
+        common = dict(facet=queue, x=buffer, line="_line", x_order=orders[buffer], facet_order=orders[queue],
+                      line_order=line_order, colours=colours, cc_of=cc_of, x_labels=x_labels, lower=0.0,
+                      min_trials=MIN_TRIALS_FOR_CI, xlabel=xlabel)  # fmt: skip
+        fig = figures.factor_lines(part, value="goodput_mbps", ylabel="goodput (Mbit/s)", reference=fair,
+                                   reference_label="fair share", title=f"Goodput per queue{suffix}", **common)  # fmt: skip
+        figures.save(fig, out / f"{stem}_goodput")
+        fig = figures.factor_lines(part, value="queuing_delay_ms", ylabel="queuing delay (ms)",
+                                   title=f"Queuing delay (sRTT − base RTT) per queue{suffix}", **common)  # fmt: skip
+        figures.save(fig, out / f"{stem}_delay")
+        row = [f"![goodput per queue against buffer]({stem}_goodput.png)",
+               f"![queuing delay per queue against buffer]({stem}_delay.png)"]  # fmt: skip
+        if not cells.empty and "class" in cells and {queue, buffer} <= set(cells.columns):
+            fig = figures.quantile_ccdf_grid(cells, row=queue, col=buffer, row_order=orders[queue],
+                                             col_order=orders[buffer], col_labels=x_labels,
+                                             col_title="buffer " if xlabel == "buffer" else "buffer × BDP = ",
+                                             title=f"Sojourn CCDF per queue{suffix}")  # fmt: skip
+            figures.save(fig, out / f"{stem}_ccdf")
+            row.append(f"![sojourn CCDF per queue]({stem}_ccdf.png)")
+        if where:
+            lines += [f"### {md_text(where)}", ""]
+        lines += [" ".join(row), ""]
+    return lines
 
 
 def _flow_table(flows: pd.DataFrame, factors: list[str], short: dict[str, str]) -> list[str]:
@@ -293,7 +431,13 @@ def _point_names(frame: pd.DataFrame, factors: list[str], short: dict[str, str])
     return frame[factors].apply(lambda r: " · ".join(f"{short[f]}={r[f]}" for f in factors), axis=1)
 
 
-def _bars(flows: pd.DataFrame, factors: list[str], short: dict[str, str], out: Path) -> list[str]:
+def _cc_of(flows: pd.DataFrame, key: str) -> dict[str, str]:
+    """A flow name (label) → its CC, for the colours; the first CC where a label has several."""
+    pairs = flows[[key, "cc"]].astype(str).drop_duplicates(key)
+    return dict(zip(pairs[key], pairs["cc"], strict=True))
+
+
+def _bars(flows: pd.DataFrame, factors: list[str], short: dict[str, str], out: Path, colours=None) -> list[str]:
     if not factors:
         return []
     lines = ["## Goodput per point", ""]
@@ -304,25 +448,44 @@ def _bars(flows: pd.DataFrame, factors: list[str], short: dict[str, str], out: P
             f"Bars of the first {MAX_BAR_POINTS} of {len(points)} points; the others are in the tables above.",
             "",
         ]
-    names = _point_names(flows, factors, short).str.replace(" · ", "\n", regex=False)
-    frame = flows.assign(point_name=names.map(mpl_text), label=flows["label"].astype(str).map(mpl_text))
+    names = _point_names(flows, factors, short).map(mpl_text)
+    frame = flows.assign(point_name=names, label=flows["label"].astype(str).map(mpl_text))
+    order = list(dict.fromkeys(frame.sort_values("point")["point_name"]))  # points are in factor order
     fig = figures.flow_bars(
-        frame[["point_name", "label", "goodput_mbps"]],
+        frame[["point_name", "label", "goodput_mbps", "cc"]],
         x="point_name",
         value="goodput_mbps",
         hue="label",
+        order=order,
+        colours=colours,
+        cc_of=_cc_of(frame, "label"),
         ylabel="goodput (Mbit/s)",
-        title="Goodput per point (mean, 95 % CI over trials)",
+        title=f"Goodput per point (mean; 95 % CI from {MIN_TRIALS_FOR_CI} trials, else min–max)",
+        wrap=22,
     )
-    # One "factor=value" per line under each bar; width for the longest line, height for the lines.
-    longest = max((len(part) for n in frame["point_name"] for part in str(n).split("\n")), default=0)
-    n_points = frame["point_name"].nunique()
-    fig.set_size_inches(max(fig.get_figwidth(), 0.09 * longest * n_points + 2.0), 3.6 + 0.2 * len(factors))
     figures.save(fig, out / "goodput")
     return lines + ["![goodput per point](goodput.png)", ""]
 
 
-def _time_series_section(data, runs: pd.DataFrame, factors: list[str], short: dict[str, str], out: Path) -> list[str]:
+def _queue_series(bs: pd.DataFrame, class_names: list[str]) -> tuple[pd.DataFrame, str | None]:
+    """The bottleneck's sojourn per sub-queue (``sojourn_<class>_ms``, DualPI2's L and C) in
+    long form with a ``queue`` column, so that the L queue is not averaged into C; the
+    bottleneck's mean sojourn (group None) for a single-queue qdisc."""
+    from ..results import class_sojourn_column
+
+    columns = {class_sojourn_column(n): n for n in class_names}
+    columns = {c: n for c, n in columns.items() if c in bs and bs[c].notna().any()}
+    if len(columns) < 2:
+        return bs, None
+    keep = [c for c in ("time_s", "run_label", "run_id") if c in bs]
+    long = bs[[*keep, *columns]].melt(id_vars=keep, value_vars=list(columns), var_name="queue", value_name="sojourn_ms")
+    long["queue"] = long["queue"].map(columns)
+    return long.dropna(subset=["sojourn_ms"]), "queue"
+
+
+def _time_series_section(
+    data, runs: pd.DataFrame, factors: list[str], short: dict[str, str], out: Path, colours=None
+) -> list[str]:
     """For each point: goodput, sRTT and cwnd per flow and the bottleneck's sojourn over time."""
     done = runs[runs["status"] == "done"] if "status" in runs else runs
     if done.empty:
@@ -345,13 +508,17 @@ def _time_series_section(data, runs: pd.DataFrame, factors: list[str], short: di
         fs = data.series("flow_series", ids).merge(names, on=["run_id", "flow"], how="left").merge(trials, on="run_id")
         bs = data.series("bottleneck_series", ids).merge(trials, on="run_id")
         fs["flow_name"] = fs["flow_name"].astype(str).map(mpl_text)
+        flow_cc = _cc_of(flows[flows["run_id"].isin(ids)].assign(flow_name=lambda f: f["flow_name"].map(mpl_text)),
+                         "flow_name")  # fmt: skip
         stem = f"series_point{int(point)}"
         row = []
+        class_names = data.classes[data.classes["run_id"].isin(ids)]["class"] if "class" in data.classes else []
+        queues, queue_group = _queue_series(bs, [str(n) for n in dict.fromkeys(class_names)])
         panels = [
             ("goodput_mbps", "goodput (Mbit/s)", fs, "flow_name"),
             ("srtt_ms", "sRTT (ms)", fs, "flow_name"),
             ("cwnd", "cwnd (packets)", fs, "flow_name"),
-            ("sojourn_ms", "bottleneck sojourn (ms)", bs, None),
+            ("sojourn_ms", "sojourn per queue (ms)" if queue_group else "bottleneck sojourn (ms)", queues, queue_group),
         ]
         # The CC's model state, for CCs that report one (BBR): bandwidth estimate.
         if "bw_est_mbps" in fs and fs["bw_est_mbps"].notna().any():
@@ -360,16 +527,19 @@ def _time_series_section(data, runs: pd.DataFrame, factors: list[str], short: di
         for value, ylabel, frame, grp in panels:
             if value not in frame:
                 continue
+            by_flow = grp == "flow_name"
             fig = figures.time_series(
                 frame,
                 value=value,
                 group=grp,
                 ylabel=ylabel,
                 title=mpl_text(title),
-                legend_title="flow",
+                legend_title="flow" if by_flow else "queue",
                 trial="run_label",
                 min_trials_for_band=MIN_TRIALS_FOR_CI,
                 lower=0.0,
+                colours=colours if by_flow else figures.QUEUE_COLOURS,
+                cc_of=flow_cc if by_flow else None,
             )
             figures.save(fig, out / f"{stem}_{value}")
             row.append(f"![{value} over time]({stem}_{value}.png)")

@@ -467,6 +467,38 @@ def _factor_frame(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return frame
 
 
+#: Typed twins of factor columns in the catalog and its DataFrames: ``<column>_bdp`` (a
+#: ``buffer`` factor as a number of BDPs; null for a buffer in bytes) and ``<column>_bps`` (a
+#: ``rate`` factor in bit/s), so that figures and SQL sort and scale them as numbers.
+TYPED_SUFFIXES = ("_bdp", "_bps")
+
+
+def _typed_value(kind: str, value: Any) -> float | None:
+    from .. import units
+
+    try:
+        if kind == "_bdp":
+            parsed = units.buffer(value)
+            return float(parsed.factor) if isinstance(parsed, units.BdpMultiple) else None
+        return float(units.rate_bps(value))
+    except (units.UnitError, TypeError, ValueError):
+        return None
+
+
+def _typed_factors(frame: pd.DataFrame, factors: list[dict[str, Any]]) -> None:
+    """Add the typed twin of each buffer and rate factor column of ``frame`` (in place)."""
+    for factor in factors:
+        column, last = factor["column"], str(factor["path"]).split(".")[-1]
+        kind = {"buffer": "_bdp", "rate": "_bps"}.get(last)
+        if kind is None or column not in frame or f"{column}{kind}" in frame:
+            continue
+        values = {v: _typed_value(kind, v) for v in frame[column].dropna().unique()}
+        if not any(v is not None for v in values.values()):
+            continue
+        typed = frame[column].map(lambda v, values=values: values.get(v)).astype("float64")
+        frame.insert(frame.columns.get_loc(column) + 1, f"{column}{kind}", typed)
+
+
 def collect(study_dir: Path) -> dict[str, pd.DataFrame]:
     """The catalog's tables as DataFrames, read from the plan and the run files."""
     from .summary import summarise
@@ -526,6 +558,8 @@ def collect(study_dir: Path) -> dict[str, pd.DataFrame]:
         factor_columns,
         plan.get("metrics"),
     )
+    for frame in tables.values():  # after the summaries: the twins are factors, not metrics
+        _typed_factors(frame, plan["factors"])
     return tables
 
 
