@@ -84,7 +84,10 @@ def test_demo_runs_the_demo_study_and_writes_its_report(tmp_path, capsys):
 
     assert main(["demo", "--out", str(tmp_path), "--duration", "2s", "--jobs", "2"]) == 0
     report = tmp_path / "report" / "report.md"
-    assert f"wrote {report}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"wrote {report}" in out
+    # It ends by naming the page to open.
+    assert out.splitlines()[-1] == f"open {report.with_suffix('.html')} in a browser"
     text = report.read_text()
     assert "| label |" in text and "goodput.png" in text
     assert "## Congestion windows" in text and "## Bottleneck sojourn per buffer" in text

@@ -86,3 +86,4 @@ def test_wheel_installs_without_rust_and_runs_the_demo(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "demo" / "report" / "report.md").is_file()
     assert (tmp_path / "demo" / "report" / "report.html").is_file()
+    assert done.stdout.splitlines()[-1] == f"open {tmp_path / 'demo' / 'report' / 'report.html'} in a browser"

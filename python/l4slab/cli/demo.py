@@ -49,5 +49,8 @@ def command(args: argparse.Namespace) -> int:
         error(f"run {rid[:12]}: {message}")
     if outcome.failed:
         return EXIT_ENGINE
-    print(f"wrote {write_report(outcome.directory)}")
+    markdown = write_report(outcome.directory)
+    print(f"wrote {markdown}")
+    # The last line names the page to open: one file, every figure inline.
+    print(f"open {markdown.with_suffix('.html')} in a browser")
     return EXIT_OK

@@ -200,13 +200,14 @@ def show_text(path: str) -> str:
     from ..errors import ScenarioError
     from ..scenario.load import tomllib
     from ..study import registry
-    from ..study.spec import load_study
+    from ..study.spec import outline_study
 
     if not Path(path).exists() and path not in registry.builtin_studies():
         raise ScenarioError(
             f"{path!r} is neither a built-in study ({', '.join(registry.builtin_studies())}) nor a study file"
         )
-    spec = load_study(path)
+    spec = outline_study(path)
+    runs = spec.points * spec.trials
     file = registry.resolve_builtin(path)
     builtin = path if file != Path(path) else None
     text = file.read_text(encoding="utf-8")
@@ -215,8 +216,8 @@ def show_text(path: str) -> str:
     if not description:  # the file's opening comments follow in full: their first sentence here
         comments = _comment_block(text)
         description = (comments.split(". ")[0] + ("." if ". " in comments else "")) if comments else "(none)"
-    packets = sum(_estimate_packets(spec.config(run)) for run in spec.runs)
-    seconds = packets / ESTIMATE_PACKETS_PER_S + ESTIMATE_RUN_OVERHEAD_S * len(spec.runs)
+    packets = sum(_estimate_packets(config) * points * spec.trials for config, points in spec.scenarios)
+    seconds = packets / ESTIMATE_PACKETS_PER_S + ESTIMATE_RUN_OVERHEAD_S * runs
     head = [f"l4slab study show {path}: copy it (`l4slab study show {path} > my.toml`), edit, `l4slab study run "
             "my.toml`.", f"reproduces: {meta.get('reproduces') or 'not stated'}"]  # fmt: skip
     head += textwrap.wrap("description: " + " ".join(description.split()), 96, subsequent_indent="  ")
@@ -225,8 +226,8 @@ def show_text(path: str) -> str:
         levels = ", ".join(_value(v) for v in factor.values)
         head += textwrap.wrap(f"{factor.path} ({len(factor.values)}): {levels}", 96, initial_indent="  ",
                               subsequent_indent="      ")  # fmt: skip
-    head.append(f"points: {len(spec.points)} x {spec.trials} trial(s) = {len(spec.runs)} runs")
-    measured = _measured(builtin, len(spec.runs)) if builtin else None
+    head.append(f"points: {spec.points} x {spec.trials} trial(s) = {runs} runs")
+    measured = _measured(builtin, runs) if builtin else None
     if measured:
         head += textwrap.wrap(measured, 96, subsequent_indent="  ")
     head.append(

@@ -16,11 +16,42 @@ catalog), :mod:`.catalog` (query, load), :mod:`.summary` (mean and 95 % CI per p
 
 from __future__ import annotations
 
-from .catalog import StudyData, load, query
-from .registry import builtin_studies
-from .runs import emit_jobs, plan, run, run_one, status
-from .spec import load_study
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .catalog import StudyData, load, query
+    from .registry import builtin_studies
+    from .runs import emit_jobs, plan, run, run_one, status
+    from .spec import load_study
 
 __all__ = [
     "builtin_studies", "run", "run_one", "emit_jobs", "plan", "status", "load", "query", "StudyData", "load_study",
 ]  # fmt: skip
+
+#: The package's names, imported on first use by the module that defines them, so that
+#: ``l4slab study list`` / ``study show`` start without pandas, DuckDB or matplotlib.
+_LAZY = {
+    "StudyData": ".catalog",
+    "load": ".catalog",
+    "query": ".catalog",
+    "builtin_studies": ".registry",
+    "emit_jobs": ".runs",
+    "plan": ".runs",
+    "run": ".runs",
+    "run_one": ".runs",
+    "status": ".runs",
+    "load_study": ".spec",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

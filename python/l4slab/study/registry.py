@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import ScenarioError
-from ..scenario import read_toml_file
 
 __all__ = ["builtin_studies", "study_dir", "study_file", "resolve_builtin", "presets", "report_sections", "Section"]
 
@@ -61,6 +60,8 @@ def presets() -> dict[str, dict[str, str]]:
     for name in builtin_studies():
         path = _root() / name / "presets.toml"
         if path.is_file():
+            from ..scenario.load import read_toml_file  # pydantic: only when presets are read
+
             tables, _ = read_toml_file(path, "presets")
             found.update({preset: dict(labels) for preset, labels in tables.items()})
     return found

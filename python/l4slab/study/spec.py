@@ -62,7 +62,6 @@ from ..errors import ScenarioError
 from ..limits import check_values, show
 from ..scenario import apply_overrides, read_toml_file, scenario_from_dict
 from . import registry
-from .summary import check_metrics
 
 __all__ = ["StudySpec", "Point", "RunSpec", "load_study", "study_from_dict", "trial_seed", "run_id"]
 
@@ -471,6 +470,8 @@ def study_from_dict(
         raise ScenarioError(f"study.trials: {show(trials)} is not an integer in 1..{MAX_TRIALS}; expected e.g. 10")
     metrics = meta.get("metrics")
     if metrics is not None:
+        from .summary import check_metrics  # numpy, pandas: only for a study that names metrics
+
         check_metrics(metrics)
     report = meta.get("report", name if name in registry.builtin_studies() else None)
     if report is not None and report not in registry.builtin_studies():
@@ -482,26 +483,7 @@ def study_from_dict(
     if overrides:
         base = apply_overrides(base, overrides)
     units = _panel_units(data, meta, base, panels)
-    # The plan's factors: "panel" first (when the study has panels), then the union of every
-    # panel's factors in order of first appearance (a panel leaves the others' columns empty).
-    factors: list[Factor] = []
-    by_path: dict[str, int] = {}
-    if units[0][0] is not None:
-        factors.append(Factor(PANEL_FACTOR, tuple(u[0] for u in units)))
-        by_path[PANEL_FACTOR] = 0
-    for _panel, _base, unit_factors, _combos in units:
-        for factor in unit_factors:
-            if factor.path == PANEL_FACTOR:
-                raise ScenarioError(f"factors: {PANEL_FACTOR!r} is the panels' column; it cannot be a factor path")
-            if factor.path not in by_path:
-                by_path[factor.path] = len(factors)
-                factors.append(factor)
-                continue
-            known_factor = factors[by_path[factor.path]]
-            extra = tuple(
-                v for v in factor.values if canonical_json(v) not in {canonical_json(k) for k in known_factor.values}
-            )
-            factors[by_path[factor.path]] = Factor(known_factor.path, known_factor.values + extra, known_factor.preset)
+    factors = _plan_factors(units)
     columns = [f.column for f in factors]
     if len(set(columns)) != len(columns):
         raise ScenarioError(f"factors: two factor paths map to the same catalog column ({columns})")
@@ -546,6 +528,81 @@ def study_from_dict(
                 seen[rid] = f"point {label} trial {trial}"
                 runs.append(RunSpec(rid, point.index, trial, seed_t))
     return StudySpec(name, seed, trials, metrics, report, factors, points, runs, source_text, version)
+
+
+def _plan_factors(units: list[Unit]) -> list[Factor]:
+    """The plan's factors: "panel" first (when the study has panels), then the union of every
+    panel's factors in order of first appearance (a panel leaves the others' columns empty)."""
+    factors: list[Factor] = []
+    by_path: dict[str, int] = {}
+    if units[0][0] is not None:
+        factors.append(Factor(PANEL_FACTOR, tuple(u[0] for u in units)))
+        by_path[PANEL_FACTOR] = 0
+    for _panel, _base, unit_factors, _combos in units:
+        for factor in unit_factors:
+            if factor.path == PANEL_FACTOR:
+                raise ScenarioError(f"factors: {PANEL_FACTOR!r} is the panels' column; it cannot be a factor path")
+            if factor.path not in by_path:
+                by_path[factor.path] = len(factors)
+                factors.append(factor)
+                continue
+            known_factor = factors[by_path[factor.path]]
+            extra = tuple(
+                v for v in factor.values if canonical_json(v) not in {canonical_json(k) for k in known_factor.values}
+            )
+            factors[by_path[factor.path]] = Factor(known_factor.path, known_factor.values + extra, known_factor.preset)
+    return factors
+
+
+@dataclass
+class StudyOutline:
+    """A study's shape without its points resolved (``study show``): its factors, its number
+    of points and trials, and the distinct scenarios its points run apart from the queue
+    (``bottleneck.qdisc`` and ``bottleneck.buffer`` left out), each with how many points
+    run it, resolved to its engine config."""
+
+    name: str
+    trials: int
+    factors: list[Factor]
+    points: int
+    scenarios: list[tuple[dict[str, Any], int]]
+
+
+def outline_study(path: str | os.PathLike[str]) -> StudyOutline:
+    """The outline of a study file or built-in study: what :func:`load_study` expands,
+    without resolving and checking every point (a study of a thousand points outlines in
+    tens of milliseconds; ``study run`` checks every point before it runs any)."""
+    file = registry.resolve_builtin(path)
+    data, _text = read_toml_file(file, "study")
+    meta = data.get("study", {})
+    if not isinstance(meta, Mapping):
+        raise ScenarioError("study: not a table; expected [study] with name, seed, trials")
+    base = _base_scenario(data, file.parent)
+    units = _panel_units(data, meta, base, None)
+    groups: dict[str, list[Any]] = {}
+    for _panel, unit_base, unit_factors, combos in units:
+        for combo in combos:
+            queue = ("bottleneck.qdisc", "bottleneck.buffer")
+            plain = {f.path: combo[f.path] for f in unit_factors if f.path not in queue}
+            probe = apply_overrides(unit_base, plain)
+            bottleneck = probe.get("bottleneck")
+            if isinstance(bottleneck, dict):
+                bottleneck.pop("buffer", None)
+                bottleneck["qdisc"] = "pfifo"
+            key = canonical_json(probe)
+            groups.setdefault(key, [probe, 0])[1] += 1
+    scenarios = []
+    for probe, count in groups.values():
+        probe.setdefault("name", meta.get("name", "study"))
+        scenarios.append((scenario_from_dict(probe).resolve(), count))
+    trials = meta.get("trials", 1)
+    return StudyOutline(
+        str(meta.get("name", file.stem)),
+        trials if isinstance(trials, int) else 1,
+        _plan_factors(units),
+        sum(len(u[3]) for u in units),
+        scenarios,
+    )
 
 
 def load_study(
