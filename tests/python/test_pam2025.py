@@ -111,7 +111,8 @@ def test_unknown_panel_is_one_line_error():
     with pytest.raises(ScenarioError, match=r"--panel: 'nope' is not a panel of this study; panels: prague-cubic, "):
         load_study("pam2025", panels=["nope"])
     with pytest.raises(ScenarioError, match="this study has no \\[panels\\]"):
-        load_study("pam2025-prague-cubic", panels=["prague-cubic"])
+        load_study("dualq-multiflow", panels=["prague-cubic"])
+    assert len(load_study("pam2025-prague-cubic", panels=["prague-cubic"]).points) == 45
 
 
 @pytest.mark.parametrize("panel", ["prague-bbr3-short", "bbr2l4s-bbr3-short"])
@@ -351,6 +352,25 @@ def test_bbr2l4s_panels_receive_with_the_senders_cc_as_the_testbed():
     for point in spec.points:
         l4s = point.config["flows"][0]
         assert (l4s["cc"], l4s["receiver_cc"], l4s["receiver_ecn"]) == ("bbr2-l4s", "bbr2-l4s", 3), point.values
+
+
+def test_prague_cubic_study_is_pam2025s_two_panels_point_for_point():
+    """Its panels are pam2025's of the same names (so `--published pam2025` matches them), and
+    each of its 90 points runs the engine config of pam2025's point of the same panel, queue
+    and buffer."""
+    small = load_study("pam2025-prague-cubic")
+    full = load_study("pam2025", panels=["prague-cubic", "prague-cubic-ecn"])
+
+    def key(point):
+        return tuple(point.values[p] for p in ("panel", "bottleneck.qdisc", "bottleneck.buffer"))
+
+    def config(point):
+        return {k: v for k, v in point.config.items() if k != "name"}
+
+    theirs = {key(p): config(p) for p in full.points}
+    assert len(small.points) == len(theirs) == 90
+    for point in small.points:
+        assert config(point) == theirs[key(point)], key(point)
 
 
 def test_prague_cubic_study_runs_the_pam_testbed_settings():

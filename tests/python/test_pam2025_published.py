@@ -179,3 +179,49 @@ def test_report_with_published_end_to_end(tmp_path):
     done = subprocess.run([*cli, "study", "report", str(out), "--published", str(bad)], capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "column 'l4s_mbps': 'fast'" in done.stderr
+
+
+def _plan_as_finished_study(spec):
+    """A finished study's ``runs`` and ``flows`` tables as the catalog gives them, one run per
+    point, built from the plan (every flow at 1 Mbit/s, 1 ms of queuing delay): what
+    :func:`~l4slab.analysis.published.simulated_cells` reads, without running the engine."""
+    from types import SimpleNamespace
+
+    from l4slab.study.spec import column_name
+
+    runs, flows = [], []
+    for point in spec.points:
+        run_id = f"run{point.index}"
+        runs.append({"run_id": run_id, "status": "done", **{column_name(p): v for p, v in point.values.items()}})
+        for i, flow in enumerate(point.config["flows"]):
+            rtt_ms = flow["rtt_ns"] / 1e6
+            flows.append({"run_id": run_id, "id": i, "cc": flow["cc"], "goodput_mbps": 1.0,
+                          "base_rtt_ms": rtt_ms, "mean_srtt_ms": rtt_ms + 1.0})  # fmt: skip
+    return SimpleNamespace(runs=pd.DataFrame(runs), flows=pd.DataFrame(flows))
+
+
+@pytest.mark.parametrize("name", ["pam2025-prague-cubic", "pam2025", "kernel-differential"])
+def test_published_pam2025_matches_every_cell_of_each_builtin_study_with_its_panels(name):
+    """`--published pam2025` beside a built-in study with the queue and buffer factors: every
+    point of a panel the table has is one compared cell (pam2025-prague-cubic: all 90, which
+    its own report section compares too), and no point of another panel is."""
+    from l4slab.study.spec import load_study
+
+    spec = load_study(name)
+    table = pub.read_published("pam2025")
+    cells = pub.simulated_cells(_plan_as_finished_study(spec), spec.name)
+    result = pub.compare_published(cells, table)
+    queue_of = {(p.values["panel"], p.values["bottleneck.qdisc"], pub.normalise_buffer(p.values["bottleneck.buffer"]))
+                for p in spec.points if p.values.get("panel") in set(table["panel"])}  # fmt: skip
+    assert len(result.table) == len(queue_of)
+    assert set(zip(result.table["panel"], result.table["queue"], result.table["buffer_bdp"], strict=True)) == queue_of
+    if name == "pam2025-prague-cubic":
+        assert len(result.table) == len(spec.points) == 90
+
+
+def test_published_section_of_a_study_without_the_queue_factors_says_why(tmp_path):
+    from l4slab.study.spec import load_study
+
+    spec = load_study("dualq-multiflow")
+    with pytest.raises(ScenarioError, match=r"--published: the study has no 'bottleneck.buffer' factor"):
+        pub.simulated_cells(_plan_as_finished_study(spec), spec.name)
