@@ -5,10 +5,15 @@
   ``ResultSet`` (PyPI ``flent``), as the ``rrul_be_nflows`` test with one
   ``TCP upload BE::n`` series per forward TCP flow, one ``TCP download BE::n`` per
   reverse one (``direction = "reverse"``), their ``avg``/``sum``, and ``Ping (ms)``
-  series. A simulator has no ping: ``Ping (ms) ICMP`` is the RTT an ICMP echo would
-  have seen — the first flow's base RTT plus the bin's mean bottleneck sojourn — and
+  series. A simulator has no ping: ``Ping (ms) ICMP`` is the RTT that flent's ping
+  (``ping -D -i STEP`` of iputils, one echo per step through the same path as the load,
+  flent ``runners.py:PingRunner``) would have measured: the first flow's base RTT plus the
+  queueing its Not-ECT echo request meets at the bottleneck (:func:`icmp_queue_ms`), and
   ``Ping (ms) UDP BE`` the first forward TCP flow's sRTT. Each series keeps its flow's label
-  in the metadata (``SERIES_META``).
+  in the metadata (``SERIES_META``). The run sits where flent puts the load: from ``DELAY``
+  (flent's ``-d``, 5 s) to ``DELAY + LENGTH`` of a ``TOTAL_LENGTH = LENGTH + 2·DELAY`` test,
+  so flent's plots that cut ``DELAY`` off each end (``ping_cdf``, ``box_*``) keep the whole
+  run however short it is.
 * :func:`to_iperf3_json` writes one ``iperf3 -J``-shaped file per TCP flow with the
   fields scripts read: ``start.test_start`` (protocol, duration), ``intervals``
   (per-bin ``bits_per_second``, ``snd_cwnd``, ``rtt``, ``retransmits``) and
@@ -71,6 +76,31 @@ def _tcp_flows(run: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]
     return [(f, configs[f["id"]]) for f in flows if f.get("kind") == "tcp" and f["id"] < len(configs)]
 
 
+def icmp_queue_ms(run: dict[str, Any]) -> pd.Series:
+    """Per bin, the bottleneck queueing (ms) an ICMP echo request sent in the bin would meet:
+    an echo is Not-ECT and belongs to no TCP flow, so
+
+    * DualPI2 puts it in the classic queue (RFC 9332 §2.3: only ECT(1) and CE are
+      classified L4S; ``sch_dualpi2.c:dualpi2_classify``): the C queue's mean sojourn
+      (``sojourn_c_ms``), not the mix of both queues, which the L queue's sub-millisecond
+      sojourns pull down;
+    * a flow-queueing qdisc (``fq``, ``fq_codel``: a flow per 5-tuple hash) gives the echo a
+      queue of its own, new and sparse, served before the bulk flows' (``fq_codel_enqueue``
+      puts it on ``new_flows``): it waits for no backlog, 0;
+    * any other qdisc has one queue: its mean sojourn.
+
+    A bin in which the queue dequeued nothing had none to wait behind: 0."""
+    bottleneck = run["bottleneck"]
+    qdisc = ((run["config"].get("bottleneck") or {}).get("qdisc") or {}).get("kind")
+    if "sojourn_c_ms" in bottleneck:
+        queue = bottleneck["sojourn_c_ms"]
+    elif qdisc in ("fq", "fq_codel"):
+        queue = pd.Series(0.0, index=bottleneck.index)
+    else:
+        queue = bottleneck["sojourn_ms"]
+    return queue.astype("float64").fillna(0.0)
+
+
 def to_flent(run_dir: str | Path, out: str | Path | None = None) -> Path:
     """Write ``run_dir`` as a flent data file; return its path (default
     ``RUN_DIR/<name>.flent.gz``). Needs PyPI ``flent`` (``pip install 'l4slab[flent]'``)."""
@@ -82,8 +112,13 @@ def to_flent(run_dir: str | Path, out: str | Path | None = None) -> Path:
     series = run["flow_series"]
     times = sorted(series["time_s"].unique().tolist()) if len(series) else run["bottleneck"]["time_s"].tolist()
     bin_s = float(run["summary"]["bin_s"])
-    # flent's x values are the ends of its sampling steps.
-    x_values = [round(t + bin_s, 9) for t in times]
+    # The run is the load of a flent test: it starts DELAY into the test (flent's default -d),
+    # and flent's x values are the ends of its sampling steps.
+    from flent.settings import parser as flent_settings
+
+    delay = int(flent_settings.get_default("DELAY"))
+    x_values = [round(delay + t + bin_s, 9) for t in times]
+    length = int(round(float(run["summary"]["duration_s"])))
     tcp = _tcp_flows(run)
     up = [(f, c) for f, c in tcp if not c.get("reverse")]
     down = [(f, c) for f, c in tcp if c.get("reverse")]
@@ -102,8 +137,8 @@ def to_flent(run_dir: str | Path, out: str | Path | None = None) -> Path:
             "TITLE": str(name),
             "HOST": "l4slab",
             "HOSTS": ["l4slab"],
-            "LENGTH": int(round(float(run["summary"]["duration_s"]))),
-            "TOTAL_LENGTH": int(round(float(run["summary"]["duration_s"]))),
+            "LENGTH": length,
+            "TOTAL_LENGTH": length + 2 * delay,
             "STEP_SIZE": bin_s,
             "TIME": start,
             "TEST_PARAMETERS": {"upload_streams": str(len(up)), "download_streams": str(len(down))},
@@ -111,6 +146,8 @@ def to_flent(run_dir: str | Path, out: str | Path | None = None) -> Path:
     )
     rs.x_values = x_values
     t0 = start.timestamp()
+    # The test's start, from which flent's aggregator counts its steps (naive UTC, as it records it).
+    rs.meta("T0", start.replace(tzinfo=None))
 
     def measured(key: str, values: list[float | None]) -> None:
         """A measured series: its per-step values and, as flent's runners record them, its raw
@@ -147,10 +184,10 @@ def to_flent(run_dir: str | Path, out: str | Path | None = None) -> Path:
     if up or down:
         ups = [per_flow(f["id"], "goodput_mbps") for f, _ in up + down]
         rs.add_result("TCP totals", [sum(v for v in r if v is not None) for r in zip(*ups, strict=True)])
-    bottleneck = run["bottleneck"].set_index("time_s").reindex(times)
+    queue_ms = icmp_queue_ms(run).set_axis(run["bottleneck"]["time_s"]).reindex(times).fillna(0.0)
     first = (up or down or [(None, run["config"]["flows"][0])])[0][1]
     base_ms = float(first.get("rtt_ns", 0)) / 1e6
-    ping = _finite((bottleneck["sojourn_ms"].fillna(0.0) + base_ms).tolist())
+    ping = _finite((queue_ms + base_ms).tolist())
     measured("Ping (ms) ICMP", ping)
     udp = per_flow(up[0][0]["id"], "srtt_ms") if up else ping
     measured("Ping (ms) UDP BE", udp)
@@ -158,7 +195,11 @@ def to_flent(run_dir: str | Path, out: str | Path | None = None) -> Path:
         "Ping (ms) avg", [None if a is None or b is None else (a + b) / 2 for a, b in zip(ping, udp, strict=True)]
     )
     rs.metadata["SERIES_META"] = series_meta
-    rs.metadata["L4SLAB_PING"] = "ICMP: base RTT of the first flow + mean bottleneck sojourn per bin; UDP BE: its sRTT"
+    rs.metadata["L4SLAB_PING"] = (
+        "ICMP: base RTT of the first flow + the bottleneck queueing a Not-ECT echo meets per bin "
+        "(DualPI2: the C queue's sojourn; fq/fq_codel: none, a sparse flow; else the queue's sojourn); "
+        "UDP BE: the first flow's sRTT"
+    )
     target = Path(out) if out is not None else run["dir"] / f"{_safe(str(name))}.flent.gz"
     if not target.name.endswith(".flent.gz"):
         raise ScenarioError(f"--output: {target.name!r} must end in .flent.gz (flent finds its files by that suffix)")

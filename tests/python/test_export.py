@@ -73,6 +73,68 @@ def test_flent_loads_the_export_with_the_run_values(run_dir):
     assert len(rs.x_values) == len(series[series["flow"] == 0])
 
 
+def test_flent_places_a_short_run_inside_its_plots_cutoff(run_dir):
+    """flent's CDF and box plots (``ping_cdf``, ...) keep only DELAY..TOTAL_LENGTH-DELAY of a
+    test (``cutoff: (DELAY, -DELAY)`` in its test files): the 4-s run sits there whole, as the
+    load of a flent test does, so its ping CDF has every sample."""
+    pytest.importorskip("flent")
+    from flent import resultset
+    from flent.settings import parser
+
+    out, result = run_dir
+    main(["export", "--flent", str(out)])
+    rs = resultset.load(str(out / "export_me.flent.gz"))
+    delay = parser.get_default("DELAY")
+    assert rs.meta("TOTAL_LENGTH") == rs.meta("LENGTH") + 2 * delay == 4 + 2 * delay
+    samples = [r["t"] - rs.t0 for r in rs.raw_values["Ping (ms) ICMP"]]
+    assert len(samples) == 20
+    assert delay <= min(samples) and max(samples) <= rs.meta("TOTAL_LENGTH") - delay
+
+
+PING_SCENARIO = """
+name = "ping"
+duration = "6s"
+bin = "200ms"
+trace_sojourn = true
+[bottleneck]
+rate = "20Mbit"
+qdisc = "dualpi2"
+[[flows]]
+cc = "prague"
+rtt = "10ms"
+[[flows]]
+cc = "cubic"
+rtt = "10ms"
+[[flows]]
+kind = "udp"
+rate = "100kbit"
+rtt = "10ms"
+"""
+
+
+def test_flent_icmp_ping_waits_in_dualpi2s_classic_queue(tmp_path):
+    """A ping's echo is Not-ECT: DualPI2 queues it with the classic traffic. A Not-ECT UDP
+    probe of 100 kbit/s through the same bottleneck measures that wait packet by packet (the
+    sojourn trace); the exported ICMP ping is the base RTT plus the same wait (within 10 %),
+    about twice the mean over both queues, which the L queue's short sojourns pull down."""
+    pytest.importorskip("flent")
+    from flent import resultset
+
+    result = run(scenario_from_toml(PING_SCENARIO))
+    result.write(tmp_path / "run")
+    main(["export", "--flent", str(tmp_path / "run")])
+    rs = resultset.load(str(tmp_path / "run" / "ping.flent.gz"))
+    start = rs.t0 + 5 + 1.0  # flent's DELAY, then the first second of slow start left out
+    ping = [r["val"] for r in rs.raw_values["Ping (ms) ICMP"] if r["t"] > start + 0.2]
+    waited = sum(ping) / len(ping) - 10.0
+    trace = result.sojourn[result.sojourn["time_s"] >= 1.0]
+    probe = trace[trace["flow"] == 2]["sojourn_ms"].mean()
+    mixed = trace["sojourn_ms"].mean()
+    assert probe > 5.0
+    assert waited == pytest.approx(probe, rel=0.10)
+    assert waited > 1.5 * mixed
+
+
 def test_flent_itself_plots_all_scaled(run_dir, tmp_path):
     pytest.importorskip("flent")
     out, _ = run_dir
