@@ -340,14 +340,24 @@ Samples = Union[Sequence[float], np.ndarray, pd.Series, tuple]
 def save(
     fig: Figure, path_stem: str | os.PathLike[str], formats: Sequence[str] = ("png", "svg"), dpi: int = 150
 ) -> list[Path]:
-    """Write ``fig`` to ``<path_stem>.<fmt>`` for each format, atomically (temp + rename)."""
+    """Write ``fig`` to ``<path_stem>.<fmt>`` for each format, atomically (temp + rename); SVG
+    with its text as ``<text>`` elements."""
+    import matplotlib
+
     stem = Path(path_stem)
     written = []
     engine = fig.get_layout_engine()
+
+    def draw(tmp: Path, fmt: str) -> None:
+        # SVG keeps its text as text (searchable, selectable, and measurable in a browser:
+        # the report's rendering test reads every label's box), with stable ids.
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "l4slab"}):
+            fig.savefig(tmp, format=fmt, dpi=dpi)
+
     try:
         for k, fmt in enumerate(formats):
             target = stem.with_name(f"{stem.name}.{fmt}")
-            written.append(atomic_write(target, lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=dpi)))
+            written.append(atomic_write(target, lambda tmp, fmt=fmt: draw(tmp, fmt)))
             if k == 0 and engine is not None:
                 # The first draw placed the axes (constrained layout); the other formats
                 # reuse that placement instead of solving it again (the solve re-measures every
