@@ -87,3 +87,66 @@ def test_plot_formats_and_mistakes(run_dir, tmp_path):
         done = l4slab(*args)
         assert done.returncode == 2 and "Traceback" not in done.stderr
         assert done.stderr.startswith("l4slab: error: ") and fragment in done.stderr, done.stderr
+
+
+STUDY = """
+[study]
+name = "plot-study"
+seed = 2
+trials = 1
+[base]
+duration = "1s"
+[base.bottleneck]
+rate = "50Mbit"
+qdisc = "dualpi2 target 5ms"
+[[base.flows]]
+cc = "prague"
+rtt = "10ms"
+[[base.flows]]
+cc = "cubic"
+rtt = "10ms"
+[factors]
+"bottleneck.buffer" = ["1bdp", "2bdp"]
+"""
+
+
+@requires_engine
+def test_the_sojourn_figure_draws_dualpi2_queues_apart(run_dir):
+    from l4slab.analysis.runplots import load_run, run_figures
+
+    fig = run_figures(load_run(run_dir))["sojourn"]
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert labels == ["queue C", "queue L"]  # no line mixing the two queues
+
+
+@requires_engine
+def test_plot_any_study_run_and_overlay_runs(run_dir, tmp_path):
+    study_file = tmp_path / "study.toml"
+    study_file.write_text(STUDY)
+    out = tmp_path / "study"
+    done = l4slab("study", "run", str(study_file), "--out", str(out), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    a, b = sorted((out / "runs").glob("*.parquet"))
+    # A study's run by a unique id prefix: figures in STUDY_DIR/plots/<id>, with run.html.
+    done = l4slab("plot", str(out / "runs" / a.stem[:10]))
+    assert done.returncode == 0, done.stderr
+    page = (out / "plots" / a.stem / "run.html").read_text(encoding="utf-8")
+    assert page.count("<svg") == 6 and "plot-study point" in page
+    sojourn = (out / "plots" / a.stem / "sojourn.svg").read_text(encoding="utf-8")
+    assert "queue C" in sojourn and "queue L" in sojourn
+    # Three runs overlaid (two of a study, one run directory), as flent -i a -i b -i c.
+    done = l4slab("plot", str(a), str(b), str(run_dir), "--out", str(tmp_path / "overlay"))
+    assert done.returncode == 0, done.stderr
+    goodput = (tmp_path / "overlay" / "goodput.svg").read_text(encoding="utf-8")
+    names = [f"plot-study p{p} t0" for p in (0, 1)]
+    for name in names:
+        assert f"{name}: prague" in goodput or f"{name}: cubic" in goodput, name
+    assert f"{run_dir.name}: prague $x$" in goodput
+    page = (tmp_path / "overlay" / "overlay.html").read_text(encoding="utf-8")
+    assert page.count("<svg") == 6 and "3 runs overlaid" in page
+    for args, fragment in (
+        (("plot", str(a), str(b)), "--out: required to overlay 2 runs"),
+        (("plot", str(out / "runs" / "zz")), "names 0 runs of"),
+    ):
+        done = l4slab(*args)
+        assert done.returncode == 2 and fragment in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -5,7 +5,14 @@ over time, queue delay, and the delay's CCDF; l4slab adds the bottleneck's marks
 (its AQM's decisions) and the sojourn per qdisc queue (DualPI2's C and L). Every figure is
 written as PNG and/or SVG into ``RUN_DIR/plots/`` and embedded inline in one self-contained
 ``RUN_DIR/run.html`` with the run's summary table. Flows are named by their label (with
-``#id`` where several share one); DualPI2's queues by the names the summary uses (C, L).
+``#id`` where several share one); DualPI2's queues by the names the summary uses (C, L),
+each its own line (never one line mixing them). A flow's colour is its CC's
+(:func:`l4slab.analysis.figures.cc_colours`).
+
+A run is a run directory (``l4slab run --out``) or any run of a study (its file
+``STUDY_DIR/runs/<id>.parquet``, or ``STUDY_DIR/runs/<id prefix>``). Several runs are drawn
+over each other as flent's ``-i a -i b`` does: one line per run and flow (the run's name
+first, a line style per run) in the same figures, written to ``--out`` with ``overlay.html``.
 """
 
 from __future__ import annotations
@@ -22,10 +29,10 @@ from matplotlib.figure import Figure
 
 from ..errors import ScenarioError
 from ..io import write_text
-from .figures import ccdf_plot, save
+from .figures import GID_CC, QUEUE_COLOURS, _gid, cc_colours, ccdf_plot, save
 from .html import html_page, markdown_to_html, md_text, mpl_text
 
-__all__ = ["RunData", "load_run", "run_figures", "plot_run", "FIGURES"]
+__all__ = ["RunData", "load_run", "load_study_run", "run_figures", "plot_run", "plot_runs", "FIGURES"]
 
 #: The figures of a run, in page order: file stem → caption.
 FIGURES = {
@@ -48,6 +55,8 @@ class RunData:
     flow_series: pd.DataFrame
     bottleneck_series: pd.DataFrame
     sojourn: pd.DataFrame | None
+    #: The run's name in legends of an overlay (the directory's name, or study/point/trial).
+    name: str = ""
 
     @property
     def flow_names(self) -> dict[int, str]:
@@ -61,10 +70,83 @@ class RunData:
         return [c["class"] for c in self.summary["bottleneck"].get("sojourn_by_class") or []]
 
 
+def _study_run_file(path: Path) -> Path | None:
+    """``STUDY_DIR/runs/<id>.parquet`` or ``STUDY_DIR/runs/<id prefix>`` → the run file."""
+    if path.suffix == ".parquet" and path.parent.name == "runs":
+        return path
+    if path.parent.name == "runs" and not path.exists() and path.parent.is_dir():
+        matches = sorted(path.parent.glob(f"{path.name}*.parquet"))
+        if len(matches) == 1:
+            return matches[0]
+        raise ScenarioError(
+            f"RUN: {path.name!r} names {len(matches)} runs of {path.parent.parent}; expected a unique run id prefix"
+        )
+    return None
+
+
+def load_study_run(path: str | os.PathLike[str]) -> RunData:
+    """One run of a study, from its verified run file: the flows, classes and series it
+    stores, named by the study, point and trial; raises :class:`ScenarioError` in one line."""
+    from ..study import store
+
+    path = Path(path)
+    study_dir = path.parent.parent
+    try:
+        meta, table = store.verify_run_file(path)
+    except FileNotFoundError:
+        raise ScenarioError(f"RUN: {path} does not exist") from None
+    except (OSError, store.CorruptRunFile) as err:
+        raise ScenarioError(f"RUN: {' '.join(str(err).split())}") from None
+    flows = store.split_table(table, "flows")
+    classes = store.split_table(table, "classes")
+    bottleneck = store.split_table(table, "bottleneck")
+    series = store.split_table(table, "bottleneck_series")
+    flow_series = store.split_table(table, "flow_series")
+    plan = store.load_plan(study_dir) or {}
+    point = int(meta.get("point", -1))
+    scenario = {}
+    if 0 <= point < len(plan.get("points") or []):
+        scenario = plan["points"][point].get("scenario") or {}
+    times = np.sort(series["time_s"].unique()) if "time_s" in series else np.array([])
+    bin_s = float(np.median(np.diff(times))) if times.size > 1 else 0.1
+    factors = " · ".join(f"{k.split('.')[-1]}={v}" for k, v in (meta.get("factors") or {}).items())
+    study = str(plan.get("study") or meta.get("study") or study_dir.name)
+    row = bottleneck.iloc[0].to_dict() if len(bottleneck) else {}
+    summary = {
+        "scenario": f"{study} point {point}" + (f" ({factors})" if factors else ""),
+        "seed": meta.get("seed"),
+        "bin_s": bin_s,
+        "duration_s": float(times[-1] + bin_s) if times.size else 0.0,
+        "warmup_s": 0.0,
+        "flows": flows.to_dict("records"),
+        "bottleneck": {
+            "rate_mbps": row.get("rate_mbps"),
+            "qdisc_config": row.get("qdisc_config", ""),
+            "sojourn_by_class": [
+                {"class": str(c["class"]), "sojourn_ms": {k[:-3] if k.endswith("_ms") else k: v
+                                                          for k, v in c.items() if k != "class"}}
+                for c in classes.to_dict("records")
+            ],  # fmt: skip
+        },
+    }
+    if isinstance(scenario.get("warmup"), str):
+        from ..units import UnitError, time_ns
+
+        try:
+            summary["warmup_s"] = time_ns(scenario["warmup"]) / 1e9
+        except UnitError:
+            pass
+    name = f"{study} p{point} t{meta.get('trial', '?')}"
+    return RunData(path.parent.parent, summary, flows, flow_series, series, None, name=name)
+
+
 def load_run(directory: str | os.PathLike[str]) -> RunData:
-    """Read a run directory written by ``l4slab run --out`` or :meth:`RunResult.write`;
-    raises :class:`ScenarioError` naming what is missing."""
+    """Read a run directory written by ``l4slab run --out`` or :meth:`RunResult.write`, or a
+    study's run (:func:`load_study_run`); raises :class:`ScenarioError` naming what is missing."""
     directory = Path(directory)
+    study_file = _study_run_file(directory)
+    if study_file is not None:
+        return load_study_run(study_file)
     if not directory.is_dir():
         raise ScenarioError(f"RUN_DIR: {directory} is not a directory; expected the --out of `l4slab run`")
     summary_path = directory / "summary.json"
@@ -80,7 +162,8 @@ def load_run(directory: str | os.PathLike[str]) -> RunData:
         sojourn = pd.read_parquet(trace) if trace.is_file() else None
     except (OSError, ValueError) as err:
         raise ScenarioError(f"RUN_DIR: {directory}: {' '.join(str(err).split())}") from None
-    data = RunData(directory, summary, tables["flows"], tables["flow_series"], tables["bottleneck_series"], sojourn)
+    data = RunData(directory, summary, tables["flows"], tables["flow_series"], tables["bottleneck_series"], sojourn,
+                   name=directory.name)  # fmt: skip
     if sojourn is not None and len(sojourn) and pd.api.types.is_integer_dtype(sojourn["class"]):
         names = data.class_names  # traces written before the class names were stored
         if names and sojourn["class"].between(0, len(names) - 1).all():
@@ -88,12 +171,34 @@ def load_run(directory: str | os.PathLike[str]) -> RunData:
     return data
 
 
-def _per_flow(data: RunData, value: str, ylabel: str, title: str) -> Figure:
+_STYLES = ("-", "--", ":", "-.")
+
+
+def _colours(runs: Sequence[RunData]) -> dict[str, str]:
+    return cc_colours(str(f.get("cc")) for data in runs for f in data.summary["flows"])
+
+
+def _prefix(data: RunData, runs: Sequence[RunData]) -> str:
+    return f"{data.name}: " if len(runs) > 1 else ""
+
+
+def _per_flow(runs: Sequence[RunData], value: str, ylabel: str, title: str) -> Figure:
     fig = Figure(figsize=(7.0, 3.6), layout="constrained")
     ax = fig.add_subplot()
-    names = data.flow_names
-    for flow, part in data.flow_series.groupby("flow", sort=True):
-        ax.plot(part["time_s"], part[value], linewidth=1.0, label=mpl_text(names.get(int(flow), flow)))
+    colours = _colours(runs)
+    for k, data in enumerate(runs):
+        names = data.flow_names
+        ccs = {int(f["id"]): str(f.get("cc")) for f in data.summary["flows"]}
+        seen: dict[str, int] = {}
+        for flow, part in data.flow_series.groupby("flow", sort=True):
+            cc = ccs.get(int(flow), "")
+            # One run: flows of one CC told apart by style; several: the style is the run's.
+            style = _STYLES[k % 4] if len(runs) > 1 else _STYLES[seen.get(cc, 0) % 4]
+            seen[cc] = seen.get(cc, 0) + 1
+            label = mpl_text(_prefix(data, runs) + str(names.get(int(flow), flow)))
+            (line,) = ax.plot(part["time_s"], part[value], linewidth=1.0, color=colours.get(cc), linestyle=style,
+                              label=label)  # fmt: skip
+            line.set_gid(_gid(GID_CC, cc))
     ax.set_xlabel("time (s)")
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
@@ -103,21 +208,43 @@ def _per_flow(data: RunData, value: str, ylabel: str, title: str) -> Figure:
     return fig
 
 
-def _sojourn(data: RunData, title: str) -> Figure:
-    """The bottleneck's mean sojourn per bin, and per queue from the packet trace when there is one."""
+def _queue_columns(data: RunData) -> dict[str, str]:
+    """Sub-queue name → its per-bin mean sojourn column (DualPI2's ``sojourn_c_ms``, ``sojourn_l_ms``)."""
+    from ..results import class_sojourn_column
+
+    series = data.bottleneck_series
+    columns = {name: class_sojourn_column(name) for name in data.class_names}
+    return {n: c for n, c in columns.items() if c in series and series[c].notna().any()}
+
+
+def _sojourn(runs: Sequence[RunData], title: str) -> Figure:
+    """The sojourn per bin of each of the qdisc's queues (DualPI2's L and C apart), from the
+    bottleneck series; the per-packet trace where a run has one and the series lacks them;
+    the bottleneck's mean for a single-queue qdisc."""
     fig = Figure(figsize=(7.0, 3.6), layout="constrained")
     ax = fig.add_subplot()
-    series = data.bottleneck_series
-    ax.plot(series["time_s"], series["sojourn_ms"], linewidth=1.0, color="black", label="all packets (bin mean)")
-    trace = data.sojourn
-    if trace is not None and len(trace) and trace["class"].nunique() > 1:
-        bin_s = float(data.summary.get("bin_s") or 0.1)
-        binned = trace.assign(time_s=np.floor(trace["time_s"] / bin_s) * bin_s)
-        for name, part in binned.groupby("class", sort=True):
-            mean = part.groupby("time_s")["sojourn_ms"].mean()
-            ax.plot(mean.index, mean.to_numpy(), linewidth=1.0, label=f"queue {mpl_text(name)} (bin mean)")
+    for k, data in enumerate(runs):
+        style = _STYLES[k % 4]
+        prefix = _prefix(data, runs)
+        series = data.bottleneck_series
+        queues = _queue_columns(data)
+        trace = data.sojourn
+        if len(queues) > 1:
+            for name, column in queues.items():
+                ax.plot(series["time_s"], series[column], linewidth=1.0, linestyle=style,
+                        color=QUEUE_COLOURS.get(name), label=f"{mpl_text(prefix)}queue {mpl_text(name)}")  # fmt: skip
+        elif trace is not None and len(trace) and trace["class"].nunique() > 1:
+            bin_s = float(data.summary.get("bin_s") or 0.1)
+            binned = trace.assign(time_s=np.floor(trace["time_s"] / bin_s) * bin_s)
+            for name, part in binned.groupby("class", sort=True):
+                mean = part.groupby("time_s")["sojourn_ms"].mean()
+                ax.plot(mean.index, mean.to_numpy(), linewidth=1.0, linestyle=style,
+                        color=QUEUE_COLOURS.get(str(name)), label=f"{mpl_text(prefix)}queue {mpl_text(name)}")  # fmt: skip
+        else:
+            ax.plot(series["time_s"], series["sojourn_ms"], linewidth=1.0, linestyle=style,
+                    color=QUEUE_COLOURS["all"], label=f"{mpl_text(prefix)}queue all")  # fmt: skip
     ax.set_xlabel("time (s)")
-    ax.set_ylabel("sojourn time (ms)")
+    ax.set_ylabel("sojourn time, bin mean (ms)")
     ax.set_ylim(bottom=0)
     ax.set_title(mpl_text(title))
     ax.grid(True, alpha=0.3)
@@ -125,14 +252,16 @@ def _sojourn(data: RunData, title: str) -> Figure:
     return fig
 
 
-def _marks_drops(data: RunData, title: str) -> Figure:
+def _marks_drops(runs: Sequence[RunData], title: str) -> Figure:
     fig = Figure(figsize=(7.0, 3.6), layout="constrained")
     ax = fig.add_subplot()
-    series = data.bottleneck_series
-    bin_s = float(data.summary.get("bin_s") or 0.1)
-    for column, label in (("marks", "CE marks"), ("drops", "drops")):
-        if column in series:
-            ax.plot(series["time_s"], series[column] / bin_s, linewidth=1.0, label=label)
+    for k, data in enumerate(runs):
+        series = data.bottleneck_series
+        bin_s = float(data.summary.get("bin_s") or 0.1)
+        for column, label, colour in (("marks", "CE marks", "#0072B2"), ("drops", "drops", "#D55E00")):
+            if column in series:
+                ax.plot(series["time_s"], series[column] / bin_s, linewidth=1.0, linestyle=_STYLES[k % 4],
+                        color=colour, label=mpl_text(_prefix(data, runs)) + label)  # fmt: skip
     ax.set_xlabel("time (s)")
     ax.set_ylabel("packets per second")
     ax.set_ylim(bottom=0)
@@ -142,27 +271,40 @@ def _marks_drops(data: RunData, title: str) -> Figure:
     return fig
 
 
-def _ccdf(data: RunData, title: str) -> Figure:
-    trace = data.sojourn
-    if trace is not None and len(trace):
-        samples = {f"queue {mpl_text(name)}": part["sojourn_ms"] for name, part in trace.groupby("class", sort=True)}
-        return ccdf_plot(samples, xlabel="sojourn time (ms)", title=mpl_text(title + " (every packet)"))
-    values = data.bottleneck_series["sojourn_ms"].dropna()
-    return ccdf_plot(
-        {"bins' mean sojourn": values}, xlabel="sojourn time (ms)", title=mpl_text(title + " (per-bin means)")
-    )
+def _ccdf(runs: Sequence[RunData], title: str) -> Figure:
+    samples = {}
+    every_packet = all(d.sojourn is not None and len(d.sojourn) for d in runs)
+    for data in runs:
+        prefix = mpl_text(_prefix(data, runs))
+        trace = data.sojourn
+        if every_packet:
+            for name, part in trace.groupby("class", sort=True):
+                samples[f"{prefix}queue {mpl_text(name)}"] = part["sojourn_ms"]
+            continue
+        queues = _queue_columns(data)
+        if len(queues) > 1:
+            for name, column in queues.items():
+                samples[f"{prefix}queue {mpl_text(name)} (bin means)"] = data.bottleneck_series[column].dropna()
+        else:
+            samples[f"{prefix}bins' mean sojourn"] = data.bottleneck_series["sojourn_ms"].dropna()
+    suffix = " (every packet)" if every_packet else " (per-bin means)"
+    return ccdf_plot(samples, xlabel="sojourn time (ms)", title=mpl_text(title + suffix))
 
 
-def run_figures(data: RunData) -> dict[str, Figure]:
-    """The run's figures by :data:`FIGURES` stem."""
-    name = str(data.summary.get("scenario", data.directory.name))
+def run_figures(data: RunData | Sequence[RunData]) -> dict[str, Figure]:
+    """The figures of one run, or of several overlaid, by :data:`FIGURES` stem."""
+    runs = [data] if isinstance(data, RunData) else list(data)
+    if len(runs) == 1:
+        name = str(runs[0].summary.get("scenario", runs[0].directory.name))
+    else:
+        name = " vs ".join(r.name for r in runs)
     return {
-        "goodput": _per_flow(data, "goodput_mbps", "goodput (Mbit/s)", f"{name}: goodput"),
-        "cwnd": _per_flow(data, "cwnd", "cwnd (packets)", f"{name}: congestion window"),
-        "srtt": _per_flow(data, "srtt_ms", "sRTT (ms)", f"{name}: smoothed RTT"),
-        "sojourn": _sojourn(data, f"{name}: bottleneck sojourn"),
-        "marks_drops": _marks_drops(data, f"{name}: marks and drops"),
-        "ccdf": _ccdf(data, f"{name}: sojourn CCDF"),
+        "goodput": _per_flow(runs, "goodput_mbps", "goodput (Mbit/s)", f"{name}: goodput"),
+        "cwnd": _per_flow(runs, "cwnd", "cwnd (packets)", f"{name}: congestion window"),
+        "srtt": _per_flow(runs, "srtt_ms", "sRTT (ms)", f"{name}: smoothed RTT"),
+        "sojourn": _sojourn(runs, f"{name}: sojourn per queue"),
+        "marks_drops": _marks_drops(runs, f"{name}: marks and drops"),
+        "ccdf": _ccdf(runs, f"{name}: sojourn CCDF"),
     }
 
 
@@ -198,28 +340,75 @@ def _summary_markdown(data: RunData) -> list[str]:
     return lines + [""]
 
 
+def _write_figures(figures: dict[str, Figure], target: Path, formats: Sequence[str]) -> list[Path]:
+    target.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    html_formats = tuple(dict.fromkeys([*formats, "svg"]))  # the page embeds SVG
+    for stem, fig in figures.items():
+        paths = save(fig, target / stem, formats=html_formats)
+        written += [p for p in paths if p.suffix.lstrip(".") in formats]
+    return written
+
+
+def _figure_body() -> list[str]:
+    body: list[str] = []
+    for stem, caption in FIGURES.items():
+        body += [f"## {caption}", "", f"![{caption}]({stem}.png)", ""]
+    return body
+
+
 def plot_run(
     directory: str | os.PathLike[str],
     out: str | os.PathLike[str] | None = None,
     formats: Sequence[str] = ("png", "svg"),
 ) -> tuple[list[Path], Path]:
-    """Draw a run directory's figures into ``out`` (default ``RUN_DIR/plots``) and write
-    ``RUN_DIR/run.html``; returns (figure files, the HTML page)."""
+    """Draw a run's figures into ``out`` (default ``RUN_DIR/plots``; for a study's run
+    ``STUDY_DIR/plots/<run id>``) and write ``run.html`` beside them (a run directory's in
+    ``RUN_DIR``); returns (figure files, the HTML page)."""
     data = load_run(directory)
-    target = Path(out) if out is not None else data.directory / "plots"
-    target.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
+    study_run = _study_run_file(Path(directory)) is not None
+    if out is not None:
+        target = Path(out)
+    elif study_run:
+        target = data.directory / "plots" / Path(_study_run_file(Path(directory)) or "").stem
+    else:
+        target = data.directory / "plots"
     figures = run_figures(data)
-    html_formats = tuple(dict.fromkeys([*formats, "svg"]))  # the page embeds SVG
-    for stem, fig in figures.items():
-        paths = save(fig, target / stem, formats=html_formats)
-        written += [p for p in paths if p.suffix.lstrip(".") in formats]
+    written = _write_figures(figures, target, formats)
     name = str(data.summary.get("scenario", data.directory.name))
-    body = _summary_markdown(data)
-    for stem, caption in FIGURES.items():
-        body += [f"## {caption}", "", f"![{caption}]({stem}.png)", ""]
-    page = html_page(f"{name}: run {data.directory.name}", markdown_to_html("\n".join(body), target))
-    html_path = write_text(data.directory / "run.html", page)
+    body = _summary_markdown(data) + _figure_body()
+    title = f"{name}: run {data.directory.name}" if not study_run else f"{name}: {data.name}"
+    page = html_page(title, markdown_to_html("\n".join(body), target))
+    html_path = write_text((target if study_run else data.directory) / "run.html", page)
+    if "svg" not in formats:
+        for stem in figures:
+            (target / f"{stem}.svg").unlink(missing_ok=True)
+    return written, Path(html_path)
+
+
+def plot_runs(
+    runs: Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    formats: Sequence[str] = ("png", "svg"),
+) -> tuple[list[Path], Path]:
+    """Several runs overlaid (flent's ``-i a -i b``): the figures of :data:`FIGURES` with one
+    line per run and flow, into ``out`` with ``out/overlay.html`` (each run's summary table,
+    then the figures); returns (figure files, the HTML page)."""
+    datas = [load_run(run) for run in runs]
+    names = [d.name for d in datas]
+    for k, data in enumerate(datas):  # legends need distinct names
+        if names.count(data.name) > 1:
+            data.name = f"{data.name} #{k + 1}"
+    target = Path(out)
+    figures = run_figures(datas)
+    written = _write_figures(figures, target, formats)
+    body: list[str] = []
+    for data in datas:
+        body += [f"## {md_text(data.name)}: {md_text(data.summary.get('scenario', ''))}", ""]
+        body += _summary_markdown(data)
+    body += _figure_body()
+    page = html_page(f"{len(datas)} runs overlaid", markdown_to_html("\n".join(body), target))
+    html_path = write_text(target / "overlay.html", page)
     if "svg" not in formats:
         for stem in figures:
             (target / f"{stem}.svg").unlink(missing_ok=True)
