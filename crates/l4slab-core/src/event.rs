@@ -55,10 +55,6 @@ impl EndpointId {
     pub fn flow(self) -> u32 {
         self.0 / 2
     }
-    #[inline]
-    pub fn is_sender(self) -> bool {
-        self.0.is_multiple_of(2)
-    }
 }
 
 /// Who acts when an event fires.

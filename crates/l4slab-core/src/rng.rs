@@ -4,7 +4,7 @@
 //! own stream (PCG-64 with a stream id), so adding a random choice in one component
 //! does not shift the numbers another component draws.
 
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_pcg::Pcg64Mcg;
 
 /// Stream ids of the engine's consumers.
@@ -97,11 +97,6 @@ impl SimRng {
             self.0.gen_range(0..=n)
         }
     }
-}
-
-#[allow(dead_code)]
-fn _assert_seedable() {
-    let _ = Pcg64Mcg::seed_from_u64(0);
 }
 
 #[cfg(test)]

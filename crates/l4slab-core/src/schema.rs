@@ -70,11 +70,6 @@ impl ParamSpec {
         self.max = Some(max);
         self
     }
-    /// A lower bound only.
-    pub fn at_least(mut self, min: f64) -> Self {
-        self.min = Some(min);
-        self
-    }
     /// Allowed values.
     pub fn choices(mut self, choices: &[&'static str]) -> Self {
         self.choices = choices.to_vec();

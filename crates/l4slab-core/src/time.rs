@@ -35,11 +35,6 @@ pub fn tx_time(bytes: u64, rate_bps: u64) -> u64 {
 }
 
 #[inline]
-pub fn ns_to_us(t: u64) -> u64 {
-    t / NS_PER_US
-}
-
-#[inline]
 pub fn secs(t: Time) -> f64 {
     t as f64 / NS_PER_SEC as f64
 }

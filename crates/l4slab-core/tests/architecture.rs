@@ -4,7 +4,9 @@
 //! never one that uses it back: `packet` and `qdisc` know nothing of `tcp` or `sim`, `cc`
 //! nothing of `tcp`, `net`/`traffic`/`trace` nothing of `sim`. The test reads every source
 //! file, collects the `crate::MODULE` paths outside `#[cfg(test)]` code and comments, and
-//! fails naming a cycle if the graph has one.
+//! fails naming a cycle if the graph has one. Within each of those modules the files
+//! (and folders) form no cycle either: `tcp/sender.rs` may use `tcp/rtx_queue.rs` or be
+//! used by it, not both (the `super::FILE` and `crate::MODULE::FILE` paths).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -190,6 +192,74 @@ fn engine_modules_form_no_cycle() {
         let edges: Vec<String> = graph.iter().map(|(m, d)| format!("{m} -> {d:?}")).collect();
         panic!("module cycle: {}\n{}", cycle.join(" -> "), edges.join("\n"));
     }
+}
+
+/// For the top-level module folder `dir`: its files and sub-folders (`tcp/sender.rs` is
+/// `sender`, `cc/prague/*.rs` is `prague`) and the siblings each names outside test code
+/// (`super::NAME` from a file, `super::super::NAME` from a sub-folder's file,
+/// `crate::DIR::NAME` from either).
+fn file_graph(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let top = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    let node_of = |file: &Path| -> Option<(String, bool)> {
+        let rel = file.strip_prefix(dir).unwrap();
+        let first = rel.components().next()?.as_os_str().to_string_lossy().into_owned();
+        // A folder's `mod.rs` sits at its siblings' level (`super::` is the module).
+        let nested = rel.components().count() > 1 && !file.ends_with("mod.rs");
+        let name = first.trim_end_matches(".rs").to_string();
+        (name != "mod" && !file.ends_with("tests.rs")).then_some((name, nested))
+    };
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        if let Some((name, _)) = node_of(file) {
+            graph.entry(name).or_default();
+        }
+    }
+    let word = |s: &str| -> String { s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
+    for file in &files {
+        let Some((name, nested)) = node_of(file) else { continue };
+        let text = std::fs::read_to_string(file).expect("readable source");
+        let prefixes = [if nested { "super::super::".to_string() } else { "super::".to_string() }, format!("crate::{top}::")];
+        let mut refs = BTreeSet::new();
+        for line in non_test_lines(&text) {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            let code = code.split("//").next().unwrap_or("");
+            for prefix in &prefixes {
+                for (i, _) in code.match_indices(prefix.as_str()) {
+                    // `super::super::x` read from a top-level file is not a sibling.
+                    if !nested && code[..i].ends_with("super::") {
+                        continue;
+                    }
+                    let r = word(&code[i + prefix.len()..]);
+                    if r != name && graph.contains_key(&r) {
+                        refs.insert(r);
+                    }
+                }
+            }
+        }
+        graph.get_mut(&name).unwrap().extend(refs);
+    }
+    graph
+}
+
+#[test]
+fn the_files_of_each_module_form_no_cycle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for module in ["cc", "tcp", "qdisc", "net", "traffic", "trace"] {
+        let graph = file_graph(&src.join(module));
+        assert!(graph.len() > 1, "{module}: no files found; the test reads the wrong tree");
+        if let Some(cycle) = find_cycle(&graph) {
+            panic!("file cycle in {module}/: {}", cycle.join(" -> "));
+        }
+    }
+    // The reader sees both kinds of path: the CCs use the descriptor, the registry them.
+    let cc = file_graph(&src.join("cc"));
+    assert!(cc["registry"].contains("cubic") && cc["cubic"].contains("descriptor"), "{cc:?}");
+    assert!(cc["prague"].contains("descriptor"), "{cc:?}");
 }
 
 #[test]

@@ -108,13 +108,13 @@ impl Default for CubicParams {
 }
 
 /// `cubic` in the registry (Linux's default congestion control).
-pub const DESCRIPTOR: super::registry::CcDescriptor = super::registry::CcDescriptor {
+pub const DESCRIPTOR: super::descriptor::CcDescriptor = super::descriptor::CcDescriptor {
     name: "cubic",
     doc: "CUBIC with HyStart (net/ipv4/tcp_cubic.c; RFC 9438): Linux's default.",
     l4s: false,
     flags: CcFlags::NONE,
-    receiver: super::registry::ReceiverDefaults::NONE,
-    build: |p| Ok(Box::new(Cubic::new(super::registry::parse_params("cubic", CubicParams::default(), p)?))),
+    receiver: super::descriptor::ReceiverDefaults::NONE,
+    build: |p| Ok(Box::new(Cubic::new(super::descriptor::parse_params("cubic", CubicParams::default(), p)?))),
     params: param_specs,
 };
 

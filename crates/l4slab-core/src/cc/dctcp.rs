@@ -19,7 +19,7 @@
 //! α is kept in Linux's 1/1024 units with the mainline decay rule
 //! (`α −= min_not_zero(α, α >> g)`, so α < 16/1024 decays to 0).
 
-use super::registry::{parse_params, CcDescriptor, ReceiverDefaults};
+use super::descriptor::{parse_params, CcDescriptor, ReceiverDefaults};
 use super::reno::{reno_cong_avoid, reno_ssthresh, EcnRequirement, RenoFallback};
 use super::*;
 use crate::schema::{ParamKind, ParamSpec};

@@ -17,6 +17,7 @@ pub mod bbr3;
 pub mod bbr_common;
 pub mod cubic;
 pub mod dctcp;
+pub mod descriptor;
 pub mod minmax;
 pub mod prague;
 pub mod registry;
@@ -198,7 +199,7 @@ pub struct CcState {
 
 /// Requirements a CC places on the connection (`TCP_CONG_*` flags of `tcp_congestion_ops`).
 ///
-/// Which flags each CC sets is in its [`registry::CcDescriptor`].
+/// Which flags each CC sets is in its [`descriptor::CcDescriptor`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CcFlags {
     /// Always request ECN (TCP_CONG_NEEDS_ECN; DCTCP, Prague).

@@ -8,56 +8,12 @@
 //! schema ([`specs`]) are all views of that table.
 //!
 //! Adding a congestion control: one file (or folder) in `cc/` that implements
-//! [`super::CongestionControl`] and exports `pub const DESCRIPTOR: CcDescriptor`,
-//! plus one line in [`TABLE`].
+//! [`super::CongestionControl`] and exports `pub const DESCRIPTOR: CcDescriptor`
+//! ([`super::descriptor`]), plus one line in [`TABLE`].
 
-use super::{reno, CcFlags, CongestionControl};
-use crate::schema::{check_params, CcSpec, ParamSpec};
-use serde::{de::DeserializeOwned, Serialize};
-
-/// Defaults for the receiving host that a testbed running this CC used, applied
-/// only where a flow leaves them unset.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ReceiverDefaults {
-    /// The receiver's `net.ipv4.tcp_ecn` (Prague needs an AccECN peer: 3; DCTCP a classic-ECN one: 1).
-    pub receiver_ecn: Option<u8>,
-    /// The receiving socket's congestion control (DCTCP's CE echo needs DCTCP on
-    /// both ends, RFC 8257 §3.2).
-    pub receiver_cc: Option<&'static str>,
-}
-
-impl ReceiverDefaults {
-    /// The flow's own receiver settings (Linux's defaults) apply.
-    pub const NONE: ReceiverDefaults = ReceiverDefaults { receiver_ecn: None, receiver_cc: None };
-}
-
-/// A CC's constructor from its `cc_params`.
-pub type BuildFn = fn(Option<&serde_json::Value>) -> Result<Box<dyn CongestionControl>, String>;
-
-/// One registered congestion control.
-#[derive(Clone, Copy)]
-pub struct CcDescriptor {
-    /// `tcp_congestion_ops.name`, as `sysctl net.ipv4.tcp_congestion_control`.
-    pub name: &'static str,
-    /// One line for the front end.
-    pub doc: &'static str,
-    /// A scalable (L4S) congestion control: sends ECT(1) and reacts to CE in proportion (RFC 9331 §4.3).
-    pub l4s: bool,
-    /// `TCP_CONG_*` flags before `init` (a fallback may drop them afterwards).
-    pub flags: CcFlags,
-    pub receiver: ReceiverDefaults,
-    /// Builds the algorithm from `cc_params` (fields of its `XxxParams`; the
-    /// module defaults for those not given).
-    pub build: BuildFn,
-    /// The module parameters (`cc_params`), one spec per `XxxParams` field.
-    pub params: fn() -> Vec<ParamSpec>,
-}
-
-impl std::fmt::Debug for CcDescriptor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CcDescriptor").field("name", &self.name).finish_non_exhaustive()
-    }
-}
+use super::descriptor::CcDescriptor;
+use super::{reno, CongestionControl};
+use crate::schema::{check_params, CcSpec};
 
 /// Every congestion control, in the order the front end lists them.
 pub const TABLE: &[CcDescriptor] = &[
@@ -134,45 +90,9 @@ fn spec(d: &CcDescriptor) -> CcSpec {
     }
 }
 
-/// `cc_params` over `defaults`: every given field replaces the default one. Errors
-/// are one line naming the field (`beta: invalid type: string "x", expected u32`).
-pub fn parse_params<T: Serialize + DeserializeOwned>(
-    cc: &str,
-    defaults: T,
-    params: Option<&serde_json::Value>,
-) -> Result<T, String> {
-    let given = match params {
-        None | Some(serde_json::Value::Null) => return Ok(defaults),
-        Some(serde_json::Value::Object(o)) => o,
-        Some(other) => return Err(format!("{cc} parameters must be an object, not {other}")),
-    };
-    let base = serde_json::to_value(&defaults).map_err(|e| e.to_string())?;
-    let serde_json::Value::Object(base) = base else {
-        return Err(format!("{cc} has no parameters"));
-    };
-    // Check field by field so that the error names the offending one.
-    for (k, v) in given {
-        if !base.contains_key(k) {
-            let known: Vec<&str> = base.keys().map(String::as_str).collect();
-            return Err(if known.is_empty() {
-                format!("{k}: {cc} has no parameters")
-            } else {
-                format!("{k}: unknown {cc} parameter (known: {})", known.join(", "))
-            });
-        }
-        let mut one = base.clone();
-        one.insert(k.clone(), v.clone());
-        serde_json::from_value::<T>(serde_json::Value::Object(one)).map_err(|e| format!("{k}: {e}"))?;
-    }
-    let mut all = base;
-    for (k, v) in given {
-        all.insert(k.clone(), v.clone());
-    }
-    serde_json::from_value(serde_json::Value::Object(all)).map_err(|e| e.to_string())
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::descriptor::parse_params;
     use super::*;
     use serde_json::json;
 

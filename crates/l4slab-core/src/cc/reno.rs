@@ -6,7 +6,7 @@
 //! free functions mirroring the exported `tcp_reno_*` kernel helpers, and
 //! [`RenoFallback`] is the "<cc>-reno" switch both use, written once.
 
-use super::registry::{CcDescriptor, ReceiverDefaults};
+use super::descriptor::{CcDescriptor, ReceiverDefaults};
 use super::*;
 
 /// `tcp_reno_cong_avoid`.
@@ -70,7 +70,7 @@ pub const DESCRIPTOR: CcDescriptor = CcDescriptor {
     flags: CcFlags::NONE,
     receiver: ReceiverDefaults::NONE,
     build: |p| {
-        super::registry::parse_params("reno", NoParams {}, p)?;
+        super::descriptor::parse_params("reno", NoParams {}, p)?;
         Ok(Box::new(Reno))
     },
     params: Vec::new,
@@ -106,9 +106,6 @@ impl<C> RenoFallback<C> {
     /// The wrapped algorithm.
     pub fn inner(&self) -> &C {
         &self.inner
-    }
-    pub fn inner_mut(&mut self) -> &mut C {
-        &mut self.inner
     }
     /// Whether `init` fell back to Reno.
     pub fn is_reno_fallback(&self) -> bool {

@@ -178,11 +178,6 @@ impl Link {
         self.queue.as_ref().map_or(0, |q| q.qdisc.len() as u64)
     }
 
-    /// Packets of this link still propagating.
-    pub fn packets_on_wire(&self) -> u64 {
-        self.on_wire
-    }
-
     /// Offer `pkt` to the queue (the caller drains `dropped`/`marked` afterwards).
     #[inline]
     pub fn enqueue(&mut self, now: Time, pkt: Packet) {

@@ -209,11 +209,6 @@ impl<P: QdiscPacket> Pie<P> {
         self.prob as f64 / MAX_PROB as f64
     }
 
-    /// Raw u64 probability (1.0 == [`MAX_PROB`]).
-    pub fn prob_raw(&self) -> u64 {
-        self.prob
-    }
-
     /// `pie_drop_early` (sch_pie.c:pie_qdisc_enqueue step 2): true = drop (or mark) decision.
     fn drop_early(&mut self, backlog: u32, packet_size: u32, ctx: &mut QdiscCtx<P>) -> bool {
         // a. Burst allowance left: accept.

@@ -12,6 +12,7 @@
 pub mod ecn;
 pub mod gro;
 mod input;
+mod mss_div;
 mod output;
 mod rate;
 pub mod receiver;

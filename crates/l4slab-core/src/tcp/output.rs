@@ -5,6 +5,7 @@
 //! `__tcp_retransmit_skb`) and the tail loss probe (`tcp_schedule_loss_probe`,
 //! `tcp_send_loss_probe`, RFC 8985 §7).
 
+use super::mss_div::MssDiv;
 use super::sender::*;
 
 impl TcpSender {
@@ -709,41 +710,5 @@ mod tests {
         out.clear();
         s.retransmit_seg(0, 2_000_000, &mut out);
         assert_eq!(out[0].ecn, Ecn::NotEct);
-    }
-}
-
-/// Division by one MSS (`max(mss, 1)`), exact for every 32-bit dividend: Lemire,
-/// Kaser & Kurz, "Faster remainder by direct computation" (Software: Practice and
-/// Experience 49(6), 2019), `fastdiv`: with c = ⌊(2^64 − 1)/d⌋ + 1, ⌊n/d⌋ =
-/// ⌊c·n / 2^64⌋ for all n, d < 2^32, d ≥ 2. One multiplication instead of a
-/// hardware division on the send path; `size_goal` is `tcp_xmit_size_goal`'s
-/// `gso_max_size / mss`.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct MssDiv {
-    /// The `tp.mss` these values are for (0: none yet).
-    mss: u32,
-    /// c above; 0 for d = 1 (n/1 = n).
-    c: u64,
-    size_goal: u32,
-}
-
-impl MssDiv {
-    /// Not yet computed: no MSS is 0, so the first `mss_div` computes. Equal to
-    /// `new(0)` (division by 1, `gso_max_size` segments), so it is right even for mss 0.
-    pub(super) const EMPTY: MssDiv = MssDiv { mss: 0, c: 0, size_goal: GSO_MAX_SIZE as u32 };
-
-    fn new(mss: u32) -> Self {
-        let d = mss.max(1);
-        let c = if d == 1 { 0 } else { u64::MAX / d as u64 + 1 };
-        MssDiv { mss, c, size_goal: (GSO_MAX_SIZE / d as u64).max(1) as u32 }
-    }
-
-    /// ⌊n / max(mss, 1)⌋.
-    #[inline]
-    fn div(self, n: u32) -> u32 {
-        if self.c == 0 {
-            return n;
-        }
-        ((self.c as u128 * n as u128) >> 64) as u32
     }
 }

@@ -157,11 +157,6 @@ impl TcpReceiver {
         ReceiverBuffers(std::mem::take(&mut self.ooo))
     }
 
-    /// Capacity of the out-of-order buffer (tests of buffer reuse).
-    pub fn ooo_capacity(&self) -> usize {
-        self.ooo.capacity()
-    }
-
     /// A receiver whose socket runs `cc`, already built (with its `receiver_cc_params`).
     pub fn with_cc(
         flow: u32,

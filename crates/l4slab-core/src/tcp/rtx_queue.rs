@@ -30,9 +30,103 @@
 //! does not renumber the sets; the sets are rings of words that grow by doubling,
 //! like the segment ring itself, so nothing is allocated per packet once warm.
 
-use super::sender::{Seg, EVER_RETRANS, LOST, RETRANS, SACKED};
+use crate::cc::{CcSock, SkbTx};
 use crate::time::Time;
 use std::collections::VecDeque;
+
+/// Per-segment scoreboard bits (`TCPCB_*`).
+pub(super) const SACKED: u8 = 1 << 0; // TCPCB_SACKED_ACKED
+pub(super) const LOST: u8 = 1 << 1; // TCPCB_LOST
+pub(super) const RETRANS: u8 = 1 << 2; // TCPCB_SACKED_RETRANS: a retransmission is in flight
+pub(super) const EVER_RETRANS: u8 = 1 << 3; // TCPCB_EVER_RETRANS
+pub(super) const DELIVERED: u8 = 1 << 4; // rate sample taken (Linux zeroes tx.delivered_mstamp)
+
+/// One transmitted, not yet cumulatively acknowledged segment (an skb of the
+/// retransmit queue): one 64-byte cache line (the ring's ACK-time reads and
+/// send-time writes touch one line per segment, not 1.25 as with 80 bytes).
+///
+/// The rate-sample state of its last transmission (`tcp_skb_cb->tx`, an [`SkbTx`])
+/// is kept flat, with `tp->delivered_ce` and `tp->lost` at transmission in 32 bits
+/// as Linux keeps them (`tcp_sock.delivered_ce`, `tcp_sock.lost` are u32; the
+/// counters here are u64): both only grow, and by less than 2^32 while a segment
+/// is in the queue, so [`Seg::tx`] restores the full values from the current ones
+/// exactly.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(align(64))]
+pub(super) struct Seg {
+    pub(super) seq: u64,
+    pub(super) end: u64,
+    /// Last transmission time (`skb_mstamp_ns`).
+    pub(super) xmit: Time,
+    /// `tx.first_tx_mstamp`: start of the send phase of its flight.
+    pub(super) tx_first_tx_mstamp: Time,
+    /// `tx.delivered_mstamp`.
+    pub(super) tx_delivered_mstamp: Time,
+    /// `tx.delivered`.
+    pub(super) tx_delivered: u64,
+    /// Low 32 bits of `tx.delivered_ce` and `tx.lost`.
+    pub(super) tx_delivered_ce: u32,
+    pub(super) tx_lost: u32,
+    /// `tx.in_flight` (google/bbr v3).
+    pub(super) tx_in_flight: u32,
+    /// `tx.is_app_limited`.
+    pub(super) tx_app_limited: bool,
+    pub(super) flags: u8,
+}
+
+impl Seg {
+    /// A segment sent at `xmit` with the rate-sample state `tx`.
+    #[inline]
+    pub(super) fn sent(seq: u64, end: u64, xmit: Time, tx: &SkbTx) -> Seg {
+        let mut s = Seg { seq, end, xmit, ..Seg::default() };
+        s.set_tx(tx);
+        s
+    }
+
+    /// Stamp the rate-sample state of a (re)transmission.
+    #[inline]
+    pub(super) fn set_tx(&mut self, tx: &SkbTx) {
+        self.tx_first_tx_mstamp = tx.first_tx_mstamp;
+        self.tx_delivered_mstamp = tx.delivered_mstamp;
+        self.tx_delivered = tx.delivered;
+        self.tx_delivered_ce = tx.delivered_ce as u32;
+        self.tx_lost = tx.lost as u32;
+        self.tx_in_flight = tx.in_flight;
+        self.tx_app_limited = tx.is_app_limited;
+    }
+
+    /// `tp->delivered_ce` at transmission, from its current value `now`.
+    #[inline]
+    pub(super) fn tx_delivered_ce(&self, now: u64) -> u64 {
+        now.wrapping_sub((now as u32).wrapping_sub(self.tx_delivered_ce) as u64)
+    }
+
+    /// `tp->lost` now − at transmission.
+    #[inline]
+    pub(super) fn lost_since_tx(&self, now: u64) -> u64 {
+        (now as u32).wrapping_sub(self.tx_lost) as u64
+    }
+
+    /// The rate-sample state of the last transmission, given the socket now.
+    pub(super) fn tx(&self, tp: &CcSock) -> SkbTx {
+        SkbTx {
+            first_tx_mstamp: self.tx_first_tx_mstamp,
+            delivered_mstamp: self.tx_delivered_mstamp,
+            delivered: self.tx_delivered,
+            delivered_ce: self.tx_delivered_ce(tp.delivered_ce),
+            in_flight: self.tx_in_flight,
+            lost: tp.lost.wrapping_sub(self.lost_since_tx(tp.lost)),
+            is_app_limited: self.tx_app_limited,
+        }
+    }
+
+    #[inline]
+    pub(super) fn has(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Seg>() == 64);
 
 /// Scoreboard classes of a segment's flags, one bit per set.
 const C_UNSACKED: u8 = 1;
@@ -317,18 +411,20 @@ impl RtxQueue {
     pub(super) fn front(&self) -> Option<&Seg> {
         self.segs.get(0)
     }
-    #[inline]
-    #[allow(dead_code)]
+    /// The last segment (tests only).
+    #[cfg(test)]
     pub(super) fn back(&self) -> Option<&Seg> {
         self.segs.len.checked_sub(1).and_then(|i| self.segs.get(i))
     }
-    #[allow(dead_code)]
+    /// Every segment in sequence order (tests only: the walks use the index).
+    #[cfg(test)]
     pub(super) fn iter(&self) -> impl Iterator<Item = &Seg> {
         (0..self.segs.len).map(|i| &self.segs[i])
     }
     /// Index of the first segment for which `pred` is false (`pred` true on a
-    /// prefix), as `slice::partition_point`.
-    #[allow(dead_code)]
+    /// prefix), as `slice::partition_point` (tests only: the reference for
+    /// `first_ending_after`).
+    #[cfg(test)]
     pub(super) fn partition_point(&self, mut pred: impl FnMut(&Seg) -> bool) -> usize {
         let (mut lo, mut hi) = (0, self.segs.len);
         while lo < hi {

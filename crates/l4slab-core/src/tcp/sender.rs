@@ -23,7 +23,7 @@
 
 pub(super) use super::ecn::{self, AccEcnSender, EcnMode};
 pub(super) use super::rtt::RttEstimator;
-pub(super) use super::rtx_queue::RtxQueue;
+pub(super) use super::rtx_queue::{RtxQueue, Seg, DELIVERED, EVER_RETRANS, LOST, RETRANS, SACKED};
 pub(super) use super::*;
 pub(super) use crate::cc::{
     AckEventFlags, AckSample, CaEvent, CaState, CcSock, CongestionControl, RateSample, SkbLostInfo, SkbTx,
@@ -33,100 +33,6 @@ use crate::config::TcpFlowConfig;
 pub(super) use crate::packet::{tcp_wire_len, Ecn, Outbox, Packet, PacketKind, SackSet};
 pub(super) use crate::time::{round_up_to_jiffy, Time, NS_PER_SEC, NS_PER_US};
 use std::collections::VecDeque;
-
-/// Per-segment scoreboard bits (`TCPCB_*`).
-pub(super) const SACKED: u8 = 1 << 0; // TCPCB_SACKED_ACKED
-pub(super) const LOST: u8 = 1 << 1; // TCPCB_LOST
-pub(super) const RETRANS: u8 = 1 << 2; // TCPCB_SACKED_RETRANS: a retransmission is in flight
-pub(super) const EVER_RETRANS: u8 = 1 << 3; // TCPCB_EVER_RETRANS
-pub(super) const DELIVERED: u8 = 1 << 4; // rate sample taken (Linux zeroes tx.delivered_mstamp)
-
-/// One transmitted, not yet cumulatively acknowledged segment (an skb of the
-/// retransmit queue): one 64-byte cache line (the ring's ACK-time reads and
-/// send-time writes touch one line per segment, not 1.25 as with 80 bytes).
-///
-/// The rate-sample state of its last transmission (`tcp_skb_cb->tx`, an [`SkbTx`])
-/// is kept flat, with `tp->delivered_ce` and `tp->lost` at transmission in 32 bits
-/// as Linux keeps them (`tcp_sock.delivered_ce`, `tcp_sock.lost` are u32; the
-/// counters here are u64): both only grow, and by less than 2^32 while a segment
-/// is in the queue, so [`Seg::tx`] restores the full values from the current ones
-/// exactly.
-#[derive(Clone, Copy, Debug, Default)]
-#[repr(align(64))]
-pub(super) struct Seg {
-    pub(super) seq: u64,
-    pub(super) end: u64,
-    /// Last transmission time (`skb_mstamp_ns`).
-    pub(super) xmit: Time,
-    /// `tx.first_tx_mstamp`: start of the send phase of its flight.
-    pub(super) tx_first_tx_mstamp: Time,
-    /// `tx.delivered_mstamp`.
-    pub(super) tx_delivered_mstamp: Time,
-    /// `tx.delivered`.
-    pub(super) tx_delivered: u64,
-    /// Low 32 bits of `tx.delivered_ce` and `tx.lost`.
-    pub(super) tx_delivered_ce: u32,
-    pub(super) tx_lost: u32,
-    /// `tx.in_flight` (google/bbr v3).
-    pub(super) tx_in_flight: u32,
-    /// `tx.is_app_limited`.
-    pub(super) tx_app_limited: bool,
-    pub(super) flags: u8,
-}
-
-impl Seg {
-    /// A segment sent at `xmit` with the rate-sample state `tx`.
-    #[inline]
-    pub(super) fn sent(seq: u64, end: u64, xmit: Time, tx: &SkbTx) -> Seg {
-        let mut s = Seg { seq, end, xmit, ..Seg::default() };
-        s.set_tx(tx);
-        s
-    }
-
-    /// Stamp the rate-sample state of a (re)transmission.
-    #[inline]
-    pub(super) fn set_tx(&mut self, tx: &SkbTx) {
-        self.tx_first_tx_mstamp = tx.first_tx_mstamp;
-        self.tx_delivered_mstamp = tx.delivered_mstamp;
-        self.tx_delivered = tx.delivered;
-        self.tx_delivered_ce = tx.delivered_ce as u32;
-        self.tx_lost = tx.lost as u32;
-        self.tx_in_flight = tx.in_flight;
-        self.tx_app_limited = tx.is_app_limited;
-    }
-
-    /// `tp->delivered_ce` at transmission, from its current value `now`.
-    #[inline]
-    pub(super) fn tx_delivered_ce(&self, now: u64) -> u64 {
-        now.wrapping_sub((now as u32).wrapping_sub(self.tx_delivered_ce) as u64)
-    }
-
-    /// `tp->lost` now − at transmission.
-    #[inline]
-    pub(super) fn lost_since_tx(&self, now: u64) -> u64 {
-        (now as u32).wrapping_sub(self.tx_lost) as u64
-    }
-
-    /// The rate-sample state of the last transmission, given the socket now.
-    pub(super) fn tx(&self, tp: &CcSock) -> SkbTx {
-        SkbTx {
-            first_tx_mstamp: self.tx_first_tx_mstamp,
-            delivered_mstamp: self.tx_delivered_mstamp,
-            delivered: self.tx_delivered,
-            delivered_ce: self.tx_delivered_ce(tp.delivered_ce),
-            in_flight: self.tx_in_flight,
-            lost: tp.lost.wrapping_sub(self.lost_since_tx(tp.lost)),
-            is_app_limited: self.tx_app_limited,
-        }
-    }
-
-    #[inline]
-    pub(super) fn has(&self, f: u8) -> bool {
-        self.flags & f != 0
-    }
-}
-
-const _: () = assert!(std::mem::size_of::<Seg>() == 64);
 
 /// Kinds of the single retransmission timer (`icsk_pending`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -218,7 +124,7 @@ pub struct TcpSender {
     pub(super) host_q: VecDeque<(Time, Packet, u32)>,
     /// `gso_max_size / mss` and a reciprocal of the MSS for `tso_segs`
     /// (`tcp/output.rs`), recomputed when `tp.mss` changes.
-    pub(super) mss_div: std::cell::Cell<super::output::MssDiv>,
+    pub(super) mss_div: std::cell::Cell<super::mss_div::MssDiv>,
     /// Segments whose first transmission the test harness drops.
     pub(super) drop_segments: Vec<u64>,
     /// Total bytes to send; `u64::MAX` for an unbounded transfer.
@@ -366,7 +272,7 @@ impl TcpSender {
             host_q_truesize: 0,
             tsq_throttled: false,
             skb_overhead_due: false,
-            mss_div: std::cell::Cell::new(super::output::MssDiv::EMPTY),
+            mss_div: std::cell::Cell::new(super::mss_div::MssDiv::EMPTY),
             ack_napi: (cfg.sender_rx_usecs_ns > 0).then(|| super::gro::Gro::new(cfg.sender_rx_usecs_ns)),
             held_sacks: Vec::with_capacity(if cfg.sender_rx_usecs_ns > 0 { super::gro::NAPI_POLL_WEIGHT } else { 0 }),
             stats: SenderStats::default(),

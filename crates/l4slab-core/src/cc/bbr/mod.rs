@@ -20,7 +20,7 @@
 //! so a study can vary one, but a default run is the kernel's algorithm.
 
 use super::minmax::Minmax;
-use super::registry::{parse_params, CcDescriptor, ReceiverDefaults};
+use super::descriptor::{parse_params, CcDescriptor, ReceiverDefaults};
 use super::{CaEvent, CaState, CcFlags, CcSock, CcState, CongestionControl, RateSample, SK_PACING_SHIFT};
 use crate::time::Time;
 

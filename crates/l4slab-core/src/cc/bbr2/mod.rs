@@ -35,7 +35,7 @@ mod tests;
 
 pub use params::{l4s_specs, v2alpha_specs, Bbr2Params, BBR_UNIT};
 
-use super::registry::{parse_params, CcDescriptor, ReceiverDefaults};
+use super::descriptor::{parse_params, CcDescriptor, ReceiverDefaults};
 use super::*;
 use crate::schema::ParamSpec;
 

@@ -33,7 +33,7 @@
 //! helpers (bdp, quantization budget, ack aggregation); a later unification can
 //! share them.
 
-use super::registry::{parse_params, CcDescriptor, ReceiverDefaults};
+use super::descriptor::{parse_params, CcDescriptor, ReceiverDefaults};
 use super::*;
 
 pub mod params;

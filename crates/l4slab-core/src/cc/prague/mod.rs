@@ -27,7 +27,7 @@
 //! `prague_reno` ops (Prague sets `TCP_CONG_NO_FALLBACK_RFC3168`): that is
 //! [`RenoFallback`], which the registry wraps around [`Prague`].
 
-use super::registry::{parse_params, CcDescriptor, ReceiverDefaults};
+use super::descriptor::{parse_params, CcDescriptor, ReceiverDefaults};
 use super::reno::{EcnRequirement, RenoFallback};
 use super::*;
 use crate::packet::{IP_TCP_HLEN, TCPOLEN_TSTAMP_ALIGNED};
@@ -567,11 +567,6 @@ impl Prague {
     pub fn max_tso_burst(&self) -> u32 {
         self.max_tso_burst
     }
-    /// Classic-ECN score c in α units (8 = L-sticky bound, 9 = Classic).
-    pub fn classic_ecn_score(&self) -> f64 {
-        self.det.classic_ecn as f64 / (1u64 << self.alpha_bits()) as f64
-    }
-
     // ------------------------------------------------------------ helpers
 
     #[inline]
