@@ -42,9 +42,19 @@ FLENT_TEST = "rrul_be_nflows"
 
 
 def read_run(run_dir: str | Path) -> dict[str, Any]:
-    """The parts of a finished run directory the exporters read; a one-line
-    :class:`ScenarioError` if it is not one."""
+    """The parts of a finished run directory, or of a study's run (``STUDY_DIR/runs/<id>``,
+    :mod:`l4slab.study.runfile`; written to ``STUDY_DIR/export/<id>``), the exporters read; a
+    one-line :class:`ScenarioError` if it is neither."""
     directory = Path(run_dir)
+    from .study import runfile
+
+    study_run = runfile.resolve(directory)
+    if study_run is not None:  # a study's run: written beside the study, in export/<run id>
+        run = runfile.load(study_run)
+        target = run["study_dir"] / "export" / run["run_id"]
+        target.mkdir(parents=True, exist_ok=True)
+        return {"dir": target, "summary": run["summary"], "config": run["config"],
+                "flow_series": run["flow_series"], "bottleneck": run["bottleneck_series"]}  # fmt: skip
     if not (directory / "summary.json").is_file():
         raise ScenarioError(
             f"{directory}: not a finished run directory (no summary.json); write one with `l4slab run ... --out DIR`"

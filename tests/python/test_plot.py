@@ -144,6 +144,21 @@ def test_plot_any_study_run_and_overlay_runs(run_dir, tmp_path):
     assert f"{run_dir.name}: prague $x$" in goodput
     page = (tmp_path / "overlay" / "overlay.html").read_text(encoding="utf-8")
     assert page.count("<svg") == 6 and "3 runs overlaid" in page
+    # And exported: iperf3 JSON per TCP flow in STUDY_DIR/export/<id>, from the stored rows.
+    done = l4slab("export", "--iperf3-json", str(out / "runs" / a.stem[:10]))
+    assert done.returncode == 0, done.stderr
+    files = sorted((out / "export" / a.stem).glob("iperf3-flow*.json"))
+    assert [f.name for f in files] == ["iperf3-flow0.json", "iperf3-flow1.json"]
+    import json
+
+    import pandas as pd
+    from l4slab.study import store
+
+    stored = store.read_run_table(a, "flows").set_index("id")
+    for k, path in enumerate(files):
+        end = json.loads(path.read_text())["end"]
+        assert end["sum_received"]["bits_per_second"] == pytest.approx(stored.loc[k, "goodput_mbps"] * 1e6)
+    assert isinstance(stored, pd.DataFrame)
     for args, fragment in (
         (("plot", str(a), str(b)), "--out: required to overlay 2 runs"),
         (("plot", str(out / "runs" / "zz")), "names 0 runs of"),

@@ -71,73 +71,19 @@ class RunData:
 
 
 def _study_run_file(path: Path) -> Path | None:
-    """``STUDY_DIR/runs/<id>.parquet`` or ``STUDY_DIR/runs/<id prefix>`` → the run file."""
-    if path.suffix == ".parquet" and path.parent.name == "runs":
-        return path
-    if path.parent.name == "runs" and not path.exists() and path.parent.is_dir():
-        matches = sorted(path.parent.glob(f"{path.name}*.parquet"))
-        if len(matches) == 1:
-            return matches[0]
-        raise ScenarioError(
-            f"RUN: {path.name!r} names {len(matches)} runs of {path.parent.parent}; expected a unique run id prefix"
-        )
-    return None
+    from ..study import runfile
+
+    return runfile.resolve(path)
 
 
 def load_study_run(path: str | os.PathLike[str]) -> RunData:
-    """One run of a study, from its verified run file: the flows, classes and series it
-    stores, named by the study, point and trial; raises :class:`ScenarioError` in one line."""
-    from ..study import store
+    """One run of a study, from its verified run file (:mod:`l4slab.study.runfile`), named by
+    the study, point and trial; raises :class:`ScenarioError` in one line."""
+    from ..study import runfile
 
-    path = Path(path)
-    study_dir = path.parent.parent
-    try:
-        meta, table = store.verify_run_file(path)
-    except FileNotFoundError:
-        raise ScenarioError(f"RUN: {path} does not exist") from None
-    except (OSError, store.CorruptRunFile) as err:
-        raise ScenarioError(f"RUN: {' '.join(str(err).split())}") from None
-    flows = store.split_table(table, "flows")
-    classes = store.split_table(table, "classes")
-    bottleneck = store.split_table(table, "bottleneck")
-    series = store.split_table(table, "bottleneck_series")
-    flow_series = store.split_table(table, "flow_series")
-    plan = store.load_plan(study_dir) or {}
-    point = int(meta.get("point", -1))
-    scenario = {}
-    if 0 <= point < len(plan.get("points") or []):
-        scenario = plan["points"][point].get("scenario") or {}
-    times = np.sort(series["time_s"].unique()) if "time_s" in series else np.array([])
-    bin_s = float(np.median(np.diff(times))) if times.size > 1 else 0.1
-    factors = " · ".join(f"{k.split('.')[-1]}={v}" for k, v in (meta.get("factors") or {}).items())
-    study = str(plan.get("study") or meta.get("study") or study_dir.name)
-    row = bottleneck.iloc[0].to_dict() if len(bottleneck) else {}
-    summary = {
-        "scenario": f"{study} point {point}" + (f" ({factors})" if factors else ""),
-        "seed": meta.get("seed"),
-        "bin_s": bin_s,
-        "duration_s": float(times[-1] + bin_s) if times.size else 0.0,
-        "warmup_s": 0.0,
-        "flows": flows.to_dict("records"),
-        "bottleneck": {
-            "rate_mbps": row.get("rate_mbps"),
-            "qdisc_config": row.get("qdisc_config", ""),
-            "sojourn_by_class": [
-                {"class": str(c["class"]), "sojourn_ms": {k[:-3] if k.endswith("_ms") else k: v
-                                                          for k, v in c.items() if k != "class"}}
-                for c in classes.to_dict("records")
-            ],  # fmt: skip
-        },
-    }
-    if isinstance(scenario.get("warmup"), str):
-        from ..units import UnitError, time_ns
-
-        try:
-            summary["warmup_s"] = time_ns(scenario["warmup"]) / 1e9
-        except UnitError:
-            pass
-    name = f"{study} p{point} t{meta.get('trial', '?')}"
-    return RunData(path.parent.parent, summary, flows, flow_series, series, None, name=name)
+    run = runfile.load(path)
+    return RunData(run["study_dir"], run["summary"], run["flows"], run["flow_series"], run["bottleneck_series"],
+                   None, name=run["name"])  # fmt: skip
 
 
 def load_run(directory: str | os.PathLike[str]) -> RunData:
