@@ -25,7 +25,7 @@ struct FlowSlot {
     ends: [Box<dyn Endpoint>; 2],
     /// Pending timer events (lazy: stale ones are ignored).
     timer_at: [Option<Time>; 2],
-    /// `Endpoint::arms_timer_first` and `Endpoint::injects_drops` of each side,
+    /// `Endpoint::arms_timer_first` and whether `Endpoint::drop_injection` is offered, of each side,
     /// read once when the flow opens (both are fixed for an endpoint's life):
     /// no virtual call per packet to ask.
     arms_timer_first: [bool; 2],
@@ -90,7 +90,7 @@ impl FlowOpener for Opener<'_> {
         let ends = [spec.sender, spec.receiver];
         self.flows.slots[slot as usize] = Some(FlowSlot {
             arms_timer_first: [ends[0].arms_timer_first(), ends[1].arms_timer_first()],
-            injects_drops: [ends[0].injects_drops(), ends[1].injects_drops()],
+            injects_drops: [ends[0].drop_injection().is_some(), ends[1].drop_injection().is_some()],
             ends,
             timer_at: [None, None],
             in_network: 0,
@@ -124,7 +124,7 @@ impl FlowOpener for Opener<'_> {
     }
     fn fill_request(&self, slot: u32, r: &mut crate::results::RequestRecord) {
         if let Some(f) = self.flows.slots[slot as usize].as_ref() {
-            f.ends.iter().for_each(|e| e.fill_request(r));
+            f.ends.iter().filter_map(|e| e.measured()).for_each(|m| m.fill_request(r));
         }
     }
 }
@@ -148,20 +148,20 @@ impl NetworkView for View<'_> {
     fn cumulative(&self, flow: usize) -> FlowCumulative {
         let mut c = FlowCumulative::default();
         if let Some(f) = self.flows.slots[flow].as_ref() {
-            f.ends.iter().for_each(|e| e.add_cumulative(&mut c));
+            f.ends.iter().filter_map(|e| e.measured()).for_each(|m| m.add_cumulative(&mut c));
         }
         c
     }
     fn sample(&self, flow: usize) -> FlowSample {
         let mut s = FlowSample::default();
         if let Some(f) = self.flows.slots[flow].as_ref() {
-            f.ends.iter().for_each(|e| e.sample(&mut s));
+            f.ends.iter().filter_map(|e| e.measured()).for_each(|m| m.sample(&mut s));
         }
         s
     }
     fn summarise(&self, flow: usize, s: &mut FlowSummary) {
         if let Some(f) = self.flows.slots[flow].as_ref() {
-            f.ends.iter().for_each(|e| e.summarise(f.start, s));
+            f.ends.iter().filter_map(|e| e.measured()).for_each(|m| m.summarise(f.start, s));
         }
     }
     fn link(&self, id: LinkId) -> &Link {
@@ -453,7 +453,9 @@ impl Simulation {
                 _ => self.counts.acks += 1,
             }
             let hop = self.net.next_hop(pkt, None);
-            if injects_drops && self.flows.slot(e.flow()).ends[side].loses_on_first_hop(pkt) {
+            if injects_drops
+                && self.flows.slot(e.flow()).ends[side].drop_injection().is_some_and(|d| d.loses_on_first_hop(pkt))
+            {
                 // Drop injection (tests): the NIC sends it, the wire loses it.
                 if let Hop::Link(l) = hop {
                     self.net.link_mut(l).transmit_lost(now, pkt);

@@ -220,7 +220,8 @@ fn file_graph(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
     for file in &files {
         let Some((name, nested)) = node_of(file) else { continue };
         let text = std::fs::read_to_string(file).expect("readable source");
-        let prefixes = [if nested { "super::super::".to_string() } else { "super::".to_string() }, format!("crate::{top}::")];
+        let prefixes =
+            [if nested { "super::super::".to_string() } else { "super::".to_string() }, format!("crate::{top}::")];
         let mut refs = BTreeSet::new();
         for line in non_test_lines(&text) {
             let code = line.trim_start();

@@ -4,6 +4,21 @@
 //! model state it needs as arguments, so each variant keeps its own `struct bbr` and calls
 //! these where its kernel file has a function of the same name.
 //!
+//! What is deliberately not shared: BBRv2's and BBRv3's state machines (`cc/bbr2/mod.rs`,
+//! `cc/bbr3/mod.rs`: STARTUP's loss and ECN exits, PROBE_BW's DOWN / CRUISE / REFILL / UP
+//! phases, the `inflight_hi` / `inflight_lo` bounds, the congestion signals) read alike
+//! for about 300 lines, but each file follows its own kernel file function by function
+//! (v2alpha and L4STeam `tcp_bbr2.c`; google/bbr v3 `tcp_bbr.c`), over its own
+//! `struct bbr`, and most of those functions differ in some line: v2 clamps each module
+//! parameter to the width of the bitfield `tcp_bbr2.c` keeps it in (`.min(0x7ff)`), v3
+//! reads plain parameters; v3 rewrote `bbr_update_gains`, the min_rtt window test and the
+//! reno-coexistence probe time; L4S-BBRv2 adds its `bw_probe_exit` to the cycle. Of 72 functions of the
+//! same name, 10 (`save_cwnd`, `packets_in_net_at_edt`, `update_round_start`,
+//! `reset_full_bw`, `target_inflight`, `reset_congestion_signals`, `set_cycle_idx`,
+//! `exit_probe_rtt`, `ssthresh`, `has_cong_control`: 58 lines) are the same code; a
+//! shared version would tie the two ports together where their kernels are separate
+//! files, so a fix to one variant is checked against its own kernel file alone.
+//!
 //! Widths: the kernel computes in u64; these compute in u128 where a product could leave
 //! u64 (only beyond any simulated rate or RTT), so within the kernel's range the results
 //! are the kernel's bit for bit.

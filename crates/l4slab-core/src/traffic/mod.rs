@@ -28,7 +28,12 @@ use crate::tcp::sender::SenderBuffers;
 use crate::time::Time;
 use crate::trace::{FlowCumulative, FlowSample};
 
-/// One side of a flow.
+/// One side of a flow: the I/O the simulator drives (a packet in, a timer, packets out
+/// into an [`Outbox`]). What else an endpoint can do is an optional capability it
+/// offers through an accessor, read where it is needed and never on the per-packet
+/// path of a flow that does not use it: [`Measured`] (its share of the per-flow series,
+/// summary and request record), [`DropInjection`] (tests) and [`Reusable`] (a released
+/// connection's buffers and allocation).
 pub trait Endpoint: Send {
     /// The flow starts at `now` (called on the sending side only).
     fn start(&mut self, _now: Time, _out: &mut Outbox) {}
@@ -55,17 +60,34 @@ pub trait Endpoint: Send {
         false
     }
 
-    /// Test drop injection: `pkt` is lost right after leaving the endpoint's NIC.
-    fn loses_on_first_hop(&self, _pkt: &Packet) -> bool {
+    /// The flow has nothing left to do (a sized transfer completed); a source may
+    /// then release its slot.
+    fn is_finished(&self) -> bool {
         false
     }
 
-    /// Whether [`loses_on_first_hop`](Self::loses_on_first_hop) may ever be true
-    /// for this endpoint (read once when the flow opens: fixed for its life).
-    fn injects_drops(&self) -> bool {
-        false
+    /// What this side measures; `None`: nothing (its flow's series and summary then
+    /// hold only the other side's part).
+    fn measured(&self) -> Option<&dyn Measured> {
+        None
     }
 
+    /// Test drop injection, if this endpoint may ever lose a packet on purpose. Read
+    /// once when the flow opens (fixed for its life): a flow without it pays one
+    /// flag test per emitted packet, nothing more.
+    fn drop_injection(&self) -> Option<&dyn DropInjection> {
+        None
+    }
+
+    /// The released endpoint as something to reuse, for a source of many short
+    /// connections. `None`: it is dropped.
+    fn into_reusable(self: Box<Self>) -> Option<Box<dyn Reusable>> {
+        None
+    }
+}
+
+/// An endpoint's measurements (an [`Endpoint::measured`] capability).
+pub trait Measured {
     /// Add this side's cumulative counters (differences give per-bin values).
     fn add_cumulative(&self, _c: &mut FlowCumulative) {}
 
@@ -75,32 +97,30 @@ pub trait Endpoint: Send {
     /// Fill this side's part of the flow summary (`flow_start`: the actual start).
     fn summarise(&self, _flow_start: Time, _s: &mut FlowSummary) {}
 
-    /// The flow has nothing left to do (a sized transfer completed); a source may
-    /// then release its slot.
-    fn is_finished(&self) -> bool {
-        false
-    }
-
     /// Fill this side's part of a web request's record.
     fn fill_request(&self, _r: &mut RequestRecord) {}
-
-    /// Hand over a TCP endpoint's buffers after the flow's slot was released, so a
-    /// source of many short connections builds the next one without fresh memory
-    /// (`TcpSender::with_buffers`, `TcpReceiver::with_buffers`); the endpoint is
-    /// dropped right after.
-    fn take_buffers(&mut self) -> Option<EndpointBuffers> {
-        None
-    }
-
-    /// The released endpoint itself, for a source that rebuilds the next connection
-    /// of its own endpoint type in the same heap allocation (the web source: no
-    /// allocation per request for its endpoints). None: dropped.
-    fn into_any(self: Box<Self>) -> Option<Box<dyn std::any::Any>> {
-        None
-    }
 }
 
-/// What a finished endpoint hands over for reuse ([`Endpoint::take_buffers`]).
+/// Test drop injection (an [`Endpoint::drop_injection`] capability).
+pub trait DropInjection {
+    /// `pkt` is lost right after leaving the endpoint's NIC.
+    fn loses_on_first_hop(&self, pkt: &Packet) -> bool;
+}
+
+/// A released endpoint's reuse (an [`Endpoint::into_reusable`] capability).
+pub trait Reusable {
+    /// Hand over a TCP endpoint's buffers, so a source of many short connections
+    /// builds the next one without fresh memory (`TcpSender::with_buffers`,
+    /// `TcpReceiver::with_buffers`).
+    fn take_buffers(&mut self) -> Option<EndpointBuffers>;
+
+    /// The endpoint itself, for a source that rebuilds the next connection of its own
+    /// endpoint type in the same heap allocation (the web source: no allocation per
+    /// request for its endpoints).
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
+}
+
+/// What a finished endpoint hands over for reuse ([`Reusable::take_buffers`]).
 pub enum EndpointBuffers {
     /// The sender's retransmit queue.
     Sender(SenderBuffers),

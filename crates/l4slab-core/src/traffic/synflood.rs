@@ -9,7 +9,7 @@
 //! `throughput_mbps` is the flood's share of the bottleneck.
 
 use super::udp::UdpSink;
-use super::{Endpoint, FlowOpener, FlowSpec, TrafficSource};
+use super::{Endpoint, FlowOpener, FlowSpec, Measured, TrafficSource};
 use crate::config::SynFloodConfig;
 use crate::packet::{Ecn, Outbox, Packet, PacketKind};
 use crate::results::FlowSummary;
@@ -64,6 +64,15 @@ impl Endpoint for SynFlooder {
     fn arms_timer_first(&self) -> bool {
         true
     }
+    fn is_finished(&self) -> bool {
+        self.next_timer().is_none() && self.next_send.is_some()
+    }
+    fn measured(&self) -> Option<&dyn Measured> {
+        Some(self)
+    }
+}
+
+impl Measured for SynFlooder {
     fn summarise(&self, _flow_start: Time, s: &mut FlowSummary) {
         s.kind = "synflood".into();
         s.cc = "none".into();
@@ -71,9 +80,6 @@ impl Endpoint for SynFlooder {
         s.queuing_delay_ms = f64::NAN;
         s.mean_rtt_ms = f64::NAN;
         s.packets_sent = self.syns_sent;
-    }
-    fn is_finished(&self) -> bool {
-        self.next_timer().is_none() && self.next_send.is_some()
     }
 }
 

@@ -1,7 +1,6 @@
 //! The TCP sender and receiver (crate::tcp) as endpoints, through their public API.
 
-use super::Endpoint;
-use super::EndpointBuffers;
+use super::{DropInjection, Endpoint, EndpointBuffers, Measured, Reusable};
 use crate::packet::{Outbox, Packet, PacketKind};
 use crate::results::FlowSummary;
 use crate::tcp::ecn::EcnMode;
@@ -30,14 +29,28 @@ impl Endpoint for TcpSenderEndpoint {
     fn next_timer(&self) -> Option<Time> {
         self.0.next_timer()
     }
+    fn is_finished(&self) -> bool {
+        self.0.stats.completed_at.is_some()
+    }
+    fn measured(&self) -> Option<&dyn Measured> {
+        Some(self)
+    }
+    fn drop_injection(&self) -> Option<&dyn DropInjection> {
+        self.0.injects_drops().then_some(self as &dyn DropInjection)
+    }
+    fn into_reusable(self: Box<Self>) -> Option<Box<dyn Reusable>> {
+        Some(self)
+    }
+}
+
+impl DropInjection for TcpSenderEndpoint {
     #[inline]
     fn loses_on_first_hop(&self, pkt: &Packet) -> bool {
         pkt.kind == PacketKind::Data && self.0.should_inject_drop(pkt)
     }
-    #[inline]
-    fn injects_drops(&self) -> bool {
-        self.0.injects_drops()
-    }
+}
+
+impl Measured for TcpSenderEndpoint {
     fn add_cumulative(&self, c: &mut FlowCumulative) {
         let st = &self.0.stats;
         c.retransmits += st.retransmits;
@@ -82,11 +95,14 @@ impl Endpoint for TcpSenderEndpoint {
             (s.mean_payload_bytes, s.payload_sd_bytes, s.mean_pacing_rate_mbps) = (f64::NAN, f64::NAN, f64::NAN);
         }
     }
-    fn is_finished(&self) -> bool {
-        self.0.stats.completed_at.is_some()
-    }
+}
+
+impl Reusable for TcpSenderEndpoint {
     fn take_buffers(&mut self) -> Option<EndpointBuffers> {
         Some(EndpointBuffers::Sender(self.0.take_buffers()))
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
     }
 }
 
@@ -102,6 +118,20 @@ impl Endpoint for TcpReceiverEndpoint {
     fn next_timer(&self) -> Option<Time> {
         self.0.next_timer()
     }
+    fn is_finished(&self) -> bool {
+        // A receiver has no work of its own once the sender is done (its delayed
+        // ACK, if any, only matters to a sender that is still waiting).
+        true
+    }
+    fn measured(&self) -> Option<&dyn Measured> {
+        Some(self)
+    }
+    fn into_reusable(self: Box<Self>) -> Option<Box<dyn Reusable>> {
+        Some(self)
+    }
+}
+
+impl Measured for TcpReceiverEndpoint {
     fn add_cumulative(&self, c: &mut FlowCumulative) {
         c.bytes_delivered += self.0.bytes_delivered;
         c.ce_packets += self.0.ce_packets;
@@ -114,12 +144,13 @@ impl Endpoint for TcpReceiverEndpoint {
         s.acks_per_packet =
             if r.segments_received > 0 { r.acks_sent as f64 / r.segments_received as f64 } else { f64::NAN };
     }
-    fn is_finished(&self) -> bool {
-        // A receiver has no work of its own once the sender is done (its delayed
-        // ACK, if any, only matters to a sender that is still waiting).
-        true
-    }
+}
+
+impl Reusable for TcpReceiverEndpoint {
     fn take_buffers(&mut self) -> Option<EndpointBuffers> {
         Some(EndpointBuffers::Receiver(self.0.take_buffers()))
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
     }
 }

@@ -1,6 +1,6 @@
 //! An unresponsive constant-bit-rate UDP source and the sink that counts what arrives.
 
-use super::Endpoint;
+use super::{Endpoint, Measured};
 use crate::config::UdpFlowConfig;
 use crate::packet::{Outbox, Packet, PacketKind, ETH_HLEN, IP_UDP_HLEN};
 use crate::results::FlowSummary;
@@ -66,6 +66,15 @@ impl Endpoint for UdpSource {
     fn arms_timer_first(&self) -> bool {
         true
     }
+    fn is_finished(&self) -> bool {
+        self.next_timer().is_none() && self.next_send.is_some()
+    }
+    fn measured(&self) -> Option<&dyn Measured> {
+        Some(self)
+    }
+}
+
+impl Measured for UdpSource {
     fn summarise(&self, _flow_start: Time, s: &mut FlowSummary) {
         s.kind = "udp".into();
         s.cc = "udp".into();
@@ -73,9 +82,6 @@ impl Endpoint for UdpSource {
         s.queuing_delay_ms = f64::NAN;
         s.mean_rtt_ms = f64::NAN;
         s.packets_sent = self.datagrams_sent;
-    }
-    fn is_finished(&self) -> bool {
-        self.next_timer().is_none() && self.next_send.is_some()
     }
 }
 
@@ -90,11 +96,17 @@ impl Endpoint for UdpSink {
     fn on_packet(&mut self, pkt: &Packet, _now: Time, _out: &mut Outbox) {
         self.delivered_bytes += pkt.payload as u64;
     }
-    fn add_cumulative(&self, c: &mut FlowCumulative) {
-        c.bytes_delivered += self.delivered_bytes;
-    }
     fn is_finished(&self) -> bool {
         true
+    }
+    fn measured(&self) -> Option<&dyn Measured> {
+        Some(self)
+    }
+}
+
+impl Measured for UdpSink {
+    fn add_cumulative(&self, c: &mut FlowCumulative) {
+        c.bytes_delivered += self.delivered_bytes;
     }
 }
 

@@ -43,7 +43,7 @@
 //! another and of slot reuse.
 
 use super::tcp::{TcpReceiverEndpoint, TcpSenderEndpoint};
-use super::{Endpoint, EndpointBuffers, FlowOpener, FlowSpec, TrafficSource};
+use super::{DropInjection, Endpoint, EndpointBuffers, FlowOpener, FlowSpec, Measured, Reusable, TrafficSource};
 use crate::config::{WebSizes, WebSourceConfig};
 use crate::packet::{Outbox, Packet, PacketKind};
 use crate::results::{FlowSummary, RecordSink, RequestRecord, RunResults, RECORD_CHUNK};
@@ -147,14 +147,37 @@ impl Endpoint for WebServer {
             self.syn_arrives
         }
     }
+    fn is_finished(&self) -> bool {
+        self.inner.is_finished()
+    }
+    fn measured(&self) -> Option<&dyn Measured> {
+        Some(self)
+    }
+    fn drop_injection(&self) -> Option<&dyn DropInjection> {
+        (self.drop_handshake || self.inner.0.injects_drops()).then_some(self as &dyn DropInjection)
+    }
+    fn into_reusable(self: Box<Self>) -> Option<Box<dyn Reusable>> {
+        Some(self)
+    }
+}
+
+impl DropInjection for WebServer {
     #[inline]
     fn loses_on_first_hop(&self, pkt: &Packet) -> bool {
         (self.drop_handshake && pkt.kind == PacketKind::Syn && !pkt.retrans) || self.inner.loses_on_first_hop(pkt)
     }
-    #[inline]
-    fn injects_drops(&self) -> bool {
-        self.drop_handshake || self.inner.injects_drops()
+}
+
+impl Reusable for WebServer {
+    fn take_buffers(&mut self) -> Option<EndpointBuffers> {
+        self.inner.take_buffers()
     }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+impl Measured for WebServer {
     fn add_cumulative(&self, c: &mut FlowCumulative) {
         self.inner.add_cumulative(c);
     }
@@ -164,15 +187,6 @@ impl Endpoint for WebServer {
     fn summarise(&self, flow_start: Time, s: &mut FlowSummary) {
         self.inner.summarise(flow_start, s);
         s.kind = "web".into();
-    }
-    fn is_finished(&self) -> bool {
-        self.inner.is_finished()
-    }
-    fn take_buffers(&mut self) -> Option<EndpointBuffers> {
-        self.inner.take_buffers()
-    }
-    fn into_any(self: Box<Self>) -> Option<Box<dyn std::any::Any>> {
-        Some(self)
     }
     fn fill_request(&self, r: &mut RequestRecord) {
         let sender = &self.inner.0;
@@ -204,6 +218,27 @@ impl Endpoint for WebClient {
     fn next_timer(&self) -> Option<Time> {
         self.inner.next_timer()
     }
+    fn is_finished(&self) -> bool {
+        true
+    }
+    fn measured(&self) -> Option<&dyn Measured> {
+        Some(self)
+    }
+    fn into_reusable(self: Box<Self>) -> Option<Box<dyn Reusable>> {
+        Some(self)
+    }
+}
+
+impl Reusable for WebClient {
+    fn take_buffers(&mut self) -> Option<EndpointBuffers> {
+        self.inner.take_buffers()
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+impl Measured for WebClient {
     fn add_cumulative(&self, c: &mut FlowCumulative) {
         self.inner.add_cumulative(c);
     }
@@ -211,15 +246,6 @@ impl Endpoint for WebClient {
         self.inner.summarise(flow_start, s);
         // The client's completion time, as the paper's client logged it.
         s.fct_s = self.closed_at.map(|t| secs(t - self.start));
-    }
-    fn is_finished(&self) -> bool {
-        true
-    }
-    fn take_buffers(&mut self) -> Option<EndpointBuffers> {
-        self.inner.take_buffers()
-    }
-    fn into_any(self: Box<Self>) -> Option<Box<dyn std::any::Any>> {
-        Some(self)
     }
     fn fill_request(&self, r: &mut RequestRecord) {
         r.bytes_received = self.inner.0.bytes_delivered;
@@ -382,14 +408,14 @@ impl WebSource {
             if opener.is_quiet(self.open[i].slot) {
                 let c = self.open.swap_remove(i);
                 self.record(&c, opener);
-                for mut e in opener.release(c.slot).into_iter().flatten() {
+                for e in opener.release(c.slot).into_iter().flatten() {
+                    let Some(mut e) = e.into_reusable() else { continue };
                     match e.take_buffers() {
                         Some(EndpointBuffers::Sender(b)) => self.spare.push(b),
                         Some(EndpointBuffers::Receiver(b)) => self.spare_ooo.push(b),
                         None => {}
                     }
-                    let Some(any) = e.into_any() else { continue };
-                    match any.downcast::<WebServer>() {
+                    match e.into_any().downcast::<WebServer>() {
                         Ok(server) => self.spare_servers.push(server),
                         Err(any) => {
                             if let Ok(client) = any.downcast::<WebClient>() {

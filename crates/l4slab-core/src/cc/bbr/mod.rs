@@ -19,8 +19,8 @@
 //! [`BbrParams`] exposes them as `cc_params` with the kernel's values as defaults,
 //! so a study can vary one, but a default run is the kernel's algorithm.
 
-use super::minmax::Minmax;
 use super::descriptor::{parse_params, CcDescriptor, ReceiverDefaults};
+use super::minmax::Minmax;
 use super::{CaEvent, CaState, CcFlags, CcSock, CcState, CongestionControl, RateSample, SK_PACING_SHIFT};
 use crate::time::Time;
 
