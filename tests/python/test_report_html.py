@@ -292,3 +292,24 @@ def test_time_series_bands_respect_physical_bounds():
     fig = figures.time_series(series(3), value="srtt_ms", group="flow", trial="run", min_trials_for_band=5, lower=0.0)
     assert not [c for c in fig.axes[0].collections if isinstance(c, PolyCollection)]
     assert len(fig.axes[0].lines) == 1 + 1 + 3  # the zero line, the mean and each trial
+
+
+@requires_engine
+def test_catalog_types_buffer_and_rate_factors(report_dir):
+    import duckdb
+    from l4slab import study
+
+    out = report_dir.parent
+    data = study.load(out)
+    for table in (data.runs, data.flows, data.classes, data.summaries):
+        assert table["bottleneck_buffer_bdp"].dtype == "float64"
+        assert dict(zip(table["bottleneck_buffer"], table["bottleneck_buffer_bdp"])) == {"1bdp": 1.0, "4bdp": 4.0}
+    assert study.query(out, "SELECT max(bottleneck_buffer_bdp) AS b FROM runs")["b"][0] == 4.0
+    from l4slab.study import store
+
+    assert store._typed_value("_bps", "100Mbit") == 1e8 and store._typed_value("_bdp", "150kb") is None
+    # A catalog written before the twins (no catalog_format) is rebuilt by its first reader.
+    with duckdb.connect(str(out / "catalog.duckdb")) as con:
+        con.execute("DROP TABLE catalog_format")
+        con.execute("ALTER TABLE runs DROP COLUMN bottleneck_buffer_bdp")
+    assert "bottleneck_buffer_bdp" in study.load(out).runs

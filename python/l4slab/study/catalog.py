@@ -34,7 +34,8 @@ def _catalog(directory: Path, rebuild: bool = False) -> Path:
 
 def _connect(directory: Path):
     """A read-only connection to a fresh catalog; a missing, stale, unreadable or
-    incomplete catalog (no such table) is rebuilt once and reopened."""
+    incomplete catalog (no such table), or one of another :data:`store.CATALOG_FORMAT`, is
+    rebuilt once and reopened."""
     import duckdb
 
     path = _catalog(directory)
@@ -43,8 +44,10 @@ def _connect(directory: Path):
             con = duckdb.connect(str(path), read_only=True)
             try:
                 present = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-                if all(name in present for name in TABLE_NAMES):
-                    return con
+                if all(name in present for name in TABLE_NAMES) and "catalog_format" in present:
+                    version = con.execute("SELECT max(version) FROM catalog_format").fetchone()[0]
+                    if version == store.CATALOG_FORMAT:
+                        return con
             except duckdb.Error:
                 pass
             con.close()

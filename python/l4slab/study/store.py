@@ -467,6 +467,10 @@ def _factor_frame(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return frame
 
 
+#: The catalog's layout: a catalog of another (or no) ``catalog_format`` table is rebuilt by
+#: its first reader, so tables gain the columns this version writes (the typed twins).
+CATALOG_FORMAT = 2
+
 #: Typed twins of factor columns in the catalog and its DataFrames: ``<column>_bdp`` (a
 #: ``buffer`` factor as a number of BDPs; null for a buffer in bytes) and ``<column>_bps`` (a
 #: ``rate`` factor in bit/s), so that figures and SQL sort and scale them as numbers.
@@ -560,6 +564,7 @@ def collect(study_dir: Path) -> dict[str, pd.DataFrame]:
     )
     for frame in tables.values():  # after the summaries: the twins are factors, not metrics
         _typed_factors(frame, plan["factors"])
+    tables["catalog_format"] = pd.DataFrame({"version": [CATALOG_FORMAT]})
     return tables
 
 
