@@ -35,13 +35,14 @@ __all__ = [
 ]
 
 #: One colour per congestion control, the same in every figure of a report and across reports
-#: (Okabe–Ito, readable by the colour-blind): L4S CCs in blues, classic ones in warm colours.
+#: (Okabe–Ito, readable by the colour-blind): the L4S CCs in blues, CUBIC vermillion, Reno
+#: green (CUBIC's partner in the demo), BBR orange.
 CC_COLOURS = {
     "prague": "#0072B2",
     "dctcp": "#56B4E9",
     "cubic": "#D55E00",
-    "reno": "#E69F00",
-    "bbr": "#009E73",
+    "reno": "#009E73",
+    "bbr": "#E69F00",
     "bbr2": "#CC79A7",
     "bbr3": "#882255",
     "udp": "#777777",

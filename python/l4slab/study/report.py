@@ -38,7 +38,7 @@ from . import registry, store
 from .catalog import load
 from .markdown import markdown_table
 
-__all__ = ["report", "MIN_TRIALS_FOR_CI", "MAX_SERIES_POINTS", "MAX_BAR_POINTS"]
+__all__ = ["report", "factor_order", "factor_orders", "MIN_TRIALS_FOR_CI", "MAX_SERIES_POINTS", "MAX_BAR_POINTS"]
 
 #: Fewer trials than this: tables show mean (min–max) and figures the trials themselves.
 MIN_TRIALS_FOR_CI = 5
@@ -86,6 +86,13 @@ def _table_value(value: object) -> object:
     import json
 
     return json.dumps(value)
+
+
+def factor_order(data, column: str) -> list:
+    """One factor's values in the study file's order, for a built-in study's report section
+    (``data`` is :func:`l4slab.study.load`'s result)."""
+    plan = store.load_plan(data.directory) or {}
+    return factor_orders(plan, data.runs, [column])[column]
 
 
 def factor_orders(plan: dict, frame: pd.DataFrame, factors: list[str]) -> dict[str, list]:

@@ -144,6 +144,8 @@ def series_section(data, out: Path) -> list[str]:
     queue = queue_per_second(data)
     lines = ["## Coexistence in a full-L4S bottleneck (coexistence paper Figures 2-5 and 8)", ""]
     n = samples.groupby("case")["run_id"].nunique()
+    colours = figures.cc_colours(data.flows["cc"])  # one colour per CC in every figure
+    label_cc = dict(zip(data.flows["label"].astype(str), data.flows["cc"].astype(str), strict=False))
     for k, case in enumerate(c for c in CASES.values() if c in set(samples["case"])):
         part = samples[samples["case"] == case]
         lines += [f"### {md_text(case)} ({n[case]} repetitions)", ""]
@@ -152,14 +154,15 @@ def series_section(data, out: Path) -> list[str]:
             ("srtt_ms", "RTT (ms)", "rtt"),
         ):
             fig = figures.time_series(part, value=value, time="second", group="label", trial="trial", ylabel=label,
-                                      title=f"{case}: mean, 95 % band", legend_title="server", lower=0.0)  # fmt: skip
+                                      title=f"{case}: mean, 95 % band", legend_title="server", lower=0.0,
+                                      colours=colours, cc_of=label_cc)  # fmt: skip
             figures.save(fig, out / f"coexistence_{k}_{stem}")
             lines += [f"![{label}](coexistence_{k}_{stem}.png)", ""]
         if not queue.empty:
             q = queue[queue["case"] == case].assign(trial=lambda f: f["run_id"])
             fig = figures.time_series(q, value="sojourn_ms", time="second", group="queue", trial="trial",
                                       ylabel="queue delay (ms)", title=f"{case}: queue delay, mean, 95 % band",
-                                      legend_title="queue", lower=0.0)  # fmt: skip
+                                      legend_title="queue", lower=0.0, colours=figures.QUEUE_COLOURS)  # fmt: skip
             figures.save(fig, out / f"coexistence_{k}_queue")
             lines += [f"![queue delay](coexistence_{k}_queue.png)", ""]
     fig = _boxes(samples)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 from l4slab.analysis import figures
+from l4slab.study.report import factor_order
 
 BUFFER_FACTOR = "bottleneck_buffer"
 
@@ -23,7 +24,12 @@ def cwnd_section(data, out: Path) -> list[str]:
     series = data.series("flow_series", done["run_id"].tolist()).merge(labels, on=["run_id", "flow"])
     series = series.merge(done[["run_id", BUFFER_FACTOR]], on="run_id")
     series["flow at buffer"] = series["label"] + " @ " + series[BUFFER_FACTOR].astype(str)
-    fig = figures.time_series(series, value="cwnd", group="flow at buffer", ylabel="cwnd (packets)", title="cwnd")
+    buffers = factor_order(data, BUFFER_FACTOR)
+    flows = data.flows.drop_duplicates("label")
+    order = [f"{label} @ {b}" for label in flows["label"] for b in buffers]
+    cc_of = {f"{label} @ {b}": cc for label, cc in zip(flows["label"], flows["cc"], strict=True) for b in buffers}
+    fig = figures.time_series(series, value="cwnd", group="flow at buffer", ylabel="cwnd (packets)", title="cwnd",
+                              colours=figures.cc_colours(data.flows["cc"]), cc_of=cc_of, group_order=order)  # fmt: skip
     figures.save(fig, out / "cwnd")
     return ["## Congestion windows", "", "![cwnd](cwnd.png)", ""]
 
@@ -38,7 +44,8 @@ def sojourn_section(data, out: Path) -> list[str]:
     per_stat = [columns.assign(stat=name, sojourn_ms=bottleneck[col]) for name, col in stats.items()]
     bars = pd.concat(per_stat, ignore_index=True)
     fig = figures.flow_bars(
-        bars, x=BUFFER_FACTOR, value="sojourn_ms", hue="stat", ylabel="bottleneck sojourn (ms)", title="Sojourn"
+        bars, x=BUFFER_FACTOR, value="sojourn_ms", hue="stat", ylabel="bottleneck sojourn (ms)", title="Sojourn",
+        order=factor_order(data, BUFFER_FACTOR),
     )
     figures.save(fig, out / "sojourn")
     return ["## Bottleneck sojourn per buffer", "", "![sojourn](sojourn.png)", ""]
