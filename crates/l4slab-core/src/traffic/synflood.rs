@@ -8,22 +8,19 @@
 //! The flood is one flow slot; its summary has `kind = "synflood"` and its
 //! `throughput_mbps` is the flood's share of the bottleneck.
 
-use super::udp::UdpSink;
+use super::udp::{RateClock, UdpSink};
 use super::{Endpoint, FlowOpener, FlowSpec, Measured, TrafficSource};
 use crate::config::SynFloodConfig;
 use crate::packet::{Ecn, Outbox, Packet, PacketKind};
 use crate::results::FlowSummary;
-use crate::time::{tx_time, Time};
+use crate::time::Time;
 
 /// The flooding host: one SYN every `syn_bytes / rate`.
 pub struct SynFlooder {
     flow: u32,
     wire_len: u32,
     ecn: Ecn,
-    interval_ns: u64,
-    stop: Time,
-    next_send: Option<Time>,
-    pub syns_sent: u64,
+    clock: RateClock,
 }
 
 impl SynFlooder {
@@ -32,40 +29,35 @@ impl SynFlooder {
             flow,
             wire_len: cfg.syn_bytes,
             ecn: cfg.ecn,
-            interval_ns: tx_time(cfg.syn_bytes as u64, cfg.rate_bps).max(1),
-            stop,
-            next_send: None,
-            syns_sent: 0,
+            clock: RateClock::new(cfg.syn_bytes as u64, cfg.rate_bps, stop),
         }
     }
 }
 
 impl Endpoint for SynFlooder {
     fn start(&mut self, now: Time, _out: &mut Outbox) {
-        self.next_send = Some(now);
+        self.clock.start(now);
     }
     fn on_packet(&mut self, _pkt: &Packet, _now: Time, _out: &mut Outbox) {}
     fn on_timer(&mut self, now: Time, out: &mut Outbox) {
-        if now < self.stop {
+        if self.clock.tick(now) {
             let mut p = Packet::new(self.flow, PacketKind::Syn);
             p.wire_len = self.wire_len;
             p.ecn = self.ecn;
             // hping3 increments the source port per packet; the sequence is random.
-            p.tcp.seq = self.syns_sent;
+            p.tcp.seq = self.clock.sent - 1;
             out.push(p);
-            self.syns_sent += 1;
-            self.next_send = Some(now + self.interval_ns);
         }
     }
     #[inline]
     fn next_timer(&self) -> Option<Time> {
-        self.next_send.filter(|&t| t < self.stop)
+        self.clock.next_timer()
     }
     fn arms_timer_first(&self) -> bool {
         true
     }
     fn is_finished(&self) -> bool {
-        self.next_timer().is_none() && self.next_send.is_some()
+        self.clock.is_finished()
     }
     fn measured(&self) -> Option<&dyn Measured> {
         Some(self)
@@ -74,12 +66,7 @@ impl Endpoint for SynFlooder {
 
 impl Measured for SynFlooder {
     fn summarise(&self, _flow_start: Time, s: &mut FlowSummary) {
-        s.kind = "synflood".into();
-        s.cc = "none".into();
-        s.mean_srtt_ms = f64::NAN;
-        s.queuing_delay_ms = f64::NAN;
-        s.mean_rtt_ms = f64::NAN;
-        s.packets_sent = self.syns_sent;
+        self.clock.summarise("synflood", "none", s);
     }
 }
 

@@ -7,67 +7,101 @@ use crate::results::FlowSummary;
 use crate::time::{tx_time, Time};
 use crate::trace::FlowCumulative;
 
+/// The send clock of an unresponsive constant-rate source (a UDP CBR source, a SYN
+/// flood): one packet every `interval_ns` from its start until `stop`, re-armed before
+/// the packet goes out (`Endpoint::arms_timer_first`).
+pub(super) struct RateClock {
+    interval_ns: u64,
+    /// No packet leaves at or after this time.
+    stop: Time,
+    /// Time of the next packet, once started.
+    next_send: Option<Time>,
+    /// Packets sent so far.
+    pub(super) sent: u64,
+}
+
+impl RateClock {
+    /// A clock for `wire_len`-byte packets at `rate_bps`.
+    pub(super) fn new(wire_len: u64, rate_bps: u64, stop: Time) -> Self {
+        RateClock { interval_ns: tx_time(wire_len, rate_bps).max(1), stop, next_send: None, sent: 0 }
+    }
+    pub(super) fn start(&mut self, now: Time) {
+        self.next_send = Some(now);
+    }
+    /// The clock fired at `now`: whether a packet goes out (the source then sends packet
+    /// number `sent - 1`); the next is due one interval later.
+    pub(super) fn tick(&mut self, now: Time) -> bool {
+        if now >= self.stop {
+            return false;
+        }
+        self.sent += 1;
+        self.next_send = Some(now + self.interval_ns);
+        true
+    }
+    #[inline]
+    pub(super) fn next_timer(&self) -> Option<Time> {
+        // A packet at or after `stop` is never sent, so its clock tick need not exist.
+        self.next_send.filter(|&t| t < self.stop)
+    }
+    pub(super) fn is_finished(&self) -> bool {
+        self.next_timer().is_none() && self.next_send.is_some()
+    }
+    /// The flow summary of a source that measures no RTT.
+    pub(super) fn summarise(&self, kind: &'static str, cc: &'static str, s: &mut FlowSummary) {
+        s.kind = kind.into();
+        s.cc = cc.into();
+        s.mean_srtt_ms = f64::NAN;
+        s.queuing_delay_ms = f64::NAN;
+        s.mean_rtt_ms = f64::NAN;
+        s.packets_sent = self.sent;
+    }
+}
+
 /// An unresponsive constant-bit-rate UDP source (iperf3 `-u -b RATE`): one datagram
 /// every `wire_len / rate`, every datagram with the same ECN codepoint.
 pub struct UdpSource {
     flow: u32,
     cfg: UdpFlowConfig,
     wire_len: u32,
-    interval_ns: u64,
-    pub datagrams_sent: u64,
-    /// The source stops sending at this time.
-    stop: Time,
-    /// Time of the next datagram (the source's clock), once started.
-    next_send: Option<Time>,
+    clock: RateClock,
 }
 
 impl UdpSource {
     pub fn new(flow: u32, cfg: &UdpFlowConfig, stop: Time) -> Self {
         let wire_len = cfg.payload_bytes + IP_UDP_HLEN + ETH_HLEN;
-        UdpSource {
-            flow,
-            cfg: cfg.clone(),
-            wire_len,
-            interval_ns: tx_time(wire_len as u64, cfg.rate_bps).max(1),
-            datagrams_sent: 0,
-            stop,
-            next_send: None,
-        }
+        UdpSource { flow, cfg: cfg.clone(), wire_len, clock: RateClock::new(wire_len as u64, cfg.rate_bps, stop) }
     }
 
-    /// Emit one datagram; returns the time of the next.
-    pub fn send(&mut self, now: Time, out: &mut Vec<Packet>) -> Time {
-        let mut p = Packet::new(self.flow, PacketKind::Udp);
-        p.wire_len = self.wire_len;
-        p.payload = self.cfg.payload_bytes;
-        p.ecn = self.cfg.ecn;
-        p.tcp.seq = self.datagrams_sent;
-        out.push(p);
-        self.datagrams_sent += 1;
-        now + self.interval_ns
+    /// Datagrams sent so far.
+    pub fn datagrams_sent(&self) -> u64 {
+        self.clock.sent
     }
 }
 
 impl Endpoint for UdpSource {
     fn start(&mut self, now: Time, _out: &mut Outbox) {
-        self.next_send = Some(now);
+        self.clock.start(now);
     }
     fn on_packet(&mut self, _pkt: &Packet, _now: Time, _out: &mut Outbox) {}
     fn on_timer(&mut self, now: Time, out: &mut Outbox) {
-        if now < self.stop {
-            self.next_send = Some(self.send(now, out));
+        if self.clock.tick(now) {
+            let mut p = Packet::new(self.flow, PacketKind::Udp);
+            p.wire_len = self.wire_len;
+            p.payload = self.cfg.payload_bytes;
+            p.ecn = self.cfg.ecn;
+            p.tcp.seq = self.clock.sent - 1;
+            out.push(p);
         }
     }
     #[inline]
     fn next_timer(&self) -> Option<Time> {
-        // A datagram at or after `stop` is never sent, so its clock tick need not exist.
-        self.next_send.filter(|&t| t < self.stop)
+        self.clock.next_timer()
     }
     fn arms_timer_first(&self) -> bool {
         true
     }
     fn is_finished(&self) -> bool {
-        self.next_timer().is_none() && self.next_send.is_some()
+        self.clock.is_finished()
     }
     fn measured(&self) -> Option<&dyn Measured> {
         Some(self)
@@ -76,12 +110,7 @@ impl Endpoint for UdpSource {
 
 impl Measured for UdpSource {
     fn summarise(&self, _flow_start: Time, s: &mut FlowSummary) {
-        s.kind = "udp".into();
-        s.cc = "udp".into();
-        s.mean_srtt_ms = f64::NAN;
-        s.queuing_delay_ms = f64::NAN;
-        s.mean_rtt_ms = f64::NAN;
-        s.packets_sent = self.datagrams_sent;
+        self.clock.summarise("udp", "udp", s);
     }
 }
 
@@ -125,11 +154,13 @@ mod tests {
             ecn: Ecn::Ect1,
         };
         let mut s = UdpSource::new(0, &cfg, u64::MAX);
-        let mut out = Vec::new();
-        let next = s.send(0, &mut out);
+        let mut out = Outbox::default();
+        s.start(0, &mut out);
+        s.on_timer(0, &mut out);
         // 1514-B frames at 50 Mbit/s: one every 242.24 µs.
-        assert_eq!(next, 242_240);
+        assert_eq!(s.next_timer(), Some(242_240));
         assert_eq!(out[0].wire_len, 1514);
         assert_eq!(out[0].ecn, Ecn::Ect1);
+        assert_eq!(s.datagrams_sent(), 1);
     }
 }
