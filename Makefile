@@ -24,7 +24,7 @@ BUILT_TEST := $(VENV)/.l4slab-built-test
 # like the extension, rebuilt when a Rust source changed.
 EMU_BUILT := $(VENV)/.l4slab-emu-built
 
-.PHONY: demo test test-slow install bench venv clean-venv kernel kernel-if-possible
+.PHONY: demo test test-slow install bench venv clean-venv kernel kernel-if-possible browser-if-possible
 
 ## demo: build l4slab into the project venv (if sources changed) and write results/demo/report/report.{md,html}
 demo: $(BUILT)
@@ -40,10 +40,19 @@ kernel: $(BUILT)
 kernel-if-possible: $(BUILT)
 	@$(PY) -m l4slab kernel build || echo "warning: no guest kernel: the kernel backend's tests will skip" >&2
 
+# The report rendering tests (tests/python/test_report_figures.py) measure figures in headless
+# Chromium: Debian's chromium is installed where apt-get can (as root, as .ci/run does); where
+# it cannot, those tests skip and say why.
+browser-if-possible:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; } || \
+	  echo "warning: no chromium: the report rendering tests will skip" >&2
+
 ## test: engine tests (Rust), then the Python tests against the installed package
 ## (with the emulator binary built, so the emulated tests run where root and TUN allow, and
 ## the guest kernel, so the kernel backend's tests run)
-test: $(BUILT_TEST) $(EMU_BUILT) kernel-if-possible
+test: $(BUILT_TEST) $(EMU_BUILT) kernel-if-possible browser-if-possible
 	cargo test -p l4slab-core -p l4slab-emu --profile test-fast
 	$(PY) -m pytest -q -m "not slow" tests/python
 

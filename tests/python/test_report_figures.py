@@ -267,13 +267,77 @@ def test_the_checks_find_broken_figures(tmp_path):
     assert re.search(r"figure 2 \(negative\): axes 0 has an interval \d+ px below zero", text), text
     assert "CC prague has 2 colours across the figures" in text, text
     assert "figure 4 (empty): axes 0 holds no data" in text, text
-    # And a healthy figure of the same kinds passes.
-    good = figures.factor_lines(
-        __import__("pandas").DataFrame(
-            {"q": ["a"] * 6, "b": ["0.5", "4", "2"] * 2, "flow": ["p"] * 3 + ["c"] * 3, "v": [1.0, 0.2, 3, 4, 5, 0.1]}
-        ),
-        facet="q", x="b", value="v", line="flow", x_order=["0.5", "4", "2"], colours=figures.cc_colours(["prague", "cubic"]),
-        cc_of={"p": "prague", "c": "cubic"},
-    )  # fmt: skip
-    result = probe_page(html_page("good", wrapped(good, "good")), tmp_path)
-    assert problems(result, [["0.5", "4", "2"]]) == []
+    # Figures of the same kinds drawn by l4slab pass, with long queue names and many categories:
+    # titles wrapped to their panel, bar labels wrapped and the figure widened until none overlap.
+    import pandas as pd
+
+    queues = ["fq limit 167 flow_limit 167 orphan_mask 0 ce_threshold 5ms", "dualpi2 target 5ms tupdate 16ms", "bfifo"]
+    buffers = ["2bdp", "0.5bdp", "4bdp", "1bdp", "8bdp", "16bdp"]
+    labels = ["2", "0.5", "4", "1", "8", "16"]
+    rows = [{"q": q, "b": b, "flow": f, "v": v + k} for q in queues for b in buffers for f, v in (("p", 40.0), ("c", 5.0))
+            for k in range(2)]  # fmt: skip
+    colours = figures.cc_colours(["prague", "cubic"])
+    lines = figures.factor_lines(pd.DataFrame(rows), facet="q", x="b", value="v", line="flow", x_order=buffers,
+                                 x_labels=labels, colours=colours, cc_of={"p": "prague", "c": "cubic"})  # fmt: skip
+    classes = pd.DataFrame([{"q": q, "b": b, "class": c, "p50_ms": 1.0, "p90_ms": 2.0, "p99_ms": 3.0, "p999_ms": 4.0,
+                             "max_ms": 5.0, "count": 1000} for q in queues for b in buffers for c in ("L", "C")])  # fmt: skip
+    ccdf = figures.quantile_ccdf_grid(classes, row="q", col="b", row_order=queues, col_order=buffers, col_labels=labels)
+    bars = figures.flow_bars(
+        pd.DataFrame([{"x": f"qdisc={q} · buffer={b}", "h": h, "v": v} for q in queues for b in buffers
+                      for h, v in (("prague", 40.0), ("cubic", 1.0), ("prague", 44.0), ("cubic", 3.0))]),  # fmt: skip
+        x="x", value="v", hue="h", colours=colours,
+    )
+    page = html_page("good", wrapped(lines, "lines") + wrapped(ccdf, "ccdf") + wrapped(bars, "bars"))
+    result = probe_page(page, tmp_path)
+    assert problems(result, [labels]) == []
+    assert all(ax["xticks"] for f in result["figures"] for ax in f["axes"])  # measured, not vacuous
+    assert len(result["figures"][1]["axes"]) == len(queues) * len(buffers)
+
+
+PARTIAL = """
+[study]
+name = "verdict-partial"
+seed = 4
+trials = 5
+[base]
+duration = "1s"
+[base.bottleneck]
+rate = "100Mbit"
+bdp_rtt = "10ms"
+[[base.flows]]
+cc = "prague"
+rtt = "10ms"
+[[base.flows]]
+cc = "cubic"
+rtt = "10ms"
+[factors]
+"bottleneck.qdisc" = ["dualpi2 target 5ms", "bfifo"]
+"bottleneck.buffer" = ["1bdp", "4bdp"]
+"""
+
+
+@requires_engine
+def test_report_says_incomplete_for_every_queue_with_1_of_5_trials(tmp_path):
+    pytest.importorskip("l4slab._core")
+    (tmp_path / "study.toml").write_text(PARTIAL)
+    out = tmp_path / "out"
+
+    def l4slab(*args):
+        done = subprocess.run(l4slab_command(*args), capture_output=True, text=True, cwd=REPO, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    l4slab("study", "run", str(tmp_path / "study.toml"), "--out", str(out), "--emit-jobs", str(tmp_path / "jobs"))
+    plan = json.loads((out / "plan.json").read_text())
+    first = [run["id"] for run in plan["runs"] if run["trial"] == 0]
+    assert len(first) == 4 and len(plan["runs"]) == 20
+    for rid in first:  # trial 0 of every point: 1 of 5 trials done
+        l4slab("study", "run-one", str(out), rid)
+    l4slab("study", "report", str(out))
+    markdown = (out / "report" / "report.md").read_text(encoding="utf-8")
+    section = markdown.split("## Adopt L4S here?", 1)[1].split("\n## ", 1)[0]
+    rows = [r for r in section.splitlines() if r.startswith("| ") and "---" not in r][1:]
+    assert [r.split("|")[1].strip() for r in rows] == ["dualpi2 target 5ms", "bfifo"]  # the study's order
+    for row in rows:
+        assert "| incomplete |" in row and "2 of 10 runs of this queue's points done" in row, row
+    assert "✔" not in section.split("|---|", 1)[1] and "✘" not in section.split("|---|", 1)[1]

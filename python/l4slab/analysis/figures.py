@@ -204,7 +204,8 @@ def factor_lines(
             handles.setdefault(mpl_label(key), container)
         if reference is not None:
             ax.axhline(reference, color="black", linestyle="--", linewidth=0.8)
-        ax.set_title(mpl_label(name), fontsize=9)
+        # A long queue (a qdisc's whole tc line) is wrapped to its panel's width.
+        ax.set_title(wrap_label(mpl_label(name), max(8, int(width * 72 / (9 * 0.62)))), fontsize=9)
         ax.set_xticks(range(len(labels)), labels)
         ax.set_xlim(-0.5, len(labels) - 0.5)
         ax.grid(True, axis="y", alpha=0.3)
@@ -322,7 +323,7 @@ def quantile_ccdf_grid(
             if i == 0:
                 ax.set_title(f"{col_title}{labels.get(c, c)}", fontsize=9)
             if j == 0:
-                ax.set_ylabel(f"{mpl_label(r)}\nP(sojourn > x)", fontsize=8)
+                ax.set_ylabel(f"{wrap_label(mpl_label(r), 26)}\nP(sojourn > x)", fontsize=8)
             if i == len(rows) - 1:
                 ax.set_xlabel("sojourn (ms)", fontsize=8)
             ax.tick_params(labelsize=7)
