@@ -1,55 +1,112 @@
-"""The fidelity suite's machinery (the suite itself is run by `l4slab fidelity`, not here)."""
+"""The fidelity suite as the built-in study ``fidelity``: its panels, its published data,
+the verdicts and the ``l4slab fidelity`` view (the whole suite is run by `l4slab fidelity`,
+not here)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
+import pytest
 from l4slab import fidelity
 from l4slab.cli import main
+from l4slab.study import load_study, registry
 
 
-def test_checks_judge_absolute_and_relative_tolerances():
-    assert fidelity.Check("x", 0.52, tol=0.15).passes(0.66) is True
-    assert fidelity.Check("x", 0.52, tol=0.15).passes(0.68) is False
-    assert fidelity.Check("x", 66.3, rel=0.15).passes(75.0) is True
-    assert fidelity.Check("x", 66.3, rel=0.15).passes(118.0) is False
-    assert fidelity.Check("x", 1.0).passes(5.0) is None, "a reference is shown, not judged"
-    assert fidelity.Check("x", 1.0, tol=1.0).passes(math.nan) is False
+def _published(**fields):
+    return fidelity.Published("c", "p", {}, "Prague goodput", "Mbit/s", **fields, source="s")
 
 
-def test_every_case_resolves_to_a_valid_scenario():
-    from l4slab.scenario import scenario_from_toml
-
-    for case in fidelity.CASES:
-        scenario_from_toml(case.scenario(True)).resolve()
-    assert {c.name for c in fidelity.CASES} >= {
-        "dualq-alone-5ms",
-        "dualq-alone-100ms",
-        "dualq-l-tail",
-        "dualq-alone-v07",
-        "pam-fifo-ecn-delay",
-        "pam-codel-ecn-share",
-        "pam-half-bdp-share",
-        "pam-fq-codel-delay",
-        "deep-fq-codel",
-        "coexistence-baseline",
-        "dualq-overload",
-        "mark-accounting",
-    }
+def test_published_values_judge_absolute_and_relative_tolerances():
+    assert _published(real=0.52, tol=0.15, rel=None).judge(0.66) is True
+    assert _published(real=0.52, tol=0.15, rel=None).judge(0.68) is False
+    assert _published(real=66.3, tol=None, rel=0.15).judge(75.0) is True
+    assert _published(real=66.3, tol=None, rel=0.15).judge(118.0) is False
+    assert _published(real=1.0, tol=None, rel=None).judge(5.0) is None, "a reference is shown, not judged"
+    assert _published(real=1.0, tol=1.0, rel=None).judge(math.nan) is False
 
 
-def test_pam_cases_run_the_hosts_gso_as_the_pam2025_study_does():
-    """The PAM cases share the study's host offloads: ethtool gso/tso off leaves Linux TCP's GSO
-    and TSO deferral on (docs/fidelity-pam-hosts.md, "GSO on the PAM hosts")."""
-    toml = next(c for c in fidelity.CASES if c.name == "pam-codel-ecn-share").scenario(True)
-    assert toml.count("tso = true") == 2 and toml.count("tso_defer = true") == 2
+def test_every_published_row_names_a_panel_cell_and_quantity_of_the_study():
+    spec = load_study("fidelity")
+    published = fidelity.load_published()
+    points = [p.values for p in spec.points]
+    columns = {f.path: f.column for f in spec.factors}
+    for row in published:
+        matching = [
+            v for v in points
+            if v["panel"] == row.panel
+            and all(str(v.get(next(p for p, c in columns.items() if c == k))) == val for k, val in row.cell.items())
+        ]  # fmt: skip
+        assert len(matching) == 1, (row.case, row.panel, row.cell)
+    assert set(fidelity.cases(published)) >= {
+        "dualq-alone-5ms", "dualq-alone-100ms", "dualq-l-tail", "dualq-alone-v07", "pam-fifo-ecn-delay",
+        "pam-codel-ecn-share", "pam-half-bdp-share", "pam-fq-codel-delay", "deep-fq-codel", "coexistence-baseline",
+        "dualq-overload", "mark-accounting", "s2-low-rate", "pam-1v25-low-rate", "pam-1v2-fifo",
+    }  # fmt: skip
+    assert sum(p.judge(p.real) is not None for p in published) >= 25
 
 
-def test_mark_probabilities_count_packets():
-    table = fidelity.run_cases({"mark-accounting"}, quick=True)
+def test_a_bad_published_file_is_one_line_naming_line_and_column(tmp_path):
+    from l4slab.errors import ScenarioError
+
+    text = fidelity.published_file().read_text(encoding="utf-8")
+    bad = tmp_path / "pub.csv"
+    bad.write_text(text.replace("0.52,0.15,", "0.52,fast,", 1), encoding="utf-8")
+    with pytest.raises(ScenarioError, match=r"pub.csv line \d+, column 'tol': 'fast' is not a number"):
+        fidelity.load_published(bad)
+
+
+def test_pam_panels_repeat_the_pam2025_study_testbed_settings():
+    """The PAM panels run the pam2025 study's testbed: the delay node's lateness and each flow's
+    host settings (GSO and TSO deferral as Linux TCP keeps them under ethtool gso/tso off:
+    docs/fidelity-pam-hosts.md, "GSO on the PAM hosts"; the L4STeam receiver; the vintages'
+    cc_params). The suite repeats them; this test holds the two in step."""
+    from l4slab.scenario import read_toml_file
+
+    pam, _ = read_toml_file(registry.study_file("pam2025"), "study")
+    suite, _ = read_toml_file(registry.study_file("fidelity"), "study")
+    pam_flows = pam["base"]["flows"]
+    keys = ("cc", "rtt", "tso", "tso_defer", "receiver_kernel")
+    for name, panel in suite["panels"].items():
+        if not name.startswith("pam-"):
+            continue
+        assert panel["set"]["delay_node_timer_latency"] == pam["base"]["delay_node_timer_latency"], name
+        for mine, theirs in zip(panel["set"]["flows"], pam_flows):
+            assert {k: mine.get(k) for k in keys} == {k: theirs.get(k) for k in keys}, name
+        assert panel["set"]["flows"][0]["cc_params"] == {"growth_gate": "app_limited"}
+        assert panel["set"]["flows"][1]["cc_params"] == {"hystart_round_reset": "cong_avoid"}
+
+
+def test_mark_probabilities_count_packets_and_a_tampered_value_flips_the_verdict(tmp_path):
+    table, directory = fidelity.run({"mark-accounting"}, quick=True, out=tmp_path / "fid", jobs=1)
     assert list(table["quantity"]) == ["max mark_prob", "max flow marks/packet"]
     assert table["agrees"].all(), table
-    assert (table["simulated"] <= 1.0).all()
+    assert (table["simulated"] <= 1.0).all() and (table["simulated"] > 0.0).all()
+    # The study's report section prints the same verdicts.
+    from l4slab import study
+
+    assert registry.report_sections("fidelity") == (fidelity.section,)
+    lines = fidelity.section(study.load(directory), tmp_path)
+    assert lines[0] == "## Fidelity" and "2 of 2 judged quantities agree" in lines[2], lines
+    assert sum("| mark-accounting |" in line and "| yes |" in line for line in lines) == 2
+    # The verdict follows the published value: move it out of reach and it disagrees.
+
+    published = [p for p in fidelity.load_published() if p.case == "mark-accounting"]
+    tampered = [dataclasses.replace(published[0], real=5.0), published[1]]
+    again = fidelity.verdicts(study.load(directory), tampered)
+    assert list(again["agrees"]) == [False, True]
+
+
+def test_quick_keeps_each_warm_up_and_a_panel_override_stays_in_its_panel():
+    quick = fidelity.quick_overrides()
+    assert quick["dualq-alone-100ms:duration"] == "65s" and quick["pam-half-bdp-share:duration"] == "20s"
+    assert quick["mark-accounting:duration"] == "10s"
+    spec = load_study("fidelity", panels=["dualq-alone-100ms", "mark-accounting"], overrides=quick)
+    assert sorted(p.scenario["duration"] for p in spec.points) == ["10s", "65s"]
+    from l4slab.errors import ScenarioError
+
+    with pytest.raises(ScenarioError, match="'no-panel' is not a panel of this study"):
+        load_study("fidelity", panels=["mark-accounting"], overrides={"no-panel:duration": "5s"})
 
 
 def test_cli_refuses_an_unknown_case_on_one_line(capsys):
@@ -58,37 +115,23 @@ def test_cli_refuses_an_unknown_case_on_one_line(capsys):
     assert len(err) == 1 and "--cases: no case 'no-such-case'; cases are dualq-alone-5ms," in err[0], err
 
 
-def test_l_tail_is_read_after_the_warm_up():
-    import types
+def _panel_scenarios(panel, overrides=None):
+    """The scenarios of one panel of the suite (quick unless ``overrides`` say otherwise)."""
+    from l4slab.scenario import scenario_from_dict
 
-    import pandas as pd
-
-    # 100 000 L packets at 0.5 ms and 20 (2e-4) at 9 ms after the warm-up; C packets and
-    # warm-up packets at 50 ms must not count.
-    n = 100_000
-    trace = pd.DataFrame(
-        {
-            "time_s": [10.0] * (n + 20) + [10.0, 1.0],
-            "class": ["L"] * (n + 20) + ["C", "L"],
-            "sojourn_ms": [0.5] * n + [9.0] * 20 + [50.0, 50.0],
-        }
-    )
-    result = types.SimpleNamespace(sojourn=trace, summary={"warmup_s": 5.0})
-    tail = fidelity._l_tail(result)
-    assert tail["L sojourn P99.99"] == 9.0
-    assert tail["L sojourn P99.9"] == 0.5
-    assert tail["L sojourn max"] == 9.0
-    assert math.isclose(tail["L packets beyond 2 ms"], 100 * 20 / (n + 20))
-    # The testbed's dualq cases run with the hosts' offloads on.
-    toml = next(c for c in fidelity.CASES if c.name == "dualq-l-tail").scenario(True)
-    assert "gro = true" in toml and "tso = true" in toml and "fq_pacing = true" in toml
+    spec = load_study("fidelity", panels=[panel], overrides=overrides or fidelity.quick_overrides([panel]))
+    return [scenario_from_dict(p.scenario) for p in spec.points]
 
 
-def _run_toml(text):
+def _run_scenario(scenario):
     from l4slab.runner import run
-    from l4slab.scenario import scenario_from_toml
 
-    return run(scenario_from_toml(text))
+    return run(scenario)
+
+
+def _prague_rates(result):
+    f = result.flows
+    return f[f["cc"].astype(str).str.startswith("prague")]["goodput_mbps"].astype(float)
 
 
 def test_overloaded_prague_v06_kept_alive_by_host_fq_as_on_the_testbed():
@@ -98,23 +141,26 @@ def test_overloaded_prague_v06_kept_alive_by_host_fq_as_on_the_testbed():
     breaks on tcp_pacing_check before tcp_cwnd_test) and cannot grow back. With fq on the
     host (the testbed's), TCP hands the skbs to fq at once, stays cwnd-limited and keeps
     its AI: every Prague flow keeps a rate."""
-    with_fq = fidelity._dualq_overload(True)
-    measured = fidelity._overload_measure(_run_toml(with_fq))
-    assert measured["Prague flows starved"] == 0
-    assert measured["Prague goodput per flow"] > 0.3
-    without_fq = with_fq.replace("fq_pacing = true\n", "")
-    starved = fidelity._overload_measure(_run_toml(without_fq))
-    assert starved["Prague flows starved"] >= 4
+    quick = {"duration": "20s", "warmup": "5s"}
+    (with_fq,) = _panel_scenarios("dualq-overload", quick)
+    rates = _prague_rates(_run_scenario(with_fq))
+    assert (rates >= fidelity.STARVED_MBPS).all() and rates.mean() > 0.3, rates
+    (without_fq,) = _panel_scenarios("dualq-overload", {**quick, "flows[0].fq_pacing": False, "flows[1].fq_pacing": False})
+    assert (_prague_rates(_run_scenario(without_fq)) < fidelity.STARVED_MBPS).sum() >= 4
 
 
 def _four_mbit(variant: str, cc: str) -> str:
+    from l4slab.scenario import read_toml_file
+
+    suite, _ = read_toml_file(registry.study_file("fidelity"), "study")
+    table_i = suite["panels"]["dualq-overload"]["set"]["bottleneck"]["qdisc"].replace(" variant l4steam", "")
     return f"""
 name = "dualq-basic-4mbit-{variant}"
 duration = "40s"
 warmup = "10s"
 [bottleneck]
 rate = "4Mbit"
-qdisc = "{fidelity._TABLE_I_DUALPI2} variant {variant}"
+qdisc = "{table_i} variant {variant}"
 [[flows]]
 cc = "{cc}"
 rtt = "20ms"
@@ -126,6 +172,12 @@ cc = "cubic"
 rtt = "20ms"
 fq_pacing = true
 """
+
+
+def _run_toml(text):
+    from l4slab.scenario import scenario_from_toml
+
+    return _run_scenario(scenario_from_toml(text))
 
 
 def test_dualq_4mbit_ratio_follows_from_the_l4steam_step_rule():
@@ -147,51 +199,48 @@ def test_coexistence_baseline_follows_from_the_l4steam_6_6_tree():
     applies to every L4S packet (min_qlen_step 0), so at 10 Mbit/s a lone Prague packet
     behind a 1.2-ms CUBIC frame is step-marked and CUBIC gets the larger share, as the coexistence paper
     reports (Prague about 2.5, CUBIC about 7.5 Mbit/s, retransmissions near zero). The
-    2023-24 L4STeam step rule (qlen(L) > 1) reverses the shares: the reference case."""
-    from l4slab.runner import run
-
-    testbed = run(fidelity._coexistence_baseline("testbed", True)).flows
-    prague, cubic = (float(testbed.iloc[i]["goodput_mbps"]) for i in (0, 1))
+    2023-24 L4STeam step rule (qlen(L) > 1) reverses the shares: the reference cell."""
+    testbed, old = _panel_scenarios("coexistence-baseline", {"duration": "20s"})
+    assert "memlimit" in str(testbed.bottleneck.qdisc) and "l4steam" in str(old.bottleneck.qdisc)
+    flows = _run_scenario(testbed).flows
+    prague, cubic = (float(flows.iloc[i]["goodput_mbps"]) for i in (0, 1))
     assert abs(prague - 2.5) < 1.0 and abs(cubic - 7.5) < 1.0, (prague, cubic)
-    assert int(testbed["retransmits"].sum()) <= 0.002 * int(testbed["packets_sent"].sum())
-    old = run(fidelity._coexistence_baseline("l4steam", True)).flows
-    assert float(old.iloc[0]["goodput_mbps"]) > float(old.iloc[1]["goodput_mbps"])
+    assert int(flows["retransmits"].sum()) <= 0.002 * int(flows["packets_sent"].sum())
+    flows = _run_scenario(old).flows
+    assert float(flows.iloc[0]["goodput_mbps"]) > float(flows.iloc[1]["goodput_mbps"])
 
 
 def test_tc_delay_l_is_the_time_average_of_the_l_heads_age():
-    """`_l_head_age_ms`: packet i heads the L queue from max(enqueue, previous dequeue) to its
-    dequeue. Two packets: enqueued at 1.0 s, left at 1.002 s (sojourn 2 ms), and enqueued at
-    1.001 s, left at 1.003 s (sojourn 2 ms, head from 1.002 s at age 1 ms). Areas 2 ms²
-    and (2² − 1²)/2 = 1.5 ms², over a 1-s window: 3.5 µs."""
-    import types
-
+    """Packet i heads the L queue from max(enqueue, previous dequeue) to its dequeue. Two
+    packets: enqueued at 1.0 s, left at 1.002 s (sojourn 2 ms), and enqueued at 1.001 s, left
+    at 1.003 s (sojourn 2 ms, head from 1.002 s at age 1 ms). Areas 2 ms² and
+    (2² − 1²)/2 = 1.5 ms², over a 1-s window: 3.5 µs."""
     import pandas as pd
 
     trace = pd.DataFrame({"time_s": [1.002, 1.003, 1.004], "sojourn_ms": [2.0, 2.0, 9.0], "class": ["L", "L", "C"]})
-    result = types.SimpleNamespace(sojourn=trace, summary={"warmup_s": 0.5, "duration_s": 1.5})
-    assert math.isclose(fidelity._l_head_age_ms(result), 0.0035, rel_tol=1e-9)
-    # A head interval that began before the warm-up counts from the warm-up's end: a packet
+    assert math.isclose(fidelity.delay_l_time_average(trace, 0.5, 1.5), 0.0035, rel_tol=1e-9)
+    # A head interval that began before the window counts from the window's start: a packet
     # enqueued at 0.4 s that left at 0.6 s (sojourn 200 ms), window 0.5-1.5 s: its age runs
     # from 100 to 200 ms inside, area (0.2² − 0.1²)/2 = 0.015 s², i.e. 15 ms over 1 s.
     straddle = pd.DataFrame({"time_s": [0.6], "sojourn_ms": [200.0], "class": ["L"]})
-    result = types.SimpleNamespace(sojourn=straddle, summary={"warmup_s": 0.5, "duration_s": 1.5})
-    assert math.isclose(fidelity._l_head_age_ms(result), 15.0, rel_tol=1e-9)
+    assert math.isclose(fidelity.delay_l_time_average(straddle, 0.5, 1.5), 15.0, rel_tol=1e-9)
 
 
-def test_cli_set_changes_every_selected_case_and_names_the_case_on_a_bad_index(capsys):
-    """`l4slab fidelity --set` applies to each selected case's scenario: flows[*].KEY on every
-    flow entry; flows[N] beyond a case's entries is refused on one line naming the case (it
+def test_set_changes_every_selected_panel_and_names_the_panel_on_a_bad_index(capsys):
+    """`l4slab fidelity --set` applies to each selected panel's scenario: flows[*].KEY on every
+    flow entry; flows[N] beyond a panel's entries is refused on one line naming the panel (it
     would append a flow, changing the case)."""
-    case = next(c for c in fidelity.CASES if c.name == "coexistence-baseline")
-    toml = fidelity._coexistence_baseline("testbed", True)
-    plain = fidelity._case_scenario(case, toml, None)
-    changed = fidelity._case_scenario(case, toml, {"flows[*].sender_rx_usecs": "50us", "bottleneck.rate": "20Mbit"})
+    plain = _panel_scenarios("coexistence-baseline")[0]
+    changed = _panel_scenarios(
+        "coexistence-baseline",
+        {**fidelity.quick_overrides(), "flows[*].sender_rx_usecs": "50us", "bottleneck.rate": "20Mbit"},
+    )[0]
     assert [f.sender_rx_usecs for f in plain.flows] == [None, None]
     assert len({str(f.sender_rx_usecs) for f in changed.flows}) == 1 and changed.flows[0].sender_rx_usecs is not None
     assert changed.bottleneck.rate != plain.bottleneck.rate
     assert main(["fidelity", "--cases", "coexistence-baseline", "--set", "flows[2].rtt=5ms"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "case coexistence-baseline" in err[0] and "flows[0..1] or flows[*]" in err[0], err
+    assert len(err) == 1 and "panel coexistence-baseline" in err[0] and "flows[0..1] or flows[*]" in err[0], err
 
 
 def test_flow_table_cc_is_the_registry_name():

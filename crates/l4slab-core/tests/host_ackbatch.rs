@@ -74,7 +74,7 @@ fn at_20_mbit_acks_are_too_far_apart_to_batch() {
 
 /// The PAM 2025 0.5-BDP FIFO cell (fidelity case pam-half-bdp-share): Prague vs non-ECN CUBIC, 100 Mbit/s,
 /// 10 ms, `bfifo limit 62500` (0.5 BDP) behind `htb rate 100mbit`, one segment per skb (`tso = false`), the
-/// L4S receiver on the L4STeam kernel, as `python/l4slab/fidelity.py` builds it.
+/// L4S receiver on the L4STeam kernel, as the `fidelity` study's PAM panels set it.
 /// `cubic_rtt_extra_ns` lengthens only CUBIC's base RTT; `rx_usecs` sets both
 /// senders' ITR throttle.
 fn pam_fifo_half_bdp(secs: u64, cubic_rtt_extra_ns: u64, rx_usecs: u64) -> (f64, f64) {

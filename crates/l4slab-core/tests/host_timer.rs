@@ -13,7 +13,7 @@ use serde_json::json;
 
 /// PAM 2025 Prague vs non-ECN CUBIC, 100 Mbit/s, 10 ms, `bfifo limit` = `bdp`
 /// × 125 000 B behind `htb rate 100mbit`, one segment per skb (`tso = false`), the L4S receiver on the
-/// L4STeam kernel (as tests/host_ackbatch.rs and python/l4slab/fidelity.py build
+/// L4STeam kernel (as tests/host_ackbatch.rs and the `fidelity` study's PAM panels set
 /// it); CUBIC's base RTT lengthened by `cubic_rtt_extra_ns`; the router's watchdog
 /// late by Exp(`latency_ns`). Prague's and CUBIC's goodput, Mbit/s.
 fn pam_fifo(bdp: f64, secs: u64, seed: u64, latency_ns: u64, cubic_rtt_extra_ns: u64) -> (f64, f64) {

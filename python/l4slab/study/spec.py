@@ -428,6 +428,40 @@ def _panel_units(
     return units
 
 
+def _override(panel: str | None, base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` (the study's, or a panel's after its ``set``) with ``overrides`` applied.
+    ``flows[*].KEY`` sets KEY on every flow entry; ``flows[N].KEY`` needs entry N to exist
+    (appending a flow would change the study, not a setting of it)."""
+    flows = base.get("flows") or []
+    where = f"panel {panel}: " if panel is not None else ""
+    # "PANEL:path" applies to that panel only.
+    overrides = {
+        key.partition(":")[2] if ":" in key else key: value
+        for key, value in overrides.items()
+        if ":" not in key or key.partition(":")[0] == panel
+    }
+    allowed = f"flows[0..{len(flows) - 1}] or flows[*]" if flows else "no flows[...] path"
+    expanded: dict[str, Any] = {}
+    for key, value in overrides.items():
+        path = key.replace("__", ".").replace("flows.*", "flows[*]")
+        if path.startswith("flows[*]"):
+            rest = path[len("flows[*]") :]
+            if not rest.startswith(".") or len(rest) < 2:
+                raise ScenarioError(f"--set: {key!r} needs a flow field after flows[*], e.g. flows[*].sender_rx_usecs=50")
+            expanded.update({f"flows[{i}]{rest}": value for i in range(len(flows))})
+            continue
+        index = re.match(r"flows(?:\[(\d+)\]|\.(\d+))", path)
+        if index is not None and int(index.group(1) or index.group(2)) >= len(flows):
+            raise ScenarioError(
+                f"--set: {where}{key}: {len(flows)} flow entr{'y' if len(flows) == 1 else 'ies'} (allowed {allowed})"
+            )
+        expanded[key] = value
+    try:
+        return apply_overrides(base, expanded)
+    except ScenarioError as err:
+        raise ScenarioError(f"--set: {where}{err}") from None
+
+
 def study_from_dict(
     data: Mapping[str, Any],
     *,
@@ -437,7 +471,8 @@ def study_from_dict(
     panels: Sequence[str] | None = None,
 ) -> StudySpec:
     """Validate and expand a parsed study; every point's scenario is resolved here.
-    ``overrides`` set fields of the base scenario by path before the factors apply;
+    ``overrides`` set fields of the base scenario (of each panel, after its ``set``) by path
+    before the factors apply, ``flows[*].KEY`` on every flow entry, ``PANEL:path`` in one panel only;
     ``panels`` selects some of the study's ``[panels.NAME]`` (default: all)."""
     if not isinstance(data, Mapping):
         raise ScenarioError(f"study: {show(data)} is not a table")
@@ -480,9 +515,16 @@ def study_from_dict(
         )
 
     base = _base_scenario(data, root)
-    if overrides:
-        base = apply_overrides(base, overrides)
     units = _panel_units(data, meta, base, panels)
+    known = set(data.get("panels") or ())
+    for key in overrides or {}:
+        if ":" in key and key.partition(":")[0] not in known:
+            raise ScenarioError(
+                f"--set: {key}: {key.partition(':')[0]!r} is not a panel of this study"
+                + (f"; panels: {', '.join(sorted(known))}" if known else " (it has no [panels])")
+            )
+    if overrides:
+        units = [(panel, _override(panel, unit_base, overrides), *rest) for panel, unit_base, *rest in units]
     factors = _plan_factors(units)
     columns = [f.column for f in factors]
     if len(set(columns)) != len(columns):

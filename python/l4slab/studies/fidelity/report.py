@@ -1,0 +1,6 @@
+"""The fidelity study's report section: each published quantity beside the simulated one,
+with its verdict (l4slab.fidelity.section)."""
+
+from l4slab.fidelity import section
+
+SECTIONS = (section,)
