@@ -3,6 +3,8 @@
 Writes ``examples/gallery/figures/<scenario>.png`` (goodput and sRTT per flow, sojourn per
 qdisc queue; small PNGs, committed) and ``examples/gallery/README.md`` with each scenario's
 measured numbers, so the page never claims what the engine did not produce.
+``--check`` runs the scenarios again and exits 1, naming the scenarios, when the page's
+numbers are not what the engine gives now (``tests/python/test_gallery.py`` runs it).
 """
 
 from __future__ import annotations
@@ -63,46 +65,71 @@ def figure(result, title: str) -> Figure:
     return fig
 
 
-def main() -> int:
-    (HERE / "figures").mkdir(exist_ok=True)
-    lines = [
-        "# Example gallery",
+HEADER = [
+    "# Example gallery",
+    "",
+    "Each scenario runs in about a second: `l4slab run examples/gallery/NAME.toml --out results/NAME`,",
+    "then `l4slab plot results/NAME` for its full set of figures and `run.html`. The figures and numbers",
+    "below come from `python examples/gallery/make_gallery.py` (goodput and sRTT per flow, sojourn per",
+    "qdisc queue); `python examples/gallery/make_gallery.py --check` says whether they are still what the",
+    "engine gives. A study with its report is `make demo` (docs/tutorial.md).",
+    "",
+]
+
+
+def section(name: str, point: str, summary: dict) -> list[str]:
+    """The page's section of one scenario: its settings and measured numbers."""
+    b = summary["bottleneck"]
+    flows = ", ".join(
+        f"{md_text(f.get('label') or f['cc'])} {f['goodput_mbps']:.1f} Mbit/s"
+        + ("" if f.get("mean_srtt_ms") is None else f" at sRTT {f['mean_srtt_ms']:.1f} ms")
+        for f in summary["flows"]
+    )
+    queues = ", ".join(
+        f"{c['class']} {c['sojourn_ms'].get('mean', float('nan')):.2f} ms" for c in b["sojourn_by_class"]
+    )
+    return [
+        f"## {name}: {point}",
         "",
-        "Each scenario runs in about a second: `l4slab run examples/gallery/NAME.toml --out results/NAME`,",
-        "then `l4slab plot results/NAME` for its full set of figures and `run.html`. The figures and numbers",
-        "below come from `python examples/gallery/make_gallery.py` (goodput and sRTT per flow, sojourn per",
-        "qdisc queue); a study with its report is `make demo` (docs/tutorial.md).",
+        f"`examples/gallery/{name}.toml` — `htb {b['rate_mbps']:g}Mbit` + `{b['qdisc_config']}`. "
+        f"Measured ({summary['duration_s']:g} s, seed {summary['seed']}): {flows}; mean sojourn per queue: "
+        f"{queues}; drops {b['drops']}, CE marks {b['marks']}.",
+        "",
+        f"![{name}](figures/{name}.png)",
         "",
     ]
+
+
+def check() -> int:
+    """Exit status 1, naming the scenarios, if the stored page's sections differ from a new run's."""
+    stored = (HERE / "README.md").read_text(encoding="utf-8").split("\n## ")
+    stored_sections = {part.split(":", 1)[0]: "## " + part for part in stored[1:]}
+    stale = []
     for name, point in SCENARIOS.items():
-        path = HERE / f"{name}.toml"
-        result = l4slab.run(path)
+        fresh = "\n".join(section(name, point, l4slab.run(HERE / f"{name}.toml").summary)).rstrip("\n")
+        if stored_sections.get(name, "").rstrip("\n") != fresh:
+            stale.append(name)
+    if stale:
+        print(f"stale gallery: {', '.join(stale)} (run python examples/gallery/make_gallery.py)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--check"]:
+        return check()
+    (HERE / "figures").mkdir(exist_ok=True)
+    lines = list(HEADER)
+    for name, point in SCENARIOS.items():
+        result = l4slab.run(HERE / f"{name}.toml")
         summary = result.summary
         fig = figure(result, f"{summary['scenario']}: {point}")
         fig.savefig(HERE / "figures" / f"{name}.png", dpi=72)
-        b = summary["bottleneck"]
-        flows = ", ".join(
-            f"{md_text(f.get('label') or f['cc'])} {f['goodput_mbps']:.1f} Mbit/s"
-            + ("" if f.get("mean_srtt_ms") is None else f" at sRTT {f['mean_srtt_ms']:.1f} ms")
-            for f in summary["flows"]
-        )
-        queues = ", ".join(
-            f"{c['class']} {c['sojourn_ms'].get('mean', float('nan')):.2f} ms" for c in b["sojourn_by_class"]
-        )
-        lines += [
-            f"## {name}: {point}",
-            "",
-            f"`examples/gallery/{name}.toml` — `htb {b['rate_mbps']:g}Mbit` + `{b['qdisc_config']}`. "
-            f"Measured ({summary['duration_s']:g} s, seed {summary['seed']}): {flows}; mean sojourn per queue: "
-            f"{queues}; drops {b['drops']}, CE marks {b['marks']}.",
-            "",
-            f"![{name}](figures/{name}.png)",
-            "",
-        ]
-        print(f"{name}: {flows}; sojourn {queues}", file=sys.stderr)
+        lines += section(name, point, summary)
+        print(lines[-4], file=sys.stderr)
     (HERE / "README.md").write_text("\n".join(lines), encoding="utf-8")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

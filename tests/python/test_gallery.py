@@ -45,3 +45,17 @@ def test_the_tutorial_toml_blocks_validate(tmp_path):
     (tmp_path / "mini-pam.toml").write_text(study)
     spec = load_study(tmp_path / "mini-pam.toml")
     assert len(spec.runs) == 3 * 2 * 5
+
+
+def test_the_gallery_page_states_what_the_engine_gives_now():
+    """Every scenario's numbers on the page are a new run's (make_gallery.py --check runs the
+    seven scenarios again, ~2 s of engine time): a change to the engine that moves them fails
+    here until the gallery is regenerated with `python examples/gallery/make_gallery.py`."""
+    pytest.importorskip("l4slab._core")
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, str(GALLERY / "make_gallery.py"), "--check"], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
