@@ -1,8 +1,9 @@
 """Type stubs of the compiled engine binding (crates/l4slab-py/src/lib.rs), function for function."""
 
-def simulate(config_json: str, records_dir: str | None = None) -> tuple[str, float, bytes | None]:
-    """Run a resolved engine config (JSON); return (results JSON, engine wall seconds,
-    the pcapng capture or None).
+def simulate(config_json: str, records_dir: str | None = None) -> tuple[str, float, list[tuple[str, bytes]]]:
+    """Run a resolved engine config (JSON); return (results JSON, engine wall seconds, the
+    files the run's measurement writers wrote beside the results as (name, bytes), e.g.
+    ``capture.pcapng``).
 
     With ``records_dir``, the per-request and closed-flow records are streamed into spill
     files there (``requests-<source>.jsonl``, ``flow_records.jsonl``: one JSON array of

@@ -39,22 +39,22 @@ def _one_line(err: Exception) -> str:
 def simulate(config: Mapping[str, Any], records_dir: str | None = None) -> tuple[dict[str, Any], float]:
     """Run a resolved engine config; return ``(results dict, engine wall seconds)``.
 
-    With a packet capture, ``results["capture"]`` holds ``packets``, ``missed`` and the
-    pcapng file as ``pcapng`` (bytes). With ``records_dir``, the per-request and
+    ``results["files"]`` maps the name of each file the run's measurement writers wrote
+    beside the results to its bytes (``capture.pcapng`` with a packet capture, whose
+    counts are ``results["capture"]``). With ``records_dir``, the per-request and
     closed-flow records are streamed into spill files there (:mod:`l4slab.records`)
     and left out of the results."""
     try:
         config_json = json.dumps(config, allow_nan=False)
         if records_dir is None:
-            results_json, wall_s, capture = _core().simulate(config_json)
+            results_json, wall_s, files = _core().simulate(config_json)
         else:
-            results_json, wall_s, capture = _core().simulate(config_json, str(records_dir))
+            results_json, wall_s, files = _core().simulate(config_json, str(records_dir))
     except ValueError as err:
         raise EngineError(f"engine: {_one_line(err)}") from None
     raw = json.loads(results_json)
-    if capture is not None:
-        # The pcapng file of the scenario's [capture] (bytes, not JSON: see results.RunResult.capture_pcapng).
-        raw["capture"]["pcapng"] = capture
+    # Bytes, not JSON: written beside the run as they are (results.RunResult.files).
+    raw["files"] = dict(files)
     return raw, wall_s
 
 

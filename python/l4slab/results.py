@@ -390,10 +390,15 @@ class RunResult:
         return flows_frame(self.summary["flows"])
 
     @property
+    def files(self) -> dict[str, bytes]:
+        """The files the run's measurement writers wrote beside the results, by name (e.g.
+        ``capture.pcapng``); :func:`~l4slab.rundir.write_run` writes them into the run directory."""
+        return dict(self.raw.get("files") or {})
+
+    @property
     def capture_pcapng(self) -> bytes | None:
         """The pcapng file of the scenario's ``[capture]`` (open it in Wireshark), or None."""
-        capture = self.raw.get("capture")
-        return None if capture is None else capture.get("pcapng")
+        return self.files.get("capture.pcapng")
 
     @cached_property
     def flow_records(self) -> pd.DataFrame | None:

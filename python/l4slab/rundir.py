@@ -48,8 +48,9 @@ def write_run(result: Any, out_dir: str | os.PathLike[str]) -> Path:
     """Write every output file of ``result`` (a :class:`l4slab.results.RunResult`) into
     ``out_dir``; return the directory.
 
-    A stale ``sojourn.parquet`` from an earlier run in the same directory is removed
-    when this run has no trace, so the directory always describes one run.
+    A stale ``sojourn.parquet`` or writer's file (``capture.pcapng``) from an earlier run
+    in the same directory is removed when this run has none, so the directory always
+    describes one run.
     """
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
@@ -66,11 +67,13 @@ def write_run(result: Any, out_dir: str | os.PathLike[str]) -> Path:
         write_parquet(directory / "sojourn.parquet", sojourn)
     else:
         (directory / "sojourn.parquet").unlink(missing_ok=True)
-    pcapng = getattr(result, "capture_pcapng", None)
-    if pcapng is not None:
-        write_bytes(directory / "capture.pcapng", pcapng)
-    else:
-        (directory / "capture.pcapng").unlink(missing_ok=True)
+    # The measurement writers' files (e.g. capture.pcapng), by name; those an earlier run in
+    # this directory wrote (its meta.json lists them) and this one did not are removed.
+    files = dict(getattr(result, "files", None) or {})
+    for name in _written_files(directory) - set(files):
+        (directory / name).unlink(missing_ok=True)
+    for name, data in files.items():
+        write_bytes(directory / name, data)
     for name, frame in (("flow_records.parquet", "flow_records"), ("requests.parquet", "requests")):
         _write_records(result, directory / name, frame)
     write_json(
@@ -82,10 +85,23 @@ def write_run(result: Any, out_dir: str | os.PathLike[str]) -> Path:
             "python_version": platform.python_version(),
             "platform": platform.platform(),
             "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "files": sorted(files),
         },
     )
     write_json(summary_path, result.summary)
     return directory
+
+
+def _written_files(directory: Path) -> set[str]:
+    """The writers' files of the run last written into ``directory`` (its ``meta.json``
+    ``files``; plain names only, nothing outside the directory)."""
+    import json
+
+    try:
+        names = json.loads((directory / "meta.json").read_text(encoding="utf-8")).get("files") or []
+    except (OSError, ValueError, AttributeError):
+        return set()
+    return {n for n in names if isinstance(n, str) and n and Path(n).name == n and n not in OUTPUT_FILES}
 
 
 def _write_records(result: Any, target: Path, frame: str) -> None:

@@ -199,6 +199,26 @@ def test_tshark_sees_losses_at_the_sender_as_retransmissions_not_as_gaps(tmp_pat
             assert int(lo) < int(hi), (ack, left, right)
 
 
+def test_the_capture_file_is_a_writers_file_listed_and_removed_with_the_run(tmp_path):
+    """The capture reaches the run directory as any measurement writer's file does: by name
+    (``RunResult.files``), listed in ``meta.json``; a run without a capture written into the
+    same directory removes it, so the directory describes one run."""
+    import json
+
+    text = SCENARIO.format(point="bottleneck", flow="")
+    with_capture = run(scenario_from_toml(text))
+    assert set(with_capture.files) == {"capture.pcapng"}
+    assert with_capture.capture_pcapng == with_capture.files["capture.pcapng"]
+    with_capture.write(tmp_path)
+    assert json.loads((tmp_path / "meta.json").read_text())["files"] == ["capture.pcapng"]
+    assert (tmp_path / "capture.pcapng").read_bytes() == with_capture.capture_pcapng
+    without = run(scenario_from_toml(text.split("[capture]")[0]))
+    assert without.files == {} and without.capture_pcapng is None
+    without.write(tmp_path)
+    assert not (tmp_path / "capture.pcapng").exists()
+    assert json.loads((tmp_path / "meta.json").read_text())["files"] == []
+
+
 def test_capture_errors_name_the_field():
     with pytest.raises(ScenarioError, match=r"capture\.flow: required at point sender"):
         scenario_from_toml(SCENARIO.format(point="sender", flow="")).resolve()

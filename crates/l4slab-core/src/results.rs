@@ -252,6 +252,19 @@ pub struct RunResults {
     /// The packet capture, when the scenario asked for one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capture: Option<CaptureResult>,
+    /// Files the measurement writers write beside the results (e.g. `capture.pcapng`):
+    /// not serialised, the binding hands each over by name, as bytes.
+    #[serde(skip)]
+    pub files: Vec<OutputFile>,
+}
+
+/// A file a measurement writer writes beside a run's results.
+#[derive(Clone, Debug)]
+pub struct OutputFile {
+    /// Its name in the run directory.
+    pub name: &'static str,
+    /// Its bytes, or why they could not be written.
+    pub bytes: Result<Vec<u8>, String>,
 }
 
 /// Records per chunk a run hands to a [`RecordSink`]: a source or the recorder keeps at
@@ -309,17 +322,14 @@ pub struct RequestRecord {
     pub ce_packets: u64,
 }
 
-/// A run's packet capture: counts in the results, the pcapng file beside them.
+/// A run's packet capture: counts in the results, the pcapng file beside them
+/// (`capture.pcapng` in [`RunResults::files`]).
 #[derive(Clone, Debug, Serialize)]
 pub struct CaptureResult {
     /// Packets written to the file.
     pub packets: u64,
     /// Packets that passed the point in the window after `max_packets` were kept.
     pub missed: u64,
-    /// The pcapng file (or why it could not be written). Not serialised: the binding
-    /// hands the bytes over on their own.
-    #[serde(skip)]
-    pub pcapng: Result<Vec<u8>, String>,
 }
 
 /// The metric names each result table carries, derived from the serialised field

@@ -14,8 +14,7 @@ use crate::packet::{Outbox, Packet, PacketKind};
 use crate::results::*;
 use crate::rng;
 use crate::time::{secs, Time};
-use crate::trace::capture::PacketCapture;
-use crate::trace::{FlowCumulative, FlowSample, NetworkView, Observer, Observers, Recorder, SojournTracer};
+use crate::trace::{FlowCumulative, FlowSample, NetworkView, Observer, Observers, Recorder, WriterSetup};
 use crate::traffic::scenario::ScenarioFlows;
 use crate::traffic::{Endpoint, FlowOpener, FlowSpec, TrafficSource};
 
@@ -259,15 +258,8 @@ impl Simulation {
         }
         let n_classes = net.link(topology.bottleneck).queue().map_or(1, |q| q.qdisc.class_names().len());
         let recorder = Recorder::new(topology.bottleneck, flows.slots.len(), n_classes, end, cfg.bin_ns, cfg.warmup_ns);
-        // Rough trace capacity: packets the bottleneck can carry in the run.
-        let sojourn = cfg.trace_sojourn.then(|| {
-            let cap = (cfg.bottleneck.rate_bps as u128 * cfg.duration_ns as u128 / 8 / 1_000_000_000 / 1000) as usize;
-            SojournTracer::new(topology.bottleneck, cap)
-        });
-        let capture = cfg.capture.as_ref().map(|c| {
-            let classes = net.link(topology.bottleneck).queue().map_or(Vec::new(), |q| q.qdisc.class_names().to_vec());
-            PacketCapture::new(c, topology.bottleneck, classes, &cfg.flows)
-        });
+        let classes = net.link(topology.bottleneck).queue().map_or(Vec::new(), |q| q.qdisc.class_names().to_vec());
+        let observers = Observers::new(recorder, &WriterSetup { cfg, bottleneck: topology.bottleneck, classes });
         for link in net.links.iter_mut() {
             if let Some(q) = link.queue_mut() {
                 q.pin_watchdog(&mut events);
@@ -281,7 +273,7 @@ impl Simulation {
             topology,
             flows,
             sources,
-            observers: Observers { recorder, sojourn, capture },
+            observers,
             out: Outbox::with_capacity(256),
             counts: Counts::default(),
             end,

@@ -60,18 +60,18 @@ impl RecordSink for SpillSink {
     }
 }
 
+/// The files a run's measurement writers wrote, by name.
+type WriterFiles = Vec<(&'static str, Py<PyBytes>)>;
+
 /// Run one resolved scenario (engine JSON, see `l4slab_core::config`).
-/// Returns `(results_json, engine_wall_seconds, capture)`: `capture` is the pcapng
-/// file (bytes) when the scenario asked for a packet capture, else None. With
+/// Returns `(results_json, engine_wall_seconds, files)`: `files` are the files the run's
+/// measurement writers wrote beside the results, as `(name, bytes)` (`capture.pcapng`
+/// when the scenario asked for a packet capture). With
 /// `records_dir`, the per-request and closed-flow records are streamed into spill
 /// files there ([`SpillSink`]) and the results' `requests` / `flow_records` are empty.
 #[pyfunction]
 #[pyo3(signature = (config_json, records_dir=None))]
-fn simulate(
-    py: Python<'_>,
-    config_json: &str,
-    records_dir: Option<PathBuf>,
-) -> PyResult<(String, f64, Option<Py<PyBytes>>)> {
+fn simulate(py: Python<'_>, config_json: &str, records_dir: Option<PathBuf>) -> PyResult<(String, f64, WriterFiles)> {
     let config: l4slab_core::ScenarioConfig =
         serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(format!("engine config: {e}")))?;
     let out = py.allow_threads(move || {
@@ -84,14 +84,14 @@ fn simulate(
         res.map(|r| (r, wall))
     });
     let (mut results, wall) = out.map_err(PyValueError::new_err)?;
-    let capture = match results.capture.as_mut().map(|c| std::mem::replace(&mut c.pcapng, Ok(Vec::new()))) {
-        Some(Ok(bytes)) => Some(PyBytes::new_bound(py, &bytes).unbind()),
-        Some(Err(e)) => return Err(PyValueError::new_err(e)),
-        None => None,
-    };
+    let mut files = Vec::with_capacity(results.files.len());
+    for file in std::mem::take(&mut results.files) {
+        let bytes = file.bytes.map_err(PyValueError::new_err)?;
+        files.push((file.name, PyBytes::new_bound(py, &bytes).unbind()));
+    }
     let json =
         serde_json::to_string(&results).map_err(|e| PyValueError::new_err(format!("serialising results: {e}")))?;
-    Ok((json, wall, capture))
+    Ok((json, wall, files))
 }
 
 /// Validate a resolved scenario without running it; raises ValueError with a

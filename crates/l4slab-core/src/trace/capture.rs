@@ -49,7 +49,9 @@ use crate::event::EndpointId;
 use crate::event::LinkId;
 use crate::packet::{Packet, PacketKind, SackBlock, SackSet, SackTable};
 use crate::qdisc::Ecn;
+use crate::results::{CaptureResult, OutputFile, RunResults};
 use crate::time::Time;
+use crate::trace::{NetworkView, Observer};
 
 use etherparse::{EtherType, Ethernet2Header, IpEcn, IpNumber, Ipv4Header, TcpHeader, UdpHeader};
 use pcap_file::pcapng::blocks::enhanced_packet::{EnhancedPacketBlock, EnhancedPacketOption};
@@ -310,12 +312,12 @@ impl PacketCapture {
     }
 }
 
-/// The capture observes like a [`crate::trace::Observer`], with the run's SACK side
-/// table beside each packet (it writes the option's blocks).
-impl PacketCapture {
+/// The capture is an observer like any other: it keeps the packets passing its point (with
+/// their SACK options from the run's side table) and writes `capture.pcapng` at the end.
+impl Observer for PacketCapture {
     /// `pkt` left `link`'s queue after `sojourn_ns` in it.
     #[inline]
-    pub fn on_dequeue(&mut self, now: Time, link: LinkId, pkt: &Packet, sojourn_ns: u64, sacks: &SackTable) {
+    fn on_dequeue(&mut self, now: Time, link: LinkId, pkt: &Packet, sojourn_ns: u64, sacks: &SackTable) {
         if self.cfg.point == CapturePoint::Bottleneck
             && link == self.link
             && self.in_window(now)
@@ -327,7 +329,7 @@ impl PacketCapture {
 
     /// `pkt` reached endpoint `to`.
     #[inline]
-    pub fn on_deliver(&mut self, now: Time, to: EndpointId, pkt: &Packet, sacks: &SackTable) {
+    fn on_deliver(&mut self, now: Time, to: EndpointId, pkt: &Packet, sacks: &SackTable) {
         if to == EndpointId::sender(pkt.flow) && matches!(pkt.kind, PacketKind::Ack | PacketKind::SynAck) {
             // RFC 7323 §4.3 (tcp_replace_ts_recent): the receiver's segments never advance
             // past the sender's ACK point, so the newest TSval (serial order) is echoed.
@@ -343,7 +345,7 @@ impl PacketCapture {
 
     /// `pkt` leaves endpoint `from`.
     #[inline]
-    pub fn on_emit(&mut self, now: Time, from: EndpointId, pkt: &Packet, sacks: &SackTable) {
+    fn on_emit(&mut self, now: Time, from: EndpointId, pkt: &Packet, sacks: &SackTable) {
         if pkt.kind == PacketKind::Data
             && self.after_sender()
             && from == EndpointId::sender(pkt.flow)
@@ -360,10 +362,15 @@ impl PacketCapture {
     }
 
     /// A new flow opened in slot `flow`: its sender has no timestamp to echo yet.
-    pub fn on_flow_open(&mut self, flow: u32) {
+    fn on_flow_open(&mut self, flow: u32) {
         let e = self.echo_mut(flow);
         e.ts_recent = 0;
         e.in_flight.clear();
+    }
+
+    fn finish(&self, _view: &dyn NetworkView, r: &mut RunResults) {
+        r.capture = Some(CaptureResult { packets: self.len() as u64, missed: self.missed() });
+        r.files.push(OutputFile { name: "capture.pcapng", bytes: self.to_pcapng() });
     }
 }
 

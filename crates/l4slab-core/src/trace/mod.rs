@@ -2,11 +2,14 @@
 //!
 //! The simulator reports what happens to packets at queued links (offered to the
 //! queue, dequeued, dropped, CE-marked), deliveries to endpoints and the end of
-//! each bin to an [`Observer`]. Observers are a fixed set ([`Observers`]), called
-//! by static dispatch; none allocates per packet.
+//! each bin to an [`Observer`] ([`Observers`]): the recorder, called by static
+//! dispatch, and the measurement writers the scenario asks for, found by name in
+//! [`WRITERS`]; none allocates per packet. At the end of the run each writes its part
+//! of the results ([`Observer::finish`]), a file beside them included (`RunResults::files`).
 //!
 //! - [`recorder`]: per-bin series, histograms and the summary window.
-//! - [`sojourn`]: the per-packet sojourn trace.
+//! - [`sojourn`]: the per-packet sojourn trace (writer `sojourn`, `trace_sojourn`).
+//! - [`capture`]: the packet capture as pcapng (writer `capture`, `[capture]`).
 //! - [`histogram`]: delay histograms.
 
 pub mod capture;
@@ -14,10 +17,11 @@ pub mod histogram;
 pub mod recorder;
 pub mod sojourn;
 
+use crate::config::ScenarioConfig;
 use crate::event::{EndpointId, LinkId};
 use crate::net::Link;
 use crate::packet::{Packet, SackTable};
-use crate::results::{CaptureResult, FlowSummary, RunResults};
+use crate::results::{FlowSummary, RunResults};
 use crate::time::Time;
 
 pub use histogram::DelayHistogram;
@@ -90,20 +94,22 @@ pub trait NetworkView {
     fn link(&self, id: LinkId) -> &Link;
 }
 
-/// Hooks on the network's packet events. Every method defaults to nothing.
+/// Hooks on the network's packet events. Every method defaults to nothing. `sacks`
+/// holds the SACK options of the ACKs in the network (a packet's `tcp.sack` indexes it;
+/// the entry is reused once the ACK leaves the network).
 pub trait Observer {
     /// `pkt` is offered to `link`'s queue (before the qdisc decides).
     fn on_enqueue(&mut self, _now: Time, _link: LinkId, _pkt: &Packet) {}
     /// `pkt` left `link`'s queue after `sojourn_ns` in it.
-    fn on_dequeue(&mut self, _now: Time, _link: LinkId, _pkt: &Packet, _sojourn_ns: u64) {}
+    fn on_dequeue(&mut self, _now: Time, _link: LinkId, _pkt: &Packet, _sojourn_ns: u64, _sacks: &SackTable) {}
     /// `link`'s qdisc dropped `pkt`.
     fn on_drop(&mut self, _now: Time, _link: LinkId, _pkt: &Packet) {}
     /// `link`'s qdisc CE-marked a packet of `flow`.
     fn on_mark(&mut self, _now: Time, _link: LinkId, _flow: u32) {}
     /// `pkt` reached endpoint `to`.
-    fn on_deliver(&mut self, _now: Time, _to: EndpointId, _pkt: &Packet) {}
+    fn on_deliver(&mut self, _now: Time, _to: EndpointId, _pkt: &Packet, _sacks: &SackTable) {}
     /// `pkt` leaves endpoint `from` (onto its host's NIC).
-    fn on_emit(&mut self, _now: Time, _from: EndpointId, _pkt: &Packet) {}
+    fn on_emit(&mut self, _now: Time, _from: EndpointId, _pkt: &Packet, _sacks: &SackTable) {}
     /// A flow was opened in slot `flow`.
     fn on_flow_open(&mut self, _flow: u32) {}
     /// The flow in slot `flow` is closed and its slot released at `now` (the view
@@ -111,79 +117,135 @@ pub trait Observer {
     fn on_flow_close(&mut self, _now: Time, _flow: u32, _view: &dyn NetworkView) {}
     /// End of a bin.
     fn on_sample(&mut self, _now: Time, _view: &dyn NetworkView) {}
+    /// The run ended: write this observer's part of the results (its fields of `r`, and
+    /// any file it writes beside them into `r.files`).
+    fn finish(&self, _view: &dyn NetworkView, _r: &mut RunResults) {}
 }
 
-/// The observers of a run: the recorder and, if asked for, the sojourn trace.
+/// What a measurement writer is built from: the run's config and its bottleneck.
+pub struct WriterSetup<'a> {
+    pub cfg: &'a ScenarioConfig,
+    /// The bottleneck link, and the names of its qdisc's sub-queues (DualPI2: C, L).
+    pub bottleneck: LinkId,
+    pub classes: Vec<&'static str>,
+}
+
+/// A measurement writer the scenario may ask for, found by name: it builds its observer
+/// when the run's config asks for it (`None` otherwise).
+pub struct Writer {
+    pub name: &'static str,
+    pub build: fn(&WriterSetup) -> Option<Box<dyn Observer + Send>>,
+}
+
+/// The measurement writers beside the recorder, in the order they see events. A new
+/// writer (e.g. flow-completion records) is one entry here and an [`Observer`].
+pub const WRITERS: &[Writer] = &[
+    Writer {
+        name: "sojourn",
+        build: |w| {
+            // Rough trace capacity: packets the bottleneck can carry in the run.
+            let c = w.cfg;
+            c.trace_sojourn.then(|| {
+                let cap = (c.bottleneck.rate_bps as u128 * c.duration_ns as u128 / 8 / 1_000_000_000 / 1000) as usize;
+                Box::new(SojournTracer::new(w.bottleneck, cap)) as Box<dyn Observer + Send>
+            })
+        },
+    },
+    Writer {
+        name: "capture",
+        build: |w| {
+            w.cfg.capture.as_ref().map(|c| {
+                Box::new(capture::PacketCapture::new(c, w.bottleneck, w.classes.clone(), &w.cfg.flows))
+                    as Box<dyn Observer + Send>
+            })
+        },
+    },
+];
+
+/// The observers of a run: the recorder (statically dispatched: it sees every run's
+/// every packet) and the writers the scenario asked for ([`WRITERS`]).
 pub struct Observers {
     pub recorder: Recorder,
-    pub sojourn: Option<SojournTracer>,
-    pub capture: Option<capture::PacketCapture>,
+    pub writers: Vec<Box<dyn Observer + Send>>,
 }
 
 impl Observers {
-    /// `pkt` left `link`'s queue (as [`Observer::on_dequeue`]; `sacks` holds the
-    /// SACK options of the ACKs in the network, which the capture writes).
-    #[inline]
-    pub fn on_dequeue(&mut self, now: Time, link: LinkId, pkt: &Packet, sojourn_ns: u64, sacks: &SackTable) {
-        self.recorder.on_dequeue(now, link, pkt, sojourn_ns);
-        if let Some(s) = self.sojourn.as_mut() {
-            s.on_dequeue(now, link, pkt, sojourn_ns);
-        }
-        if let Some(c) = self.capture.as_mut() {
-            c.on_dequeue(now, link, pkt, sojourn_ns, sacks);
-        }
-    }
-    /// `pkt` reached endpoint `to` (as [`Observer::on_deliver`]).
-    #[inline]
-    pub fn on_deliver(&mut self, now: Time, to: EndpointId, pkt: &Packet, sacks: &SackTable) {
-        self.recorder.on_deliver(now, to, pkt);
-        if let Some(c) = self.capture.as_mut() {
-            c.on_deliver(now, to, pkt, sacks);
-        }
-    }
-    /// `pkt` leaves endpoint `from` (as [`Observer::on_emit`]).
-    #[inline]
-    pub fn on_emit(&mut self, now: Time, from: EndpointId, pkt: &Packet, sacks: &SackTable) {
-        if let Some(c) = self.capture.as_mut() {
-            c.on_emit(now, from, pkt, sacks);
-        }
+    /// The recorder and every writer of [`WRITERS`] that `setup`'s config asks for.
+    pub fn new(recorder: Recorder, setup: &WriterSetup) -> Self {
+        Observers { recorder, writers: WRITERS.iter().filter_map(|w| (w.build)(setup)).collect() }
     }
 
     /// Write the observers' parts of the results.
     pub fn fill_results(&self, view: &dyn NetworkView, r: &mut RunResults) {
-        self.recorder.fill_results(view, r);
-        r.sojourn_trace = self.sojourn.as_ref().map(|s| s.trace().clone());
-        if let Some(c) = &self.capture {
-            r.capture = Some(CaptureResult { packets: c.len() as u64, missed: c.missed(), pcapng: c.to_pcapng() });
+        self.recorder.finish(view, r);
+        for w in self.writers.iter() {
+            w.finish(view, r);
         }
     }
 }
 
-// Dequeue, deliver and emit are the inherent methods above: they also take the
-// run's SACK side table.
 impl Observer for Observers {
     #[inline]
     fn on_enqueue(&mut self, now: Time, link: LinkId, pkt: &Packet) {
         self.recorder.on_enqueue(now, link, pkt);
+        for w in self.writers.iter_mut() {
+            w.on_enqueue(now, link, pkt);
+        }
+    }
+    #[inline]
+    fn on_dequeue(&mut self, now: Time, link: LinkId, pkt: &Packet, sojourn_ns: u64, sacks: &SackTable) {
+        self.recorder.on_dequeue(now, link, pkt, sojourn_ns, sacks);
+        for w in self.writers.iter_mut() {
+            w.on_dequeue(now, link, pkt, sojourn_ns, sacks);
+        }
     }
     #[inline]
     fn on_drop(&mut self, now: Time, link: LinkId, pkt: &Packet) {
         self.recorder.on_drop(now, link, pkt);
+        for w in self.writers.iter_mut() {
+            w.on_drop(now, link, pkt);
+        }
     }
     #[inline]
     fn on_mark(&mut self, now: Time, link: LinkId, flow: u32) {
         self.recorder.on_mark(now, link, flow);
+        for w in self.writers.iter_mut() {
+            w.on_mark(now, link, flow);
+        }
     }
-    fn on_flow_close(&mut self, now: Time, flow: u32, view: &dyn NetworkView) {
-        self.recorder.on_flow_close(now, flow, view);
+    #[inline]
+    fn on_deliver(&mut self, now: Time, to: EndpointId, pkt: &Packet, sacks: &SackTable) {
+        self.recorder.on_deliver(now, to, pkt, sacks);
+        for w in self.writers.iter_mut() {
+            w.on_deliver(now, to, pkt, sacks);
+        }
+    }
+    #[inline]
+    fn on_emit(&mut self, now: Time, from: EndpointId, pkt: &Packet, sacks: &SackTable) {
+        self.recorder.on_emit(now, from, pkt, sacks);
+        for w in self.writers.iter_mut() {
+            w.on_emit(now, from, pkt, sacks);
+        }
     }
     fn on_flow_open(&mut self, flow: u32) {
         self.recorder.on_flow_open(flow);
-        if let Some(c) = self.capture.as_mut() {
-            c.on_flow_open(flow);
+        for w in self.writers.iter_mut() {
+            w.on_flow_open(flow);
+        }
+    }
+    fn on_flow_close(&mut self, now: Time, flow: u32, view: &dyn NetworkView) {
+        self.recorder.on_flow_close(now, flow, view);
+        for w in self.writers.iter_mut() {
+            w.on_flow_close(now, flow, view);
         }
     }
     fn on_sample(&mut self, now: Time, view: &dyn NetworkView) {
         self.recorder.on_sample(now, view);
+        for w in self.writers.iter_mut() {
+            w.on_sample(now, view);
+        }
+    }
+    fn finish(&self, view: &dyn NetworkView, r: &mut RunResults) {
+        self.fill_results(view, r);
     }
 }

@@ -14,7 +14,7 @@
 use super::histogram::DelayHistogram;
 use super::{FlowCumulative, NetworkView, Observer};
 use crate::event::LinkId;
-use crate::packet::Packet;
+use crate::packet::{Packet, SackTable};
 use crate::results::*;
 use crate::time::{secs, Time, NS_PER_MS};
 
@@ -308,6 +308,10 @@ impl Recorder {
 }
 
 impl Observer for Recorder {
+    fn finish(&self, view: &dyn NetworkView, r: &mut RunResults) {
+        self.fill_results(view, r);
+    }
+
     #[inline]
     fn on_enqueue(&mut self, _now: Time, link: LinkId, _pkt: &Packet) {
         if link == self.link {
@@ -316,7 +320,7 @@ impl Observer for Recorder {
     }
 
     #[inline]
-    fn on_dequeue(&mut self, now: Time, link: LinkId, pkt: &Packet, sojourn_ns: u64) {
+    fn on_dequeue(&mut self, now: Time, link: LinkId, pkt: &Packet, sojourn_ns: u64, _sacks: &SackTable) {
         if link != self.link {
             return;
         }
