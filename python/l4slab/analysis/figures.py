@@ -32,6 +32,7 @@ __all__ = [
     "factor_lines",
     "quantile_ccdf_grid",
     "QUEUE_COLOURS",
+    "natural_order",
 ]
 
 #: One colour per congestion control, the same in every figure of a report and across reports
@@ -158,9 +159,9 @@ def factor_lines(
     (e.g. the flow), the mean over the rows (trials) of each point with its :func:`interval`
     (clipped at ``lower``). A line's colour is its CC's: ``colours[cc_of[line]]``.
     ``reference``: a dashed horizontal line (e.g. the fair share)."""
-    facets = list(facet_order) if facet_order is not None else list(dict.fromkeys(frame[facet]))
+    facets = list(facet_order) if facet_order is not None else natural_order(frame[facet])
     facets = [f for f in facets if (frame[facet] == f).any()]
-    lines = list(line_order) if line_order is not None else list(dict.fromkeys(frame[line]))
+    lines = list(line_order) if line_order is not None else natural_order(frame[line])
     lines = [v for v in lines if (frame[line] == v).any()]
     positions = {v: k for k, v in enumerate(x_order)}
     labels = list(x_labels) if x_labels is not None else [_number_label(v) for v in x_order]
@@ -461,6 +462,25 @@ def _bar_stats(frame: pd.DataFrame, keys: list[str], value: str, ci: str | None,
     return frame[keys].assign(mean=mean, low=low, high=high)
 
 
+def natural_order(values: Iterable[object]) -> list:
+    """The distinct ``values`` in a deterministic order when no factor order is given: a
+    pandas Categorical's own order, else numbers by value and text with its numbers read as
+    numbers (``0.5bdp < 1bdp < 2bdp < 10bdp``), never the order rows happen to arrive in."""
+    import re
+
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
+        present = set(values.dropna())
+        return [v for v in values.cat.categories if v in present]
+
+    def key(value: object) -> tuple:
+        if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
+            return (0, float(value), ())
+        parts = re.split(r"(\d+(?:\.\d+)?)", str(value))
+        return (1, 0.0, tuple((0, float(p), "") if k % 2 else (1, 0.0, p) for k, p in enumerate(parts) if p))
+
+    return sorted(dict.fromkeys(values), key=key)
+
+
 def wrap_label(text: object, width: int = 16) -> str:
     """A category label broken into lines of at most ``width`` characters (at `` · ``, ``=`` or
     spaces where it can), so that many categories stay readable side by side."""
@@ -531,8 +551,8 @@ def flow_bars(
     The fair share is ``fair_mbps``, or ``capacity_mbps`` / number of bars per hue group."""
     keys = [x] if hue is None else [hue, x]
     stats = _bar_stats(frame, keys, value, ci or f"{value}_ci", lower)
-    hues = [None] if hue is None else list(hue_order if hue_order is not None else dict.fromkeys(stats[hue]))
-    labels = list(order if order is not None else dict.fromkeys(stats[x]))
+    hues = [None] if hue is None else list(hue_order if hue_order is not None else natural_order(frame[hue]))
+    labels = list(order if order is not None else natural_order(frame[x]))
     labels = [v for v in labels if (stats[x] == v).any()] or labels
     fig = Figure(figsize=(max(4.0, 0.6 * len(labels) * len(hues) + 2.0), 3.6), layout="constrained")
     ax = fig.add_subplot()

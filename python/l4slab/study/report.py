@@ -464,6 +464,7 @@ def _bars(flows: pd.DataFrame, factors: list[str], short: dict[str, str], out: P
         value="goodput_mbps",
         hue="label",
         order=order,
+        hue_order=list(dict.fromkeys(frame.sort_values("id", kind="stable")["label"])),  # flows in scenario order
         colours=colours,
         cc_of=_cc_of(frame, "label"),
         ylabel="goodput (Mbit/s)",
