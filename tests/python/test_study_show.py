@@ -77,3 +77,23 @@ def test_show_prints_the_measured_wall_time_of_a_builtin_study():
         assert expected in head
     else:  # the study changed since it was measured: no stale figure is shown
         assert "measured time" not in head
+
+
+def _builtin():
+    from l4slab.study import registry
+
+    return registry.builtin_studies()
+
+
+@pytest.mark.parametrize("name", _builtin())
+def test_the_outline_show_prints_is_the_full_expansion(name):
+    """`study show` outlines a study without resolving every point (spec.outline_study): its
+    factors, point count and packet estimate are those of the full expansion."""
+    from l4slab.cli.study import _estimate_packets
+    from l4slab.study.spec import load_study, outline_study
+
+    outline, spec = outline_study(name), load_study(name)
+    assert [(f.path, f.values) for f in outline.factors] == [(f.path, f.values) for f in spec.factors]
+    assert outline.points == len(spec.points) and outline.trials == spec.trials
+    full = sum(_estimate_packets(spec.config(run)) for run in spec.runs)
+    assert sum(_estimate_packets(c) * n * outline.trials for c, n in outline.scenarios) == pytest.approx(full)
