@@ -175,9 +175,13 @@ def _published(name: str | None) -> str:
 
     folder = registry.study_dir(name)
     files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix in (".csv", ".json", ".parquet"))
-    found = [f"{', '.join(files)} (`study report --published`)"] if files else []
     report = folder / "report.py"
     source = report.read_text(encoding="utf-8") if report.is_file() else ""
+    # A file its report.py names is read by the study's own report section.
+    own = [f for f in files if f in source]
+    others = [f for f in files if f not in source]
+    found = [f"{', '.join(own)} (its report judges the runs against them)"] if own else []
+    found += [f"{', '.join(others)} (`study report --published`)"] if others else []
     if "load_published(" in source and not files:
         found.append("the PAM 2025 published tables (pam2025/pam2025_published.csv), beside the simulated cells")
     if re.search(r"(?m)^PUBLISHED\w* = ", source):
