@@ -134,19 +134,21 @@ def _prague_rates(result):
     return f[f["cc"].astype(str).str.startswith("prague")]["goodput_mbps"].astype(float)
 
 
-def test_overloaded_prague_v06_kept_alive_by_host_fq_as_on_the_testbed():
-    """v0.6 has no pacing floor and its AI runs only while cwnd-limited
-    (tcp_prague.c v0.6 prague_update_cwnd: `!tcp_is_cwnd_limited(sk)` → no increase): a
-    flow paced inside TCP below cwnd/RTT is never cwnd-limited (tcp_output.c:tcp_write_xmit
-    breaks on tcp_pacing_check before tcp_cwnd_test) and cannot grow back. With fq on the
-    host (the testbed's), TCP hands the skbs to fq at once, stays cwnd-limited and keeps
-    its AI: every Prague flow keeps a rate."""
+def test_overloaded_prague_v06_keeps_a_rate_at_its_window_floor():
+    """v0.6 grows only while cwnd-limited (tcp_prague.c v0.6 prague_update_cwnd:
+    `!tcp_is_cwnd_limited(sk)` -> no increase) and paces from its window. At the floor of
+    MIN_CWND = 2 its ADJUST drops any further reduction (`cwnd_cnt = 0`, "no point in
+    applying further reductions"), so the window that paces it never falls below one
+    packet: it keeps sending, fills its window again and grows, with fq on the hosts (the
+    testbed's) or TCP's own pacing alike. No Prague flow starves (without the floor the
+    flows paced by TCP itself decayed to about 0.001 Mbit/s)."""
     quick = {"duration": "20s", "warmup": "5s"}
     (with_fq,) = _panel_scenarios("dualq-overload", quick)
     rates = _prague_rates(_run_scenario(with_fq))
     assert (rates >= fidelity.STARVED_MBPS).all() and rates.mean() > 0.3, rates
     (without_fq,) = _panel_scenarios("dualq-overload", {**quick, "flows[0].fq_pacing": False, "flows[1].fq_pacing": False})
-    assert (_prague_rates(_run_scenario(without_fq)) < fidelity.STARVED_MBPS).sum() >= 4
+    rates = _prague_rates(_run_scenario(without_fq))
+    assert (rates >= fidelity.STARVED_MBPS).all() and rates.mean() > 0.3, rates
 
 
 def _four_mbit(variant: str, cc: str) -> str:

@@ -26,6 +26,7 @@ mod host_tso;
 mod hot_loop_alloc;
 mod l4s;
 mod pam_limits;
+mod prague_liveness;
 mod properties;
 mod qdisc_scenarios;
 mod scenarios;

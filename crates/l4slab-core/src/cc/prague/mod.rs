@@ -429,6 +429,8 @@ trait Version: Send + Sync + std::fmt::Debug {
     /// Floor of the ADJUST decrement, and whether the increment respects the clamp.
     fn adjust_floor(&self) -> u32;
     fn adjust_may_grow(&self, tp: &CcSock) -> bool;
+    /// ADJUST at the floor with a window below it (v0.6: the reduction is dropped).
+    fn at_floor(&self, _p: &mut Prague, _tp: &mut CcSock) {}
     /// The pacing rate of `prague_update_pacing_rate`, bytes/s.
     fn pacing_rate(&self, p: &mut Prague, tp: &CcSock) -> u64;
     /// The window/rate mode switch at the end of `prague_cong_control`.
@@ -703,6 +705,8 @@ impl Prague {
             tp.cwnd -= 1;
             tp.ssthresh = tp.cwnd;
             self.cwnd_changed(tp);
+        } else if tp.cwnd > target {
+            self.ver.at_floor(self, tp);
         } else if tp.cwnd < target && self.ver.adjust_may_grow(tp) {
             tp.cwnd += 1;
             self.cwnd_changed(tp);

@@ -5,8 +5,9 @@
 //! v0.6 has a window mode only, no segment sizing, α starting at 1 with 20
 //! fractional bits, RTTs in 128-µs units (`RTT_UNIT`), the `prague_rtt_scaling`
 //! heuristics (none / rate / scalable / additive) after a 500-round transition, a
-//! pacing rate without floor, at least `tcp_min_tso_segs` per TSO burst, and the
-//! classic-ECN-AQM detector always fed ([`super::classic_ecn_detector`]).
+//! pacing rate from `frac` without a rate floor (`frac` stays above one packet: ADJUST
+//! drops reductions below the window floor), at least `tcp_min_tso_segs` per TSO burst,
+//! and the classic-ECN-AQM detector always fed ([`super::classic_ecn_detector`]).
 
 use super::*;
 
@@ -145,11 +146,21 @@ impl Version for V06 {
         MIN_CWND_RTT
     }
 
+    /// A decrement that would take cwnd below `MIN_CWND` leaves it there and drops
+    /// the rest of the reduction (`prague_update_cwnd`'s ADJUST: "No point in
+    /// applying further reductions", `cwnd_cnt = 0`, `snd_ssthresh = snd_cwnd`).
+    fn at_floor(&self, p: &mut Prague, tp: &mut CcSock) {
+        p.frac = (tp.cwnd as u64) << CWND_UNIT;
+        tp.ssthresh = tp.cwnd;
+        p.cwnd_changed(tp);
+    }
+
     fn adjust_may_grow(&self, tp: &CcSock) -> bool {
         tp.cwnd < tp.cwnd_clamp
     }
 
-    /// MTU·frac/SRTT (×2 in slow start, before the division), rounded, no floor.
+    /// MTU·frac/SRTT (×2 in slow start, before the division), rounded. `frac` stays
+    /// above one packet: ADJUST drops reductions below the window floor ([`Self::at_floor`]).
     fn pacing_rate(&self, p: &mut Prague, tp: &CcSock) -> u64 {
         let mut rate = USEC_PER_SEC_X8 * mtu(tp);
         if tp.cwnd < tp.ssthresh / 2 {
@@ -220,10 +231,30 @@ mod tests {
         assert_eq!(tp.cwnd, 2);
         p.adjust(&mut tp);
         assert_eq!(tp.cwnd, 2);
+        // ... and drops the reduction that would take it below (cwnd_cnt = 0).
+        assert_eq!((p.frac, tp.ssthresh), (2 << 20, 2));
         // No segment sizing.
         steady(&mut p, &mut tp, 2);
         p.round = 600;
         p.update_alpha(&mut tp);
         assert_eq!(tp.mss, MSS);
+    }
+
+    /// CE on every ACK at the window floor: ADJUST drops each reduction that would take
+    /// cwnd below 2 (`cwnd_cnt = 0`), so `frac` never falls below one packet and the
+    /// pacing rate stays at ≥ 1 packet per SRTT; without that, `frac` (and the pacing
+    /// rate it sets) decays toward zero at each CWR while cwnd stays 2.
+    #[test]
+    fn reductions_below_the_window_floor_are_dropped() {
+        let (mut p, mut tp) = setup(PragueParams::v06(), 10, 10_000);
+        steady(&mut p, &mut tp, 2);
+        tp.packets_out = 2;
+        for _ in 0..200 {
+            tp.ca_state = CaState::Open;
+            ack(&mut p, &mut tp, 1, 1);
+            assert!(p.frac > 1 << CWND_UNIT, "frac {} at or below one packet", p.frac);
+        }
+        assert_eq!(tp.cwnd, 2);
+        assert!(tp.pacing_rate >= 1500 * 100, "{} B/s", tp.pacing_rate);
     }
 }
