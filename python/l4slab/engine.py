@@ -20,8 +20,30 @@ from .errors import EngineError, EngineUnavailableError, ScenarioError
 __all__ = ["simulate", "check", "version", "schema_json"]
 
 
+#: glibc's ``M_MMAP_THRESHOLD`` (malloc.h) and the value it starts at, 128 KiB.
+_M_MMAP_THRESHOLD = -3
+_MMAP_THRESHOLD_BYTES = 128 << 10
+
+
+def _return_freed_memory() -> None:
+    """Fix glibc's mmap threshold at its initial 128 KiB. Left dynamic, it rises to the
+    size of the largest block freed (up to 32 MiB), after which the engine's vectors,
+    their bytes and the DataFrames built from them come from the heap, whose freed
+    space stays resident: the peak of a run would depend on what ran before it. Fixed,
+    every large array is its own mapping, returned when freed, and a run's peak is the
+    arrays alive together (:mod:`l4slab.memory`). A no-op off glibc."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        pass
+
+
 @lru_cache(maxsize=1)
 def _core() -> ModuleType:
+    _return_freed_memory()
     try:
         from . import _core as core
     except ImportError as err:
@@ -47,15 +69,49 @@ def simulate(config: Mapping[str, Any], records_dir: str | None = None) -> tuple
     try:
         config_json = json.dumps(config, allow_nan=False)
         if records_dir is None:
-            results_json, wall_s, files = _core().simulate(config_json)
+            results_json, columns, wall_s, files = _core().simulate(config_json)
         else:
-            results_json, wall_s, files = _core().simulate(config_json, str(records_dir))
+            results_json, columns, wall_s, files = _core().simulate(config_json, str(records_dir))
     except ValueError as err:
         raise EngineError(f"engine: {_one_line(err)}") from None
+    except MemoryError:
+        raise EngineError(
+            "engine: out of memory while handing the results over (see `l4slab run --max-memory`)"
+        ) from None
     raw = json.loads(results_json)
+    del results_json
+    _place_columns(raw, columns)
     # Bytes, not JSON: written beside the run as they are (results.RunResult.files).
     raw["files"] = dict(files)
     return raw, wall_s
+
+
+def _place_columns(raw: dict[str, Any], columns: dict[str, tuple[str, bytes, list[str] | None]]) -> None:
+    """Put the series and trace columns the binding handed over as bytes
+    (``crates/l4slab-py/src/lib.rs`` ``take_columns``) into ``raw`` at their paths, as
+    numpy arrays over those bytes (no copy): the results dict then has the shape the
+    engine's JSON gives them, with arrays where the JSON had lists. ``cc_mode`` arrives
+    as codes into its names; the trace's ``flow`` and ``class`` widen to int64 (the
+    columns the JSON path gave, so output files keep their schema)."""
+    import numpy as np
+
+    for path, (dtype, data, names) in columns.items():
+        values = np.frombuffer(data, dtype=dtype)
+        if names is not None:
+            values = np.asarray(names, dtype=object)[values] if len(values) else np.asarray([], dtype=object)
+        elif values.dtype.kind == "u":
+            values = values.astype(np.int64)
+        *parents, leaf = path.split(".")
+        node: Any = raw
+        for part in parents:
+            if part == "sojourn_class_ms":
+                node = node.setdefault(part, [])
+                continue
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        if isinstance(node, list):  # bottleneck_series.sojourn_class_ms.<k>, in order
+            node.append(values)
+        else:
+            node[leaf] = values
 
 
 def check(config: Mapping[str, Any]) -> None:

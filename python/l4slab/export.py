@@ -34,7 +34,7 @@ from typing import Any
 import pandas as pd
 
 from .errors import ScenarioError
-from .io import write_bytes
+from .io import check_regular, read_input, write_bytes
 
 __all__ = ["to_flent", "to_iperf3_json", "read_run"]
 
@@ -60,10 +60,10 @@ def read_run(run_dir: str | Path) -> dict[str, Any]:
             f"{directory}: not a finished run directory (no summary.json); write one with `l4slab run ... --out DIR`"
         )
     try:
-        summary = json.loads((directory / "summary.json").read_text(encoding="utf-8"))
-        config = json.loads((directory / "scenario.json").read_text(encoding="utf-8"))
-        flow_series = pd.read_parquet(directory / "flow_series.parquet")
-        bottleneck = pd.read_parquet(directory / "bottleneck_series.parquet")
+        summary = json.loads(read_input(directory / "summary.json", "summary file"))
+        config = json.loads(read_input(directory / "scenario.json", "scenario file"))
+        flow_series = pd.read_parquet(check_regular(directory / "flow_series.parquet"))
+        bottleneck = pd.read_parquet(check_regular(directory / "bottleneck_series.parquet"))
     except (OSError, ValueError) as err:
         raise ScenarioError(f"{directory}: unreadable run directory ({' '.join(str(err).split())[:120]})") from None
     return {

@@ -1,31 +1,156 @@
-"""Atomic file writes: a file either keeps its old content or holds the complete new one.
+"""Atomic file writes, and bounded reads of input files.
 
 Each write goes to a temporary file in the destination directory, is fsynced and then
 ``os.replace``d over its final name, so a reader (or a crashed run) never sees a
 half-written file. Used by run directories (:mod:`l4slab.rundir`), the study store
 and reports.
+
+Every file the package reads as input (a scenario or study TOML, a ``base`` file, and
+each file of a study directory: ``plan.json``, ``records.jsonl``, ``failed/*.json``,
+``runs/*.parquet``) goes through :func:`read_input`: it must be a regular file (a FIFO,
+a device such as ``/dev/zero``, a socket or a directory is refused without reading
+it: the file is opened non-blocking, so not even the open of a FIFO waits for a
+writer), it must be at most a size limit of its kind (:data:`MAX_TEXT_FILE_BYTES`,
+:data:`MAX_RUN_FILE_BYTES`), and it is read within :data:`READ_TIMEOUT_S` (a hung
+network file system is one line, not a hang). Each refusal is one line naming the file
+and what is wrong.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
+import stat
 import tempfile
+import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported by the writer only: scenario loading stays light
+    import pandas as pd
 
 __all__ = [
+    "read_input",
+    "check_regular",
+    "MAX_TEXT_FILE_BYTES",
+    "MAX_RUN_FILE_BYTES",
+    "READ_TIMEOUT_S",
     "atomic_write",
     "remove_leftovers",
+    "remove_dead_temps",
+    "pid_alive",
     "check_out_file",
     "write_bytes",
     "write_text",
     "write_json",
     "write_parquet",
 ]
+
+
+#: Largest text input: a scenario, study or ``base`` TOML file, ``plan.json``,
+#: ``records.jsonl``, a ``failed/*.json``: 64 MiB. The largest legitimate ones are far
+#: below it (a scenario listing all 16384 flows one table each is ~2 MB; the plan of a
+#: 10 000-run study ~25 MB, a records line 120 bytes a run); the bound keeps a mistaken
+#: path (a log, a disk image) from being parsed into gigabytes of Python objects.
+MAX_TEXT_FILE_BYTES = 64 << 20
+#: Largest run file of a study (``runs/<id>.parquet``), read whole to verify its
+#: checksum: 4 GiB, the largest a run's series and per-packet trace can encode
+#: (the engine's memory bound, ``config.rs`` ``MAX_PREALLOC_BYTES``).
+MAX_RUN_FILE_BYTES = 4 << 30
+#: Seconds a read of one input file may take: 60 s (a 4 GiB run file reads in a few
+#: seconds from any local disk; longer is a hung network file system).
+READ_TIMEOUT_S = 60.0
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def check_regular(path: str | os.PathLike[str], what: str = "file") -> Path:
+    """``path`` if it is a regular file (for readers that open it themselves, such as
+    Parquet's); anything else is one :class:`~l4slab.errors.ScenarioError` line. A missing
+    file passes (the reader says it is missing)."""
+    from .errors import ScenarioError
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return Path(path)
+    if not stat.S_ISREG(mode):
+        raise ScenarioError(f"{path}: {_kind(mode)}, not a regular file; a {what} must be a regular file")
+    return Path(path)
+
+
+def read_input(
+    path: str | os.PathLike[str],
+    what: str,
+    limit: int = MAX_TEXT_FILE_BYTES,
+    *,
+    error: type[Exception] | None = None,
+    timeout_s: float | None = None,
+) -> bytes:
+    """The bytes of input file ``path`` (a ``what``: "scenario file", "run file"...).
+
+    Refuses, with one ``error`` line (default :class:`~l4slab.errors.ScenarioError`)
+    naming the file: anything but a regular file, a file larger than ``limit`` bytes,
+    and a read that takes longer than ``timeout_s`` (:data:`READ_TIMEOUT_S`). A missing
+    file, a directory, or one that cannot be opened, raises its ``OSError``
+    (``FileNotFoundError``, ``IsADirectoryError``, ...: callers say what it means for them)."""
+    from .errors import ScenarioError
+
+    fail = error or ScenarioError
+    # O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):  # as open() says it: callers name what a directory is not
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(info.st_mode):
+            raise fail(f"{path}: {_kind(info.st_mode)}, not a regular file; a {what} must be a regular file")
+        if info.st_size > limit:
+            raise fail(f"{path}: {info.st_size} bytes; a {what} may hold at most {limit} bytes")
+        outcome: list[Any] = []
+
+        def read() -> None:
+            try:
+                chunks, size = [], 0
+                while size <= limit:
+                    chunk = os.read(fd, min(1 << 24, limit + 1 - size))
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+                outcome.append(b"".join(chunks))
+            except BaseException as err:  # noqa: BLE001 - handed to the caller's thread
+                outcome.append(err)
+
+        reader = threading.Thread(target=read, name="l4slab-read-input", daemon=True)
+        reader.start()
+        reader.join(READ_TIMEOUT_S if timeout_s is None else timeout_s)
+        if not outcome:
+            fd = -1  # the stuck reader still owns it; the process exit closes it
+            raise fail(f"{path}: not read within {READ_TIMEOUT_S if timeout_s is None else timeout_s:g} s "
+                       "(a hung file system?)")  # fmt: skip
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        data: bytes = outcome[0]
+        if len(data) > limit:  # it grew while being read
+            raise fail(f"{path}: more than {limit} bytes; a {what} may hold at most {limit} bytes")
+        return data
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -74,6 +199,40 @@ def remove_leftovers(target: str | os.PathLike[str]) -> list[Path]:
                 continue
         elif pid.isdigit():
             continue  # ours: removed by the writer itself
+        try:
+            leftover.unlink()
+            removed.append(leftover)
+        except OSError:
+            pass
+    return removed
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one we may not signal counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+_TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.(?P<pid>\d+)\.[^.]+\.tmp(\..+)?$")
+
+
+def remove_dead_temps(directory: str | os.PathLike[str]) -> list[Path]:
+    """Remove, in ``directory`` and below, every temp file of :func:`atomic_write` (and a
+    sibling like ``.tmp.wal``) whose writer process is gone (a SIGKILL between the write
+    and the rename); return them. A live writer's files, this process's included, stay."""
+    removed = []
+    for leftover in Path(directory).rglob(".*.tmp*"):
+        match = _TEMP_NAME.match(leftover.name)
+        if match is None or not leftover.is_file():
+            continue
+        pid = int(match["pid"])
+        if pid == os.getpid() or pid_alive(pid):
+            continue
         try:
             leftover.unlink()
             removed.append(leftover)
@@ -141,5 +300,5 @@ def write_json(path: str | os.PathLike[str], data: Any) -> Path:
     return write_text(path, json.dumps(data, indent=2, allow_nan=False) + "\n")
 
 
-def write_parquet(path: str | os.PathLike[str], frame: pd.DataFrame) -> Path:
+def write_parquet(path: str | os.PathLike[str], frame: "pd.DataFrame") -> Path:
     return atomic_write(path, lambda tmp: frame.to_parquet(tmp, engine="pyarrow", index=False))

@@ -16,6 +16,7 @@ directory atomically. The directory is removed with the :class:`RecordSpill`.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 import weakref
@@ -86,12 +87,34 @@ def _chunks_to_parquet(sources: list[Path], out: Path, to_frame: Callable[[list[
     return rows
 
 
+#: Spill directories are ``<tmp>/l4slab-records-<pid>-<random>``: the owner's pid lets a
+#: later spill remove the directory of a process that was killed (SIGKILL skips every
+#: finalizer) while leaving a live process's alone.
+SPILL_PREFIX = "l4slab-records-"
+
+
+def remove_dead_spills(parent: Path | None = None) -> list[Path]:
+    """Remove the spill directories whose owner process is gone; return them."""
+    from .io import pid_alive
+
+    removed = []
+    for directory in Path(parent or tempfile.gettempdir()).glob(f"{SPILL_PREFIX}*-*"):
+        pid = directory.name[len(SPILL_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or pid_alive(int(pid)) or not directory.is_dir():
+            continue
+        shutil.rmtree(directory, ignore_errors=True)
+        removed.append(directory)
+    return removed
+
+
 class RecordSpill:
     """A temporary directory the engine streams a run's records into; removed when this
-    object is garbage-collected (or by :meth:`cleanup`)."""
+    object is garbage-collected (or by :meth:`cleanup`), and by the next spill of any
+    process when its owner was killed (:func:`remove_dead_spills`)."""
 
     def __init__(self) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix="l4slab-records-"))
+        remove_dead_spills()
+        self.path = Path(tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-"))
         self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.path), ignore_errors=True)
 
     def __getstate__(self) -> dict[str, bytes]:

@@ -136,6 +136,44 @@ def _other_tables(model: Any) -> list[str]:
     return out
 
 
+def _limits() -> list[str]:
+    """The limits on input files and on a run's memory, from the constants that enforce them."""
+    from . import io, memory
+
+    mib = 1 << 20
+    return [
+        "## Limits",
+        "",
+        "**Input files.** Every file read as input (a scenario, a study, a `base` file; in a study directory "
+        "`plan.json`, `records.jsonl`, `failed/*.json`, `runs/*.parquet`; a run directory's JSON for `export` "
+        "and `plot`) must be a regular file: a FIFO, a device (`/dev/zero`), a socket is refused in one line "
+        "naming the file, without reading it (opened non-blocking, so a FIFO does not wait for a writer). "
+        f"Text inputs hold at most {io.MAX_TEXT_FILE_BYTES // mib} MiB (a scenario listing 16384 flows is about "
+        f"2 MB, the plan of a 10 000-run study about 25 MB), a run file at most {io.MAX_RUN_FILE_BYTES >> 30} GiB "
+        f"(the engine's preallocation bound); a read taking longer than {io.READ_TIMEOUT_S:g} s (a hung network "
+        "file system) is one line too (`l4slab/io.py` `read_input`). In a study directory a FIFO or damaged run "
+        "file is left out by readers and moved to `runs/corrupt/` and run again by `study run`; a damaged "
+        "`catalog.duckdb` (a block whose checksum fails) is rebuilt from the run files on read.",
+        "",
+        "**Memory.** Before it runs, a run's peak memory is estimated by output kind (`l4slab/memory.py`): "
+        f"bins (the engine's series, their bytes in Python and the long `flow_series` table, built twice), "
+        f"sojourn traces ({memory.TRACE_BYTES_PER_PACKET} bytes a packet), captures "
+        f"({memory.CAPTURE_BYTES_PER_PACKET} bytes a packet: the pcapng file twice), flows "
+        f"({memory.FLOW_BYTES // 1024} KiB each) and web records ({memory.RECORDS_BYTES // mib} MiB a source, "
+        f"streamed), plus {memory.FIXED_BYTES // mib} MiB for the Parquet writer. Measured peaks of bins, "
+        "traces and captures are 0.8-1.25 of it (`tests/python/test_memory.py`); for flows and records it is an "
+        "upper bound. A run whose estimate exceeds `--max-memory SIZE` (or `L4SLAB_MAX_MEMORY`), else the least "
+        "of the machine's `MemAvailable`, the address space left under `ulimit -v` and the cgroup's `memory.max` "
+        "headroom, is refused before it starts, in one line naming the largest kind and what to change.",
+        "",
+        "**`l4slab query`** reads the study only: the catalog opened read-only, DuckDB's file access off "
+        "(`enable_external_access = false`, only the study's verified run files readable, the configuration "
+        "locked), and only `SELECT` and `EXPLAIN` statements; `COPY ... TO`, `ATTACH`, `INSTALL`, `SET` are "
+        "refused in one line. `--allow-files` runs any SQL with DuckDB's defaults.",
+        "",
+    ]
+
+
 def render() -> str:
     """The reference page as Markdown."""
     from .qdisc.spelling import REGISTRY
@@ -221,6 +259,7 @@ def render() -> str:
             out += [*_param_rows(sorted(cc.params.items())), ""]
         else:
             out += ["No `cc_params`.", ""]
+    out += _limits()
     out += ["## Result metrics", "", "Columns of each result table (docs/outputs.md explains them).", ""]
     for table, names in sorted(engine.metrics.items()):
         out += [f"* `{table}`: " + ", ".join(f"`{n}`" for n in names)]

@@ -127,8 +127,11 @@ def build_summary(
     return _json_safe(summary)
 
 
-def _column(values: list[Any]) -> np.ndarray:
-    """An int64 column when every value is an integer, else float64 (None → NaN)."""
+def _column(values: list[Any] | np.ndarray) -> np.ndarray:
+    """An int64 column when every value is an integer, else float64 (None → NaN); an
+    array (the engine's columns, :func:`l4slab.engine.simulate`) is taken as it is."""
+    if isinstance(values, np.ndarray):
+        return values
     # Fast path (a series is ~6 000 bins): the set of exact types, built in C, settles
     # the common all-int and int/float series; subclasses (bool), None and anything else
     # take the isinstance rules below, so the result is the same either way.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import engine
+from . import engine, memory
 from .errors import ScenarioError
 from .records import RecordSpill
 from .results import RunResult, flows_frame
@@ -18,13 +18,15 @@ from .scenario import Scenario, coerce_scenario
 __all__ = ["run"]
 
 
-def run(scenario: Any, *, seed: int | None = None, **overrides: Any) -> RunResult:
+def run(scenario: Any, *, seed: int | None = None, max_memory: int | None = None, **overrides: Any) -> RunResult:
     """Run one scenario.
 
     ``scenario`` is a path, a TOML string, a dict or a :class:`Scenario`. ``seed``
     replaces the scenario's seed; ``overrides`` set other fields by path, with ``__``
     between levels: ``run("ref.toml", duration="5s", bottleneck__rate="50Mbit",
-    flows__0__cc="reno")``.
+    flows__0__cc="reno")``. A run whose memory estimate exceeds ``max_memory`` bytes
+    (default: ``L4SLAB_MAX_MEMORY``, else what the machine has available) is refused
+    before it starts (:func:`l4slab.memory.check`).
     """
     if seed is not None:
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
@@ -38,6 +40,7 @@ def run(scenario: Any, *, seed: int | None = None, **overrides: Any) -> RunResul
             overrides = {**overrides, "seed": seed}
         validated = coerce_scenario(scenario, overrides or None)
     config = validated.resolve()
+    memory.check(config, max_memory)
     if not config.get("sources"):
         raw, wall_s = engine.simulate(config)
         return RunResult(scenario=validated, config=config, raw=raw, wall_s=wall_s, engine_version=engine.version())

@@ -1,8 +1,13 @@
-//! Thin PyO3 binding of the l4slab engine: JSON in, JSON out.
+//! Thin PyO3 binding of the l4slab engine: JSON in, JSON and columns out.
 //!
 //! The Python package (`l4slab`) resolves scenarios and shapes the results into
 //! DataFrames; this module only crosses the language boundary and releases the GIL
 //! while the engine runs, so a process pool or Dask worker threads run in parallel.
+//! The results cross as JSON, except the per-bin series and the per-packet trace:
+//! those cross as columns of little-endian bytes ([`take_columns`]), 8 bytes a value
+//! (as the engine holds them) rather than ~20 characters of JSON and a 32-byte Python
+//! float each, so a run's memory is a few copies of its engine arrays
+//! (`l4slab_core::config::memory_estimate`).
 //! Every engine call goes through `l4slab_core::guard::catch_panic`: an engine panic
 //! is a one-line `ValueError` (the package's `EngineError`), never an abort.
 
@@ -11,10 +16,10 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
-use l4slab_core::results::{FlowSummary, RecordSink, RequestRecord};
+use l4slab_core::results::{FlowSummary, RecordSink, RequestRecord, RunResults};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 /// The records of a streaming run as spill files in a directory the caller owns:
 /// each chunk the engine hands over (about `RECORD_CHUNK` records, plus any a long-open request held back) is one line, a
@@ -60,18 +65,147 @@ impl RecordSink for SpillSink {
     }
 }
 
+/// A numeric column as little-endian bytes (a `numpy.frombuffer` of `dtype`).
+trait Column {
+    const DTYPE: &'static str;
+    const SIZE: usize;
+    fn put(&self, out: &mut [u8]);
+}
+impl Column for f64 {
+    const DTYPE: &'static str = "<f8";
+    const SIZE: usize = 8;
+    fn put(&self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes())
+    }
+}
+impl Column for u64 {
+    // Counters stay below 2^63: int64, as the JSON path gave them.
+    const DTYPE: &'static str = "<i8";
+    const SIZE: usize = 8;
+    fn put(&self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes())
+    }
+}
+impl Column for u32 {
+    const DTYPE: &'static str = "<u4";
+    const SIZE: usize = 4;
+    fn put(&self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes())
+    }
+}
+impl Column for u8 {
+    const DTYPE: &'static str = "<u1";
+    const SIZE: usize = 1;
+    fn put(&self, out: &mut [u8]) {
+        out[0] = *self
+    }
+}
+
+/// Move `values` into `columns[path] = (dtype, bytes, None)`; the engine's vector is
+/// freed as soon as its bytes exist, so the hand-over holds one column twice at most.
+fn put<T: Column>(py: Python<'_>, columns: &Bound<'_, PyDict>, path: String, values: Vec<T>) -> PyResult<()> {
+    let bytes = PyBytes::new_bound_with(py, values.len() * T::SIZE, |buf| {
+        for (value, out) in values.iter().zip(buf.chunks_exact_mut(T::SIZE)) {
+            value.put(out);
+        }
+        Ok(())
+    })?;
+    drop(values);
+    columns.set_item(path, (T::DTYPE, bytes, py.None()))
+}
+
+/// Take the per-bin series and the per-packet trace out of `results` into a dict
+/// `path -> (dtype, bytes, names)`: `time_s`, `flow_series.<i>.<name>`,
+/// `bottleneck_series.<name>`, `bottleneck_series.sojourn_class_ms.<k>`,
+/// `sojourn_trace.<name>`; `names` is None, except for `cc_mode`, whose bytes are u8
+/// codes into `names`. The JSON keeps the always-present series as `[]` (their place
+/// in the table); Python puts each column where its path says (`l4slab.engine`).
+fn take_columns<'py>(py: Python<'py>, results: &mut RunResults) -> PyResult<Bound<'py, PyDict>> {
+    use std::mem::take;
+    let columns = PyDict::new_bound(py);
+    put(py, &columns, "time_s".into(), take(&mut results.time_s))?;
+    for (i, s) in results.flow_series.iter_mut().enumerate() {
+        let f = |name: &str| format!("flow_series.{i}.{name}");
+        put(py, &columns, f("goodput_mbps"), take(&mut s.goodput_mbps))?;
+        put(py, &columns, f("throughput_mbps"), take(&mut s.throughput_mbps))?;
+        put(py, &columns, f("srtt_ms"), take(&mut s.srtt_ms))?;
+        put(py, &columns, f("rtt_ms"), take(&mut s.rtt_ms))?;
+        put(py, &columns, f("cwnd"), take(&mut s.cwnd))?;
+        put(py, &columns, f("alpha"), take(&mut s.alpha))?;
+        put(py, &columns, f("pacing_rate_mbps"), take(&mut s.pacing_rate_mbps))?;
+        put(py, &columns, f("payload_bytes"), take(&mut s.payload_bytes))?;
+        put(py, &columns, f("ce_packets"), take(&mut s.ce_packets))?;
+        put(py, &columns, f("retransmits"), take(&mut s.retransmits))?;
+        put(py, &columns, f("drops"), take(&mut s.drops))?;
+        put(py, &columns, f("marks"), take(&mut s.marks))?;
+        // The CC-state series exist only for a CC that reports one (empty otherwise).
+        for (name, values) in [
+            ("bw_est_mbps", &mut s.bw_est_mbps),
+            ("min_rtt_ms", &mut s.min_rtt_ms),
+            ("pacing_gain", &mut s.pacing_gain),
+            ("inflight_hi", &mut s.inflight_hi),
+            ("inflight_lo", &mut s.inflight_lo),
+        ] {
+            if !values.is_empty() {
+                put(py, &columns, f(name), take(values))?;
+            }
+        }
+        if !s.cc_mode.is_empty() {
+            let modes = take(&mut s.cc_mode);
+            let mut names: Vec<&'static str> = Vec::new();
+            let codes: Vec<u8> = modes
+                .iter()
+                .map(|m| match names.iter().position(|n| n == m) {
+                    Some(k) => k as u8,
+                    None => {
+                        names.push(m);
+                        (names.len() - 1) as u8
+                    }
+                })
+                .collect();
+            drop(modes);
+            let bytes = PyBytes::new_bound(py, &codes);
+            columns.set_item(f("cc_mode"), ("<u1", bytes, PyList::new_bound(py, names)))?;
+        }
+    }
+    let b = &mut results.bottleneck_series;
+    let f = |name: &str| format!("bottleneck_series.{name}");
+    put(py, &columns, f("utilisation"), take(&mut b.utilisation))?;
+    put(py, &columns, f("sojourn_ms"), take(&mut b.sojourn_ms))?;
+    put(py, &columns, f("backlog_bytes"), take(&mut b.backlog_bytes))?;
+    put(py, &columns, f("backlog_packets"), take(&mut b.backlog_packets))?;
+    put(py, &columns, f("drops"), take(&mut b.drops))?;
+    put(py, &columns, f("marks"), take(&mut b.marks))?;
+    put(py, &columns, f("arrivals"), take(&mut b.arrivals))?;
+    for (k, values) in take(&mut b.sojourn_class_ms).into_iter().enumerate() {
+        put(py, &columns, f(&format!("sojourn_class_ms.{k}")), values)?;
+    }
+    if let Some(t) = results.sojourn_trace.as_mut() {
+        put(py, &columns, "sojourn_trace.time_s".into(), take(&mut t.time_s))?;
+        put(py, &columns, "sojourn_trace.flow".into(), take(&mut t.flow))?;
+        put(py, &columns, "sojourn_trace.class".into(), take(&mut t.class))?;
+        put(py, &columns, "sojourn_trace.sojourn_ms".into(), take(&mut t.sojourn_ms))?;
+    }
+    Ok(columns)
+}
+
 /// The files a run's measurement writers wrote, by name.
 type WriterFiles = Vec<(&'static str, Py<PyBytes>)>;
 
 /// Run one resolved scenario (engine JSON, see `l4slab_core::config`).
-/// Returns `(results_json, engine_wall_seconds, files)`: `files` are the files the run's
+/// Returns `(results_json, columns, engine_wall_seconds, files)`: `columns` holds the
+/// series and the trace ([`take_columns`]); `files` are the files the run's
 /// measurement writers wrote beside the results, as `(name, bytes)` (`capture.pcapng`
 /// when the scenario asked for a packet capture). With
 /// `records_dir`, the per-request and closed-flow records are streamed into spill
 /// files there ([`SpillSink`]) and the results' `requests` / `flow_records` are empty.
 #[pyfunction]
 #[pyo3(signature = (config_json, records_dir=None))]
-fn simulate(py: Python<'_>, config_json: &str, records_dir: Option<PathBuf>) -> PyResult<(String, f64, WriterFiles)> {
+fn simulate<'py>(
+    py: Python<'py>,
+    config_json: &str,
+    records_dir: Option<PathBuf>,
+) -> PyResult<(String, Bound<'py, PyDict>, f64, WriterFiles)> {
     let config: l4slab_core::ScenarioConfig =
         serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(format!("engine config: {e}")))?;
     let out = py.allow_threads(move || {
@@ -89,9 +223,10 @@ fn simulate(py: Python<'_>, config_json: &str, records_dir: Option<PathBuf>) -> 
         let bytes = file.bytes.map_err(PyValueError::new_err)?;
         files.push((file.name, PyBytes::new_bound(py, &bytes).unbind()));
     }
+    let columns = take_columns(py, &mut results)?;
     let json =
         serde_json::to_string(&results).map_err(|e| PyValueError::new_err(format!("serialising results: {e}")))?;
-    Ok((json, wall, files))
+    Ok((json, columns, wall, files))
 }
 
 /// Validate a resolved scenario without running it; raises ValueError with a

@@ -28,7 +28,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..errors import ScenarioError
-from ..io import write_text
+from ..io import check_regular, read_input, write_text
 from .figures import GID_CC, QUEUE_COLOURS, _gid, cc_colours, ccdf_plot, save
 from .html import html_page, markdown_to_html, md_text, mpl_text
 
@@ -99,13 +99,13 @@ def load_run(directory: str | os.PathLike[str]) -> RunData:
     if not summary_path.is_file():
         raise ScenarioError(f"RUN_DIR: {directory} has no summary.json; expected a complete run directory")
     try:
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        summary = json.loads(read_input(summary_path, "summary file"))
         tables = {
-            name: pd.read_parquet(directory / f"{name}.parquet")
+            name: pd.read_parquet(check_regular(directory / f"{name}.parquet"))
             for name in ("flows", "flow_series", "bottleneck_series")
         }
         trace = directory / "sojourn.parquet"
-        sojourn = pd.read_parquet(trace) if trace.is_file() else None
+        sojourn = pd.read_parquet(check_regular(trace)) if trace.exists() else None
     except (OSError, ValueError) as err:
         raise ScenarioError(f"RUN_DIR: {directory}: {' '.join(str(err).split())}") from None
     data = RunData(directory, summary, tables["flows"], tables["flow_series"], tables["bottleneck_series"], sojourn,

@@ -1,4 +1,5 @@
-"""``l4slab query DIR "SQL" [--csv]``: SQL over a study's DuckDB catalog."""
+"""``l4slab query DIR "SQL" [--csv] [--allow-files]``: SQL over a study's DuckDB catalog, read-only
+unless ``--allow-files`` (:func:`l4slab.study.catalog.query`)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,16 @@ def add_parser(commands) -> None:
     query_cmd.add_argument("dir", metavar="DIR", help="study directory")
     query_cmd.add_argument("sql", metavar="SQL", help="e.g. \"SELECT * FROM summaries WHERE metric = 'goodput_mbps'\"")
     query_cmd.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    query_cmd.add_argument(
+        "--allow-files",
+        action="store_true",
+        help="run any SQL with DuckDB's file access (read_csv of other files, COPY ... TO, ATTACH); by default "
+        "the SQL reads the study only: SELECT and EXPLAIN over its catalog and run files",
+    )
 
 
 def command(args: argparse.Namespace) -> int:
     from .. import study
 
-    print_frame(study.query(args.dir, args.sql), csv=args.csv)
+    print_frame(study.query(args.dir, args.sql, allow_files=args.allow_files), csv=args.csv)
     return EXIT_OK

@@ -24,6 +24,12 @@ def add_parser(commands) -> None:
     run_cmd.add_argument("--seed", type=int, metavar="N", help="replace the scenario's seed")
     add_set_argument(run_cmd, "--set bottleneck.rate=50Mbit --set flows[0].cc=reno")
     run_cmd.add_argument(
+        "--max-memory",
+        metavar="SIZE",
+        help="refuse, before running, a run whose memory estimate exceeds SIZE (e.g. 8GB, 512MiB); "
+        "default: the memory available now (docs/reference.md, limits)",
+    )
+    run_cmd.add_argument(
         "--backend",
         choices=("sim", "emulate", "kernel"),
         default="sim",
@@ -33,6 +39,7 @@ def add_parser(commands) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
+    from ..memory import parse_size
     from ..runner import run
     from ..scenario import load_scenario, parse_override
 
@@ -47,7 +54,8 @@ def command(args: argparse.Namespace) -> int:
     overrides = dict(parse_override(item) for item in args.overrides)
     if args.seed is not None:
         overrides["seed"] = args.seed
-    result = run(load_scenario(Path(args.scenario), overrides=overrides))
+    max_memory = None if args.max_memory is None else parse_size(args.max_memory)
+    result = run(load_scenario(Path(args.scenario), overrides=overrides), max_memory=max_memory)
     # Results first: the run directory exists even if printing fails (`| head -1`).
     directory = result.write(args.out) if args.out else None
     print_result(result, directory)

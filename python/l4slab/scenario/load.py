@@ -21,6 +21,7 @@ from typing import Any, Mapping
 from pydantic import ValidationError
 
 from ..errors import ScenarioError
+from ..io import read_input
 from ..limits import check_values, show
 from .errors import one_line
 from .model import KERNEL_CCS_CONTEXT, Scenario
@@ -118,9 +119,12 @@ def scenario_from_toml(text: str, *, source: str = "scenario", overrides: Mappin
 
 def read_toml_file(file: Path, what: str) -> tuple[dict[str, Any], str]:
     """Parse a TOML file, returning its tables and its text; a missing, unreadable or
-    malformed ``what`` file ("scenario", "study") is a one-line :class:`ScenarioError`."""
+    malformed ``what`` file ("scenario", "study") is a one-line :class:`ScenarioError`, and
+    so is anything but a regular file of at most 64 MiB read in time (:func:`l4slab.io.read_input`)."""
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_input(file, f"{what} file").decode("utf-8")
+    except ScenarioError:  # not a regular file, too large, not read in time
+        raise
     except FileNotFoundError:
         raise ScenarioError(f"{file}: no such {what} file") from None
     except IsADirectoryError:

@@ -33,7 +33,7 @@ import pandas as pd
 from ..analysis import figures, metrics, verdict
 from ..analysis.html import html_page, markdown_to_html, md_text, mpl_text
 from ..analysis.published import published_section
-from ..io import write_text
+from ..io import remove_dead_temps, write_text
 from . import registry, store
 from .catalog import load
 from .markdown import markdown_table
@@ -194,6 +194,7 @@ def report(directory: str | os.PathLike[str], published: str | os.PathLike[str] 
     data = load(directory)
     out = directory / "report"
     out.mkdir(exist_ok=True)
+    remove_dead_temps(out)  # figures and pages of a report killed mid-write
     plan = store.load_plan(directory) or {}
     name, description = _describe(directory, plan)
     factors = _factor_columns(data.runs, plan)

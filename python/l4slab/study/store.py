@@ -36,11 +36,13 @@ and the engine version (:func:`l4slab.study.spec.run_id`).
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import hashlib
 import io
 import json
 import os
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -52,7 +54,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import ScenarioError
-from ..io import atomic_write, remove_leftovers, write_bytes, write_json
+from ..io import MAX_RUN_FILE_BYTES, atomic_write, read_input, remove_leftovers, write_bytes, write_json
 from ..limits import show
 from ..results import flows_frame
 
@@ -223,8 +225,11 @@ def load_records(study_dir: Path) -> dict[str, str]:
     """Run id → sha256 of its file's bytes, from ``records.jsonl`` (the last line per id
     wins; a torn or garbled line, e.g. from a kill mid-append, is ignored)."""
     try:
-        text = (Path(study_dir) / RECORDS).read_bytes().decode("utf-8", "replace")
+        text = read_input(Path(study_dir) / RECORDS, "checksum records file").decode("utf-8", "replace")
     except OSError:
+        return {}
+    except ScenarioError as err:  # a FIFO, a device, too large: no records (each file verifies itself)
+        warn(f"{err}; ignored")
         return {}
     records: dict[str, str] = {}
     for line in text.splitlines():
@@ -243,8 +248,18 @@ def append_record(study_dir: Path, rid: str, data: bytes) -> None:
     ``O_APPEND`` (concurrent ``run-one`` processes do not interleave lines), fsynced."""
     line = json.dumps({"id": rid, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
                        "written_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})  # fmt: skip
-    fd = os.open(Path(study_dir) / RECORDS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    path = Path(study_dir) / RECORDS
+    refusal = ScenarioError(f"{path}: not a regular file; remove it (each run file also verifies without it)")
     try:
+        # O_NONBLOCK: a FIFO in its place fails at once (no reader) instead of waiting for one.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o666)
+    except OSError as err:
+        if err.errno in (errno.ENXIO, errno.EISDIR):
+            raise refusal from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise refusal
         # A torn line left by a kill is ended first, so this record stays parseable.
         os.write(fd, b"\n" + line.encode() + b"\n")
         os.fsync(fd)
@@ -280,7 +295,7 @@ def verify_run_file(
     from the very table they encode: the digest is not recomputed then, and with
     ``decode=False`` nothing is decoded (``status``: ({}, None), a hash per file)."""
     path = Path(path)
-    data = path.read_bytes()
+    data = read_input(path, "run file", MAX_RUN_FILE_BYTES, error=CorruptRunFile)
     if records is None:
         records = load_records(_study_of(path))
 
@@ -402,7 +417,7 @@ def load_plan(study_dir: Path) -> dict[str, Any] | None:
         raise ScenarioError(f"{show(str(study_dir))}: not a study directory name")
     path = Path(study_dir) / "plan.json"
     try:
-        text = path.read_bytes()
+        text = read_input(path, "plan file")
     except FileNotFoundError:
         return None
     except IsADirectoryError:
@@ -503,6 +518,16 @@ def _typed_factors(frame: pd.DataFrame, factors: list[dict[str, Any]]) -> None:
         frame.insert(frame.columns.get_loc(column) + 1, f"{column}{kind}", typed)
 
 
+def _failure(path: Path) -> str:
+    """The error a ``failed/<id>.json`` records; a damaged one says so, naming the file."""
+    try:
+        entry = json.loads(read_input(path, "failure record"))
+        error = entry.get("error") if isinstance(entry, dict) else None
+    except (OSError, ScenarioError, ValueError, RecursionError) as err:
+        return f"(the failure record {path} is unreadable: {' '.join(str(err).split())[:120]})"
+    return error if isinstance(error, str) else f"(the failure record {path} holds no error message)"
+
+
 def collect(study_dir: Path) -> dict[str, pd.DataFrame]:
     """The catalog's tables as DataFrames, read from the plan and the run files."""
     from .summary import summarise
@@ -542,7 +567,7 @@ def collect(study_dir: Path) -> dict[str, pd.DataFrame]:
             continue
         point = plan["points"][run["point"]]
         failed = failed_path(study_dir, rid)
-        error = json.loads(failed.read_text()).get("error") if failed.exists() else None
+        error = _failure(failed) if failed.exists() else None
         runs.append({"run_id": rid, "point": run["point"], **point["factors"], "trial": run["trial"],
                      "seed": run["seed"], "status": "failed" if failed.exists() else "pending",
                      "wall_s": None, "error": error, "in_plan": True})  # fmt: skip

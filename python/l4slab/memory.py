@@ -1,0 +1,262 @@
+"""What a run costs in memory, and the bound that refuses a run the machine cannot hold.
+
+:func:`estimate` gives the peak resident memory a run adds to the process that runs it
+(`l4slab run`, a study worker), by output kind, from the resolved engine config. Each
+part counts the copies the pipeline holds at its peak, with the bytes of each copy:
+
+* **bins** (the per-bin series): the engine's vectors (8 bytes a value:
+  ``results::FlowSeries`` 12 series a flow, ``BottleneckSeries`` 7 and one per
+  sub-queue, ``time_s``), handed to Python as bytes of the same size (the binding's
+  ``take_columns`` frees each engine vector once its bytes exist), then the long
+  ``flow_series`` table (a row per flow and bin: 12 series, ``time_s`` and ``flow``,
+  and the 6 CC-state columns for a CC that reports them), built per flow and then
+  concatenated, so two copies of it exist for a moment: ``S + max(S, 2 F)``.
+* **traces** (``trace_sojourn``): per packet the bottleneck forwards, its columns in
+  Python (time, flow, class, sojourn: 8 bytes each once widened, 32; the engine's
+  21-byte records are freed as they are handed over), the ``sojourn`` table built from
+  them (32) and the temporary of mapping ``class`` to its names (8):
+  :data:`TRACE_BYTES_PER_PACKET`. Packets are the bottleneck's rate over the run in
+  frames of the smallest packet a flow sends.
+* **captures**: the pcapng file twice (the engine's buffer and the Python bytes made from
+  it), about 172 bytes a packet at the bottleneck (enhanced packet block, headers up to
+  the snap length, the flow/sojourn comment): :data:`CAPTURE_BYTES_PER_PACKET`, for the
+  packets the capture can keep (``max_packets``, or fewer if the window cannot carry them).
+* **flows**: each flow's state in the engine and its summary in the results (a JSON
+  object of ~45 numbers, a Python dict, a row of ``flows``): :data:`FLOW_BYTES`.
+* **records** (web sources): streamed in chunks (:mod:`l4slab.records`), so bounded by a
+  chunk in flight, not by the run: :data:`RECORDS_BYTES` per source.
+
+plus :data:`FIXED_BYTES`, what writing a run directory costs whatever its size: the
+Parquet writer's working memory, measured at 15-55 MB for tables of 0.1-1.3 M rows
+(it does not grow with the table). ``l4slab/engine.py`` turns off glibc's
+dynamic mmap threshold, so freed arrays go back to the system and the peak is the
+arrays alive together, not a heap's high-water mark.
+
+:func:`check` refuses, before anything runs, a run whose estimate exceeds the memory
+it may use: ``max_memory`` (``--max-memory``), else what the machine can give the
+process now (:func:`available`: ``MemAvailable`` of ``/proc/meminfo``, the address
+space left under ``RLIMIT_AS`` and the cgroup's ``memory.max`` headroom, the smallest).
+The constants are checked against measured peaks by ``tests/python/test_memory.py``
+(each kind at two sizes, peak / estimate within 0.8-1.25).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ScenarioError
+
+__all__ = ["MemoryEstimate", "estimate", "available", "check", "parse_size", "human"]
+
+#: Series each flow slot has (``results::FlowSeries``) and the bottleneck has
+#: (``results::BottleneckSeries``, plus one per sub-queue of a multi-queue qdisc).
+FLOW_SERIES = 12
+BOTTLENECK_SERIES = 7
+#: Columns of the long flow_series table per (flow, bin): the series, ``time_s``, ``flow``.
+FLOW_TABLE_COLUMNS = FLOW_SERIES + 2
+#: The CC-state columns a CC with a model (BBR) adds to each of its rows.
+CC_STATE_COLUMNS = 6
+#: Congestion controls that report a model state (``cc::CcState``): the BBR family.
+CC_STATE_PREFIX = "bbr"
+#: Bytes a packet of the sojourn trace holds at the peak (see the module docstring).
+TRACE_BYTES_PER_PACKET = 32 + 32 + 8
+#: Bytes a packet of a bottleneck capture holds at the peak: two copies of its pcapng block.
+CAPTURE_BYTES_PER_PACKET = 2 * 172
+#: Bytes of one flow's state and summary.
+FLOW_BYTES = 5 * 1024
+#: Bytes of a web source's records in flight (a chunk of 1024 records as JSON, as
+#: Python objects and as an Arrow row group).
+RECORDS_BYTES = 4 << 20
+#: What writing a run directory costs whatever its size (the Parquet writer's working
+#: memory; see the module docstring).
+FIXED_BYTES = 36 << 20
+#: Frame bytes of a TCP segment: payload + TCP/IP headers with timestamps (52) + Ethernet (14).
+TCP_HEADER_BYTES = 66
+DEFAULT_MSS = 1448
+#: Frame bytes of a UDP datagram: payload + UDP/IP (28) + Ethernet (14).
+UDP_HEADER_BYTES = 42
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Peak bytes a run adds, by output kind."""
+
+    bins: int
+    traces: int
+    captures: int
+    flows: int
+    records: int
+    fixed: int
+
+    @property
+    def total(self) -> int:
+        return self.bins + self.traces + self.captures + self.flows + self.records + self.fixed
+
+    def largest(self) -> str:
+        parts = {"bins": self.bins, "traces": self.traces, "captures": self.captures, "flows": self.flows,
+                 "records": self.records}  # fmt: skip
+        return max(parts, key=parts.__getitem__)
+
+
+def _smallest_frame(config: Mapping[str, Any]) -> int:
+    sizes = []
+    for flow in config.get("flows") or []:
+        if flow.get("kind", "tcp") == "udp":
+            sizes.append(int(flow.get("payload_bytes", 1472)) + UDP_HEADER_BYTES)
+        else:
+            sizes.append(int(flow.get("mss", DEFAULT_MSS)) + TCP_HEADER_BYTES)
+    for source in config.get("sources") or []:
+        if source.get("kind") == "web":
+            sizes.append(int(source.get("mss", DEFAULT_MSS)) + TCP_HEADER_BYTES)
+        elif source.get("kind") == "syn_flood":
+            sizes.append(int(source.get("syn_bytes", 54)))
+    return max(54, min(sizes, default=DEFAULT_MSS + TCP_HEADER_BYTES))
+
+
+def _classes(config: Mapping[str, Any]) -> int:
+    kind = ((config.get("bottleneck") or {}).get("qdisc") or {}).get("kind")
+    return 2 if kind == "dualpi2" else 0
+
+
+def estimate(config: Mapping[str, Any]) -> MemoryEstimate:
+    """The peak bytes a run of the resolved engine ``config`` adds (module docstring)."""
+    duration = int(config.get("duration_ns", 0))
+    bin_ns = max(1, int(config.get("bin_ns", 1)))
+    bins = math.ceil(duration / bin_ns)
+    flows = list(config.get("flows") or [])
+    n_flows = len(flows)
+    state_flows = sum(1 for f in flows if str(f.get("cc", "")).startswith(CC_STATE_PREFIX))
+    engine = bins * (n_flows * FLOW_SERIES + BOTTLENECK_SERIES + _classes(config) + 1) * 8
+    table = bins * (n_flows * FLOW_TABLE_COLUMNS + (n_flows * CC_STATE_COLUMNS if state_flows else 0)) * 8
+    series = engine + max(engine, 2 * table)
+    rate = int((config.get("bottleneck") or {}).get("rate_bps", 0))
+    frame = _smallest_frame(config)
+    traces = 0
+    if config.get("trace_sojourn"):
+        traces = rate * duration // 8 // 10**9 // frame * TRACE_BYTES_PER_PACKET
+    captures = 0
+    capture = config.get("capture")
+    if capture:
+        start = int(capture.get("start_ns", 0))
+        stop = int(capture.get("stop_ns") or duration)
+        window = max(0, min(stop, duration) - start)
+        passing = rate * window // 8 // 10**9 // frame
+        if capture.get("point", "bottleneck") != "bottleneck":
+            passing *= 2  # an endpoint sees data and ACKs
+        captures = min(int(capture.get("max_packets", 1_000_000)), passing) * CAPTURE_BYTES_PER_PACKET
+    records = sum(RECORDS_BYTES for s in config.get("sources") or [] if s.get("kind") == "web")
+    return MemoryEstimate(series, traces, captures, n_flows * FLOW_BYTES, records, FIXED_BYTES)
+
+
+def _meminfo(key: str) -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _own(key: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _cgroup_headroom() -> int | None:
+    """``memory.max - memory.current`` of this process's cgroup (v2), or None."""
+    try:
+        line = Path("/proc/self/cgroup").read_text().splitlines()[0]
+        group = Path("/sys/fs/cgroup") / line.split("::", 1)[1].lstrip("/")
+        limit = (group / "memory.max").read_text().strip()
+        if limit == "max":
+            return None
+        return int(limit) - int((group / "memory.current").read_text())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def available(*, hard_only: bool = False) -> tuple[int, str] | None:
+    """The memory this process may still take and where that bound comes from, or None
+    when nothing can be read (not Linux). ``hard_only``: only the limits no setting can
+    lift (the address space under ``RLIMIT_AS``, the cgroup's ``memory.max``), not the
+    machine's ``MemAvailable`` (which the kernel can grow by dropping caches)."""
+    bounds: list[tuple[int, str]] = []
+    mem = None if hard_only else _meminfo("MemAvailable")
+    if mem is not None:
+        bounds.append((mem, "available on this machine (MemAvailable)"))
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    size = _own("VmSize")
+    if soft != resource.RLIM_INFINITY and size is not None:
+        bounds.append((soft - size, "left under the address-space limit (ulimit -v)"))
+    headroom = _cgroup_headroom()
+    if headroom is not None:
+        bounds.append((headroom, "left in this cgroup (memory.max)"))
+    return min(bounds) if bounds else None
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+               "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
+
+
+def parse_size(text: str, flag: str = "--max-memory") -> int:
+    """``"8GB"``, ``"512MiB"``, ``"2e9"`` → bytes; anything else is one line naming ``flag``."""
+    import re
+
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", str(text))
+    unit = match[2].lower() if match else None
+    if match is None or unit not in _SIZE_UNITS:
+        raise ScenarioError(f"{flag}: {text!r} is not a size (e.g. 8GB, 512MiB)")
+    value = float(match[1]) * _SIZE_UNITS[unit]
+    if not 0 < value < 2**63:
+        raise ScenarioError(f"{flag}: {text!r} is out of range (more than 0 B)")
+    return int(value)
+
+
+def human(n: int) -> str:
+    for scale, unit in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+_ADVICE = {
+    "bins": "use wider bins (bin) or a shorter run",
+    "traces": "turn trace_sojourn off or shorten the run",
+    "captures": "lower capture.max_packets or narrow its window",
+    "flows": "use fewer flows",
+    "records": "use fewer web sources",
+}
+
+
+def check(config: Mapping[str, Any], max_memory: int | None = None) -> MemoryEstimate:
+    """Refuse (one :class:`ScenarioError` line) a run whose estimate exceeds ``max_memory``
+    (or, without it, the memory available now) or a hard limit (``ulimit -v``, the cgroup);
+    return the estimate."""
+    if max_memory is None and os.environ.get("L4SLAB_MAX_MEMORY"):
+        max_memory = parse_size(os.environ["L4SLAB_MAX_MEMORY"], "L4SLAB_MAX_MEMORY")
+    found = estimate(config)
+    # --max-memory replaces MemAvailable, never a hard limit: past those an allocation fails.
+    bound = available(hard_only=max_memory is not None)
+    if max_memory is not None and (bound is None or max_memory <= bound[0]):
+        bound = (max_memory, "allowed by --max-memory")
+    if bound is None:
+        return found
+    limit, where = bound
+    if found.total > limit:
+        kind = found.largest()
+        raise ScenarioError(
+            f"memory: this run needs ~{human(found.total)} ({kind}: ~{human(getattr(found, kind))}); "
+            f"{human(max(limit, 0))} {where}; {_ADVICE[kind]}"
+        )
+    return found

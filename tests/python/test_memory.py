@@ -1,0 +1,161 @@
+"""The memory bound bounds memory: a run's estimate (:mod:`l4slab.memory`) against the
+peak resident memory it adds, measured in a child process, for each output kind at two
+sizes; and the refusals before running (``--max-memory``, an address-space limit of
+half the estimate) are one line, never an abort.
+
+The peak is measured as ``l4slab run FILE --out DIR`` in a fresh interpreter that first
+ran a short version of the same scenario (so lazily imported code is loaded), then reset
+its high-water mark (``/proc/self/clear_refs`` 5): VmHWM - VmRSS before the run.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import l4slab_command, requires_engine
+
+pytestmark = [requires_engine, pytest.mark.engine]
+
+PROBE = r"""
+import contextlib, gc, io, json, shutil, sys, tempfile
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+from l4slab.cli import main
+from l4slab.scenario import load_scenario
+from l4slab import memory
+out = tempfile.mkdtemp()
+with contextlib.redirect_stdout(io.StringIO()):
+    main(["run", sys.argv[1], "--out", out, "--set", "duration=200ms", "--set", "bin=10ms"])
+shutil.rmtree(out); gc.collect()
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+base = status("VmRSS")
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(["run", sys.argv[1], "--out", out])
+estimate = memory.estimate(load_scenario(sys.argv[1]).resolve())
+print(json.dumps({"code": code, "peak": status("VmHWM") - base, "estimate": estimate.total,
+                  "kind": estimate.largest()}))
+shutil.rmtree(out)
+"""
+
+BASE = """
+[bottleneck]
+rate = "{rate}"
+qdisc = "bfifo limit {limit}"
+[[flows]]
+cc = "cubic"
+rtt = "10ms"
+count = {flows}
+"""
+
+#: Each kind at two sizes (the second about twice the first), large enough that the
+#: kind's memory dominates the process's fixed costs.
+KINDS = {
+    "bins": [('duration = "2s"\nbin = "10us"', "100Mbit", 2), ('duration = "4s"\nbin = "10us"', "100Mbit", 2)],
+    "traces": [('duration = "12s"\nbin = "1s"\ntrace_sojourn = true', "1Gbit", 2),
+               ('duration = "24s"\nbin = "1s"\ntrace_sojourn = true', "1Gbit", 2)],
+    "captures": [('duration = "8s"\nbin = "1s"', "1Gbit", 2, 500_000), ('duration = "16s"\nbin = "1s"', "1Gbit", 2, 1_000_000)],
+}  # fmt: skip
+
+
+def scenario(tmp_path: Path, name: str, head: str, rate: str, flows: int, capture: int | None = None) -> Path:
+    limit = 2_500_000 if rate == "1Gbit" else 250_000
+    text = head + "\n" + BASE.format(rate=rate, limit=limit, flows=flows)
+    if capture:
+        text += f'[capture]\npoint = "bottleneck"\nmax_packets = {capture}\n'
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def measure(path: Path) -> dict:
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(path)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_estimate_is_the_measured_peak_within_25_percent(tmp_path, kind):
+    ratios = []
+    for size, spec in enumerate(KINDS[kind]):
+        found = measure(scenario(tmp_path, f"{kind}{size}", *spec))
+        assert found["code"] == 0 and found["kind"] == kind, found
+        ratios.append(found["peak"] / found["estimate"])
+        print(f"{kind} size {size}: peak {found['peak'] / 1e6:.0f} MB, estimate {found['estimate'] / 1e6:.0f} MB, "
+              f"ratio {ratios[-1]:.2f}")  # fmt: skip
+    assert all(0.8 <= r <= 1.25 for r in ratios), ratios
+
+
+def test_flows_and_records_are_not_underestimated(tmp_path):
+    """Many flows, and web records streamed in chunks: the estimate is an upper bound
+    (measured 0.5-0.9 of it; the band of the other kinds is not reached yet)."""
+    flows = scenario(tmp_path, "flows", 'duration = "1s"\nbin = "100ms"', "1Gbit", 4000)
+    web = tmp_path / "web.toml"
+    web.write_text('duration = "20s"\nbin = "1s"\n' + BASE.format(rate="100Mbit", limit=250_000, flows=1)
+                   + '[[sources]]\nkind = "web"\nrate = "400/s"\ncc = "cubic"\nrtt = "10ms"\n')  # fmt: skip
+    for path in (flows, web):
+        found = measure(path)
+        assert found["code"] == 0 and found["peak"] <= 1.25 * found["estimate"], found
+
+
+def _vm_size_after_imports() -> int:
+    code = (
+        "import l4slab.cli, l4slab.runner, l4slab.engine, pandas, pyarrow.parquet; l4slab.engine.version()\n"
+        "print([int(l.split()[1]) * 1024 for l in open('/proc/self/status') if l.startswith('VmSize:')][0])"
+    )
+    return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+
+
+def test_address_space_of_half_the_estimate_is_refused_in_one_line(tmp_path):
+    """Under an address-space limit (RLIMIT_AS) that leaves the run half its estimate,
+    `l4slab run` refuses before running: exit 2, one line, never an abort (134)."""
+    from l4slab import memory
+    from l4slab.scenario import load_scenario
+
+    path = scenario(tmp_path, "bins", *KINDS["bins"][1])
+    need = memory.estimate(load_scenario(path).resolve()).total
+    limit = _vm_size_after_imports() + need // 2
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    proc = subprocess.run(l4slab_command("run", str(path), "--out", str(tmp_path / "out")), capture_output=True,
+                          text=True, timeout=300, preexec_fn=cap)  # fmt: skip
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("l4slab: error: memory: this run needs ~"), proc.stderr
+    assert "left under the address-space limit (ulimit -v)" in lines[0] and "(bins: ~" in lines[0]
+    assert not (tmp_path / "out" / "summary.json").exists()
+    # --max-memory lifts MemAvailable, not a hard limit.
+    proc = subprocess.run(l4slab_command("run", str(path), "--max-memory", "1TB"), capture_output=True, text=True,
+                          timeout=300, preexec_fn=cap)  # fmt: skip
+    assert proc.returncode == 2 and "left under the address-space limit" in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+def test_max_memory_refuses_before_running(tmp_path):
+    path = scenario(tmp_path, "trace", *KINDS["traces"][1])
+    proc = subprocess.run(l4slab_command("run", str(path), "--max-memory", "50MB"), capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "allowed by --max-memory" in lines[0] and "turn trace_sojourn off" in lines[0]
+    for bad in ("lots", "-1GB", "5XB"):
+        proc = subprocess.run(l4slab_command("run", str(path), "--max-memory", bad), capture_output=True, text=True,
+                              timeout=60)  # fmt: skip
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--max-memory:" in proc.stderr, proc.stderr
+
+
+def test_an_ordinary_run_fits():
+    from l4slab import memory
+    from l4slab.scenario import load_scenario, reference_scenario_path
+
+    found = memory.check(load_scenario(Path(str(reference_scenario_path()))).resolve())
+    assert found.total < 100e6
