@@ -15,8 +15,12 @@ def simulate(config_json: str, records_dir: str | None = None) -> tuple[str, flo
 def check(config_json: str) -> None:
     """Validate a resolved engine config; raises ValueError with a one-line message."""
 
+def check_qdisc(qdisc_json: str) -> None:
+    """Validate one qdisc config (engine units): its ranges and its rules across
+    parameters; raises ValueError with the engine's one-line message naming the field."""
+
 def version() -> str:
-    """Engine version."""
+    """The engine crate's package version (run ids hash the model version, in ``schema()``)."""
 
 def schema() -> str:
     """The engine's self-description (crates/l4slab-core/src/schema.rs ``EngineSchema``) as JSON."""

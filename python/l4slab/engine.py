@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from .errors import EngineError, EngineUnavailableError, ScenarioError
 
-__all__ = ["simulate", "check", "version", "schema_json"]
+__all__ = ["simulate", "check", "check_qdisc", "version", "schema_json"]
 
 
 #: glibc's ``M_MMAP_THRESHOLD`` (malloc.h) and the value it starts at, 128 KiB.
@@ -119,6 +119,15 @@ def check(config: Mapping[str, Any]) -> None:
     message becomes a user error (:class:`ScenarioError`)."""
     try:
         _core().check(json.dumps(config, allow_nan=False))
+    except ValueError as err:
+        raise ScenarioError(_one_line(err)) from None
+
+
+def check_qdisc(config: Mapping[str, Any]) -> None:
+    """Let the engine validate one qdisc config (engine units): its ranges and its rules
+    across parameters; its one-line message (``field: ...``) becomes a :class:`ScenarioError`."""
+    try:
+        _core().check_qdisc(json.dumps(config, allow_nan=False))
     except ValueError as err:
         raise ScenarioError(_one_line(err)) from None
 

@@ -82,6 +82,7 @@ def build_summary(
     config: Mapping[str, Any],
     engine_version: str,
     l4slab_version: str,
+    model_version: int | None = None,
 ) -> dict[str, Any]:
     """The summary.json dict (schema in docs/outputs.md)."""
     expanded = scenario.expanded_flows()
@@ -122,6 +123,7 @@ def build_summary(
         "events": raw.get("events"),
         "jain_index": raw["jain_index"],
         "engine_version": engine_version,
+        "model_version": model_version,
         "l4slab_version": l4slab_version,
     }
     return _json_safe(summary)
@@ -370,6 +372,9 @@ class RunResult:
     #: Where a run with traffic sources streamed its per-request and closed-flow
     #: records (Parquet files; None: they are in ``raw``).
     records: RecordSpill | None = field(default=None, repr=False)
+    #: The engine's model version (:func:`l4slab.schema.model_version`) for an engine
+    #: run; None for a run on another backend (emulator, kernel guest).
+    model_version: int | None = None
 
     def records_file(self, name: str) -> Path | None:
         """The streamed records' Parquet file (``requests.parquet``,
@@ -385,6 +390,7 @@ class RunResult:
             config=self.config,
             engine_version=self.engine_version,
             l4slab_version=PACKAGE_VERSION,
+            model_version=self.model_version,
         )
 
     @cached_property

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import engine, memory
+from . import engine, memory, schema
 from .errors import ScenarioError
 from .records import RecordSpill
 from .results import RunResult, flows_frame
@@ -43,7 +43,8 @@ def run(scenario: Any, *, seed: int | None = None, max_memory: int | None = None
     memory.check(config, max_memory)
     if not config.get("sources"):
         raw, wall_s = engine.simulate(config)
-        return RunResult(scenario=validated, config=config, raw=raw, wall_s=wall_s, engine_version=engine.version())
+        return RunResult(scenario=validated, config=config, raw=raw, wall_s=wall_s, engine_version=engine.version(),
+                         model_version=schema.model_version())
     # Traffic sources close a connection per request: their records stream through
     # spill files into Parquet (l4slab.records) instead of the results JSON.
     spill = RecordSpill()
@@ -54,5 +55,6 @@ def run(scenario: Any, *, seed: int | None = None, max_memory: int | None = None
         spill.cleanup()
         raise
     return RunResult(
-        scenario=validated, config=config, raw=raw, wall_s=wall_s, engine_version=engine.version(), records=spill
+        scenario=validated, config=config, raw=raw, wall_s=wall_s, engine_version=engine.version(), records=spill,
+        model_version=schema.model_version(),
     )

@@ -14,7 +14,7 @@ A lookup of something the engine does not describe is an :class:`EngineError`
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
 from typing import Any, Mapping
@@ -35,6 +35,10 @@ __all__ = [
     "receiver_defaults",
     "tcp_flow_param",
     "metric_names",
+    "model_id",
+    "model_version",
+    "limit",
+    "ecn_modes",
 ]
 
 
@@ -121,10 +125,18 @@ class EngineSchema:
     """Everything the engine says about itself (schema.rs ``EngineSchema``)."""
 
     version: str
+    #: The model version (``model.rs``): bumped with every change of the engine's result corpus.
+    model_version: int
+    #: What a run id hashes for the model: ``"<version>:<corpus digest>"``.
+    model_id: str
     qdiscs: Mapping[str, QdiscSpec]
     congestion_controls: Mapping[str, CcSpec]
     tcp_flow: Mapping[str, ParamSpec]
     metrics: Mapping[str, tuple[str, ...]]
+    #: The scenario's bounds by the lowercase name of the engine's constant (``max_flows``).
+    limits: Mapping[str, float] = field(default_factory=dict)
+    #: The ECN modes a connection negotiates, in the kernel's ``tcpi_ecn_mode`` order.
+    ecn_modes: tuple[str, ...] = ()
 
 
 def _params(items: Any) -> dict[str, ParamSpec]:
@@ -158,6 +170,10 @@ def parse_schema(text: str) -> EngineSchema:
         },
         tcp_flow=_params(data["tcp_flow"]),
         metrics={table: tuple(map(_metric_name, names)) for table, names in (data.get("metrics") or {}).items()},
+        model_version=int(data["model_version"]),
+        model_id=str(data["model_id"]),
+        limits=dict(data["limits"]),
+        ecn_modes=tuple(data["ecn_modes"]),
     )
 
 
@@ -202,3 +218,28 @@ def metric_names(table: str) -> tuple[str, ...]:
     """Metric names of a result table: ``flow_summary``, ``flow_series``,
     ``bottleneck_summary`` or ``bottleneck_series``."""
     return engine_schema().metrics.get(table, ())
+
+
+def limit(name: str) -> int | float:
+    """A bound of the scenario the engine enforces, by the lowercase name of its constant
+    (``max_flows``, ``max_timer_latency_ns``; config.rs ``limits``)."""
+    try:
+        return engine_schema().limits[name]
+    except KeyError:
+        raise EngineError(f"engine schema: no limit {name!r}") from None
+
+
+def ecn_modes() -> tuple[str, ...]:
+    """The names of the ECN modes a connection negotiates (cc ``EcnMode``), in the
+    kernel's ``tcpi_ecn_mode`` order: off, rfc3168, accecn."""
+    return engine_schema().ecn_modes
+
+
+def model_version() -> int:
+    """The engine's model version (bumped with every change of its result corpus)."""
+    return engine_schema().model_version
+
+
+def model_id() -> str:
+    """What a run id hashes for the model: the version and its corpus digest."""
+    return engine_schema().model_id

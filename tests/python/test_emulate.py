@@ -369,8 +369,8 @@ def test_aligned_config_starts_the_simulated_data_where_the_emulated_data_starte
 
 
 def test_study_backend_runs_are_keyed_apart():
-    from l4slab.study.runs import _for_backend, backend_run_id
-    from l4slab.study.spec import load_study
+    from l4slab.study.runs import _for_backend
+    from l4slab.study.spec import load_study, run_id
 
     spec = load_study("differential")
     assert len(spec.points) >= 8 and spec.trials == 5
@@ -378,7 +378,8 @@ def test_study_backend_runs_are_keyed_apart():
     sim_ids = {r.id for r in spec.runs}
     emu_ids = {r.id for r in emulated.runs}
     assert len(emu_ids) == len(sim_ids) and not sim_ids & emu_ids
-    assert backend_run_id(spec.runs[0].id, "sim") == spec.runs[0].id
+    assert run_id(spec.config(spec.runs[0]), spec.model, "sim") == spec.runs[0].id
+    assert run_id(spec.config(spec.runs[0]), spec.model, "emulate") == emulated.runs[0].id
     ccs = {flow["cc"] for point in spec.points for flow in point.config["flows"]}
     kinds = {point.config["bottleneck"]["qdisc"]["kind"] for point in spec.points}
     assert ccs == {"cubic", "reno", "bbr"} and kinds == {"bfifo", "pie", "codel", "fq_codel", "dualpi2"}

@@ -233,9 +233,10 @@ def test_a_kernel_run_id_follows_the_guests_files(monkeypatch):
     config is another run, never a resumed one."""
     from l4slab.study import runs
 
-    assert runs.backend_run_id("r", "kernel", "a") != runs.backend_run_id("r", "kernel", "b")
-    assert runs.backend_run_id("r", "kernel", "a") != runs.backend_run_id("r", "emulate")
-    assert runs.backend_run_id("r", "sim", "a") == "r"
+    config = {"seed": 1}
+    assert runs.run_id(config, "m", "kernel", "a") != runs.run_id(config, "m", "kernel", "b")
+    assert runs.run_id(config, "m", "kernel", "a") != runs.run_id(config, "m", "emulate")
+    assert runs.run_id(config, "m", "sim") != runs.run_id(config, "m2", "sim")
     spec = runs.load_study("kernel-differential", panels=["dctcp-l"])
     first = runs._for_backend(spec, "kernel").runs[0].id
     monkeypatch.setattr(kb, "project_inputs", lambda: ({}, "another guest"))

@@ -25,6 +25,7 @@ SUMMARY_TOP_KEYS = {
     "packets_in_flight",
     "jain_index",
     "engine_version",
+    "model_version",
 }
 SUMMARY_FLOW_KEYS = {"id", "cc", "goodput_mbps", "mean_srtt_ms", "queuing_delay_ms", "retransmits"}
 SUMMARY_BOTTLENECK_KEYS = {"utilisation", "sojourn_ms", "drops", "marks"}

@@ -206,7 +206,7 @@ impl SourceConfig {
                     return Err("reverse: not allowed on a web source (responses cross the bottleneck)".into());
                 }
                 check_params(&tcp_flow_params(), &w.tcp)?;
-                crate::cc::build(&w.tcp.cc, w.tcp.cc_params.as_ref()).map_err(|e| format!("cc_params: {e}"))?;
+                crate::cc::check(&w.tcp.cc, w.tcp.cc_params.as_ref()).map_err(|e| format!("cc_params: {e}"))?;
             }
             SourceConfig::SynFlood(f) => {
                 if f.rate_bps == 0 || f.rate_bps > MAX_RATE_BPS {
@@ -538,21 +538,9 @@ pub fn prealloc_estimate(cfg: &ScenarioConfig) -> (u128, u128, u128) {
     let flows = cfg.flows.len() as u128;
     let mut series = bins * (flows * PER_FLOW_SERIES as u128 + BOTTLENECK_SERIES as u128) * 8;
     // The recorder adds the model-state series for flows whose CC reports a state (BBR).
-    let mut known: Vec<(&str, bool)> = Vec::new();
     for f in &cfg.flows {
         if let FlowConfig::Tcp(t) = f {
-            let reports = match known.iter().find(|(n, _)| *n == t.cc.as_str()) {
-                Some(&(_, r)) => r,
-                None => {
-                    let r = crate::cc::by_name(&t.cc).is_some_and(|cc| {
-                        cc.cc_state(&crate::cc::CcSock::new(t.mss.max(1), t.init_cwnd.max(1)))
-                            != crate::cc::CcState::default()
-                    });
-                    known.push((t.cc.as_str(), r));
-                    r
-                }
-            };
-            if reports {
+            if crate::cc::registry::find(&t.cc).is_some_and(|d| d.reports_state) {
                 series = series.saturating_add(bins * CC_STATE_SERIES_BYTES as u128);
             }
         }
@@ -823,10 +811,10 @@ impl ScenarioConfig {
                 FlowConfig::Tcp(t) => {
                     // Ranges and the `cc` / `receiver_cc` choices of `tcp_flow_params`.
                     check_params(&tcp_params, t).map_err(|e| format!("flows[{i}].{e}"))?;
-                    crate::cc::build(&t.cc, t.cc_params.as_ref()).map_err(|e| format!("flows[{i}].cc_params: {e}"))?;
+                    crate::cc::check(&t.cc, t.cc_params.as_ref()).map_err(|e| format!("flows[{i}].cc_params: {e}"))?;
                     if t.receiver_cc.is_some() || t.receiver_cc_params.is_some() {
                         let rcc = t.receiver_cc.as_deref().unwrap_or("cubic");
-                        crate::cc::build(rcc, t.receiver_cc_params.as_ref())
+                        crate::cc::check(rcc, t.receiver_cc_params.as_ref())
                             .map_err(|e| format!("flows[{i}].receiver_cc_params: {e}"))?;
                     }
                 }
@@ -928,6 +916,25 @@ impl ScenarioConfig {
 
 /// Bound of `timer_latency_ns`: a mean watchdog lateness of 1 s.
 pub const MAX_TIMER_LATENCY_NS: u64 = 1_000_000_000;
+
+/// The scenario's bounds as the schema publishes them (`limits`), by the lowercase name
+/// of their constant: the front end refuses what the engine would, in its own words,
+/// from these values (never from a copy).
+pub fn limits() -> serde_json::Value {
+    serde_json::json!({
+        "max_duration_ns": MAX_DURATION_NS,
+        "min_bin_ns": MIN_BIN_NS,
+        "max_flows": MAX_FLOWS,
+        "max_sources": MAX_SOURCES,
+        "max_rate_bps": MAX_RATE_BPS,
+        "max_burst_bytes": MAX_BURST_BYTES,
+        "max_udp_payload_bytes": MAX_UDP_PAYLOAD_BYTES,
+        "max_web_rate_per_s": MAX_WEB_RATE_PER_S,
+        "max_capture_packets": MAX_CAPTURE_PACKETS,
+        "max_timer_latency_ns": MAX_TIMER_LATENCY_NS,
+        "max_prealloc_bytes": MAX_PREALLOC_BYTES,
+    })
+}
 
 /// Rates and bucket of a shaped link.
 fn check_link(name: &str, l: &BottleneckConfig, check_access: bool) -> Result<(), String> {

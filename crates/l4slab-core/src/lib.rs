@@ -19,6 +19,7 @@
 //! - [`trace`]: measurement as [`trace::Observer`]s (binned recorder, sojourn trace).
 //! - [`sim`]: the event loop; [`run`] is the entry point.
 //! - [`config`], [`results`]: the serde types at the boundary with the Python front end.
+//! - [`model`]: the model version, bumped with every change of the result corpus.
 //! - [`schema`]: the self-description ([`engine_schema`]) the front end derives its
 //!   registries, defaults and ranges from; [`schema::check_params`] enforces the ranges.
 
@@ -26,6 +27,7 @@ pub mod cc;
 pub mod config;
 pub mod event;
 pub mod guard;
+pub mod model;
 pub mod net;
 pub mod packet;
 pub mod qdisc;
@@ -41,8 +43,10 @@ pub mod traffic;
 pub use config::ScenarioConfig;
 pub use results::RunResults;
 
-/// Engine version; part of a run's identity in the results store.
+/// The package version (the crate's). What a result depends on is the model version
+/// ([`model::MODEL_VERSION`]), part of a run's identity in the results store.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use model::{MODEL_CORPUS_DIGEST, MODEL_VERSION};
 
 /// The engine's self-description (qdisc and CC parameters, TCP knobs, metric names)
 /// that the front end reads; assembled here, at the root, so that `schema` stays a
@@ -50,10 +54,15 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub fn engine_schema() -> schema::EngineSchema {
     schema::EngineSchema {
         version: VERSION,
+        model_version: MODEL_VERSION,
+        model_corpus_digest: MODEL_CORPUS_DIGEST,
+        model_id: model::model_id(),
         qdiscs: qdisc::specs(),
         congestion_controls: cc::specs(),
         tcp_flow: config::tcp_flow_params(),
         metrics: results::metric_names(),
+        limits: config::limits(),
+        ecn_modes: cc::EcnMode::ALL.iter().map(|m| m.name()).collect(),
     }
 }
 

@@ -4,6 +4,7 @@
 //! Conventions: flows are identified by their index in the scenario's `flows` list;
 //! values that do not exist (a mean over no samples) are NaN in Rust and `null` in JSON.
 
+use crate::qdisc::QdiscStats;
 use serde::Serialize;
 
 /// A label of a fixed vocabulary ("tcp", a CC name, an ECN mode): a `&'static str`
@@ -104,22 +105,33 @@ pub struct ClassSojourn {
     pub sojourn_ms: DelayStats,
 }
 
-/// The counters `tc -s qdisc show` prints, plus qdisc-specific extras.
+/// The counters `tc -s qdisc show` prints ([`QdiscStats`], its fields at this level),
+/// plus qdisc-specific extras. Reads through to the counters (`out.drops`).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct QdiscStatsOut {
     pub kind: String,
-    pub sent_bytes: u64,
-    pub sent_packets: u64,
-    pub drops: u64,
-    pub overlimits: u64,
-    pub requeues: u64,
-    pub marks: u64,
-    pub backlog_bytes: u64,
-    pub backlog_packets: u64,
-    /// Largest backlog seen, packets.
-    pub maxq_packets: u64,
+    #[serde(flatten)]
+    pub stats: QdiscStats,
     /// Qdisc-specific statistics by their `tc -s` names (e.g. DualPI2 `prob`).
     pub extra: std::collections::BTreeMap<String, f64>,
+}
+
+impl QdiscStatsOut {
+    /// A qdisc's kind, counters and extras as the results carry them.
+    pub fn new(kind: &str, stats: &QdiscStats, extra: Vec<(&str, f64)>) -> Self {
+        QdiscStatsOut {
+            kind: kind.to_string(),
+            stats: stats.clone(),
+            extra: extra.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        }
+    }
+}
+
+impl std::ops::Deref for QdiscStatsOut {
+    type Target = QdiscStats;
+    fn deref(&self) -> &QdiscStats {
+        &self.stats
+    }
 }
 
 /// Packet conservation: sent = delivered + dropped + in_flight (checked by the engine).

@@ -108,7 +108,13 @@ pub struct CcSpec {
 /// Everything the front end reads.
 #[derive(Clone, Debug, Serialize)]
 pub struct EngineSchema {
+    /// The package version.
     pub version: &'static str,
+    /// The model version and its result corpus's digest (`model.rs`): what a run id hashes.
+    pub model_version: u32,
+    pub model_corpus_digest: &'static str,
+    /// What a run id hashes for the model (`model::model_id`).
+    pub model_id: String,
     pub qdiscs: Vec<QdiscSpec>,
     pub congestion_controls: Vec<CcSpec>,
     /// Knobs of a TCP flow (`TcpFlowConfig`).
@@ -116,6 +122,11 @@ pub struct EngineSchema {
     /// Metric names per result table: `flow_summary`, `flow_series`, `bottleneck_summary`,
     /// `bottleneck_series`.
     pub metrics: serde_json::Value,
+    /// The scenario's bounds (`config::limits`): `max_flows`, `max_timer_latency_ns`, ...
+    pub limits: serde_json::Value,
+    /// The names of the ECN modes a connection negotiates (`cc::EcnMode`), in the
+    /// kernel's `tcpi_ecn_mode` order.
+    pub ecn_modes: Vec<&'static str>,
 }
 
 /// Check `value`'s serde fields against `params` (a qdisc's, a CC's `cc_params` or a

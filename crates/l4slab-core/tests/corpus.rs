@@ -7,6 +7,11 @@
 //! the run's canonical results -- the serialised `RunResults` with sorted keys,
 //! without `events` (a property of the event representation, not of the network) --
 //! is recorded in `tests/corpus/sha256.txt`. `L4SLAB_CORPUS_BLESS=1` rewrites that file.
+//!
+//! The corpus belongs to a model version (`src/model.rs`): its digest (sha256 over the
+//! `HASH  NAME\n` lines sorted by name) must be the one `MODELS` records for the
+//! current `MODEL_VERSION`, so a commit that re-blesses the corpus must also append a
+//! new model version, or this test fails (also right after a bless).
 
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -30,6 +35,50 @@ fn run_hash(path: &Path) -> String {
     let results = l4slab_core::run(&cfg).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let digest = Sha256::digest(canonical(&results));
     digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The digest `model::MODELS` records for a corpus.
+fn corpus_digest(entries: &BTreeMap<String, String>) -> String {
+    let mut h = Sha256::new();
+    for (name, hash) in entries {
+        h.update(format!("{hash}  {name}\n").as_bytes());
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The corpus `entries` (name -> result hash) belong to the current model version.
+fn check_model(entries: &BTreeMap<String, String>) -> Result<(), String> {
+    l4slab_core::model::check_history()?;
+    let digest = corpus_digest(entries);
+    if digest != l4slab_core::MODEL_CORPUS_DIGEST {
+        let next = l4slab_core::MODEL_VERSION + 1;
+        return Err(format!(
+            "the result corpus changed (digest {digest}) but model version {} records {}: append \
+             ({next}, \"{digest}\") to MODELS in crates/l4slab-core/src/model.rs",
+            l4slab_core::MODEL_VERSION,
+            l4slab_core::MODEL_CORPUS_DIGEST
+        ));
+    }
+    Ok(())
+}
+
+#[test]
+fn model_version_records_the_corpus_digest() {
+    // Quick (no run): the recorded corpus against the current model version.
+    let expected = read_expected(&corpus_dir().join("sha256.txt"));
+    if let Err(e) = check_model(&expected) {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn a_changed_corpus_needs_a_new_model_version() {
+    let mut entries = read_expected(&corpus_dir().join("sha256.txt"));
+    assert_eq!(check_model(&entries), Ok(()));
+    let first = entries.keys().next().expect("a corpus entry").clone();
+    entries.insert(first, "0".repeat(64));
+    let err = check_model(&entries).unwrap_err();
+    assert!(err.starts_with("the result corpus changed"), "{err}");
 }
 
 fn read_expected(file: &Path) -> BTreeMap<String, String> {
@@ -81,6 +130,9 @@ fn corpus_results_are_bit_identical() {
             text.push_str(&format!("{hash}  {name}\n"));
         }
         std::fs::write(&file, text).expect("write sha256.txt");
+        if let Err(e) = check_model(&actual) {
+            panic!("blessed; now {e}");
+        }
         return;
     }
     let expected = read_expected(&file);
@@ -96,4 +148,7 @@ fn corpus_results_are_bit_identical() {
         diffs.push(format!("{name}: recorded but the scenario is missing"));
     }
     assert!(diffs.is_empty(), "corpus mismatches ({} of {}):\n{}", diffs.len(), actual.len(), diffs.join("\n"));
+    if let Err(e) = check_model(&expected) {
+        panic!("{e}");
+    }
 }

@@ -11,6 +11,7 @@
 
 use crate::packet::EmuPacket;
 use l4slab_core::config::{FlowConfig, ScenarioConfig};
+use l4slab_core::cc::EcnMode;
 use l4slab_core::qdisc::{Ecn, QdiscPacket, QdiscStats};
 use l4slab_core::results::{
     BottleneckSeries, BottleneckSummary, ClassSojourn, FlowSeries, FlowSummary, PacketCounts, QdiscStatsOut,
@@ -333,13 +334,7 @@ impl Measure {
                 drops: f.drops_total,
                 marks: f.marks_total,
                 acks_sent: f.acks_sent,
-                ecn_mode: if udp {
-                    "off".into()
-                } else if f.ect_seen {
-                    "rfc3168".into()
-                } else {
-                    "off".into()
-                },
+                ecn_mode: if !udp && f.ect_seen { EcnMode::Rfc3168 } else { EcnMode::Off }.name().into(),
                 ce_packets: f.ce_total,
                 ce_bytes: f.ce_bytes,
                 mean_payload_bytes: mean_payload,
@@ -397,19 +392,7 @@ impl Measure {
                     .zip(&self.by_class)
                     .map(|(c, h)| ClassSojourn { class: (*c).to_string(), sojourn_ms: h.stats_ms() })
                     .collect(),
-                qdisc: QdiscStatsOut {
-                    kind: kind.to_string(),
-                    sent_bytes: stats.sent_bytes,
-                    sent_packets: stats.sent_packets,
-                    drops: stats.drops,
-                    overlimits: stats.overlimits,
-                    requeues: stats.requeues,
-                    marks: stats.marks,
-                    backlog_bytes: stats.backlog_bytes,
-                    backlog_packets: stats.backlog_packets,
-                    maxq_packets: stats.maxq_packets,
-                    extra: extra.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-                },
+                qdisc: QdiscStatsOut::new(kind, &stats, extra),
             },
             packets: self.counts.clone(),
             events: 0,

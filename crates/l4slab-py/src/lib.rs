@@ -238,7 +238,17 @@ fn check(config_json: &str) -> PyResult<()> {
     l4slab_core::guard::catch_panic(|| config.validate()).map_err(PyValueError::new_err)
 }
 
-/// Engine version (part of a run's identity).
+/// Validate one qdisc config (`{"kind": ..., field: value}` in engine units) as the
+/// engine does (ranges, then the rules across fields); raises ValueError with the
+/// engine's one-line message naming the field.
+#[pyfunction]
+fn check_qdisc(qdisc_json: &str) -> PyResult<()> {
+    let qdisc: l4slab_core::qdisc::QdiscConfig =
+        serde_json::from_str(qdisc_json).map_err(|e| PyValueError::new_err(format!("qdisc config: {e}")))?;
+    l4slab_core::guard::catch_panic(|| qdisc.validate()).map_err(PyValueError::new_err)
+}
+
+/// The engine crate's package version (a run's identity hashes the model version, in `schema()`).
 #[pyfunction]
 fn version() -> &'static str {
     l4slab_core::VERSION
@@ -256,6 +266,7 @@ fn schema() -> PyResult<String> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(check_qdisc, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     Ok(())

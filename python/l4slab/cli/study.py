@@ -38,6 +38,10 @@ def add_parser(commands) -> None:
     )  # fmt: skip
     run_cmd.add_argument("--no-progress", action="store_true", help="no progress bar")
     run_cmd.add_argument(
+        "--replace", action="store_true",
+        help="--out holds another study: delete its results and run this one there (else refused)",
+    )  # fmt: skip
+    run_cmd.add_argument(
         "--backend", choices=("sim", "emulate", "kernel"), default="sim",
         help="sim: the engine (default); emulate: real kernel TCP through l4slab-emu, one run at a time, "
         "stored in DIR/emulate (never mixed with the simulated runs); kernel: each run on a real Linux kernel "
@@ -73,7 +77,7 @@ def _require_done_run(directory: str) -> None:
     from .. import study
     from ..errors import ScenarioError
 
-    runs = study.load(directory).runs
+    runs = study.load(directory).current().runs
     if not (runs["status"] == "done").any():
         raise ScenarioError(
             f"{directory}: no finished run to report yet ({len(runs)} planned); run `l4slab study run FILE --out DIR`"
@@ -94,7 +98,9 @@ def command(args: argparse.Namespace) -> int:
                 f"--emit-jobs: {args.backend} runs cannot be handed to a job array; run them with study run"
             )
         if args.emit_jobs is not None:
-            directory, count = study.emit_jobs(args.file, args.emit_jobs, out=args.out, panels=panels)
+            directory, count = study.emit_jobs(
+                args.file, args.emit_jobs, out=args.out, panels=panels, replace=args.replace
+            )
             print(f"wrote {count} job line(s) to {args.emit_jobs} (study directory {directory})")
             return EXIT_OK
         report = study.run(
@@ -105,6 +111,7 @@ def command(args: argparse.Namespace) -> int:
             progress=not args.no_progress and sys.stderr.isatty(),
             panels=panels,
             backend=args.backend,
+            replace=args.replace,
         )
         print(
             f"{report.directory}: {report.total} runs: {report.skipped} already done, {report.done} run now, "

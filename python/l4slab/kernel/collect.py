@@ -80,7 +80,20 @@ __all__ = ["ProbeRun", "read_probes", "collect", "CollectError"]
 #: Ethernet (14) + IPv4 (20) + TCP (20) bytes around a segment's payload and options:
 #: an MTU-sized frame is 1514 B on the veth; payload is ``tcpi_snd_mss``.
 FRAME_BYTES = 1514
-ECN_MODES = {0: "off", 1: "rfc3168", 2: "accecn", 3: "pending"}
+
+
+def _ecn_mode(value: Any) -> str | None:
+    """``tcpi_ecn_mode`` by the engine's names (its ``EcnMode`` is in the kernel's order:
+    0 off, 1 rfc3168, 2 accecn); 3 is the kernel's ``pending`` (negotiation unfinished)."""
+    if value is None:
+        return None
+    from .. import schema
+
+    names = schema.ecn_modes()
+    mode = int(value)
+    return names[mode] if 0 <= mode < len(names) else "pending" if mode == len(names) else None
+
+
 #: tc's scale of dualpi2's and pie's probabilities (include/uapi/linux/pkt_sched.h users:
 #: iproute2 q_dualpi2.c prints prob / UINT32_MAX, q_pie.c prob / UINT64_MAX).
 DUALPI2_PROB_SCALE = float(2**32 - 1)
@@ -450,7 +463,7 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
         data_segs_in_r = float(last_rcv.get("data_segs_in", 0) or 0)
         data_start = _data_start_ns(fs, probe)
         sent_rec = _flow_record(run_dir / f"send-{plan.id}.json")
-        ecn_mode = ECN_MODES.get(int(last_snd["ecn_mode"])) if last_snd.get("ecn_mode") is not None else None
+        ecn_mode = _ecn_mode(last_snd.get("ecn_mode"))
         flow = {
             "id": plan.id,
             "start_s": plan.launch_ns / 1e9,
@@ -528,7 +541,7 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
                 "accecn_opt_seen": last_snd.get("accecn_opt_seen"),
                 "accecn_fail_mode": last_snd.get("accecn_fail_mode"),
                 "receiver_ecn_mode": (
-                    ECN_MODES.get(int(last_rcv["ecn_mode"])) if last_rcv.get("ecn_mode") is not None else None
+                    _ecn_mode(last_rcv.get("ecn_mode"))
                 ),
                 "delivered_ce": last_snd.get("delivered_ce"),
                 "delivered_e1_bytes": last_snd.get("delivered_e1_bytes"),

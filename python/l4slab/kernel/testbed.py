@@ -157,7 +157,7 @@ __all__ = [
     "qdisc_words",
     "engine_start_offsets_ns",
     "plan",
-    "MAX_FLOWS",
+    "MAX_GUEST_FLOWS",
 ]
 
 
@@ -191,7 +191,7 @@ KERNEL_MODULE_PARAMS = {
     ),
 }  # fmt: skip
 #: One sender and one receiver namespace per flow; addresses 10.1.i.0/24 and 10.2.i.0/24.
-MAX_FLOWS = 64
+MAX_GUEST_FLOWS = 64
 #: ``ip route ... rto_min`` is carried in milliseconds (RTAX_RTO_MIN, include/net/tcp.h:tcp_rto_min).
 RTO_MIN_UNIT_NS = 1_000_000
 #: Namespaces one l4slab-probe samples (probe.c MAX_NS, 32 in all, two kept for qdiscs).
@@ -391,9 +391,9 @@ def check_config(config: Mapping[str, Any], scenario: Any = None) -> None:
             "the guest's netem fires as its kernel's timers do; leave it unset",
         )
     flows = config.get("flows") or []
-    if len(flows) > MAX_FLOWS:
+    if len(flows) > MAX_GUEST_FLOWS:
         raise _refuse(
-            "flows", f"{len(flows)} flows", f"at most {MAX_FLOWS} (one sender and one receiver namespace each)"
+            "flows", f"{len(flows)} flows", f"at most {MAX_GUEST_FLOWS} (one sender and one receiver namespace each)"
         )
     for which in ("bottleneck", "reverse_bottleneck"):
         link = config.get(which)

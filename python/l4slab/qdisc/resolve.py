@@ -73,12 +73,29 @@ def resolve_qdisc(
                 f"range {_amount(param, param.minimum, bare=True)}..{_amount(param, param.maximum, bare=True)}"
             )
         resolved[param.name] = value
-    if spec.check is not None:
-        problem = spec.check(resolved)
-        if problem is not None:
-            name, message = problem
-            raise ScenarioError(f"{field_path}.{name}: {message}")
-    return spec.engine_config(resolved)
+    config = spec.engine_config(resolved)
+    _engine_check(spec, config, field_path)
+    return config
+
+
+_UNIT_SUFFIXES = ("_ns", "_bytes", "_packets", "_bps")
+
+
+def _engine_check(spec: Any, config: dict[str, Any], field_path: str) -> None:
+    """The engine's own rules for the qdisc config (its ranges, then the rules across
+    parameters, e.g. DualPI2's mainline-only ones and alpha/beta as tc sends them:
+    ``qdisc/dualpi2.rs``), in tc's words: the engine field the message names becomes the
+    tc parameter that sets it."""
+    from .. import engine
+
+    try:
+        engine.check_qdisc(config)
+    except ScenarioError as err:
+        field, sep, rest = str(err).partition(": ")
+        names = [p.name for p in spec.params if p.engine_field == field]
+        bare = next((field.removesuffix(s) for s in _UNIT_SUFFIXES if field.endswith(s)), field)
+        name = names[0] if names else bare if sep and spec.param(bare) is not None else None
+        raise ScenarioError(f"{field_path}.{name}: {rest}" if name else f"{field_path}: {err}") from None
 
 
 def _out_of_range(param: Param, value: Any) -> bool:

@@ -19,14 +19,12 @@ from typing import Any, Callable, Iterator, Mapping
 from .. import schema, units
 from ..schema import ParamKind, ParamSpec, QdiscSpec
 from .values import (
-    DUALPI2_GAIN_MAX_NL,
     PacketCount,
     choice,
     hz,
     selector,
     size,
     step_thresh,
-    tc_gain_nl,
     tc_time,
     unsigned,
 )
@@ -166,8 +164,6 @@ class QdiscKind:
     buffer_param: str | None = None
     #: tc parameters the engine does not model, with the reason (refused, never ignored).
     not_simulated: Mapping[str, str] = field(default_factory=dict)
-    #: Checks across parameters on resolved values: ``(param, message)`` or None.
-    check: Callable[[Mapping[str, Any]], tuple[str, str] | None] | None = None
     #: Resolved values → engine config (default: each param to its engine field, None omitted).
     to_engine: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     #: Engine config → resolved values (the inverse of ``to_engine``, for descriptions).
@@ -368,38 +364,6 @@ def _dualpi2_from_engine(config: Mapping[str, Any]) -> dict[str, Any]:
     return values
 
 
-def _dualpi2_check(values: Mapping[str, Any]) -> tuple[str, str] | None:
-    mainline = values["variant"] == "mainline"
-    if not mainline:
-        if values["memlimit"] is not None:
-            return "memlimit", "not supported by variant l4steam (the L4STeam kernel has no memlimit)"
-        if values["min_qlen_step"] != 0:
-            return "min_qlen_step", "not supported by variant l4steam (it steps when the L queue holds > 1 packet)"
-        if values["ecn_mask"] == "cla_ect":
-            return "ecn_mask", "cla_ect is not supported by variant l4steam; use l4s_ect or any_ect"
-    for name in ("alpha", "beta"):
-        hz = values[name]
-        if hz is None:
-            continue
-        nl = tc_gain_nl(hz)
-        if nl > DUALPI2_GAIN_MAX_NL:
-            return name, f"{hz:g} Hz is too large (tc sends trunc(x·256), at most 2^31 − 1)"
-        if mainline and nl < 1:
-            return name, f"{hz:g} Hz is sent as 0/256 Hz, refused by mainline DualPI2 (at least 0.00390625)"
-    step = values["step_thresh"]
-    as_time = SPELLINGS["dualpi2"].param("step_thresh")
-    if isinstance(step, PacketCount):
-        low, high = schema.qdisc_spec("dualpi2").param("step_thresh_packets").int_range
-        if not low <= step.count <= high:
-            return "step_thresh", f"'{step}' is outside the allowed range {low}pkt..{high}pkt"
-    elif not as_time.minimum <= step <= as_time.maximum:
-        return "step_thresh", (
-            f"{units.format_time(step)!r} is outside the allowed range "
-            f"{units.format_time(as_time.minimum)}..{units.format_time(as_time.maximum)}"
-        )
-    return None
-
-
 _spell(
     QdiscKind(
         "dualpi2",
@@ -425,7 +389,6 @@ _spell(
             "max_rtt": "tc's helper deriving target/tupdate/alpha/beta; give those instead",
             "typical_rtt": "tc's helper deriving target/tupdate/alpha/beta; give those instead",
         },
-        check=_dualpi2_check,
         to_engine=_dualpi2_to_engine,
         from_engine=_dualpi2_from_engine,
     )

@@ -7,7 +7,6 @@ field-less message; the caller adds the path.
 from __future__ import annotations
 
 import math
-import struct
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Callable
@@ -16,16 +15,13 @@ from .. import units
 from ..units import UnitError
 
 __all__ = [
-    "PacketCount", "unsigned", "tc_time", "size", "selector", "step_thresh", "hz", "choice", "tc_gain_nl",
-    "NS_PER_US", "DUALPI2_GAIN_MAX_NL",
+    "PacketCount", "unsigned", "tc_time", "size", "selector", "step_thresh", "hz", "choice", "NS_PER_US",
 ]  # fmt: skip
 
 #: tc's ce_threshold_selector VALUE and MASK are bytes.
 U8_MAX = 255
 #: tc carries times as whole microseconds.
 NS_PER_US = 1_000
-#: tc's bound on dualpi2 alpha/beta: the kernel takes trunc(x·256) ≤ 2^31 − 1.
-DUALPI2_GAIN_MAX_NL = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -124,9 +120,3 @@ def choice(*allowed: str) -> Callable[[Any], str]:
         raise UnitError(f"{value!r} is not one of {', '.join(allowed)}")
 
     return parse
-
-
-def tc_gain_nl(hz: float) -> int:
-    """What tc sends for ``alpha``/``beta``: ``(uint32_t)(strtof(x) * 256)`` (dualpi2.rs)."""
-    as_f32 = struct.unpack("f", struct.pack("f", hz))[0] if hz < 3.4e38 else math.inf
-    return int(as_f32 * 256) if math.isfinite(as_f32) else DUALPI2_GAIN_MAX_NL + 1

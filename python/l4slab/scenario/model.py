@@ -35,7 +35,7 @@ from .. import schema, units
 from ..errors import ScenarioError
 from ..qdisc import QdiscRequest, parse_qdisc
 from ..units import BdpMultiple, Percent, UnitError
-from .resolve import MAX_UDP_PAYLOAD, TCP_ENGINE_FIELDS, UDP_IP_UDP_HEADER_BYTES, resolve_scenario, udp_rate_bps
+from .resolve import TCP_ENGINE_FIELDS, UDP_IP_UDP_HEADER_BYTES, resolve_scenario, udp_rate_bps
 from .sources import syn_flood_fields, web_source_fields
 
 __all__ = [
@@ -90,11 +90,9 @@ SizeBytes = Annotated[int, _unit_validator(units.size_bytes)]
 BufferAmount = Annotated[Union[int, BdpMultiple], _unit_validator(units.buffer)]
 RateOrPercent = Annotated[Union[int, Percent], _unit_validator(units.rate_or_percent)]
 QdiscField = Annotated[QdiscRequest, PlainValidator(_qdisc_validator)]
-#: At most the engine's ``MAX_FLOWS`` (config.rs): a larger count is refused before it is expanded.
-MAX_FLOWS = 16_384
-#: At most the engine's ``MAX_TIMER_LATENCY_NS`` (config.rs): a mean host-timer lateness of 1 s.
-MAX_TIMER_LATENCY_NS = 1_000_000_000
-StrictCount = Annotated[int, Field(strict=True, ge=1, le=MAX_FLOWS)]
+#: A flow entry's count; the total is bounded by the engine's ``max_flows`` (:meth:`Scenario.check`,
+#: before anything is expanded).
+StrictCount = Annotated[int, Field(strict=True, ge=1)]
 
 #: ``net.ipv4.tcp_ecn`` by friendly name (numbers in the engine's range are accepted as they are).
 TCP_ECN_WORDS = {"off": 0, "classic": 1, "accecn": 3}
@@ -514,18 +512,21 @@ class Scenario(_Strict):
                 f"({units.format_time(self.duration)!r})"
             )
         reverse = self.reverse_bottleneck
+        max_latency = int(schema.limit("max_timer_latency_ns"))
         for field, latency in (
             ("bottleneck.timer_latency", self.bottleneck.timer_latency),
             ("delay_node_timer_latency", self.delay_node_timer_latency),
             ("reverse_bottleneck.timer_latency", reverse.timer_latency if reverse else 0),
         ):
-            if latency > MAX_TIMER_LATENCY_NS:
+            if latency > max_latency:
                 raise ScenarioError(
-                    f"{field}: {units.format_time(latency)!r} is out of range; allowed 0s..1s (a mean lateness)"
+                    f"{field}: {units.format_time(latency)!r} is out of range; allowed "
+                    f"0s..{units.format_time(max_latency)} (a mean lateness)"
                 )
         total = sum(flow.count for flow in self.flows)
-        if total > MAX_FLOWS:
-            raise ScenarioError(f"flows: {total} flows in all (counts included); at most {MAX_FLOWS}")
+        max_flows = int(schema.limit("max_flows"))
+        if total > max_flows:
+            raise ScenarioError(f"flows: {total} flows in all (counts included); at most {max_flows}")
         if self.warmup >= self.duration:
             raise ScenarioError(
                 f"warmup: {units.format_time(self.warmup)!r} must be shorter than duration "
@@ -581,10 +582,11 @@ class Scenario(_Strict):
                 )
             if isinstance(flow, UdpFlow) and not isinstance(flow, SynFlood):
                 payload = flow.packet_size - UDP_IP_UDP_HEADER_BYTES
-                if not 1 <= payload <= MAX_UDP_PAYLOAD:
+                max_payload = int(schema.limit("max_udp_payload_bytes"))
+                if not 1 <= payload <= max_payload:
                     raise ScenarioError(
                         f"{path}.packet_size: {flow.packet_size} B leaves a UDP payload of {payload} B; "
-                        f"expected {UDP_IP_UDP_HEADER_BYTES + 1}..{UDP_IP_UDP_HEADER_BYTES + MAX_UDP_PAYLOAD} B, "
+                        f"expected {UDP_IP_UDP_HEADER_BYTES + 1}..{UDP_IP_UDP_HEADER_BYTES + max_payload} B, "
                         "e.g. '1500B'"
                     )
                 if udp_rate_bps(flow.rate, self.data_link(flow).rate) == 0:

@@ -24,7 +24,6 @@ __all__ = [
     "resolving_for",
     "udp_rate_bps",
     "UDP_IP_UDP_HEADER_BYTES",
-    "MAX_UDP_PAYLOAD",
     "TCP_ENGINE_FIELDS",
 ]
 
@@ -47,9 +46,6 @@ def resolving_for(backend: str) -> Iterator[None]:
 
 #: IPv4 (20 B) + UDP (8 B) headers: a UDP flow's payload is ``packet_size - 28``.
 UDP_IP_UDP_HEADER_BYTES = 28
-#: Largest IPv4 UDP payload.
-MAX_UDP_PAYLOAD = 65_507
-
 #: Optional TCP knobs: engine config key → TcpFlow field (already in engine units).
 TCP_ENGINE_FIELDS = {
     "bytes": "bytes",

@@ -192,6 +192,21 @@ class StudyData:
     classes: pd.DataFrame
     summaries: pd.DataFrame
 
+    def current(self) -> "StudyData":
+        """Only the runs of the current plan (``runs.in_plan``): what a report counts. Run
+        files of another plan of the study (another panel, ``--set``, an earlier engine
+        model) stay in the catalog, marked ``in_plan = false``."""
+        if "in_plan" not in self.runs:
+            return self
+        runs = self.runs[self.runs["in_plan"].astype(bool)].reset_index(drop=True)
+        ids = set(runs["run_id"])
+
+        def keep(frame: pd.DataFrame) -> pd.DataFrame:
+            return frame[frame["run_id"].isin(ids)].reset_index(drop=True) if "run_id" in frame else frame
+
+        return StudyData(self.directory, runs, keep(self.flows), keep(self.bottleneck), keep(self.classes),
+                         self.summaries)  # fmt: skip
+
     def series(self, table: str = "flow_series", run_ids: list[str] | None = None) -> pd.DataFrame:
         """``flow_series`` or ``bottleneck_series`` of the given (default: all done) runs, with ``run_id``."""
         if table not in ("flow_series", "bottleneck_series"):

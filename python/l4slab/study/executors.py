@@ -33,6 +33,24 @@ __all__ = ["execute", "run_local", "run_dask", "run_sequential", "parse_executor
 Outcome = tuple[str, "bytes | None", float, "str | None"]
 
 
+def _identity(task: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's identity, checked: this engine's model is the task's, and the task's id
+    is the hash of its config, that model and its backend (:func:`spec.run_id`); the
+    config's digest goes into the run file so that every reader can recompute the id."""
+    from .. import schema
+    from .spec import config_digest, id_from_digest
+
+    if schema.model_id() != task["model"]:
+        raise EngineError(
+            f"engine model {schema.model_version()} differs from the plan's ({task['meta'].get('model_version')}); "
+            "re-plan the study with `l4slab study run`"
+        )
+    digest = config_digest(task["config"])
+    if id_from_digest(digest, task["model"], task["backend"], task["guest"]) != task["id"]:
+        raise EngineError(f"run {task['id'][:12]}: its id is not the hash of its config, model and backend")
+    return {**task["meta"], "config_sha256": digest}
+
+
 def execute(task: Mapping[str, Any]) -> Outcome:
     """Simulate one run (``task``: id, config, scenario data, meta) and serialise it."""
     from .. import engine
@@ -48,13 +66,13 @@ def execute(task: Mapping[str, Any]) -> Outcome:
     if task.get("backend", "sim") == "kernel":
         return _execute_kernel(task)
     try:
+        identity = _identity(task)
         version = engine.version()
-        if version != task["engine_version"]:
-            raise EngineError(f"engine {version} differs from the plan's {task['engine_version']}; re-plan the study")
         scenario = scenario_from_dict({**task["scenario"], "seed": task["config"]["seed"]})
         raw, wall_s = engine.simulate(task["config"])
-        result = RunResult(scenario=scenario, config=task["config"], raw=raw, wall_s=wall_s, engine_version=version)
-        meta = {**task["meta"], "wall_s": wall_s, "engine_version": version, "l4slab_version": PACKAGE_VERSION}
+        result = RunResult(scenario=scenario, config=task["config"], raw=raw, wall_s=wall_s, engine_version=version,
+                           model_version=task["meta"].get("model_version"))
+        meta = {**identity, "wall_s": wall_s, "engine_version": version, "l4slab_version": PACKAGE_VERSION}
         return rid, run_file_bytes(result, meta), wall_s, None
     except Exception as err:  # noqa: BLE001 - one failed run must not stop a study
         return rid, None, time.perf_counter() - started, _failure(err)
@@ -81,10 +99,11 @@ def _execute_emulated(task: Mapping[str, Any]) -> Outcome:
     rid = task["id"]
     started = time.perf_counter()
     try:
+        identity = _identity(task)
         scenario = scenario_from_dict({**task["scenario"], "seed": task["config"]["seed"]})
         result = emulate(scenario)
         wall_s = time.perf_counter() - started
-        meta = {**task["meta"], "wall_s": wall_s, "engine_version": result.engine_version,
+        meta = {**identity, "wall_s": wall_s, "engine_version": result.engine_version,
                 "l4slab_version": PACKAGE_VERSION, "emulator": result.summary.get("emulator")}  # fmt: skip
         return rid, run_file_bytes(result, meta), wall_s, None
     except Exception as err:  # noqa: BLE001 - one failed run must not stop a study
@@ -102,10 +121,11 @@ def _execute_kernel(task: Mapping[str, Any]) -> Outcome:
     rid = task["id"]
     started = time.perf_counter()
     try:
+        identity = _identity(task)
         scenario = scenario_from_dict({**task["scenario"], "seed": task["config"]["seed"]})
         result = run_kernel(scenario)
         wall_s = time.perf_counter() - started
-        meta = {**task["meta"], "wall_s": wall_s, "engine_version": result.engine_version,
+        meta = {**identity, "wall_s": wall_s, "engine_version": result.engine_version,
                 "l4slab_version": PACKAGE_VERSION, "kernel": result.summary.get("kernel")}  # fmt: skip
         return rid, run_file_bytes(result, meta), wall_s, None
     except Exception as err:  # noqa: BLE001 - one failed run must not stop a study

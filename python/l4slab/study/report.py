@@ -191,7 +191,7 @@ def report(directory: str | os.PathLike[str], published: str | os.PathLike[str] 
     returns the Markdown path. ``published``: a published table
     (:mod:`l4slab.analysis.published`) put beside the simulated cells of every panel it covers."""
     directory = Path(directory)
-    data = load(directory)
+    data = load(directory).current()  # the runs of the current plan only
     out = directory / "report"
     out.mkdir(exist_ok=True)
     remove_dead_temps(out)  # figures and pages of a report killed mid-write

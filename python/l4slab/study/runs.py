@@ -19,11 +19,11 @@ import pandas as pd
 from ..errors import ScenarioError
 from ..io import check_out_file, write_json, write_text
 from . import lock, store
-from .spec import StudySpec, load_study
+from .spec import StudySpec, load_study, run_id
 
 __all__ = ["plan", "run", "run_one", "emit_jobs", "status", "pending_runs", "RunReport", "PLAN_SCHEMA"]
 
-PLAN_SCHEMA = "l4slab.study.plan/1"
+PLAN_SCHEMA = "l4slab.study.plan/2"
 
 
 #: Backends a study runs on: the engine, real kernel TCP through the emulator, or
@@ -31,36 +31,27 @@ PLAN_SCHEMA = "l4slab.study.plan/1"
 BACKENDS = ("sim", "emulate", "kernel")
 
 
-def backend_run_id(rid: str, backend: str, guest: str = "") -> str:
-    """A run's id on ``backend``: the engine's id for ``sim``; for ``emulate`` and ``kernel``
-    a hash of it and the backend, so results of one configuration on two backends never
-    share a key (nor a file). ``guest``: for ``kernel``, the digest of the guest's own files
-    (:func:`l4slab.kernel.build.project_inputs`: config, patches, the project's modules, the
-    guest programs), so a resumed study never takes a result of another guest's kernel or
-    Prague for this one's."""
-    if backend == "sim":
-        return rid
-    import hashlib
+def guest_digest() -> str:
+    """For ``kernel`` run ids: the digest of the guest's own files
+    (:func:`l4slab.kernel.build.project_inputs`: config, patches, the project's modules,
+    the guest programs) and the build recipe, so a resumed study never takes a result of
+    another guest's kernel or Prague for this one's."""
+    from ..kernel.build import RECIPE_VERSION, project_inputs
 
-    extra = f"\nguest={guest}" if guest else ""
-    return hashlib.sha256(f"{rid}\nbackend={backend}{extra}".encode()).hexdigest()
+    return f"{project_inputs()[1]}:{RECIPE_VERSION}"
 
 
 def _for_backend(spec: StudySpec, backend: str) -> StudySpec:
-    """The spec with run ids keyed by ``backend`` (``sim`` leaves it unchanged)."""
+    """The spec with run ids for ``backend`` (each id hashes the backend)."""
     if backend not in BACKENDS:
         raise ScenarioError(f"--backend: {backend!r} is not one of {', '.join(BACKENDS)}")
-    if backend == "sim":
+    if backend == spec.backend:
         return spec
     import dataclasses
 
-    guest = ""
-    if backend == "kernel":
-        from ..kernel.build import RECIPE_VERSION, project_inputs
-
-        guest = f"{project_inputs()[1]}:{RECIPE_VERSION}"
-    runs = [dataclasses.replace(r, id=backend_run_id(r.id, backend, guest)) for r in spec.runs]
-    return dataclasses.replace(spec, runs=runs)
+    guest = guest_digest() if backend == "kernel" else ""
+    runs = [dataclasses.replace(r, id=run_id(spec.config(r), spec.model, backend, guest)) for r in spec.runs]
+    return dataclasses.replace(spec, runs=runs, backend=backend, guest=guest)
 
 
 def default_backend_out(spec: StudySpec, out: str | os.PathLike[str] | None, backend: str) -> Path:
@@ -70,16 +61,20 @@ def default_backend_out(spec: StudySpec, out: str | os.PathLike[str] | None, bac
     return base if backend == "sim" else base / backend
 
 
-def _plan_dict(spec: StudySpec, backend: str = "sim") -> dict[str, Any]:
-    return {
+def _plan_dict(spec: StudySpec) -> dict[str, Any]:
+    from .. import schema
+
+    plan_data = {
         "schema": PLAN_SCHEMA,
-        "backend": backend,
+        "backend": spec.backend,
+        "guest": spec.guest,
         "study": spec.name,
         "seed": spec.seed,
         "trials": spec.trials,
         "metrics": spec.metrics,
         "report": spec.report,
-        "engine_version": spec.engine_version,
+        "model": spec.model,
+        "model_version": schema.model_version(),
         "factors": [
             {"path": f.path, "column": f.column, "values": list(f.values), "preset": f.preset and f.preset.name}
             for f in spec.factors
@@ -96,14 +91,17 @@ def _plan_dict(spec: StudySpec, backend: str = "sim") -> dict[str, Any]:
         ],
         "runs": [{"id": r.id, "point": r.point, "trial": r.trial, "seed": r.seed} for r in spec.runs],
     }
+    plan_data["checksum"] = store.plan_checksum(plan_data)
+    return plan_data
 
 
 def _task(plan: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     point = plan["points"][run["point"]]
     return {
         "id": run["id"],
-        "backend": plan.get("backend", "sim"),
-        "engine_version": plan["engine_version"],
+        "backend": plan["backend"],
+        "guest": plan["guest"],
+        "model": plan["model"],
         "config": {**point["config"], "seed": run["seed"]},
         "scenario": point["scenario"],
         "meta": {
@@ -114,9 +112,36 @@ def _task(plan: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
             "factors": point["factors"],
             "trial": run["trial"],
             "seed": run["seed"],
-            "backend": plan.get("backend", "sim"),
+            "backend": plan["backend"],
+            "guest": plan["guest"],
+            "model": plan["model"],
+            "model_version": plan.get("model_version"),
         },
     }
+
+
+def check_run(directory: Path, plan_data: Mapping[str, Any], run: Mapping[str, Any], where: str) -> None:
+    """Refuse (one line) a planned run whose id is not the hash of its config, this
+    engine's model and the plan's backend: a plan made by another model, or whose
+    configs, seeds, ids or backend were changed after planning."""
+    from .. import schema
+
+    plan_path = Path(directory) / "plan.json"
+    redo = f"re-plan it with `l4slab study run FILE --out {directory}`"
+    if plan_data["model"] != schema.model_id():
+        raise ScenarioError(
+            f"{where}: {plan_path} was planned with engine model {plan_data.get('model_version')}, this engine is "
+            f"model {schema.model_version()}; {redo} (its runs are run again)"
+        )
+    backend, guest = plan_data["backend"], plan_data["guest"]
+    if backend == "kernel" and guest != guest_digest():
+        raise ScenarioError(f"{where}: {plan_path} was planned for another kernel guest; {redo}")
+    point = plan_data["points"][run["point"]]
+    if run_id({**point["config"], "seed": run["seed"]}, plan_data["model"], backend, guest) != run["id"]:
+        raise ScenarioError(
+            f"{where}: {plan_path}: run {run['id'][:12]} is not the hash of its config, seed, model and backend "
+            f"{backend!r} (the plan was changed after planning); {redo}"
+        )
 
 
 def default_out(spec: StudySpec) -> Path:
@@ -129,21 +154,69 @@ def plan(
     *,
     overrides: Mapping[str, Any] | None = None,
     panels: Sequence[str] | None = None,
+    replace: bool = False,
 ) -> tuple[Path, dict[str, Any]]:
     """Validate and expand the study file (``overrides``: base scenario fields by path;
     ``panels``: only these of its ``[panels.NAME]``), write ``study.toml`` and
     ``plan.json`` into the study directory (default ``results/<name>``); return
-    (directory, plan)."""
+    (directory, plan). A directory of another study is refused unless ``replace``."""
     spec = load_study(path, overrides=overrides, panels=panels)
     with lock.study_lock(Path(out) if out is not None else default_out(spec)):
-        return _write_plan(spec, out)
+        return _write_plan(spec, out, replace)
 
 
-def _write_plan(
-    spec: StudySpec, out: str | os.PathLike[str] | None, backend: str = "sim"
-) -> tuple[Path, dict[str, Any]]:
+#: What a study directory holds of its study (removed by ``--replace``); the backends'
+#: own study directories (``DIR/emulate``, ``DIR/kernel``) are checked on their own.
+STUDY_FILES = ("plan.json", "study.toml", store.RECORDS, store.CATALOG)
+STUDY_DIRS = ("runs", "failed", "report")
+
+
+def _owner(directory: Path) -> str | None:
+    """The study name a directory's ``plan.json`` names (None: no plan). A damaged plan
+    still names its study when its JSON reads; else the directory's run files do."""
+    import json
+
+    try:
+        text = (directory / "plan.json").read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return ""
+    try:
+        name = json.loads(text).get("study")
+    except (ValueError, AttributeError, RecursionError):
+        name = None
+    return name if isinstance(name, str) else ""
+
+
+def _claim(directory: Path, spec: StudySpec, replace: bool) -> None:
+    """A study directory belongs to one study (its name; the content hash of its plan is
+    plan.json's checksum): another study's directory is refused in one line, or with
+    ``replace`` emptied of that study first. Re-planning the same study (another panel,
+    ``--set``, a new engine model) keeps its runs: run ids are content hashes, and the
+    catalog and reports count only the runs of the current plan."""
+    owner = _owner(directory)
+    if owner is None or owner == spec.name:
+        return
+    if not replace:
+        held = f"study {owner!r}" if owner else "a study whose plan.json is unreadable"
+        raise ScenarioError(
+            f"--out {directory}: holds {held}, not {spec.name!r}; choose another --out, or pass --replace "
+            f"to delete its results and run {spec.name!r} there"
+        )
+    import shutil
+
+    for name in STUDY_FILES:
+        (directory / name).unlink(missing_ok=True)
+    for name in STUDY_DIRS:
+        shutil.rmtree(directory / name, ignore_errors=True)
+    store.warn(f"--replace: {directory}: deleted the results of study {owner!r}")
+
+
+def _write_plan(spec: StudySpec, out: str | os.PathLike[str] | None, replace: bool = False) -> tuple[Path, dict[str, Any]]:
     directory = Path(out) if out is not None else default_out(spec)
-    plan_data = _plan_dict(spec, backend)
+    _claim(directory, spec, replace)
+    plan_data = _plan_dict(spec)
     directory.mkdir(parents=True, exist_ok=True)
     write_text(directory / "study.toml", spec.source_text)
     write_json(directory / "plan.json", plan_data)
@@ -189,6 +262,7 @@ def run(
     overrides: Mapping[str, Any] | None = None,
     panels: Sequence[str] | None = None,
     backend: str = "sim",
+    replace: bool = False,
 ) -> RunReport:
     """Run a study: validate and expand it, run every run without a valid result file
     (``executor``: ``local``, ``dask-local`` or ``dask://HOST:PORT``), then rebuild the
@@ -198,7 +272,8 @@ def run(
     run with real kernel TCP through the emulator (:mod:`l4slab.emulate`), one at a time
     in this process (they use real time), into the study directory ``DIR/emulate``;
     ``backend = "kernel"`` runs each run in its own guest (:mod:`l4slab.kernel`), ``jobs``
-    guests at a time, into ``DIR/kernel``."""
+    guests at a time, into ``DIR/kernel``. A directory holding another study is refused
+    (one line) unless ``replace`` (its results are deleted first)."""
     from .executors import parse_executor
 
     kind, address = parse_executor(executor)
@@ -219,7 +294,7 @@ def run(
         out = default_backend_out(spec, out, backend)
         _prepare_kernel(spec, progress)
     with lock.study_lock(Path(out) if out is not None else default_out(spec)):
-        return _run_locked(spec, out, kind, address, jobs, progress, on_run, backend)
+        return _run_locked(spec, out, kind, address, jobs, progress, on_run, replace)
 
 
 def _prepare_kernel(spec: StudySpec, progress: bool) -> None:
@@ -230,10 +305,10 @@ def _prepare_kernel(spec: StudySpec, progress: bool) -> None:
     prepare_study(spec.points, progress)
 
 
-def _run_locked(spec, out, kind, address, jobs, progress, on_run, backend="sim") -> RunReport:
+def _run_locked(spec, out, kind, address, jobs, progress, on_run, replace=False) -> RunReport:
     from .executors import run_dask, run_local, run_sequential
 
-    directory, plan_data = _write_plan(spec, out, backend)
+    directory, plan_data = _write_plan(spec, out, replace)
     todo = pending_runs(directory, plan_data, repair=True)
     tasks = [_task(plan_data, r) for r in todo]
     errors: dict[str, str] = {}
@@ -308,6 +383,7 @@ def run_one(directory: str | os.PathLike[str], rid: str, *, force: bool = False)
     store.check_run_id(rid, "run-one")
     if rid not in runs:
         raise ScenarioError(f"run-one: {rid!r} is not a run of {directory}/plan.json")
+    check_run(directory, plan_data, runs[rid], "run-one")
     if not force and store.read_run_meta(store.run_path(directory, rid)) is not None:
         return None
     _, data, _, error = execute(_task(plan_data, runs[rid]))
@@ -319,11 +395,15 @@ def run_one(directory: str | os.PathLike[str], rid: str, *, force: bool = False)
 
 
 def emit_jobs(
-    path: str | os.PathLike[str], jobs_file: str | os.PathLike[str], out=None, panels: Sequence[str] | None = None
+    path: str | os.PathLike[str],
+    jobs_file: str | os.PathLike[str],
+    out=None,
+    panels: Sequence[str] | None = None,
+    replace: bool = False,
 ) -> tuple[Path, int]:
     """Plan the study and write one ``l4slab study run-one DIR ID`` line per pending run."""
     check_out_file(jobs_file, "--emit-jobs")
-    directory, plan_data = plan(path, out, panels=panels)
+    directory, plan_data = plan(path, out, panels=panels, replace=replace)
     todo = pending_runs(directory, plan_data)
     absolute = shlex.quote(str(directory.resolve()))
     lines = [f"l4slab study run-one {absolute} {r['id']}\n" for r in todo]

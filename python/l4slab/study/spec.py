@@ -57,7 +57,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .. import engine, units
+from .. import schema, units
 from ..errors import ScenarioError
 from ..limits import check_values, show
 from ..scenario import apply_overrides, read_toml_file, scenario_from_dict
@@ -158,7 +158,7 @@ class Point:
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run: a point, a trial and its seed; ``id`` is the content hash of config + engine."""
+    """One run: a point, a trial and its seed; ``id`` is :func:`run_id` of its config, the model and the backend."""
 
     id: str
     point: int
@@ -180,7 +180,12 @@ class StudySpec:
     points: list[Point]
     runs: list[RunSpec] = field(default_factory=list)
     source_text: str = ""
-    engine_version: str = ""
+    #: The engine's model (:func:`l4slab.schema.model_id`) the run ids hash.
+    model: str = ""
+    #: The backend the run ids are for (``sim``, ``emulate``, ``kernel``) and, for
+    #: ``kernel``, the digest of the guest's files.
+    backend: str = "sim"
+    guest: str = ""
 
     def config(self, run: RunSpec) -> dict[str, Any]:
         """The engine config of ``run`` (the point's config with the trial's seed)."""
@@ -202,9 +207,26 @@ def trial_seed(study_seed: int, point_key: str, trial: int) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
-def run_id(config: Mapping[str, Any], engine_version: str) -> str:
-    """sha256 of the canonical JSON of the resolved engine config plus the engine version."""
-    return hashlib.sha256(f"{canonical_json(config)}\n{engine_version}".encode()).hexdigest()
+RUN_ID_DOMAIN = "l4slab.run/2"
+
+
+def config_digest(config: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of a resolved engine config (seed included)."""
+    return hashlib.sha256(canonical_json(config).encode()).hexdigest()
+
+
+def run_id(config: Mapping[str, Any], model: str, backend: str = "sim", guest: str = "") -> str:
+    """A run's id: sha256 of its resolved engine config (:func:`config_digest`, seed
+    included), the engine's model (:func:`l4slab.schema.model_id`: version and corpus
+    digest) and the backend that runs it (``guest``: for ``kernel``, the digest of the
+    guest's own files). Every reader of a plan or a run file recomputes it."""
+    return id_from_digest(config_digest(config), model, backend, guest)
+
+
+def id_from_digest(config_sha256: str, model: str, backend: str = "sim", guest: str = "") -> str:
+    """:func:`run_id` from the config's digest (what a run file's identity records)."""
+    text = f"{RUN_ID_DOMAIN}\nconfig={config_sha256}\nmodel={model}\nbackend={backend}\nguest={guest}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # --- parsing ---------------------------------------------------------------------------------
@@ -537,7 +559,7 @@ def study_from_dict(
             f"{MAX_POINTS} points and {MAX_RUNS} runs (split the study)"
         )
 
-    version = engine.version()
+    model = schema.model_id()
     points: list[Point] = []
     runs: list[RunSpec] = []
     seen: dict[str, str] = {}
@@ -564,12 +586,12 @@ def study_from_dict(
             index += 1
             for trial in range(trials):
                 seed_t = trial_seed(seed, key, trial)
-                rid = run_id({**config, "seed": seed_t}, version)
+                rid = run_id({**config, "seed": seed_t}, model)
                 if rid in seen:
                     raise ScenarioError(f"point {label}: trial {trial} is the same run as {seen[rid]}")
                 seen[rid] = f"point {label} trial {trial}"
                 runs.append(RunSpec(rid, point.index, trial, seed_t))
-    return StudySpec(name, seed, trials, metrics, report, factors, points, runs, source_text, version)
+    return StudySpec(name, seed, trials, metrics, report, factors, points, runs, source_text, model)
 
 
 def _plan_factors(units: list[Unit]) -> list[Factor]:

@@ -29,8 +29,12 @@ match their record or, for a file with no record (a ``run-one`` elsewhere, a los
 line and runs it again; readers skip it (and say so) or raise one line
 (:class:`CorruptRunFile`) — none returns changed values.
 
-``id`` = sha256 of the canonical JSON of the resolved engine config (seed included)
-and the engine version (:func:`l4slab.study.spec.run_id`).
+``id`` = sha256 of the resolved engine config's digest (seed included), the engine's
+model (version and corpus digest) and the backend (:func:`l4slab.study.spec.run_id`).
+A run file's identity records the config's digest, the model and the backend, and every
+reader recomputes the id from them: a file whose identity does not hash to its name is
+left out with one line. ``plan.json`` carries its own checksum (:func:`plan_checksum`),
+checked on every read.
 """
 
 from __future__ import annotations
@@ -74,6 +78,7 @@ __all__ = [
     "catalog_stale",
     "CatalogError",
     "load_plan",
+    "plan_checksum",
 ]
 
 META_KEY = b"l4slab.study.run"
@@ -382,7 +387,16 @@ def _check_plan(study_dir: Path, plan: Any) -> dict[str, Any]:
     hand-edited plan is one line, not a KeyError deep in a command)."""
     if not isinstance(plan, dict):
         raise _plan_error(study_dir, "not a JSON object")
-    for key, kind in (("factors", list), ("points", list), ("runs", list), ("study", str), ("engine_version", str)):
+    if not isinstance(plan.get("checksum"), str):
+        raise _plan_error(study_dir, "it has no checksum (damaged, or planned by an older l4slab)")
+    try:
+        actual = plan_checksum(plan)
+    except (TypeError, ValueError, RecursionError):
+        actual = None
+    if actual != plan["checksum"]:
+        raise _plan_error(study_dir, "its content differs from the checksum written with it (changed after planning)")
+    for key, kind in (("factors", list), ("points", list), ("runs", list), ("study", str), ("model", str),
+                      ("backend", str), ("guest", str)):  # fmt: skip
         if not isinstance(plan.get(key), kind):
             raise _plan_error(study_dir, f"{key!r} is missing or not a {kind.__name__}")
     if not plan["runs"] or not plan["points"]:
@@ -408,6 +422,15 @@ def _check_plan(study_dir: Path, plan: Any) -> dict[str, Any]:
     if plan.get("metrics") is not None and not isinstance(plan["metrics"], list):
         raise _plan_error(study_dir, "'metrics' is not a list")
     return plan
+
+
+def plan_checksum(plan: Mapping[str, Any]) -> str:
+    """The content hash of a plan: sha256 of the canonical JSON of everything but its
+    ``checksum`` (so whitespace does not count, every value and key does)."""
+    from .spec import canonical_json
+
+    body = {key: value for key, value in plan.items() if key != "checksum"}
+    return hashlib.sha256(f"l4slab.study.plan\n{canonical_json(body)}".encode()).hexdigest()
 
 
 def load_plan(study_dir: Path) -> dict[str, Any] | None:
@@ -459,6 +482,19 @@ def run_status(
 
 
 # --- catalog ---------------------------------------------------------------------------------------
+
+
+def identity_mismatch(meta: Mapping[str, Any]) -> str | None:
+    """Why a run file's identity does not hash to its id (None when it does): the id is
+    recomputed from the config digest, model and backend it records."""
+    from .spec import id_from_digest
+
+    parts = [meta.get(key) for key in ("config_sha256", "model", "backend", "guest")]
+    if not all(isinstance(part, str) for part in parts):
+        return "its identity records no config digest, model and backend (written before run ids hashed them)"
+    if id_from_digest(*parts) != meta.get("id"):
+        return "its identity (config digest, model, backend) does not hash to its run id"
+    return None
 
 
 def _identity(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -550,6 +586,10 @@ def collect(study_dir: Path) -> dict[str, pd.DataFrame]:
             continue
         if not isinstance(meta.get("factors"), dict) or not all(k in meta for k in ("point", "trial", "seed")):
             warn(f"{path}: its identity lacks point, factors, trial or seed; left out")
+            continue
+        why = identity_mismatch(meta)
+        if why is not None:
+            warn(f"{path}: {why}; left out")
             continue
         found.add(meta["id"])
         if meta["id"] in planned:  # the current plan's point numbering wins

@@ -115,6 +115,8 @@ pub const DESCRIPTOR: super::descriptor::CcDescriptor = super::descriptor::CcDes
     flags: CcFlags::NONE,
     receiver: super::descriptor::ReceiverDefaults::NONE,
     build: |p| Ok(Box::new(Cubic::new(super::descriptor::parse_params("cubic", CubicParams::default(), p)?))),
+    check: |p| super::descriptor::parse_params("cubic", CubicParams::default(), p).map(drop),
+    reports_state: false,
     params: param_specs,
 };
 

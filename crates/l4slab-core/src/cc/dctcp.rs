@@ -57,6 +57,8 @@ pub const DESCRIPTOR: CcDescriptor = CcDescriptor {
     },
     receiver: ReceiverDefaults { receiver_ecn: Some(1), receiver_cc: Some("dctcp") },
     build: |p| Ok(Box::new(RenoFallback::new(Dctcp::new(parse_params("dctcp", DctcpParams::default(), p)?)))),
+    check: |p| parse_params("dctcp", DctcpParams::default(), p).map(drop),
+    reports_state: false,
     params: param_specs,
 };
 

@@ -27,6 +27,8 @@ impl ReceiverDefaults {
 
 /// A CC's constructor from its `cc_params`.
 pub type BuildFn = fn(Option<&serde_json::Value>) -> Result<Box<dyn CongestionControl>, String>;
+/// A CC's `cc_params` parsed and checked as its constructor would, without building it.
+pub type CheckFn = fn(Option<&serde_json::Value>) -> Result<(), String>;
 
 /// One registered congestion control.
 #[derive(Clone, Copy)]
@@ -43,6 +45,12 @@ pub struct CcDescriptor {
     /// Builds the algorithm from `cc_params` (fields of its `XxxParams`; the
     /// module defaults for those not given).
     pub build: BuildFn,
+    /// What `build` checks of the `cc_params`, without building the algorithm
+    /// (validation builds nothing; the run builds each flow's CC once).
+    pub check: CheckFn,
+    /// Whether the algorithm reports a model state (`cc_state`: BBR's bw, min RTT, mode,
+    /// gain), which adds per-flow series the memory estimate counts.
+    pub reports_state: bool,
     /// The module parameters (`cc_params`), one spec per `XxxParams` field.
     pub params: fn() -> Vec<ParamSpec>,
 }

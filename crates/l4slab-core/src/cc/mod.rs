@@ -46,8 +46,7 @@ pub enum CaState {
 /// The ECN feedback mode a connection negotiated (the L4STeam tree's
 /// `tcp_ecn_mode_rfc3168()` / `tcp_ecn_mode_accecn()`). It lives here, not in `tcp::ecn`, because
 /// [`CcSock`] carries it: `cc` must not depend on `tcp`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum EcnMode {
     #[default]
     Off,
@@ -55,6 +54,26 @@ pub enum EcnMode {
     Rfc3168,
     /// Accurate ECN (RFC 9768).
     AccEcn,
+}
+
+impl EcnMode {
+    /// Every mode, in the order of the kernel's `tcpi_ecn_mode` (0 off, 1 rfc3168, 2 accecn).
+    pub const ALL: [EcnMode; 3] = [EcnMode::Off, EcnMode::Rfc3168, EcnMode::AccEcn];
+
+    /// The name results and the schema use (`ecn_mode` of a flow or a request).
+    pub fn name(self) -> &'static str {
+        match self {
+            EcnMode::Off => "off",
+            EcnMode::Rfc3168 => "rfc3168",
+            EcnMode::AccEcn => "accecn",
+        }
+    }
+}
+
+impl serde::Serialize for EcnMode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
 }
 
 /// `enum tcp_ca_event`.
@@ -547,6 +566,11 @@ pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
 /// fields of its `XxxParams`, Linux defaults for those not given).
 pub fn build(name: &str, params: Option<&serde_json::Value>) -> Result<Box<dyn CongestionControl>, String> {
     registry::build(name, params)
+}
+
+/// Check `name` with `params` as [`build`] would, building nothing (validation).
+pub fn check(name: &str, params: Option<&serde_json::Value>) -> Result<(), String> {
+    registry::check(name, params)
 }
 
 /// Names accepted by [`by_name`] and [`build`].

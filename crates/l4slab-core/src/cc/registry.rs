@@ -59,6 +59,16 @@ pub fn build(name: &str, params: Option<&serde_json::Value>) -> Result<Box<dyn C
     (d.build)(params)
 }
 
+/// Check `name`'s `cc_params` as [`build`] would (the schema's ranges, then the
+/// algorithm's own parsing), without building it.
+pub fn check(name: &str, params: Option<&serde_json::Value>) -> Result<(), String> {
+    let d = find(name).ok_or_else(|| format!("unknown congestion control {name:?} (known: {})", KNOWN.join(", ")))?;
+    if let Some(p) = params {
+        check_params(&(d.params)(), p)?;
+    }
+    (d.check)(params)
+}
+
 /// The front end's view of every registered congestion control.
 pub fn specs() -> Vec<CcSpec> {
     TABLE.iter().map(spec).collect()
@@ -181,5 +191,37 @@ mod tests {
         // prague-v06 is Prague at the v0.6 module defaults.
         let v06 = parse_params("prague-v06", super::super::prague::PragueParams::v06(), None).unwrap();
         assert_eq!(v06.rtt_transition, 500);
+    }
+}
+
+#[cfg(test)]
+mod descriptor_tests {
+    use super::*;
+
+    #[test]
+    fn reports_state_is_what_the_algorithm_reports() {
+        for d in TABLE {
+            let cc = (d.build)(None).expect("defaults build");
+            let reports = cc.cc_state(&super::super::CcSock::new(1448, 10)) != super::super::CcState::default();
+            assert_eq!(d.reports_state, reports, "{}", d.name);
+        }
+    }
+
+    #[test]
+    fn check_refuses_what_build_refuses() {
+        let cases = [
+            ("cubic", serde_json::json!({"beta": 5000})),
+            ("bbr3", serde_json::json!({"nope": 1})),
+            ("bbr2", serde_json::json!({"pacing_gain": [1.0]})),
+            ("prague", serde_json::json!({"version": "v99"})),
+            ("reno", serde_json::json!({"x": 1})),
+        ];
+        for (name, p) in cases {
+            let built = build(name, Some(&p)).err().expect("build refuses");
+            assert_eq!(check(name, Some(&p)), Err(built), "{name}");
+        }
+        for d in TABLE {
+            assert_eq!(check(d.name, None), Ok(()), "{}", d.name);
+        }
     }
 }

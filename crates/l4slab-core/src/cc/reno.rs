@@ -73,6 +73,8 @@ pub const DESCRIPTOR: CcDescriptor = CcDescriptor {
         super::descriptor::parse_params("reno", NoParams {}, p)?;
         Ok(Box::new(Reno))
     },
+    check: |p| super::descriptor::parse_params("reno", NoParams {}, p).map(drop),
+    reports_state: false,
     params: Vec::new,
 };
 

@@ -104,8 +104,9 @@ pub trait QdiscPacket: Send + 'static {
     }
 }
 
-/// Counters as `tc -s qdisc show` prints them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Counters as `tc -s qdisc show` prints them (serialised flat into the results'
+/// `QdiscStatsOut`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct QdiscStats {
     pub sent_bytes: u64,
     pub sent_packets: u64,

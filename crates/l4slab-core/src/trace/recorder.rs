@@ -287,19 +287,7 @@ impl Recorder {
                     .map(|(name, h)| ClassSojourn { class: name.to_string(), sojourn_ms: h.stats_ms() })
                     .collect()
             },
-            qdisc: QdiscStatsOut {
-                kind: q.qdisc.kind().into(),
-                sent_bytes: st.sent_bytes,
-                sent_packets: st.sent_packets,
-                drops: st.drops,
-                overlimits: st.overlimits,
-                requeues: st.requeues,
-                marks: st.marks,
-                backlog_bytes: st.backlog_bytes,
-                backlog_packets: st.backlog_packets,
-                maxq_packets: st.maxq_packets,
-                extra: q.qdisc.extra_stats().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-            },
+            qdisc: QdiscStatsOut::new(q.qdisc.kind(), &st, q.qdisc.extra_stats()),
         };
         r.time_s = (0..self.bin_index).map(|i| secs(i as u64 * self.bin_ns)).collect();
         r.flow_series = self.flows.iter().take(view.n_flows()).map(|f| f.series.clone()).collect();

@@ -3,7 +3,6 @@
 use super::{DropInjection, Endpoint, EndpointBuffers, Measured, Reusable};
 use crate::packet::{Outbox, Packet, PacketKind};
 use crate::results::FlowSummary;
-use crate::tcp::ecn::EcnMode;
 use crate::tcp::{TcpReceiver, TcpSender};
 use crate::time::{secs, Time};
 use crate::trace::{FlowCumulative, FlowSample};
@@ -81,12 +80,7 @@ impl Measured for TcpSenderEndpoint {
         s.packets_sent = st.data_segments_sent;
         s.fct_s = st.completed_at.map(|t| secs(t - flow_start));
         s.final_cwnd = sender.cwnd();
-        s.ecn_mode = match sender.ecn_mode() {
-            EcnMode::Off => "off",
-            EcnMode::Rfc3168 => "rfc3168",
-            EcnMode::AccEcn => "accecn",
-        }
-        .into();
+        s.ecn_mode = sender.ecn_mode().name().into();
         let n = st.data_segments_sent as f64;
         s.mean_payload_bytes = st.payload_bytes_sent as f64 / n;
         s.payload_sd_bytes = (st.payload_sq_sum as f64 / n - s.mean_payload_bytes.powi(2)).max(0.0).sqrt();

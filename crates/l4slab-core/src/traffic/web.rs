@@ -48,7 +48,6 @@ use crate::config::{WebSizes, WebSourceConfig};
 use crate::packet::{Outbox, Packet, PacketKind};
 use crate::results::{FlowSummary, RecordSink, RequestRecord, RunResults, RECORD_CHUNK};
 use crate::rng::{self, SimRng, Stream};
-use crate::tcp::ecn::EcnMode;
 use crate::tcp::receiver::ReceiverBuffers;
 use crate::tcp::sender::SenderBuffers;
 use crate::tcp::{TcpReceiver, TcpSender};
@@ -191,12 +190,7 @@ impl Measured for WebServer {
     fn fill_request(&self, r: &mut RequestRecord) {
         let sender = &self.inner.0;
         r.cc = sender.cc_name().into();
-        r.ecn_mode = match sender.ecn_mode() {
-            EcnMode::Off => "off",
-            EcnMode::Rfc3168 => "rfc3168",
-            EcnMode::AccEcn => "accecn",
-        }
-        .into();
+        r.ecn_mode = sender.ecn_mode().name().into();
         r.syn_retransmits = sender.syn_retransmits();
         r.retransmits = sender.stats.retransmits;
         r.rto_count = sender.stats.rto_count;

@@ -131,6 +131,8 @@ pub const DESCRIPTOR: CcDescriptor = CcDescriptor {
     flags: CcFlags { needs_pacing: true, ..CcFlags::NONE },
     receiver: ReceiverDefaults::NONE,
     build: |p| Ok(Box::new(Bbr::new(parse_params("bbr", BbrParams::default(), p)?))),
+    check: |p| parse_params("bbr", BbrParams::default(), p).map(drop),
+    reports_state: true,
     params: param_specs,
 };
 

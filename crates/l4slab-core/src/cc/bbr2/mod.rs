@@ -1507,19 +1507,29 @@ fn check_gains(name: &str, v: &[u32], n: usize) -> Result<(), String> {
 
 /// Build `bbr2` from its `cc_params`.
 pub fn build_v2alpha(params: Option<&serde_json::Value>) -> Result<Bbr2, String> {
+    Ok(Bbr2::new(Flavour::V2Alpha, parse_v2alpha(params)?))
+}
+
+/// `bbr2`'s `cc_params`, checked.
+fn parse_v2alpha(params: Option<&serde_json::Value>) -> Result<Bbr2Params, String> {
     check_keys("bbr2", &v2alpha_specs(), params)?;
     let p = parse_params("bbr2", Bbr2Params::default(), params)?;
     check_gains("pacing_gain", &p.pacing_gain, 8)?;
-    Ok(Bbr2::new(Flavour::V2Alpha, p))
+    Ok(p)
 }
 
 /// Build `bbr2-l4s` from its `cc_params`.
 pub fn build_l4s(params: Option<&serde_json::Value>) -> Result<Bbr2, String> {
+    Ok(Bbr2::new(Flavour::L4s, parse_l4s(params)?))
+}
+
+/// `bbr2-l4s`'s `cc_params`, checked.
+fn parse_l4s(params: Option<&serde_json::Value>) -> Result<Bbr2Params, String> {
     check_keys("bbr2-l4s", &l4s_specs(), params)?;
     let p = parse_params("bbr2-l4s", Bbr2Params::l4s(), params)?;
     check_gains("pacing_gain", &p.pacing_gain, 8)?;
     check_gains("bbr2_pacing_gain", &p.bbr2_pacing_gain, 4)?;
-    Ok(Bbr2::new(Flavour::L4s, p))
+    Ok(p)
 }
 
 /// `bbr2` in the registry.
@@ -1530,6 +1540,8 @@ pub const DESCRIPTOR: CcDescriptor = CcDescriptor {
     flags: FLAGS,
     receiver: ReceiverDefaults::NONE,
     build: |p| Ok(Box::new(build_v2alpha(p)?)),
+    check: |p| parse_v2alpha(p).map(drop),
+    reports_state: true,
     params: v2alpha_specs,
 };
 
@@ -1542,5 +1554,7 @@ pub const DESCRIPTOR_L4S: CcDescriptor = CcDescriptor {
     flags: FLAGS,
     receiver: ReceiverDefaults { receiver_ecn: Some(3), receiver_cc: None },
     build: |p| Ok(Box::new(build_l4s(p)?)),
+    check: |p| parse_l4s(p).map(drop),
+    reports_state: true,
     params: l4s_specs,
 };

@@ -1389,10 +1389,14 @@ const BBR3_FLAGS: CcFlags = CcFlags {
     needs_pacing: true,
 };
 
-fn build(p: Option<&serde_json::Value>) -> Result<Box<dyn CongestionControl>, String> {
+fn parse(p: Option<&serde_json::Value>) -> Result<Bbr3Params, String> {
     let params = parse_params("bbr3", Bbr3Params::default(), p)?;
     params.check()?;
-    Ok(Box::new(Bbr3::new(params)))
+    Ok(params)
+}
+
+fn build(p: Option<&serde_json::Value>) -> Result<Box<dyn CongestionControl>, String> {
+    Ok(Box::new(Bbr3::new(parse(p)?)))
 }
 
 /// `bbr3` in the registry: google/bbr v3 with its compile-time constants as defaults.
@@ -1403,5 +1407,7 @@ pub const DESCRIPTOR: CcDescriptor = CcDescriptor {
     flags: BBR3_FLAGS,
     receiver: ReceiverDefaults::NONE,
     build,
+    check: |p| parse(p).map(drop),
+    reports_state: true,
     params: params::param_specs,
 };

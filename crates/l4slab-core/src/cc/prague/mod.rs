@@ -253,6 +253,8 @@ pub const DESCRIPTOR: CcDescriptor = CcDescriptor {
     flags: PRAGUE_FLAGS,
     receiver: ReceiverDefaults { receiver_ecn: Some(3), receiver_cc: None },
     build: |p| Ok(Box::new(RenoFallback::new(Prague::new(parse_prague_params("prague", p)?)))),
+    check: |p| parse_prague_params("prague", p).map(drop),
+    reports_state: false,
     params: || param_specs(&PragueParams::default()),
 };
 
@@ -264,6 +266,8 @@ pub const DESCRIPTOR_V06: CcDescriptor = CcDescriptor {
     flags: PRAGUE_FLAGS,
     receiver: ReceiverDefaults { receiver_ecn: Some(3), receiver_cc: None },
     build: |p| Ok(Box::new(RenoFallback::new(Prague::new(parse_params("prague-v06", PragueParams::v06(), p)?)))),
+    check: |p| parse_params("prague-v06", PragueParams::v06(), p).map(drop),
+    reports_state: false,
     params: || param_specs(&PragueParams::v06()),
 };
 

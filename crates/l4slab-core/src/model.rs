@@ -1,0 +1,49 @@
+//! The model version: which engine behaviour produced a result.
+//!
+//! The package version (`CARGO_PKG_VERSION`) says nothing about results: it stayed the
+//! same through every change of the engine's behaviour. The model version does: it is
+//! bumped by every commit that changes the result corpus (`tests/corpus`: the canonical
+//! results of 59 scenarios, `tests/corpus.rs`), and each version records the digest of
+//! the corpus it produces. The corpus test fails when the corpus's digest is not the
+//! current version's, so a change of results cannot be committed without a new version.
+//!
+//! Every study run id hashes the model (version and corpus digest, [`MODEL_ID`]), and
+//! every result carries it: a study directory never mixes results of two models (a
+//! resumed study re-runs what another model computed; `study run-one` refuses a plan
+//! made by another model).
+
+/// Each model version and the sha256 of its result corpus: the `HASH  NAME` lines of
+/// `tests/corpus/sha256.txt`, sorted by name, each ending in `\n`. Append-only: a
+/// commit that re-blesses the corpus appends `(last + 1, new digest)`; the corpus test
+/// prints the digest to append (`tests/corpus.rs`: sha256 over `HASH  NAME\n` per
+/// scenario, sorted by name). Versions 1-17 are the corpus's earlier states in git
+/// (`git log -- crates/l4slab-core/tests/corpus/sha256.txt`), not listed here.
+pub const MODELS: &[(u32, &str)] = &[(18, "96392ba7e1b2fb4d0daec6c4efdf40ef7b2720831301c6c7af8d55aa06ed9ff8")];
+
+/// The current model version (the last of [`MODELS`]).
+pub const MODEL_VERSION: u32 = MODELS[MODELS.len() - 1].0;
+
+/// The current model's corpus digest (the last of [`MODELS`]).
+pub const MODEL_CORPUS_DIGEST: &str = MODELS[MODELS.len() - 1].1;
+
+/// What a run id hashes for the model: `"<version>:<corpus digest>"`. The digest is in
+/// it too, so that even a re-blessed corpus recorded under an unchanged version number
+/// cannot reuse the old ids.
+pub fn model_id() -> String {
+    format!("{MODEL_VERSION}:{MODEL_CORPUS_DIGEST}")
+}
+
+/// `Ok` when [`MODELS`] is well formed: versions strictly increasing.
+pub fn check_history() -> Result<(), String> {
+    for pair in MODELS.windows(2) {
+        if pair[1].0 <= pair[0].0 {
+            return Err(format!("MODELS: version {} follows {}; versions must increase", pair[1].0, pair[0].0));
+        }
+    }
+    for (v, d) in MODELS {
+        if d.len() != 64 || !d.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
+            return Err(format!("MODELS: version {v}'s digest {d:?} is not a sha256 hex digest"));
+        }
+    }
+    Ok(())
+}
