@@ -62,6 +62,11 @@ def load(path: str | os.PathLike[str]) -> dict[str, Any]:
     plan = store.load_plan(study_dir) or {}
     point = int(meta.get("point", -1))
     planned = plan["points"][point] if 0 <= point < len(plan.get("points") or []) else {}
+    if planned and store.identity_mismatch(meta) is None:
+        from .spec import config_digest
+
+        if config_digest({**planned.get("config", {}), "seed": meta.get("seed")}) != meta.get("config_sha256"):
+            planned = {}  # the plan's point is another configuration: a run of an earlier plan
     times = np.sort(series["time_s"].unique()) if "time_s" in series else np.array([])
     bin_s = float(np.median(np.diff(times))) if times.size > 1 else 0.1
     paths = {f.get("column"): str(f.get("path")) for f in plan.get("factors") or [] if isinstance(f, dict)}
