@@ -151,6 +151,42 @@ def test_overloaded_prague_v06_keeps_a_rate_at_its_window_floor():
     assert (rates >= fidelity.STARVED_MBPS).all() and rates.mean() > 0.3, rates
 
 
+def test_prague_v06_keeps_a_trickle_under_ect1_overload():
+    """The DualQ paper's overload test with the UDP in the L queue (ECT(1)) at 200 % of the
+    link: DualPI2 drops about half of every queue's packets, and each Prague flow lives on
+    RTOs. v0.6's pacing after a loss never falls below one packet per SRTT (its rate is
+    MTU/SRTT x max(snd_cwnd, in_flight), and tcp_enter_loss leaves one packet), so every
+    flow keeps a trickle: the testbed's 0.01-0.13 Mbit/s per flow at 140-200 %, not 0.001."""
+    text = """
+duration = "25s"
+warmup = "5s"
+seed = 2019
+[bottleneck]
+rate = "100Mbit"
+qdisc = "dualpi2 limit 40000 target 15ms tupdate 16ms alpha 0.16 beta 3.2 step_thresh 1ms coupling_factor 2 drop_on_overload variant l4steam"
+[[flows]]
+cc = "prague-v06"
+count = 5
+rtt = "10ms"
+ecn = "accecn"
+receiver_ecn = "accecn"
+fq_pacing = true
+[[flows]]
+cc = "cubic"
+count = 5
+rtt = "10ms"
+fq_pacing = true
+[[flows]]
+kind = "udp"
+rate = "200%"
+packet_size = "1500B"
+ecn = "ect1"
+rtt = "10ms"
+"""
+    rates = _prague_rates(_run_toml(text))
+    assert len(rates) == 5 and (rates >= 0.005).all() and rates.mean() >= 0.01, rates
+
+
 def _four_mbit(variant: str, cc: str) -> str:
     from l4slab.scenario import read_toml_file
 

@@ -179,10 +179,13 @@ impl Version for V06 {
         p.cwr_reduce_frac(alpha, bits);
     }
 
-    /// Halve frac; the undo restores it (`loss_frac`).
+    /// Halve frac, never below one packet; the undo restores it (`loss_frac`). v0.6
+    /// takes the halving from `cwnd_cnt`, and its pacing rate from max(`snd_cwnd`,
+    /// in flight) ≥ the one packet `tcp_enter_loss` leaves: repeated RTOs never pace it
+    /// below one packet per SRTT.
     fn enter_loss(&self, p: &mut Prague, tp: &CcSock) {
         p.loss_frac = p.frac;
-        p.frac -= p.frac >> 1;
+        p.frac = (p.frac - (p.frac >> 1)).max(ONE_CWND);
         p.in_loss = true;
         p.cwnd_changed(tp);
     }
@@ -255,6 +258,21 @@ mod tests {
             assert!(p.frac > 1 << CWND_UNIT, "frac {} at or below one packet", p.frac);
         }
         assert_eq!(tp.cwnd, 2);
+        assert!(tp.pacing_rate >= 1500 * 100, "{} B/s", tp.pacing_rate);
+    }
+
+    /// Repeated RTOs halve `frac` each time but never below one packet, so the pacing
+    /// rate after a loss stays ≥ one packet per SRTT (v0.6 paces from max(`snd_cwnd`,
+    /// in flight), and `tcp_enter_loss` leaves one packet).
+    #[test]
+    fn losses_leave_at_least_one_packet_to_pace() {
+        let (mut p, mut tp) = setup(PragueParams::v06(), 10, 10_000);
+        steady(&mut p, &mut tp, 2);
+        for _ in 0..10 {
+            p.cwnd_event(&mut tp, CaEvent::Loss); // each RTO: CA_EVENT_LOSS
+        }
+        assert_eq!(p.frac, ONE_CWND);
+        p.update_pacing_rate(&mut tp);
         assert!(tp.pacing_rate >= 1500 * 100, "{} B/s", tp.pacing_rate);
     }
 }
