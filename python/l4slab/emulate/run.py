@@ -202,6 +202,13 @@ def _data_socket(samples: list[SsSocket], port: int | None) -> SsSocket | None:
     return max(samples, key=lambda s: s.bytes_acked)
 
 
+def _as_list(value: Any) -> Any:
+    """The engine hands its series over as numpy arrays (:mod:`l4slab.engine`): as lists in JSON."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
 def merge(
     raw: Mapping[str, Any],
     config: Mapping[str, Any],
@@ -224,7 +231,7 @@ def merge(
     * series: ``goodput_mbps`` per bin, and from ``ss`` ``srtt_ms``, ``cwnd``,
       ``pacing_rate_mbps``, ``delivery_rate_mbps`` (end of bin) and ``retransmits`` per bin.
     """
-    merged = json.loads(json.dumps(raw))  # a deep copy of plain JSON
+    merged = json.loads(json.dumps(raw, default=_as_list))  # a deep copy of plain JSON
     bin_s = config["bin_ns"] / 1e9
     n_bins = _bins(merged, config)
     merged.setdefault("time_s", [k * bin_s for k in range(n_bins)])
