@@ -89,6 +89,8 @@ def test_flent_places_a_short_run_inside_its_plots_cutoff(run_dir):
     samples = [r["t"] - rs.t0 for r in rs.raw_values["Ping (ms) ICMP"]]
     assert len(samples) == 20
     assert delay <= min(samples) and max(samples) <= rs.meta("TOTAL_LENGTH") - delay
+    # fq_codel gives the echo a sparse queue of its own: the ping is the base RTT.
+    assert {r["val"] for r in rs.raw_values["Ping (ms) ICMP"]} == {10.0}
 
 
 PING_SCENARIO = """
