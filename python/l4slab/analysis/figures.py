@@ -545,7 +545,7 @@ def flow_bars(
     aggregated (one row per bar, half-widths in ``ci``, default ``<value>_ci``). Intervals are
     clipped at ``lower`` (0: no goodput below zero; None for signed quantities).
 
-    Categories come in ``order`` (a factor's order; default: as first seen), hues in
+    Categories come in ``order`` (a factor's order; default: :func:`natural_order`), hues in
     ``hue_order``; a hue's colour is ``colours[cc_of[hue]]`` (its CC's, :func:`cc_colours`).
     Labels are wrapped at ``wrap`` characters and the figure widened until none overlap.
     The fair share is ``fair_mbps``, or ``capacity_mbps`` / number of bars per hue group."""
