@@ -644,17 +644,24 @@ def outline_study(path: str | os.PathLike[str]) -> StudyOutline:
     base = _base_scenario(data, file.parent)
     units = _panel_units(data, meta, base, None)
     groups: dict[str, list[Any]] = {}
+    queue = ("bottleneck.qdisc", "bottleneck.buffer")
     for _panel, unit_base, unit_factors, combos in units:
+        # Points that differ only in the queue share a probe: one copy of the base per
+        # distinct rest, not one per point (the deep copies were most of the outline's time).
+        keys: dict[str, str] = {}
         for combo in combos:
-            queue = ("bottleneck.qdisc", "bottleneck.buffer")
             plain = {f.path: combo[f.path] for f in unit_factors if f.path not in queue}
-            probe = apply_overrides(unit_base, plain)
-            bottleneck = probe.get("bottleneck")
-            if isinstance(bottleneck, dict):
-                bottleneck.pop("buffer", None)
-                bottleneck["qdisc"] = "pfifo"
-            key = canonical_json(probe)
-            groups.setdefault(key, [probe, 0])[1] += 1
+            plain_key = canonical_json(plain)
+            key = keys.get(plain_key)
+            if key is None:
+                probe = apply_overrides(unit_base, plain)
+                bottleneck = probe.get("bottleneck")
+                if isinstance(bottleneck, dict):
+                    bottleneck.pop("buffer", None)
+                    bottleneck["qdisc"] = "pfifo"
+                key = keys[plain_key] = canonical_json(probe)
+                groups.setdefault(key, [probe, 0])
+            groups[key][1] += 1
     scenarios = []
     for probe, count in groups.values():
         probe.setdefault("name", meta.get("name", "study"))
