@@ -21,18 +21,26 @@ part counts the copies the pipeline holds at its peak, with the bytes of each co
   it), about 172 bytes a packet at the bottleneck (enhanced packet block, headers up to
   the snap length, the flow/sojourn comment): :data:`CAPTURE_BYTES_PER_PACKET`, for the
   packets the capture can keep (``max_packets``, or fewer if the window cannot carry them).
-* **flows**: each flow's state in the engine and its summary in the results (a JSON
-  object of ~45 numbers, a Python dict, a row of ``flows``): :data:`FLOW_BYTES`. An
-  upper bound, not yet the peak within 25 %: 4000 and 8000 flows of 1 s measured 0.17
-  and 0.46 of the estimate (the peak grows faster than linearly in the flow count;
-  unexplained).
+* **flows**: the engine's state of each flow (TCP sender and receiver, their
+  retransmit rings and receive queues, the recorder's rows: :data:`ENGINE_FLOW_BYTES`,
+  measured as the engine's peak per flow with its series taken out, the same from 1000
+  to 8000 flows) while the run is in the engine, and afterwards the Python objects the
+  hand-over makes per flow (12 columns, each a ``bytes``, an array over it, a path key
+  and a tuple; the summary's dict of ~30 values; a row of ``flows``):
+  :data:`FLOW_OBJECT_BYTES`. The engine's state is many allocations under the mmap
+  threshold; ``l4slab/engine.py`` trims the heap when the run returns, so it is not
+  resident through the rest of the run.
 * **records** (web sources): streamed in chunks (:mod:`l4slab.records`), so bounded by a
   chunk in flight, not by the run: :data:`RECORDS_BYTES` per source. An upper bound as
   well: 20-40 s of 200-400 requests/s measured 11-20 MB (0.27-0.48 of the estimate),
   growing with the run's duration more than with its request count (unexplained).
 
-plus :data:`FIXED_BYTES`, what writing a run directory costs whatever its size: the
-Parquet writer's working memory, measured at 15-55 MB for tables of 0.1-1.3 M rows
+The peak is the larger of two phases that do not overlap: the **engine phase** (each
+flow's state, the series vectors and their bytes as they are handed over) and the
+**Python phase** (the sum of the parts above, with :data:`FLOW_OBJECT_BYTES` a flow,
+plus :data:`FIXED_BYTES`). Runs of many flows peak in the engine phase, long runs of
+fine bins, traces and captures in the Python phase. :data:`FIXED_BYTES` is what writing
+a run directory costs whatever its size: the Parquet writer's working memory, measured at 15-55 MB for tables of 0.1-1.3 M rows
 (it does not grow with the table). ``l4slab/engine.py`` turns off glibc's
 dynamic mmap threshold, so freed arrays go back to the system and the peak is the
 arrays alive together, not a heap's high-water mark.
@@ -44,8 +52,8 @@ space left under ``RLIMIT_AS`` and the cgroup's ``memory.max`` headroom, the sma
 ``--max-memory`` replaces ``MemAvailable`` but never lifts the two hard limits. A study
 run's workers check one run each against what is available when it starts.
 The constants are checked against measured peaks by ``tests/python/test_memory.py``:
-bins, traces and captures each at two sizes, peak / estimate within 0.8-1.25; flows and
-records as upper bounds. At scale: 400 s of a sojourn trace at 1 Gbit/s (2.64 x 10^7
+bins, traces, captures and flows each at two sizes, peak / estimate within 0.8-1.25;
+records as an upper bound. At scale: 400 s of a sojourn trace at 1 Gbit/s (2.64 x 10^7
 packets) peaked at 2.92 GB of resident memory in ``/usr/bin/time -v l4slab run``
 (estimate 2.4 GB + the interpreter's 0.13 GB: ratio 1.16).
 """
@@ -77,8 +85,15 @@ CC_STATE_PREFIX = "bbr"
 TRACE_BYTES_PER_PACKET = 32 + 32 + 8
 #: Bytes a packet of a bottleneck capture holds at the peak: two copies of its pcapng block.
 CAPTURE_BYTES_PER_PACKET = 2 * 172
-#: Bytes of one flow's state and summary.
-FLOW_BYTES = 5 * 1024
+#: Bytes of one flow's state in the engine at its peak, beside its series (module docstring).
+#: Measured: ``tests/python/test_memory.py`` runs of 4000 and 8000 flows peak at 15.5-15.9 KB a
+#: flow with 10 bins, of which 192 bytes a bin are the series and their bytes.
+ENGINE_FLOW_BYTES = 13_900
+#: Bytes of the Python objects the hand-over makes per flow: 12 columns x (``bytes`` header
+#: 33, ndarray 112, path key ~70, tuple 56, dict slot ~30) and the summary dict (~30 values:
+#: a dict of ~1.2 KB and its floats), measured with tracemalloc at 4.5 KB a flow of 10 bins
+#: (less the 10 x 12 x 8 bytes of series counted under bins).
+FLOW_OBJECT_BYTES = 3_500
 #: Bytes of a web source's records in flight (a chunk of 1024 records as JSON, as
 #: Python objects and as an Arrow row group).
 RECORDS_BYTES = 4 << 20
@@ -102,13 +117,23 @@ class MemoryEstimate:
     flows: int
     records: int
     fixed: int
+    #: The engine phase's peak: each flow's engine state and every series vector beside
+    #: its bytes as they are handed over (module docstring).
+    engine: int = 0
+
+    @property
+    def python(self) -> int:
+        """The Python phase's peak: the parts together."""
+        return self.bins + self.traces + self.captures + self.flows + self.records + self.fixed
 
     @property
     def total(self) -> int:
-        return self.bins + self.traces + self.captures + self.flows + self.records + self.fixed
+        return max(self.engine, self.python)
 
     def largest(self) -> str:
-        parts = {"bins": self.bins, "traces": self.traces, "captures": self.captures, "flows": self.flows,
+        # Many flows peak in the engine phase, on their engine state: the part to cut is flows.
+        flows = self.engine if self.engine > self.python else self.flows
+        parts = {"bins": self.bins, "traces": self.traces, "captures": self.captures, "flows": flows,
                  "records": self.records}  # fmt: skip
         return max(parts, key=parts.__getitem__)
 
@@ -144,6 +169,8 @@ def estimate(config: Mapping[str, Any]) -> MemoryEstimate:
     engine = bins * (n_flows * FLOW_SERIES + BOTTLENECK_SERIES + _classes(config) + 1) * 8
     table = bins * (n_flows * FLOW_TABLE_COLUMNS + (n_flows * CC_STATE_COLUMNS if state_flows else 0)) * 8
     series = engine + max(engine, 2 * table)
+    # Engine phase: each flow's state, and each series vector beside its bytes as handed over.
+    engine_phase = n_flows * ENGINE_FLOW_BYTES + 2 * engine
     rate = int((config.get("bottleneck") or {}).get("rate_bps", 0))
     frame = _smallest_frame(config)
     traces = 0
@@ -160,7 +187,8 @@ def estimate(config: Mapping[str, Any]) -> MemoryEstimate:
             passing *= 2  # an endpoint sees data and ACKs
         captures = min(int(capture.get("max_packets", 1_000_000)), passing) * CAPTURE_BYTES_PER_PACKET
     records = sum(RECORDS_BYTES for s in config.get("sources") or [] if s.get("kind") == "web")
-    return MemoryEstimate(series, traces, captures, n_flows * FLOW_BYTES, records, FIXED_BYTES)
+    return MemoryEstimate(series, traces, captures, n_flows * FLOW_OBJECT_BYTES, records, FIXED_BYTES,
+                          engine_phase)  # fmt: skip
 
 
 def _meminfo(key: str) -> int | None:
@@ -265,8 +293,9 @@ def check(config: Mapping[str, Any], max_memory: int | None = None) -> MemoryEst
     limit, where = bound
     if found.total > limit:
         kind = found.largest()
+        part = found.engine if kind == "flows" and found.engine > found.python else getattr(found, kind)
         raise ScenarioError(
-            f"memory: this run needs ~{human(found.total)} ({kind}: ~{human(getattr(found, kind))}); "
+            f"memory: this run needs ~{human(found.total)} ({kind}: ~{human(part)}); "
             f"{human(max(limit, 0))} {where}; {_ADVICE[kind]}"
         )
     return found

@@ -159,10 +159,13 @@ def _limits() -> list[str]:
         f"bins (the engine's series, their bytes in Python and the long `flow_series` table, built twice), "
         f"sojourn traces ({memory.TRACE_BYTES_PER_PACKET} bytes a packet), captures "
         f"({memory.CAPTURE_BYTES_PER_PACKET} bytes a packet: the pcapng file twice), flows "
-        f"({memory.FLOW_BYTES // 1024} KiB each) and web records ({memory.RECORDS_BYTES // mib} MiB a source, "
-        f"streamed), plus {memory.FIXED_BYTES // mib} MiB for the Parquet writer. Measured peaks of bins, "
-        "traces and captures are 0.8-1.25 of it (`tests/python/test_memory.py`); for flows and records it is an "
-        "upper bound. A run whose estimate exceeds `--max-memory SIZE` (or `L4SLAB_MAX_MEMORY`), else the least "
+        f"({memory.ENGINE_FLOW_BYTES / 1000:g} kB of engine state each while the engine runs, "
+        f"{memory.FLOW_OBJECT_BYTES / 1000:g} kB of Python objects after) and web records "
+        f"({memory.RECORDS_BYTES // mib} MiB a source, streamed), plus {memory.FIXED_BYTES // mib} MiB for the "
+        "Parquet writer; the peak is the larger of the engine phase (flow state, series handed over) and the "
+        "Python phase (the rest). Measured peaks of bins, traces, captures and flows are 0.8-1.25 of it "
+        "(`tests/python/test_memory.py`); for records it is an upper bound. A run whose estimate exceeds "
+        "`--max-memory SIZE` (or `L4SLAB_MAX_MEMORY`), else the least "
         "of the machine's `MemAvailable`, the address space left under `ulimit -v` and the cgroup's `memory.max` "
         "headroom, is refused before it starts, in one line naming the largest kind and what to change.",
         "",

@@ -4,8 +4,10 @@ sizes; and the refusals before running (``--max-memory``, an address-space limit
 half the estimate) are one line, never an abort.
 
 The peak is measured as ``l4slab run FILE --out DIR`` in a fresh interpreter that first
-ran a short version of the same scenario (so lazily imported code is loaded), then reset
-its high-water mark (``/proc/self/clear_refs`` 5): VmHWM - VmRSS before the run.
+ran a short version of the same scenario (so lazily imported code is loaded), returned its
+free heap pages (glibc ``malloc_trim``: otherwise free heap the warm-up left absorbs the
+engine's small allocations, and the peak depends on what ran before), then reset its
+high-water mark (``/proc/self/clear_refs`` 5): VmHWM - VmRSS before the run.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ out = tempfile.mkdtemp()
 with contextlib.redirect_stdout(io.StringIO()):
     main(["run", sys.argv[1], "--out", out, "--set", "duration=200ms", "--set", "bin=10ms"])
 shutil.rmtree(out); gc.collect()
+import ctypes; ctypes.CDLL(None).malloc_trim(0)
 with open("/proc/self/clear_refs", "w") as f:
     f.write("5")
 base = status("VmRSS")
@@ -62,6 +65,7 @@ KINDS = {
     "traces": [('duration = "12s"\nbin = "1s"\ntrace_sojourn = true', "1Gbit", 2),
                ('duration = "24s"\nbin = "1s"\ntrace_sojourn = true', "1Gbit", 2)],
     "captures": [('duration = "8s"\nbin = "1s"', "1Gbit", 2, 500_000), ('duration = "16s"\nbin = "1s"', "1Gbit", 2, 1_000_000)],
+    "flows": [('duration = "1s"\nbin = "100ms"', "1Gbit", 4000), ('duration = "1s"\nbin = "100ms"', "1Gbit", 8000)],
 }  # fmt: skip
 
 
@@ -93,16 +97,14 @@ def test_estimate_is_the_measured_peak_within_25_percent(tmp_path, kind):
     assert all(0.8 <= r <= 1.25 for r in ratios), ratios
 
 
-def test_flows_and_records_are_not_underestimated(tmp_path):
-    """Many flows, and web records streamed in chunks: the estimate is an upper bound
-    (measured 0.5-0.9 of it; the band of the other kinds is not reached yet)."""
-    flows = scenario(tmp_path, "flows", 'duration = "1s"\nbin = "100ms"', "1Gbit", 4000)
+def test_records_are_not_underestimated(tmp_path):
+    """Web records streamed in chunks: the estimate is an upper bound (the band of the
+    other kinds is not reached yet)."""
     web = tmp_path / "web.toml"
     web.write_text('duration = "20s"\nbin = "1s"\n' + BASE.format(rate="100Mbit", limit=250_000, flows=1)
                    + '[[sources]]\nkind = "web"\nrate = "400/s"\ncc = "cubic"\nrtt = "10ms"\n')  # fmt: skip
-    for path in (flows, web):
-        found = measure(path)
-        assert found["code"] == 0 and found["peak"] <= 1.25 * found["estimate"], found
+    found = measure(web)
+    assert found["code"] == 0 and found["peak"] <= 1.25 * found["estimate"], found
 
 
 def _vm_size_after_imports() -> int:
