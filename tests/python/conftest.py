@@ -16,6 +16,37 @@ def l4slab_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "l4slab", *args]
 
 
+def cli(*args: str, timeout: float = 120) -> "subprocess.CompletedProcess":
+    """``l4slab ARGS`` in a new interpreter, as a user runs it."""
+    import subprocess
+
+    return subprocess.run(l4slab_command(*args), capture_output=True, text=True, timeout=timeout)
+
+
+def cli_in_process(capsys, *args: str) -> "subprocess.CompletedProcess":
+    """``l4slab ARGS`` in this process (a new interpreter costs seconds on a busy machine)."""
+    import subprocess
+
+    from l4slab.cli import main as cli_main
+
+    capsys.readouterr()
+    try:
+        code = cli_main(list(args))
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), code, captured.out, captured.err)
+
+
+def one_line_error(proc: "subprocess.CompletedProcess", code: int = 2) -> str:
+    """The one ``l4slab: error:`` line a refused command prints (warnings aside), with ``code``."""
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+    lines = [line for line in proc.stderr.strip().splitlines() if not line.startswith("l4slab: warning: ")]
+    assert len(lines) == 1 and lines[0].startswith("l4slab: error: "), proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    return lines[0]
+
+
 def engine_available() -> bool:
     try:
         return importlib.util.find_spec("l4slab._core") is not None and __import__("l4slab._core") is not None

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import l4slab_command, requires_engine
+from conftest import cli, l4slab_command, one_line_error, requires_engine
+from conftest import cli_in_process as main
 from l4slab.errors import ScenarioError
 
 pytestmark = [requires_engine, pytest.mark.engine]
@@ -65,29 +66,7 @@ def summaries(out: Path) -> pd.DataFrame:
     return frame.sort_values(["point", "scope", "flow", "metric"], na_position="first", ignore_index=True)
 
 
-def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(l4slab_command(*args), capture_output=True, text=True, timeout=timeout)
 
-
-def main(capsys, *args: str) -> subprocess.CompletedProcess:
-    """``l4slab ARGS`` in this process (a new interpreter costs seconds on a busy machine)."""
-    from l4slab.cli import main as cli_main
-
-    capsys.readouterr()
-    try:
-        code = cli_main(list(args))
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return subprocess.CompletedProcess(list(args), code, captured.out, captured.err)
-
-
-def one_line_error(proc: subprocess.CompletedProcess, code: int = 2) -> str:
-    assert proc.returncode == code, (proc.returncode, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("l4slab: error: "), proc.stderr
-    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

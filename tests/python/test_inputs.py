@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import l4slab_command, requires_engine
+from conftest import cli, l4slab_command, requires_engine
+from conftest import one_line_error as one_line
 
 pytestmark = [requires_engine, pytest.mark.engine]
 
@@ -51,16 +52,6 @@ rtt = "10ms"
 """
 
 
-def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(l4slab_command(*args), capture_output=True, text=True, timeout=timeout)
-
-
-def one_line(proc: subprocess.CompletedProcess, code: int = 2) -> str:
-    assert proc.returncode == code, (proc.returncode, proc.stderr)
-    lines = [line for line in proc.stderr.strip().splitlines() if not line.startswith("l4slab: warning: ")]
-    assert len(lines) == 1 and lines[0].startswith("l4slab: error: "), proc.stderr
-    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

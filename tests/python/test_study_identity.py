@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import requires_engine
+from conftest import one_line_error, requires_engine
+from conftest import cli_in_process as main
 from l4slab.errors import ScenarioError
 
 pytestmark = [requires_engine, pytest.mark.engine]
@@ -50,24 +50,6 @@ def write_study(tmp_path: Path, name: str = "ident", cc: str = "prague") -> Path
     return path
 
 
-def main(capsys, *args: str) -> subprocess.CompletedProcess:
-    from l4slab.cli import main as cli_main
-
-    capsys.readouterr()
-    try:
-        code = cli_main(list(args))
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return subprocess.CompletedProcess(list(args), code, captured.out, captured.err)
-
-
-def one_line_error(proc: subprocess.CompletedProcess, code: int = 2) -> str:
-    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("l4slab: error: "), proc.stderr
-    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
