@@ -38,6 +38,22 @@ def cli_in_process(capsys, *args: str) -> "subprocess.CompletedProcess":
     return subprocess.CompletedProcess(list(args), code, captured.out, captured.err)
 
 
+def run_and_report(root, study_text: str, timeout: float = 900):
+    """Write ``study_text`` as ``root/study.toml``, run it into ``root/out`` and write its
+    report with the CLI, as a user would; return the report directory."""
+    import subprocess
+    from pathlib import Path
+
+    (root / "study.toml").write_text(study_text, encoding="utf-8")
+    out = root / "out"
+    repo = Path(__file__).resolve().parents[2]
+    for args in (("study", "run", str(root / "study.toml"), "--out", str(out), "--no-progress"),
+                 ("study", "report", str(out))):  # fmt: skip
+        done = subprocess.run(l4slab_command(*args), capture_output=True, text=True, cwd=repo, timeout=timeout)
+        assert done.returncode == 0, done.stderr
+    return out / "report"
+
+
 def one_line_error(proc: "subprocess.CompletedProcess", code: int = 2) -> str:
     """The one ``l4slab: error:`` line a refused command prints (warnings aside), with ``code``."""
     assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)

@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import l4slab_command, requires_engine
+from conftest import l4slab_command, requires_engine, run_and_report
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
@@ -163,15 +163,7 @@ def problems(result: dict, orders: list[list[str]]) -> list[str]:
 def report_dir(tmp_path_factory):
     pytest.importorskip("l4slab._core")
     root = tmp_path_factory.mktemp("figures")
-    (root / "study.toml").write_text(STUDY)
-    out = root / "out"
-    for args in (
-        ("study", "run", str(root / "study.toml"), "--out", str(out), "--no-progress"),
-        ("study", "report", str(out)),
-    ):
-        done = subprocess.run(l4slab_command(*args), capture_output=True, text=True, cwd=REPO, timeout=900)
-        assert done.returncode == 0, done.stderr
-    return out / "report"
+    return run_and_report(root, STUDY, timeout=900)
 
 
 @requires_engine

@@ -9,13 +9,11 @@ import json
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
-from conftest import l4slab_command, requires_engine
+from conftest import requires_engine, run_and_report
 from l4slab.analysis.html import markdown_to_html, md_text, mpl_text
 
-REPO = Path(__file__).resolve().parents[2]
 NASTY = "prague $a$ <script>alert(1)</script> | b_c"
 
 STUDY = f"""
@@ -62,15 +60,7 @@ def test_user_text_is_escaped_for_markdown_html_and_mathtext():
 def report_dir(tmp_path_factory):
     pytest.importorskip("l4slab._core")
     root = tmp_path_factory.mktemp("html")
-    (root / "study.toml").write_text(STUDY)
-    out = root / "out"
-    for args in (
-        ("study", "run", str(root / "study.toml"), "--out", str(out), "--no-progress"),
-        ("study", "report", str(out)),
-    ):
-        done = subprocess.run(l4slab_command(*args), capture_output=True, text=True, cwd=REPO, timeout=600)
-        assert done.returncode == 0, done.stderr
-    return out / "report"
+    return run_and_report(root, STUDY, timeout=600)
 
 
 @requires_engine
