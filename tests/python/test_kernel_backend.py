@@ -15,6 +15,7 @@ no process and no temporary directory.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -344,9 +345,13 @@ def test_kernel_prague_alone_in_dualpi2_keeps_the_l_queue_under_1ms(prague_alone
 
 
 def test_kernel_prague_vs_cubic_in_dualpi2(prague_cubic):
+    """The Prague/CUBIC ratio (geometric mean of the two runs) in the DualQ paper's 0.5-2
+    band. One 8-s window's ratio depends on where CUBIC's epochs fall: ten runs measured
+    1.17-1.81 (log SD about 0.14), so a single run could approach 2 by chance; the mean of
+    two halves that variance."""
+    ratios = [s["flows"][0]["goodput_mbps"] / s["flows"][1]["goodput_mbps"] for s in prague_cubic]
+    assert 0.5 <= math.sqrt(ratios[0] * ratios[1]) <= 2.0, ratios  # the DualQ paper's band
     summary = prague_cubic[0]
-    prague, cubic = (f["goodput_mbps"] for f in summary["flows"])
-    assert 0.5 <= prague / cubic <= 2.0  # the DualQ paper's band
     classes = {c["class"]: c["sojourn_ms"] for c in summary["bottleneck"]["sojourn_by_class"]}
     target_ms = 15.0  # dualpi2's PI target (the resolved default)
     assert 0.5 * target_ms < classes["C"]["mean"] < 1.3 * target_ms

@@ -23,7 +23,7 @@ fallback_constants = "pam2025", growth_gate = "app_limited"``; the kernel backen
 exactly these three keys to that module, and the test checks the module the sender's
 socket ran.
 
-Cost: six scenarios of 6-15 s virtual time, about 70 s of guest wall time on a quiet
+Cost: six scenarios of 6-30 s virtual time (Prague against CUBIC three times), about 90 s of guest wall time on a quiet
 2-core machine (the engine's runs take well under a second each). The kernel tests skip, with the
 reason, when no guest kernel is cached (``l4slab kernel build``; ``.ci/run`` builds it
 first) or named by ``L4SLAB_TEST_KERNEL=LINUX:INITRAMFS``.
@@ -73,11 +73,13 @@ def _scenario(name, duration, warmup, flows, bottleneck=DUALPI2):
 
 
 PRAGUE_ALONE = _scenario("prague-alone", "8s", "2s", [{"cc": "prague", "rtt": "10ms"}])
-# 15 s, 3 s warm-up: CUBIC's epoch here is ~5 s (K = cbrt(W * 0.3 / 0.4), W ~ 150), so the
-# 12-s window holds two or more and the share depends less on where a cycle is cut.
+# 30 s, 5 s warm-up: CUBIC's epoch here is ~5 s (K = cbrt(W * 0.3 / 0.4), W ~ 150), so the
+# 25-s window holds about five and the share depends less on where a cycle is cut.
 PRAGUE_CUBIC = _scenario(
-    "prague-vs-cubic", "15s", "3s", [{"cc": "prague", "rtt": "10ms"}, {"cc": "cubic", "rtt": "10ms"}]
+    "prague-vs-cubic", "30s", "5s", [{"cc": "prague", "rtt": "10ms"}, {"cc": "cubic", "rtt": "10ms"}]
 )
+#: Kernel runs of PRAGUE_CUBIC per test session (about 5.5 s of wall time each).
+PRAGUE_CUBIC_KERNEL_RUNS = 3
 
 
 def _pam(cc_params):
@@ -142,9 +144,22 @@ def prague_alone():
     return Pair(PRAGUE_ALONE)
 
 
+class Repeated(Pair):
+    """One scenario on both backends, repeated: ``runs`` kernel runs and ``seeds`` engine seeds."""
+
+    def __init__(self, scenario, runs, seeds):
+        from l4slab.kernel.run import run_kernel
+
+        super().__init__(scenario)
+        self.kernel_runs = [self.k] + [
+            run_kernel(dict(scenario, seed=seed), kernel=KERNEL).summary for seed in range(2, runs + 1)
+        ]
+        self.engine_seeds = [l4slab.run(dict(scenario, seed=seed)).summary for seed in seeds]
+
+
 @pytest.fixture(scope="module")
 def prague_cubic():
-    return Pair(PRAGUE_CUBIC)
+    return Repeated(PRAGUE_CUBIC, runs=PRAGUE_CUBIC_KERNEL_RUNS, seeds=range(1, 9))
 
 
 @pytest.fixture(scope="module")
@@ -216,22 +231,32 @@ def test_prague_alone_ce_fraction_of_the_same_order(prague_alone):
 
 
 @needs_guest
-def test_prague_vs_cubic_rate_ratios_in_the_band_and_within_1_5x(prague_cubic):
-    """Prague/CUBIC goodput ratio in the DualQ paper's 0.5-2 band on both, and the kernel's
-    ratio inside the engine's distribution over eight seeds: |log r_kernel − mean log
-    r_engine| ≤ max(log 1.25, 2.5 SD). One 12-s run's ratio is noisy (engine seeds give
-    1.22-1.86; kernel runs 1.24-1.47; over 30 s both backends give 1.5-1.6): CUBIC's few
-    epochs in the window set it."""
+def test_prague_vs_cubic_rate_ratios_in_the_band_and_agree(prague_cubic):
+    """Prague/CUBIC goodput ratio in the DualQ paper's 0.5-2 band on both backends (geometric
+    mean of the runs), and the kernel's mean log ratio within the engine's:
+    |mean log r_kernel − mean log r_engine| ≤ max(log 1.25, 3 × the standard error of that
+    difference), from three kernel runs and eight engine seeds.
+
+    Why so many runs: the ratio of one run is set by where CUBIC's few epochs fall in the
+    window. Measured on 15-s runs (12-s window): kernel 1.12-1.68 over six runs, engine
+    1.22-1.86 over eight seeds, so one kernel run could sit 2.5 engine SDs away. Over 30 s
+    (25-s window): kernel 1.46, 1.76, 1.78, 1.83; engine seeds 1.35-1.92, geometric mean 1.58;
+    log SDs about 0.10 (kernel) and 0.12 (engine), so the bound is about log 1.25 and the
+    measured difference of means about log 1.07."""
     assert prague_cubic.sender_cc(0) == "prague" and prague_cubic.sender_cc(1) == "cubic"
-    ratios = {}
+    logs = {
+        "kernel": [math.log(_goodput(s, 0) / _goodput(s, 1)) for s in prague_cubic.kernel_runs],
+        "engine": [math.log(_goodput(s, 0) / _goodput(s, 1)) for s in prague_cubic.engine_seeds],
+    }
+    for name, values in logs.items():
+        assert 0.5 <= math.exp(statistics.fmean(values)) <= 2.0, (name, [round(math.exp(v), 3) for v in values])
     for name, summary in prague_cubic.both():
-        ratios[name] = _goodput(summary, 0) / _goodput(summary, 1)
-        assert 0.5 <= ratios[name] <= 2.0, (name, ratios)
         assert _class_mean(summary, "L") < 1.0, name
-    seeds = [l4slab.run(dict(PRAGUE_CUBIC, seed=seed)).summary for seed in range(1, 9)]
-    logs = [math.log(_goodput(summary, 0) / _goodput(summary, 1)) for summary in seeds]
-    mean, sd = statistics.fmean(logs), statistics.stdev(logs)
-    assert abs(math.log(ratios["kernel"]) - mean) <= max(math.log(1.25), 2.5 * sd), (ratios, math.exp(mean), sd)
+    kernel, engine = logs["kernel"], logs["engine"]
+    se = math.sqrt(statistics.variance(kernel) / len(kernel) + statistics.variance(engine) / len(engine))
+    difference = abs(statistics.fmean(kernel) - statistics.fmean(engine))
+    ratios = {name: [round(math.exp(v), 3) for v in values] for name, values in logs.items()}
+    assert difference <= max(math.log(1.25), 3 * se), (ratios, difference, se)
 
 
 # --- the PAM-2025 hybrid (classic-ECN detector with the unscaled constants) -----------------
