@@ -69,7 +69,7 @@ from typing import Any, Mapping
 
 from .errors import ScenarioError
 
-__all__ = ["MemoryEstimate", "estimate", "available", "check", "parse_size", "human"]
+__all__ = ["MemoryEstimate", "estimate", "available", "check", "check_concurrent", "parse_size", "human"]
 
 #: Series each flow slot has (``results::FlowSeries``) and the bottleneck has
 #: (``results::BottleneckSeries``, plus one per sub-queue of a multi-queue qdisc).
@@ -277,23 +277,58 @@ _ADVICE = {
 }
 
 
+def _bound(max_memory: int | None) -> tuple[int, str] | None:
+    """The memory a run (or a study's runs at once) may use and where that bound comes from:
+    ``max_memory`` (else ``L4SLAB_MAX_MEMORY``) in place of ``MemAvailable``, never above a
+    hard limit (``ulimit -v``, the cgroup): past those an allocation fails."""
+    if max_memory is None and os.environ.get("L4SLAB_MAX_MEMORY"):
+        max_memory = parse_size(os.environ["L4SLAB_MAX_MEMORY"], "L4SLAB_MAX_MEMORY")
+    bound = available(hard_only=max_memory is not None)
+    if max_memory is not None and (bound is None or max_memory <= bound[0]):
+        bound = (max_memory, "allowed by --max-memory")
+    return bound
+
+
+def _part(found: MemoryEstimate) -> tuple[str, int]:
+    kind = found.largest()
+    return kind, found.engine if kind == "flows" and found.engine > found.python else getattr(found, kind)
+
+
+def check_concurrent(configs: Mapping[str, Mapping[str, Any]], workers: int,
+                     max_memory: int | None = None) -> int:  # fmt: skip
+    """Refuse (one :class:`ScenarioError` line), before a study runs anything, runs that
+    cannot fit at once: ``workers`` of them run together, so the ``workers`` largest
+    estimates of ``configs`` (run id -> resolved config) together must fit in what
+    :func:`check` allows one run. Return that sum."""
+    if not configs:
+        return 0
+    found = {rid: estimate(config) for rid, config in configs.items()}
+    largest = sorted(found, key=lambda rid: found[rid].total, reverse=True)[: max(1, workers)]
+    need = sum(found[rid].total for rid in largest)
+    bound = _bound(max_memory)
+    if bound is None or need <= bound[0]:
+        return need
+    limit, where = bound
+    kind, part = _part(found[largest[0]])
+    together = f"{len(largest)} runs at once (--jobs {len(largest)}) need" if len(largest) > 1 else "run needs"
+    raise ScenarioError(
+        f"memory: {together} ~{human(need)} (the largest, run {largest[0][:12]}: ~{human(found[largest[0]].total)}, "
+        f"{kind}: ~{human(part)}); {human(max(limit, 0))} {where}; "
+        f"{'use fewer --jobs or ' if len(largest) > 1 else ''}{_ADVICE[kind]}"
+    )
+
+
 def check(config: Mapping[str, Any], max_memory: int | None = None) -> MemoryEstimate:
     """Refuse (one :class:`ScenarioError` line) a run whose estimate exceeds ``max_memory``
     (or, without it, the memory available now) or a hard limit (``ulimit -v``, the cgroup);
     return the estimate."""
-    if max_memory is None and os.environ.get("L4SLAB_MAX_MEMORY"):
-        max_memory = parse_size(os.environ["L4SLAB_MAX_MEMORY"], "L4SLAB_MAX_MEMORY")
     found = estimate(config)
-    # --max-memory replaces MemAvailable, never a hard limit: past those an allocation fails.
-    bound = available(hard_only=max_memory is not None)
-    if max_memory is not None and (bound is None or max_memory <= bound[0]):
-        bound = (max_memory, "allowed by --max-memory")
+    bound = _bound(max_memory)
     if bound is None:
         return found
     limit, where = bound
     if found.total > limit:
-        kind = found.largest()
-        part = found.engine if kind == "flows" and found.engine > found.python else getattr(found, kind)
+        kind, part = _part(found)
         raise ScenarioError(
             f"memory: this run needs ~{human(found.total)} ({kind}: ~{human(part)}); "
             f"{human(max(limit, 0))} {where}; {_ADVICE[kind]}"

@@ -167,7 +167,10 @@ def _limits() -> list[str]:
         "(`tests/python/test_memory.py`); for records it is an upper bound. A run whose estimate exceeds "
         "`--max-memory SIZE` (or `L4SLAB_MAX_MEMORY`), else the least "
         "of the machine's `MemAvailable`, the address space left under `ulimit -v` and the cgroup's `memory.max` "
-        "headroom, is refused before it starts, in one line naming the largest kind and what to change.",
+        "headroom, is refused before it starts, in one line naming the largest kind and what to change. "
+        "`l4slab study run --max-memory SIZE` bounds the runs that run at once: before any run, the `--jobs` "
+        "largest pending estimates together must fit, and each worker checks its own run again when it starts "
+        "(a refused run is a failed run with that line); `study run-one --max-memory` checks its one run.",
         "",
         "**`l4slab query`** reads the study only: the catalog opened read-only, DuckDB's file access off "
         "(`enable_external_access = false`, only the study's verified run files readable, the configuration "

@@ -161,3 +161,75 @@ def test_an_ordinary_run_fits():
 
     found = memory.check(load_scenario(Path(str(reference_scenario_path()))).resolve())
     assert found.total < 100e6
+
+
+STUDY = """
+[study]
+name = "memory"
+trials = 2
+[base]
+duration = "{duration}"
+bin = "{bin}"
+[base.bottleneck]
+rate = "10Mbit"
+qdisc = "bfifo"
+buffer = "1bdp"
+[[base.flows]]
+cc = "cubic"
+rtt = "10ms"
+[factors]
+"flows.0.cc" = ["cubic", "reno"]
+"""
+
+
+def test_study_max_memory_refuses_before_running(tmp_path):
+    """`study run --max-memory`: the runs that run at once (--jobs of them) together
+    must fit; refused in one line before any run, the plan written and no run file."""
+    from conftest import one_line_error
+
+    from l4slab import memory
+    from l4slab.study.spec import load_study
+
+    path = tmp_path / "study.toml"
+    path.write_text(STUDY.format(duration="1s", bin="10us"), encoding="utf-8")
+    one = memory.estimate(load_study(path).points[0].config).total
+    out = tmp_path / "out"
+    # Two at once need twice one run: a bound between one and two runs refuses --jobs 2.
+    bound = str(int(1.5 * one))
+    proc = subprocess.run(l4slab_command("study", "run", str(path), "--out", str(out), "--jobs", "2",
+                                         "--max-memory", bound, "--no-progress"),
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    line = one_line_error(proc)
+    assert "2 runs at once (--jobs 2) need ~" in line and "allowed by --max-memory" in line, line
+    assert "use fewer --jobs or use wider bins" in line, line
+    assert not list(out.glob("runs/*.parquet"))
+    # One at a time fits the same bound; run-one checks its own run.
+    proc = subprocess.run(l4slab_command("study", "run", str(path), "--out", str(out), "--jobs", "1",
+                                         "--max-memory", bound, "--no-progress"),
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rid = json.loads((out / "plan.json").read_text())["runs"][0]["id"]
+    proc = subprocess.run(l4slab_command("study", "run-one", str(out), rid, "--force", "--max-memory", "10MB"),
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    line = one_line_error(proc)
+    assert line.startswith("l4slab: error: memory: this run needs ~") and "allowed by --max-memory" in line, line
+    for bad in ("lots", "0"):
+        proc = subprocess.run(l4slab_command("study", "run", str(path), "--out", str(out), "--max-memory", bad),
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert "--max-memory:" in one_line_error(proc)
+
+
+def test_study_workers_check_their_run_when_it_starts(tmp_path, monkeypatch):
+    """A worker checks its run against what is available when it starts: a run the bound
+    refuses is a failed run with the one-line reason, never an abort."""
+    from l4slab.study.executors import execute
+
+    monkeypatch.setenv("L4SLAB_MAX_MEMORY", "1MB")
+    from l4slab.study import runs
+    from l4slab.study.spec import load_study
+
+    path = tmp_path / "study.toml"
+    path.write_text(STUDY.format(duration="200ms", bin="10ms"), encoding="utf-8")
+    directory, plan = runs._write_plan(load_study(path), tmp_path / "out", False)
+    rid, data, _, error = execute(runs._task(plan, plan["runs"][0]))
+    assert data is None and error.startswith("memory: this run needs ~") and "allowed by --max-memory" in error

@@ -47,6 +47,7 @@ def add_parser(commands) -> None:
         "stored in DIR/emulate (never mixed with the simulated runs); kernel: each run on a real Linux kernel "
         "in a virtual-time UML guest, one guest per worker (--jobs), stored in DIR/kernel",
     )  # fmt: skip
+    _add_max_memory(run_cmd)
     report_cmd = study.add_parser("report", help="figures and a Markdown summary (DIR/report/report.md)")
     report_cmd.add_argument("dir", metavar="DIR", help="study directory")
     report_cmd.add_argument(
@@ -70,6 +71,21 @@ def add_parser(commands) -> None:
     one_cmd.add_argument("dir", metavar="DIR", help="study directory")
     one_cmd.add_argument("run_id", metavar="RUN_ID", help="run id (a line of --emit-jobs)")
     one_cmd.add_argument("--force", action="store_true", help="run even if a valid result exists")
+    _add_max_memory(one_cmd)
+
+
+def _add_max_memory(cmd) -> None:
+    cmd.add_argument(
+        "--max-memory", metavar="SIZE",
+        help="refuse, before running, runs whose memory estimates exceed SIZE (e.g. 8GB, 512MiB): the runs that "
+        "run at once (--jobs) together; default: the memory available now (docs/reference.md, limits)",
+    )  # fmt: skip
+
+
+def _max_memory(args: argparse.Namespace) -> int | None:
+    from ..memory import parse_size
+
+    return None if args.max_memory is None else parse_size(args.max_memory)
 
 
 def _require_done_run(directory: str) -> None:
@@ -89,6 +105,7 @@ def command(args: argparse.Namespace) -> int:
 
     if args.study_command == "run":
         panels = [name.strip() for arg in (args.panel or []) for name in arg.split(",") if name.strip()] or None
+        max_memory = _max_memory(args)
         if args.out is not None:
             check_out_dir(args.out)
         if args.emit_jobs is not None and args.backend != "sim":
@@ -112,6 +129,7 @@ def command(args: argparse.Namespace) -> int:
             panels=panels,
             backend=args.backend,
             replace=args.replace,
+            max_memory=max_memory,
         )
         print(
             f"{report.directory}: {report.total} runs: {report.skipped} already done, {report.done} run now, "
@@ -137,7 +155,7 @@ def command(args: argparse.Namespace) -> int:
         frame = study.status(args.dir)
         print_frame(frame, csv=False)
         return EXIT_OK
-    message = study.run_one(args.dir, args.run_id, force=args.force)
+    message = study.run_one(args.dir, args.run_id, force=args.force, max_memory=_max_memory(args))
     if message is not None:
         print_error(f"run {args.run_id[:12]}: {message}")
         return EXIT_ENGINE

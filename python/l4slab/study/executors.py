@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 
 from ..errors import EngineError, ScenarioError
 
-__all__ = ["execute", "run_local", "run_dask", "run_sequential", "parse_executor"]
+__all__ = ["execute", "run_local", "run_dask", "run_sequential", "parse_executor", "worker_count"]
 
 #: A finished task: (run id, Parquet bytes or None, wall seconds, error or None).
 Outcome = tuple[str, "bytes | None", float, "str | None"]
@@ -53,7 +53,7 @@ def _identity(task: Mapping[str, Any]) -> dict[str, Any]:
 
 def execute(task: Mapping[str, Any]) -> Outcome:
     """Simulate one run (``task``: id, config, scenario data, meta) and serialise it."""
-    from .. import engine
+    from .. import engine, memory
     from ..results import RunResult
     from ..scenario import scenario_from_dict
     from ..version import PACKAGE_VERSION
@@ -67,6 +67,8 @@ def execute(task: Mapping[str, Any]) -> Outcome:
         return _execute_kernel(task)
     try:
         identity = _identity(task)
+        # What is available when this run starts (other workers' runs included).
+        memory.check(task["config"], task.get("max_memory"))
         version = engine.version()
         scenario = scenario_from_dict({**task["scenario"], "seed": task["config"]["seed"]})
         raw, wall_s = engine.simulate(task["config"])
@@ -183,13 +185,18 @@ def parse_executor(spec: str | None) -> tuple[str, str | None]:
     raise ScenarioError(f"--executor: {spec!r} is not local, dask-local or dask://HOST:PORT")
 
 
+def worker_count(jobs: int | None, tasks: int) -> int:
+    """Processes that run ``tasks`` at once: ``--jobs``, else every core, no more than the tasks."""
+    return max(1, min(jobs or os.cpu_count() or 1, tasks))
+
+
 def run_local(tasks: list[dict[str, Any]], jobs: int | None, on_done: Callable[[Outcome], None]) -> None:
     """Run ``tasks`` in a process pool, calling ``on_done`` in this process as each ends."""
     if not tasks:
         return
     from .lock import held_fd
 
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
+    workers = worker_count(jobs, len(tasks))
     # Workers are started from this (the main) thread: PR_SET_PDEATHSIG fires when the
     # thread that forked them ends, i.e. when this process does.
     pool = ProcessPoolExecutor(max_workers=workers, initializer=worker_init, initargs=(os.getpid(), held_fd()))
@@ -225,7 +232,7 @@ def run_dask(
     distributed = _dask()
     cluster = None
     if address is None:
-        workers = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
+        workers = worker_count(jobs, len(tasks))
         cluster = distributed.LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
         )

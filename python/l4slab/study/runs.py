@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
+from .. import memory
 from ..errors import ScenarioError
 from ..io import check_out_file, write_json, write_text
 from . import lock, store
@@ -95,10 +96,12 @@ def _plan_dict(spec: StudySpec) -> dict[str, Any]:
     return plan_data
 
 
-def _task(plan: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+def _task(plan: dict[str, Any], run: dict[str, Any], max_memory: int | None = None) -> dict[str, Any]:
     point = plan["points"][run["point"]]
     return {
         "id": run["id"],
+        # Not part of the run: the bound its worker checks it against (memory.check).
+        "max_memory": max_memory,
         "backend": plan["backend"],
         "guest": plan["guest"],
         "model": plan["model"],
@@ -263,6 +266,7 @@ def run(
     panels: Sequence[str] | None = None,
     backend: str = "sim",
     replace: bool = False,
+    max_memory: int | None = None,
 ) -> RunReport:
     """Run a study: validate and expand it, run every run without a valid result file
     (``executor``: ``local``, ``dask-local`` or ``dask://HOST:PORT``), then rebuild the
@@ -273,7 +277,11 @@ def run(
     in this process (they use real time), into the study directory ``DIR/emulate``;
     ``backend = "kernel"`` runs each run in its own guest (:mod:`l4slab.kernel`), ``jobs``
     guests at a time, into ``DIR/kernel``. A directory holding another study is refused
-    (one line) unless ``replace`` (its results are deleted first)."""
+    (one line) unless ``replace`` (its results are deleted first). Before a simulated
+    run starts, the pending runs that would run at once must fit in ``max_memory`` bytes
+    (default: ``L4SLAB_MAX_MEMORY``, else the memory available now;
+    :func:`l4slab.memory.check_concurrent`), and each worker checks its run again when it
+    starts (:func:`l4slab.memory.check`): a refusal is one line, before anything runs."""
     from .executors import parse_executor
 
     kind, address = parse_executor(executor)
@@ -294,7 +302,7 @@ def run(
         out = default_backend_out(spec, out, backend)
         _prepare_kernel(spec, progress)
     with lock.study_lock(Path(out) if out is not None else default_out(spec)):
-        return _run_locked(spec, out, kind, address, jobs, progress, on_run, replace)
+        return _run_locked(spec, out, kind, address, jobs, progress, on_run, replace, max_memory)
 
 
 def _prepare_kernel(spec: StudySpec, progress: bool) -> None:
@@ -305,12 +313,15 @@ def _prepare_kernel(spec: StudySpec, progress: bool) -> None:
     prepare_study(spec.points, progress)
 
 
-def _run_locked(spec, out, kind, address, jobs, progress, on_run, replace=False) -> RunReport:
-    from .executors import run_dask, run_local, run_sequential
+def _run_locked(spec, out, kind, address, jobs, progress, on_run, replace=False, max_memory=None) -> RunReport:
+    from .executors import run_dask, run_local, run_sequential, worker_count
 
     directory, plan_data = _write_plan(spec, out, replace)
     todo = pending_runs(directory, plan_data, repair=True)
-    tasks = [_task(plan_data, r) for r in todo]
+    tasks = [_task(plan_data, r, max_memory) for r in todo]
+    if plan_data["backend"] == "sim":
+        workers = 1 if kind == "sequential" else worker_count(jobs, len(tasks))
+        memory.check_concurrent({t["id"]: t["config"] for t in tasks}, workers, max_memory)
     errors: dict[str, str] = {}
     counts = {"done": 0}
 
@@ -372,9 +383,13 @@ def _progress(enabled: bool, total: int, completed: int):
     return progress, task
 
 
-def run_one(directory: str | os.PathLike[str], rid: str, *, force: bool = False) -> str | None:
+def run_one(
+    directory: str | os.PathLike[str], rid: str, *, force: bool = False, max_memory: int | None = None
+) -> str | None:
     """Run one planned run in this process and write its file; None on success, else the
-    error. A run that is already done is skipped (unless ``force``)."""
+    error. A run that is already done is skipped (unless ``force``); a simulated run whose
+    memory estimate exceeds ``max_memory`` (else what is available) is refused in one line
+    before it runs (:func:`l4slab.memory.check`)."""
     from .executors import execute
 
     directory = Path(directory)
@@ -386,7 +401,10 @@ def run_one(directory: str | os.PathLike[str], rid: str, *, force: bool = False)
     check_run(directory, plan_data, runs[rid], "run-one")
     if not force and store.read_run_meta(store.run_path(directory, rid)) is not None:
         return None
-    _, data, _, error = execute(_task(plan_data, runs[rid]))
+    task = _task(plan_data, runs[rid], max_memory)
+    if task["backend"] == "sim":
+        memory.check(task["config"], max_memory)
+    _, data, _, error = execute(task)
     if data is None:
         store.write_failure(directory, rid, error or "unknown error")
         return error or "unknown error"
