@@ -24,7 +24,15 @@ tolerances below are set from those runs, with margin.
   over seeds 1–5. The testbed reported 4.7–4.8 ms. With one segment per skb, every episode
   is two reductions (``crates/l4slab-core/tests/delay_cells.rs``).
 
-Cost: two kernel runs, about 8 s and 20 s of guest wall time on a quiet 2-core machine.
+* **A CC without ``TCP_CONG_NEEDS_ECN`` on a classic-ECN connection** (BBRv1 with
+  ``tcp_ecn = 1`` at both ends against Prague, CoDel+ECN at 1 BDP). This is the TCP core's
+  part of the PAM BBRv2 panels; the guest has no BBRv2. ``tcp_output.c:tcp_ecn_send`` sends
+  new data ECT(0), so CoDel marks BBR's packets. A cwnd set in ``cong_control`` ignores the
+  CWR that ECE starts (``tcp_input.c:tcp_cong_control`` skips PRR). Kernel: BBR
+  85.6–86.0 Mbit/s with 3 277–4 195 CE, Prague 8.44–9.02. Engine: 84.9–86.5 with
+  3 271–4 026 CE, Prague 7.99–9.64.
+
+Cost: three kernel runs, about 8, 8 and 20 s of guest wall time on a quiet 2-core machine.
 The 10-ms probe interval of the fq run makes it the slower one. The test skips when no
 guest kernel is cached (``l4slab kernel build``).
 """
@@ -56,6 +64,8 @@ def _cell(qdisc: str, bin_: str = "100ms") -> dict:
 
 
 CODEL_ECN_1BDP = _cell("codel limit 84 target 5ms interval 100ms ecn")
+BBR_ECN_CODEL = _cell("codel limit 84 target 5ms interval 100ms ecn")
+BBR_ECN_CODEL["flows"][1].update(label="bbr", cc="bbr")
 FQ_2BDP = _cell("fq limit 167 flow_limit 167 ce_threshold 5ms", bin_="10ms")
 
 
@@ -78,6 +88,11 @@ def codel_ecn():
 @pytest.fixture(scope="module")
 def fq_ecn():
     return Pair(FQ_2BDP)
+
+
+@pytest.fixture(scope="module")
+def bbr_ecn():
+    return Pair(BBR_ECN_CODEL)
 
 
 def _flow(run, i):
@@ -147,3 +162,18 @@ def test_fq_ce_threshold_prague_queuing_delay_and_split_agree(fq_ecn):
     assert abs(e["queuing_delay_ms"] - k["queuing_delay_ms"]) <= 0.5, (e["queuing_delay_ms"], k["queuing_delay_ms"])
     assert 4.2 <= k["queuing_delay_ms"] <= 5.2, k["queuing_delay_ms"]
     assert abs(e["goodput_mbps"] - k["goodput_mbps"]) <= 3.0, (e["goodput_mbps"], k["goodput_mbps"])
+
+
+@needs_guest
+def test_a_classic_ecn_bbr_sends_ect0_and_keeps_its_rate_under_ce_on_both(bbr_ecn):
+    """BBR negotiates RFC 3168 ECN and its data is CE-marked, i.e. sent ECT: the kernel's
+    3 277–4 195 CE in 5 runs; a Not-ECT flow gets none. CE does not cut its cwnd: ≥ 80
+    Mbit/s on both (kernel 85.6–86.0). Prague's leftover share agrees within 3 Mbit/s
+    (kernel 8.44–9.02, engine 7.99)."""
+    for name, run in bbr_ecn.both():
+        bbr = _flow(run, 1)
+        assert bbr["ecn_mode"] == "rfc3168", (name, bbr["ecn_mode"])
+        assert bbr["ce_packets"] >= 2000, (name, bbr["ce_packets"])
+        assert bbr["goodput_mbps"] >= 80, (name, bbr["goodput_mbps"])
+    e, k = _flow(bbr_ecn.engine, 0)["goodput_mbps"], _flow(bbr_ecn.kernel, 0)["goodput_mbps"]
+    assert abs(e - k) <= 3.0, (e, k)
