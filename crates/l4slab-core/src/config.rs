@@ -205,8 +205,7 @@ impl SourceConfig {
                 if w.tcp.path.reverse {
                     return Err("reverse: not allowed on a web source (responses cross the bottleneck)".into());
                 }
-                check_params(&tcp_flow_params(), &w.tcp)?;
-                crate::cc::check(&w.tcp.cc, w.tcp.cc_params.as_ref()).map_err(|e| format!("cc_params: {e}"))?;
+                w.tcp.validate(&tcp_flow_params())?;
             }
             SourceConfig::SynFlood(f) => {
                 if f.rate_bps == 0 || f.rate_bps > MAX_RATE_BPS {
@@ -413,7 +412,8 @@ pub struct TcpFlowConfig {
     #[serde(default = "default_tcp_ecn_option")]
     pub ecn_option: u8,
     /// Congestion control of the receiving socket; it decides DCTCP-style echo and
-    /// whether a listener accepts AccECN (Linux net/ipv4/tcp_dctcp.h:dctcp_ece_ack_update, RFC 9768 §3.1). Default "cubic".
+    /// whether a listener accepts AccECN (Linux net/ipv4/tcp_dctcp.h:dctcp_ece_ack_update, RFC 9768 §3.1).
+    /// Default `cc::LINUX_DEFAULT` ([`TcpFlowConfig::receiver_cc`]).
     #[serde(default)]
     pub receiver_cc: Option<String>,
     /// Module parameters of the receiving socket's congestion control, as
@@ -439,6 +439,25 @@ pub struct TcpFlowConfig {
     /// (0-based, in MSS units of sequence space) is lost before the bottleneck.
     #[serde(default)]
     pub drop_segments: Vec<u64>,
+}
+
+impl TcpFlowConfig {
+    /// The receiving socket's congestion control: `receiver_cc`, else Linux's default.
+    pub fn receiver_cc(&self) -> &str {
+        self.receiver_cc.as_deref().unwrap_or(crate::cc::LINUX_DEFAULT)
+    }
+
+    /// Check this flow's knobs against `knobs` ([`tcp_flow_params`]: ranges, the
+    /// `cc`/`receiver_cc` choices), then each socket's congestion-control parameters as
+    /// `traffic::tcp::build` takes them: the one check of a TCP flow, for a scenario's
+    /// flows and a web source's connections alike. The error names the field
+    /// (`receiver_cc_params: beta: ...`); the caller puts the flow's or source's path in front.
+    pub fn validate(&self, knobs: &[ParamSpec]) -> Result<(), String> {
+        check_params(knobs, self)?;
+        crate::cc::check(&self.cc, self.cc_params.as_ref()).map_err(|e| format!("cc_params: {e}"))?;
+        crate::cc::check(self.receiver_cc(), self.receiver_cc_params.as_ref())
+            .map_err(|e| format!("receiver_cc_params: {e}"))
+    }
 }
 
 /// Kernel tree of a flow's receiving host, where its receive path differs (see
@@ -577,7 +596,7 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
         ParamSpec::new(
             "cc",
             Choice,
-            json!("cubic"),
+            json!(crate::cc::LINUX_DEFAULT),
             "Congestion control by Linux name (net.ipv4.tcp_congestion_control; default cubic).",
         )
         .choices(crate::cc::KNOWN),
@@ -809,14 +828,7 @@ impl ScenarioConfig {
             }
             match f {
                 FlowConfig::Tcp(t) => {
-                    // Ranges and the `cc` / `receiver_cc` choices of `tcp_flow_params`.
-                    check_params(&tcp_params, t).map_err(|e| format!("flows[{i}].{e}"))?;
-                    crate::cc::check(&t.cc, t.cc_params.as_ref()).map_err(|e| format!("flows[{i}].cc_params: {e}"))?;
-                    if t.receiver_cc.is_some() || t.receiver_cc_params.is_some() {
-                        let rcc = t.receiver_cc.as_deref().unwrap_or("cubic");
-                        crate::cc::check(rcc, t.receiver_cc_params.as_ref())
-                            .map_err(|e| format!("flows[{i}].receiver_cc_params: {e}"))?;
-                    }
+                    t.validate(&tcp_params).map_err(|e| format!("flows[{i}].{e}"))?;
                 }
                 FlowConfig::Udp(u) => {
                     if u.rate_bps == 0 || u.rate_bps > MAX_RATE_BPS {

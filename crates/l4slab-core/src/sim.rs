@@ -666,7 +666,7 @@ mod tests {
                 slot,
                 FlowSpec {
                     sender: Box::new(crate::traffic::tcp::TcpSenderEndpoint(sender)),
-                    receiver: Box::new(crate::traffic::tcp::TcpReceiverEndpoint(receiver)),
+                    receiver: Box::new(crate::traffic::tcp::TcpReceiverEndpoint::bulk(receiver)),
                     start: now,
                     base_rtt_ns: 10_000_000,
                     fwd_delay_ns: 5_000_000,

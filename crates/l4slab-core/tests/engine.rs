@@ -32,6 +32,7 @@ mod qdisc_scenarios;
 mod scenarios;
 mod slow_start_acks;
 mod storm;
+mod tcp_flow;
 mod tcp_loss_recovery;
 mod web;
 mod web_alloc;

@@ -556,6 +556,11 @@ pub trait CongestionControl: Send {
     }
 }
 
+/// Linux's default congestion control (`net.ipv4.tcp_congestion_control`; net/ipv4/Kconfig
+/// `DEFAULT_TCP_CONG` is "cubic"): a flow's receiving socket runs it unless the flow names
+/// another (`receiver_cc`), and it is the schema's default `cc`.
+pub const LINUX_DEFAULT: &str = "cubic";
+
 /// Build a congestion control by its Linux name with its module defaults (a view
 /// of [`registry::TABLE`]).
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {

@@ -124,31 +124,14 @@ pub struct TcpReceiver {
 
 impl TcpReceiver {
     /// A receiver; `tcp_ecn`/`ecn_option` are this host's sysctls and `cc` its
-    /// socket's congestion control (by Linux name, module defaults; CUBIC if unknown).
+    /// socket's congestion control by Linux name, with its module defaults (Linux's
+    /// default, [`crate::cc::LINUX_DEFAULT`], if unknown). A flow's receiver is built by
+    /// `traffic::tcp::build` ([`with_cc`](Self::with_cc)); this is for tests.
     pub fn new(flow: u32, delayed_ack: bool, tcp_ecn: u8, ecn_option: u8, cc: &str) -> Self {
-        Self::with_buffers(flow, delayed_ack, tcp_ecn, ecn_option, cc, None)
-    }
-
-    /// As [`new`](Self::new), reusing a finished receiver's out-of-order buffer
-    /// (emptied: the results are the same), as a source of many short connections
-    /// does (`traffic/web.rs`).
-    pub fn with_buffers(
-        flow: u32,
-        delayed_ack: bool,
-        tcp_ecn: u8,
-        ecn_option: u8,
-        cc: &str,
-        bufs: Option<ReceiverBuffers>,
-    ) -> Self {
-        let cc = crate::cc::by_name(cc).or_else(|| crate::cc::by_name("cubic")).expect("cubic is registered");
-        let ooo = match bufs {
-            Some(ReceiverBuffers(mut q)) => {
-                q.clear();
-                q
-            }
-            None => VecDeque::with_capacity(64),
-        };
-        Self::build(flow, delayed_ack, tcp_ecn, ecn_option, cc, ooo)
+        let cc = crate::cc::by_name(cc)
+            .or_else(|| crate::cc::by_name(crate::cc::LINUX_DEFAULT))
+            .expect("Linux's default congestion control is registered");
+        Self::with_cc(flow, delayed_ack, tcp_ecn, ecn_option, cc, None)
     }
 
     /// Take this receiver's buffers for a later connection (the receiver keeps an
@@ -157,15 +140,25 @@ impl TcpReceiver {
         ReceiverBuffers(std::mem::take(&mut self.ooo))
     }
 
-    /// A receiver whose socket runs `cc`, already built (with its `receiver_cc_params`).
+    /// A receiver whose socket runs `cc`, already built (with its `receiver_cc_params`),
+    /// reusing a finished receiver's out-of-order buffer if given (emptied: the results
+    /// are the same), as a source of many short connections does (`traffic/web.rs`).
     pub fn with_cc(
         flow: u32,
         delayed_ack: bool,
         tcp_ecn: u8,
         ecn_option: u8,
         cc: Box<dyn crate::cc::CongestionControl>,
+        bufs: Option<ReceiverBuffers>,
     ) -> Self {
-        Self::build(flow, delayed_ack, tcp_ecn, ecn_option, cc, VecDeque::with_capacity(64))
+        let ooo = match bufs {
+            Some(ReceiverBuffers(mut q)) => {
+                q.clear();
+                q
+            }
+            None => VecDeque::with_capacity(64),
+        };
+        Self::build(flow, delayed_ack, tcp_ecn, ecn_option, cc, ooo)
     }
 
     fn build(

@@ -222,7 +222,8 @@ impl TcpSender {
         let mut tp = CcSock::new(cfg.mss, cfg.init_cwnd);
         tp.paced = paced;
         tp.ecn_low = cfg.ecn_low;
-        // Seed 0 until the simulator hands the run's seed (`seed_cc_rng`).
+        // Seed 0 until the flow's builder hands its stream of the run's seed
+        // (`traffic::tcp::build`).
         tp.rng = crate::rng::stream(0, crate::rng::Stream::Flow(flow));
         TcpSender {
             flow,
@@ -284,13 +285,6 @@ impl TcpSender {
     /// empty queue and must not send again).
     pub fn take_buffers(&mut self) -> SenderBuffers {
         SenderBuffers(std::mem::replace(&mut self.rtx, RtxQueue::empty()))
-    }
-
-    /// Derive the CC's random stream from the run's seed (`rng::Stream::Flow`).
-    /// Draws nothing from any other stream, so results of CCs that do not use it
-    /// are unchanged.
-    pub fn seed_cc_rng(&mut self, seed: u64) {
-        self.tp.rng = crate::rng::stream(seed, crate::rng::Stream::Flow(self.flow));
     }
 
     /// Congestion control name.

@@ -6,7 +6,6 @@ use super::udp::{UdpSink, UdpSource};
 use super::{Endpoint, FlowOpener, FlowSpec, TrafficSource};
 use crate::config::FlowConfig;
 use crate::rng::{self, SimRng};
-use crate::tcp::{TcpReceiver, TcpSender};
 
 /// A flow's sender and receiver.
 type EndpointPair = (Box<dyn Endpoint>, Box<dyn Endpoint>);
@@ -34,18 +33,10 @@ impl ScenarioFlows {
     fn endpoints(fc: &FlowConfig, i: usize, slot: u32, stop: u64, seed: u64) -> Result<EndpointPair, String> {
         Ok(match fc {
             FlowConfig::Tcp(t) => {
-                let cc = crate::cc::build(&t.cc, t.cc_params.as_ref()).map_err(|e| format!("flows[{i}].cc: {e}"))?;
-                let receiver_cc = t.receiver_cc.as_deref().unwrap_or("cubic");
-                let receiver_cc = crate::cc::build(receiver_cc, t.receiver_cc_params.as_ref())
-                    .map_err(|e| format!("flows[{i}].receiver_cc_params: {e}"))?;
-                let mut sender = TcpSender::new(slot, t, cc, stop);
-                sender.seed_cc_rng(seed);
-                let mut receiver = TcpReceiver::with_cc(slot, t.delayed_ack, t.receiver_ecn, t.ecn_option, receiver_cc)
-                    .with_l4steam_accecn(t.receiver_kernel == crate::config::ReceiverKernel::L4steam);
-                if t.gro {
-                    receiver.set_gro(t.rx_usecs_ns);
-                }
-                (Box::new(TcpSenderEndpoint(sender)), Box::new(TcpReceiverEndpoint(receiver)))
+                let cc_rng = rng::stream(seed, rng::Stream::Flow(slot));
+                let (sender, receiver) =
+                    super::tcp::build(t, slot, stop, cc_rng, (None, None)).map_err(|e| format!("flows[{i}].{e}"))?;
+                (Box::new(TcpSenderEndpoint(sender)), Box::new(TcpReceiverEndpoint::bulk(receiver)))
             }
             FlowConfig::Udp(u) => (Box::new(UdpSource::new(slot, u, stop)), Box::new(UdpSink::default())),
         })

@@ -1,17 +1,79 @@
-//! The TCP sender and receiver (crate::tcp) as endpoints, through their public API.
+//! The TCP flow as one unit: its two sockets built from its config ([`build`]) and
+//! driven as endpoints through their public API (crate::tcp).
+//!
+//! Every source of TCP connections builds them here, the scenario's flows
+//! (`traffic/scenario.rs`) and the web source's connections (`traffic/web.rs`), after
+//! `TcpFlowConfig::validate` checked the config: a knob means the same, and is refused
+//! with the same message, in both. The knobs are declared once, in
+//! `config::tcp_flow_params`.
 
 use super::{DropInjection, Endpoint, EndpointBuffers, Measured, Reusable};
+use crate::config::{ReceiverKernel, TcpFlowConfig};
 use crate::packet::{Outbox, Packet, PacketKind};
-use crate::results::FlowSummary;
+use crate::results::{FlowSummary, RequestRecord};
+use crate::rng::SimRng;
+use crate::tcp::receiver::ReceiverBuffers;
+use crate::tcp::sender::SenderBuffers;
 use crate::tcp::{TcpReceiver, TcpSender};
 use crate::time::{secs, Time};
 use crate::trace::{FlowCumulative, FlowSample};
 
+/// A TCP flow's two sockets for `slot`, from its config: the sender (stopping new data at
+/// `stop`, its congestion control drawing from `cc_rng`) and the receiver (its own
+/// congestion control with `receiver_cc_params`, sysctls, kernel tree and GRO), each
+/// reusing a finished connection's buffers if given. Errors as
+/// `TcpFlowConfig::validate`'s (none after it passed).
+pub fn build(
+    t: &TcpFlowConfig,
+    slot: u32,
+    stop: Time,
+    cc_rng: SimRng,
+    spare: (Option<SenderBuffers>, Option<ReceiverBuffers>),
+) -> Result<(TcpSender, TcpReceiver), String> {
+    let cc = crate::cc::build(&t.cc, t.cc_params.as_ref()).map_err(|e| format!("cc_params: {e}"))?;
+    let rcc = crate::cc::build(t.receiver_cc(), t.receiver_cc_params.as_ref())
+        .map_err(|e| format!("receiver_cc_params: {e}"))?;
+    let mut sender = TcpSender::with_buffers(slot, t, cc, stop, spare.0);
+    sender.tp.rng = cc_rng;
+    let mut receiver = TcpReceiver::with_cc(slot, t.delayed_ack, t.receiver_ecn, t.ecn_option, rcc, spare.1)
+        .with_l4steam_accecn(t.receiver_kernel == ReceiverKernel::L4steam);
+    if t.gro {
+        receiver.set_gro(t.rx_usecs_ns);
+    }
+    Ok((sender, receiver))
+}
+
 /// The data sender of a bulk (or sized) transfer.
 pub struct TcpSenderEndpoint(pub TcpSender);
 
-/// The receiving socket.
-pub struct TcpReceiverEndpoint(pub TcpReceiver);
+/// The receiving socket, and the application reading it.
+pub struct TcpReceiverEndpoint {
+    pub rx: TcpReceiver,
+    /// A sized response read until the server's close (a web client); `None`: a bulk
+    /// receiver, whose flow's completion is the sender's.
+    pub response: Option<Response>,
+}
+
+/// A response the client reads to its end: it detects the close when the last byte
+/// (and the FIN riding on it) arrives in order.
+pub struct Response {
+    pub size: u64,
+    /// When the client opened its socket (the request's start).
+    pub start: Time,
+    pub closed_at: Option<Time>,
+}
+
+impl TcpReceiverEndpoint {
+    /// A bulk transfer's receiver.
+    pub fn bulk(rx: TcpReceiver) -> Self {
+        TcpReceiverEndpoint { rx, response: None }
+    }
+
+    /// The completion time the client measured (open to close).
+    fn fct_s(&self) -> Option<f64> {
+        self.response.as_ref().and_then(|r| r.closed_at.map(|t| secs(t - r.start)))
+    }
+}
 
 impl Endpoint for TcpSenderEndpoint {
     fn start(&mut self, now: Time, out: &mut Outbox) {
@@ -103,14 +165,19 @@ impl Reusable for TcpSenderEndpoint {
 impl Endpoint for TcpReceiverEndpoint {
     #[inline]
     fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
-        self.0.on_packet(pkt, now, out);
+        self.rx.on_packet(pkt, now, out);
+        if let Some(r) = &mut self.response {
+            if r.closed_at.is_none() && self.rx.bytes_delivered >= r.size {
+                r.closed_at = Some(now);
+            }
+        }
     }
     fn on_timer(&mut self, now: Time, out: &mut Outbox) {
-        self.0.on_timer(now, out);
+        self.rx.on_timer(now, out);
     }
     #[inline]
     fn next_timer(&self) -> Option<Time> {
-        self.0.next_timer()
+        self.rx.next_timer()
     }
     fn is_finished(&self) -> bool {
         // A receiver has no work of its own once the sender is done (its delayed
@@ -127,22 +194,31 @@ impl Endpoint for TcpReceiverEndpoint {
 
 impl Measured for TcpReceiverEndpoint {
     fn add_cumulative(&self, c: &mut FlowCumulative) {
-        c.bytes_delivered += self.0.bytes_delivered;
-        c.ce_packets += self.0.ce_packets;
+        c.bytes_delivered += self.rx.bytes_delivered;
+        c.ce_packets += self.rx.ce_packets;
     }
     fn summarise(&self, _flow_start: Time, s: &mut FlowSummary) {
-        let r = &self.0;
+        let r = &self.rx;
         s.acks_sent = r.acks_sent;
         s.ce_packets = r.ce_packets;
         s.ce_bytes = r.ce_bytes;
         s.acks_per_packet =
             if r.segments_received > 0 { r.acks_sent as f64 / r.segments_received as f64 } else { f64::NAN };
+        if self.response.is_some() {
+            // The client's completion time, as the DualQ paper's client logged it.
+            s.fct_s = self.fct_s();
+        }
+    }
+    fn fill_request(&self, r: &mut RequestRecord) {
+        r.bytes_received = self.rx.bytes_delivered;
+        r.fct_s = self.fct_s();
+        r.ce_packets = self.rx.ce_packets;
     }
 }
 
 impl Reusable for TcpReceiverEndpoint {
     fn take_buffers(&mut self) -> Option<EndpointBuffers> {
-        Some(EndpointBuffers::Receiver(self.0.take_buffers()))
+        Some(EndpointBuffers::Receiver(self.rx.take_buffers()))
     }
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
         self

@@ -42,7 +42,7 @@
 //! connection's CC (`Stream::Connection`) come from the seed, independent of one
 //! another and of slot reuse.
 
-use super::tcp::{TcpReceiverEndpoint, TcpSenderEndpoint};
+use super::tcp::{Response, TcpReceiverEndpoint, TcpSenderEndpoint};
 use super::{DropInjection, Endpoint, EndpointBuffers, FlowOpener, FlowSpec, Measured, Reusable, TrafficSource};
 use crate::config::{WebSizes, WebSourceConfig};
 use crate::packet::{Outbox, Packet, PacketKind};
@@ -50,7 +50,6 @@ use crate::results::{FlowSummary, RecordSink, RequestRecord, RunResults, RECORD_
 use crate::rng::{self, SimRng, Stream};
 use crate::tcp::receiver::ReceiverBuffers;
 use crate::tcp::sender::SenderBuffers;
-use crate::tcp::{TcpReceiver, TcpSender};
 use crate::time::{secs, Time, NS_PER_SEC};
 use crate::trace::{FlowCumulative, FlowSample};
 
@@ -112,14 +111,6 @@ pub struct WebServer {
     opened: bool,
     /// Test drop injection: the first handshake packet is lost.
     drop_handshake: bool,
-}
-
-/// The client side: receives the response and notes when the close arrives.
-pub struct WebClient {
-    inner: TcpReceiverEndpoint,
-    size: u64,
-    start: Time,
-    closed_at: Option<Time>,
 }
 
 impl Endpoint for WebServer {
@@ -197,57 +188,6 @@ impl Measured for WebServer {
     }
 }
 
-impl Endpoint for WebClient {
-    #[inline]
-    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
-        self.inner.on_packet(pkt, now, out);
-        if self.closed_at.is_none() && self.inner.0.bytes_delivered >= self.size {
-            self.closed_at = Some(now);
-        }
-    }
-    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
-        self.inner.on_timer(now, out);
-    }
-    #[inline]
-    fn next_timer(&self) -> Option<Time> {
-        self.inner.next_timer()
-    }
-    fn is_finished(&self) -> bool {
-        true
-    }
-    fn measured(&self) -> Option<&dyn Measured> {
-        Some(self)
-    }
-    fn into_reusable(self: Box<Self>) -> Option<Box<dyn Reusable>> {
-        Some(self)
-    }
-}
-
-impl Reusable for WebClient {
-    fn take_buffers(&mut self) -> Option<EndpointBuffers> {
-        self.inner.take_buffers()
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
-        self
-    }
-}
-
-impl Measured for WebClient {
-    fn add_cumulative(&self, c: &mut FlowCumulative) {
-        self.inner.add_cumulative(c);
-    }
-    fn summarise(&self, flow_start: Time, s: &mut FlowSummary) {
-        self.inner.summarise(flow_start, s);
-        // The client's completion time, as the paper's client logged it.
-        s.fct_s = self.closed_at.map(|t| secs(t - self.start));
-    }
-    fn fill_request(&self, r: &mut RequestRecord) {
-        r.bytes_received = self.inner.0.bytes_delivered;
-        r.fct_s = self.closed_at.map(|t| secs(t - self.start));
-        r.ce_packets = self.inner.0.ce_packets;
-    }
-}
-
 /// A connection holding a slot.
 struct Conn {
     id: u64,
@@ -281,7 +221,7 @@ pub struct WebSource {
     /// Released connections' endpoint allocations, rebuilt in place for the next
     /// connections (the old endpoint is dropped where the new one is written).
     spare_servers: Vec<Box<WebServer>>,
-    spare_clients: Vec<Box<WebClient>>,
+    spare_clients: Vec<Box<TcpReceiverEndpoint>>,
     /// (L/H)^α of the size distribution.
     pareto_tail: f64,
 }
@@ -334,21 +274,13 @@ impl WebSource {
         let size = bounded_pareto_with(&mut self.sizes, &self.cfg.sizes, self.pareto_tail);
         let slot = opener.reserve_slot();
         // The source's own TCP settings with this response's size (set in place:
-        // no copy of the config per connection).
+        // no copy of the config per connection), built as every TCP flow is.
         self.cfg.tcp.bytes = Some(size);
         let t = &self.cfg.tcp;
-        let cc = crate::cc::build(&t.cc, t.cc_params.as_ref()).expect("validated by ScenarioConfig::validate");
-        let sender = TcpSender::with_buffers(slot, t, cc, opener.end(), self.spare.pop());
-        let receiver_cc = t.receiver_cc.as_deref().unwrap_or("cubic");
-        let receiver = TcpReceiver::with_buffers(
-            slot,
-            t.delayed_ack,
-            t.receiver_ecn,
-            t.ecn_option,
-            receiver_cc,
-            self.spare_ooo.pop(),
-        )
-        .with_l4steam_accecn(t.receiver_kernel == crate::config::ReceiverKernel::L4steam);
+        let cc_rng = rng::stream(self.seed, Stream::Connection(self.index, id as u32));
+        let spare = (self.spare.pop(), self.spare_ooo.pop());
+        let (sender, receiver) =
+            super::tcp::build(t, slot, opener.end(), cc_rng, spare).expect("validated by ScenarioConfig::validate");
         let path = &t.path;
         let drop_handshake = self.cfg.drop_handshake_of.contains(&id);
         // A released connection's allocation takes the new endpoint in place (its old
@@ -368,18 +300,14 @@ impl WebSource {
             }),
         };
         (server.syn_delay_ns, server.drop_handshake) = (path.rev_delay(), drop_handshake);
-        server.inner.0.tp.rng = rng::stream(self.seed, Stream::Connection(self.index, id as u32));
-        let mut client: Box<WebClient> = match self.spare_clients.pop() {
+        let response = Response { size, start: now, closed_at: None };
+        let client: Box<TcpReceiverEndpoint> = match self.spare_clients.pop() {
             Some(mut b) => {
-                b.inner.0 = receiver;
+                (b.rx, b.response) = (receiver, Some(response));
                 b
             }
-            None => Box::new(WebClient { inner: TcpReceiverEndpoint(receiver), size, start: now, closed_at: None }),
+            None => Box::new(TcpReceiverEndpoint { rx: receiver, response: Some(response) }),
         };
-        (client.size, client.start, client.closed_at) = (size, now, None);
-        if t.gro {
-            client.inner.0.set_gro(t.rx_usecs_ns);
-        }
         opener.open(
             slot,
             FlowSpec {
@@ -412,7 +340,7 @@ impl WebSource {
                     match e.into_any().downcast::<WebServer>() {
                         Ok(server) => self.spare_servers.push(server),
                         Err(any) => {
-                            if let Ok(client) = any.downcast::<WebClient>() {
+                            if let Ok(client) = any.downcast::<TcpReceiverEndpoint>() {
                                 self.spare_clients.push(client);
                             }
                         }
