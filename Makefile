@@ -52,9 +52,15 @@ browser-if-possible:
 ## test: engine tests (Rust), then the Python tests against the installed package
 ## (with the emulator binary built, so the emulated tests run where root and TUN allow, and
 ## the guest kernel, so the kernel backend's tests run)
+#
+## The Python tests run in two passes: every test not marked `serial` on TEST_JOBS workers
+## (pytest-xdist; a test file stays on one worker, so its module fixtures are built once),
+## then the `serial` ones (real-time emulation, which a busy neighbour would disturb) alone.
+TEST_JOBS ?= auto
 test: $(BUILT_TEST) $(EMU_BUILT) kernel-if-possible browser-if-possible
 	cargo test -p l4slab-core -p l4slab-emu --profile test-fast
-	$(PY) -m pytest -q -m "not slow" tests/python
+	$(PY) -m pytest -q -m "not slow and not serial" -n $(TEST_JOBS) --dist loadfile tests/python
+	$(PY) -m pytest -q -m "serial and not slow" tests/python
 
 ## test-slow: the slow tests (a manylinux wheel built with zig, installed into a fresh venv without Rust, running the demo)
 test-slow: $(BUILT_TEST)

@@ -19,10 +19,9 @@ matplotlib.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from . import lazy
 from .errors import EngineError, EngineUnavailableError, ScenarioError
 from .version import PACKAGE_VERSION as __version__
 
@@ -58,16 +57,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """A lazy top-level name, or a submodule (``l4slab.study`` after a bare ``import l4slab``)."""
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy.attach(__name__, _LAZY, submodules=True)
