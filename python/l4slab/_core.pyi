@@ -19,6 +19,9 @@ def check_qdisc(qdisc_json: str) -> None:
     """Validate one qdisc config (engine units): its ranges and its rules across
     parameters; raises ValueError with the engine's one-line message naming the field."""
 
+def emu_main(args: list[str]) -> int:
+    """The emulator's command line (``l4slab-emu run|cleanup ...``) in this process; the exit status."""
+
 def version() -> str:
     """The engine crate's package version (run ids hash the model version, in ``schema()``)."""
 

@@ -14,7 +14,9 @@
 //! - [`measure`]: the bottleneck measurement into the engine's `RunResults`.
 //! - [`forward`]: the forwarding loop.
 //! - [`emu`]: the `run` and `cleanup` commands (checks, setup, loop, outputs).
+//! - [`cli`]: their command line, shared by the binary and the Python extension.
 
+pub mod cli;
 pub mod clock;
 pub mod emu;
 pub mod forward;

@@ -47,6 +47,20 @@ struct FlowAcc {
     /// When the flow's first bulk data segment (payload ≥ [`DATA_START_PAYLOAD`]) was
     /// read from its sender, ns since t0.
     data_start: Option<Time>,
+    // The bottleneck's own view of every IP packet of the flow's forward path, whatever
+    // the protocol (a command flow's only measurement), over the whole run (the tail
+    // included: what the flow's receiver got):
+    /// Packets and IP bytes offered by the sender, by the ECN codepoint they were sent
+    /// with (Not-ECT, ECT(1), ECT(0), CE: the field's value).
+    sent_ecn: [u64; 4],
+    sent_ip_bytes: u64,
+    /// Packets and IP bytes that left the bottleneck, those leaving CE, their sojourn.
+    out_pkts: u64,
+    out_ip_bytes: u64,
+    out_ce: u64,
+    out_ce_ip_bytes: u64,
+    soj_sum_ns: u64,
+    soj_max_ns: u64,
 }
 
 /// A segment with at least this much payload is bulk data: iperf3's control connection
@@ -83,10 +97,16 @@ pub struct Measure {
     trace: Option<SojournTrace>,
     /// Packet counts for `RunResults.packets`.
     pub counts: PacketCounts,
+    /// Per qdisc class, up to the end of the traffic: packets dequeued, CE marks, drops.
+    class_pkts: Vec<u64>,
+    class_marks: Vec<u64>,
+    class_drops: Vec<u64>,
+    /// Flows run by the caller's commands (labelled `command`).
+    commands: Vec<bool>,
 }
 
 impl Measure {
-    pub fn new(cfg: &ScenarioConfig, classes: usize) -> Self {
+    pub fn new(cfg: &ScenarioConfig, classes: usize, commands: &[usize]) -> Self {
         let n_bins = cfg.duration_ns.div_ceil(cfg.bin_ns) as usize;
         let z = vec![0u64; n_bins];
         let flow = FlowAcc {
@@ -132,6 +152,10 @@ impl Measure {
             flows: vec![flow; cfg.flows.len()],
             trace,
             counts: PacketCounts::default(),
+            class_pkts: vec![0; classes.max(1)],
+            class_marks: vec![0; classes.max(1)],
+            class_drops: vec![0; classes.max(1)],
+            commands: (0..cfg.flows.len()).map(|i| commands.contains(&i)).collect(),
         }
     }
 
@@ -160,6 +184,11 @@ impl Measure {
     #[inline]
     pub fn on_sent(&mut self, p: &EmuPacket, t: Time) {
         self.counts.sent += 1;
+        {
+            let f = &mut self.flows[p.flow as usize];
+            f.sent_ecn[p.ecn_in as usize & 3] += 1;
+            f.sent_ip_bytes += p.ip_len() as u64;
+        }
         if p.payload > 0 {
             self.counts.data += 1;
             let f = &mut self.flows[p.flow as usize];
@@ -193,8 +222,13 @@ impl Measure {
 
     /// A packet dropped by the bottleneck qdisc at `t`.
     #[inline]
-    pub fn on_drop(&mut self, t: Time, flow: u16) {
+    pub fn on_drop(&mut self, t: Time, flow: u16, class: u8) {
         self.counts.dropped += 1;
+        if t < self.duration_ns {
+            if let Some(c) = self.class_drops.get_mut(class as usize) {
+                *c += 1;
+            }
+        }
         let bin = self.bin(t);
         let f = &mut self.flows[flow as usize];
         f.drops_total += 1;
@@ -215,6 +249,19 @@ impl Measure {
         let f = &mut self.flows[p.flow as usize];
         if marked {
             f.marks_total += 1;
+        }
+        f.out_pkts += 1;
+        f.out_ip_bytes += p.ip_len() as u64;
+        if p.ecn() == Ecn::Ce {
+            f.out_ce += 1;
+            f.out_ce_ip_bytes += p.ip_len() as u64;
+        }
+        f.soj_sum_ns += soj;
+        f.soj_max_ns = f.soj_max_ns.max(soj);
+        if t < self.duration_ns {
+            let c = (p.qclass as usize).min(self.class_pkts.len() - 1);
+            self.class_pkts[c] += 1;
+            self.class_marks[c] += marked as u64;
         }
         if p.ecn() == Ecn::Ce && p.payload > 0 {
             f.ce_total += 1;
@@ -268,6 +315,66 @@ impl Measure {
         self.flows.iter().map(|f| f.data_start).collect()
     }
 
+    /// Per flow, the bottleneck's own view of its forward path over the whole run, the
+    /// 2-s tail included (`emu_meta.json` `flows`; what the flow's receiver got): what
+    /// any stack is measured by. `ecn_codepoint`
+    /// is the codepoint most of the flow's packets were sent with, a label from what
+    /// was seen, not from what the scenario asked.
+    pub fn flow_view(&self, commands: &[usize]) -> serde_json::Value {
+        const NAMES: [&str; 4] = ["not-ect", "ect1", "ect0", "ce"];
+        let flows: Vec<serde_json::Value> = self
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let sent: u64 = f.sent_ecn.iter().sum();
+                let dominant = (0..4).max_by_key(|&k| (f.sent_ecn[k], std::cmp::Reverse(k))).unwrap_or(0);
+                serde_json::json!({
+                    "flow": i,
+                    "command": commands.contains(&i),
+                    "packets_sent": sent,
+                    "ip_bytes_sent": f.sent_ip_bytes,
+                    "sent_by_codepoint": {"not-ect": f.sent_ecn[0], "ect1": f.sent_ecn[1],
+                        "ect0": f.sent_ecn[2], "ce": f.sent_ecn[3]},
+                    "ecn_codepoint": if sent > 0 { serde_json::Value::from(NAMES[dominant]) } else { serde_json::Value::Null },
+                    "packets_delivered": f.out_pkts,
+                    "ip_bytes_delivered": f.out_ip_bytes,
+                    "ce_delivered": f.out_ce,
+                    "ce_ip_bytes_delivered": f.out_ce_ip_bytes,
+                    "marks": f.marks_total,
+                    "drops": f.drops_total,
+                    "mean_sojourn_ms": if f.out_pkts > 0 {
+                        serde_json::Value::from(f.soj_sum_ns as f64 / f.out_pkts as f64 * 1e-6)
+                    } else { serde_json::Value::Null },
+                    "max_sojourn_ms": if f.out_pkts > 0 {
+                        serde_json::Value::from(f.soj_max_ns as f64 * 1e-6)
+                    } else { serde_json::Value::Null },
+                })
+            })
+            .collect();
+        serde_json::Value::from(flows)
+    }
+
+    /// Per qdisc class (DualPI2: C, L), up to the end of the traffic: packets that left,
+    /// CE marks, drops, and the sojourn statistics of the window (null for a class that
+    /// sent nothing: an empty queue has no delay, not 0 ms).
+    pub fn class_view(&self, classes: &[&str]) -> serde_json::Value {
+        let v: Vec<serde_json::Value> = classes
+            .iter()
+            .enumerate()
+            .map(|(c, name)| {
+                let h = self.by_class.get(c).map(|h| h.stats_ms());
+                let soj = match h {
+                    Some(s) if s.count > 0 => serde_json::json!({"mean": s.mean, "p50": s.p50, "p99": s.p99, "max": s.max}),
+                    _ => serde_json::Value::Null,
+                };
+                serde_json::json!({"class": name, "packets": self.class_pkts.get(c), "marks": self.class_marks.get(c),
+                    "drops": self.class_drops.get(c), "sojourn_ms": soj})
+            })
+            .collect();
+        serde_json::Value::from(v)
+    }
+
     pub fn results(
         mut self,
         cfg: &ScenarioConfig,
@@ -309,10 +416,18 @@ impl Measure {
         let mut flow_series = Vec::new();
         for (i, (fc, f)) in cfg.flows.iter().zip(&self.flows).enumerate() {
             let path = fc.path();
+            let command = self.commands[i];
             let (kind_s, cc, udp) = match fc {
+                _ if command => ("command", "command".to_string(), false),
                 FlowConfig::Tcp(t) => ("tcp", t.cc.clone(), false),
                 FlowConfig::Udp(_) => ("udp", "udp".to_string(), true),
             };
+            // ECT(0) is what a classic-ECN TCP sender sets (RFC 3168); a flow that sent
+            // ECT(1) (an L4S sender, RFC 9331) or no ECT is not labelled rfc3168.
+            let classic_ecn = f.sent_ecn[2] > 0 && f.sent_ecn[2] >= f.sent_ecn[1];
+            // A UDP or command flow's goodput is the payload that left the bottleneck (no
+            // endpoint tool reports it; a TCP flow's comes from iperf3).
+            let udp = udp || command;
             let throughput = mbps(f.window_bytes, window_s);
             let goodput = if udp { mbps(f.window_payload, window_s) } else { nan };
             let mean_payload = if f.data_sent > 0 { f.payload_sent as f64 / f.data_sent as f64 } else { nan };
@@ -334,7 +449,9 @@ impl Measure {
                 drops: f.drops_total,
                 marks: f.marks_total,
                 acks_sent: f.acks_sent,
-                ecn_mode: if !udp && f.ect_seen { EcnMode::Rfc3168 } else { EcnMode::Off }.name().into(),
+                ecn_mode: if !udp && !command && f.ect_seen && classic_ecn { EcnMode::Rfc3168 } else { EcnMode::Off }
+                    .name()
+                    .into(),
                 ce_packets: f.ce_total,
                 ce_bytes: f.ce_bytes,
                 mean_payload_bytes: mean_payload,
@@ -390,7 +507,7 @@ impl Measure {
                 sojourn_by_class: classes
                     .iter()
                     .zip(&self.by_class)
-                    .map(|(c, h)| ClassSojourn { class: (*c).to_string(), sojourn_ms: h.stats_ms() })
+                    .map(|(c, h)| ClassSojourn { class: (*c).to_string(), sojourn_ms: null_if_empty(h.stats_ms()) })
                     .collect(),
                 qdisc: QdiscStatsOut::new(kind, &stats, extra),
             },
@@ -404,6 +521,15 @@ impl Measure {
             ..Default::default()
         }
     }
+}
+
+/// A class that sent nothing has no sojourn: NaN (null in JSON), not 0 ms.
+fn null_if_empty(s: l4slab_core::results::DelayStats) -> l4slab_core::results::DelayStats {
+    if s.count > 0 {
+        return s;
+    }
+    let nan = f64::NAN;
+    l4slab_core::results::DelayStats { count: 0, mean: nan, p50: nan, p90: nan, p99: nan, p999: nan, max: nan }
 }
 
 #[cfg(test)]
@@ -420,7 +546,7 @@ mod tests {
             "flows": [{"kind": "udp", "rtt_ns": 10_000_000, "rate_bps": 1_000_000, "payload_bytes": 100}],
         }))
         .unwrap();
-        let mut m = Measure::new(&cfg, 1);
+        let mut m = Measure::new(&cfg, 1, &[]);
         let mut pool = Pool::new(4);
         let mut send = |m: &mut Measure, payload: usize, t: Time| {
             let mut buf = pool.take().unwrap();
@@ -459,7 +585,7 @@ mod tests {
             (150_000_000, 5_000_000, 0),
         ];
         let run = |classes: usize, pool: &mut Pool| {
-            let mut m = Measure::new(&cfg, classes);
+            let mut m = Measure::new(&cfg, classes, &[]);
             for &(t, soj, class) in &deq {
                 let mut buf = pool.take().unwrap();
                 let n = write_udp(&mut buf, [10, 250, 0, 1], [10, 251, 0, 1], 40_000, 9, 100, Ecn::Ect1, 1);

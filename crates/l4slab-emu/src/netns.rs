@@ -113,17 +113,18 @@ impl Namespaces {
         Ok(fd)
     }
 
-    /// Close every TUN and delete every namespace; returns how many were removed.
+    /// Close every TUN and delete every namespace, after ending every process still
+    /// inside it; returns how many were removed.
     pub fn remove_all(&mut self) -> usize {
         let mut n = 0;
         for ns in self.list.drain(..) {
             drop(ns.tun);
-            if ip(&["netns", "del", &ns.name]).is_ok() {
+            if delete(&ns.name) {
                 n += 1;
             }
         }
         for name in self.pending.drain(..) {
-            if ip(&["netns", "del", &name]).is_ok() {
+            if delete(&name) {
                 n += 1;
             }
         }
@@ -277,9 +278,44 @@ pub fn stale_namespaces(prefix: &str, all: bool) -> Vec<String> {
     v
 }
 
-/// Remove stale namespaces (their TUNs went with their owner); returns how many.
+/// Remove stale namespaces (their TUNs went with their owner) and every process still
+/// inside them; returns how many.
 pub fn cleanup_stale(prefix: &str, all: bool) -> usize {
-    stale_namespaces(prefix, all).iter().filter(|n| ip(&["netns", "del", n]).is_ok()).count()
+    stale_namespaces(prefix, all).iter().filter(|n| delete(n)).count()
+}
+
+/// The processes inside namespace `name` (`ip netns pids`: every process whose
+/// `/proc/PID/ns/net` is the namespace's inode), this process excepted.
+pub fn pids_inside(name: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    Command::new("ip")
+        .args(["netns", "pids", name])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).split_whitespace().filter_map(|p| p.parse::<i32>().ok()).collect::<Vec<i32>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|&p: &i32| p > 1 && p != me)
+        .collect()
+}
+
+/// SIGKILL every process inside `name`, then delete the namespace. `ip netns del`
+/// only removes the name: a process still inside (an `iperf3 -s`, a user's command
+/// whose owner died) keeps the namespace and its devices alive, unnamed and out of
+/// reach of any later cleanup. Bounded: three rounds (a process forking while it is
+/// killed), 20 ms apart.
+pub fn delete(name: &str) -> bool {
+    for _ in 0..3 {
+        let pids = pids_inside(name);
+        if pids.is_empty() {
+            break;
+        }
+        for p in pids {
+            // SAFETY: kill(2) with a pid read from the namespace; no memory involved.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    ip(&["netns", "del", name]).is_ok()
 }
 
 /// Namespaces of this process (by name prefix `{prefix}-{pid}-`), for the tests.

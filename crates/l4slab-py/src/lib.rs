@@ -248,6 +248,15 @@ fn check_qdisc(qdisc_json: &str) -> PyResult<()> {
     l4slab_core::guard::catch_panic(|| qdisc.validate()).map_err(PyValueError::new_err)
 }
 
+/// The emulator's command line (`l4slab-emu run|cleanup ...`, docs/emulator.md) in this
+/// process: what `python -m l4slab._emu` runs, so the wheel and `pip install .` ship the
+/// emulator with the extension and need no separately built binary. Returns the exit
+/// status; the process is the emulator's (its signal handlers, its exit on the hard cap).
+#[pyfunction]
+fn emu_main(py: Python<'_>, args: Vec<String>) -> i32 {
+    py.allow_threads(|| l4slab_emu::cli::main_with(args))
+}
+
 /// The engine crate's package version (a run's identity hashes the model version, in `schema()`).
 #[pyfunction]
 fn version() -> &'static str {
@@ -268,6 +277,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(check_qdisc, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(emu_main, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     Ok(())
 }

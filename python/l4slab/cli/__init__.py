@@ -11,6 +11,7 @@
     l4slab plot RUN_DIR [--out DIR] [--format png,svg]
     l4slab emulate SCENARIO [--out DIR] [--seed N] [--set KEY=VALUE ...]
     l4slab compare SCENARIO [--trials N] [--json FILE] [--csv FILE] [--out DIR]
+    l4slab cleanup [--prefix P]
     l4slab kernel build [--update] [--jobs N] [--cc-source FILE ...] | status
 
 Each command module (:mod:`.run`, :mod:`.bench`, :mod:`.demo`, :mod:`.study`,
@@ -30,7 +31,7 @@ from typing import Sequence
 
 from ..errors import EngineError, EngineUnavailableError, ScenarioError
 from ..version import PACKAGE_VERSION
-from . import bench, compare, demo, emulate, export, fidelity, kernel, plot, query, run, study
+from . import bench, cleanup, compare, demo, emulate, export, fidelity, kernel, plot, query, run, study
 from .common import EXIT_ENGINE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, error
 
 __all__ = ["main"]
@@ -45,6 +46,7 @@ COMMANDS = {
     "fidelity": fidelity,
     "plot": plot,
     "emulate": emulate,
+    "cleanup": cleanup,
     "compare": compare,
     "kernel": kernel,
 }

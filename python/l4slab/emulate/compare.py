@@ -79,10 +79,12 @@ def _mean_sd(values: Sequence[float]) -> tuple[float, float, int]:
     return statistics.fmean(finite), sd, len(finite)
 
 
-def _metrics(summary: Mapping[str, Any]) -> dict[tuple[str, int | None], float]:
+def _metrics(summary: Mapping[str, Any], commands: frozenset[int] = frozenset()) -> dict[tuple[str, int | None], float]:
+    """Per TCP flow and per command flow (``commands``: ids; on the simulated side the flow
+    is its named counterpart, of whatever kind) goodput and sRTT; the bottleneck's."""
     out: dict[tuple[str, int | None], float] = {}
     for flow in summary.get("flows") or []:
-        if flow.get("kind", "tcp") != "tcp":
+        if flow.get("kind", "tcp") != "tcp" and int(flow.get("id", -1)) not in commands:
             continue
         fid = int(flow["id"])
         out[("throughput_mbps", fid)] = _num(flow.get("goodput_mbps"))
@@ -102,8 +104,11 @@ def _num(value: Any) -> float:
 def verdicts(sim: Sequence[Mapping[str, Any]], emu: Sequence[Mapping[str, Any]]) -> list[Row]:
     """One :class:`Row` per metric from the simulated runs' and the emulated trials'
     ``summary.json`` dicts. The simulated value is the mean over its seeds."""
-    sim_metrics = [_metrics(s) for s in sim]
-    emu_metrics = [_metrics(s) for s in emu]
+    # A command flow (the user's programs, emulated) against the simulated flow its scenario
+    # entry names (its kind and fields): compared like a TCP flow, by goodput.
+    commands = frozenset(int(f["id"]) for s in emu for f in s.get("flows") or [] if f.get("kind") == "command")
+    sim_metrics = [_metrics(s, commands) for s in sim]
+    emu_metrics = [_metrics(s, commands) for s in emu]
     keys: list[tuple[str, int | None]] = []
     for table in [*sim_metrics, *emu_metrics]:
         for key in table:
@@ -214,12 +219,10 @@ def compare(
 
         raise ScenarioError(f"--backend: {backend!r} is not emulate or kernel")
     else:
-        from .preflight import check_config, check_host, find_binary
+        from .run import check_supported as check_emulated
 
         # Refuse before the simulations run when the emulated half cannot.
-        check_host()
-        find_binary()
-        check_config(validated.resolve())
+        check_emulated(validated)
     for index in range(trials if backend == "emulate" else 0):
         say(f"emulated trial {index + 1}/{trials}")
         try:

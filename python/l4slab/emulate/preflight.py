@@ -21,6 +21,7 @@ from ..errors import ScenarioError
 __all__ = [
     "EmulationRefused",
     "find_binary",
+    "binary_argv",
     "find_iperf3",
     "check_host",
     "check_config",
@@ -69,9 +70,30 @@ def find_binary() -> Path:
     if found:
         return Path(found)
     raise EmulationRefused(
-        "l4slab-emu: the emulator binary was not found ($L4SLAB_EMU, target/release/, PATH); "
-        "build it with: cargo build --release -p l4slab-emu"
+        "l4slab-emu: the emulator binary was not found ($L4SLAB_EMU, target/release/, PATH) and the installed "
+        "extension has none; build it with: cargo build --release -p l4slab-emu"
     )
+
+
+def binary_argv() -> list[str]:
+    """The command that runs the emulator: the binary of :func:`find_binary`, else the
+    emulator built into the installed extension (``l4slab._core.emu_main``, run as
+    ``python -m l4slab._emu``: what ``pip install`` ships, no cargo step)."""
+    try:
+        return [str(find_binary())]
+    except EmulationRefused:
+        # A $L4SLAB_EMU that names no executable is the user's mistake: said, not replaced.
+        if not os.environ.get("L4SLAB_EMU") and _extension_has_emulator():
+            return [sys.executable, "-m", "l4slab._emu"]
+        raise
+
+
+def _extension_has_emulator() -> bool:
+    try:
+        from .. import _core
+    except ImportError:
+        return False
+    return hasattr(_core, "emu_main")
 
 
 def find_iperf3() -> Path:
@@ -88,8 +110,9 @@ def kernel_ccs(path: Path = PROC_CCS) -> list[str]:
         raise EmulationRefused(f"{path}: cannot be read ({err.strerror}); is this Linux?") from None
 
 
-def check_host() -> None:
-    """Root (namespaces, TUN, sysctls), ``/dev/net/tun``, ``ip``, ``ss`` and iperf3."""
+def check_host(need_iperf3: bool = True) -> None:
+    """Root (namespaces, TUN, sysctls), ``/dev/net/tun``, ``ip``, ``ss`` and iperf3 (when a
+    TCP flow is not a command flow)."""
     if not sys.platform.startswith("linux"):
         raise EmulationRefused(f"emulate: needs Linux network namespaces; this is {sys.platform}")
     if os.geteuid() != 0:
@@ -101,7 +124,8 @@ def check_host() -> None:
     for tool in ("ip", "ss"):
         if not shutil.which(tool):
             raise EmulationRefused(f"{tool}: not installed (Debian/Ubuntu: apt-get install iproute2)")
-    find_iperf3()
+    if need_iperf3:
+        find_iperf3()
 
 
 def accepted_tcp_ecn(value: int) -> bool:
@@ -123,13 +147,15 @@ def accepted_tcp_ecn(value: int) -> bool:
     return done.returncode == 0
 
 
-def check_config(config: Mapping[str, Any], ccs: list[str] | None = None) -> None:
+def check_config(config: Mapping[str, Any], ccs: list[str] | None = None, commands: Any = ()) -> None:
     """Refuse, naming the field, what the emulated hosts cannot do: traffic sources (web,
     SYN flood) and captures (the binary forwards TCP/UDP flows only), a CC the kernel lacks,
     a ``tcp_ecn`` value it refuses, CC parameters, and host knobs l4slab keeps at the
     kernel default (``mss``, ``init_cwnd``, ``rto_min``, delayed ACKs, ``fq`` pacing,
     ``ecn_low``, ``receiver_cc``, ``rwnd``, drop injection, reverse flows), and a modelled
-    host-timer lateness (``delay_node_timer_latency``, ``timer_latency``)."""
+    host-timer lateness (``delay_node_timer_latency``, ``timer_latency``). A command flow
+    (``commands``: its flow ids) runs the user's programs on hosts with the kernel's
+    defaults: its TCP fields describe only its simulated counterpart and are not checked."""
     for index, source in enumerate(config.get("sources") or []):
         raise EmulationRefused(
             f"sources[{index}].kind: {source.get('kind')!r} is not supported by the emulator "
@@ -153,6 +179,10 @@ def check_config(config: Mapping[str, Any], ccs: list[str] | None = None) -> Non
     available = kernel_ccs() if ccs is None else ccs
     checked_ecn: dict[int, bool] = {}
     for index, flow in enumerate(config.get("flows") or []):
+        if index in commands:
+            if flow.get("reverse"):
+                raise EmulationRefused(f"flows[{index}].direction: 'reverse' is not supported by the emulator")
+            continue
         if flow.get("kind") != "tcp":
             continue
         where = f"flows[{index}]"

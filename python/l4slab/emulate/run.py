@@ -24,10 +24,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -42,8 +42,9 @@ from ..io import write_json
 from ..results import RunResult, _json_safe
 from ..rundir import write_run
 from ..scenario import Scenario, coerce_scenario
+from . import commands as cmdflows
 from .parse import Iperf3Result, SsSocket, ToolOutputError, parse_iperf3, parse_ss
-from .preflight import EmulationRefused, check_config, check_host, find_binary, find_iperf3
+from .preflight import EmulationRefused, binary_argv, check_config, check_host, find_iperf3
 
 __all__ = ["emulate", "EmuRunResult", "EmulationRefused", "HostTooSlow", "DEFAULT_PREFIX", "merge"]
 
@@ -52,6 +53,11 @@ __all__ = ["emulate", "EmuRunResult", "EmulationRefused", "HostTooSlow", "DEFAUL
 DEFAULT_PREFIX = "l4se"
 #: How long the binary may take to build its namespaces and write the ready file.
 READY_TIMEOUT_S = 30.0
+#: How long after the end of the traffic a command may run before it is killed (its
+#: process group): the emulator forwards for 2 s more, the rest is for writing its output.
+COMMAND_GRACE_S = 5.0
+#: How long a command flow's sender waits for its receiver to bind the port.
+BIND_WAIT_S = 3.0
 #: iperf3's smallest reporting interval (iperf3 3.12 ``src/iperf_api.c``: ``MIN_INTERVAL`` 0.1 s).
 IPERF3_MIN_INTERVAL_S = 0.1
 
@@ -66,6 +72,9 @@ class EmuRunResult(RunResult):
     ``backend = "emulate"`` and carries the emulator's own error (``emulator``)."""
 
     meta: dict[str, Any] = field(default_factory=dict)
+    #: Command flows' own outputs (``{out_dir}`` and the logs): flow id -> relative path -> bytes,
+    #: written to ``commands/flow-ID/`` in the run directory.
+    command_outputs: dict[int, dict[str, bytes]] = field(default_factory=dict)
 
     @cached_property
     def summary(self) -> dict[str, Any]:
@@ -80,6 +89,12 @@ class EmuRunResult(RunResult):
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "summary.json").unlink(missing_ok=True)
         write_json(directory / "emu_meta.json", self.meta)
+        for fid, files in self.command_outputs.items():
+            base = directory / "commands" / f"flow-{fid}"
+            for rel, data in files.items():
+                target = base / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
         return write_run(self, directory)
 
 
@@ -100,6 +115,12 @@ def emulator_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
         "cpu_headroom": None if busy is None else 1.0 - float(busy),
         "packets_forwarded": meta.get("packets_forwarded"),
         "kept_up": meta.get("kept_up"),
+        "departures_late": meta.get("departures_late"),
+        "late_bound_us": None if meta.get("late_bound_ns") is None else float(meta["late_bound_ns"]) / 1e3,
+        # The bottleneck's own view of each flow (any protocol) and of each qdisc class,
+        # up to the end of the traffic (docs/emulator.md).
+        "flows": meta.get("flows"),
+        "classes": meta.get("classes"),
         "realtime": meta.get("realtime"),
         "kernel": meta.get("kernel"),
         # The senders' response time, ACK written -> next data segment read (µs): the
@@ -217,6 +238,8 @@ def merge(
     servers: Mapping[int, Iperf3Result | None],
     launched_s: Mapping[int, float],
     ss_samples: Mapping[int, list[tuple[int, list[SsSocket]]]],
+    commands: Mapping[int, str] | None = None,
+    flow_view: list[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The binary's results with each TCP flow's sender-side numbers from the real stack.
 
@@ -230,6 +253,12 @@ def merge(
     * ``retransmits`` (iperf3), ``final_cwnd`` and ``ecn_mode`` (``ss``);
     * series: ``goodput_mbps`` per bin, and from ``ss`` ``srtt_ms``, ``cwnd``,
       ``pacing_rate_mbps``, ``delivery_rate_mbps`` (end of bin) and ``retransmits`` per bin.
+
+    A command flow (``commands``: flow id → the program's name) keeps the bottleneck's
+    numbers (payload that left the bottleneck as goodput, drops, marks, CE) and is labelled
+    ``kind = "command"``, ``cc`` = the program; no endpoint tool reports its sRTT or cwnd
+    (null). Its ``ecn_mode`` (a TCP negotiation) is null and ``ecn_codepoint`` is the
+    codepoint most of its packets were sent with, from the bottleneck's view (``flow_view``).
     """
     merged = json.loads(json.dumps(raw, default=_as_list))  # a deep copy of plain JSON
     bin_s = config["bin_ns"] / 1e9
@@ -243,8 +272,20 @@ def merge(
     series_list = merged.setdefault("flow_series", [])
     while len(series_list) < len(flows):
         series_list.append({})
+    views = {int(v["flow"]): v for v in (flow_view or []) if isinstance(v, Mapping) and "flow" in v}
     for index, flow in enumerate(flows):
         fid = flow.get("id", index)
+        view = views.get(fid)
+        if fid in (commands or {}):
+            # Not a TCP negotiation: the codepoint the flow sent is `ecn_codepoint` of the
+            # bottleneck's view (`view`), labelled from what was seen.
+            flow["ecn_mode"] = None
+            flow["ecn_codepoint"] = None if view is None else view.get("ecn_codepoint")
+            flow["kind"] = "command"
+            flow["cc"] = commands[fid]
+            if fid in launched_s:
+                flow["start_s"] = launched_s[fid]
+            continue
         client = clients.get(fid)
         if client is None:
             continue
@@ -341,12 +382,46 @@ class _Proc:
     deadline: float
 
 
-def _spawn(args: list[str], out: Path, name: str, deadline: float) -> _Proc:
+def _spawn(args: list[str], out: Path, name: str, deadline: float, restricted: bool = False) -> _Proc:
+    """Start ``args`` in its own session (killed with its group); ``restricted``: a user's
+    command, which may not take a real-time priority (:func:`.commands.drop_realtime`)."""
     with open(out, "wb") as handle:
-        popen = subprocess.Popen(
-            args, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-        )
+        try:
+            popen = subprocess.Popen(
+                args,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=cmdflows.drop_realtime if restricted else None,
+            )
+        except OSError as err:
+            raise EngineError(f"{name}: cannot start {args[0]}: {err.strerror}") from None
     return _Proc(name, popen, out, deadline)
+
+
+def _program_name(template: str) -> str:
+    """The label of a command flow: its sender program's file name."""
+    words = shlex.split(template)
+    return Path(words[0]).name if words else "command"
+
+
+def _wait_bound(namespace: str, port: int, timeout_s: float = 3.0) -> None:
+    """Until a socket is bound to ``port`` (UDP or a TCP listener) in ``namespace``, at most
+    ``timeout_s``: a receiver that is not yet bound would make its kernel discard the first
+    packets the bottleneck counted as delivered. A receiver on another port: wait, go on."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done = subprocess.run(
+            ["ip", "netns", "exec", namespace, "ss", "-Hlntu", f"sport = :{port}"],
+            capture_output=True,
+            text=True,
+            timeout=2.0,
+            check=False,
+        )
+        if done.stdout.strip():
+            return
+        time.sleep(0.02)
 
 
 def _kill(proc: subprocess.Popen, grace_s: float = 2.0) -> None:
@@ -475,14 +550,20 @@ def emulate(
         validated = validated.model_copy(update={"seed": seed})
     config = validated.resolve()
     prefix = prefix or os.environ.get("L4SLAB_EMU_PREFIX") or DEFAULT_PREFIX
-    check_host()
-    binary_path = find_binary()
-    iperf3 = str(find_iperf3())
-    check_config(config)
+    commands = cmdflows.command_flows(validated)
+    iperf_flows = [
+        i for i, flow in enumerate(config["flows"]) if flow.get("kind") == "tcp" and i not in commands
+    ]
+    check_host(need_iperf3=bool(iperf_flows))
+    binary_cmd = binary_argv()
+    iperf3 = str(find_iperf3()) if iperf_flows else "iperf3"
+    check_config(config, commands=commands)
     say = log or (lambda _message: None)
+    # What a dead run left (its emulator, namespaces with their processes, work directories).
+    cmdflows.cleanup(binary_cmd, prefix)
 
     own_work = work_dir is None
-    work = Path(tempfile.mkdtemp(prefix="l4slab-emu-")) if own_work else Path(work_dir)
+    work = cmdflows.work_dir_for() if own_work else Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
     config_path = work / "scenario.json"
     config_path.write_text(json.dumps(config))
@@ -511,7 +592,7 @@ def emulate(
         with open(stderr_path, "wb") as err_handle:
             binary = subprocess.Popen(
                 [
-                    str(binary_path),
+                    *binary_cmd,
                     "run",
                     "--config",
                     str(config_path),
@@ -521,6 +602,7 @@ def emulate(
                     str(ready_path),
                     "--prefix",
                     prefix,
+                    *(["--command-flows", ",".join(str(i) for i in sorted(commands))] if commands else []),
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=err_handle,
@@ -530,8 +612,8 @@ def emulate(
         ready = _wait_ready(binary, ready_path, stderr_path, READY_TIMEOUT_S)
         t0 = ready["t0_unix_ns"] / 1e9
         endpoints = {int(entry["flow"]): entry for entry in ready.get("flows", [])}
-        tcp_flows = [i for i, flow in enumerate(config["flows"]) if flow.get("kind") == "tcp"]
-        missing = [i for i in tcp_flows if i not in endpoints]
+        tcp_flows = iperf_flows
+        missing = [i for i in [*tcp_flows, *commands] if i not in endpoints]
         if missing:
             raise EngineError(f"l4slab-emu: ready file has no namespaces for flows {missing}")
         say(f"emulator ready: {len(endpoints)} flow namespace pairs, t0 = {t0:.3f}")
@@ -546,6 +628,37 @@ def emulate(
             procs.append(_spawn(args, work / f"server-{i}.json", f"server {i}", hard_end))
         for i in tcp_flows:
             _wait_listening(endpoints[i]["receiver_ns"], int(endpoints[i].get("port", 5201)))
+        # Command flows' receivers, each in its receiver namespace, before any sender.
+        command_fields: dict[int, dict[str, Any]] = {}
+        for i in sorted(commands):
+            ep, flow = endpoints[i], config["flows"][i]
+            start_s = flow.get("start_ns", 0) / 1e9 + jitters[i]
+            stop_s = min(duration_s, (flow.get("stop_ns") or config["duration_ns"]) / 1e9)
+            flow_dir = work / "commands" / f"flow-{i}"
+            (flow_dir / "out").mkdir(parents=True, exist_ok=True)
+            command_fields[i] = {
+                "sender_addr": ep["sender_addr"],
+                "receiver_addr": ep["receiver_addr"],
+                "port": int(ep.get("port", 5201)),
+                "duration": f"{max(stop_s - start_s, 0.0):g}",
+                "out_dir": str(flow_dir / "out"),
+                "flow": i,
+            }
+            if commands[i].receiver:
+                args = cmdflows.command_words(commands[i].receiver, command_fields[i])
+                procs.append(
+                    _spawn(
+                        ["ip", "netns", "exec", ep["receiver_ns"], *args],
+                        flow_dir / "receiver.log",
+                        f"command receiver {i}",
+                        # the senders may start up to BIND_WAIT_S late (waiting for it)
+                        t0 + duration_s + COMMAND_GRACE_S + BIND_WAIT_S,
+                        restricted=True,
+                    )
+                )
+        for i in sorted(commands):
+            if commands[i].receiver:
+                _wait_bound(endpoints[i]["receiver_ns"], int(endpoints[i].get("port", 5201)), BIND_WAIT_S)
 
         sampler = _Sampler(
             t0, bin_s, n_bins, {i: (endpoints[i]["sender_ns"], endpoints[i]["receiver_addr"]) for i in tcp_flows}
@@ -553,7 +666,9 @@ def emulate(
         sampler.start()
 
         launched: dict[int, float] = {}
-        schedule = sorted(tcp_flows, key=lambda i: config["flows"][i].get("start_ns", 0) / 1e9 + jitters[i])
+        schedule = sorted(
+            [*tcp_flows, *commands], key=lambda i: config["flows"][i].get("start_ns", 0) / 1e9 + jitters[i]
+        )
         for i in schedule:
             flow, ep = config["flows"][i], endpoints[i]
             start_s = flow.get("start_ns", 0) / 1e9 + jitters[i]
@@ -564,6 +679,20 @@ def emulate(
             if delay > 0:
                 time.sleep(delay)
             launched[i] = time.time() - t0
+            if i in commands:
+                args = cmdflows.command_words(commands[i].sender, command_fields[i])
+                flow_dir = work / "commands" / f"flow-{i}"
+                procs.append(
+                    _spawn(
+                        ["ip", "netns", "exec", ep["sender_ns"], *args],
+                        flow_dir / "sender.log",
+                        f"command sender {i}",
+                        max(t0 + duration_s, time.time() + stop_s - start_s) + COMMAND_GRACE_S,
+                        restricted=True,
+                    )
+                )
+                say(f"flow {i}: command {args[0]} started at {launched[i]:.3f} s")
+                continue
             args = ["ip", "netns", "exec", ep["sender_ns"], iperf3, "-c", ep["receiver_addr"]]
             args += ["-B", ep["sender_addr"], "-p", str(ep.get("port", 5201)), "-C", flow["cc"], "-J"]
             args += ["-i", f"{max(bin_s, IPERF3_MIN_INTERVAL_S):g}"]
@@ -602,7 +731,7 @@ def emulate(
 
         clients: dict[int, Iperf3Result] = {}
         servers: dict[int, Iperf3Result | None] = {}
-        for i in launched:
+        for i in [i for i in launched if i not in commands]:
             text = (work / f"client-{i}.json").read_text(errors="replace")
             try:
                 clients[i] = parse_iperf3(text, where=f"flows[{i}] iperf3 client")
@@ -626,7 +755,10 @@ def emulate(
             servers=servers,
             launched_s=launched,
             ss_samples=sampler.samples,
+            commands={i: _program_name(commands[i].sender) for i in commands},
+            flow_view=meta.get("flows"),
         )
+        outputs = {i: cmdflows.collect_outputs(work / "commands" / f"flow-{i}") for i in commands}
         meta["limited_ms"] = limited_ms(sampler.samples, clients, len(config.get("flows") or []))
         return EmuRunResult(
             scenario=validated,
@@ -635,6 +767,7 @@ def emulate(
             wall_s=time.monotonic() - started,
             engine_version=f"l4slab-emu ({meta.get('kernel', '?')})",
             meta=meta,
+            command_outputs=outputs,
         )
     finally:
         if sampler is not None:
@@ -645,7 +778,7 @@ def emulate(
             _kill(binary, grace_s=5.0)
             try:
                 subprocess.run(
-                    [str(binary_path), "cleanup", "--prefix", prefix],
+                    [*binary_cmd, "cleanup", "--prefix", prefix],
                     capture_output=True,
                     timeout=15.0,
                     check=False,
@@ -662,7 +795,9 @@ def _refuse_slow(meta: Mapping[str, Any]) -> None:
     block = emulator_summary(meta)
     raise HostTooSlow(
         "emulate: the host did not keep up (departure error P99 "
-        f"{_fmt(block['departure_error_p99_us'])} µs, CPU busy {_fmt(block['cpu_busy_fraction'], 2)}; "
+        f"{_fmt(block['departure_error_p99_us'])} µs, max {_fmt(block['departure_error_max_us'])} µs, "
+        f"{meta.get('departures_late', '?')} of {meta.get('packets_forwarded', '?')} departures later than "
+        f"{_fmt(block['late_bound_us'])} µs, CPU busy {_fmt(block['cpu_busy_fraction'], 2)}; "
         f"{meta.get('kept_up_rule', 'the emulator bound')}); the run is not written: "
         "free CPU, lower the rate or shorten the run"
     )
@@ -674,7 +809,9 @@ def _fmt(value: float | None, digits: int = 0) -> str:
 
 def check_supported(scenario: Any) -> None:
     """Preflight only (no run): host, binary and scenario; raises :class:`EmulationRefused`."""
-    config = coerce_scenario(scenario).resolve()
-    check_host()
-    find_binary()
-    check_config(config)
+    validated = coerce_scenario(scenario)
+    config = validated.resolve()
+    commands = cmdflows.command_flows(validated)
+    check_host(need_iperf3=any(f.get("kind") == "tcp" and i not in commands for i, f in enumerate(config["flows"])))
+    binary_argv()
+    check_config(config, commands=commands)

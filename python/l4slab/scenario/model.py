@@ -135,6 +135,59 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
 
+#: The fields a command flow's templates may use (docs/emulator.md, "Command flows").
+COMMAND_FIELDS = ("sender_addr", "receiver_addr", "port", "duration", "out_dir", "flow")
+
+
+class FlowCommand(_Strict):
+    """The user's own sender and receiver for a flow in the emulator (a command flow).
+
+    Each is one command line, split as a shell would (``shlex``, no shell is run), each word
+    formatted with ``{sender_addr}``, ``{receiver_addr}``, ``{port}``, ``{duration}``
+    (seconds the flow runs: stop − start), ``{out_dir}`` (a directory kept in the run
+    directory) and ``{flow}`` (its index). The flow's own ``kind`` and fields describe the
+    simulated flow that ``l4slab run`` and ``l4slab compare`` set against it."""
+
+    sender: str = Field(
+        description="the sender's command line, run in the flow's sender namespace",
+        examples=["l4slab-udp-prague send --dst {receiver_addr} --port {port} --duration {duration}"],
+    )
+    receiver: str | None = Field(
+        None,
+        description="the receiver's command line, run in the receiver namespace before the sender starts",
+        examples=["l4slab-udp-prague recv --bind {receiver_addr} --port {port} --duration {duration}"],
+    )
+
+    @field_validator("sender", "receiver")
+    @classmethod
+    def _template(cls, value: str | None) -> str | None:
+        import shlex
+        import string
+
+        if value is None:
+            return value
+        try:
+            words = shlex.split(value)
+        except ValueError as err:
+            raise PydanticCustomError(SCENARIO_ERROR, "{message}", {"message": f"{value!r}: {err}"}) from None
+        if not words:
+            raise PydanticCustomError(SCENARIO_ERROR, "{message}", {"message": "an empty command line"})
+        for word in words:
+            try:
+                names = [name for _, name, _, _ in string.Formatter().parse(word) if name is not None]
+            except ValueError as err:
+                raise PydanticCustomError(SCENARIO_ERROR, "{message}", {"message": f"{word!r}: {err}"}) from None
+            for name in names:
+                if name not in COMMAND_FIELDS:
+                    raise PydanticCustomError(
+                        SCENARIO_ERROR,
+                        "{message}",
+                        {"message": f"{{{name}}} is not a template field; allowed: "
+                         + ", ".join("{" + f + "}" for f in COMMAND_FIELDS)},
+                    )
+        return value
+
+
 class _FlowCommon(_Strict):
     rtt: TimeNs = Field(description="base RTT (propagation only)", examples=["10ms"])
     count: StrictCount = Field(1, description="number of identical flows this entry expands to")
@@ -144,6 +197,11 @@ class _FlowCommon(_Strict):
         None, description="sender→bottleneck propagation (default rtt/2)", examples=["5ms"]
     )
     label: str | None = Field(None, description="name shown in tables and plots")
+    command: FlowCommand | None = Field(
+        None,
+        description="emulator only: the user's own sender and receiver commands replace iperf3 or the emulator's "
+        "UDP source; the flow's other fields are its simulated counterpart",
+    )
     direction: Literal["forward", "reverse"] = Field(
         "forward",
         description="forward: data crosses [bottleneck]; reverse: the sender sits on the receivers' side, "

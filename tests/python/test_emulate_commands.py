@@ -1,0 +1,253 @@
+"""Command flows (the user's own sender and receiver through the emulated bottleneck) and
+nothing left behind after a SIGKILL of ``l4slab emulate`` at any moment.
+
+Live: they need root, /dev/net/tun, iperf3 and the emulator (``target/release/l4slab-emu``
+or the extension's ``emu_main``), and skip with a one-line reason otherwise. Each runs
+under its own namespace prefix and temporary directory; every process it starts carries a
+marker in its environment, so what is left is found by the marker, not by a name."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from l4slab.cli import main
+
+PREFIX = "l4scmd"
+
+#: A paced UDP sender: RATE_PPS datagrams of PAYLOAD bytes with one ECN codepoint for
+#: DURATION s; first it asks for SCHED_FIFO 50 and records whether it got it.
+SENDER = r'''
+import json, os, socket, sys, time
+dst, port, duration, out, tos = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+try:
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50))
+    rt = "granted"
+except PermissionError:
+    rt = "refused"
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+payload, pps = 1000, 800
+start = time.monotonic(); n = 0
+while True:
+    due = start + n / pps
+    if due - start >= duration:
+        break
+    delay = due - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+    s.sendto(n.to_bytes(8, "big") + bytes(payload - 8), (dst, port))
+    n += 1
+json.dump({"packets": n, "payload_bytes": n * payload, "realtime": rt}, open(os.path.join(out, "send.json"), "w"))
+'''
+
+#: The receiver: counts datagrams, payload bytes and those that arrived CE (IP_RECVTOS),
+#: until 1.5 s without a datagram (or DURATION + 4 s).
+RECEIVER = r'''
+import json, os, socket, sys, time
+bind, port, duration, out = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+s.bind((bind, port))
+s.settimeout(0.5)
+packets = payload = ce = 0
+start = time.monotonic(); last = None
+while time.monotonic() - start < duration + 4:
+    try:
+        data, anc, _, _ = s.recvmsg(2048, socket.CMSG_SPACE(1))
+    except socket.timeout:
+        if last is not None and time.monotonic() - last > 1.5:
+            break
+        continue
+    last = time.monotonic()
+    packets += 1; payload += len(data)
+    for level, kind, value in anc:
+        if level == socket.IPPROTO_IP and kind == socket.IP_TOS and value and value[0] & 3 == 3:
+            ce += 1
+json.dump({"packets": packets, "payload_bytes": payload, "ce": ce}, open(os.path.join(out, "recv.json"), "w"))
+'''
+
+
+def _skip_reason() -> str | None:
+    if not sys.platform.startswith("linux"):
+        return f"emulated runs need Linux network namespaces ({sys.platform})"
+    if os.geteuid() != 0:
+        return "emulated runs need root (network namespaces, TUN devices)"
+    if not os.path.exists("/dev/net/tun"):
+        return "emulated runs need /dev/net/tun"
+    if not shutil.which("iperf3"):
+        return "emulated runs need iperf3 (apt-get install iperf3)"
+    from l4slab.emulate.preflight import EmulationRefused, binary_argv
+
+    try:
+        binary_argv()
+    except EmulationRefused as err:
+        return str(err)
+    return None
+
+
+pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
+
+
+def _scenario(tmp_path: Path, duration: str, *, sender_args: str = "", kind: str = "udp", stop: str = "") -> Path:
+    """DualPI2 at 20 Mbit/s, 20 ms: a kernel CUBIC flow (iperf3, classic ECN) and a command
+    flow (the UDP programs above; its simulated counterpart a 6.4 Mbit/s ECT(1) UDP flow)."""
+    (tmp_path / "send.py").write_text(SENDER)
+    (tmp_path / "recv.py").write_text(RECEIVER)
+    path = tmp_path / "cmd.toml"
+    stop = f'stop = "{stop}"\n' if stop else ""
+    path.write_text(
+        f'name = "cmd"\nduration = "{duration}"\n'
+        '[bottleneck]\nrate = "20Mbit"\nqdisc = "dualpi2"\n'
+        '[[flows]]\ncc = "cubic"\nrtt = "20ms"\necn = 1\n'
+        f'[[flows]]\nkind = "{kind}"\nrate = "6.4Mbit"\nrtt = "20ms"\necn = "ect1"\n{stop}'
+        "[flows.command]\n"
+        f'sender = "{sys.executable} {tmp_path / "send.py"} {{receiver_addr}} {{port}} {{duration}} {{out_dir}} '
+        f'{sender_args or 1}"\n'
+        f'receiver = "{sys.executable} {tmp_path / "recv.py"} {{receiver_addr}} {{port}} {{duration}} {{out_dir}}"\n'
+    )
+    return path
+
+
+def test_a_command_flow_is_measured_by_the_bottleneck_against_its_own_count(tmp_path, capsys, monkeypatch):
+    """An ECT(1) UDP program beside kernel CUBIC through DualPI2: the bottleneck's count of
+    the packets, payload and CE marks it delivered to the command flow's receiver equals
+    the receiving program's own count within 1 % (both count every datagram of the run: the
+    receiver is bound before the sender starts, the tail delivers the backlog); the flow is
+    labelled from the codepoint seen (ect1, not rfc3168) and went through the L queue; the
+    program could not take a real-time priority; its outputs are kept in the run directory."""
+    monkeypatch.setenv("L4SLAB_EMU_PREFIX", PREFIX)
+    out = tmp_path / "run"
+    # The program stops 2 s before the run does: started late on a loaded host (Python's
+    # start-up, the wait for the receiver's socket), it still ends while the emulator forwards.
+    status = main(["emulate", str(_scenario(tmp_path, "5s", stop="3s")), "--out", str(out)])
+    captured = capsys.readouterr()
+    if status == 1 and "did not keep up" in captured.err:
+        pytest.skip(captured.err.strip())
+    assert status == 0, captured.err
+    summary = json.loads((out / "summary.json").read_text())
+    flow = summary["flows"][1]
+    assert flow["kind"] == "command" and flow["cc"] == Path(sys.executable).name
+    assert flow["ecn_mode"] is None and flow["ecn_codepoint"] == "ect1"
+    view = summary["emulator"]["flows"][1]
+    sent = json.loads((out / "commands" / "flow-1" / "out" / "send.json").read_text())
+    got = json.loads((out / "commands" / "flow-1" / "out" / "recv.json").read_text())
+    assert sent["realtime"] == "refused"
+    assert view["packets_sent"] == pytest.approx(sent["packets"], rel=0.01)
+    assert view["sent_by_codepoint"]["ect1"] == view["packets_sent"]
+    assert view["packets_delivered"] == pytest.approx(got["packets"], rel=0.01)
+    # IP bytes: 28 bytes of IPv4 + UDP header on each datagram's payload.
+    assert view["ip_bytes_delivered"] - 28 * view["packets_delivered"] == pytest.approx(got["payload_bytes"], rel=0.01)
+    assert got["ce"] > 0, "DualPI2 marked the L queue beside a CUBIC flow"
+    assert view["ce_delivered"] == pytest.approx(got["ce"], rel=0.01)
+    classes = {c["class"]: c for c in summary["emulator"]["classes"]}
+    assert classes["L"]["packets"] > 0 and classes["C"]["packets"] > 0
+    assert classes["L"]["marks"] > 0
+    # The kernel's CUBIC flow is still labelled from its negotiation (classic ECN).
+    assert summary["flows"][0]["ecn_mode"] == "rfc3168"
+    assert (out / "commands" / "flow-1" / "receiver.log").is_file()
+
+
+def _marked(marker: str) -> list[str]:
+    """Processes whose environment carries ``marker`` (everything the run started)."""
+    found = []
+    needle = f"L4SLAB_KILL_MARK={marker}".encode()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if needle in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                found.append(f"{Path(f'/proc/{pid}/comm').read_text().strip()}[{pid}]")
+        except OSError:
+            continue
+    return found
+
+
+def _namespaces(prefix: str) -> list[str]:
+    try:
+        return sorted(n for n in os.listdir("/run/netns") if n.startswith(f"{prefix}-"))
+    except OSError:
+        return []
+
+
+def _tun_devices(prefix: str) -> list[str]:
+    """TUN devices in the prefix's namespaces (the root namespace gets none)."""
+    found = []
+    for name in _namespaces(prefix):
+        listing = subprocess.run(
+            ["ip", "-n", name, "-o", "link", "show", "type", "tun"], capture_output=True, text=True, timeout=10
+        )
+        found += [f"{name}:{line.split(':')[1].strip()}" for line in listing.stdout.splitlines() if ":" in line]
+    return found
+
+
+def test_sigkill_at_any_moment_leaves_nothing_after_cleanup(tmp_path, monkeypatch, capsys):
+    """``l4slab emulate`` (an iperf3 CUBIC flow and a command flow, 2 s) is SIGKILLed at 10
+    moments drawn from a seeded generator between its start and its end (about 5 s); after
+    ``l4slab cleanup`` there are 0 processes it started (found by a marker in their
+    environment: emulator, iperf3 client and server, the commands, ss), 0 namespaces with
+    its prefix, 0 TUN devices and 0 work directories in its temporary directory."""
+    rng = random.Random(20261128)
+    scenario = _scenario(tmp_path, "2s")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    moments = sorted(rng.uniform(0.0, 5.0) for _ in range(10))
+    prefix = "l4skill"
+    results = []
+    for moment in moments:
+        marker = uuid.uuid4().hex
+        env = {**os.environ, "L4SLAB_EMU_PREFIX": prefix, "TMPDIR": str(tmp), "L4SLAB_KILL_MARK": marker}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "l4slab", "emulate", str(scenario)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(moment)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        # `l4slab cleanup` (the same function, in this process: a second interpreter per
+        # moment would double the test's time), with the run's prefix and temporary directory.
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+        assert main(["cleanup", "--prefix", prefix]) == 0
+        # The killed run's processes end asynchronously (the emulator on its parent's death,
+        # SIGKILLed programs): what cleanup left must be gone within a bounded time.
+        deadline = time.monotonic() + 10.0
+        while True:
+            left = {
+                "processes": _marked(marker),
+                "namespaces": _namespaces(prefix),
+                "tun": _tun_devices(prefix),
+                "work_dirs": sorted(p.name for p in tmp.iterdir() if p.name.startswith("l4slab-emu-")),
+            }
+            if not any(left.values()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        results.append((round(moment, 2), left))
+    leftovers = [(moment, left) for moment, left in results if any(left.values())]
+    assert leftovers == [], leftovers
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can take a real-time priority to be refused")
+def test_a_command_cannot_take_a_real_time_priority():
+    """As root a program can make itself SCHED_FIFO (as udp_prague does, SCHED_RR 99); started
+    as a command flow's program (no CAP_SYS_NICE, RLIMIT_RTPRIO 0) it gets EPERM."""
+    from l4slab.emulate.commands import drop_realtime
+
+    probe = "import os\ntry:\n os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50)); print('granted')\nexcept PermissionError: print('refused')"
+    free = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30)
+    bound = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=30, preexec_fn=drop_realtime
+    )
+    assert free.stdout.strip() == "granted", free.stderr
+    assert bound.stdout.strip() == "refused", bound.stderr
