@@ -96,7 +96,8 @@ def _skip_reason() -> str | None:
     return None
 
 
-pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
+# serial: they measure real time (the forwarding loop); `make test` runs them alone.
+pytestmark = [pytest.mark.serial, pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")]
 
 
 def _scenario(tmp_path: Path, duration: str, *, sender_args: str = "", kind: str = "udp", stop: str = "") -> Path:
