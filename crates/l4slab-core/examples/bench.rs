@@ -1,8 +1,8 @@
-//! Engine throughput on three fixed scenarios: bottleneck packets per wall-clock
+//! Engine throughput on four fixed scenarios: bottleneck packets per wall-clock
 //! second, events per bottleneck packet and wall time per event.
 //!
-//! `cargo run --release -p l4slab-core --example bench [reference|10g|512|FILE.json]`
-//! (no argument: all three; a `.json` file is an engine config as
+//! `cargo run --release -p l4slab-core --example bench [reference|10g|512|l4s|FILE.json]`
+//! (no argument: all four; a `.json` file is an engine config as
 //! `l4slab.scenario.load_scenario(path).resolve()` gives it, e.g. the web scenario). One run each. Rates are per second of this thread's
 //! CPU time (`/proc/thread-self/schedstat`), which a shared machine disturbs less
 //! than wall time; wall time is printed too.
@@ -35,7 +35,17 @@ fn scenario(name: &str) -> serde_json::Value {
             "bottleneck": {"rate_bps": 1_000_000_000u64, "qdisc": {"kind": "bfifo", "limit_bytes": 5_000_000}},
             "flows": cubic_flows(512, 20_000_000),
         }),
-        other => panic!("unknown bench scenario {other:?} (reference, 10g, 512)"),
+        // examples/bench/prague-dualpi2.toml (the L4S path): the reference with one Prague
+        // (AccECN, pacing, TSO deferral) and one CUBIC flow over DualPI2's defaults.
+        "l4s" => json!({
+            "seed": 1, "duration_ns": 60_000_000_000u64, "bin_ns": 100_000_000, "start_jitter_ns": 1_000_000,
+            "bottleneck": {"rate_bps": 100_000_000u64, "qdisc": {"kind": "dualpi2"}},
+            "flows": [
+                {"kind": "tcp", "cc": "prague", "rtt_ns": 10_000_000, "tso": true, "tso_defer": true, "receiver_ecn": 3},
+                {"kind": "tcp", "cc": "cubic", "rtt_ns": 10_000_000, "tso": true, "tso_defer": true},
+            ],
+        }),
+        other => panic!("unknown bench scenario {other:?} (reference, 10g, 512, l4s)"),
     }
 }
 
@@ -48,7 +58,7 @@ fn thread_cpu_ns() -> Option<u64> {
 fn main() {
     let names: Vec<String> = match std::env::args().nth(1) {
         Some(n) => vec![n],
-        None => ["reference", "10g", "512"].iter().map(|s| s.to_string()).collect(),
+        None => ["reference", "10g", "512", "l4s"].iter().map(|s| s.to_string()).collect(),
     };
     for name in names {
         let value = if name.ends_with(".json") {

@@ -175,6 +175,57 @@ impl Observers {
         Observers { recorder, writers: WRITERS.iter().filter_map(|w| (w.build)(setup)).collect() }
     }
 
+    // The writers' per-packet hooks, out of line: a run without writers (nearly every
+    // run) pays one length test per packet event and keeps the event loop's hot
+    // functions free of the loops' code.
+    #[cold]
+    #[inline(never)]
+    fn writers_on_enqueue(&mut self, now: Time, link: LinkId, pkt: &Packet) {
+        for w in self.writers.iter_mut() {
+            w.on_enqueue(now, link, pkt);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn writers_on_dequeue(&mut self, now: Time, link: LinkId, pkt: &Packet, sojourn_ns: u64, sacks: &SackTable) {
+        for w in self.writers.iter_mut() {
+            w.on_dequeue(now, link, pkt, sojourn_ns, sacks);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn writers_on_drop(&mut self, now: Time, link: LinkId, pkt: &Packet) {
+        for w in self.writers.iter_mut() {
+            w.on_drop(now, link, pkt);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn writers_on_mark(&mut self, now: Time, link: LinkId, flow: u32) {
+        for w in self.writers.iter_mut() {
+            w.on_mark(now, link, flow);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn writers_on_deliver(&mut self, now: Time, to: EndpointId, pkt: &Packet, sacks: &SackTable) {
+        for w in self.writers.iter_mut() {
+            w.on_deliver(now, to, pkt, sacks);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn writers_on_emit(&mut self, now: Time, from: EndpointId, pkt: &Packet, sacks: &SackTable) {
+        for w in self.writers.iter_mut() {
+            w.on_emit(now, from, pkt, sacks);
+        }
+    }
+
     /// Write the observers' parts of the results.
     pub fn fill_results(&self, view: &dyn NetworkView, r: &mut RunResults) {
         self.recorder.finish(view, r);
@@ -188,43 +239,43 @@ impl Observer for Observers {
     #[inline]
     fn on_enqueue(&mut self, now: Time, link: LinkId, pkt: &Packet) {
         self.recorder.on_enqueue(now, link, pkt);
-        for w in self.writers.iter_mut() {
-            w.on_enqueue(now, link, pkt);
+        if !self.writers.is_empty() {
+            self.writers_on_enqueue(now, link, pkt);
         }
     }
     #[inline]
     fn on_dequeue(&mut self, now: Time, link: LinkId, pkt: &Packet, sojourn_ns: u64, sacks: &SackTable) {
         self.recorder.on_dequeue(now, link, pkt, sojourn_ns, sacks);
-        for w in self.writers.iter_mut() {
-            w.on_dequeue(now, link, pkt, sojourn_ns, sacks);
+        if !self.writers.is_empty() {
+            self.writers_on_dequeue(now, link, pkt, sojourn_ns, sacks);
         }
     }
     #[inline]
     fn on_drop(&mut self, now: Time, link: LinkId, pkt: &Packet) {
         self.recorder.on_drop(now, link, pkt);
-        for w in self.writers.iter_mut() {
-            w.on_drop(now, link, pkt);
+        if !self.writers.is_empty() {
+            self.writers_on_drop(now, link, pkt);
         }
     }
     #[inline]
     fn on_mark(&mut self, now: Time, link: LinkId, flow: u32) {
         self.recorder.on_mark(now, link, flow);
-        for w in self.writers.iter_mut() {
-            w.on_mark(now, link, flow);
+        if !self.writers.is_empty() {
+            self.writers_on_mark(now, link, flow);
         }
     }
     #[inline]
     fn on_deliver(&mut self, now: Time, to: EndpointId, pkt: &Packet, sacks: &SackTable) {
         self.recorder.on_deliver(now, to, pkt, sacks);
-        for w in self.writers.iter_mut() {
-            w.on_deliver(now, to, pkt, sacks);
+        if !self.writers.is_empty() {
+            self.writers_on_deliver(now, to, pkt, sacks);
         }
     }
     #[inline]
     fn on_emit(&mut self, now: Time, from: EndpointId, pkt: &Packet, sacks: &SackTable) {
         self.recorder.on_emit(now, from, pkt, sacks);
-        for w in self.writers.iter_mut() {
-            w.on_emit(now, from, pkt, sacks);
+        if !self.writers.is_empty() {
+            self.writers_on_emit(now, from, pkt, sacks);
         }
     }
     fn on_flow_open(&mut self, flow: u32) {
