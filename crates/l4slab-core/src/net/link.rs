@@ -60,6 +60,10 @@ pub struct ShapedQueue {
     /// `qdisc.has_timer()`, read once: a timerless qdisc is not asked for its
     /// next timer after every packet.
     timed: bool,
+    /// `qdisc.timer_is_periodic()`, read once: with its timer pending, such a qdisc is
+    /// not asked either (only its timer callback moves the timer, and the simulator
+    /// re-arms after that).
+    periodic: bool,
     /// The host's watchdog lateness (`net/host_timer.rs`); `None`: on time.
     host_timer: Option<HostTimer>,
 }
@@ -67,8 +71,10 @@ pub struct ShapedQueue {
 impl ShapedQueue {
     pub fn new(shaper: Shaper, qdisc: Box<dyn Qdisc<Packet>>, rng: SimRng) -> Self {
         let timed = qdisc.has_timer();
+        let periodic = qdisc.timer_is_periodic();
         ShapedQueue {
             timed,
+            periodic,
             shaper,
             qdisc,
             rng,
@@ -263,7 +269,7 @@ impl Link {
     /// Schedule the qdisc's timer if it is earlier than the pending one.
     #[inline(always)]
     pub fn arm_qdisc_timer(&mut self, events: &mut EventQueue) {
-        if self.queue.as_ref().is_some_and(|q| q.timed) {
+        if self.queue.as_ref().is_some_and(|q| q.timed && !(q.periodic && q.timer_at.is_some())) {
             self.arm_timed_qdisc(events);
         }
     }

@@ -807,6 +807,11 @@ impl<P: QdiscPacket> Qdisc<P> for DualPi2<P> {
         &self.stats
     }
 
+    /// `next_update` is set at creation and moved only by `on_timer`.
+    fn timer_is_periodic(&self) -> bool {
+        true
+    }
+
     fn next_timer(&self) -> Option<Time> {
         Some(self.next_update)
     }

@@ -205,6 +205,14 @@ pub trait Qdisc<P: QdiscPacket>: Send {
         true
     }
 
+    /// Whether only [`on_timer`](Self::on_timer) moves the timer (a periodic update
+    /// armed at creation: PIE's and DualPI2's `tupdate`), so that while one is pending
+    /// the simulator need not ask for the next timer after every packet. Fixed for the
+    /// qdisc's lifetime.
+    fn timer_is_periodic(&self) -> bool {
+        false
+    }
+
     /// Next time the qdisc's own timer fires, if any.
     fn next_timer(&self) -> Option<Time> {
         None

@@ -437,6 +437,11 @@ impl<P: QdiscPacket> Qdisc<P> for Pie<P> {
         &self.stats
     }
 
+    /// `next_update` is set at creation and moved only by `on_timer`.
+    fn timer_is_periodic(&self) -> bool {
+        true
+    }
+
     fn next_timer(&self) -> Option<Time> {
         self.next_update
     }
