@@ -159,6 +159,61 @@ def test_a_command_flow_is_measured_by_the_bottleneck_against_its_own_count(tmp_
     assert (out / "commands" / "flow-1" / "receiver.log").is_file()
 
 
+def _udp_prague_program() -> str | None:
+    """The project's UDP-Prague sender/receiver (``l4slab-udp-prague``, built with the
+    emulator crate): ``$L4SLAB_UDP_PRAGUE``, the source tree's ``target/release/``, ``PATH``."""
+    env = os.environ.get("L4SLAB_UDP_PRAGUE")
+    if env:
+        return env if os.access(env, os.X_OK) else None
+    repo = Path(__file__).resolve().parents[2]
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or repo / "target") / "release" / "l4slab-udp-prague"
+    if target.is_file() and os.access(target, os.X_OK):
+        return str(target)
+    return shutil.which("l4slab-udp-prague")
+
+
+def test_udp_prague_program_through_dualpi2_is_counted_by_the_bottleneck_as_by_itself(tmp_path, capsys, monkeypatch):
+    """The project's UDP-Prague program as a command flow against kernel CUBIC through
+    DualPI2 (20 Mbit/s, 20 ms): the bottleneck's own count of the packets, IP bytes and CE
+    marks it delivered to the flow equals the receiving program's count within 1 %, and what
+    it read from the sender the sending program's count (the receiver listens until the
+    emulator stops forwarding, ``{until_end}``; the sender stops 2 s before the run ends)."""
+    program = _udp_prague_program()
+    if program is None:
+        pytest.skip("l4slab-udp-prague is not built (cargo build --release -p l4slab-emu)")
+    monkeypatch.setenv("L4SLAB_EMU_PREFIX", PREFIX)
+    path = tmp_path / "udp-prague.toml"
+    path.write_text(
+        'name = "udpprague"\nduration = "8s"\n[bottleneck]\nrate = "20Mbit"\nqdisc = "dualpi2"\n'
+        '[[flows]]\ncc = "cubic"\nrtt = "20ms"\n'
+        '[[flows]]\nkind = "udp"\nrate = "10Mbit"\nrtt = "20ms"\necn = "ect1"\nstop = "6s"\n'
+        "[flows.command]\n"
+        f'sender = "{program} send --dst {{receiver_addr}} --port {{port}} --duration {{duration}} '
+        '--out {out_dir}/send.json"\n'
+        f'receiver = "{program} recv --bind {{receiver_addr}} --port {{port}} --duration {{until_end}} '
+        '--out {out_dir}/recv.json"\n'
+    )
+    out = tmp_path / "run"
+    status = main(["emulate", str(path), "--out", str(out)])
+    captured = capsys.readouterr()
+    if status == 1 and "did not keep up" in captured.err:
+        pytest.skip(captured.err.strip())
+    assert status == 0, captured.err
+    summary = json.loads((out / "summary.json").read_text())
+    view = summary["emulator"]["flows"][1]
+    sent = json.loads((out / "commands" / "flow-1" / "out" / "send.json").read_text())
+    got = json.loads((out / "commands" / "flow-1" / "out" / "recv.json").read_text())
+    assert got["packets_received"] > 1000, got  # it ran and got through
+    assert view["packets_sent"] == pytest.approx(sent["packets_sent"], rel=0.01)
+    assert view["ip_bytes_sent"] == pytest.approx(sent["ip_bytes_sent"], rel=0.01)
+    assert view["packets_delivered"] == pytest.approx(got["packets_received"], rel=0.01)
+    assert view["ip_bytes_delivered"] == pytest.approx(got["ip_bytes_received"], rel=0.01)
+    assert got["ce_packets"] > 0, "DualPI2 marks a scalable sender in its L queue"
+    assert view["ce_delivered"] == pytest.approx(got["ce_packets"], rel=0.01)
+    assert view["ecn_codepoint"] == "ect1" and summary["flows"][1]["kind"] == "command"
+    assert summary["flows"][0]["goodput_mbps"] > 1.0  # CUBIC shared the link
+
+
 def test_compare_sets_a_command_flow_against_the_simulated_flow_it_names(tmp_path, capsys, monkeypatch):
     """`l4slab compare` runs the command flow emulated and its entry's own description (a
     6.4 Mbit/s ECT(1) UDP flow; the program sends 6.4 Mbit/s of payload-plus-headers) simulated:

@@ -56,6 +56,8 @@ READY_TIMEOUT_S = 30.0
 #: How long after the end of the traffic a command may run before it is killed (its
 #: process group): the emulator forwards for 2 s more, the rest is for writing its output.
 COMMAND_GRACE_S = 5.0
+#: The emulator forwards this long after the traffic ends (the binary's `emu::TAIL_NS`).
+TAIL_S = 2.0
 #: How long a command flow's sender waits for its receiver to bind the port.
 BIND_WAIT_S = 3.0
 #: iperf3's smallest reporting interval (iperf3 3.12 ``src/iperf_api.c``: ``MIN_INTERVAL`` 0.1 s).
@@ -645,7 +647,10 @@ def emulate(
                 "flow": i,
             }
             if commands[i].receiver:
-                args = cmdflows.command_words(commands[i].receiver, command_fields[i])
+                until_end = t0 + duration_s + TAIL_S - time.time()
+                args = cmdflows.command_words(
+                    commands[i].receiver, {**command_fields[i], "until_end": f"{max(until_end, 0.0):.3f}"}
+                )
                 procs.append(
                     _spawn(
                         ["ip", "netns", "exec", ep["receiver_ns"], *args],
@@ -680,7 +685,10 @@ def emulate(
                 time.sleep(delay)
             launched[i] = time.time() - t0
             if i in commands:
-                args = cmdflows.command_words(commands[i].sender, command_fields[i])
+                until_end = t0 + duration_s + TAIL_S - time.time()
+                args = cmdflows.command_words(
+                    commands[i].sender, {**command_fields[i], "until_end": f"{max(until_end, 0.0):.3f}"}
+                )
                 flow_dir = work / "commands" / f"flow-{i}"
                 procs.append(
                     _spawn(

@@ -136,7 +136,7 @@ class _Strict(BaseModel):
 
 
 #: The fields a command flow's templates may use (docs/emulator.md, "Command flows").
-COMMAND_FIELDS = ("sender_addr", "receiver_addr", "port", "duration", "out_dir", "flow")
+COMMAND_FIELDS = ("sender_addr", "receiver_addr", "port", "duration", "until_end", "out_dir", "flow")
 
 
 class FlowCommand(_Strict):
@@ -144,8 +144,9 @@ class FlowCommand(_Strict):
 
     Each is one command line, split as a shell would (``shlex``, no shell is run), each word
     formatted with ``{sender_addr}``, ``{receiver_addr}``, ``{port}``, ``{duration}``
-    (seconds the flow runs: stop − start), ``{out_dir}`` (a directory kept in the run
-    directory) and ``{flow}`` (its index). The flow's own ``kind`` and fields describe the
+    (seconds the flow runs: stop − start), ``{until_end}`` (seconds from the command's
+    launch until the emulator stops forwarding: a receiver that listens for it misses
+    nothing), ``{out_dir}`` (a directory kept in the run directory) and ``{flow}`` (its index). The flow's own ``kind`` and fields describe the
     simulated flow that ``l4slab run`` and ``l4slab compare`` set against it."""
 
     sender: str = Field(
