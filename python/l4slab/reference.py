@@ -81,9 +81,6 @@ _KEY_DOCS = {
     "bottleneck": "the forward bottleneck: an HTB class with a child qdisc",
     "rate": "HTB rate of the bottleneck (for UDP flows: the sending rate, or a % of the bottleneck)",
     "kind": "tcp (bulk transfer) or udp (constant bit rate)",
-    "rto_min": "minimum retransmission timeout (Linux: 200ms)",
-    "delayed_ack": "delayed ACKs at the receiver (Linux: on)",
-    "drop_segments": "test hook: lose the first transmission of these segments",
 }
 
 

@@ -17,6 +17,15 @@ How the check works (over the AST of every module of ``python/l4slab``):
   (``engine.check_qdisc``) and has no rule of its own, so the engine's messages come back
   in tc's words.
 
+* **TCP knobs.** Every knob of a TCP flow is declared once, in the engine's table
+  (``config.rs`` ``tcp_flow_params``: name, kind, default, bounds, doc); the scenario model
+  generates its fields from it. A Python class that declares a field named as an engine TCP
+  knob (its engine name or its scenario name, ``rto_min`` for ``rto_min_ns``) in a model a TCP
+  flow is built from (``TcpFlow``, ``WebSource`` and their bases), or a literal dict that maps
+  a knob's name to the engine's default for it, declares the knob again. The path's knobs
+  (``rtt``, ``start``, ``stop``, ``fwd_delay``), which every flow and source shares, are
+  declared once for all kinds in ``scenario/model.py`` ``_FlowCommon``.
+
 A fact Python must hold for another reason (a kernel's or a paper's, not the engine's) is
 named apart: e.g. the kernel testbed's ``MAX_GUEST_FLOWS``.
 """
@@ -126,6 +135,122 @@ def engine_vocabularies() -> dict[str, tuple[str, ...]]:
         if param.choices and set(param.choices) != set(spec.congestion_controls):
             vocab[f"flow {param.name} choices"] = param.choices
     return vocab
+
+
+def _tcp_knob_names() -> dict[str, str]:
+    """Every name of an engine TCP knob (engine name and scenario name) → its engine name."""
+    from l4slab import schema
+    from l4slab.scenario.resolve import tcp_knob_field
+
+    names = {}
+    for key, spec in schema.engine_schema().tcp_flow.items():
+        names[key] = key
+        names[tcp_knob_field(spec)] = key
+    return names
+
+
+def redeclared_tcp_knobs(models) -> list[str]:
+    """Fields named as an engine TCP knob that a class of ``models`` (or a base of it) declares
+    by hand: only the generated knob model (``_TcpKnobs``) may hold them, and ``_FlowCommon``
+    the path's."""
+    from l4slab.scenario.model import _FlowCommon, _TcpKnobs
+    from l4slab.scenario.resolve import PATH_KNOBS
+
+    names = _tcp_knob_names()
+    found = set()
+    for model in models:
+        for cls in model.__mro__:
+            if cls is _TcpKnobs:
+                continue
+            for field in vars(cls).get("__annotations__", {}):
+                if field in names and not (cls is _FlowCommon and names[field] in PATH_KNOBS):
+                    found.add(f"{cls.__module__}.{cls.__qualname__}.{field} declares the engine's TCP knob "
+                              f"{names[field]} again")  # fmt: skip
+    return sorted(found)
+
+
+def repeated_tcp_defaults(defaults: dict[str, object]) -> list[str]:
+    """Literal dicts that map a TCP knob's name (beyond the path's: ``start`` names many
+    things) to the engine's default for it (``defaults``: engine name → default)."""
+    from l4slab.scenario.resolve import PATH_KNOBS
+
+    names = {name: key for name, key in _tcp_knob_names().items() if key not in PATH_KNOBS}
+    found = []
+    for path, tree in _modules():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Dict):
+                continue
+            for key, value in zip(node.keys, node.values):
+                if not (isinstance(key, ast.Constant) and key.value in names):
+                    continue
+                try:
+                    literal = ast.literal_eval(value)
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                    continue
+                default = defaults[names[key.value]]
+                if default not in (None, []) and literal == default and type(literal) is type(default):
+                    found.append(f"{path.relative_to(PACKAGE)}:{key.lineno}: {key.value!r}: {literal!r} repeats "
+                                 f"the engine's default of {names[key.value]}")  # fmt: skip
+    return found
+
+
+def _tcp_defaults() -> dict[str, object]:
+    from l4slab import schema
+
+    return {key: spec.default for key, spec in schema.engine_schema().tcp_flow.items()}
+
+
+def _tcp_models():
+    from l4slab.scenario import TcpFlow
+
+    models, todo = [], [TcpFlow]
+    while todo:
+        model = todo.pop()
+        models.append(model)
+        todo += model.__subclasses__()
+    return models
+
+
+def test_python_declares_no_engine_tcp_knob_again():
+    from l4slab import schema
+    from l4slab.scenario import TcpFlow
+    from l4slab.scenario.model import WebSource
+    from l4slab.scenario.resolve import PATH_KNOBS, tcp_knob_field
+
+    assert WebSource in _tcp_models()
+    assert redeclared_tcp_knobs(_tcp_models()) == []
+    assert repeated_tcp_defaults(_tcp_defaults()) == []
+    # and the model has every knob the engine declares, under its scenario name, with its doc
+    for key, spec in schema.engine_schema().tcp_flow.items():
+        name = "direction" if key == "reverse" else tcp_knob_field(spec)
+        assert name in TcpFlow.model_fields, key
+        if key not in PATH_KNOBS:
+            assert TcpFlow.model_fields[name].description == spec.doc, key
+
+
+def test_the_tcp_knob_checks_find_a_knob_declared_again(tmp_path, monkeypatch):
+    """The checks can fail: a model field or a dict of defaults naming an engine TCP knob is caught."""
+    import test_one_fact as me
+    from l4slab.scenario import TcpFlow
+    from l4slab.scenario.model import _FlowCommon
+
+    class Handmade(TcpFlow):
+        rto_min: int | None = None
+
+    class Common(_FlowCommon):
+        mss: int | None = None
+
+    found = redeclared_tcp_knobs([Handmade, Common])
+    assert len(found) == 2 and "Handmade.rto_min declares the engine's TCP knob rto_min_ns" in found[1], found
+    assert "Common.mss" in found[0], found
+    copy = tmp_path / "l4slab"
+    copy.mkdir()
+    (copy / "bad.py").write_text(
+        "KERNEL = {'init_cwnd': 10, 'delayed_ack': True, 'mss': 9000, 'start': 0}\n", encoding="utf-8"
+    )
+    monkeypatch.setattr(me, "PACKAGE", copy)
+    found = repeated_tcp_defaults(_tcp_defaults())
+    assert len(found) == 2 and "default of init_cwnd" in found[0] and "default of delayed_ack" in found[1], found
 
 
 def test_python_repeats_no_engine_bound():

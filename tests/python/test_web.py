@@ -83,6 +83,35 @@ def test_source_errors_are_one_line(source, expected):
     assert "\n" not in message and message.startswith(expected), message
 
 
+@pytest.mark.parametrize(
+    ("knobs", "expected"),
+    [
+        (
+            {"receiver_cc_params": {"no_such_knob": 1}},
+            "receiver_cc_params: no_such_knob: unknown cubic parameter (known: beta, ",
+        ),
+        (
+            {"receiver_cc": "dctcp", "receiver_cc_params": {"shift_g": 99}},
+            "receiver_cc_params: shift_g: 99 is out of range",
+        ),
+        ({"cc_params": {"beta": 5000}}, "cc_params: beta: 5000 is out of range (allowed 1..=1023)"),
+    ],
+)
+def test_a_tcp_knob_is_refused_in_the_same_line_on_a_flow_and_a_web_source(knobs, expected):
+    """A web source's connections are TCP flows built and checked as a [[flows]] entry is: a
+    bad receiver_cc_params (which a web source once ignored) gets the flow's message."""
+    lines = []
+    flow, web = {"cc": "cubic", "rtt": "10ms"}, {"kind": "web", "rate": "1/s", "rtt": "10ms"}
+    for where, entry in (("flows", flow), ("sources", web)):
+        data = {"duration": "10s", "bottleneck": {"rate": "10Mbit"}, where: [{**entry, **knobs}]}
+        with pytest.raises(ScenarioError) as err:
+            scenario_from_dict(data).resolve()
+        message = str(err.value)
+        assert "\n" not in message and message.startswith(f"{where}[0].{expected}"), message
+        lines.append(message.removeprefix(f"{where}[0]."))
+    assert lines[0] == lines[1]
+
+
 def test_a_run_with_web_traffic_writes_its_request_table(tmp_path):
     pytest.importorskip("l4slab._core")
     result = l4slab.run(WEB_TOML)

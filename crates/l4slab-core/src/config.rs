@@ -597,7 +597,7 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             "cc",
             Choice,
             json!(crate::cc::LINUX_DEFAULT),
-            "Congestion control by Linux name (net.ipv4.tcp_congestion_control; default cubic).",
+            "Congestion control by Linux name (net.ipv4.tcp_congestion_control; default Linux's).",
         )
         .choices(crate::cc::KNOWN),
         ParamSpec::new(
@@ -720,7 +720,7 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             "receiver_ecn",
             Int,
             json!(default_tcp_ecn()),
-            "Receiver's net.ipv4.tcp_ecn (Documentation/networking/ip-sysctl.rst; default 2).",
+            "Receiver's net.ipv4.tcp_ecn (Documentation/networking/ip-sysctl.rst; default 2; the front end first applies the cc's receiver_defaults).",
         )
         .range(TCP_ECN_RANGE.0, TCP_ECN_RANGE.1),
         ParamSpec::new(
@@ -734,7 +734,7 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             "receiver_cc",
             Choice,
             serde_json::Value::Null,
-            "Receiving socket's congestion control (DCTCP-style echo, AccECN acceptance); unset = cubic, Linux's default.",
+            "Receiving socket's congestion control (DCTCP-style echo, AccECN acceptance); unset = Linux's default (as cc); the front end first applies the cc's receiver_defaults.",
         )
         .choices(crate::cc::KNOWN),
         ParamSpec::new(

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
+from .. import schema
 from ..errors import ScenarioError
 
 __all__ = [
@@ -29,18 +30,16 @@ __all__ = [
     "kernel_sender_notes",
 ]
 
-#: Kernel defaults the emulated hosts keep; a scenario asking for other values needs a knob
-#: l4slab does not set on a real host (each refusal names the field).
-#: include/net/tcp.h: TCP_INIT_CWND 10; TCP_RTO_MIN (HZ / 5) = 200 ms; mss 1448 = 1500-byte
-#: MTU less 20 (IP) + 20 (TCP) + 12 (timestamps).
-_KERNEL_DEFAULTS: dict[str, Any] = {
-    "mss": 1448,
-    "init_cwnd": 10,
-    "rto_min_ns": 200_000_000,
-    "delayed_ack": True,
-    "fq_pacing": False,
-    "ecn_low": False,
-}
+#: Knobs the emulated hosts keep at the kernel's default, which is the engine's (schema
+#: ``tcp_flow``: include/net/tcp.h TCP_INIT_CWND, TCP_RTO_MIN; mss 1448 = 1500-byte MTU less
+#: IP, TCP and timestamps); a scenario asking for another value needs a knob l4slab does not
+#: set on a real host (each refusal names the field).
+_KEPT_AT_DEFAULT = ("mss", "init_cwnd", "rto_min_ns", "delayed_ack", "fq_pacing", "ecn_low")
+
+
+def _kernel_defaults() -> dict[str, Any]:
+    return {name: schema.tcp_flow_param(name).default for name in _KEPT_AT_DEFAULT}
+
 
 PROC_CCS = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 
@@ -199,7 +198,7 @@ def check_config(config: Mapping[str, Any], ccs: list[str] | None = None, comman
         receiver_cc = flow.get("receiver_cc")
         if receiver_cc not in (None, "cubic") or flow.get("receiver_cc_params"):
             raise EmulationRefused(f"{where}.receiver_cc: {receiver_cc!r} is not supported; the receiver runs cubic")
-        for name, default in _KERNEL_DEFAULTS.items():
+        for name, default in _kernel_defaults().items():
             if name in flow and flow[name] != default:
                 raise EmulationRefused(
                     f"{where}.{name}: {flow[name]!r} is not supported by the emulator; the real hosts keep "

@@ -28,14 +28,24 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal, Mapping, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, PlainValidator, Tag, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PlainValidator,
+    Tag,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from .. import schema, units
 from ..errors import ScenarioError
 from ..qdisc import QdiscRequest, parse_qdisc
 from ..units import BdpMultiple, Percent, UnitError
-from .resolve import TCP_ENGINE_FIELDS, UDP_IP_UDP_HEADER_BYTES, resolve_scenario, udp_rate_bps
+from .resolve import TCP_ENGINE_FIELDS, UDP_IP_UDP_HEADER_BYTES, resolve_scenario, tcp_knob_field, udp_rate_bps
 from .sources import syn_flood_fields, web_source_fields
 
 __all__ = [
@@ -53,11 +63,8 @@ __all__ = [
 
 #: pydantic error type of the model's own checks: ``ctx["message"]`` is the one-line message.
 SCENARIO_ERROR = "l4slab_scenario_error"
-#: TcpFlow fields checked against the engine's range of their knob (schema ``tcp_flow``):
-#: field → engine key. ``ecn``/``receiver_ecn`` are checked by their parser, which also reads words.
-TCP_RANGED_FIELDS = {field: key for key, field in TCP_ENGINE_FIELDS.items() if key != "ecn"}
-
 StrictInt = Annotated[int, Field(strict=True)]
+StrictBool = Annotated[bool, Field(strict=True)]
 
 
 # --- field types: unit strings parsed by PlainValidators --------------------------------
@@ -112,6 +119,8 @@ def _tcp_ecn(value: Any) -> int:
 
 
 TcpEcnMode = Annotated[int, _unit_validator(_tcp_ecn)]
+#: TCP knobs a scenario may also write in words (:data:`TCP_ECN_WORDS`): engine key → field type.
+TCP_WORD_VALUES = {"ecn": TcpEcnMode, "receiver_ecn": TcpEcnMode}
 
 
 _ECN_ALIASES = {
@@ -211,100 +220,83 @@ class _FlowCommon(_Strict):
     )
 
 
-class TcpFlow(_FlowCommon):
-    """A bulk TCP transfer (iperf3-like)."""
+def _tcp_knob_type(spec: schema.ParamSpec) -> Any:
+    """How a scenario file writes a TCP knob of this engine kind (units in ``tc``'s spelling)."""
+    if spec.name in TCP_WORD_VALUES:
+        return TCP_WORD_VALUES[spec.name]
+    kind = schema.ParamKind
+    if spec.kind is kind.CHOICE and set(spec.choices) != set(schema.congestion_control_names()):
+        return Literal[spec.choices]  # a congestion control is checked by TcpFlow._known_cc
+    if spec.kind is kind.OBJECT:
+        # a list of segment numbers (default []) or a table of module parameters (default unset)
+        return list[Annotated[int, Field(strict=True, ge=0)]] if spec.default == [] else dict[str, Any]
+    return {
+        kind.TIME_NS: TimeNs,
+        kind.BYTES: SizeBytes,
+        kind.PACKETS: StrictInt,
+        kind.INT: StrictInt,
+        kind.RATE_BPS: RateBps,
+        kind.FLOAT: float,
+        kind.BOOL: StrictBool,
+        kind.CHOICE: str,
+    }[spec.kind]
+
+
+def _tcp_knob_example(spec: schema.ParamSpec) -> list[Any] | None:
+    """The engine's default as a scenario writes it (a time with its unit), as the field's example."""
+    if spec.default is None or spec.default == []:
+        return None
+    if spec.name in TCP_WORD_VALUES:
+        return [spec.default, *TCP_ECN_WORDS]
+    if spec.kind is schema.ParamKind.TIME_NS:
+        return [units.format_time(spec.default)]
+    return [spec.default]
+
+
+def _tcp_knob_fields() -> dict[str, Any]:
+    """Every TCP knob of the engine's schema (``tcp_flow``) beyond the path, as a field named
+    by :func:`~.resolve.tcp_knob_field`: its type from the engine's kind, its description from
+    the engine's doc; unset (the engine's default applies) but for ``cc``, which a scenario may
+    leave out and the engine may not."""
+    fields: dict[str, Any] = {}
+    for key, name in {"cc": "cc", **TCP_ENGINE_FIELDS}.items():
+        spec = schema.tcp_flow_param(key)
+        default = spec.default if key == "cc" else None
+        typ = _tcp_knob_type(spec)
+        field = Field(default, description=spec.doc, examples=_tcp_knob_example(spec))
+        fields[name] = (typ if key == "cc" else typ | None, field)
+    return fields
+
+
+#: A TcpFlow's knobs, generated from the engine's schema (nothing of a knob is declared here).
+_TcpKnobs = create_model("_TcpKnobs", __base__=_FlowCommon, __module__=__name__, **_tcp_knob_fields())
+#: TcpFlow fields checked against the engine's range of their knob: field → engine key. The
+#: knobs with word values are checked by their parser, which also reads the words.
+TCP_RANGED_FIELDS = {
+    tcp_knob_field(spec): key
+    for key, spec in schema.engine_schema().tcp_flow.items()
+    if key in TCP_ENGINE_FIELDS and key not in TCP_WORD_VALUES and (spec.min is not None or spec.max is not None)
+}
+
+
+#: TcpFlow fields that name a congestion control (``cc``, ``receiver_cc``): checked by
+#: ``TcpFlow._known_cc``, which also knows the scenario's own kernel congestion controls.
+TCP_CC_FIELDS = tuple(
+    tcp_knob_field(spec)
+    for key, spec in schema.engine_schema().tcp_flow.items()
+    if spec.kind is schema.ParamKind.CHOICE and set(spec.choices) == set(schema.congestion_control_names())
+)
+
+
+class TcpFlow(_TcpKnobs):
+    """A bulk TCP transfer (iperf3-like). Its knobs are the engine's (schema ``tcp_flow``,
+    config.rs ``tcp_flow_params``), generated: a scenario names each as the engine does, less a
+    unit suffix (:func:`~.resolve.tcp_knob_field`); ``ecn``/``receiver_ecn`` also take words
+    (:data:`TCP_ECN_WORDS`)."""
 
     kind: Literal["tcp"] = "tcp"
-    cc: str = Field(
-        default_factory=lambda: schema.tcp_flow_param("cc").default,
-        description="congestion control by its Linux name (default: the engine's)",
-        examples=["cubic", "reno", "dctcp", "prague"],
-    )
-    bytes: SizeBytes | None = Field(
-        None, description="bytes to send (iperf3 -n); unbounded if absent", examples=["10mb"]
-    )
-    mss: StrictInt | None = Field(None, description="maximum segment size, bytes", examples=[1448])
-    init_cwnd: StrictInt | None = Field(None, description="initial window, segments", examples=[10])
-    rto_min: TimeNs | None = Field(None, examples=["200ms"])
-    rwnd: SizeBytes | None = Field(None, description="receive window limit", examples=["4mb"])
-    delayed_ack: Annotated[bool, Field(strict=True)] | None = Field(None, examples=[True])
-    drop_segments: list[Annotated[int, Field(strict=True, ge=0)]] | None = Field(None, examples=[[10, 11]])
-    ecn: TcpEcnMode | None = Field(
-        None, description="sender's net.ipv4.tcp_ecn (Linux default 2)", examples=[2, "accecn", "classic", "off"]
-    )
-    receiver_ecn: TcpEcnMode | None = Field(
-        None,
-        description="receiver's net.ipv4.tcp_ecn (default: the engine's for the flow's cc)",
-        examples=[2, "accecn", "classic", "off"],
-    )
-    ecn_option: StrictInt | None = Field(
-        None, description="net.ipv4.tcp_ecn_option on both hosts (default 2)", examples=[2]
-    )
-    receiver_cc: str | None = Field(
-        None,
-        description="receiving socket's congestion control (default: the engine's for the flow's cc)",
-        examples=["dctcp"],
-    )
-    receiver_kernel: Literal["mainline", "l4steam"] | None = Field(
-        None,
-        description="receiving host's kernel tree where its AccECN receive path differs: l4steam (the PAM 2025 "
-        "and coexistence-paper testbeds' L4STeam kernels) ACKs every ECT/CE segment whose timestamp advanced",
-        examples=["l4steam"],
-    )
-    ecn_low: Annotated[bool, Field(strict=True)] | None = Field(
-        None,
-        description="route feature ecn_low on both hosts (ip route ... features ecn_low): CE marks come from "
-        "a shallow-threshold AQM; BBRv3 uses ECN only with it (and ECN negotiated, min RTT <= 5 ms)",
-        examples=[True],
-    )
-    fq_pacing: Annotated[bool, Field(strict=True)] | None = Field(
-        None, description="the sender host has fq as its qdisc, so every CC is paced", examples=[True]
-    )
-    tso: Annotated[bool, Field(strict=True)] | None = Field(
-        None,
-        description="TSO/GSO on the sender (Linux TCP forces GSO even with ethtool -K gso/tso off): paced "
-        "senders emit bursts of tso_segs segments; off, one segment per skb (a model knob)",
-        examples=[False],
-    )
-    gro: Annotated[bool, Field(strict=True)] | None = Field(
-        None,
-        description="GRO on the receiver (ethtool -K gro on; Linux default on, engine default off): "
-        "segments arriving within one NAPI poll are merged and ACKed once (stretch ACKs)",
-        examples=[True],
-    )
-    tso_defer: Annotated[bool, Field(strict=True)] | None = Field(
-        None,
-        description="TSO deferral with tso (tcp_tso_should_defer, tcp_tso_win_divisor 3; always on in Linux, "
-        "engine default off): a partial skb waits for an ACK that makes room for a fuller one",
-        examples=[True],
-    )
-    rx_usecs: TimeNs | None = Field(
-        None,
-        description="receiver NIC's RX interrupt throttle (ethtool -C rx-usecs; default 50us, i40e ITR: a "
-        "minimum interval between interrupts): with gro, what arrives within it of the last interrupt "
-        "reaches TCP as one GRO packet; a packet on a quiet port at once",
-        examples=["50us"],
-    )
-    sender_rx_usecs: TimeNs | None = Field(
-        None,
-        description="sending host's NIC RX interrupt throttle (ethtool -C rx-usecs on the sender; i40e default "
-        "50us; engine default 0s = off): ACKs arriving within it of the last interrupt are processed "
-        "together at the NAPI poll; an ACK on a quiet port at once",
-        examples=["50us"],
-    )
-    cc_params: dict[str, Any] | None = Field(
-        None,
-        description="module parameters of the congestion control (checked by the engine)",
-        examples=[{"segment_sizing": {"scheme": "logarithmic", "k": 4.0}}, {"beta": 717}],
-    )
-    receiver_cc_params: dict[str, Any] | None = Field(
-        None,
-        description="module parameters of the receiving socket's congestion control, as cc_params "
-        "(e.g. a bbr2 receiver with ecn_enable echoes CE DCTCP-style: PAM 2025's two-sided BBRv2)",
-        examples=[{"ecn_enable": True, "ecn_max_rtt_us": 0}],
-    )
 
-    @field_validator("cc", "receiver_cc")
+    @field_validator(*TCP_CC_FIELDS)
     @classmethod
     def _known_cc(cls, value: str | None, info: ValidationInfo) -> str | None:
         known = schema.congestion_control_names()

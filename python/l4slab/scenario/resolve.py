@@ -25,6 +25,8 @@ __all__ = [
     "udp_rate_bps",
     "UDP_IP_UDP_HEADER_BYTES",
     "TCP_ENGINE_FIELDS",
+    "PATH_KNOBS",
+    "tcp_knob_field",
 ]
 
 #: The backend a scenario is resolved for: ``sim`` (the engine: the default; also the
@@ -46,27 +48,28 @@ def resolving_for(backend: str) -> Iterator[None]:
 
 #: IPv4 (20 B) + UDP (8 B) headers: a UDP flow's payload is ``packet_size - 28``.
 UDP_IP_UDP_HEADER_BYTES = 28
-#: Optional TCP knobs: engine config key → TcpFlow field (already in engine units).
-TCP_ENGINE_FIELDS = {
-    "bytes": "bytes",
-    "mss": "mss",
-    "init_cwnd": "init_cwnd",
-    "rto_min_ns": "rto_min",
-    "rwnd_bytes": "rwnd",
-    "delayed_ack": "delayed_ack",
-    "drop_segments": "drop_segments",
-    "fq_pacing": "fq_pacing",
-    "tso": "tso",
-    "gro": "gro",
-    "tso_defer": "tso_defer",
-    "rx_usecs_ns": "rx_usecs",
-    "sender_rx_usecs_ns": "sender_rx_usecs",
-    "cc_params": "cc_params",
-    "ecn": "ecn",
-    "ecn_option": "ecn_option",
-    "ecn_low": "ecn_low",
-    "receiver_kernel": "receiver_kernel",
-}
+#: The path's knobs: the engine lists them with the TCP flow's (its ``PathConfig`` is flattened
+#: into ``TcpFlowConfig``), and every flow and source has them; the model declares them for all
+#: kinds at once (``_FlowCommon``), ``reverse`` as ``direction = "reverse"``.
+PATH_KNOBS = ("rtt_ns", "fwd_delay_ns", "start_ns", "stop_ns", "reverse")
+
+
+def tcp_knob_field(spec: schema.ParamSpec) -> str:
+    """The scenario's name of an engine TCP knob: the engine's, less a unit suffix the
+    scenario writes in the value instead (``rto_min_ns`` → ``rto_min = "200ms"``,
+    ``rwnd_bytes`` → ``rwnd = "4mb"``)."""
+    suffix = {schema.ParamKind.TIME_NS: "_ns", schema.ParamKind.BYTES: "_bytes"}.get(spec.kind)
+    return spec.name.removesuffix(suffix) if suffix and spec.name != suffix.lstrip("_") else spec.name
+
+
+def _tcp_engine_fields() -> dict[str, str]:
+    specs = schema.engine_schema().tcp_flow.values()
+    return {spec.name: tcp_knob_field(spec) for spec in specs if spec.name not in (*PATH_KNOBS, "cc")}
+
+
+#: The TCP knobs of a flow beyond its path and ``cc``: engine config key → TcpFlow field (its
+#: value already in engine units), every knob of the engine's schema (``tcp_flow``).
+TCP_ENGINE_FIELDS = _tcp_engine_fields()
 
 
 def udp_rate_bps(rate: int | Percent, bottleneck_rate_bps: int) -> int:
@@ -99,11 +102,9 @@ def _flow_config(flow: Any, bottleneck_rate_bps: int) -> dict[str, Any]:
     config: dict[str, Any] = {"kind": "tcp", "cc": flow.cc, **path}
     for engine_key, field_name in TCP_ENGINE_FIELDS.items():
         _set_if_given(config, engine_key, getattr(flow, field_name))
-    receiver = schema.receiver_defaults(flow.cc)
-    _set_if_given(receiver, "receiver_ecn", flow.receiver_ecn)
-    _set_if_given(receiver, "receiver_cc", flow.receiver_cc)
-    _set_if_given(receiver, "receiver_cc_params", flow.receiver_cc_params)
-    config.update(sorted(receiver.items()))
+    # the receiving host's settings a testbed used for the cc, where the flow leaves them unset
+    for key, value in sorted(schema.receiver_defaults(flow.cc).items()):
+        config.setdefault(key, value)
     return config
 
 
