@@ -154,6 +154,8 @@ def test_a_command_flow_is_measured_by_the_bottleneck_against_its_own_count(tmp_
     classes = {c["class"]: c for c in summary["emulator"]["classes"]}
     assert classes["L"]["packets"] > 0 and classes["C"]["packets"] > 0
     assert classes["L"]["marks"] > 0
+    # DualPI2's state as the traffic ended (CUBIC still running), not after the idle tail.
+    assert summary["bottleneck"]["qdisc"]["extra"]["prob"] > 0
     # The kernel's CUBIC flow is still labelled from its negotiation (classic ECN).
     assert summary["flows"][0]["ecn_mode"] == "rfc3168"
     assert (out / "commands" / "flow-1" / "receiver.log").is_file()

@@ -615,4 +615,46 @@ mod tests {
         assert!(r1.bottleneck_series.sojourn_class_ms.is_empty());
         assert!(serde_json::to_value(&r1).unwrap()["bottleneck_series"].get("sojourn_class_ms").is_none());
     }
+
+    /// An empty class has no sojourn (null, not 0 ms); the flow view labels the codepoint
+    /// seen (an ECT(1) sender is `ect1`, not rfc3168) and counts per class.
+    #[test]
+    fn empty_class_is_null_and_labels_follow_the_codepoints_seen() {
+        let cfg: ScenarioConfig = serde_json::from_value(json!({
+            "duration_ns": 200_000_000u64,
+            "bin_ns": 100_000_000u64,
+            "bottleneck": {"rate_bps": 20_000_000u64, "qdisc": {"kind": "dualpi2"}},
+            "flows": [{"kind": "tcp", "cc": "cubic", "rtt_ns": 10_000_000}],
+        }))
+        .unwrap();
+        let mut pool = Pool::new(8);
+        let mut m = Measure::new(&cfg, 2, &[0]);
+        for (t, ecn, ce) in [(10_000_000u64, Ecn::Ect1, false), (20_000_000, Ecn::Ect1, true), (30_000_000, Ecn::Ect1, false)] {
+            let mut buf = pool.take().unwrap();
+            let n = write_udp(&mut buf, [10, 250, 0, 1], [10, 251, 0, 1], 40_000, 9, 1000, ecn, 1);
+            let mut p = EmuPacket::parse(buf, n, 0).ok().unwrap();
+            m.on_sent(&p, t - 1_000_000);
+            p.set_enqueue_ts(t - 1_000_000);
+            p.qclass = 1; // L only: C stays empty
+            if ce {
+                p.set_ecn(Ecn::Ce);
+            }
+            m.on_dequeue(t, &p);
+            pool.put(p.into_buf());
+        }
+        let view = m.flow_view(&[0]);
+        assert_eq!(view[0]["ecn_codepoint"], "ect1");
+        assert_eq!(view[0]["sent_by_codepoint"]["ect1"], 3);
+        assert_eq!((view[0]["packets_delivered"].as_u64(), view[0]["ce_delivered"].as_u64()), (Some(3), Some(1)));
+        assert_eq!(view[0]["ip_bytes_delivered"], 3 * 1028);
+        let classes = m.class_view(&["C", "L"]);
+        assert!(classes[0]["sojourn_ms"].is_null(), "{}", classes[0]);
+        assert_eq!((classes[1]["packets"].as_u64(), classes[1]["marks"].as_u64()), (Some(3), Some(1)));
+        let r = m.results(&cfg, "dualpi2", &QdiscStats::default(), Vec::new(), &["C", "L"]);
+        let v = serde_json::to_value(&r).unwrap();
+        assert!(v["bottleneck"]["sojourn_by_class"][0]["sojourn_ms"]["mean"].is_null());
+        assert_eq!(v["bottleneck"]["sojourn_by_class"][1]["sojourn_ms"]["mean"].as_f64(), Some(1.0));
+        assert_eq!(v["flows"][0]["kind"], "command");
+        assert_eq!(v["flows"][0]["ecn_mode"], "off"); // ECT(1) is not RFC 3168's codepoint
+    }
 }
