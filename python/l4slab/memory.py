@@ -143,6 +143,9 @@ def _smallest_frame(config: Mapping[str, Any]) -> int:
     for flow in config.get("flows") or []:
         if flow.get("kind", "tcp") == "udp":
             sizes.append(int(flow.get("payload_bytes", 1472)) + UDP_HEADER_BYTES)
+        elif flow.get("kind") == "udp_prague":
+            # Full-size packets above ≈ 1 Mbit/s (the algorithm sizes them rate × vrtt / 2).
+            sizes.append(int(flow.get("max_packet_bytes", 1400)) + UDP_HEADER_BYTES)
         else:
             sizes.append(int(flow.get("mss", DEFAULT_MSS)) + TCP_HEADER_BYTES)
     for source in config.get("sources") or []:

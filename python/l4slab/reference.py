@@ -123,7 +123,7 @@ def _other_tables(model: Any) -> list[str]:
 
     from pydantic import BaseModel
 
-    covered = {model.Bottleneck, model.TcpFlow, model.UdpFlow}
+    covered = {model.Bottleneck, model.TcpFlow, model.UdpFlow, model.UdpPragueFlow}
     out: list[str] = []
     for name, info in model.Scenario.model_fields.items():
         for sub in typing.get_args(info.annotation) or (info.annotation,):
@@ -207,6 +207,10 @@ def render() -> str:
         '## `[[flows]]` with `kind = "udp"`',
         "",
         *_scenario_rows(model.UdpFlow),
+        "",
+        '## `[[flows]]` with `kind = "udp_prague"`',
+        "",
+        *_scenario_rows(model.UdpPragueFlow),
         "",
         *_other_tables(model),
         "## Bounds",

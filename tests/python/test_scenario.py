@@ -242,7 +242,7 @@ def test_bdp_needs_a_common_rtt_or_bdp_rtt():
         ({"flows[1].rate": "fast"}, "flows[1].rate: 'fast' is not a rate; expected e.g. '50%'"),
         ({"flows[0].count": 0}, "flows[0].count: 0 is invalid: input should be greater than or equal to 1"),
         ({"flows[0].count": "2"}, "flows[0].count: '2' is invalid: input should be a valid integer"),
-        ({"flows[0].kind": "quic"}, "flows[0].kind: 'quic' is not a flow kind; expected 'tcp' or 'udp'"),
+        ({"flows[0].kind": "quic"}, "flows[0].kind: 'quic' is not a flow kind; expected 'tcp', 'udp' or 'udp_prague'"),
         ({"flows[1].ecn": "ect2"}, "flows[1].ecn: 'ect2' is not an ECN codepoint"),
         ({"bottleneck.qdisc": "bfifo limt 1"}, "bottleneck.qdisc: bfifo has no parameter 'limt'"),
         ({"warmup": "10s"}, "warmup: '10s' must be shorter than duration '10s'"),

@@ -292,6 +292,7 @@ pub use crate::qdisc::QdiscConfig;
 pub enum FlowConfig {
     Tcp(TcpFlowConfig),
     Udp(UdpFlowConfig),
+    UdpPrague(UdpPragueFlowConfig),
 }
 
 impl FlowConfig {
@@ -299,6 +300,7 @@ impl FlowConfig {
         match self {
             FlowConfig::Tcp(t) => &t.path,
             FlowConfig::Udp(u) => &u.path,
+            FlowConfig::UdpPrague(u) => &u.path,
         }
     }
 }
@@ -485,6 +487,89 @@ pub struct UdpFlowConfig {
     /// IP ECN codepoint on every datagram.
     #[serde(default)]
     pub ecn: Ecn,
+}
+
+/// A scalable UDP sender: L4STeam's `udp_prague` algorithm (`cc/udp_prague.rs`),
+/// ECT(1) datagrams answered one by one by per-packet ACKs carrying the receiver's
+/// counters; bulk, or real-time frames (`fps` > 0).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdpPragueFlowConfig {
+    #[serde(flatten)]
+    pub path: PathConfig,
+    /// Largest UDP payload per datagram, B (the reference's `max_packet_size`, 1400);
+    /// the algorithm shrinks packets at low rates, down to 150 B.
+    #[serde(default = "default_prague_packet")]
+    pub max_packet_bytes: u32,
+    /// Frames per second of the real-time mode; 0: bulk.
+    #[serde(default)]
+    pub fps: u32,
+    /// Real-time mode: the time each frame is paced over, ns (at most the frame
+    /// interval; default the whole interval). A frame carries the pacing rate's bytes
+    /// over this time.
+    #[serde(default)]
+    pub frame_budget_ns: Option<u64>,
+    /// The sender's rate cap, bit/s of UDP payload (the reference's `max_rate`;
+    /// default 100 Gbit/s).
+    #[serde(default = "default_prague_max_rate")]
+    pub max_rate_bps: u64,
+}
+
+fn default_prague_packet() -> u32 {
+    crate::cc::udp_prague::INIT_MTU as u32
+}
+fn default_prague_max_rate() -> u64 {
+    crate::cc::udp_prague::MAX_RATE * 8
+}
+
+impl UdpPragueFlowConfig {
+    /// The algorithm's parameters.
+    pub fn params(&self) -> crate::cc::udp_prague::PragueParams {
+        use crate::cc::udp_prague as up;
+        let interval_ns = if self.fps > 0 { 1_000_000_000 / self.fps as u64 } else { 0 };
+        up::PragueParams {
+            max_packet_size: self.max_packet_bytes as u64,
+            fps: self.fps as u8,
+            frame_budget_us: (self.frame_budget_ns.unwrap_or(interval_ns).min(interval_ns) / 1000) as i32,
+            max_rate: (self.max_rate_bps / 8).max(up::MIN_RATE),
+            ..up::PragueParams::default()
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        use crate::cc::udp_prague as up;
+        if !(up::MIN_MTU as u32..=MAX_UDP_PAYLOAD_BYTES).contains(&self.max_packet_bytes) {
+            return Err(format!(
+                "max_packet_bytes: {} is out of range (allowed {}..={MAX_UDP_PAYLOAD_BYTES})",
+                self.max_packet_bytes,
+                up::MIN_MTU
+            ));
+        }
+        if self.fps > 255 {
+            return Err(format!("fps: {} is out of range (allowed 0..=255; 0 is bulk)", self.fps));
+        }
+        if let Some(b) = self.frame_budget_ns {
+            if self.fps == 0 {
+                return Err("frame_budget_ns: only with fps > 0 (real-time mode)".into());
+            }
+            let interval = 1_000_000_000 / self.fps as u64;
+            if b < 1000 || b > interval {
+                return Err(format!(
+                    "frame_budget_ns: {b} is out of range (allowed 1000..={interval}, the frame interval at {} fps)",
+                    self.fps
+                ));
+            }
+        }
+        let min_bps = up::MIN_RATE * 8;
+        if self.max_rate_bps < min_bps || self.max_rate_bps > up::MAX_RATE * 8 {
+            return Err(format!(
+                "max_rate_bps: {} is out of range (allowed {min_bps}..={})",
+                self.max_rate_bps,
+                up::MAX_RATE * 8
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// `mss`: Linux clamps `TCP_MAXSEG` to `TCP_MIN_MSS` (88) .. `MAX_TCP_WINDOW`-ish
@@ -830,6 +915,7 @@ impl ScenarioConfig {
                 FlowConfig::Tcp(t) => {
                     t.validate(&tcp_params).map_err(|e| format!("flows[{i}].{e}"))?;
                 }
+                FlowConfig::UdpPrague(u) => u.validate().map_err(|e| format!("flows[{i}].{e}"))?,
                 FlowConfig::Udp(u) => {
                     if u.rate_bps == 0 || u.rate_bps > MAX_RATE_BPS {
                         return Err(format!(

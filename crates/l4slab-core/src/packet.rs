@@ -35,8 +35,12 @@ pub enum PacketKind {
     Data,
     /// Pure TCP ACK (no payload).
     Ack,
-    /// UDP datagram of an unresponsive source.
+    /// UDP datagram of an unresponsive source, or a UDP-Prague data packet.
     Udp,
+    /// UDP-Prague's per-packet ACK (receiver to sender): `tcp.seq` carries the acknowledged
+    /// sequence number and the lost count, `tcp.ack` the received and CE counts,
+    /// `tsval`/`tsecr` the timestamps, `ece` the L4S-error flag (`traffic/udp_prague.rs`).
+    UdpAck,
 }
 
 /// The AccECN option (TCP option kind 172/174, RFC 9768 §3.2.3) as carried on a

@@ -34,6 +34,7 @@ mod slow_start_acks;
 mod storm;
 mod tcp_flow;
 mod tcp_loss_recovery;
+mod udp_prague;
 mod web;
 mod web_alloc;
 mod web_stream;

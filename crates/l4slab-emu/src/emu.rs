@@ -140,6 +140,13 @@ pub fn check_with(cfg: &ScenarioConfig, commands: &[usize]) -> Result<Vec<(HostS
             continue;
         }
         match f {
+            FlowConfig::UdpPrague(_) => {
+                return Err(refuse(format!(
+                    "{}: \"udp_prague\" is the engine's model; the emulator runs the real sender, \
+                     the l4slab-udp-prague program (allowed: tcp, udp)",
+                    at("kind")
+                )));
+            }
             FlowConfig::Udp(u) => {
                 if u.payload_bytes > 1472 {
                     return Err(refuse(format!(

@@ -190,7 +190,7 @@ impl Forwarder {
                             id: 0,
                         })
                     }
-                    FlowConfig::Tcp(_) => None,
+                    FlowConfig::Tcp(_) | FlowConfig::UdpPrague(_) => None,
                 };
                 // What a line can hold: the bottleneck rate's worth of minimum-size
                 // (64 B) frames over its delay, so it never grows in the loop.

@@ -10,8 +10,8 @@
 //! pacing rate and retransmissions are NaN (null in JSON) or 0 here.
 
 use crate::packet::EmuPacket;
-use l4slab_core::config::{FlowConfig, ScenarioConfig};
 use l4slab_core::cc::EcnMode;
+use l4slab_core::config::{FlowConfig, ScenarioConfig};
 use l4slab_core::qdisc::{Ecn, QdiscPacket, QdiscStats};
 use l4slab_core::results::{
     BottleneckSeries, BottleneckSummary, ClassSojourn, FlowSeries, FlowSummary, PacketCounts, QdiscStatsOut,
@@ -421,6 +421,7 @@ impl Measure {
                 _ if command => ("command", "command".to_string(), false),
                 FlowConfig::Tcp(t) => ("tcp", t.cc.clone(), false),
                 FlowConfig::Udp(_) => ("udp", "udp".to_string(), true),
+                FlowConfig::UdpPrague(_) => ("udp_prague", "udp_prague".to_string(), true),
             };
             // ECT(0) is what a classic-ECN TCP sender sets (RFC 3168); a flow that sent
             // ECT(1) (an L4S sender, RFC 9331) or no ECT is not labelled rfc3168.

@@ -1,7 +1,7 @@
 """Scenarios: the user's TOML, validated, and resolved into the engine's config.
 
 * :mod:`.model`: the pydantic models (:class:`Scenario`, :class:`Bottleneck`,
-  :class:`TcpFlow`, :class:`UdpFlow`) and their cross-field checks;
+  :class:`TcpFlow`, :class:`UdpFlow`, :class:`UdpPragueFlow`) and their cross-field checks;
 * :mod:`.resolve`: a validated scenario → the engine's JSON config;
 * :mod:`.load`: TOML files and strings, dicts, ``--set`` overrides;
 * :mod:`.errors`: pydantic's errors → one ``ScenarioError`` line.
@@ -19,7 +19,7 @@ from .load import (
     scenario_from_dict,
     scenario_from_toml,
 )
-from .model import TCP_ECN_WORDS, Bottleneck, Scenario, TcpFlow, UdpFlow
+from .model import TCP_ECN_WORDS, Bottleneck, Scenario, TcpFlow, UdpFlow, UdpPragueFlow
 from .resolve import UDP_IP_UDP_HEADER_BYTES
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "Bottleneck",
     "TcpFlow",
     "UdpFlow",
+    "UdpPragueFlow",
     "load_scenario",
     "scenario_from_toml",
     "scenario_from_dict",

@@ -14,7 +14,17 @@ from typing import Any, Mapping
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ScenarioError
-from .model import SCENARIO_ERROR, Bottleneck, KernelInputs, Scenario, SynFlood, TcpFlow, UdpFlow, WebSource
+from .model import (
+    SCENARIO_ERROR,
+    Bottleneck,
+    KernelInputs,
+    Scenario,
+    SynFlood,
+    TcpFlow,
+    UdpFlow,
+    UdpPragueFlow,
+    WebSource,
+)
 
 __all__ = ["one_line"]
 
@@ -34,7 +44,7 @@ def _strip_tags(loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
     cleaned: list[Any] = []
     tag = None
     for i, part in enumerate(loc):
-        if part in ("tcp", "udp", "web", "syn_flood") and i > 0 and isinstance(loc[i - 1], int):
+        if part in ("tcp", "udp", "udp_prague", "web", "syn_flood") and i > 0 and isinstance(loc[i - 1], int):
             tag = part
             continue
         cleaned.append(part)
@@ -49,7 +59,7 @@ def _model_at(loc: tuple[Any, ...], tag: str | None) -> type[BaseModel] | None:
     if loc[0] == "kernel" and len(loc) == 1:
         return KernelInputs
     if loc[0] == "flows" and len(loc) == 2:
-        return UdpFlow if tag == "udp" else TcpFlow
+        return {"udp": UdpFlow, "udp_prague": UdpPragueFlow}.get(tag or "", TcpFlow)
     if loc[0] == "sources" and len(loc) == 2:
         return SynFlood if tag == "syn_flood" else WebSource
     return None
@@ -92,7 +102,7 @@ def _error_line(error: Mapping[str, Any]) -> str:
     if kind == "union_tag_invalid" and loc and loc[0] == "sources":
         return f"{_format_loc(loc)}.kind: {ctx.get('tag')!r} is not a source kind; expected 'web' or 'syn_flood'"
     if kind == "union_tag_invalid":
-        return f"{_format_loc(loc)}.kind: {ctx.get('tag')!r} is not a flow kind; expected 'tcp' or 'udp'"
+        return f"{_format_loc(loc)}.kind: {ctx.get('tag')!r} is not a flow kind; expected 'tcp', 'udp' or 'udp_prague'"
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         return f"{_format_loc(loc)}: {value!r} is not a table; expected e.g. [{_format_loc(loc)}] with keys"
     if kind == "too_short" and loc == ("flows",):

@@ -53,6 +53,7 @@ __all__ = [
     "Bottleneck",
     "TcpFlow",
     "UdpFlow",
+    "UdpPragueFlow",
     "WebSource",
     "SynFlood",
     "KernelInputs",
@@ -356,6 +357,29 @@ class UdpFlow(_FlowCommon):
         return codepoint
 
 
+class UdpPragueFlow(_FlowCommon):
+    """A scalable UDP sender: L4STeam's udp_prague algorithm (the engine's ``cc/udp_prague.rs``), ECT(1)
+    datagrams each answered by a per-packet ACK with the receiver's counters; bulk, or real-time frames
+    with ``fps``. Unset knobs take the engine's defaults (the reference program's)."""
+
+    kind: Literal["udp_prague"]
+    max_packet_size: SizeBytes | None = Field(
+        None, description="largest UDP payload (engine default 1400 B, as udp_prague's)", examples=["1400B"]
+    )
+    fps: Annotated[int, Field(strict=True, ge=0, le=255)] | None = Field(
+        None, description="frames per second of the real-time mode (0 or unset: bulk)", examples=[30]
+    )
+    frame_budget: TimeNs | None = Field(
+        None,
+        description="real-time mode: the time each frame is paced over (default the frame interval); "
+        "a frame carries the pacing rate's bytes over it",
+        examples=["10ms"],
+    )
+    max_rate: RateBps | None = Field(
+        None, description="the sender's rate cap, UDP payload (engine default 100Gbit)", examples=["20Mbit"]
+    )
+
+
 def _flow_kind(value: Any) -> str | None:
     if isinstance(value, Mapping):
         return value.get("kind", "tcp")
@@ -363,7 +387,11 @@ def _flow_kind(value: Any) -> str | None:
 
 
 Flow = Annotated[
-    Union[Annotated[TcpFlow, Tag("tcp")], Annotated[UdpFlow, Tag("udp")]],
+    Union[
+        Annotated[TcpFlow, Tag("tcp")],
+        Annotated[UdpFlow, Tag("udp")],
+        Annotated[UdpPragueFlow, Tag("udp_prague")],
+    ],
     Discriminator(_flow_kind),
 ]
 
@@ -518,13 +546,13 @@ class Scenario(_Strict):
 
     # --- derived views -------------------------------------------------------------
 
-    def expanded_flows(self) -> list[tuple[int, TcpFlow | UdpFlow]]:
+    def expanded_flows(self) -> list[tuple[int, TcpFlow | UdpFlow | UdpPragueFlow]]:
         """``(group, flow)`` per engine flow, in engine flow-id order (``count`` expanded)."""
         return [(group, flow) for group, flow in enumerate(self.flows) for _ in range(flow.count)]
 
     def flow_labels(self) -> list[str]:
-        """A display label per engine flow: the entry's ``label``, else its cc (or "udp")."""
-        return [flow.label or (flow.cc if isinstance(flow, TcpFlow) else "udp") for _, flow in self.expanded_flows()]
+        """A display label per engine flow: the entry's ``label``, else its cc (or its kind: "udp", "udp_prague")."""
+        return [flow.label or (flow.cc if isinstance(flow, TcpFlow) else flow.kind) for _, flow in self.expanded_flows()]
 
     def bdp_bytes(self, which: str = "bottleneck") -> tuple[Fraction | None, str]:
         """The BDP in bytes of ``bottleneck`` or ``reverse_bottleneck`` and, when it is
@@ -538,7 +566,7 @@ class Scenario(_Strict):
         shown = ", ".join(units.format_time(r) for r in rtts)
         return None, f"the flows have different base RTTs ({shown}); set {which}.bdp_rtt"
 
-    def data_link(self, flow: TcpFlow | UdpFlow) -> Bottleneck:
+    def data_link(self, flow: TcpFlow | UdpFlow | UdpPragueFlow) -> Bottleneck:
         """The shaped link a flow's data crosses (its UDP ``%`` rates are shares of it):
         the reverse bottleneck for a reverse flow when there is one."""
         if flow.direction == "reverse" and self.reverse_bottleneck is not None:

@@ -99,7 +99,14 @@ def _flow_config(flow: Any, bottleneck_rate_bps: int) -> dict[str, Any]:
             "payload_bytes": flow.packet_size - UDP_IP_UDP_HEADER_BYTES,
             "ecn": flow.ecn,
         }
-    config: dict[str, Any] = {"kind": "tcp", "cc": flow.cc, **path}
+    if flow.kind == "udp_prague":
+        config = {"kind": "udp_prague", **path}
+        _set_if_given(config, "max_packet_bytes", flow.max_packet_size)
+        _set_if_given(config, "fps", flow.fps)
+        _set_if_given(config, "frame_budget_ns", flow.frame_budget)
+        _set_if_given(config, "max_rate_bps", flow.max_rate)
+        return config
+    config = {"kind": "tcp", "cc": flow.cc, **path}
     for engine_key, field_name in TCP_ENGINE_FIELDS.items():
         _set_if_given(config, engine_key, getattr(flow, field_name))
     # the receiving host's settings a testbed used for the cc, where the flow leaves them unset

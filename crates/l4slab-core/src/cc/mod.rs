@@ -22,6 +22,7 @@ pub mod minmax;
 pub mod prague;
 pub mod registry;
 pub mod reno;
+pub mod udp_prague;
 
 /// `snd_ssthresh` before any congestion event (TCP_INFINITE_SSTHRESH).
 pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;

@@ -24,7 +24,7 @@ impl Direction {
     pub fn of(pkt: &Packet) -> Direction {
         match pkt.kind {
             PacketKind::Syn | PacketKind::Data | PacketKind::Udp => Direction::Forward,
-            PacketKind::SynAck | PacketKind::Ack => Direction::Reverse,
+            PacketKind::SynAck | PacketKind::Ack | PacketKind::UdpAck => Direction::Reverse,
         }
     }
 }

@@ -401,7 +401,7 @@ fn mac(ip: [u8; 4]) -> [u8; 6] {
 
 /// Whether `pkt` travels from the flow's receiver to its sender (ACKs, SYN-ACK).
 fn from_receiver(pkt: &Packet) -> bool {
-    matches!(pkt.kind, PacketKind::Ack | PacketKind::SynAck)
+    matches!(pkt.kind, PacketKind::Ack | PacketKind::SynAck | PacketKind::UdpAck)
 }
 
 /// Write `pkt` as an Ethernet frame into `out` (headers, then the payload's zeros up to
@@ -430,7 +430,7 @@ fn build_frame(
     };
     let eth = Ethernet2Header { source: mac(src), destination: mac(dst), ether_type: EtherType::IPV4 };
     let io = |e: std::io::Error| format!("capture: {e}");
-    if pkt.kind == PacketKind::Udp {
+    if matches!(pkt.kind, PacketKind::Udp | PacketKind::UdpAck) {
         let udp = UdpHeader::without_ipv4_checksum(sport, dport, payload).map_err(|e| format!("capture: {e}"))?;
         let mut ip =
             Ipv4Header::new((8 + payload) as u16, 64, IpNumber::UDP, src, dst).map_err(|e| format!("capture: {e}"))?;
@@ -496,7 +496,7 @@ fn wire_seq_ack(pkt: &Packet) -> (u32, u32) {
         PacketKind::SynAck => (0, 1),
         PacketKind::Data => (wire(pkt.tcp.seq), 1),
         PacketKind::Ack => (1, wire(pkt.tcp.ack)),
-        PacketKind::Udp => (0, 0),
+        PacketKind::Udp | PacketKind::UdpAck => (0, 0),
     }
 }
 

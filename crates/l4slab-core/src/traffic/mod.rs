@@ -11,6 +11,7 @@
 //!
 //! - [`tcp`]: the TCP sender and receiver as endpoints.
 //! - [`udp`]: the constant-rate UDP source and its sink.
+//! - [`udp_prague`]: L4STeam's scalable UDP sender (bulk or real-time frames) and its per-packet-ACK receiver.
 //! - [`scenario`]: the flows a `ScenarioConfig` lists (bulk TCP, UDP CBR).
 //! - [`web`]: web requests, one short TCP connection each, with per-request records.
 //! - [`synflood`]: an inelastic SYN flood.
@@ -19,6 +20,7 @@ pub mod scenario;
 pub mod synflood;
 pub mod tcp;
 pub mod udp;
+pub mod udp_prague;
 pub mod web;
 
 use crate::packet::{Outbox, Packet};

@@ -1,8 +1,9 @@
-//! The flows a `ScenarioConfig` lists: bulk (or sized) TCP transfers and UDP CBR
-//! sources, each opened once at setup in list order.
+//! The flows a `ScenarioConfig` lists: bulk (or sized) TCP transfers, UDP CBR
+//! sources and UDP-Prague senders, each opened once at setup in list order.
 
 use super::tcp::{TcpReceiverEndpoint, TcpSenderEndpoint};
 use super::udp::{UdpSink, UdpSource};
+use super::udp_prague::{UdpPragueSink, UdpPragueSource};
 use super::{Endpoint, FlowOpener, FlowSpec, TrafficSource};
 use crate::config::FlowConfig;
 use crate::rng::{self, SimRng};
@@ -39,6 +40,9 @@ impl ScenarioFlows {
                 (Box::new(TcpSenderEndpoint(sender)), Box::new(TcpReceiverEndpoint::bulk(receiver)))
             }
             FlowConfig::Udp(u) => (Box::new(UdpSource::new(slot, u, stop)), Box::new(UdpSink::default())),
+            FlowConfig::UdpPrague(u) => {
+                (Box::new(UdpPragueSource::new(slot, u, stop)), Box::new(UdpPragueSink::new(slot)))
+            }
         })
     }
 }

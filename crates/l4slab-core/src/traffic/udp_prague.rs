@@ -1,0 +1,309 @@
+//! The UDP-Prague flow: L4STeam's `udp_prague` sender and receiver (`cc/udp_prague.rs`)
+//! as endpoints. Data packets are ECT(1) UDP datagrams; the receiver answers each with
+//! a 26-byte ACK carrying its running counts of packets received, CE-marked and lost.
+//!
+//! Each host keeps its own microsecond clock as the reference's `Now()` does: the
+//! sender's counts from its start (1 at the first instant), the receiver's from the
+//! run's start; timestamps cross between them frozen and echoed, so the offset
+//! between the two clocks never matters. The sender's timer is the reference loop's
+//! receive timeout: the next burst's time, or 1 s while the window is full.
+
+use super::{Endpoint, Measured};
+use crate::cc::udp_prague::{diff, AckCounters, AckMsg, DataMsg, PragueReceiver, PragueSender, ACK_LEN};
+use crate::config::UdpPragueFlowConfig;
+use crate::packet::{Ecn, Outbox, Packet, PacketKind, ETH_HLEN, IP_UDP_HLEN};
+use crate::results::FlowSummary;
+use crate::time::Time;
+use crate::trace::{FlowCumulative, FlowSample};
+
+/// The label of the flow kind and of its congestion control.
+pub const KIND: &str = "udp_prague";
+
+fn ecn_bits(e: Ecn) -> u8 {
+    match e {
+        Ecn::NotEct => 0,
+        Ecn::Ect1 => 1,
+        Ecn::Ect0 => 2,
+        Ecn::Ce => 3,
+    }
+}
+
+fn ecn_of(bits: u8) -> Ecn {
+    match bits & 3 {
+        0 => Ecn::NotEct,
+        1 => Ecn::Ect1,
+        2 => Ecn::Ect0,
+        _ => Ecn::Ce,
+    }
+}
+
+/// A host's microsecond clock with origin `t0` (1 at `t0`, wrapping as `time_tp`).
+#[inline]
+fn clock_us(now: Time, t0: Time) -> i32 {
+    ((now - t0) / 1000 + 1) as u32 as i32
+}
+
+/// The ACK as the engine's packet carries it (see [`PacketKind::UdpAck`]).
+fn ack_packet(flow: u32, ack: &AckMsg, ecn: u8) -> Packet {
+    let mut p = Packet::new(flow, PacketKind::UdpAck);
+    p.payload = ACK_LEN as u32;
+    p.wire_len = p.payload + IP_UDP_HLEN + ETH_HLEN;
+    p.ecn = ecn_of(ecn);
+    let c = &ack.counters;
+    p.tcp.seq = ack.ack_seq as u32 as u64 | (c.lost as u32 as u64) << 32;
+    p.tcp.ack = c.received as u32 as u64 | (c.ce as u32 as u64) << 32;
+    p.tcp.tsval = ack.timestamp as u32;
+    p.tcp.tsecr = ack.echoed_timestamp as u32;
+    p.tcp.ece = c.error_l4s;
+    p
+}
+
+fn ack_of(p: &Packet) -> AckMsg {
+    AckMsg {
+        ack_seq: p.tcp.seq as u32 as i32,
+        timestamp: p.tcp.tsval as i32,
+        echoed_timestamp: p.tcp.tsecr as i32,
+        counters: AckCounters {
+            received: p.tcp.ack as u32 as i32,
+            ce: (p.tcp.ack >> 32) as u32 as i32,
+            lost: (p.tcp.seq >> 32) as u32 as i32,
+            error_l4s: p.tcp.ece,
+        },
+    }
+}
+
+/// The sending end.
+pub struct UdpPragueSource {
+    flow: u32,
+    stop: Time,
+    /// The sender's clock origin (its start).
+    t0: Time,
+    snd: Option<PragueSender>,
+    params: crate::cc::udp_prague::PragueParams,
+    /// The wait's target on the sender's clock, and the same instant in ns.
+    target_us: i32,
+    wake: Option<Time>,
+    rtt_sum_us: u64,
+    rtt_samples: u64,
+    pacing_sum: u128,
+}
+
+impl UdpPragueSource {
+    pub fn new(flow: u32, cfg: &UdpPragueFlowConfig, stop: Time) -> Self {
+        UdpPragueSource {
+            flow,
+            stop,
+            t0: 0,
+            snd: None,
+            params: cfg.params(),
+            target_us: 0,
+            wake: None,
+            rtt_sum_us: 0,
+            rtt_samples: 0,
+            pacing_sum: 0,
+        }
+    }
+
+    /// The algorithm's state (after `start`).
+    pub fn sender(&self) -> Option<&PragueSender> {
+        self.snd.as_ref()
+    }
+
+    /// Send what is due, then aim the timer at the loop's next wake.
+    fn service(&mut self, now: Time, out: &mut Outbox) {
+        let Some(snd) = self.snd.as_mut() else { return };
+        if now >= self.stop {
+            self.wake = None;
+            return;
+        }
+        let t = clock_us(now, self.t0);
+        let flow = self.flow;
+        let rate = snd.info().pacing_rate;
+        let mut sent = 0u64;
+        snd.send_due(t, |o| {
+            let mut p = Packet::new(flow, PacketKind::Udp);
+            p.payload = o.size as u32;
+            p.wire_len = p.payload + IP_UDP_HLEN + ETH_HLEN;
+            p.ecn = ecn_of(o.ecn);
+            p.tcp.seq = o.msg.seq as u32 as u64;
+            p.tcp.tsval = o.msg.timestamp as u32;
+            p.tcp.tsecr = o.msg.echoed_timestamp as u32;
+            out.push(p);
+            sent += 1;
+        });
+        self.pacing_sum += sent as u128 * rate as u128;
+        self.target_us = snd.wake_at(t);
+        // The µs boundary at or before `now`, plus the wait.
+        let boundary = now - (now - self.t0) % 1000;
+        let wait = diff(self.target_us, t) as i64 * 1000;
+        self.wake = Some((boundary as i64 + wait).max(now as i64 + 1) as Time);
+    }
+}
+
+impl Endpoint for UdpPragueSource {
+    fn start(&mut self, now: Time, out: &mut Outbox) {
+        self.t0 = now;
+        self.snd = Some(PragueSender::new(&self.params, clock_us(now, now)));
+        self.service(now, out);
+    }
+
+    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
+        let Some(snd) = self.snd.as_mut() else { return };
+        if pkt.kind != PacketKind::UdpAck {
+            return;
+        }
+        let t = clock_us(now, self.t0);
+        snd.on_ack(t, &ack_of(pkt));
+        snd.after_wait(t, self.target_us, true);
+        let rtt = snd.cc.rtt_us();
+        if rtt > 0 {
+            self.rtt_sum_us += rtt as u64;
+            self.rtt_samples += 1;
+        }
+        self.service(now, out);
+    }
+
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        // An earlier pending expiry than the wait now aimed at: nothing to do yet.
+        if self.wake.is_none_or(|w| now < w) {
+            return;
+        }
+        let Some(snd) = self.snd.as_mut() else { return };
+        snd.after_wait(clock_us(now, self.t0), self.target_us, false);
+        self.service(now, out);
+    }
+
+    #[inline]
+    fn next_timer(&self) -> Option<Time> {
+        self.wake.filter(|&t| t < self.stop)
+    }
+
+    fn is_finished(&self) -> bool {
+        self.snd.is_some() && self.next_timer().is_none()
+    }
+
+    fn measured(&self) -> Option<&dyn Measured> {
+        Some(self)
+    }
+}
+
+impl Measured for UdpPragueSource {
+    fn add_cumulative(&self, c: &mut FlowCumulative) {
+        if let Some(s) = &self.snd {
+            c.rtt_sum_us += self.rtt_sum_us;
+            c.rtt_samples += self.rtt_samples;
+            c.segments_sent += s.stats.packets_sent;
+            c.payload_bytes_sent += s.stats.bytes_sent;
+        }
+    }
+    fn sample(&self, s: &mut FlowSample) {
+        let Some(snd) = &self.snd else { return };
+        let srtt = snd.cc.srtt_us();
+        s.srtt_ms = if srtt > 0 { srtt as f64 / 1000.0 } else { f64::NAN };
+        s.cwnd = snd.cc.packet_window() as f64;
+        s.alpha = snd.cc.alpha();
+        s.pacing_rate_mbps = snd.cc.pacing_rate() as f64 * 8.0 / 1e6;
+    }
+    fn summarise(&self, _flow_start: Time, s: &mut FlowSummary) {
+        s.kind = KIND.into();
+        s.cc = KIND.into();
+        s.mean_rtt_ms =
+            if self.rtt_samples > 0 { self.rtt_sum_us as f64 / self.rtt_samples as f64 / 1000.0 } else { f64::NAN };
+        let Some(snd) = &self.snd else { return };
+        s.packets_sent = snd.stats.packets_sent;
+        s.rto_count = snd.stats.resets;
+        s.final_cwnd = snd.cc.packet_window().min(u32::MAX as u64) as u32;
+        let n = snd.stats.packets_sent as f64;
+        s.mean_payload_bytes = if n > 0.0 { snd.stats.bytes_sent as f64 / n } else { f64::NAN };
+        s.mean_pacing_rate_mbps = if n > 0.0 { self.pacing_sum as f64 / n * 8.0 / 1e6 } else { f64::NAN };
+    }
+}
+
+/// The receiving end: counts what arrives and answers each data packet with an ACK.
+pub struct UdpPragueSink {
+    flow: u32,
+    rcv: PragueReceiver,
+    delivered_bytes: u64,
+    ce_packets: u64,
+    ce_bytes: u64,
+    packets: u64,
+    acks_sent: u64,
+}
+
+impl UdpPragueSink {
+    pub fn new(flow: u32) -> Self {
+        UdpPragueSink {
+            flow,
+            rcv: PragueReceiver::new(clock_us(0, 0)),
+            delivered_bytes: 0,
+            ce_packets: 0,
+            ce_bytes: 0,
+            packets: 0,
+            acks_sent: 0,
+        }
+    }
+    /// The receiver's counters (received, CE, lost).
+    pub fn counters(&self) -> AckCounters {
+        self.rcv.counters()
+    }
+}
+
+impl Endpoint for UdpPragueSink {
+    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
+        if pkt.kind != PacketKind::Udp {
+            return;
+        }
+        let msg = DataMsg {
+            timestamp: pkt.tcp.tsval as i32,
+            echoed_timestamp: pkt.tcp.tsecr as i32,
+            seq: pkt.tcp.seq as u32 as i32,
+            frame: None,
+        };
+        let (ack, ecn) = self.rcv.on_data(clock_us(now, 0), ecn_bits(pkt.ecn), &msg);
+        self.packets += 1;
+        self.delivered_bytes += pkt.payload as u64;
+        if pkt.ecn == Ecn::Ce {
+            self.ce_packets += 1;
+            self.ce_bytes += pkt.payload as u64;
+        }
+        self.acks_sent += 1;
+        out.push(ack_packet(self.flow, &ack, ecn));
+    }
+    fn is_finished(&self) -> bool {
+        true
+    }
+    fn measured(&self) -> Option<&dyn Measured> {
+        Some(self)
+    }
+}
+
+impl Measured for UdpPragueSink {
+    fn add_cumulative(&self, c: &mut FlowCumulative) {
+        c.bytes_delivered += self.delivered_bytes;
+        c.ce_packets += self.ce_packets;
+    }
+    fn summarise(&self, _flow_start: Time, s: &mut FlowSummary) {
+        s.acks_sent = self.acks_sent;
+        s.ce_packets = self.ce_packets;
+        s.ce_bytes = self.ce_bytes;
+        s.acks_per_packet = if self.packets > 0 { self.acks_sent as f64 / self.packets as f64 } else { f64::NAN };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ack_round_trips_through_the_packet() {
+        let ack = AckMsg {
+            ack_seq: -5,
+            timestamp: 123_456,
+            echoed_timestamp: -7,
+            counters: AckCounters { received: i32::MAX, ce: 17, lost: -1, error_l4s: true },
+        };
+        let p = ack_packet(3, &ack, 1);
+        assert_eq!((p.kind, p.wire_len, p.ecn), (PacketKind::UdpAck, 68, Ecn::Ect1));
+        assert_eq!(ack_of(&p), ack);
+    }
+}

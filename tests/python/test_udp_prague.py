@@ -1,0 +1,64 @@
+"""The ``udp_prague`` flow kind from a scenario file: its keys reach the engine (which owns the
+defaults and ranges), bad values are one line naming the field, and a run reports the flow."""
+
+from pathlib import Path
+
+import pytest
+from l4slab import engine
+from l4slab.errors import ScenarioError
+from l4slab.scenario import apply_overrides, load_scenario, scenario_from_dict
+
+REPO = Path(__file__).resolve().parents[2]
+
+BASE = {
+    "name": "t",
+    "duration": "4s",
+    "bottleneck": {"rate": "100Mbit", "qdisc": "dualpi2"},
+    "flows": [{"kind": "udp_prague", "rtt": "10ms"}],
+}
+
+
+def test_only_the_keys_given_reach_the_engine():
+    assert scenario_from_dict(BASE).resolve()["flows"] == [{"kind": "udp_prague", "rtt_ns": 10_000_000, "start_ns": 0}]
+    rt = apply_overrides(
+        BASE, {"flows[0].fps": 30, "flows[0].frame_budget": "10ms", "flows[0].max_rate": "20Mbit",
+               "flows[0].max_packet_size": "1200B"},
+    )  # fmt: skip
+    flow = scenario_from_dict(rt).resolve()["flows"][0]
+    assert flow == {
+        "kind": "udp_prague", "rtt_ns": 10_000_000, "start_ns": 0, "max_packet_bytes": 1200, "fps": 30,
+        "frame_budget_ns": 10_000_000, "max_rate_bps": 20_000_000,
+    }  # fmt: skip
+    assert scenario_from_dict(rt).flow_labels() == ["udp_prague"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"flows[0].rate": "5Mbit"}, "flows[0].rate: unknown key in a udp_prague flow"),
+        ({"flows[0].fps": 300}, "flows[0].fps: 300 is invalid"),
+        ({"flows[0].kind": "quic"}, "flows[0].kind: 'quic' is not a flow kind; expected 'tcp', 'udp' or 'udp_prague'"),
+    ],
+)
+def test_one_line_errors(overrides, expected):
+    with pytest.raises(ScenarioError) as err:
+        scenario_from_dict(apply_overrides(BASE, overrides))
+    assert "\n" not in str(err.value)
+    assert str(err.value).startswith(expected), str(err.value)
+
+
+def test_the_engine_checks_the_ranges_in_one_line():
+    with pytest.raises(ScenarioError) as err:
+        scenario_from_dict(apply_overrides(BASE, {"flows[0].max_packet_size": "100B"})).resolve()
+    assert str(err.value) == "flows[0].max_packet_bytes: 100 is out of range (allowed 150..=65507)"
+
+
+def test_the_example_runs_and_reports_the_flows():
+    scenario = load_scenario(REPO / "examples" / "udp-prague.toml")
+    config = scenario.resolve()
+    config["duration_ns"], config["warmup_ns"] = 6_000_000_000, 3_000_000_000
+    results, _ = engine.simulate(config)
+    flows = results["flows"]
+    assert [(f["kind"], f["cc"]) for f in flows] == [("udp_prague", "udp_prague")] * 2 + [("tcp", "cubic")]
+    assert all(f["goodput_mbps"] > 0 for f in flows)
+    assert flows[0]["acks_per_packet"] == 1.0
