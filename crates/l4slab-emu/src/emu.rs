@@ -142,8 +142,8 @@ pub fn check_with(cfg: &ScenarioConfig, commands: &[usize]) -> Result<Vec<(HostS
         match f {
             FlowConfig::UdpPrague(_) => {
                 return Err(refuse(format!(
-                    "{}: \"udp_prague\" is the engine's model; the emulator runs the real sender, \
-                     the l4slab-udp-prague program (allowed: tcp, udp)",
+                    "{}: \"udp_prague\" is the engine's model; emulated, it needs a command (the \
+                     l4slab-udp-prague program as a command flow; allowed without one: tcp, udp)",
                     at("kind")
                 )));
             }
