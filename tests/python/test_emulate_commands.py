@@ -175,8 +175,8 @@ def _udp_prague_program() -> str | None:
 
 
 def test_udp_prague_program_through_dualpi2_is_counted_by_the_bottleneck_as_by_itself(tmp_path, capsys, monkeypatch):
-    """The project's UDP-Prague program as a command flow against kernel CUBIC through
-    DualPI2 (20 Mbit/s, 20 ms): the bottleneck's own count of the packets, IP bytes and CE
+    """The project's UDP-Prague program as a command flow (its simulated counterpart the
+    engine's ``udp_prague`` flow) against kernel CUBIC through DualPI2 (20 Mbit/s, 20 ms): the bottleneck's own count of the packets, IP bytes and CE
     marks it delivered to the flow equals the receiving program's count within 1 %, and what
     it read from the sender the sending program's count (the receiver listens until the
     emulator stops forwarding, ``{until_end}``; the sender stops 2 s before the run ends)."""
@@ -188,7 +188,7 @@ def test_udp_prague_program_through_dualpi2_is_counted_by_the_bottleneck_as_by_i
     path.write_text(
         'name = "udpprague"\nduration = "8s"\n[bottleneck]\nrate = "20Mbit"\nqdisc = "dualpi2"\n'
         '[[flows]]\ncc = "cubic"\nrtt = "20ms"\n'
-        '[[flows]]\nkind = "udp"\nrate = "10Mbit"\nrtt = "20ms"\necn = "ect1"\nstop = "6s"\n'
+        '[[flows]]\nkind = "udp_prague"\nrtt = "20ms"\nstop = "6s"\n'
         "[flows.command]\n"
         f'sender = "{program} send --dst {{receiver_addr}} --port {{port}} --duration {{duration}} '
         '--out {out_dir}/send.json"\n'
