@@ -4,13 +4,14 @@
 (`l4slab run`, a study worker), by output kind, from the resolved engine config. Each
 part counts the copies the pipeline holds at its peak, with the bytes of each copy:
 
-* **bins** (the per-bin series): the engine's vectors (8 bytes a value:
-  ``results::FlowSeries`` 12 series a flow, ``BottleneckSeries`` 7 and one per
-  sub-queue, ``time_s``), handed to Python as bytes of the same size (the binding's
-  ``take_columns`` frees each engine vector once its bytes exist), then the long
-  ``flow_series`` table (a row per flow and bin: 12 series, ``time_s`` and ``flow``,
-  and the 6 CC-state columns for a CC that reports them), built per flow and then
-  concatenated, so two copies of it exist for a moment: ``S + max(S, 2 F)``.
+* **bins** (the per-bin series): the engine's vectors (8 bytes a value: ``flow_series``
+  series a flow, ``bottleneck_series`` and one per sub-queue, ``time_s``; the numbers are
+  the engine's, read from its schema's ``memory`` sizes, ``crates/l4slab-core/src/memory.rs``),
+  handed to Python as bytes of the same size (the binding's ``take_columns`` frees each
+  engine vector once its bytes exist), then the long ``flow_series`` table (a row per flow
+  and bin: the series, ``time_s`` and ``flow``, and the 6 CC-state columns for a CC that
+  reports them), built per flow and then concatenated, so two copies of it exist for a
+  moment: ``S + max(S, 2 F)``.
 * **traces** (``trace_sojourn``): per packet the bottleneck forwards, its columns in
   Python (time, flow, class, sojourn: 8 bytes each once widened, 32; the engine's
   21-byte records are freed as they are handed over), the ``sojourn`` table built from
@@ -21,39 +22,51 @@ part counts the copies the pipeline holds at its peak, with the bytes of each co
   it), about 172 bytes a packet at the bottleneck (enhanced packet block, headers up to
   the snap length, the flow/sojourn comment): :data:`CAPTURE_BYTES_PER_PACKET`, for the
   packets the capture can keep (``max_packets``, or fewer if the window cannot carry them).
-* **flows**: the engine's state of each flow (TCP sender and receiver, their
-  retransmit rings and receive queues, the recorder's rows: :data:`ENGINE_FLOW_BYTES`,
-  measured as the engine's peak per flow with its series taken out, the same from 1000
-  to 8000 flows) while the run is in the engine, and afterwards the Python objects the
-  hand-over makes per flow (12 columns, each a ``bytes``, an array over it, a path key
-  and a tuple; the summary's dict of ~30 values; a row of ``flows``):
+* **flows**: each flow's state in the engine while the run is in the engine: what the
+  engine derives from its own types for a built run (``flow_state_bytes``: sender and
+  its retransmit queue, receiver and its out-of-order queue, the flow's slot, NIC links,
+  routes and recorder row; ``cc_state_bytes`` of its two congestion controls;
+  ``gro_bytes`` with GRO; ``flow_summary_bytes``), plus :data:`ENGINE_FLOW_RUN_BYTES`,
+  what a flow adds while the run is under way (measured, not derived yet); afterwards
+  the Python objects the hand-over makes per flow (12 columns, each a ``bytes``, an array
+  over it, a path key and a tuple; the summary's dict of ~30 values; a row of ``flows``):
   :data:`FLOW_OBJECT_BYTES`. The engine's state is many allocations under the mmap
   threshold; ``l4slab/engine.py`` trims the heap when the run returns, so it is not
   resident through the rest of the run.
-* **records** (web sources): streamed in chunks (:mod:`l4slab.records`), so bounded by a
-  chunk in flight, not by the run: :data:`RECORDS_BYTES` per source. An upper bound as
-  well: 20-40 s of 200-400 requests/s measured 11-20 MB (0.27-0.48 of the estimate),
-  growing with the run's duration more than with its request count (unexplained).
+* **records** (web sources): streamed in chunks into spill files (:mod:`l4slab.records`)
+  and converted to Parquet one row group (:data:`l4slab.records.ROW_GROUP_ROWS` rows) at
+  a time, every source in turn, so bounded by one row group however long the run and
+  however many sources: :data:`RECORD_ROW_BYTES` a row (the chunk's JSON, its DataFrame,
+  the pending Arrow tables, their concatenation and the Parquet writer's buffers, in
+  the Arrow pool). Measured 21-24 MB for 16 000-32 000 requests (peak / estimate
+  0.96-1.10); a run of fewer requests than a row group peaks lower (10 s at 400/s: 15 MB,
+  0.7 of the estimate).
 
 The peak is the larger of two phases that do not overlap: the **engine phase** (each
 flow's state, the series vectors and their bytes as they are handed over) and the
-**Python phase** (the sum of the parts above, with :data:`FLOW_OBJECT_BYTES` a flow,
-plus :data:`FIXED_BYTES`). Runs of many flows peak in the engine phase, long runs of
-fine bins, traces and captures in the Python phase. :data:`FIXED_BYTES` is what writing
-a run directory costs whatever its size: the Parquet writer's working memory, measured at 15-55 MB for tables of 0.1-1.3 M rows
-(it does not grow with the table). ``l4slab/engine.py`` turns off glibc's
-dynamic mmap threshold, so freed arrays go back to the system and the peak is the
-arrays alive together, not a heap's high-water mark.
+**Python phase** (the parts above, with :data:`FLOW_OBJECT_BYTES` a flow, plus the
+larger of the records' conversion and the writer: the two run one after the other).
+Runs of many flows peak in the engine phase, long runs of fine bins, traces and
+captures in the Python phase. The writer's working memory (the Parquet writer and the
+Arrow pool while the run directory is written) grows with the largest table written,
+about :data:`WRITER_BYTES_PER_ROW` a row (1-12 MB for tables of 2 000-20 000 rows), up
+to :data:`FIXED_BYTES` (15-55 MB measured for tables of 0.1-1.3 M rows). ``l4slab/engine.py``
+turns off glibc's dynamic mmap threshold, so freed arrays go back to the system and the
+peak is the arrays alive together, not a heap's high-water mark.
 
 :func:`check` refuses, before anything runs, a run whose estimate exceeds the memory
 it may use: ``max_memory`` (``--max-memory``), else what the machine can give the
 process now (:func:`available`: ``MemAvailable`` of ``/proc/meminfo``, the address
 space left under ``RLIMIT_AS`` and the cgroup's ``memory.max`` headroom, the smallest);
 ``--max-memory`` replaces ``MemAvailable`` but never lifts the two hard limits. A study
-run's workers check one run each against what is available when it starts.
+checks the runs that run at once together (:func:`check_concurrent`) and each worker
+its own run when it starts. Should memory run out anyway, the engine's large buffers
+(series, sojourn trace, capture) are reserved with allocations that may fail and any
+other engine allocation failing ends the process with one line (the binding's global
+allocator): never an abort.
 The constants are checked against measured peaks by ``tests/python/test_memory.py``:
-bins, traces, captures and flows each at two sizes, peak / estimate within 0.8-1.25;
-records as an upper bound. At scale: 400 s of a sojourn trace at 1 Gbit/s (2.64 x 10^7
+bins, traces, captures, flows and records each at two sizes, peak / estimate within
+0.8-1.25. At scale: 400 s of a sojourn trace at 1 Gbit/s (2.64 x 10^7
 packets) peaked at 2.92 GB of resident memory in ``/usr/bin/time -v l4slab run``
 (estimate 2.4 GB + the interpreter's 0.13 GB: ratio 1.16).
 """
@@ -71,12 +84,9 @@ from .errors import ScenarioError
 
 __all__ = ["MemoryEstimate", "estimate", "available", "check", "check_concurrent", "parse_size", "human"]
 
-#: Series each flow slot has (``results::FlowSeries``) and the bottleneck has
-#: (``results::BottleneckSeries``, plus one per sub-queue of a multi-queue qdisc).
-FLOW_SERIES = 12
-BOTTLENECK_SERIES = 7
-#: Columns of the long flow_series table per (flow, bin): the series, ``time_s``, ``flow``.
-FLOW_TABLE_COLUMNS = FLOW_SERIES + 2
+#: Columns of the long flow_series table per (flow, bin) beside the engine's series
+#: (``flow_series`` of the engine's ``memory`` sizes): ``time_s`` and ``flow``.
+FLOW_TABLE_EXTRA_COLUMNS = 2
 #: The CC-state columns a CC with a model (BBR) adds to each of its rows.
 CC_STATE_COLUMNS = 6
 #: Congestion controls that report a model state (``cc::CcState``): the BBR family.
@@ -85,20 +95,28 @@ CC_STATE_PREFIX = "bbr"
 TRACE_BYTES_PER_PACKET = 32 + 32 + 8
 #: Bytes a packet of a bottleneck capture holds at the peak: two copies of its pcapng block.
 CAPTURE_BYTES_PER_PACKET = 2 * 172
-#: Bytes of one flow's state in the engine at its peak, beside its series (module docstring).
-#: Measured: ``tests/python/test_memory.py`` runs of 4000 and 8000 flows peak at 15.5-15.9 KB a
-#: flow with 10 bins, of which 192 bytes a bin are the series and their bytes.
-ENGINE_FLOW_BYTES = 13_900
+#: Bytes a flow adds in the engine while the run is under way, beyond the state the engine
+#: derives for a built run (``memory.rs`` ``flow_state_bytes``, checked against the bytes
+#: building a run allocates by ``crates/l4slab-core/tests/memory_sizes.rs``) and its summary:
+#: not derived yet, measured as the rest of the engine phase's peak per flow in
+#: ``tests/python/test_memory.py`` (runs of 4000 and 8000 flows; in the engine's counting
+#: allocator, 1000 to 2000 flows add 14.5 kB a flow with their series and summaries). It holds
+#: the timer events each flow leaves in the event queue (stale entries are dropped lazily),
+#: vectors' doubling slack and the series' copy in the results.
+ENGINE_FLOW_RUN_BYTES = 3_900
 #: Bytes of the Python objects the hand-over makes per flow: 12 columns x (``bytes`` header
 #: 33, ndarray 112, path key ~70, tuple 56, dict slot ~30) and the summary dict (~30 values:
 #: a dict of ~1.2 KB and its floats), measured with tracemalloc at 4.5 KB a flow of 10 bins
 #: (less the 10 x 12 x 8 bytes of series counted under bins).
 FLOW_OBJECT_BYTES = 3_500
-#: Bytes of a web source's records in flight (a chunk of 1024 records as JSON, as
-#: Python objects and as an Arrow row group).
-RECORDS_BYTES = 4 << 20
-#: What writing a run directory costs whatever its size (the Parquet writer's working
-#: memory; see the module docstring).
+#: Bytes a row of the records' pending row group costs while it is converted (module
+#: docstring): measured at 21-24 MB for runs of 16 000-32 000 requests, whose
+#: conversion holds one row group (:data:`l4slab.records.ROW_GROUP_ROWS` rows).
+RECORD_ROW_BYTES = 1350
+#: The Parquet writer's and Arrow pool's working memory while a run directory is
+#: written: about :data:`WRITER_BYTES_PER_ROW` a row of the largest table, up to
+#: :data:`FIXED_BYTES` (see the module docstring).
+WRITER_BYTES_PER_ROW = 600
 FIXED_BYTES = 36 << 20
 #: Frame bytes of a TCP segment: payload + TCP/IP headers with timestamps (52) + Ethernet (14).
 TCP_HEADER_BYTES = 66
@@ -123,8 +141,9 @@ class MemoryEstimate:
 
     @property
     def python(self) -> int:
-        """The Python phase's peak: the parts together."""
-        return self.bins + self.traces + self.captures + self.flows + self.records + self.fixed
+        """The Python phase's peak: the parts together, with the records' conversion and
+        the writing of the run directory one after the other (the larger of the two)."""
+        return self.bins + self.traces + self.captures + self.flows + max(self.records, self.fixed)
 
     @property
     def total(self) -> int:
@@ -161,19 +180,38 @@ def _classes(config: Mapping[str, Any]) -> int:
     return 2 if kind == "dualpi2" else 0
 
 
+def _flow_state(flow: Mapping[str, Any], sizes: Mapping[str, Any]) -> int:
+    """A flow's state in the engine, as the engine derives it from its types (``memory.rs``
+    ``flow_state_bytes``): the flow, its sender's and receiver's congestion controls and,
+    with GRO, the receiver's batch."""
+    ccs = sizes["cc_state_bytes"]
+    base = int(sizes["flow_state_bytes"]) + int(sizes["flow_summary_bytes"]) + ENGINE_FLOW_RUN_BYTES
+    if flow.get("kind", "tcp") != "tcp":
+        return base
+    return (base + int(ccs.get(flow.get("cc"), 0)) + int(ccs.get(flow.get("receiver_cc") or "cubic", 0))
+            + (int(sizes["gro_bytes"]) if flow.get("gro") else 0))  # fmt: skip
+
+
 def estimate(config: Mapping[str, Any]) -> MemoryEstimate:
     """The peak bytes a run of the resolved engine ``config`` adds (module docstring)."""
+    from .records import ROW_GROUP_ROWS
+    from .schema import memory_sizes
+
+    sizes = memory_sizes()
+    value = int(sizes["series_value_bytes"])
     duration = int(config.get("duration_ns", 0))
     bin_ns = max(1, int(config.get("bin_ns", 1)))
     bins = math.ceil(duration / bin_ns)
     flows = list(config.get("flows") or [])
     n_flows = len(flows)
     state_flows = sum(1 for f in flows if str(f.get("cc", "")).startswith(CC_STATE_PREFIX))
-    engine = bins * (n_flows * FLOW_SERIES + BOTTLENECK_SERIES + _classes(config) + 1) * 8
-    table = bins * (n_flows * FLOW_TABLE_COLUMNS + (n_flows * CC_STATE_COLUMNS if state_flows else 0)) * 8
+    flow_series = int(sizes["flow_series"])
+    engine = bins * (n_flows * flow_series + int(sizes["bottleneck_series"]) + _classes(config) + 1) * value
+    columns = flow_series + FLOW_TABLE_EXTRA_COLUMNS + (CC_STATE_COLUMNS if state_flows else 0)
+    table = bins * n_flows * columns * value
     series = engine + max(engine, 2 * table)
     # Engine phase: each flow's state, and each series vector beside its bytes as handed over.
-    engine_phase = n_flows * ENGINE_FLOW_BYTES + 2 * engine
+    engine_phase = sum(_flow_state(f, sizes) for f in flows) + 2 * engine
     rate = int((config.get("bottleneck") or {}).get("rate_bps", 0))
     frame = _smallest_frame(config)
     traces = 0
@@ -189,8 +227,13 @@ def estimate(config: Mapping[str, Any]) -> MemoryEstimate:
         if capture.get("point", "bottleneck") != "bottleneck":
             passing *= 2  # an endpoint sees data and ACKs
         captures = min(int(capture.get("max_packets", 1_000_000)), passing) * CAPTURE_BYTES_PER_PACKET
-    records = sum(RECORDS_BYTES for s in config.get("sources") or [] if s.get("kind") == "web")
-    return MemoryEstimate(series, traces, captures, n_flows * FLOW_OBJECT_BYTES, records, FIXED_BYTES,
+    # Web sources' records are converted one row group at a time, all sources in turn.
+    web = any(s.get("kind") == "web" for s in config.get("sources") or [])
+    records = ROW_GROUP_ROWS * RECORD_ROW_BYTES if web else 0
+    # The writer's working memory grows with the largest table it writes, up to FIXED_BYTES.
+    rows = max(bins * max(n_flows, 1), traces // TRACE_BYTES_PER_PACKET)
+    writer = min(FIXED_BYTES, rows * WRITER_BYTES_PER_ROW)
+    return MemoryEstimate(series, traces, captures, n_flows * FLOW_OBJECT_BYTES, records, writer,
                           engine_phase)  # fmt: skip
 
 
@@ -276,7 +319,7 @@ _ADVICE = {
     "traces": "turn trace_sojourn off or shorten the run",
     "captures": "lower capture.max_packets or narrow its window",
     "flows": "use fewer flows",
-    "records": "use fewer web sources",
+    "records": "a run with web sources needs this to convert its records (one row group at a time)",
 }
 
 

@@ -135,7 +135,10 @@ def _other_tables(model: Any) -> list[str]:
 
 def _limits() -> list[str]:
     """The limits on input files and on a run's memory, from the constants that enforce them."""
-    from . import io, memory
+    from . import io, memory, records
+    from .schema import memory_sizes
+
+    sizes = memory_sizes()
 
     mib = 1 << 20
     return [
@@ -156,12 +159,18 @@ def _limits() -> list[str]:
         f"bins (the engine's series, their bytes in Python and the long `flow_series` table, built twice), "
         f"sojourn traces ({memory.TRACE_BYTES_PER_PACKET} bytes a packet), captures "
         f"({memory.CAPTURE_BYTES_PER_PACKET} bytes a packet: the pcapng file twice), flows "
-        f"({memory.ENGINE_FLOW_BYTES / 1000:g} kB of engine state each while the engine runs, "
+        f"(the engine's state of each, as the engine derives it from its types and publishes it in its schema: "
+        f"{sizes['flow_state_bytes'] / 1000:g} kB a TCP flow built, plus its congestion controls' state, "
+        f"its summary and {memory.ENGINE_FLOW_RUN_BYTES / 1000:g} kB added while the run is under way; "
         f"{memory.FLOW_OBJECT_BYTES / 1000:g} kB of Python objects after) and web records "
-        f"({memory.RECORDS_BYTES // mib} MiB a source, streamed), plus {memory.FIXED_BYTES // mib} MiB for the "
-        "Parquet writer; the peak is the larger of the engine phase (flow state, series handed over) and the "
-        "Python phase (the rest). Measured peaks of bins, traces, captures and flows are 0.8-1.25 of it "
-        "(`tests/python/test_memory.py`); for records it is an upper bound. A run whose estimate exceeds "
+        f"(one row group of {records.ROW_GROUP_ROWS} records at a time, {memory.RECORD_ROW_BYTES} bytes a row, "
+        f"whatever the run's length), plus the Parquet writer's working memory ({memory.WRITER_BYTES_PER_ROW} "
+        f"bytes a row of the largest table, up to {memory.FIXED_BYTES // mib} MiB); the peak is the larger of "
+        "the engine phase (flow state, series handed over) and the Python phase (the rest). Measured peaks of "
+        "bins, traces, captures, flows and records are 0.8-1.25 of it (`tests/python/test_memory.py`). If "
+        "memory runs out anyway, the engine fails in one line (its large buffers are reserved with allocations "
+        "that may fail; any other allocation failing ends the process with one line), never an abort. "
+        "A run whose estimate exceeds "
         "`--max-memory SIZE` (or `L4SLAB_MAX_MEMORY`), else the least "
         "of the machine's `MemAvailable`, the address space left under `ulimit -v` and the cgroup's `memory.max` "
         "headroom, is refused before it starts, in one line naming the largest kind and what to change. "

@@ -39,6 +39,7 @@ __all__ = [
     "model_version",
     "limit",
     "ecn_modes",
+    "memory_sizes",
 ]
 
 
@@ -137,6 +138,11 @@ class EngineSchema:
     limits: Mapping[str, float] = field(default_factory=dict)
     #: The ECN modes a connection negotiates, in the kernel's ``tcpi_ecn_mode`` order.
     ecn_modes: tuple[str, ...] = ()
+    #: What a run holds in memory (memory.rs ``sizes``): ``flow_series``,
+    #: ``bottleneck_series``, ``series_value_bytes``, ``cc_state_series_bytes``,
+    #: ``sojourn_record_bytes``, ``capture_record_bytes``, ``flow_state_bytes``,
+    #: ``gro_bytes`` and ``cc_state_bytes`` by congestion control.
+    memory: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _params(items: Any) -> dict[str, ParamSpec]:
@@ -174,6 +180,7 @@ def parse_schema(text: str) -> EngineSchema:
         model_id=str(data["model_id"]),
         limits=dict(data["limits"]),
         ecn_modes=tuple(data["ecn_modes"]),
+        memory=dict(data["memory"]),
     )
 
 
@@ -233,6 +240,12 @@ def ecn_modes() -> tuple[str, ...]:
     """The names of the ECN modes a connection negotiates (cc ``EcnMode``), in the
     kernel's ``tcpi_ecn_mode`` order: off, rfc3168, accecn."""
     return engine_schema().ecn_modes
+
+
+def memory_sizes() -> Mapping[str, Any]:
+    """What a run holds in memory, as the engine derives it from its own types
+    (``crates/l4slab-core/src/memory.rs``): read by :mod:`l4slab.memory`."""
+    return engine_schema().memory
 
 
 def model_version() -> int:

@@ -2,12 +2,13 @@
 
 How the check works (over the AST of every module of ``python/l4slab``):
 
-* **Bounds.** The engine publishes its scenario bounds (``schema.limits``: ``max_flows``,
+* **Bounds and sizes.** The engine publishes its scenario bounds (``schema.limits``: ``max_flows``,
   ``max_timer_latency_ns``, ``max_udp_payload_bytes``, ...). A Python constant (an
   UPPER_CASE name bound to a number written in the source) repeats one when its name is
   the engine constant's name, or when it has the same value and shares a word of the name
   besides MAX/MIN and units (``MAX_UDP_PAYLOAD = 65_507`` against
-  ``max_udp_payload_bytes``).
+  ``max_udp_payload_bytes``). The same for the sizes of what a run holds in memory
+  (``schema.memory``: ``flow_series``, ``flow_state_bytes``, ...).
 * **Vocabularies.** The engine's names (congestion controls, qdisc kinds, ECN modes, every
   parameter's choices): a Python literal collection of strings (tuple, list, set, the keys
   or values of a dict, or the string arguments of one call) holding every name of one of
@@ -259,6 +260,28 @@ def test_python_repeats_no_engine_bound():
     limits = schema.engine_schema().limits
     assert {"max_flows", "max_timer_latency_ns", "max_udp_payload_bytes"} <= set(limits)
     assert repeated_bounds(limits) == []
+
+
+def _memory_sizes() -> dict[str, float]:
+    from l4slab import schema
+
+    return {k: v for k, v in schema.engine_schema().memory.items() if isinstance(v, (int, float))}
+
+
+def test_python_repeats_no_engine_memory_size(tmp_path, monkeypatch):
+    """The engine publishes what its runs hold in memory (schema ``memory``: series per flow,
+    record sizes, a flow's state); :mod:`l4slab.memory` reads them and repeats none. A copy
+    is caught."""
+    import test_one_fact as me
+
+    sizes = _memory_sizes()
+    assert {"flow_series", "bottleneck_series", "flow_state_bytes", "sojourn_record_bytes"} <= set(sizes)
+    assert repeated_bounds(sizes) == []
+    copy = tmp_path / "l4slab"
+    copy.mkdir()
+    (copy / "bad.py").write_text("FLOW_SERIES = 12\nBOTTLENECK_SERIES = 7\n", encoding="utf-8")
+    monkeypatch.setattr(me, "PACKAGE", copy)
+    assert len(repeated_bounds(sizes)) == 2
 
 
 def test_python_repeats_no_engine_vocabulary():

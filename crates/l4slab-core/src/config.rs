@@ -631,8 +631,11 @@ pub const BOTTLENECK_SERIES: u64 = 7;
 pub const CC_STATE_SERIES_BYTES: u64 = 5 * 8 + 16;
 /// Bytes of one sojourn-trace record (`results::SojournTrace`: f64 + u32 + u8 + f64).
 pub const SOJOURN_RECORD_BYTES: u64 = 8 + 4 + 1 + 8;
-/// A generous estimate of one flow's fixed state beyond its series: the sender's
-/// retransmit queue (1024 segments preallocated), receiver, routes, delay lines, summaries.
+/// A generous bound of one flow's state beyond its series, for the preallocation bound
+/// only (`config` cannot depend on the modules whose types make up a flow): the state
+/// itself is derived in `memory::flow_state_bytes` (about 10 kB a TCP flow), and
+/// `tests/memory_sizes.rs` checks that this bound stays above it with any congestion
+/// control and GRO.
 pub const PER_FLOW_STATE_BYTES: u64 = 64 << 10;
 
 /// What a run of `cfg` preallocates, in bytes, by part: (series, sojourn trace, flow state).

@@ -19,6 +19,7 @@
 //! - [`trace`]: measurement as [`trace::Observer`]s (binned recorder, sojourn trace).
 //! - [`sim`]: the event loop; [`run`] is the entry point.
 //! - [`config`], [`results`]: the serde types at the boundary with the Python front end.
+//! - [`memory`]: what a run holds in memory, from the engine's own type sizes (published in the schema).
 //! - [`model`]: the model version, bumped with every change of the result corpus.
 //! - [`schema`]: the self-description ([`engine_schema`]) the front end derives its
 //!   registries, defaults and ranges from; [`schema::check_params`] enforces the ranges.
@@ -27,6 +28,7 @@ pub mod cc;
 pub mod config;
 pub mod event;
 pub mod guard;
+pub mod memory;
 pub mod model;
 pub mod net;
 pub mod packet;
@@ -63,6 +65,7 @@ pub fn engine_schema() -> schema::EngineSchema {
         metrics: results::metric_names(),
         limits: config::limits(),
         ecn_modes: cc::EcnMode::ALL.iter().map(|m| m.name()).collect(),
+        memory: memory::sizes(),
     }
 }
 

@@ -127,6 +127,9 @@ pub struct EngineSchema {
     /// The names of the ECN modes a connection negotiates (`cc::EcnMode`), in the
     /// kernel's `tcpi_ecn_mode` order.
     pub ecn_modes: Vec<&'static str>,
+    /// What a run holds in memory (`memory::sizes`): series per flow and bottleneck,
+    /// bytes of a sojourn-trace and capture record, a flow's state, each CC's state.
+    pub memory: serde_json::Value,
 }
 
 /// Check `value`'s serde fields against `params` (a qdisc's, a CC's `cc_params` or a

@@ -36,6 +36,9 @@ struct FlowSlot {
     in_network: u32,
 }
 
+/// Bytes of one flow's slot in the flow table (its endpoints are boxed apart).
+pub(crate) const FLOW_SLOT_BYTES: usize = std::mem::size_of::<Option<FlowSlot>>();
+
 /// Whole-run packet accounting.
 #[derive(Default)]
 struct Counts {
@@ -257,9 +260,10 @@ impl Simulation {
             }
         }
         let n_classes = net.link(topology.bottleneck).queue().map_or(1, |q| q.qdisc.class_names().len());
-        let recorder = Recorder::new(topology.bottleneck, flows.slots.len(), n_classes, end, cfg.bin_ns, cfg.warmup_ns);
+        let recorder =
+            Recorder::new(topology.bottleneck, flows.slots.len(), n_classes, end, cfg.bin_ns, cfg.warmup_ns)?;
         let classes = net.link(topology.bottleneck).queue().map_or(Vec::new(), |q| q.qdisc.class_names().to_vec());
-        let observers = Observers::new(recorder, &WriterSetup { cfg, bottleneck: topology.bottleneck, classes });
+        let observers = Observers::new(recorder, &WriterSetup { cfg, bottleneck: topology.bottleneck, classes })?;
         for link in net.links.iter_mut() {
             if let Some(q) = link.queue_mut() {
                 q.pin_watchdog(&mut events);

@@ -25,6 +25,7 @@ mod host_timer;
 mod host_tso;
 mod hot_loop_alloc;
 mod l4s;
+mod memory_sizes;
 mod pam_limits;
 mod prague_liveness;
 mod properties;

@@ -10,7 +10,12 @@
 //! (`l4slab_core::config::memory_estimate`).
 //! Every engine call goes through `l4slab_core::guard::catch_panic`: an engine panic
 //! is a one-line `ValueError` (the package's `EngineError`), never an abort.
+//! An allocation failure is one line too: the run's large buffers are reserved with
+//! allocations that may fail (`l4slab_core::guard::try_vec`, a `ValueError`); any other
+//! allocation failing reaches [`OneLineOutOfMemory`], which prints one line and exits
+//! (Rust's default is a message and `abort`, exit 134).
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -20,6 +25,74 @@ use l4slab_core::results::{FlowSummary, RecordSink, RequestRecord, RunResults};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
+
+/// The global allocator of the engine's allocations: the system's, except that an
+/// allocation failing outside a fallible reservation (`guard::allocation_may_fail`)
+/// writes one line to stderr and ends the process with exit status 1 (the CLI's
+/// engine-error status) instead of Rust's abort. Nothing here allocates: the line is
+/// built on the stack and written with `write(2)`; `_exit` skips the handlers that
+/// could allocate. Freed memory goes back as the system's allocator does it.
+struct OneLineOutOfMemory;
+
+extern "C" {
+    fn write(fd: i32, buf: *const u8, count: usize) -> isize;
+    fn _exit(status: i32) -> !;
+}
+
+#[cold]
+fn out_of_memory(size: usize) -> ! {
+    let mut line = [0u8; 320];
+    let mut n = 0;
+    let mut put = |bytes: &[u8]| {
+        let k = bytes.len().min(line.len() - n);
+        line[n..n + k].copy_from_slice(&bytes[..k]);
+        n += k;
+    };
+    put(b"l4slab: error: engine: out of memory: an allocation of ");
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut rest = size;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    put(&digits[i..]);
+    put(b" bytes failed; the run needs more memory than this process may use (see `l4slab run --max-memory`)\n");
+    unsafe {
+        write(2, line.as_ptr(), n);
+        _exit(1)
+    }
+}
+
+#[inline]
+fn checked(ptr: *mut u8, size: usize) -> *mut u8 {
+    if ptr.is_null() && !l4slab_core::guard::allocation_may_fail() {
+        out_of_memory(size)
+    }
+    ptr
+}
+
+unsafe impl GlobalAlloc for OneLineOutOfMemory {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        checked(unsafe { System.alloc(layout) }, layout.size())
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        checked(unsafe { System.alloc_zeroed(layout) }, layout.size())
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        checked(unsafe { System.realloc(ptr, layout, new_size) }, new_size)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: OneLineOutOfMemory = OneLineOutOfMemory;
 
 /// The records of a streaming run as spill files in a directory the caller owns:
 /// each chunk the engine hands over (about `RECORD_CHUNK` records, plus any a long-open request held back) is one line, a

@@ -67,6 +67,11 @@ pub struct Gro {
 }
 
 impl Gro {
+    /// The heap bytes a `Gro` holds: its batch of `NAPI_POLL_WEIGHT` packets.
+    pub fn heap_bytes() -> usize {
+        NAPI_POLL_WEIGHT * std::mem::size_of::<Packet>()
+    }
+
     pub fn new(rx_delay_ns: u64) -> Self {
         Gro {
             rx_delay_ns,

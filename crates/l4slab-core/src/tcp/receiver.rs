@@ -29,6 +29,17 @@ use std::collections::VecDeque;
 /// connections to build the next receiver without fresh memory.
 pub struct ReceiverBuffers(VecDeque<SackBlock>);
 
+/// Out-of-order blocks a new receiver has room for before its queue grows.
+const OOO_CAPACITY: usize = 64;
+
+/// Bytes a new receiver holds, its socket's congestion control aside: the struct, its
+/// out-of-order queue and, with GRO, the batch it holds (`crate::memory`).
+pub fn receiver_state_bytes(gro: bool) -> usize {
+    std::mem::size_of::<TcpReceiver>()
+        + OOO_CAPACITY * std::mem::size_of::<SackBlock>()
+        + if gro { super::gro::Gro::heap_bytes() } else { 0 }
+}
+
 /// Receiver state of one connection.
 pub struct TcpReceiver {
     flow: u32,
@@ -156,7 +167,7 @@ impl TcpReceiver {
                 q.clear();
                 q
             }
-            None => VecDeque::with_capacity(64),
+            None => VecDeque::with_capacity(OOO_CAPACITY),
         };
         Self::build(flow, delayed_ack, tcp_ecn, ecn_option, cc, ooo)
     }

@@ -350,18 +350,38 @@ pub(super) struct RtxQueue {
     pub(super) scratch: Vec<usize>,
 }
 
+/// Entries the retransmission list and the RACK scratch buffer start with.
+const SIDE_CAPACITY: usize = 64;
+
 impl RtxQueue {
+    fn words_for(n: usize) -> usize {
+        n.div_ceil(64).next_power_of_two().max(2)
+    }
+
     pub(super) fn with_capacity(n: usize) -> Self {
-        let nwords = n.div_ceil(64).next_power_of_two().max(2);
+        let nwords = Self::words_for(n);
         RtxQueue {
             segs: SegRing::with_capacity(n),
             base: 0,
             unsacked: Bits::new(nwords),
             orig: Bits::new(nwords),
             lost: Bits::new(nwords),
-            retrans: VecDeque::with_capacity(64),
-            scratch: Vec::with_capacity(64),
+            retrans: VecDeque::with_capacity(SIDE_CAPACITY),
+            scratch: Vec::with_capacity(SIDE_CAPACITY),
         }
+    }
+
+    /// The heap bytes [`with_capacity`](Self::with_capacity)`(n)` allocates: the segment
+    /// ring, the three bit rings with their summaries, the retransmission list and the
+    /// scratch buffer (`crate::memory`).
+    pub(super) fn heap_bytes(n: usize) -> usize {
+        use std::mem::size_of;
+        let cap = if n == 0 { 0 } else { n.next_power_of_two() };
+        let nwords = Self::words_for(n);
+        cap * size_of::<Seg>()
+            + 3 * (nwords + nwords.div_ceil(64)) * size_of::<u64>()
+            + SIDE_CAPACITY * size_of::<(u64, Time)>()
+            + SIDE_CAPACITY * size_of::<usize>()
     }
 
     /// A queue holding no memory, to leave behind in a sender whose buffers were

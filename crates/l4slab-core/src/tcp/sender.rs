@@ -197,6 +197,15 @@ pub struct TcpSender {
 /// connections (`traffic/web.rs`) to build the next one without fresh memory.
 pub struct SenderBuffers(RtxQueue);
 
+/// Segments a new sender's retransmit ring has room for before it grows.
+const INITIAL_RTX_SEGMENTS: usize = 64;
+
+/// Bytes a new sender holds, its congestion control's state aside: the struct and
+/// its retransmit queue's first allocations (`crate::memory`).
+pub fn sender_state_bytes() -> usize {
+    std::mem::size_of::<TcpSender>() + RtxQueue::heap_bytes(INITIAL_RTX_SEGMENTS)
+}
+
 impl TcpSender {
     pub fn new(flow: u32, cfg: &TcpFlowConfig, cc: Box<dyn CongestionControl>, stop_at: Time) -> Self {
         Self::with_buffers(flow, cfg, cc, stop_at, None)
@@ -216,7 +225,7 @@ impl TcpSender {
                 q.reset();
                 q
             }
-            None => RtxQueue::with_capacity(64),
+            None => RtxQueue::with_capacity(INITIAL_RTX_SEGMENTS),
         };
         let paced = cc.flags().needs_pacing || cfg.fq_pacing;
         let mut tp = CcSock::new(cfg.mss, cfg.init_cwnd);

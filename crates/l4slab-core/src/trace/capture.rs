@@ -237,9 +237,24 @@ impl PacketCapture {
     fn keep(&mut self, now: Time, pkt: &Packet, sacks: &SackTable, sojourn_ns: Option<u64>) {
         let tsecr = self.tsecr_of(pkt);
         if (self.records.len() as u64) < self.cfg.max_packets {
+            if self.records.len() == self.records.capacity() {
+                self.grow();
+            }
             self.records.push(Captured { t: now, pkt: *pkt, sack: sacks.get(pkt.tcp.sack), sojourn_ns, tsecr });
         } else {
             self.missed += 1;
+        }
+    }
+
+    /// Double the room for records (up to `max_packets`), an allocation that may fail:
+    /// its failure ends the run with one line (`guard::out_of_memory`).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let len = self.records.len();
+        let more = (len.max(1 << 14) as u64).min(self.cfg.max_packets - len as u64) as usize;
+        if let Err(e) = crate::guard::try_grow(&mut self.records, more, "the packet capture (capture.max_packets)") {
+            crate::guard::out_of_memory(&e)
         }
     }
 
@@ -261,7 +276,8 @@ impl PacketCapture {
     /// The capture as a pcapng file.
     pub fn to_pcapng(&self) -> Result<Vec<u8>, String> {
         let err = |e: pcap_file::PcapError| format!("capture: writing pcapng: {e}");
-        let mut w = PcapNgWriter::new(Vec::with_capacity(self.records.len() * 160 + 256)).map_err(err)?;
+        let buffer = crate::guard::try_vec(self.records.len() * 160 + 256, "the pcapng file (capture.max_packets)")?;
+        let mut w = PcapNgWriter::new(buffer).map_err(err)?;
         let name = match self.cfg.point {
             CapturePoint::Bottleneck => "bottleneck-egress".to_string(),
             CapturePoint::Sender => format!("sender-{}", self.cfg.flow.unwrap_or(0)),

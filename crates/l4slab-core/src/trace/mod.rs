@@ -134,7 +134,9 @@ pub struct WriterSetup<'a> {
 /// when the run's config asks for it (`None` otherwise).
 pub struct Writer {
     pub name: &'static str,
-    pub build: fn(&WriterSetup) -> Option<Box<dyn Observer + Send>>,
+    /// The writer `setup` asks for, if any; an error is one line (a buffer that could
+    /// not be allocated).
+    pub build: fn(&WriterSetup) -> Result<Option<Box<dyn Observer + Send>>, String>,
 }
 
 /// The measurement writers beside the recorder, in the order they see events. A new
@@ -145,19 +147,20 @@ pub const WRITERS: &[Writer] = &[
         build: |w| {
             // Rough trace capacity: packets the bottleneck can carry in the run.
             let c = w.cfg;
-            c.trace_sojourn.then(|| {
-                let cap = (c.bottleneck.rate_bps as u128 * c.duration_ns as u128 / 8 / 1_000_000_000 / 1000) as usize;
-                Box::new(SojournTracer::new(w.bottleneck, cap)) as Box<dyn Observer + Send>
-            })
+            if !c.trace_sojourn {
+                return Ok(None);
+            }
+            let cap = (c.bottleneck.rate_bps as u128 * c.duration_ns as u128 / 8 / 1_000_000_000 / 1000) as usize;
+            Ok(Some(Box::new(SojournTracer::new(w.bottleneck, cap)?) as Box<dyn Observer + Send>))
         },
     },
     Writer {
         name: "capture",
         build: |w| {
-            w.cfg.capture.as_ref().map(|c| {
+            Ok(w.cfg.capture.as_ref().map(|c| {
                 Box::new(capture::PacketCapture::new(c, w.bottleneck, w.classes.clone(), &w.cfg.flows))
                     as Box<dyn Observer + Send>
-            })
+            }))
         },
     },
 ];
@@ -171,8 +174,12 @@ pub struct Observers {
 
 impl Observers {
     /// The recorder and every writer of [`WRITERS`] that `setup`'s config asks for.
-    pub fn new(recorder: Recorder, setup: &WriterSetup) -> Self {
-        Observers { recorder, writers: WRITERS.iter().filter_map(|w| (w.build)(setup)).collect() }
+    pub fn new(recorder: Recorder, setup: &WriterSetup) -> Result<Self, String> {
+        let mut writers = Vec::new();
+        for w in WRITERS {
+            writers.extend((w.build)(setup)?);
+        }
+        Ok(Observers { recorder, writers })
     }
 
     // The writers' per-packet hooks, out of line: a run without writers (nearly every

@@ -14,6 +14,7 @@
 use super::histogram::DelayHistogram;
 use super::{FlowCumulative, NetworkView, Observer};
 use crate::event::LinkId;
+use crate::guard::try_vec;
 use crate::packet::{Packet, SackTable};
 use crate::results::*;
 use crate::time::{secs, Time, NS_PER_MS};
@@ -96,20 +97,38 @@ pub struct Recorder {
     records: Vec<FlowSummary>,
 }
 
+/// Bytes the recorder holds per flow slot beside its series (counted by the bin, in
+/// `crate::memory`): the slot's record and its hot accumulators.
+pub fn flow_record_bytes() -> usize {
+    std::mem::size_of::<FlowRecord>() + std::mem::size_of::<FlowHot>()
+}
+
+/// What the recorder's reservations name when they fail (`guard::try_vec`).
+const SERIES: &str = "the per-bin series (bin)";
+
 impl Recorder {
     /// Record `n_flows` flows and the link `link` (whose qdisc has `n_classes` sub-queues).
-    pub fn new(link: LinkId, n_flows: usize, n_classes: usize, end: Time, bin_ns: u64, warmup: Time) -> Self {
+    /// The series of the bins are reserved up front, allocations that may fail (one
+    /// line, `guard::try_vec`), for the link and for each of the `n_flows` flows.
+    pub fn new(
+        link: LinkId,
+        n_flows: usize,
+        n_classes: usize,
+        end: Time,
+        bin_ns: u64,
+        warmup: Time,
+    ) -> Result<Self, String> {
         let n_bins = end.div_ceil(bin_ns) as usize;
         let series = BottleneckSeries {
-            utilisation: Vec::with_capacity(n_bins),
-            sojourn_ms: Vec::with_capacity(n_bins),
-            backlog_bytes: Vec::with_capacity(n_bins),
-            backlog_packets: Vec::with_capacity(n_bins),
-            drops: Vec::with_capacity(n_bins),
-            marks: Vec::with_capacity(n_bins),
-            arrivals: Vec::with_capacity(n_bins),
+            utilisation: try_vec(n_bins, SERIES)?,
+            sojourn_ms: try_vec(n_bins, SERIES)?,
+            backlog_bytes: try_vec(n_bins, SERIES)?,
+            backlog_packets: try_vec(n_bins, SERIES)?,
+            drops: try_vec(n_bins, SERIES)?,
+            marks: try_vec(n_bins, SERIES)?,
+            arrivals: try_vec(n_bins, SERIES)?,
             sojourn_class_ms: if n_classes > 1 {
-                (0..n_classes).map(|_| Vec::with_capacity(n_bins)).collect()
+                (0..n_classes).map(|_| try_vec(n_bins, SERIES)).collect::<Result<_, _>>()?
             } else {
                 Vec::new()
             },
@@ -137,29 +156,36 @@ impl Recorder {
             class_bin: vec![ClassBin::default(); if n_classes > 1 { n_classes } else { 0 }],
             records: Vec::new(),
         };
-        r.ensure_flows(n_flows);
-        r
+        r.try_ensure_flows(n_flows)?;
+        Ok(r)
     }
 
-    /// Make room for flow slots `0..n`.
+    /// Make room for flow slots `0..n` (a slot opened during the run: its series'
+    /// allocations failing end the process in one line, as any allocation of the run).
     pub fn ensure_flows(&mut self, n: usize) {
+        if let Err(e) = self.try_ensure_flows(n) {
+            crate::guard::out_of_memory(&e)
+        }
+    }
+
+    /// [`ensure_flows`](Self::ensure_flows), its series reserved with allocations that may fail.
+    fn try_ensure_flows(&mut self, n: usize) -> Result<(), String> {
         let n_bins = self.n_bins;
         while self.flows.len() < n {
-            let v = || Vec::with_capacity(n_bins);
             self.flows.push(FlowRecord {
                 series: FlowSeries {
-                    goodput_mbps: v(),
-                    throughput_mbps: v(),
-                    srtt_ms: v(),
-                    rtt_ms: v(),
-                    cwnd: v(),
-                    alpha: v(),
-                    pacing_rate_mbps: v(),
-                    payload_bytes: v(),
-                    ce_packets: Vec::with_capacity(n_bins),
-                    retransmits: Vec::with_capacity(n_bins),
-                    drops: Vec::with_capacity(n_bins),
-                    marks: Vec::with_capacity(n_bins),
+                    goodput_mbps: try_vec(n_bins, SERIES)?,
+                    throughput_mbps: try_vec(n_bins, SERIES)?,
+                    srtt_ms: try_vec(n_bins, SERIES)?,
+                    rtt_ms: try_vec(n_bins, SERIES)?,
+                    cwnd: try_vec(n_bins, SERIES)?,
+                    alpha: try_vec(n_bins, SERIES)?,
+                    pacing_rate_mbps: try_vec(n_bins, SERIES)?,
+                    payload_bytes: try_vec(n_bins, SERIES)?,
+                    ce_packets: try_vec(n_bins, SERIES)?,
+                    retransmits: try_vec(n_bins, SERIES)?,
+                    drops: try_vec(n_bins, SERIES)?,
+                    marks: try_vec(n_bins, SERIES)?,
                     // The CC-state series start empty (see `push_state`).
                     ..FlowSeries::default()
                 },
@@ -183,6 +209,7 @@ impl Recorder {
                 }
             }
         }
+        Ok(())
     }
 
     /// The link whose queue the recorder watches.

@@ -13,17 +13,20 @@ pub struct SojournTracer {
 }
 
 impl SojournTracer {
-    /// `capacity`: packets expected (the vectors grow beyond it if needed).
-    pub fn new(link: LinkId, capacity: usize) -> Self {
-        SojournTracer {
+    /// `capacity`: packets expected (the vectors grow beyond it if needed); reserved up
+    /// front, an allocation that may fail (one line, `guard::try_vec`).
+    pub fn new(link: LinkId, capacity: usize) -> Result<Self, String> {
+        use crate::guard::try_vec;
+        let what = "the sojourn trace (trace_sojourn)";
+        Ok(SojournTracer {
             link,
             trace: SojournTrace {
-                time_s: Vec::with_capacity(capacity),
-                flow: Vec::with_capacity(capacity),
-                class: Vec::with_capacity(capacity),
-                sojourn_ms: Vec::with_capacity(capacity),
+                time_s: try_vec(capacity, what)?,
+                flow: try_vec(capacity, what)?,
+                class: try_vec(capacity, what)?,
+                sojourn_ms: try_vec(capacity, what)?,
             },
-        }
+        })
     }
 
     pub fn trace(&self) -> &SojournTrace {
