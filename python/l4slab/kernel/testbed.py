@@ -127,9 +127,11 @@ every parameter as the engine resolved it. Engine-only words are refused when se
 left unset, the kernel's own fq (with the fast path) runs.
 
 Host settings the engine does not have and the guest sets: ``net.ipv4.tcp_no_metrics_save
-= 1`` (no metrics cached across connections); ``tcp_rmem``/``tcp_wmem`` keep Linux's
-defaults unless ``2 * rate * (max rtt + 200 ms)`` is larger, which then becomes their
-maximum (so neither window is buffer-limited where the engine's is not; the summary's
+= 1`` (no metrics cached across connections); ``tcp_rmem`` is Linux's
+default on a host with the RAM, as the engine's receiver has it (tcp_rmem[2] 32 MiB, which
+the guest's 512 MB would scale down); ``tcp_wmem`` keeps Linux's default unless
+``2 * rate * (max rtt + 200 ms)`` is larger, which then becomes its maximum (the engine's
+sender has no send buffer; the summary's
 ``kernel`` block reports the time each sender was rwnd- or sndbuf-limited).
 """
 
@@ -202,8 +204,11 @@ _KERNEL_OWN = {"tso": (True,), "tso_defer": (True,), "gro": (False,), "rx_usecs_
 MAX_MSS = 1448
 #: netem ``limit``: far above anything a run can hold in flight.
 NETEM_LIMIT = 1_000_000
-#: Linux's tcp_rmem / tcp_wmem defaults (Documentation/networking/ip-sysctl.rst).
-LINUX_RMEM = (4096, 131072, 6291456)
+#: Linux's tcp_rmem / tcp_wmem defaults (Documentation/networking/ip-sysctl.rst). tcp_rmem[2]
+#: is 32 MiB from 6.16 on, as the engine's mainline receiver has it (crates/l4slab-core/src/
+#: tcp/rcvbuf.rs ``TCP_RMEM_MAX_6_16``), on a host with the RAM: ``tcp_init`` caps it at
+#: RAM / 128: the guest's 512 MB ran as with 6 MiB, so the guest always sets it.
+LINUX_RMEM = (4096, 131072, 33554432)
 LINUX_WMEM = (4096, 16384, 4194304)
 #: First receiver port; flow i's receiver listens on BASE_PORT + i.
 BASE_PORT = 5201
@@ -567,14 +572,13 @@ def plan(scenario: Any, config: Mapping[str, Any], offsets_ns: Sequence[int] | N
         )
     )
     buffer_max = _buffer_max(config)
-    rmem = (LINUX_RMEM[0], LINUX_RMEM[1], max(LINUX_RMEM[2], buffer_max))
+    rmem = LINUX_RMEM
     wmem = (LINUX_WMEM[0], LINUX_WMEM[1], max(LINUX_WMEM[2], buffer_max))
 
     sysctls: dict[str, dict[str, str]] = {}
     for f, cfg in zip(flows, flows_cfg, strict=True):
         common = {"tcp_no_metrics_save": "1"}
-        if rmem != LINUX_RMEM:
-            common["tcp_rmem"] = " ".join(map(str, rmem))
+        common["tcp_rmem"] = " ".join(map(str, rmem))
         if wmem != LINUX_WMEM:
             common["tcp_wmem"] = " ".join(map(str, wmem))
         if cfg.get("ecn_option") is not None:
