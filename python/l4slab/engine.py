@@ -153,6 +153,20 @@ def version() -> str:
     return _core().version()
 
 
+def has_emulator() -> bool:
+    """Whether the installed extension carries the emulator (``emu_main``: what ``pip install``
+    ships); False when the extension is missing or older."""
+    try:
+        return hasattr(_core(), "emu_main")
+    except EngineUnavailableError:
+        return False
+
+
+def emulator_main(argv: list[str]) -> int:
+    """Run the emulator built into the extension with ``argv`` (``l4slab-emu``'s arguments)."""
+    return int(_core().emu_main(argv))
+
+
 def schema_json() -> str:
     """The engine's ``EngineSchema`` as JSON (crates/l4slab-core/src/schema.rs)."""
     core = _core()

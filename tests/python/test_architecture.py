@@ -113,7 +113,8 @@ def test_commands_that_answer_at_once_start_without_the_data_stack(argv, needs_c
         assert "l4slab._core" not in imported, f"l4slab {' '.join(argv)} loads the compiled engine"
     if argv == ["--version"]:
         assert done.stdout.startswith("l4slab ")
-    assert elapsed < (1.0 if not needs_core else 5.0), f"l4slab {' '.join(argv)} took {elapsed:.2f} s"
+    # Bounds for a 2-core machine running the other half of the test suite beside this one.
+    assert elapsed < (2.0 if not needs_core else 8.0), f"l4slab {' '.join(argv)} took {elapsed:.2f} s"
 
 
 def test_a_bare_import_reaches_every_top_level_name_and_subpackage():
@@ -312,7 +313,8 @@ def test_every_tcp_knob_python_sends_is_one_the_engine_describes():
 
     described = set(schema.engine_schema().tcp_flow)
     assert set(TCP_ENGINE_FIELDS) | {"receiver_ecn", "receiver_cc", "receiver_cc_params"} <= described
-    assert set(EVERY_TCP_KNOB) == set(TcpFlow.model_fields) - {"kind", "count", "label"}
+    # `command` (a command flow's own sender and receiver) is the emulator's, never sent to the engine.
+    assert set(EVERY_TCP_KNOB) == set(TcpFlow.model_fields) - {"kind", "count", "label", "command"}
     scenario = {"duration": "1s", "bottleneck": {"rate": "10Mbit"}, "flows": [EVERY_TCP_KNOB]}
     (sent,) = scenario_from_dict(scenario).resolve()["flows"]
     assert sent.pop("kind") == "tcp"

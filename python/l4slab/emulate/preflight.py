@@ -88,11 +88,9 @@ def binary_argv() -> list[str]:
 
 
 def _extension_has_emulator() -> bool:
-    try:
-        from .. import _core
-    except ImportError:
-        return False
-    return hasattr(_core, "emu_main")
+    from ..engine import has_emulator
+
+    return has_emulator()
 
 
 def find_iperf3() -> Path:
