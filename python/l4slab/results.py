@@ -37,6 +37,7 @@ from .version import PACKAGE_VERSION
 __all__ = [
     "RunResult",
     "flows_frame",
+    "links_frame",
     "build_summary",
     "rebin",
     "tc_stats_lines",
@@ -105,6 +106,10 @@ def build_summary(
         "qdisc_config": describe_engine_qdisc(bottleneck_config["qdisc"]),
         **raw["bottleneck"],
     }
+    links = [
+        {"name": link["name"], **_link_identity(config, link["name"]), **link["summary"]}
+        for link in raw.get("links") or []
+    ]
     summary = {
         "schema": SUMMARY_SCHEMA,
         "scenario": scenario.name,
@@ -114,6 +119,7 @@ def build_summary(
         "bin_s": raw["bin_s"],
         "flows": flows,
         "bottleneck": bottleneck,
+        **({"links": links} if links else {}),
         "packets_sent": packets["sent"],
         "packets_delivered": packets["delivered"],
         "packets_dropped": packets["dropped"],
@@ -127,6 +133,48 @@ def build_summary(
         "l4slab_version": l4slab_version,
     }
     return _json_safe(summary)
+
+
+def _link_identity(config: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """Rate and qdisc of a measured link beyond the bottleneck, from the engine config: the
+    reverse queue, or hop ``hopN`` of a parking lot (the bottleneck's qdisc) or chain."""
+    if name == "reverse_bottleneck":
+        link = config["reverse_bottleneck"]
+    else:
+        index = int(name.removeprefix("hop")) - 1
+        topology = config["topology"]
+        if topology["kind"] == "parking_lot":
+            link = {**config["bottleneck"], "rate_bps": topology["rates_bps"][index]}
+        else:
+            link = topology["hops"][index]
+    return {"rate_mbps": link["rate_bps"] / 1e6, "qdisc_config": describe_engine_qdisc(link["qdisc"])}
+
+
+def links_frame(summary: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per measured link, the bottleneck first, side by side: name, rate_mbps,
+    utilisation, drops, marks, sojourn mean/p99 (ms) and, per sub-queue, its mean sojourn."""
+    rows = []
+    for link in [{"name": "bottleneck", **summary["bottleneck"]}, *(summary.get("links") or [])]:
+        sojourn = link.get("sojourn_ms") or {}
+        row = {
+            "link": link["name"],
+            "rate_mbps": link.get("rate_mbps"),
+            "qdisc": link.get("qdisc_config"),
+            "utilisation": link.get("utilisation"),
+            "drops": link.get("drops"),
+            "marks": link.get("marks"),
+            "sojourn_mean_ms": sojourn.get("mean"),
+            "sojourn_p99_ms": sojourn.get("p99"),
+        }
+        for entry in link.get("sojourn_by_class") or []:
+            if len(link.get("sojourn_by_class") or []) > 1:
+                row[class_sojourn_column(str(entry["class"]))] = (entry.get("sojourn_ms") or {}).get("mean")
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    for name in frame.columns:
+        if name not in ("link", "qdisc"):
+            frame[name] = _column([np.nan if v is None else v for v in frame[name].tolist()])
+    return frame
 
 
 def _column(values: list[Any] | np.ndarray) -> np.ndarray:
@@ -206,14 +254,22 @@ def _add_probabilities(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def bottleneck_series_frame(raw: Mapping[str, Any]) -> pd.DataFrame:
+def bottleneck_series_frame(raw: Mapping[str, Any], link: str = "bottleneck") -> pd.DataFrame:
     """One row per bin: time_s, utilisation, sojourn_ms, backlog_*, drops, marks, arrivals,
     mark_prob, drop_prob; for a qdisc with sub-queues also the mean sojourn per queue,
     ``sojourn_<class>_ms`` (DualPI2: ``sojourn_c_ms``, ``sojourn_l_ms``; NaN in a bin where
-    the queue dequeued nothing)."""
-    series = dict(raw["bottleneck_series"])
+    the queue dequeued nothing). ``link``: another measured link's series (``hop1``,
+    ``reverse_bottleneck``: the names of ``raw["links"]``)."""
+    if link == "bottleneck":
+        series, summary = dict(raw["bottleneck_series"]), raw.get("bottleneck") or {}
+    else:
+        found = [entry for entry in raw.get("links") or [] if entry["name"] == link]
+        if not found:
+            names = ", ".join(["bottleneck", *(entry["name"] for entry in raw.get("links") or [])])
+            raise ScenarioError(f"link: {link!r} is not a measured link of this run; measured: {names}")
+        series, summary = dict(found[0]["series"]), found[0]["summary"]
     per_class = series.pop("sojourn_class_ms", None) or []
-    names = [str(c["class"]) for c in (raw.get("bottleneck") or {}).get("sojourn_by_class") or []]
+    names = [str(c["class"]) for c in summary.get("sojourn_by_class") or []]
     if per_class and len(names) != len(per_class):
         names = [str(k) for k in range(len(per_class))]
     for name, values in zip(names, per_class, strict=False):
@@ -437,6 +493,15 @@ class RunResult:
     @cached_property
     def bottleneck_series(self) -> pd.DataFrame:
         return bottleneck_series_frame(self.raw)
+
+    @cached_property
+    def links(self) -> pd.DataFrame:
+        """The measured links side by side, one row each, the bottleneck first (:func:`links_frame`)."""
+        return links_frame(self.summary)
+
+    def link_series(self, name: str) -> pd.DataFrame:
+        """The per-bin series of measured link ``name`` (``bottleneck``, ``hop1``, ``reverse_bottleneck``)."""
+        return bottleneck_series_frame(self.raw, name)
 
     @cached_property
     def classes(self) -> pd.DataFrame:

@@ -86,6 +86,10 @@ pub struct ScenarioConfig {
     /// Its `access_rate_bps` is unused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reverse_bottleneck: Option<BottleneckConfig>,
+    /// The links beyond the bottleneck and how flows cross them (unset: the dumbbell,
+    /// `net/dumbbell.rs`); see [`TopologyConfig`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<TopologyConfig>,
     #[serde(default)]
     pub flows: Vec<FlowConfig>,
     /// Traffic sources that open flows during the run (web requests) or add
@@ -277,6 +281,175 @@ pub struct BottleneckConfig {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub timer_latency_ns: u64,
     pub qdisc: QdiscConfig,
+    /// Propagation on the link's wire after its queue, ns (0: the next hop at once).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delay_ns: u64,
+    /// The link's rate over time: each step is a `tc class change ... htb rate R` at
+    /// `at_ns` (`net/link_model.rs`); empty: `rate_bps` throughout.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate_schedule: Vec<RateStep>,
+    /// Random or bursty loss on the link's wire (netem `loss random` / `loss gemodel`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss: Option<LossConfig>,
+    /// Delay jitter on the wire (netem `delay D J`, D = `delay_ns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<JitterConfig>,
+    /// The wire releases packets in batches (Wi-Fi aggregation, DOCSIS grants).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aggregate: Option<AggregateConfig>,
+}
+
+impl BottleneckConfig {
+    /// Whether the link changes packets' fate or timing beyond its queue and delay.
+    pub fn has_link_model(&self) -> bool {
+        !self.rate_schedule.is_empty() || self.loss.is_some() || self.jitter.is_some() || self.aggregate.is_some()
+    }
+}
+
+/// One step of a link's rate schedule.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateStep {
+    pub at_ns: u64,
+    pub rate_bps: u64,
+}
+
+/// Loss on a link's wire, drawn per packet from the link's own stream.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LossConfig {
+    /// netem `loss random P`: each packet lost with probability `p`.
+    Random { p: f64 },
+    /// netem `loss gemodel p r 1-h 1-k` (Gilbert-Elliott): `p` = P(good → bad),
+    /// `r` = P(bad → good), `bad_loss` = 1-h, `good_loss` = 1-k, per packet.
+    Gemodel { p: f64, r: f64, bad_loss: f64, good_loss: f64 },
+}
+
+/// netem's `delay D J`: each packet's propagation uniform in [D - J, D + J).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JitterConfig {
+    pub jitter_ns: u64,
+    /// true: packets leave by their own time (netem's tfifo: reordering); false: a
+    /// packet never overtakes the one before it (netem with `rate`).
+    #[serde(default)]
+    pub reorder: bool,
+}
+
+/// Batched release: the wire sends at grants every `interval_ns` (from time 0), at
+/// most `max_bytes` per grant; a packet waits for the first grant with room.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AggregateConfig {
+    pub interval_ns: u64,
+    pub max_bytes: u64,
+}
+
+/// A topology beyond the dumbbell: `kind` names a builder of `net::TOPOLOGIES`
+/// (`parking_lot`, `chain`), the other keys are its parameters, which the builder
+/// reads and checks (`net::check_topology`). Hop 0 is always `bottleneck`; a flow
+/// crosses hops `hops[0]..=hops[1]` of its `PathConfig` (default all); its ACKs
+/// return over its own reverse NIC (uncongested).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TopologyConfig {
+    pub kind: String,
+    #[serde(flatten)]
+    pub params: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Most hops a topology may have (a route also crosses the flow's NIC:
+/// `net::route::MAX_ROUTE_LINKS` less one).
+pub const MAX_HOPS: usize = 5;
+
+impl ScenarioConfig {
+    /// What the config alone says of a topology: a flow's `hops` and `reverse` need
+    /// one, and the dumbbell's reverse queue excludes one (the rest: `net::check_topology`).
+    fn check_topology_use(&self) -> Result<(), String> {
+        for (i, f) in self.flows.iter().enumerate() {
+            let p = f.path();
+            if self.topology.is_none() && p.hops.is_some() {
+                return Err(format!("flows[{i}].hops: only with a topology (the dumbbell has one hop)"));
+            }
+            if self.topology.is_some() && p.reverse {
+                return Err(format!("flows[{i}].reverse: only with the dumbbell (no topology)"));
+            }
+        }
+        if self.topology.is_some() && self.reverse_bottleneck.is_some() {
+            return Err("reverse_bottleneck: only with the dumbbell (no topology)".into());
+        }
+        Ok(())
+    }
+}
+
+/// Every check of a shaped link described in full (a topology's hop): rates and
+/// bucket, wire model and schedule, qdisc; errors prefixed with `name`.
+pub fn check_shaped_link(name: &str, l: &BottleneckConfig, duration_ns: u64) -> Result<(), String> {
+    check_link(name, l, false)?;
+    check_link_model(name, l, duration_ns)?;
+    l.qdisc.validate().map_err(|e| format!("{name}.qdisc.{e}"))
+}
+
+/// Bounds of a link's rate schedule, loss, jitter and aggregation.
+fn check_link_model(name: &str, l: &BottleneckConfig, duration_ns: u64) -> Result<(), String> {
+    if l.delay_ns > MAX_DURATION_NS {
+        return Err(format!("{name}.delay_ns: {} is out of range (allowed 0..={MAX_DURATION_NS})", l.delay_ns));
+    }
+    let mut last = None;
+    for (i, s) in l.rate_schedule.iter().enumerate() {
+        if s.rate_bps == 0 || s.rate_bps > MAX_RATE_BPS {
+            return Err(format!(
+                "{name}.rate_schedule[{i}].rate_bps: {} is out of range (allowed 1..={MAX_RATE_BPS})",
+                s.rate_bps
+            ));
+        }
+        if s.at_ns > duration_ns || last.is_some_and(|t| s.at_ns < t) {
+            return Err(format!(
+                "{name}.rate_schedule[{i}].at_ns: {} is out of order (allowed: non-decreasing, at most duration_ns)",
+                s.at_ns
+            ));
+        }
+        last = Some(s.at_ns);
+    }
+    let prob = |field: &str, v: f64| {
+        if (0.0..=1.0).contains(&v) {
+            Ok(())
+        } else {
+            Err(format!("{name}.loss.{field}: {v} is out of range (allowed 0..=1, a probability)"))
+        }
+    };
+    match l.loss {
+        None => {}
+        Some(LossConfig::Random { p }) => prob("p", p)?,
+        Some(LossConfig::Gemodel { p, r, bad_loss, good_loss }) => {
+            prob("p", p)?;
+            prob("r", r)?;
+            prob("bad_loss", bad_loss)?;
+            prob("good_loss", good_loss)?;
+        }
+    }
+    if let Some(j) = l.jitter {
+        if j.jitter_ns > l.delay_ns {
+            return Err(format!(
+                "{name}.jitter.jitter_ns: {} is out of range (allowed 0..={}, the link's delay_ns)",
+                j.jitter_ns, l.delay_ns
+            ));
+        }
+    }
+    if let Some(a) = l.aggregate {
+        if a.interval_ns == 0 || a.interval_ns > MAX_DURATION_NS {
+            return Err(format!(
+                "{name}.aggregate.interval_ns: {} is out of range (allowed 1..={MAX_DURATION_NS})",
+                a.interval_ns
+            ));
+        }
+        if a.max_bytes < 1514 || a.max_bytes > MAX_BURST_BYTES {
+            return Err(format!(
+                "{name}.aggregate.max_bytes: {} is out of range (allowed 1514..={MAX_BURST_BYTES}: a full frame fits)",
+                a.max_bytes
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -327,6 +500,10 @@ pub struct PathConfig {
     /// the sender-to-queue propagation.
     #[serde(default)]
     pub reverse: bool,
+    /// With a topology: the first and last hop the flow's data crosses (hop 0 is
+    /// `bottleneck`); unset: every hop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hops: Option<[u32; 2]>,
 }
 
 impl PathConfig {
@@ -879,15 +1056,18 @@ impl ScenarioConfig {
             ));
         }
         check_link("bottleneck", &self.bottleneck, true)?;
+        check_link_model("bottleneck", &self.bottleneck, self.duration_ns)?;
         check_timer_latency("delay_node_timer_latency_ns", self.delay_node_timer_latency_ns)?;
         self.bottleneck.qdisc.validate().map_err(|e| format!("bottleneck.qdisc.{e}"))?;
         if let Some(r) = &self.reverse_bottleneck {
             check_link("reverse_bottleneck", r, false)?;
+            check_link_model("reverse_bottleneck", r, self.duration_ns)?;
             r.qdisc.validate().map_err(|e| format!("reverse_bottleneck.qdisc.{e}"))?;
         }
         if self.flows.is_empty() && self.sources.is_empty() {
             return Err("flows: at least one flow or source is required".into());
         }
+        self.check_topology_use()?;
         if self.flows.len() > MAX_FLOWS {
             return Err(format!("flows: {} flows is too many (at most {MAX_FLOWS})", self.flows.len()));
         }

@@ -68,6 +68,8 @@ pub enum Target {
     ShaperWake(LinkId),
     /// A link's qdisc timer (PIE/DualPI2 tupdate).
     QdiscTimer(LinkId),
+    /// A link's rate schedule has a step due (`net/link_model.rs`).
+    LinkChange(LinkId),
     /// An endpoint's timer may be due (lazy: a stale one is ignored).
     EndpointTimer(EndpointId),
     /// A traffic source's own event (e.g. a new connection arrives).

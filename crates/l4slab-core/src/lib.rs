@@ -69,9 +69,16 @@ pub fn engine_schema() -> schema::EngineSchema {
     }
 }
 
+/// Every check of a scenario: its fields (`ScenarioConfig::validate`) and its
+/// topology's (`net::check_topology`: the builder's parameters, the flows' hops).
+pub fn validate(config: &ScenarioConfig) -> Result<(), String> {
+    config.validate()?;
+    net::check_topology(config)
+}
+
 /// Validate and run a scenario to completion.
 pub fn run(config: &ScenarioConfig) -> Result<RunResults, String> {
-    config.validate()?;
+    validate(config)?;
     let mut sim = sim::Simulation::new(config)?;
     sim.run();
     sim.check_conservation()?;
@@ -83,7 +90,7 @@ pub fn run(config: &ScenarioConfig) -> Result<RunResults, String> {
 /// `requests` and `flow_records` are empty, and the memory those records take no
 /// longer grows with the run's length. Everything else is as [`run`] gives it.
 pub fn run_streaming(config: &ScenarioConfig, sink: Box<dyn results::RecordSink>) -> Result<RunResults, String> {
-    config.validate()?;
+    validate(config)?;
     let mut sim = sim::Simulation::new(config)?;
     sim.set_sink(sink);
     sim.run();

@@ -200,6 +200,15 @@ impl FlowSeries {
         ["bw_est_mbps", "min_rtt_ms", "pacing_gain", "inflight_hi", "inflight_lo", "cc_mode"];
 }
 
+/// A measured link beyond the bottleneck: its name, summary and series, as
+/// `bottleneck` and `bottleneck_series` are for the first.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LinkResult {
+    pub name: &'static str,
+    pub summary: BottleneckSummary,
+    pub series: BottleneckSeries,
+}
+
 /// Bottleneck time series (one value per bin).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct BottleneckSeries {
@@ -248,6 +257,11 @@ pub struct RunResults {
     pub time_s: Vec<f64>,
     pub flow_series: Vec<FlowSeries>,
     pub bottleneck_series: BottleneckSeries,
+    /// The measured links after the bottleneck (the dumbbell's reverse queue, a
+    /// chain's further hops), in the topology's order; empty (and absent from the
+    /// JSON) when the bottleneck is the only one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<LinkResult>,
     pub sojourn_trace: Option<SojournTrace>,
     /// Per-flow jain's index of goodputs over the window.
     pub jain_index: f64,

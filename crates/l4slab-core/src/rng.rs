@@ -20,6 +20,13 @@ pub enum Stream {
     /// for the reverse queue's.
     HostTimer,
     ReverseHostTimer,
+    /// Hop `n` of a topology beyond the dumbbell: its qdisc and its host's timer
+    /// (the dumbbell's bottleneck and reverse queue keep `Qdisc`/`HostTimer` and
+    /// `ReverseQdisc`/`ReverseHostTimer`).
+    HopQdisc(u32),
+    HopHostTimer(u32),
+    /// The loss, jitter and aggregation draws of the link with id `n` (`net/link_model.rs`).
+    LinkModel(u32),
     /// The delay node's watchdog on its interface `n` (the id of that interface's
     /// delay line; `net::delay_line::NetemNode`).
     DelayNode(u32),
@@ -48,6 +55,9 @@ impl Stream {
             Stream::Arrivals(n) => (2 << 32) | n as u64,
             Stream::Sizes(n) => (3 << 32) | n as u64,
             Stream::DelayNode(n) => (4 << 32) | n as u64,
+            Stream::HopQdisc(n) => (5 << 32) | n as u64,
+            Stream::HopHostTimer(n) => (6 << 32) | n as u64,
+            Stream::LinkModel(n) => (7 << 32) | n as u64,
             // Sources below 2^16 (`config::MAX_SOURCES`): ids from 2^48 up, disjoint from the rest.
             Stream::Connection(n, c) => (1 << 48) | ((n as u64 & 0xFFFF) << 32) | c as u64,
         }

@@ -8,12 +8,12 @@
 
 use crate::config::ScenarioConfig;
 use crate::event::{EndpointId, EventQueue, LinkId, Target};
-use crate::net::dumbbell::{shaped_queue, Dumbbell, SHARED_LINES_FROM_FLOWS};
-use crate::net::{Hop, LinePolicy, Link, Network};
+use crate::net::topology::Topology;
+use crate::net::{Hop, Link, Network, Sent};
 use crate::packet::{Outbox, Packet, PacketKind};
 use crate::results::*;
-use crate::rng;
 use crate::time::{secs, Time};
+use crate::trace::recorder::LinkToMeasure;
 use crate::trace::{FlowCumulative, FlowSample, NetworkView, Observer, Observers, Recorder, WriterSetup};
 use crate::traffic::scenario::ScenarioFlows;
 use crate::traffic::{Endpoint, FlowOpener, FlowSpec, TrafficSource};
@@ -71,7 +71,7 @@ impl FlowTable {
 struct Opener<'a> {
     flows: &'a mut FlowTable,
     net: &'a mut Network,
-    topology: &'a Dumbbell,
+    topology: &'a dyn Topology,
     events: &'a mut EventQueue,
     observers: Option<&'a mut Observers>,
     /// The time of the source's event (0 at setup).
@@ -189,7 +189,7 @@ pub struct Simulation {
     cfg: ScenarioConfig,
     events: EventQueue,
     net: Network,
-    topology: Dumbbell,
+    topology: Box<dyn Topology>,
     flows: FlowTable,
     sources: Vec<Box<dyn TrafficSource>>,
     observers: Observers,
@@ -215,26 +215,7 @@ impl Simulation {
     pub fn with_sources(cfg: &ScenarioConfig, extra: Vec<Box<dyn TrafficSource>>) -> Result<Self, String> {
         let end = cfg.duration_ns;
         let mut net = Network::new();
-        let mut topology = Dumbbell::build(
-            &mut net,
-            &cfg.bottleneck,
-            rng::stream(cfg.seed, rng::Stream::Qdisc),
-            rng::stream(cfg.seed, rng::Stream::HostTimer),
-        );
-        // A traffic source (web) opens hundreds of connections during the run: their
-        // NICs share lines too, so the heap holds one entry per delay, not per connection.
-        topology.delay_node = (cfg.delay_node_timer_latency_ns, cfg.seed);
-        if cfg.flows.len() >= SHARED_LINES_FROM_FLOWS || !cfg.sources.is_empty() {
-            topology.nic_lines = LinePolicy::SharedByDelay;
-        }
-        if let Some(rev) = &cfg.reverse_bottleneck {
-            let queue = shaped_queue(
-                rev,
-                rng::stream(cfg.seed, rng::Stream::ReverseQdisc),
-                rng::stream(cfg.seed, rng::Stream::ReverseHostTimer),
-            );
-            topology.add_reverse_queue(&mut net, queue);
-        }
+        let topology = crate::net::build_topology(cfg, &mut net)?;
         let mut events = EventQueue::with_capacity(4096);
         let mut flows = FlowTable::default();
         let mut sources: Vec<Box<dyn TrafficSource>> =
@@ -245,7 +226,7 @@ impl Simulation {
             let mut opener = Opener {
                 flows: &mut flows,
                 net: &mut net,
-                topology: &topology,
+                topology: topology.as_ref(),
                 events: &mut events,
                 observers: None,
                 now: 0,
@@ -259,16 +240,27 @@ impl Simulation {
                 events.push(t, Target::Source(i as u32));
             }
         }
-        let n_classes = net.link(topology.bottleneck).queue().map_or(1, |q| q.qdisc.class_names().len());
-        let recorder =
-            Recorder::new(topology.bottleneck, flows.slots.len(), n_classes, end, cfg.bin_ns, cfg.warmup_ns)?;
-        let classes = net.link(topology.bottleneck).queue().map_or(Vec::new(), |q| q.qdisc.class_names().to_vec());
-        let observers = Observers::new(recorder, &WriterSetup { cfg, bottleneck: topology.bottleneck, classes })?;
+        let measured: Vec<LinkToMeasure> = topology
+            .measured()
+            .iter()
+            .map(|m| LinkToMeasure {
+                id: m.id,
+                name: m.name,
+                n_classes: net.link(m.id).queue().map_or(1, |q| q.qdisc.class_names().len()),
+            })
+            .collect();
+        let recorder = Recorder::new(&measured, flows.slots.len(), end, cfg.bin_ns, cfg.warmup_ns)?;
+        let bottleneck = topology.measured()[0].id;
+        let classes = net.link(bottleneck).queue().map_or(Vec::new(), |q| q.qdisc.class_names().to_vec());
+        let observers = Observers::new(recorder, &WriterSetup { cfg, bottleneck, classes })?;
         for link in net.links.iter_mut() {
             if let Some(q) = link.queue_mut() {
                 q.pin_watchdog(&mut events);
             }
             link.arm_qdisc_timer(&mut events);
+            if let Some(t) = link.queue().and_then(|q| q.schedule.next_at()) {
+                events.push(t, Target::LinkChange(link.id));
+            }
         }
         Ok(Simulation {
             cfg: cfg.clone(),
@@ -295,7 +287,7 @@ impl Simulation {
             let mut opener = Opener {
                 flows: &mut self.flows,
                 net: &mut self.net,
-                topology: &self.topology,
+                topology: self.topology.as_ref(),
                 events: &mut self.events,
                 observers: None,
                 now: self.end,
@@ -372,6 +364,13 @@ impl Simulation {
                     self.service(now, l);
                 }
             }
+            Target::LinkChange(l) => {
+                let next = self.net.link_mut(l).queue_mut().and_then(|q| q.apply_rate_steps(now));
+                if let Some(t) = next {
+                    self.events.push(t, Target::LinkChange(l));
+                }
+                self.service(now, l);
+            }
             Target::FlowStart { flow } => {
                 let e = EndpointId::sender(flow);
                 let Some(f) = self.flows.slots[flow as usize].as_mut() else { return };
@@ -382,7 +381,7 @@ impl Simulation {
                 let mut opener = Opener {
                     flows: &mut self.flows,
                     net: &mut self.net,
-                    topology: &self.topology,
+                    topology: self.topology.as_ref(),
                     events: &mut self.events,
                     observers: Some(&mut self.observers),
                     now,
@@ -487,10 +486,28 @@ impl Simulation {
             self.drain_reports(now, l);
             self.service(now, l);
             self.net.link_mut(l).arm_qdisc_timer(&mut self.events);
-        } else if self.net.transmit(l, now, pkt, &mut self.events) {
-            let hop = self.net.next_hop(pkt, Some(l));
-            self.forward(now, hop, pkt);
+        } else {
+            match self.net.transmit(l, now, pkt, &mut self.events) {
+                Sent::Now => {
+                    let hop = self.net.next_hop(pkt, Some(l));
+                    self.forward(now, hop, pkt);
+                }
+                Sent::Later => {}
+                Sent::Lost => self.lost_on_wire(now, l, pkt),
+            }
         }
+    }
+
+    /// Link `l`'s wire lost `pkt` (`net/link_model.rs`): a drop at that link.
+    #[cold]
+    #[inline(never)]
+    fn lost_on_wire(&mut self, now: Time, l: LinkId, pkt: &Packet) {
+        self.counts.dropped += 1;
+        if let Some(f) = self.flows.slots[pkt.flow as usize].as_mut() {
+            f.in_network = f.in_network.saturating_sub(1);
+        }
+        self.observers.on_drop(now, l, pkt);
+        self.out.sacks.free(pkt.tcp.sack);
     }
 
     /// The HTB dequeue loop of link `l`: while the class has tokens and the qdisc
@@ -507,9 +524,13 @@ impl Simulation {
                 return;
             }
             self.observers.on_dequeue(now, l, &pkt, now - pkt.enqueue_ts, &self.out.sacks);
-            if self.net.transmit(l, now, &pkt, &mut self.events) {
-                let hop = self.net.next_hop(&pkt, Some(l));
-                self.forward(now, hop, &pkt);
+            match self.net.transmit(l, now, &pkt, &mut self.events) {
+                Sent::Now => {
+                    let hop = self.net.next_hop(&pkt, Some(l));
+                    self.forward(now, hop, &pkt);
+                }
+                Sent::Later => {}
+                Sent::Lost => self.lost_on_wire(now, l, &pkt),
             }
         }
     }

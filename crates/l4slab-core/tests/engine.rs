@@ -35,6 +35,7 @@ mod slow_start_acks;
 mod storm;
 mod tcp_flow;
 mod tcp_loss_recovery;
+mod topology;
 mod udp_prague;
 mod web;
 mod web_alloc;

@@ -40,3 +40,41 @@ fn four_times_the_packets_make_no_more_than_a_few_more_allocations() {
     // ≈ 250 000 more packets: even one allocation per 1 000 packets would be 250.
     assert!(extra <= 64, "{extra} more allocations for {} more packets", many_pkts - few_pkts);
 }
+
+/// The same with a two-hop chain whose links change over time and drop, jitter and
+/// batch packets (`net/link_model.rs`): the rate schedule's steps, the wire model's
+/// draws and the second hop's measurement allocate nothing per packet either.
+fn chain_allocations(rate_mbit: u64) -> (u64, u64) {
+    let flow = |cc: &str| json!({"kind": "tcp", "cc": cc, "rtt_ns": 10_000_000u64, "receiver_ecn": 3});
+    let hop = |r: u64| {
+        json!({"rate_bps": r * 1_000_000, "qdisc": {"kind": "dualpi2", "limit_packets": 10000},
+               "delay_ns": 1_000_000u64, "jitter": {"jitter_ns": 200_000u64},
+               // Rare enough that the flows still scale with the rate (Mathis: ~1 Gbit/s at 1e-6).
+               "loss": {"model": "gemodel", "p": 0.000001, "r": 0.5, "bad_loss": 1.0, "good_loss": 0.0},
+               "aggregate": {"interval_ns": 1_000_000u64, "max_bytes": 1_000_000u64}})
+    };
+    let mut first = hop(rate_mbit);
+    first["rate_schedule"] =
+        json!([{"at_ns": 3 * S, "rate_bps": rate_mbit * 500_000}, {"at_ns": 6 * S, "rate_bps": rate_mbit * 1_000_000}]);
+    let cfg: ScenarioConfig = serde_json::from_value(json!({
+        "seed": 3, "duration_ns": 10 * S, "bin_ns": 100_000_000u64,
+        "bottleneck": first,
+        "topology": {"kind": "chain", "hops": [hop(2 * rate_mbit)]},
+        "flows": [flow("cubic"), flow("prague")],
+    }))
+    .unwrap();
+    let before = allocations_so_far();
+    let r = run(&cfg).unwrap();
+    let n = allocations_so_far() - before;
+    (n, r.bottleneck.qdisc.sent_packets)
+}
+
+#[test]
+fn a_changing_lossy_chain_allocates_nothing_per_packet() {
+    let (few, few_pkts) = chain_allocations(100);
+    let (many, many_pkts) = chain_allocations(400);
+    assert!(many_pkts > 3 * few_pkts, "packets {few_pkts} -> {many_pkts}");
+    let extra = many.saturating_sub(few);
+    eprintln!("chain allocations {few} ({few_pkts} packets) -> {many} ({many_pkts} packets)");
+    assert!(extra <= 64, "{extra} more allocations for {} more packets", many_pkts - few_pkts);
+}

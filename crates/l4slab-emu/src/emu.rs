@@ -121,6 +121,18 @@ pub fn check_with(cfg: &ScenarioConfig, commands: &[usize]) -> Result<Vec<(HostS
     if cfg.capture.is_some() {
         return Err(refuse("capture: not available in the emulator (run tcpdump in a namespace instead)"));
     }
+    if cfg.topology.is_some() {
+        return Err(refuse("topology: not emulated (allowed: the dumbbell, no [topology])"));
+    }
+    for (name, link) in std::iter::once(("bottleneck", &cfg.bottleneck))
+        .chain(cfg.reverse_bottleneck.iter().map(|r| ("reverse_bottleneck", r)))
+    {
+        if link.has_link_model() || link.delay_ns > 0 {
+            return Err(refuse(format!(
+                "{name}: netem, rate_schedule, rate_trace and aggregate are not emulated (allowed: rate, qdisc, burst)"
+            )));
+        }
+    }
     let ccs = available_ccs();
     let accecn = sysctl_exists("net.ipv4.tcp_ecn_option");
     let max_ecn = if accecn { 5 } else { 2 };

@@ -308,7 +308,7 @@ fn simulate<'py>(
 fn check(config_json: &str) -> PyResult<()> {
     let config: l4slab_core::ScenarioConfig =
         serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(format!("engine config: {e}")))?;
-    l4slab_core::guard::catch_panic(|| config.validate()).map_err(PyValueError::new_err)
+    l4slab_core::guard::catch_panic(|| l4slab_core::validate(&config)).map_err(PyValueError::new_err)
 }
 
 /// Validate one qdisc config (`{"kind": ..., field: value}` in engine units) as the

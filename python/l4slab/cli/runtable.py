@@ -57,6 +57,8 @@ def print_result(result, directory) -> None:
     )
     for line in tc_stats_lines(bottleneck):
         console.print(line, soft_wrap=True, markup=False, highlight=False)
+    if summary.get("links"):
+        print_links(console, result)
     console.print(
         f"packets: {summary['packets_sent']} sent = {summary['packets_delivered']} delivered + "
         f"{summary['packets_dropped']} dropped + {summary['packets_in_flight']} in flight; "
@@ -82,3 +84,19 @@ def emulator_line(emulator) -> str:
         f"CPU busy {fmt(emulator.get('cpu_busy_fraction'), 2)} (headroom {fmt(emulator.get('cpu_headroom'), 2)}), "
         f"kept up: {'yes' if emulator.get('kept_up') else 'no'}, kernel {emulator.get('kernel') or '?'}"
     )
+
+
+def print_links(console, result) -> None:
+    """The measured links side by side (the bottleneck, the reverse queue, a topology's hops)."""
+    from rich.table import Table
+
+    frame = result.links
+    table = Table(title="links (summary window)", title_justify="left")
+    table.add_column("")
+    for name in frame["link"]:
+        table.add_column(str(name), justify="right")
+    for column in [c for c in frame.columns if c != "link"]:
+        digits = 3 if column == "utilisation" else 2
+        values = [str(v) if column == "qdisc" else fmt(v, digits) for v in frame[column]]
+        table.add_row(column, *values)
+    console.print(table)

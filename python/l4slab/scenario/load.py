@@ -80,19 +80,36 @@ def _kernel_cc_names(data: Mapping[str, Any]) -> list[str]:
     return names
 
 
+def _anchor(root: Path, path: Any) -> Any:
+    return str(root / os.path.expanduser(path)) if isinstance(path, str) and path.strip() else path
+
+
 def anchor_kernel_paths(data: Mapping[str, Any], root: Path) -> dict[str, Any]:
-    """``data`` with its ``[kernel]`` file paths made absolute against ``root`` (the folder of
-    the file they were written in), so the scenario can travel (a study's plan, a worker)."""
-    table = data.get("kernel") if isinstance(data, Mapping) else None
+    """``data`` with its ``[kernel]`` file paths and its links' ``rate_trace`` files made
+    absolute against ``root`` (the folder of the file they were written in), so the scenario
+    can travel (a study's plan, a worker)."""
+    if not isinstance(data, Mapping):
+        return dict(data)
+    data = dict(data)
+    for key in ("bottleneck", "reverse_bottleneck"):
+        link = data.get(key)
+        if isinstance(link, Mapping) and "rate_trace" in link:
+            data[key] = {**link, "rate_trace": _anchor(root, link["rate_trace"])}
+    topology = data.get("topology")
+    if isinstance(topology, Mapping) and isinstance(topology.get("hops"), list):
+        hops = [
+            {**h, "rate_trace": _anchor(root, h["rate_trace"])} if isinstance(h, Mapping) and "rate_trace" in h else h
+            for h in topology["hops"]
+        ]
+        data["topology"] = {**topology, "hops": hops}
+    table = data.get("kernel")
     if not isinstance(table, Mapping):
         return dict(data)
     anchored = dict(table)
     for key in ("cc_sources", "patches"):
         paths = anchored.get(key)
         if isinstance(paths, list):
-            anchored[key] = [
-                str(root / os.path.expanduser(p)) if isinstance(p, str) and p.strip() else p for p in paths
-            ]
+            anchored[key] = [_anchor(root, p) for p in paths]
     return {**data, "kernel": anchored}
 
 

@@ -45,12 +45,14 @@ from .. import schema, units
 from ..errors import ScenarioError
 from ..qdisc import QdiscRequest, parse_qdisc
 from ..units import BdpMultiple, Percent, UnitError
+from . import links
 from .resolve import TCP_ENGINE_FIELDS, UDP_IP_UDP_HEADER_BYTES, resolve_scenario, tcp_knob_field, udp_rate_bps
 from .sources import syn_flood_fields, web_source_fields
 
 __all__ = [
     "Scenario",
     "Bottleneck",
+    "Topology",
     "TcpFlow",
     "UdpFlow",
     "UdpPragueFlow",
@@ -93,6 +95,9 @@ def _qdisc_validator(value: Any) -> QdiscRequest:
 
 
 TimeNs = Annotated[int, _unit_validator(units.time_ns)]
+NetemField = Annotated[dict, _unit_validator(links.parse_netem)]
+AggregateField = Annotated[dict, _unit_validator(links.parse_aggregate)]
+HopsField = Annotated[tuple, _unit_validator(links.parse_hops)]
 RateBps = Annotated[int, _unit_validator(units.rate_bps)]
 SizeBytes = Annotated[int, _unit_validator(units.size_bytes)]
 BufferAmount = Annotated[Union[int, BdpMultiple], _unit_validator(units.buffer)]
@@ -212,6 +217,12 @@ class _FlowCommon(_Strict):
         None,
         description="emulator only: the user's own sender and receiver commands replace iperf3 or the emulator's "
         "UDP source; the flow's other fields are its simulated counterpart",
+    )
+    hops: HopsField | None = Field(
+        None,
+        description="with a [topology]: the hops the flow's data crosses, first and last (hop 0 is "
+        "[bottleneck]); unset: every hop",
+        examples=[1, [0, 1], "0-1"],
     )
     direction: Literal["forward", "reverse"] = Field(
         "forward",
@@ -437,6 +448,37 @@ class Bottleneck(_Strict):
     bdp_rtt: TimeNs | None = Field(
         None, description="RTT of the 'bdp' unit (default: the flows' base RTT)", examples=["10ms"]
     )
+    netem: NetemField | None = Field(
+        None,
+        description="the wire after the queue, as netem: 'delay D [J] [inorder]', 'loss [random] P', "
+        "'loss gemodel p r [1-h [1-k]]' (l4slab.scenario.links)",
+        examples=["delay 5ms 1ms loss gemodel 1% 25%"],
+    )
+    rate_schedule: list[str] | None = Field(
+        None,
+        description="tc class change ... rate R at given times: 'T rate R', or a ramp 'T1..T2 rate R step S'",
+        examples=[["10s rate 20Mbit", "20s rate 100Mbit"]],
+    )
+    rate_trace: str | None = Field(
+        None,
+        description="a capacity trace file (relative to the scenario file): one 'TIME RATE' per line",
+        examples=["cellular.csv"],
+    )
+    aggregate: AggregateField | None = Field(
+        None,
+        description="batched release: a grant every INTERVAL of at most MAX_BYTES (Wi-Fi, DOCSIS)",
+        examples=["4ms 64kb"],
+    )
+
+
+class Topology(_Strict):
+    """``[topology]``: links beyond ``[bottleneck]`` (hop 0), in series.
+
+    ``kind = "chain"`` with ``[[topology.hops]]``: each further hop described as
+    ``[bottleneck]`` is. A flow's ``hops`` chooses where it enters and leaves."""
+
+    kind: Literal["chain"] = Field(examples=["chain"])
+    hops: list[Bottleneck] | None = Field(None, description="chain: hops 1.., each as [bottleneck]")
 
 
 class Capture(_Strict):
@@ -530,6 +572,9 @@ class Scenario(_Strict):
     )
     trace_sojourn: Annotated[bool, Field(strict=True)] = False
     bottleneck: Bottleneck
+    topology: Topology | None = Field(
+        None, description="[topology]: further hops after [bottleneck] (chain); unset: the dumbbell"
+    )
     reverse_bottleneck: Bottleneck | None = Field(
         None,
         description="a shaped queue on the reverse path, met by forward flows' ACKs and by the data of "
@@ -554,10 +599,10 @@ class Scenario(_Strict):
         """A display label per engine flow: the entry's ``label``, else its cc (or its kind: "udp", "udp_prague")."""
         return [flow.label or (flow.cc if isinstance(flow, TcpFlow) else flow.kind) for _, flow in self.expanded_flows()]
 
-    def bdp_bytes(self, which: str = "bottleneck") -> tuple[Fraction | None, str]:
-        """The BDP in bytes of ``bottleneck`` or ``reverse_bottleneck`` and, when it is
-        undefined, the reason (for error messages)."""
-        link = getattr(self, which)
+    def bdp_bytes(self, which: str = "bottleneck", link: Bottleneck | None = None) -> tuple[Fraction | None, str]:
+        """The BDP in bytes of ``bottleneck`` or ``reverse_bottleneck`` (or of ``link``, named
+        ``which``) and, when it is undefined, the reason (for error messages)."""
+        link = link if link is not None else getattr(self, which)
         if link.bdp_rtt is not None:
             return units.bdp_bytes(link.rate, link.bdp_rtt), ""
         rtts = sorted({flow.rtt for flow in [*self.flows, *self.sources]})
@@ -565,6 +610,15 @@ class Scenario(_Strict):
             return units.bdp_bytes(link.rate, rtts[0]), ""
         shown = ", ".join(units.format_time(r) for r in rtts)
         return None, f"the flows have different base RTTs ({shown}); set {which}.bdp_rtt"
+
+    def links_by_field(self) -> list[tuple[str, Bottleneck]]:
+        """Every shaped link with its field path: ``bottleneck``, each chain hop, the reverse queue."""
+        out = [("bottleneck", self.bottleneck)]
+        if self.topology is not None and self.topology.hops:
+            out += [(f"topology.hops[{i}]", hop) for i, hop in enumerate(self.topology.hops)]
+        if self.reverse_bottleneck is not None:
+            out.append(("reverse_bottleneck", self.reverse_bottleneck))
+        return out
 
     def data_link(self, flow: TcpFlow | UdpFlow | UdpPragueFlow) -> Bottleneck:
         """The shaped link a flow's data crosses (its UDP ``%`` rates are shares of it):
@@ -622,6 +676,14 @@ class Scenario(_Strict):
                 raise ScenarioError("reverse_bottleneck.rate: must be > 0; expected e.g. '100Mbit'")
             if self.reverse_bottleneck.bdp_rtt == 0:
                 raise ScenarioError("reverse_bottleneck.bdp_rtt: must be > 0; expected e.g. '10ms'")
+        if self.topology is not None:
+            t = self.topology
+            if t.kind == "chain" and not t.hops:
+                raise ScenarioError("topology.hops: a chain describes its hops after [bottleneck] as "
+                                    "[[topology.hops]] tables")
+        for field, link in self.links_by_field():
+            if link.rate_schedule is not None and link.rate_trace is not None:
+                raise ScenarioError(f"{field}.rate_trace: give a rate_schedule or a rate_trace, not both")
         if self.kernel is not None:
             owner: dict[str, str] = {}
             for path in self.kernel.cc_sources:

@@ -17,7 +17,8 @@ from typing import Any, Iterator
 from .. import engine, schema
 from ..errors import ScenarioError
 from ..qdisc import resolve_qdisc
-from ..units import Percent
+from ..units import Percent, UnitError
+from . import links
 
 __all__ = [
     "resolve_scenario",
@@ -91,6 +92,8 @@ def _flow_config(flow: Any, bottleneck_rate_bps: int) -> dict[str, Any]:
     _set_if_given(path, "stop_ns", flow.stop)
     if flow.direction == "reverse":
         path["reverse"] = True
+    if getattr(flow, "hops", None) is not None:
+        path["hops"] = list(flow.hops)
     if flow.kind == "udp":
         return {
             "kind": "udp",
@@ -134,17 +137,37 @@ def _source_config(source: Any, bottleneck_rate_bps: int) -> dict[str, Any]:
     return config
 
 
-def _link_config(scenario: Any, which: str) -> dict[str, Any]:
-    """The engine's ``BottleneckConfig`` of ``scenario.bottleneck`` or ``.reverse_bottleneck``."""
-    link = getattr(scenario, which)
-    bdp, bdp_reason = scenario.bdp_bytes(which)
+def _link_config(scenario: Any, which: str, link: Any = None) -> dict[str, Any]:
+    """The engine's ``BottleneckConfig`` of ``scenario.bottleneck`` or ``.reverse_bottleneck``
+    (or of ``link``, a chain hop named ``which``)."""
+    link = link if link is not None else getattr(scenario, which)
+    bdp, bdp_reason = scenario.bdp_bytes(which, link)
     qdisc = resolve_qdisc(
         link.qdisc, buffer=link.buffer, bdp=bdp, field_path=f"{which}.qdisc", bdp_unavailable_reason=bdp_reason
     )
     config = {"rate_bps": link.rate, "burst_bytes": link.burst, "access_rate_bps": link.access_rate, "qdisc": qdisc}
     if link.timer_latency:  # absent when off: configs (and run keys) stay as they were
         config["timer_latency_ns"] = link.timer_latency
+    _link_model(config, which, link)
     return config
+
+
+def _link_model(config: dict[str, Any], which: str, link: Any) -> None:
+    """The wire model and rate schedule of ``link`` (:mod:`.links`), only when given, so
+    configs (and run keys) of links without them stay as they were."""
+    config.update(getattr(link, "netem", None) or {})
+    aggregate = getattr(link, "aggregate", None)
+    if aggregate:
+        config["aggregate"] = aggregate
+    try:
+        if getattr(link, "rate_schedule", None) is not None:
+            field = "rate_schedule"
+            config["rate_schedule"] = links.parse_rate_schedule(link.rate_schedule, link.rate)
+        if getattr(link, "rate_trace", None) is not None:
+            field = "rate_trace"
+            config["rate_schedule"] = links.read_rate_trace(link.rate_trace)
+    except UnitError as err:
+        raise ScenarioError(f"{which}.{field}: {err}") from None
 
 
 def _kernel_inputs(scenario: Any) -> tuple[dict[str, Any] | None, dict[str, str]]:
@@ -208,6 +231,10 @@ def resolve_scenario(scenario: Any) -> dict[str, Any]:
         config["delay_node_timer_latency_ns"] = scenario.delay_node_timer_latency
     if scenario.reverse_bottleneck is not None:
         config["reverse_bottleneck"] = _link_config(scenario, "reverse_bottleneck")
+    topology = getattr(scenario, "topology", None)
+    if topology is not None:
+        hops = [_link_config(scenario, f"topology.hops[{i}]", hop) for i, hop in enumerate(topology.hops)]
+        config["topology"] = {"kind": "chain", "hops": hops}
     if scenario.capture is not None:
         c = scenario.capture
         config["capture"] = {"point": c.point, "flow": c.flow, "start_ns": c.start, "stop_ns": c.stop}

@@ -9,6 +9,7 @@
 //! router's egress hands a frame to a directly attached host.
 
 use super::host_timer::HostTimer;
+use super::link_model::{LinkModel, RateSchedule};
 use super::shaper::Shaper;
 use crate::event::{EventQueue, LineId, LinkId, PinId, Target};
 use crate::packet::Packet;
@@ -66,6 +67,8 @@ pub struct ShapedQueue {
     periodic: bool,
     /// The host's watchdog lateness (`net/host_timer.rs`); `None`: on time.
     host_timer: Option<HostTimer>,
+    /// The class's rate over time (`net/link_model.rs`); empty: constant.
+    pub schedule: RateSchedule,
 }
 
 impl ShapedQueue {
@@ -84,6 +87,30 @@ impl ShapedQueue {
             timer_at: None,
             wake_pin: None,
             host_timer: None,
+            schedule: RateSchedule::default(),
+        }
+    }
+
+    /// Change the class's rate over time (`tc class change` at each step).
+    pub fn with_schedule(mut self, schedule: RateSchedule) -> Self {
+        self.schedule = schedule;
+        self
+    }
+
+    /// Apply the rate steps due by `now`; the time of the next one.
+    pub fn apply_rate_steps(&mut self, now: Time) -> Option<Time> {
+        if let Some(rate) = self.schedule.take_due(now) {
+            self.shaper.set_rate(now, rate);
+        }
+        self.schedule.next_at()
+    }
+
+    /// Bits the class could send in [0, t) (its rate's integral).
+    pub fn capacity_bits(&self, t: Time) -> f64 {
+        if self.schedule.is_empty() {
+            self.shaper.rate_bps() as f64 * t as f64 / 1e9
+        } else {
+            self.schedule.capacity_bits(t)
         }
     }
 
@@ -118,6 +145,17 @@ pub struct LinkStats {
     pub tx_bytes: u64,
 }
 
+/// What became of a packet put on a link's wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tx {
+    /// It reaches the next hop now (no serialiser, delay or link model).
+    Now,
+    /// It waits on delay line `.0` until `.1`.
+    Wire(LineId, Time),
+    /// The wire lost it (`link_model.rs`).
+    Lost,
+}
+
 /// One link of the network.
 pub struct Link {
     pub id: LinkId,
@@ -131,6 +169,8 @@ pub struct Link {
     /// Boxed: most links (NICs) have none, and a small `Link` keeps a
     /// thousand-flow network's per-packet state in fewer cache lines.
     queue: Option<Box<ShapedQueue>>,
+    /// Loss, jitter, aggregation on the wire (`link_model.rs`); boxed, usually none.
+    model: Option<Box<LinkModel>>,
 }
 
 impl Link {
@@ -144,7 +184,27 @@ impl Link {
         line: Option<LineId>,
     ) -> Self {
         debug_assert_eq!(line.is_some(), serialiser.is_some() || delay_ns > 0);
-        Link { id, queue: queue.map(Box::new), serialiser, delay_ns, line, on_wire: 0, stats: LinkStats::default() }
+        Link {
+            id,
+            queue: queue.map(Box::new),
+            serialiser,
+            delay_ns,
+            line,
+            on_wire: 0,
+            stats: LinkStats::default(),
+            model: None,
+        }
+    }
+
+    /// Give the link a wire model; it needs a delay line (`Network::add_link_with_model`).
+    pub fn set_model(&mut self, model: LinkModel, line: LineId) {
+        self.model = Some(Box::new(model));
+        self.line = Some(line);
+    }
+
+    /// The wire model, if any.
+    pub fn model(&self) -> Option<&LinkModel> {
+        self.model.as_deref()
     }
 
     #[inline]
@@ -287,20 +347,27 @@ impl Link {
         }
     }
 
-    /// Put `pkt` on the wire at `now` (after the queue, if any). `None`: it
-    /// reaches the next hop now (no serialiser, no delay); otherwise the delay line
-    /// to put it on and its arrival time there.
+    /// Put `pkt` on the wire at `now` (after the queue, if any): it reaches the
+    /// next hop now (no serialiser, no delay, no model), waits on a delay line, or
+    /// is lost on the wire.
     #[inline]
-    pub fn transmit(&mut self, now: Time, pkt: &Packet) -> Option<(LineId, Time)> {
+    pub fn transmit(&mut self, now: Time, pkt: &Packet) -> Tx {
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += pkt.wire_len as u64;
-        let line = self.line?;
+        let Some(line) = self.line else { return Tx::Now };
         let depart = match self.serialiser.as_mut() {
             Some(s) => s.depart(now, pkt.wire_len),
             None => now,
         };
+        let arrive = match self.model.as_deref_mut() {
+            None => depart + self.delay_ns,
+            Some(m) => match m.apply(depart, self.delay_ns, pkt.wire_len) {
+                Some(t) => t,
+                None => return Tx::Lost,
+            },
+        };
         self.on_wire += 1;
-        Some((line, depart + self.delay_ns))
+        Tx::Wire(line, arrive)
     }
 
     /// One of this link's packets left its delay line.

@@ -8,18 +8,24 @@
 //! - [`host_timer`]: how late a VM host's qdisc watchdog fires (off by default):
 //!   the router's HTB and the delay node's netem (`delay_line::NetemNode`).
 //! - [`route`]: routes, hops and directions.
-//! - [`dumbbell`]: the topology `ScenarioConfig` describes, as one builder among
-//!   possible others.
+//! - [`link_model`]: loss, jitter and aggregation on a link's wire, and its rate
+//!   schedule.
+//! - [`topology`]: the [`topology::Topology`] the event loop asks for routes and
+//!   measured links; [`build_topology`] picks the builder the scenario names:
+//!   [`dumbbell`] (no topology), [`chain`].
 //!
 //! This module holds state and per-link steps only; the simulator's event loop
 //! drives packets from hop to hop.
 
+pub mod chain;
 pub mod delay_line;
 pub mod dumbbell;
 pub mod host_timer;
 pub mod link;
+pub mod link_model;
 pub mod route;
 pub mod shaper;
+pub mod topology;
 
 use crate::packet::Packet;
 
@@ -28,7 +34,7 @@ pub use crate::event::{EndpointId, LineId, LinkId};
 use crate::time::Time;
 use delay_line::{DelayLine, NetemNode};
 use host_timer::HostTimer;
-pub use link::{Link, LinkStats, Serialiser, ShapedQueue};
+pub use link::{Link, LinkStats, Serialiser, ShapedQueue, Tx};
 pub use route::{Direction, Hop, Route};
 pub use shaper::Shaper;
 
@@ -46,6 +52,54 @@ pub enum LinePolicy {
     /// distinct delay, at the price of sorted inserts when one link's packet
     /// overtakes another's. Best for many links (a thousand flows' NICs).
     SharedByDelay,
+}
+
+/// The topologies beyond the dumbbell, by `topology.kind`: one line per builder.
+pub const TOPOLOGIES: &[topology::TopologyDescriptor] = &[chain::DESCRIPTOR];
+
+/// The builder `cfg.topology` names and every hop (`bottleneck` first); `None`: the dumbbell.
+fn topology_of(
+    cfg: &crate::config::ScenarioConfig,
+) -> Result<Option<(&'static topology::TopologyDescriptor, Vec<crate::config::BottleneckConfig>)>, String> {
+    let Some(t) = &cfg.topology else { return Ok(None) };
+    let Some(d) = TOPOLOGIES.iter().find(|d| d.kind == t.kind) else {
+        let kinds: Vec<&str> = TOPOLOGIES.iter().map(|d| d.kind).collect();
+        return Err(format!("topology.kind: {:?} is not allowed (allowed {})", t.kind, kinds.join(", ")));
+    };
+    let mut hops = vec![cfg.bottleneck.clone()];
+    hops.extend((d.hops)(cfg, &t.params)?);
+    Ok(Some((d, hops)))
+}
+
+/// The topology's checks (its parameters, the flows' hops); nothing for the dumbbell.
+pub fn check_topology(cfg: &crate::config::ScenarioConfig) -> Result<(), String> {
+    match topology_of(cfg)? {
+        None => Ok(()),
+        Some((_, hops)) => topology::check_flows(cfg, &hops),
+    }
+}
+
+/// The topology `cfg` describes, its links added to `net` (the one place that picks
+/// a builder). `cfg` has passed [`check_topology`].
+pub fn build_topology(
+    cfg: &crate::config::ScenarioConfig,
+    net: &mut Network,
+) -> Result<Box<dyn topology::Topology>, String> {
+    let nics = topology::Nics::of(cfg);
+    let built: Box<dyn topology::Topology> = match topology_of(cfg)? {
+        None => Box::new(dumbbell::Dumbbell::from_config(cfg, net, nics)),
+        Some((d, hops)) => (d.build)(cfg, &hops, net, nics),
+    };
+    debug_assert!(built.measured().iter().enumerate().all(|(i, m)| m.id.0 as usize == i));
+    Ok(built)
+}
+
+/// Where a transmitted packet is (see [`Network::transmit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sent {
+    Now,
+    Later,
+    Lost,
 }
 
 /// The forward and reverse route of one flow slot.
@@ -107,6 +161,16 @@ impl Network {
         id
     }
 
+    /// Give link `l` a wire model on a delay line of its own (the model's jitter may
+    /// reorder, which a line of its own keeps sorted).
+    pub fn set_link_model(&mut self, l: LinkId, model: link_model::LinkModel) {
+        let line = match self.links[l.0 as usize].line() {
+            Some(line) => line,
+            None => self.new_line(None),
+        };
+        self.links[l.0 as usize].set_model(model, line);
+    }
+
     fn line_for(&mut self, delay_ns: u64) -> LineId {
         match self.line_by_delay.iter().find(|(d, _)| *d == delay_ns) {
             Some(&(_, l)) => l,
@@ -146,16 +210,18 @@ impl Network {
         l
     }
 
-    /// Put `pkt` on link `l`'s wire at `now`. True if it reaches the next hop now;
-    /// otherwise it waits on a delay line and its arrival is an event.
+    /// Put `pkt` on link `l`'s wire at `now`: `Sent::Now` if it reaches the next hop
+    /// now; `Sent::Later` if it waits on a delay line (its arrival is an event);
+    /// `Sent::Lost` if the wire lost it (the caller accounts the drop).
     #[inline(always)]
-    pub fn transmit(&mut self, l: LinkId, now: Time, pkt: &Packet, events: &mut EventQueue) -> bool {
+    pub fn transmit(&mut self, l: LinkId, now: Time, pkt: &Packet, events: &mut EventQueue) -> Sent {
         match self.links[l.0 as usize].transmit(now, pkt) {
-            None => true,
-            Some((line, arrive)) => {
+            Tx::Now => Sent::Now,
+            Tx::Wire(line, arrive) => {
                 self.lines[line.0 as usize].push(arrive, l, pkt, events);
-                false
+                Sent::Later
             }
+            Tx::Lost => Sent::Lost,
         }
     }
 

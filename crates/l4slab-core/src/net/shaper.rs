@@ -11,6 +11,8 @@ use crate::time::{tx_time, Time};
 #[derive(Clone, Debug)]
 pub struct Shaper {
     rate_bps: u64,
+    /// `burst` as configured, bytes (the bucket follows a rate change).
+    burst_bytes: u64,
     /// Bucket depth (`buffer`), ns of transmission time.
     buffer_ns: i64,
     /// Current tokens, ns; may go negative after a send.
@@ -29,6 +31,7 @@ impl Shaper {
         let buffer_ns = tx_time(burst_bytes, rate_bps) as i64;
         Shaper {
             rate_bps,
+            burst_bytes,
             buffer_ns,
             // The class starts with a full bucket.
             tokens_ns: buffer_ns,
@@ -40,6 +43,18 @@ impl Shaper {
 
     pub fn rate_bps(&self) -> u64 {
         self.rate_bps
+    }
+
+    /// `tc class change ... htb rate R burst B` at `now` (`sch_htb.c:htb_change_class`):
+    /// the rate and the bucket (B's transmission time at R, as tc computes `buffer`)
+    /// change; the tokens the class holds, in ns, stay (capped by the new bucket).
+    pub fn set_rate(&mut self, now: Time, rate_bps: u64) {
+        let tokens = self.tokens_at(now);
+        self.rate_bps = rate_bps;
+        self.buffer_ns = tx_time(self.burst_bytes, rate_bps) as i64;
+        self.tokens_ns = tokens.min(self.buffer_ns);
+        self.last_ns = now;
+        self.last = (0, 0);
     }
 
     /// Tokens the class would hold at `now`.

@@ -1,5 +1,7 @@
-//! The binned recorder: per-bin series of every flow and of one watched link (the
-//! bottleneck), the sojourn histograms and the summary window.
+//! The binned recorder: per-bin series of every flow and of every measured link
+//! (the topology's `measured()`: the bottleneck first, whose record is `links[0]`),
+//! the sojourn histograms and the summary window. A flow's own counters at a link
+//! (bytes, drops, marks) are those at the bottleneck.
 //!
 //! Per-bin storage is preallocated when the run starts (one slot per bin and flow),
 //! so recording allocates nothing per packet. At the end it writes its own parts of
@@ -72,29 +74,20 @@ struct ClassBin {
     n: u64,
 }
 
-/// Series, histograms and window totals of a run.
-pub struct Recorder {
-    link: LinkId,
-    bin_ns: u64,
-    warmup: Time,
-    end: Time,
-    n_bins: usize,
-    bin_index: usize,
-    flows: Vec<FlowRecord>,
-    hot: Vec<FlowHot>,
+/// The record of one measured link.
+struct LinkRecord {
+    name: &'static str,
     bin: LinkBin,
     series: BottleneckSeries,
     window_bytes: u64,
     window_drops: u64,
     window_marks: u64,
     sojourn: DelayHistogram,
-    /// Per sub-queue of the watched link's qdisc; empty for a single-queue qdisc,
-    /// whose one class has exactly the samples of `sojourn`.
+    /// Per sub-queue of the link's qdisc; empty for a single-queue qdisc, whose one
+    /// class has exactly the samples of `sojourn`.
     class_sojourn: Vec<DelayHistogram>,
     /// The current bin's per-class sojourn accumulators (same length as `class_sojourn`).
     class_bin: Vec<ClassBin>,
-    /// Summaries of flows closed during the run, in closing order.
-    records: Vec<FlowSummary>,
 }
 
 /// Bytes the recorder holds per flow slot beside its series (counted by the bin, in
@@ -106,19 +99,9 @@ pub fn flow_record_bytes() -> usize {
 /// What the recorder's reservations name when they fail (`guard::try_vec`).
 const SERIES: &str = "the per-bin series (bin)";
 
-impl Recorder {
-    /// Record `n_flows` flows and the link `link` (whose qdisc has `n_classes` sub-queues).
-    /// The series of the bins are reserved up front, allocations that may fail (one
-    /// line, `guard::try_vec`), for the link and for each of the `n_flows` flows.
-    pub fn new(
-        link: LinkId,
-        n_flows: usize,
-        n_classes: usize,
-        end: Time,
-        bin_ns: u64,
-        warmup: Time,
-    ) -> Result<Self, String> {
-        let n_bins = end.div_ceil(bin_ns) as usize;
+impl LinkRecord {
+    /// The link's series reserved up front, allocations that may fail (one line).
+    fn new(name: &'static str, n_classes: usize, n_bins: usize) -> Result<Self, String> {
         let series = BottleneckSeries {
             utilisation: try_vec(n_bins, SERIES)?,
             sojourn_ms: try_vec(n_bins, SERIES)?,
@@ -133,15 +116,8 @@ impl Recorder {
                 Vec::new()
             },
         };
-        let mut r = Recorder {
-            link,
-            bin_ns,
-            warmup,
-            end,
-            n_bins,
-            bin_index: 0,
-            flows: Vec::with_capacity(n_flows),
-            hot: Vec::with_capacity(n_flows),
+        Ok(LinkRecord {
+            name,
             bin: LinkBin::default(),
             series,
             window_bytes: 0,
@@ -154,6 +130,115 @@ impl Recorder {
                 Vec::new()
             },
             class_bin: vec![ClassBin::default(); if n_classes > 1 { n_classes } else { 0 }],
+        })
+    }
+
+    /// The link's summary over the window [`warmup`, `end`).
+    fn summary(&self, link: &crate::net::Link, warmup: Time, end: Time) -> BottleneckSummary {
+        let window_s = secs(end - warmup);
+        let q = link.queue().expect("the recorder measures queued links");
+        let st = q.qdisc.stats();
+        let utilisation = if q.schedule.is_empty() {
+            self.window_bytes as f64 * 8.0 / window_s / q.shaper.rate_bps() as f64
+        } else {
+            self.window_bytes as f64 * 8.0 / (q.capacity_bits(end) - q.capacity_bits(warmup))
+        };
+        BottleneckSummary {
+            utilisation,
+            sojourn_ms: self.sojourn.stats_ms(),
+            drops: self.window_drops,
+            marks: self.window_marks,
+            sojourn_by_class: if self.class_sojourn.is_empty() {
+                let names = q.qdisc.class_names();
+                names
+                    .first()
+                    .map(|n| ClassSojourn { class: n.to_string(), sojourn_ms: self.sojourn.stats_ms() })
+                    .into_iter()
+                    .collect()
+            } else {
+                q.qdisc
+                    .class_names()
+                    .iter()
+                    .zip(self.class_sojourn.iter())
+                    .map(|(name, h)| ClassSojourn { class: name.to_string(), sojourn_ms: h.stats_ms() })
+                    .collect()
+            },
+            qdisc: QdiscStatsOut::new(q.qdisc.kind(), &st, q.qdisc.extra_stats()),
+        }
+    }
+
+    /// End of a bin that started at `bin_start`: close the link's series values.
+    fn close_bin(&mut self, link: &crate::net::Link, bin_start: Time, now: Time, width_s: f64) {
+        let q = link.queue().expect("the recorder measures queued links");
+        let st = q.qdisc.stats();
+        let b = &mut self.series;
+        b.utilisation.push(if q.schedule.is_empty() {
+            self.bin.bytes as f64 * 8.0 / width_s / q.shaper.rate_bps() as f64
+        } else {
+            self.bin.bytes as f64 * 8.0 / (q.capacity_bits(now) - q.capacity_bits(bin_start)).max(1e-9)
+        });
+        b.sojourn_ms.push(if self.bin.sojourn_n > 0 {
+            self.bin.sojourn_sum_ns as f64 / self.bin.sojourn_n as f64 / NS_PER_MS as f64
+        } else {
+            f64::NAN
+        });
+        b.backlog_bytes.push(st.backlog_bytes);
+        b.backlog_packets.push(st.backlog_packets);
+        b.drops.push(self.bin.drops);
+        b.marks.push(self.bin.marks);
+        b.arrivals.push(self.bin.arrivals);
+        for (series, c) in b.sojourn_class_ms.iter_mut().zip(self.class_bin.iter_mut()) {
+            series.push(if c.n > 0 { c.sum_ns as f64 / c.n as f64 / NS_PER_MS as f64 } else { f64::NAN });
+            *c = ClassBin::default();
+        }
+        self.bin = LinkBin::default();
+    }
+}
+
+/// Series, histograms and window totals of a run.
+pub struct Recorder {
+    bin_ns: u64,
+    warmup: Time,
+    end: Time,
+    n_bins: usize,
+    bin_index: usize,
+    flows: Vec<FlowRecord>,
+    hot: Vec<FlowHot>,
+    /// The measured links, by id (the topology gives them ids `0..n`).
+    links: Vec<LinkRecord>,
+    /// Summaries of flows closed during the run, in closing order.
+    records: Vec<FlowSummary>,
+}
+
+/// A link to measure: its id, name and the number of its qdisc's sub-queues.
+pub struct LinkToMeasure {
+    pub id: LinkId,
+    pub name: &'static str,
+    pub n_classes: usize,
+}
+
+impl Recorder {
+    /// Record `n_flows` flows and the links `links` (ids `0..links.len()`, in order).
+    /// The series of the bins are reserved up front, allocations that may fail (one
+    /// line, `guard::try_vec`), for each link and for each of the `n_flows` flows.
+    pub fn new(
+        links: &[LinkToMeasure],
+        n_flows: usize,
+        end: Time,
+        bin_ns: u64,
+        warmup: Time,
+    ) -> Result<Self, String> {
+        let n_bins = end.div_ceil(bin_ns) as usize;
+        assert!(links.iter().enumerate().all(|(i, l)| l.id.0 as usize == i), "measured links have ids 0..n");
+        let mut r = Recorder {
+            bin_ns,
+            warmup,
+            end,
+            n_bins,
+            bin_index: 0,
+            flows: Vec::with_capacity(n_flows),
+            hot: Vec::with_capacity(n_flows),
+            links: links.iter().map(|l| LinkRecord::new(l.name, l.n_classes, n_bins)).collect::<Result<_, _>>()?,
             records: Vec::new(),
         };
         r.try_ensure_flows(n_flows)?;
@@ -212,9 +297,9 @@ impl Recorder {
         Ok(())
     }
 
-    /// The link whose queue the recorder watches.
+    /// The bottleneck: the link whose per-flow counters the recorder keeps.
     pub fn link(&self) -> LinkId {
-        self.link
+        LinkId(0)
     }
 
     #[inline]
@@ -291,34 +376,14 @@ impl Recorder {
         r.jain_index = jain_index(&goodputs);
         r.flows = flows;
         r.flow_records = self.records.clone();
-        let link = view.link(self.link);
-        let q = link.queue().expect("the recorder watches a queued link");
-        let st = q.qdisc.stats();
-        r.bottleneck = BottleneckSummary {
-            utilisation: self.window_bytes as f64 * 8.0 / window_s / q.shaper.rate_bps() as f64,
-            sojourn_ms: self.sojourn.stats_ms(),
-            drops: self.window_drops,
-            marks: self.window_marks,
-            sojourn_by_class: if self.class_sojourn.is_empty() {
-                let names = q.qdisc.class_names();
-                names
-                    .first()
-                    .map(|n| ClassSojourn { class: n.to_string(), sojourn_ms: self.sojourn.stats_ms() })
-                    .into_iter()
-                    .collect()
-            } else {
-                q.qdisc
-                    .class_names()
-                    .iter()
-                    .zip(self.class_sojourn.iter())
-                    .map(|(name, h)| ClassSojourn { class: name.to_string(), sojourn_ms: h.stats_ms() })
-                    .collect()
-            },
-            qdisc: QdiscStatsOut::new(q.qdisc.kind(), &st, q.qdisc.extra_stats()),
-        };
+        let summary = |i: usize| self.links[i].summary(view.link(LinkId(i as u32)), self.warmup, self.end);
+        r.bottleneck = summary(0);
         r.time_s = (0..self.bin_index).map(|i| secs(i as u64 * self.bin_ns)).collect();
         r.flow_series = self.flows.iter().take(view.n_flows()).map(|f| f.series.clone()).collect();
-        r.bottleneck_series = self.series.clone();
+        r.bottleneck_series = self.links[0].series.clone();
+        r.links = (1..self.links.len())
+            .map(|i| LinkResult { name: self.links[i].name, summary: summary(i), series: self.links[i].series.clone() })
+            .collect();
     }
 }
 
@@ -329,62 +394,66 @@ impl Observer for Recorder {
 
     #[inline]
     fn on_enqueue(&mut self, _now: Time, link: LinkId, _pkt: &Packet) {
-        if link == self.link {
-            self.bin.arrivals += 1;
+        if let Some(l) = self.links.get_mut(link.0 as usize) {
+            l.bin.arrivals += 1;
         }
     }
 
     #[inline]
     fn on_dequeue(&mut self, now: Time, link: LinkId, pkt: &Packet, sojourn_ns: u64, _sacks: &SackTable) {
-        if link != self.link {
-            return;
-        }
+        let in_window = now >= self.warmup;
+        let Some(l) = self.links.get_mut(link.0 as usize) else { return };
         let len = pkt.wire_len as u64;
-        let in_window = self.in_window(now);
-        let f = &mut self.hot[pkt.flow as usize];
-        f.acc.bottleneck_bytes += len;
-        self.bin.bytes += len;
-        self.bin.sojourn_sum_ns += sojourn_ns as u128;
-        self.bin.sojourn_n += 1;
-        if let Some(c) = self.class_bin.get_mut(pkt.qclass as usize) {
+        l.bin.bytes += len;
+        l.bin.sojourn_sum_ns += sojourn_ns as u128;
+        l.bin.sojourn_n += 1;
+        if let Some(c) = l.class_bin.get_mut(pkt.qclass as usize) {
             c.sum_ns += sojourn_ns as u128;
             c.n += 1;
         }
         if in_window {
-            self.window_bytes += len;
-            f.window_bytes += len;
-            self.sojourn.record(sojourn_ns);
-            if let Some(h) = self.class_sojourn.get_mut(pkt.qclass as usize) {
+            l.window_bytes += len;
+            l.sojourn.record(sojourn_ns);
+            if let Some(h) = l.class_sojourn.get_mut(pkt.qclass as usize) {
                 h.record(sojourn_ns);
+            }
+        }
+        if link.0 == 0 {
+            let f = &mut self.hot[pkt.flow as usize];
+            f.acc.bottleneck_bytes += len;
+            if in_window {
+                f.window_bytes += len;
             }
         }
     }
 
     #[inline]
     fn on_drop(&mut self, now: Time, link: LinkId, pkt: &Packet) {
-        if link != self.link {
-            return;
+        let in_window = self.in_window(now);
+        let Some(l) = self.links.get_mut(link.0 as usize) else { return };
+        l.bin.drops += 1;
+        if in_window {
+            l.window_drops += 1;
         }
-        let f = &mut self.hot[pkt.flow as usize];
-        f.acc.drops += 1;
-        f.drops += 1;
-        self.bin.drops += 1;
-        if self.in_window(now) {
-            self.window_drops += 1;
+        if link.0 == 0 {
+            let f = &mut self.hot[pkt.flow as usize];
+            f.acc.drops += 1;
+            f.drops += 1;
         }
     }
 
     #[inline]
     fn on_mark(&mut self, now: Time, link: LinkId, flow: u32) {
-        if link != self.link {
-            return;
+        let in_window = self.in_window(now);
+        let Some(l) = self.links.get_mut(link.0 as usize) else { return };
+        l.bin.marks += 1;
+        if in_window {
+            l.window_marks += 1;
         }
-        let f = &mut self.hot[flow as usize];
-        f.acc.marks += 1;
-        f.marks += 1;
-        self.bin.marks += 1;
-        if self.in_window(now) {
-            self.window_marks += 1;
+        if link.0 == 0 {
+            let f = &mut self.hot[flow as usize];
+            f.acc.marks += 1;
+            f.marks += 1;
         }
     }
 
@@ -449,26 +518,9 @@ impl Observer for Recorder {
                 rec.at_warmup = occupant;
             }
         }
-        let q = view.link(self.link).queue().expect("the recorder watches a queued link");
-        let rate = q.shaper.rate_bps() as f64;
-        let st = q.qdisc.stats();
-        let b = &mut self.series;
-        b.utilisation.push(self.bin.bytes as f64 * 8.0 / width_s / rate);
-        b.sojourn_ms.push(if self.bin.sojourn_n > 0 {
-            self.bin.sojourn_sum_ns as f64 / self.bin.sojourn_n as f64 / NS_PER_MS as f64
-        } else {
-            f64::NAN
-        });
-        b.backlog_bytes.push(st.backlog_bytes);
-        b.backlog_packets.push(st.backlog_packets);
-        b.drops.push(self.bin.drops);
-        b.marks.push(self.bin.marks);
-        b.arrivals.push(self.bin.arrivals);
-        for (series, c) in b.sojourn_class_ms.iter_mut().zip(self.class_bin.iter_mut()) {
-            series.push(if c.n > 0 { c.sum_ns as f64 / c.n as f64 / NS_PER_MS as f64 } else { f64::NAN });
-            *c = ClassBin::default();
+        for (i, l) in self.links.iter_mut().enumerate() {
+            l.close_bin(view.link(LinkId(i as u32)), bin_start, now, width_s);
         }
-        self.bin = LinkBin::default();
         self.bin_index += 1;
     }
 }
