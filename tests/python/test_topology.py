@@ -63,6 +63,13 @@ def test_netem_and_schedule_spelling():
     assert [s["rate_bps"] for s in ramp] == [80_000_000, 60_000_000, 40_000_000, 20_000_000]
 
 
+def test_a_parking_lot_has_its_rates_and_the_bottlenecks_qdisc(tmp_path):
+    text = (REPO / "examples/topology/parking-lot.toml").read_text()
+    config = scenario_from_toml(text).resolve()
+    assert config["topology"] == {"kind": "parking_lot", "rates_bps": [50_000_000]}
+    assert [f.get("hops") for f in config["flows"]] == [[0, 1], [0, 0], [1, 1]]
+
+
 def test_a_rate_trace_is_read_relative_to_the_scenario_file(tmp_path):
     from l4slab.scenario import load_scenario
 
@@ -86,6 +93,7 @@ def test_a_rate_trace_is_read_relative_to_the_scenario_file(tmp_path):
         (("hops = 1", "hops = 2"), "flows[1].hops: [2, 2] is not a range of hops (allowed 0 <= first <= last <= 1)"),
         (("hops = 1", 'hops = "x"'), "flows[1].hops: 'x' is not a range of hops"),
         (('rate_schedule = ["1s rate 20Mbit"]', 'rate_schedule = ["1s 20Mbit"]'), "bottleneck.rate_schedule: [0]"),
+        (('kind = "chain"', 'kind = "parking_lot"'), "topology.rates: a parking_lot lists the rates"),
         (('aggregate = "4ms 64kb"', 'aggregate = "4ms 100"'), "aggregate.max_bytes: 100 is out of range"),
     ],
 )
@@ -94,6 +102,29 @@ def test_mistakes_are_one_line_naming_the_field(change, message):
         scenario_from_toml(CHAIN.replace(*change)).resolve()
     text = str(err.value)
     assert "\n" not in text and message in text, text
+
+
+def test_the_parking_lot_runs_and_reports_both_links_side_by_side(tmp_path, capsys):
+    from l4slab.runner import run as run_scenario
+
+    text = (REPO / "examples/topology/parking-lot.toml").read_text().replace('duration = "60s"', 'duration = "12s"')
+    text = text.replace('warmup = "10s"', 'warmup = "4s"')
+    result = run_scenario(scenario_from_toml(text))
+    links = result.links
+    assert list(links["link"]) == ["bottleneck", "hop1"]
+    assert list(links["rate_mbps"]) == [100.0, 50.0]
+    assert (links["utilisation"] > 0.9).all()
+    assert {"sojourn_c_ms", "sojourn_l_ms"} <= set(links.columns)
+    hop1 = result.link_series("hop1")
+    assert len(hop1) == len(result.bottleneck_series) and "sojourn_l_ms" in hop1
+    assert result.summary["links"][0]["name"] == "hop1"
+    with pytest.raises(ScenarioError, match="'hop9' is not a measured link of this run; measured: bottleneck, hop1"):
+        result.link_series("hop9")
+    scenario_file = tmp_path / "p.toml"
+    scenario_file.write_text(text)
+    done = cli_in_process(capsys, "run", str(scenario_file), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert "links (summary window)" in done.stdout and "hop1" in done.stdout
 
 
 def test_a_bad_topology_is_a_one_line_cli_error(tmp_path, capsys):

@@ -1,4 +1,5 @@
 //! Topologies beyond the dumbbell and links that change over time, end to end: the
+//! parking lot's share against network-utility theory, a chain's measured hops, the
 //! reverse queue measured, a rate step under DualPI2, and the wire models.
 
 use crate::common;
@@ -9,6 +10,76 @@ fn prague(rtt_ms: u64) -> Value {
     let mut f = tcp("prague", rtt_ms);
     f["receiver_ecn"] = json!(3);
     f
+}
+
+/// The long flow's rate in the same parking lot when a flow's rate goes as
+/// p^(−1/γ) of the marking probability p along its path (p_path = Σ p_link): γ = 1 for a
+/// scalable CC under probabilistic marking (x = 2/(R·p), DualQ paper Appendix A, the
+/// coupled L-queue marking: proportional fairness), γ = 2 under step marking (DCTCP
+/// analysis: W = 2/p², the L queue's 1-ms step threshold). Solves
+/// x^(−γ) = (c0 − x)^(−γ) + (c1 − x)^(−γ) by bisection.
+fn long_flow_share(c0: f64, c1: f64, gamma: f64) -> f64 {
+    let f = |x: f64| x.powf(-1.0 / gamma) - (c0 - x).powf(-1.0 / gamma) - (c1 - x).powf(-1.0 / gamma);
+    let (mut lo, mut hi) = (1e-6, c1.min(c0) - 1e-6);
+    for _ in 0..100 {
+        let mid = (lo + hi) / 2.0;
+        if f(mid) > 0.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Parking lot of 100 and 50 Mbit/s under DualPI2: one long Prague flow across both
+/// hops, one Prague cross flow on each hop, all with a 20 ms base RTT.
+///
+/// Theory (Kelly; Low, "A duality model of TCP and queue management algorithms"): a flow
+/// across two queues sees p ≈ p0 + p1, and if x = K·p^(−1/γ) the rates maximise a
+/// utility whose optimum gives the long flow 21.1 Mbit/s for γ = 1 (proportional
+/// fairness: Prague's x = 2/(R p) under the DualQ's probabilistic marking) and 13.5
+/// Mbit/s for γ = 2 (DCTCP's step-marking law); DualPI2's L queue marks by both its
+/// step threshold and the coupled probability, so the long flow's rate lies between
+/// (max-min would give 25, a Reno-like law 24.4: both above). The L-queue delay each
+/// flow adds to its RTT is below a millisecond, so equal base RTTs stay equal RTTs and
+/// the RTT weighting cancels. Measured (seeds 1, 2): 17.3 and 17.1 Mbit/s.
+#[test]
+fn parking_lot_long_flow_share_lies_between_the_step_and_probabilistic_marking_laws() {
+    let (pf, step) = (long_flow_share(100.0, 50.0, 1.0), long_flow_share(100.0, 50.0, 2.0));
+    assert!((pf - 21.13).abs() < 0.01 && (step - 13.5).abs() < 0.1, "{pf} {step}");
+    for seed in [1, 2] {
+        let mut long = prague(20);
+        let mut cross0 = prague(20);
+        cross0["hops"] = json!([0, 0]);
+        let mut cross1 = prague(20);
+        cross1["hops"] = json!([1, 1]);
+        long["hops"] = json!([0, 1]);
+        let v = json!({
+            "seed": seed, "duration_ns": 60 * SEC, "warmup_ns": 10 * SEC,
+            "bottleneck": {"rate_bps": 100 * MBIT, "qdisc": {"kind": "dualpi2"}},
+            "topology": {"kind": "parking_lot", "rates_bps": [50 * MBIT]},
+            "flows": [long, cross0, cross1],
+        });
+        let r = run(&v);
+        assert_eq!(r.links.len(), 1);
+        assert_eq!(r.links[0].name, "hop1");
+        let long = r.flows[0].throughput_mbps; // L2 bytes at hop 0
+        eprintln!(
+            "seed {seed}: long {long:.2} cross0 {:.2} (goodput cross1 {:.2}); util hop0 {:.3} hop1 {:.3}; \
+             L sojourn hop0 {:.3} hop1 {:.3} ms",
+            r.flows[1].throughput_mbps,
+            r.flows[2].goodput_mbps,
+            r.bottleneck.utilisation,
+            r.links[0].summary.utilisation,
+            r.bottleneck.sojourn_ms.mean,
+            r.links[0].summary.sojourn_ms.mean,
+        );
+        assert!((step..=pf).contains(&long), "long flow {long:.2} Mbit/s outside [{step:.1}, {pf:.1}]");
+        // Both hops are full: the long flow and each cross flow fill them.
+        assert!(r.bottleneck.utilisation > 0.97 && r.links[0].summary.utilisation > 0.97);
+        assert!(r.bottleneck.sojourn_ms.mean < 1.0 && r.links[0].summary.sojourn_ms.mean < 1.0);
+    }
 }
 
 /// A dumbbell with a reverse queue measures it: the ACKs of the forward flows arrive

@@ -474,10 +474,12 @@ class Bottleneck(_Strict):
 class Topology(_Strict):
     """``[topology]``: links beyond ``[bottleneck]`` (hop 0), in series.
 
-    ``kind = "chain"`` with ``[[topology.hops]]``: each further hop described as
+    ``kind = "parking_lot"`` with ``rates``: each further hop a copy of ``[bottleneck]`` at
+    its rate; ``kind = "chain"`` with ``[[topology.hops]]``: each further hop described as
     ``[bottleneck]`` is. A flow's ``hops`` chooses where it enters and leaves."""
 
-    kind: Literal["chain"] = Field(examples=["chain"])
+    kind: Literal["parking_lot", "chain"] = Field(examples=["parking_lot"])
+    rates: list[RateBps] | None = Field(None, description="parking_lot: the rates of hops 1..", examples=[["50Mbit"]])
     hops: list[Bottleneck] | None = Field(None, description="chain: hops 1.., each as [bottleneck]")
 
 
@@ -573,7 +575,7 @@ class Scenario(_Strict):
     trace_sojourn: Annotated[bool, Field(strict=True)] = False
     bottleneck: Bottleneck
     topology: Topology | None = Field(
-        None, description="[topology]: further hops after [bottleneck] (chain); unset: the dumbbell"
+        None, description="[topology]: further hops after [bottleneck] (parking_lot, chain); unset: the dumbbell"
     )
     reverse_bottleneck: Bottleneck | None = Field(
         None,
@@ -678,9 +680,12 @@ class Scenario(_Strict):
                 raise ScenarioError("reverse_bottleneck.bdp_rtt: must be > 0; expected e.g. '10ms'")
         if self.topology is not None:
             t = self.topology
-            if t.kind == "chain" and not t.hops:
+            if t.kind == "parking_lot" and (not t.rates or t.hops is not None):
+                raise ScenarioError("topology.rates: a parking_lot lists the rates of its hops after [bottleneck], "
+                                    "e.g. rates = ['50Mbit'] (and no [[topology.hops]])")
+            if t.kind == "chain" and (not t.hops or t.rates is not None):
                 raise ScenarioError("topology.hops: a chain describes its hops after [bottleneck] as "
-                                    "[[topology.hops]] tables")
+                                    "[[topology.hops]] tables (and no rates)")
         for field, link in self.links_by_field():
             if link.rate_schedule is not None and link.rate_trace is not None:
                 raise ScenarioError(f"{field}.rate_trace: give a rate_schedule or a rate_trace, not both")

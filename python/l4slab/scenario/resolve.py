@@ -232,7 +232,9 @@ def resolve_scenario(scenario: Any) -> dict[str, Any]:
     if scenario.reverse_bottleneck is not None:
         config["reverse_bottleneck"] = _link_config(scenario, "reverse_bottleneck")
     topology = getattr(scenario, "topology", None)
-    if topology is not None:
+    if topology is not None and topology.kind == "parking_lot":
+        config["topology"] = {"kind": "parking_lot", "rates_bps": list(topology.rates)}
+    elif topology is not None:
         hops = [_link_config(scenario, f"topology.hops[{i}]", hop) for i, hop in enumerate(topology.hops)]
         config["topology"] = {"kind": "chain", "hops": hops}
     if scenario.capture is not None:

@@ -12,7 +12,7 @@
 //!   schedule.
 //! - [`topology`]: the [`topology::Topology`] the event loop asks for routes and
 //!   measured links; [`build_topology`] picks the builder the scenario names:
-//!   [`dumbbell`] (no topology), [`chain`].
+//!   [`dumbbell`] (no topology), [`parking_lot`], [`chain`].
 //!
 //! This module holds state and per-link steps only; the simulator's event loop
 //! drives packets from hop to hop.
@@ -23,6 +23,7 @@ pub mod dumbbell;
 pub mod host_timer;
 pub mod link;
 pub mod link_model;
+pub mod parking_lot;
 pub mod route;
 pub mod shaper;
 pub mod topology;
@@ -55,7 +56,7 @@ pub enum LinePolicy {
 }
 
 /// The topologies beyond the dumbbell, by `topology.kind`: one line per builder.
-pub const TOPOLOGIES: &[topology::TopologyDescriptor] = &[chain::DESCRIPTOR];
+pub const TOPOLOGIES: &[topology::TopologyDescriptor] = &[parking_lot::DESCRIPTOR, chain::DESCRIPTOR];
 
 /// The builder `cfg.topology` names and every hop (`bottleneck` first); `None`: the dumbbell.
 fn topology_of(
