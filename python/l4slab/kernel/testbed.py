@@ -143,7 +143,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping, Sequence
 
-from .. import units
+from .. import schema, units
 from ..errors import ScenarioError
 
 __all__ = [
@@ -204,12 +204,18 @@ _KERNEL_OWN = {"tso": (True,), "tso_defer": (True,), "gro": (False,), "rx_usecs_
 MAX_MSS = 1448
 #: netem ``limit``: far above anything a run can hold in flight.
 NETEM_LIMIT = 1_000_000
-#: Linux's tcp_rmem / tcp_wmem defaults (Documentation/networking/ip-sysctl.rst). tcp_rmem[2]
-#: is 32 MiB from 6.16 on, as the engine's mainline receiver has it (crates/l4slab-core/src/
-#: tcp/rcvbuf.rs ``TCP_RMEM_MAX_6_16``), on a host with the RAM: ``tcp_init`` caps it at
-#: RAM / 128: the guest's 512 MB ran as with 6 MiB, so the guest always sets it.
-LINUX_RMEM = (4096, 131072, 33554432)
+#: Linux's tcp_wmem defaults (Documentation/networking/ip-sysctl.rst).
 LINUX_WMEM = (4096, 16384, 4194304)
+
+
+def linux_rmem() -> tuple[int, int, int]:
+    """tcp_rmem as the engine's mainline receiver has it (the schema's ``receiver_kernels``,
+    from crates/l4slab-core/src/tcp/rcvbuf.rs): 32 MiB at most from Linux 6.16 on, on a host
+    with the RAM. ``tcp_init`` caps the maximum at RAM / 128, and the guest's 512 MB ran as
+    with 6 MiB, so the guest always sets it."""
+    low, default, high = schema.engine_schema().receiver_kernels["mainline"]["tcp_rmem"]
+    return int(low), int(default), int(high)
+
 #: First receiver port; flow i's receiver listens on BASE_PORT + i.
 BASE_PORT = 5201
 
@@ -572,7 +578,7 @@ def plan(scenario: Any, config: Mapping[str, Any], offsets_ns: Sequence[int] | N
         )
     )
     buffer_max = _buffer_max(config)
-    rmem = LINUX_RMEM
+    rmem = linux_rmem()
     wmem = (LINUX_WMEM[0], LINUX_WMEM[1], max(LINUX_WMEM[2], buffer_max))
 
     sysctls: dict[str, dict[str, str]] = {}

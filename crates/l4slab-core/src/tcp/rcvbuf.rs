@@ -56,6 +56,18 @@ pub fn tcp_rmem_max(kernel: crate::config::ReceiverKernel) -> u64 {
         crate::config::ReceiverKernel::L4steam => TCP_RMEM[2],
     }
 }
+/// Each receiver kernel's `tcp_rmem` (min, default, max) as the schema publishes it: the
+/// kernel backend sets its guest's sysctl from these (a guest has less RAM than a testbed
+/// host, so `tcp_init` would cap the maximum lower).
+pub fn receiver_kernels() -> serde_json::Value {
+    use crate::config::ReceiverKernel;
+    let entry = |kernel| serde_json::json!({ "tcp_rmem": [TCP_RMEM[0], TCP_RMEM[1], tcp_rmem_max(kernel)] });
+    serde_json::json!({
+        "mainline": entry(ReceiverKernel::Mainline),
+        "l4steam": entry(ReceiverKernel::L4steam),
+    })
+}
+
 /// `TCP_RMEM_TO_WIN_SCALE`: the len/truesize ratio is in 1/256.
 const RMEM_TO_WIN_SCALE: u32 = 8;
 /// `TCP_DEFAULT_SCALING_RATIO`: 50 % until a full segment was measured.
