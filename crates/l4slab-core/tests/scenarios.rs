@@ -35,8 +35,7 @@ fn reno_fills_a_1bdp_fifo_with_a_sawtooth_of_wmax_over_2_rtts() {
     // Loss episodes after the slow-start overshoot has settled (t ≥ 1 s): bins with
     // retransmissions after five quiet ones (an overflow may take a second packet an RTT
     // or two later, as it does on Linux: the kernel backend's Reno here loses pairs).
-    let drops: Vec<usize> =
-        (100..rtx.len()).filter(|&i| rtx[i] > 0 && rtx[i - 5..i].iter().all(|&x| x == 0)).collect();
+    let drops: Vec<usize> = (100..rtx.len()).filter(|&i| rtx[i] > 0 && rtx[i - 5..i].iter().all(|&x| x == 0)).collect();
     assert!(drops.len() >= 6, "too few reductions: {drops:?}");
     let mut checked = 0;
     for w in drops.windows(2) {

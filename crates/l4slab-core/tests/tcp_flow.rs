@@ -50,7 +50,10 @@ fn both_errors(extra: Value) -> (String, String) {
 #[test]
 fn a_bad_receiver_cc_params_is_the_same_one_line_error_on_a_flow_and_a_web_source() {
     let cases = [
-        (json!({"receiver_cc_params": {"no_such_knob": 1}}), "receiver_cc_params: no_such_knob: unknown cubic parameter (known: beta, "),
+        (
+            json!({"receiver_cc_params": {"no_such_knob": 1}}),
+            "receiver_cc_params: no_such_knob: unknown cubic parameter (known: beta, ",
+        ),
         (
             json!({"receiver_cc_params": {"beta": 5000}}),
             "receiver_cc_params: beta: 5000 is out of range (allowed 1..=1023)",

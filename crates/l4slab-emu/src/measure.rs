@@ -365,7 +365,9 @@ impl Measure {
             .map(|(c, name)| {
                 let h = self.by_class.get(c).map(|h| h.stats_ms());
                 let soj = match h {
-                    Some(s) if s.count > 0 => serde_json::json!({"mean": s.mean, "p50": s.p50, "p99": s.p99, "max": s.max}),
+                    Some(s) if s.count > 0 => {
+                        serde_json::json!({"mean": s.mean, "p50": s.p50, "p99": s.p99, "max": s.max})
+                    }
                     _ => serde_json::Value::Null,
                 };
                 serde_json::json!({"class": name, "packets": self.class_pkts.get(c), "marks": self.class_marks.get(c),
@@ -630,7 +632,9 @@ mod tests {
         .unwrap();
         let mut pool = Pool::new(8);
         let mut m = Measure::new(&cfg, 2, &[0]);
-        for (t, ecn, ce) in [(10_000_000u64, Ecn::Ect1, false), (20_000_000, Ecn::Ect1, true), (30_000_000, Ecn::Ect1, false)] {
+        for (t, ecn, ce) in
+            [(10_000_000u64, Ecn::Ect1, false), (20_000_000, Ecn::Ect1, true), (30_000_000, Ecn::Ect1, false)]
+        {
             let mut buf = pool.take().unwrap();
             let n = write_udp(&mut buf, [10, 250, 0, 1], [10, 251, 0, 1], 40_000, 9, 1000, ecn, 1);
             let mut p = EmuPacket::parse(buf, n, 0).ok().unwrap();

@@ -291,7 +291,12 @@ pub fn pids_inside(name: &str) -> Vec<i32> {
     Command::new("ip")
         .args(["netns", "pids", name])
         .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).split_whitespace().filter_map(|p| p.parse::<i32>().ok()).collect::<Vec<i32>>())
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok())
+                .collect::<Vec<i32>>()
+        })
         .unwrap_or_default()
         .into_iter()
         .filter(|&p: &i32| p > 1 && p != me)

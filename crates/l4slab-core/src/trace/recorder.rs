@@ -221,13 +221,7 @@ impl Recorder {
     /// Record `n_flows` flows and the links `links` (ids `0..links.len()`, in order).
     /// The series of the bins are reserved up front, allocations that may fail (one
     /// line, `guard::try_vec`), for each link and for each of the `n_flows` flows.
-    pub fn new(
-        links: &[LinkToMeasure],
-        n_flows: usize,
-        end: Time,
-        bin_ns: u64,
-        warmup: Time,
-    ) -> Result<Self, String> {
+    pub fn new(links: &[LinkToMeasure], n_flows: usize, end: Time, bin_ns: u64, warmup: Time) -> Result<Self, String> {
         let n_bins = end.div_ceil(bin_ns) as usize;
         assert!(links.iter().enumerate().all(|(i, l)| l.id.0 as usize == i), "measured links have ids 0..n");
         let mut r = Recorder {
