@@ -313,8 +313,10 @@ def test_every_tcp_knob_python_sends_is_one_the_engine_describes():
 
     described = set(schema.engine_schema().tcp_flow)
     assert set(TCP_ENGINE_FIELDS) | {"receiver_ecn", "receiver_cc", "receiver_cc_params"} <= described
-    # `command` (a command flow's own sender and receiver) is the emulator's, never sent to the engine.
-    assert set(EVERY_TCP_KNOB) == set(TcpFlow.model_fields) - {"kind", "count", "label", "command"}
+    # Not TCP knobs: `command` (a command flow's own sender and receiver) is the emulator's,
+    # never sent to the engine; `hops` (where a flow enters and leaves a topology) is every
+    # flow kind's and checked by the topology (tests/python/test_topology.py).
+    assert set(EVERY_TCP_KNOB) == set(TcpFlow.model_fields) - {"kind", "count", "label", "command", "hops"}
     scenario = {"duration": "1s", "bottleneck": {"rate": "10Mbit"}, "flows": [EVERY_TCP_KNOB]}
     (sent,) = scenario_from_dict(scenario).resolve()["flows"]
     assert sent.pop("kind") == "tcp"
