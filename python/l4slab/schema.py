@@ -143,9 +143,6 @@ class EngineSchema:
     #: ``sojourn_record_bytes``, ``capture_record_bytes``, ``flow_state_bytes``,
     #: ``gro_bytes`` and ``cc_state_bytes`` by congestion control.
     memory: Mapping[str, Any] = field(default_factory=dict)
-    #: Each receiver kernel's host defaults the engine models (``tcp_rmem``: min, default,
-    #: max), by the name a flow's ``receiver_kernel`` takes.
-    receiver_kernels: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _params(items: Any) -> dict[str, ParamSpec]:
@@ -184,7 +181,6 @@ def parse_schema(text: str) -> EngineSchema:
         limits=dict(data["limits"]),
         ecn_modes=tuple(data["ecn_modes"]),
         memory=dict(data["memory"]),
-        receiver_kernels=dict(data["receiver_kernels"]),
     )
 
 

@@ -535,9 +535,7 @@ pub struct TcpFlowConfig {
     /// `tcp_rto_min_us` in ns.
     #[serde(default = "default_rto_min_ns")]
     pub rto_min_ns: u64,
-    /// Receive window fixed at this many bytes, as `SO_RCVBUF` locks it (no receive-buffer
-    /// autotuning); `None` = the receiver autotunes its buffer and advertises the window
-    /// (`tcp/rcvbuf.rs`; Linux Documentation/networking/ip-sysctl.rst, tcp_rmem).
+    /// Receive window limit in bytes; `None` = never limiting (Linux Documentation/networking/ip-sysctl.rst (tcp_rmem)).
     #[serde(default)]
     pub rwnd_bytes: Option<u64>,
     /// Receiver delayed ACKs (Linux default on); off = quick-ACK every segment.
@@ -608,9 +606,7 @@ pub struct TcpFlowConfig {
     /// has no `received_ce_pending` and behaves as mainline here), whose `tcp_ecn_received_counters` saturates the unreported-CE count
     /// on every ECT or CE segment (`received_ce_pending = max(.. + pcount, 0xf)`), so
     /// `__tcp_accecn_process` asks for an immediate ACK (`ICSK_ACK_NOW`) on every
-    /// slow-path segment whose timestamp advanced. It also sets the receive buffer's
-    /// autotuning cap, `tcp_rmem[2]`: 6 MiB for `l4steam` (5.15, 6.6), 32 MiB for
-    /// mainline (≥ 6.16; `tcp/rcvbuf.rs`). Default `mainline`.
+    /// slow-path segment whose timestamp advanced. Default `mainline`.
     #[serde(default)]
     pub receiver_kernel: ReceiverKernel,
     /// The route feature `ecn_low` on both hosts (`ip route ... features ecn_low`;
@@ -926,7 +922,7 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             "rwnd_bytes",
             Bytes,
             serde_json::Value::Null,
-            "Receive window fixed (SO_RCVBUF: no autotuning); unset = the receiver autotunes its buffer up to tcp_rmem[2] and advertises the window.",
+            "Receive window limit; unset = never limiting (net.ipv4.tcp_rmem autotuning).",
         ),
         ParamSpec::new(
             "delayed_ack",

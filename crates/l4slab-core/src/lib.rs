@@ -66,7 +66,6 @@ pub fn engine_schema() -> schema::EngineSchema {
         limits: config::limits(),
         ecn_modes: cc::EcnMode::ALL.iter().map(|m| m.name()).collect(),
         memory: memory::sizes(),
-        receiver_kernels: tcp::rcvbuf::receiver_kernels(),
     }
 }
 

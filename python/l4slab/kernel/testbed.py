@@ -127,11 +127,9 @@ every parameter as the engine resolved it. Engine-only words are refused when se
 left unset, the kernel's own fq (with the fast path) runs.
 
 Host settings the engine does not have and the guest sets: ``net.ipv4.tcp_no_metrics_save
-= 1`` (no metrics cached across connections); ``tcp_rmem`` is Linux's
-default on a host with the RAM, as the engine's receiver has it (tcp_rmem[2] 32 MiB, which
-the guest's 512 MB would scale down); ``tcp_wmem`` keeps Linux's default unless
-``2 * rate * (max rtt + 200 ms)`` is larger, which then becomes its maximum (the engine's
-sender has no send buffer; the summary's
+= 1`` (no metrics cached across connections); ``tcp_rmem``/``tcp_wmem`` keep Linux's
+defaults unless ``2 * rate * (max rtt + 200 ms)`` is larger, which then becomes their
+maximum (so neither window is buffer-limited where the engine's is not; the summary's
 ``kernel`` block reports the time each sender was rwnd- or sndbuf-limited).
 """
 
@@ -143,7 +141,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping, Sequence
 
-from .. import schema, units
+from .. import units
 from ..errors import ScenarioError
 
 __all__ = [
@@ -204,17 +202,9 @@ _KERNEL_OWN = {"tso": (True,), "tso_defer": (True,), "gro": (False,), "rx_usecs_
 MAX_MSS = 1448
 #: netem ``limit``: far above anything a run can hold in flight.
 NETEM_LIMIT = 1_000_000
-#: Linux's tcp_wmem defaults (Documentation/networking/ip-sysctl.rst).
+#: Linux's tcp_rmem / tcp_wmem defaults (Documentation/networking/ip-sysctl.rst).
+LINUX_RMEM = (4096, 131072, 6291456)
 LINUX_WMEM = (4096, 16384, 4194304)
-
-
-def linux_rmem() -> tuple[int, int, int]:
-    """tcp_rmem as the engine's mainline receiver has it (the schema's ``receiver_kernels``,
-    from crates/l4slab-core/src/tcp/rcvbuf.rs): 32 MiB at most from Linux 6.16 on, on a host
-    with the RAM. ``tcp_init`` caps the maximum at RAM / 128, and the guest's 512 MB ran as
-    with 6 MiB, so the guest always sets it."""
-    low, default, high = schema.engine_schema().receiver_kernels["mainline"]["tcp_rmem"]
-    return int(low), int(default), int(high)
 
 #: First receiver port; flow i's receiver listens on BASE_PORT + i.
 BASE_PORT = 5201
@@ -578,13 +568,14 @@ def plan(scenario: Any, config: Mapping[str, Any], offsets_ns: Sequence[int] | N
         )
     )
     buffer_max = _buffer_max(config)
-    rmem = linux_rmem()
+    rmem = (LINUX_RMEM[0], LINUX_RMEM[1], max(LINUX_RMEM[2], buffer_max))
     wmem = (LINUX_WMEM[0], LINUX_WMEM[1], max(LINUX_WMEM[2], buffer_max))
 
     sysctls: dict[str, dict[str, str]] = {}
     for f, cfg in zip(flows, flows_cfg, strict=True):
         common = {"tcp_no_metrics_save": "1"}
-        common["tcp_rmem"] = " ".join(map(str, rmem))
+        if rmem != LINUX_RMEM:
+            common["tcp_rmem"] = " ".join(map(str, rmem))
         if wmem != LINUX_WMEM:
             common["tcp_wmem"] = " ".join(map(str, wmem))
         if cfg.get("ecn_option") is not None:

@@ -15,7 +15,6 @@ mod input;
 mod mss_div;
 mod output;
 mod rate;
-pub mod rcvbuf;
 pub mod receiver;
 mod recovery;
 pub mod rtt;
