@@ -63,6 +63,29 @@ def one_line_error(proc: "subprocess.CompletedProcess", code: int = 2) -> str:
     return lines[0]
 
 
+def emulation_skip_reason() -> str | None:
+    """Why the emulated (real-time, root) tests cannot run here, or None: they need Linux
+    network namespaces, root, /dev/net/tun, iperf3 and the emulator (binary or extension)."""
+    import os
+    import shutil
+
+    if not sys.platform.startswith("linux"):
+        return f"emulated runs need Linux network namespaces ({sys.platform})"
+    if os.geteuid() != 0:
+        return "emulated runs need root (network namespaces, TUN devices)"
+    if not os.path.exists("/dev/net/tun"):
+        return "emulated runs need /dev/net/tun"
+    if not shutil.which("iperf3"):
+        return "emulated runs need iperf3 (apt-get install iperf3)"
+    from l4slab.emulate.preflight import EmulationRefused, binary_argv
+
+    try:
+        binary_argv()
+    except EmulationRefused as err:
+        return str(err)
+    return None
+
+
 def engine_available() -> bool:
     try:
         return importlib.util.find_spec("l4slab._core") is not None and __import__("l4slab._core") is not None

@@ -21,6 +21,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import emulation_skip_reason
 from l4slab.cli import main
 
 PREFIX = "l4scmd"
@@ -78,26 +79,11 @@ json.dump({"packets": packets, "payload_bytes": payload, "ce": ce}, open(os.path
 '''
 
 
-def _skip_reason() -> str | None:
-    if not sys.platform.startswith("linux"):
-        return f"emulated runs need Linux network namespaces ({sys.platform})"
-    if os.geteuid() != 0:
-        return "emulated runs need root (network namespaces, TUN devices)"
-    if not os.path.exists("/dev/net/tun"):
-        return "emulated runs need /dev/net/tun"
-    if not shutil.which("iperf3"):
-        return "emulated runs need iperf3 (apt-get install iperf3)"
-    from l4slab.emulate.preflight import EmulationRefused, binary_argv
-
-    try:
-        binary_argv()
-    except EmulationRefused as err:
-        return str(err)
-    return None
 
 
 # serial: they measure real time (the forwarding loop); `make test` runs them alone.
-pytestmark = [pytest.mark.serial, pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")]
+_CANNOT_EMULATE = emulation_skip_reason()
+pytestmark = [pytest.mark.serial, pytest.mark.skipif(_CANNOT_EMULATE is not None, reason=_CANNOT_EMULATE or "")]
 
 
 def _scenario(tmp_path: Path, duration: str, *, sender_args: str = "", kind: str = "udp", stop: str = "") -> Path:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,32 +17,18 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import emulation_skip_reason
 from l4slab.cli import main
 
 PREFIX = "l4stest"
 
 
-def _skip_reason() -> str | None:
-    if not sys.platform.startswith("linux"):
-        return f"emulated runs need Linux network namespaces ({sys.platform})"
-    if os.geteuid() != 0:
-        return "emulated runs need root (network namespaces, TUN devices)"
-    if not os.path.exists("/dev/net/tun"):
-        return "emulated runs need /dev/net/tun"
-    if not shutil.which("iperf3"):
-        return "emulated runs need iperf3 (apt-get install iperf3)"
-    from l4slab.emulate import EmulationRefused, find_binary
-
-    try:
-        find_binary()
-    except EmulationRefused as err:
-        return str(err)
-    return None
 
 
 # Real time: the emulator's forwarding loop keeps its schedule only on a machine not busy with
 # other tests, so `make test` runs these after the parallel pass, alone.
-pytestmark = [pytest.mark.serial, pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")]
+_CANNOT_EMULATE = emulation_skip_reason()
+pytestmark = [pytest.mark.serial, pytest.mark.skipif(_CANNOT_EMULATE is not None, reason=_CANNOT_EMULATE or "")]
 
 
 @pytest.fixture(scope="module", autouse=True)

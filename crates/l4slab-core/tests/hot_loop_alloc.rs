@@ -13,6 +13,24 @@ use serde_json::json;
 
 const S: u64 = 1_000_000_000;
 
+/// Heap allocations of one run of `cfg`, and its bottleneck packets.
+fn counted(cfg: &ScenarioConfig) -> (u64, u64) {
+    let before = allocations_so_far();
+    let r = run(cfg).unwrap();
+    (allocations_so_far() - before, r.bottleneck.qdisc.sent_packets)
+}
+
+/// Four times the rate, four times the packets, and at most 64 more allocations: even one
+/// allocation per 1 000 packets would be about 250 more (≈ 250 000 more packets).
+fn assert_flat(what: &str, scenario: fn(u64) -> (u64, u64)) {
+    let (few, few_pkts) = scenario(100);
+    let (many, many_pkts) = scenario(400);
+    assert!(many_pkts > 3 * few_pkts, "{what}: packets {few_pkts} -> {many_pkts}");
+    let extra = many.saturating_sub(few);
+    eprintln!("{what}: allocations {few} ({few_pkts} packets) -> {many} ({many_pkts} packets)");
+    assert!(extra <= 64, "{what}: {extra} more allocations for {} more packets", many_pkts - few_pkts);
+}
+
 /// Heap allocations of a 10-s run at `rate_mbit`, and its bottleneck packets.
 fn allocations(rate_mbit: u64) -> (u64, u64) {
     let flow = |cc: &str| json!({"kind": "tcp", "cc": cc, "rtt_ns": 10_000_000u64, "receiver_ecn": 3});
@@ -24,21 +42,12 @@ fn allocations(rate_mbit: u64) -> (u64, u64) {
         "flows": [flow("cubic"), flow("prague")],
     }))
     .unwrap();
-    let before = allocations_so_far();
-    let r = run(&cfg).unwrap();
-    let n = allocations_so_far() - before;
-    (n, r.bottleneck.qdisc.sent_packets)
+    counted(&cfg)
 }
 
 #[test]
 fn four_times_the_packets_make_no_more_than_a_few_more_allocations() {
-    let (few, few_pkts) = allocations(100);
-    let (many, many_pkts) = allocations(400);
-    assert!(many_pkts > 3 * few_pkts, "packets {few_pkts} -> {many_pkts}");
-    let extra = many.saturating_sub(few);
-    eprintln!("allocations {few} ({few_pkts} packets) -> {many} ({many_pkts} packets)");
-    // ≈ 250 000 more packets: even one allocation per 1 000 packets would be 250.
-    assert!(extra <= 64, "{extra} more allocations for {} more packets", many_pkts - few_pkts);
+    assert_flat("dumbbell", allocations);
 }
 
 /// The same with a two-hop chain whose links change over time and drop, jitter and
@@ -63,18 +72,10 @@ fn chain_allocations(rate_mbit: u64) -> (u64, u64) {
         "flows": [flow("cubic"), flow("prague")],
     }))
     .unwrap();
-    let before = allocations_so_far();
-    let r = run(&cfg).unwrap();
-    let n = allocations_so_far() - before;
-    (n, r.bottleneck.qdisc.sent_packets)
+    counted(&cfg)
 }
 
 #[test]
 fn a_changing_lossy_chain_allocates_nothing_per_packet() {
-    let (few, few_pkts) = chain_allocations(100);
-    let (many, many_pkts) = chain_allocations(400);
-    assert!(many_pkts > 3 * few_pkts, "packets {few_pkts} -> {many_pkts}");
-    let extra = many.saturating_sub(few);
-    eprintln!("chain allocations {few} ({few_pkts} packets) -> {many} ({many_pkts} packets)");
-    assert!(extra <= 64, "{extra} more allocations for {} more packets", many_pkts - few_pkts);
+    assert_flat("chain", chain_allocations);
 }

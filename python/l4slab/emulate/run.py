@@ -408,22 +408,30 @@ def _program_name(template: str) -> str:
     return Path(words[0]).name if words else "command"
 
 
-def _wait_bound(namespace: str, port: int, timeout_s: float = 3.0) -> None:
-    """Until a socket is bound to ``port`` (UDP or a TCP listener) in ``namespace``, at most
-    ``timeout_s``: a receiver that is not yet bound would make its kernel discard the first
-    packets the bottleneck counted as delivered. A receiver on another port: wait, go on."""
+def _wait_port(namespace: str, port: int, timeout_s: float, *, udp: bool) -> bool:
+    """Whether a socket got bound to ``port`` in ``namespace`` within ``timeout_s``: a TCP
+    listener, or with ``udp`` a UDP socket too (``ss -l``, polled every 20 ms)."""
+    flags = "-Hlntu" if udp else "-Hltn"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         done = subprocess.run(
-            ["ip", "netns", "exec", namespace, "ss", "-Hlntu", f"sport = :{port}"],
+            ["ip", "netns", "exec", namespace, "ss", flags, f"sport = :{port}"],
             capture_output=True,
             text=True,
             timeout=2.0,
             check=False,
         )
         if done.stdout.strip():
-            return
+            return True
         time.sleep(0.02)
+    return False
+
+
+def _wait_bound(namespace: str, port: int, timeout_s: float = 3.0) -> None:
+    """Until a socket is bound to ``port`` (UDP or a TCP listener) in ``namespace``, at most
+    ``timeout_s``: a receiver that is not yet bound would make its kernel discard the first
+    packets the bottleneck counted as delivered. A receiver on another port: wait, go on."""
+    _wait_port(namespace, port, timeout_s, udp=True)
 
 
 def _kill(proc: subprocess.Popen, grace_s: float = 2.0) -> None:
@@ -515,19 +523,8 @@ def _raise_binary(code: int, stderr_path: Path, when: str) -> None:
 
 
 def _wait_listening(namespace: str, port: int, timeout_s: float = 3.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        done = subprocess.run(
-            ["ip", "netns", "exec", namespace, "ss", "-Hltn", f"sport = :{port}"],
-            capture_output=True,
-            text=True,
-            timeout=2.0,
-            check=False,
-        )
-        if done.stdout.strip():
-            return
-        time.sleep(0.02)
-    raise EngineError(f"iperf3 server in {namespace}: not listening on port {port} after {timeout_s:g} s")
+    if not _wait_port(namespace, port, timeout_s, udp=False):
+        raise EngineError(f"iperf3 server in {namespace}: not listening on port {port} after {timeout_s:g} s")
 
 
 def emulate(
