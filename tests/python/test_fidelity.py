@@ -223,13 +223,25 @@ def test_dualq_4mbit_ratio_follows_from_the_l4steam_step_rule():
     service waits > 1 ms. Mainline's step (min_qlen_step 0) marks it; the L4STeam DualPI2
     of the DualQ testbed's kernel applies the step only when the L queue holds more than one
     packet (sch_dualpi2.c dualpi2_qdisc_enqueue: `apply_step = qdisc_qlen(q->l_queue) > 1`),
-    and the DualQ paper's Prague:CUBIC 0.85-2.5 follows."""
+    and the DualQ paper's Prague:CUBIC 0.85-2.5 follows.
+
+    The ratio is judged as the paper ran it (250 s) and over seeds: one 40-s run varies by
+    seed far more than the band's margin (v0.7, seeds 1-30: 1.96-3.13, 7 of 30 above 2.5),
+    so a single draw passes or fails by its seed. At 250 s, seeds 1-10 give v0.7 2.12-2.46
+    (mean 2.30) and v0.6 1.87-1.99 (mean 1.93); the kernel backend cannot run `variant
+    l4steam`, and on mainline DualPI2 it gives 0.06-0.14 (6 boots, 40 s; the engine 0.06-0.15
+    over 10 seeds; docs/fidelity-prague.md, "Receive-buffer autotuning in the DualQ cells")."""
+    from l4slab.scenario import scenario_from_toml
+
+    def ratio(variant, cc, seed):
+        text = _four_mbit(variant, cc).replace('duration = "40s"', 'duration = "250s"')
+        f = _run_scenario(scenario_from_toml(text, overrides={"seed": seed})).flows
+        return float(f.iloc[0]["goodput_mbps"]) / float(f.iloc[1]["goodput_mbps"])
+
     for cc in ("prague-v06", "prague"):
-        f = _run_toml(_four_mbit("l4steam", cc)).flows
-        ratio = float(f.iloc[0]["goodput_mbps"]) / float(f.iloc[1]["goodput_mbps"])
-        assert 0.85 <= ratio <= 2.5, (cc, ratio)
-    f = _run_toml(_four_mbit("mainline", "prague")).flows
-    assert float(f.iloc[0]["goodput_mbps"]) / float(f.iloc[1]["goodput_mbps"]) < 0.3
+        ratios = [ratio("l4steam", cc, seed) for seed in range(1, 11)]
+        assert 0.85 <= sum(ratios) / len(ratios) <= 2.5, (cc, ratios)
+    assert ratio("mainline", "prague", 1) < 0.3
 
 
 def test_coexistence_baseline_follows_from_the_l4steam_6_6_tree():
