@@ -22,6 +22,9 @@ def check_qdisc(qdisc_json: str) -> None:
 def emu_main(args: list[str]) -> int:
     """The emulator's command line (``l4slab-emu run|cleanup ...``) in this process; the exit status."""
 
+def udp_prague_main(args: list[str]) -> int:
+    """The UDP-Prague program's command line (``l4slab-udp-prague send|recv ...``) in this process."""
+
 def version() -> str:
     """The engine crate's package version (run ids hash the model version, in ``schema()``)."""
 

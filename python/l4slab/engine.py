@@ -167,6 +167,17 @@ def emulator_main(argv: list[str]) -> int:
     return int(_core().emu_main(argv))
 
 
+def udp_prague_main(argv: list[str]) -> int:
+    """Run the UDP-Prague program built into the extension (``l4slab-udp-prague``'s arguments)."""
+    core = _core()
+    if not hasattr(core, "udp_prague_main"):
+        raise EngineUnavailableError(
+            "the compiled engine l4slab._core has no udp_prague_main(); rebuild it from this repository with "
+            "`pip install .`"
+        )
+    return int(core.udp_prague_main(argv))
+
+
 def schema_json() -> str:
     """The engine's ``EngineSchema`` as JSON (crates/l4slab-core/src/schema.rs)."""
     core = _core()

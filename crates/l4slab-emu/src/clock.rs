@@ -77,11 +77,16 @@ pub fn cpu_ns() -> u64 {
 /// The set of descriptors the loop waits on.
 pub struct Waiter {
     fds: Vec<libc::pollfd>,
+    /// The longest return from a `ppoll` timeout after the time it was asked to wake (ns).
+    pub wake_late_max: u64,
 }
 
 impl Waiter {
     pub fn new(fds: &[RawFd]) -> Self {
-        Waiter { fds: fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect() }
+        Waiter {
+            fds: fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect(),
+            wake_late_max: 0,
+        }
     }
 
     /// Wait until a descriptor is readable or `deadline` (monotonic ns) less the spin
@@ -103,6 +108,7 @@ impl Waiter {
             if r != 0 {
                 return slept; // readable (or EINTR: the caller checks its flags)
             }
+            self.wake_late_max = self.wake_late_max.max(slept.saturating_sub(d));
         }
         // Spin the last stretch, still noticing arrivals.
         let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };

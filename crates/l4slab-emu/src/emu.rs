@@ -26,6 +26,9 @@ pub const HARD_CAP_NS: u64 = 30_000_000_000;
 /// size delays every packet behind it by as much, so a single one changes what the
 /// hosts see (see `forward::LATE_NS` for the bound).
 pub const KEPT_UP_P99_NS: u64 = 1_000_000;
+/// How long the namespaces of command flows are kept after forwarding stops, for their
+/// programs to exit by themselves (a receiver writing its counts).
+pub const COMMAND_EXIT_NS: u64 = 1_000_000_000;
 /// The iperf3 port the front end uses (protocol field `port`).
 pub const IPERF_PORT: u16 = 5201;
 
@@ -420,12 +423,16 @@ pub fn run(opts: &RunOpts) -> Result<(), Fail> {
         "flows": flow_view,
         "classes": class_view,
         "departures_late": stats.late,
+        "stalls": stats.stalls,
+        "stalled_ns": stats.stalled_ns,
         "pool_drops": stats.pool_drops,
         "rejected_packets": stats.rejected,
         "write_errors": stats.write_errors,
         "wall_s": stats.wall_ns as f64 * 1e-9,
         "stopped_by_signal": stats.stopped_by_signal,
         "realtime": stats.realtime,
+        "loop_ns": {"wake_late_max": stats.wake_late_max_ns, "write_max": stats.write_max_ns,
+            "read_pass_max": stats.read_pass_max_ns, "err_max_at": stats.err_max_at_ns},
         "flow_data_start_ns": data_start_ns,
         "sender_response_ns": {"count": stats.response_count, "p50": stats.response_p50_ns,
             "p90": stats.response_p90_ns, "p99": stats.response_p99_ns},
@@ -436,6 +443,18 @@ pub fn run(opts: &RunOpts) -> Result<(), Fail> {
     write_atomic(&opts.out.join("emu_results.json"), &body).map_err(fail)?;
     write_atomic(&opts.out.join("emu_meta.json"), serde_json::to_string_pretty(&meta).unwrap().as_bytes())
         .map_err(fail)?;
+    // A command's receiver told to listen until forwarding stops (`{until_end}`) ends a
+    // few ms after it, once it has written its own counts: the namespaces (and what is
+    // still inside them) go when the commands there have exited, or after COMMAND_EXIT_NS.
+    let names: Vec<String> = opts
+        .command_flows
+        .iter()
+        .flat_map(|i| [format!("{}-{pid}-s{i}", opts.prefix), format!("{}-{pid}-r{i}", opts.prefix)])
+        .collect();
+    let deadline = clock::now_ns() + COMMAND_EXIT_NS;
+    while clock::now_ns() < deadline && names.iter().any(|n| !netns::pids_inside(n).is_empty()) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     drop(guard);
     if !ok {
         return Err(fail(format!(

@@ -88,6 +88,17 @@ pub struct LoopStats {
     /// Departures more than [`LATE_NS`] after their due time.
     pub late: u64,
     pub stopped_by_signal: bool,
+    /// Where a late departure's time went: the longest wake-up from a `ppoll` timeout
+    /// past the time asked for, the longest TUN write, the longest pass reading the
+    /// TUNs (ns), and when the worst departure was due (ns since t0).
+    pub wake_late_max_ns: u64,
+    pub write_max_ns: u64,
+    pub read_pass_max_ns: u64,
+    pub err_max_at_ns: u64,
+    /// Host stalls: runs of consecutive departures more than [`LATE_NS`] late, and the
+    /// sum of each run's worst lateness (ns): how long the emulated link stood still.
+    pub stalls: u64,
+    pub stalled_ns: u64,
     /// Whether the loop ran in `SCHED_FIFO` (`clock::try_realtime`).
     pub realtime: bool,
     /// The senders' response time: from the first packet (an ACK) written to a sender's
@@ -140,6 +151,13 @@ pub struct Forwarder {
     rejected: u64,
     write_errors: u64,
     late: u64,
+    write_max: u64,
+    read_pass_max: u64,
+    err_max_at: Time,
+    stalls: u64,
+    stalled: u64,
+    /// The worst lateness of the stall in progress (0: none).
+    stall_peak: u64,
     /// The senders' response time (see [`LoopStats::response_p50_ns`]).
     response: DelayHistogram,
     /// The receivers' ACK time (see [`LoopStats::ack_time_p50_ns`]).
@@ -222,6 +240,12 @@ impl Forwarder {
             rejected: 0,
             write_errors: 0,
             late: 0,
+            write_max: 0,
+            read_pass_max: 0,
+            err_max_at: 0,
+            stalls: 0,
+            stalled: 0,
+            stall_peak: 0,
             response: DelayHistogram::new(),
             ack_time: DelayHistogram::new(),
             end_of_traffic: None,
@@ -280,9 +304,12 @@ impl Forwarder {
     #[inline]
     fn emit(&mut self, fd: RawFd, p: EmuPacket, due: Time, t0: u64) -> Time {
         let b = p.bytes();
+        let before = clock::now_ns();
         // SAFETY: writing our buffer to our TUN descriptor.
         let r = unsafe { libc::write(fd, b.as_ptr() as *const libc::c_void, b.len()) };
-        let written = clock::now_ns() - t0;
+        let after = clock::now_ns();
+        self.write_max = self.write_max.max(after - before);
+        let written = after - t0;
         let late = written.saturating_sub(due);
         if r < 0 {
             self.write_errors += 1;
@@ -290,11 +317,26 @@ impl Forwarder {
             self.measure.counts.delivered += 1;
         }
         self.err.record(late);
-        self.err_max = self.err_max.max(late);
-        self.late += (late > LATE_NS) as u64;
+        if late > self.err_max {
+            self.err_max = late;
+            self.err_max_at = due;
+        }
+        if late > LATE_NS {
+            self.late += 1;
+            self.stall_peak = self.stall_peak.max(late);
+        } else if self.stall_peak > 0 {
+            self.end_stall();
+        }
         self.departures += 1;
         self.pool.put(p.into_buf());
         written
+    }
+
+    /// The stall in progress is over: count it.
+    fn end_stall(&mut self) {
+        self.stalls += 1;
+        self.stalled += self.stall_peak;
+        self.stall_peak = 0;
     }
 
     /// A packet for flow `i`'s sender (an ACK) was written at `t`.
@@ -487,14 +529,19 @@ impl Forwarder {
                 self.end_of_traffic = Some((self.fwd.qdisc.stats().clone(), self.fwd.qdisc.extra_stats()));
             }
             self.run_due(now, t0);
-            self.read_all(clock::now_ns() - t0);
+            let before = clock::now_ns();
+            self.read_all(before - t0);
             let now = clock::now_ns() - t0;
+            self.read_pass_max = self.read_pass_max.max(now + t0 - before);
             self.run_due(now, t0);
             let next = self.next_action().map(|(t, _)| t0 + t.min(run_ns));
             waiter.wait(next.or(Some(t0 + run_ns)), MAX_SLEEP_NS);
         }
         let wall = clock::now_ns() - t0;
         clock::normal_priority();
+        if self.stall_peak > 0 {
+            self.end_stall();
+        }
         self.measure.counts.in_flight = self.in_flight();
         let h = self.err.stats_ms();
         let resp = self.response.stats_ms();
@@ -519,6 +566,12 @@ impl Forwarder {
             write_errors: self.write_errors,
             late: self.late,
             stopped_by_signal: stopped,
+            wake_late_max_ns: waiter.wake_late_max,
+            write_max_ns: self.write_max,
+            read_pass_max_ns: self.read_pass_max,
+            err_max_at_ns: self.err_max_at,
+            stalls: self.stalls,
+            stalled_ns: self.stalled,
             realtime,
         }
     }

@@ -15,6 +15,8 @@
 //! - [`forward`]: the forwarding loop.
 //! - [`emu`]: the `run` and `cleanup` commands (checks, setup, loop, outputs).
 //! - [`cli`]: their command line, shared by the binary and the Python extension.
+//! - [`udp_prague_cli`]: the UDP-Prague sender/receiver program (`l4slab-udp-prague`),
+//!   the engine's algorithm over real UDP sockets, likewise shared.
 
 pub mod cli;
 pub mod clock;
@@ -24,3 +26,4 @@ pub mod link;
 pub mod measure;
 pub mod netns;
 pub mod packet;
+pub mod udp_prague_cli;

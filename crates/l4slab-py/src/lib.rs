@@ -330,6 +330,15 @@ fn emu_main(py: Python<'_>, args: Vec<String>) -> i32 {
     py.allow_threads(|| l4slab_emu::cli::main_with(args))
 }
 
+/// The project's UDP-Prague program (`l4slab-udp-prague send|recv ...`,
+/// docs/udp-prague.md) in this process: what `python -m l4slab._udp_prague` and the
+/// `l4slab-udp-prague` console script run, so a command flow's worked example needs no
+/// cargo step after `pip install`. Returns the exit status.
+#[pyfunction]
+fn udp_prague_main(py: Python<'_>, args: Vec<String>) -> i32 {
+    py.allow_threads(|| l4slab_emu::udp_prague_cli::main_with(args))
+}
+
 /// The engine crate's package version (a run's identity hashes the model version, in `schema()`).
 #[pyfunction]
 fn version() -> &'static str {
@@ -351,6 +360,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_qdisc, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(emu_main, m)?)?;
+    m.add_function(wrap_pyfunction!(udp_prague_main, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     Ok(())
 }

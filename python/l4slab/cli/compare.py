@@ -44,6 +44,12 @@ def add_parser(commands) -> None:
         "on a real Linux kernel in a virtual-time guest, one guest per trial; run directories DIR/kernel/trial-N)",
     )
     cmd.add_argument(
+        "--accept-late",
+        action="store_true",
+        help="keep emulated trials in which the host stalled the emulator (kept_up false): their goodput, drop "
+        "and mark rows get verdicts, their sojourn and sRTT rows read 'refused: not kept up'",
+    )
+    cmd.add_argument(
         "--no-align",
         dest="align",
         action="store_false",
@@ -89,7 +95,14 @@ def command(args: argparse.Namespace) -> int:
             result.write(Path(args.out) / backend / name)
 
     reference = getattr(args, "backend", "emulate")
-    rows, _sim, emu = compare(scenario, trials=args.trials, keep=keep, align=args.align, backend=reference)
+    rows, _sim, emu = compare(
+        scenario,
+        trials=args.trials,
+        keep=keep,
+        align=args.align,
+        backend=reference,
+        accept_late=getattr(args, "accept_late", False),
+    )
     records = [row.as_dict() for row in rows]
     if args.json:
         payload = {"scenario": scenario.name, "trials": args.trials, "aligned": args.align, "rows": records}
@@ -146,6 +159,13 @@ def command(args: argparse.Namespace) -> int:
     kept = len(emu)
     if reference == "emulate" and kept < args.trials:
         console.print(f"{args.trials - kept} of {args.trials} emulated trials refused (the host did not keep up)")
+    late = [e.get("accepted_late") for e in errors if e.get("accepted_late")]
+    if late:
+        console.print(
+            f"{len(late)} of {kept} emulated trials kept although the host stalled the emulator (--accept-late; "
+            f"timing rows refused): {late[0]}",
+            soft_wrap=True,
+        )
     outside = sum(row.verdict == "outside" for row in rows)
     console.print(f"{len(rows) - outside} of {len(rows)} metrics within spread", soft_wrap=True)
     return EXIT_OK

@@ -5,11 +5,13 @@ plus ``emu_meta.json``, and the emulator's own error under the table.
 
 Refusals (no root, no TUN, a CC the kernel lacks, a web source, …) are one line, exit 2,
 before anything is created; a run where the host did not keep up is refused (exit 1) and
-not written. docs/emulator.md."""
+not written, unless ``--accept-late`` keeps it for its counts (marked in the summary and said on
+stderr). docs/emulator.md."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from .common import EXIT_OK, add_set_argument, check_out_dir
@@ -28,6 +30,12 @@ def add_parser(commands) -> None:
     cmd.add_argument("scenario", metavar="SCENARIO", help="scenario TOML file")
     cmd.add_argument("--out", metavar="DIR", help="write summary.json, emu_meta.json and Parquet series here")
     cmd.add_argument("--seed", type=int, metavar="N", help="replace the scenario's seed (start jitter)")
+    cmd.add_argument(
+        "--accept-late",
+        action="store_true",
+        help="keep a run in which the host stalled the emulator (kept_up false) for its counts (packets, bytes, "
+        "CE, drops); its timing is no measurement; the summary says kept_up false and why",
+    )
     add_set_argument(cmd)
 
 
@@ -42,7 +50,9 @@ def command(args: argparse.Namespace) -> int:
     if args.seed is not None:
         overrides["seed"] = args.seed
     scenario = load_scenario(Path(args.scenario), overrides=overrides)
-    result = emulate(scenario)
+    result = emulate(scenario, accept_late=getattr(args, "accept_late", False))
+    if result.meta.get("accepted_late"):
+        print(f"warning: {result.meta['accepted_late']}", file=sys.stderr)
     directory = result.write(args.out) if args.out else None
     print_result(result, directory)
     return EXIT_OK

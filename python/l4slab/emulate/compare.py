@@ -12,6 +12,12 @@ Tolerances, the emulated trials being the reference:
 Verdicts are data: the comparison always completes; what falls outside is reported, not
 raised.
 
+A trial in which the host stalled the emulator (``kept_up: false``) is refused, unless the
+caller opts in (``accept_late``, ``--accept-late``): it is then kept for the rows a stall
+does not invalidate (goodput, drops, marks: counts over the run, every packet still
+counted), while the timing rows (:data:`TIMING_METRICS`: sojourn, sRTT) read
+:data:`NOT_KEPT_UP` instead of a verdict.
+
 Start alignment: an iperf3 test sends its first bulk data 3–5 RTTs after the client is
 launched (the control connection's handshake, the cookie, the parameter exchange and the
 data connection's handshake come first, iperf3 ``iperf_api.c``), while the engine's flow
@@ -41,6 +47,10 @@ RELATIVE_TOLERANCE = {"mean_sojourn_ms": 0.15, "mean_srtt_ms": 0.15, "drops": 0.
 
 WITHIN = "within spread"
 OUTSIDE = "outside"
+#: The verdict of a timing row when an accepted trial did not keep up.
+NOT_KEPT_UP = "refused: not kept up"
+#: Rows whose values a host stall distorts (delays, not counts).
+TIMING_METRICS = frozenset({"mean_srtt_ms", "mean_sojourn_ms"})
 
 
 @dataclass(frozen=True)
@@ -107,6 +117,7 @@ def verdicts(sim: Sequence[Mapping[str, Any]], emu: Sequence[Mapping[str, Any]])
     # A command flow (the user's programs, emulated) against the simulated flow its scenario
     # entry names (its kind and fields): compared like a TCP flow, by goodput.
     commands = frozenset(int(f["id"]) for s in emu for f in s.get("flows") or [] if f.get("kind") == "command")
+    late = any((s.get("emulator") or {}).get("kept_up") is False for s in emu)
     sim_metrics = [_metrics(s, commands) for s in sim]
     emu_metrics = [_metrics(s, commands) for s in emu]
     keys: list[tuple[str, int | None]] = []
@@ -127,6 +138,8 @@ def verdicts(sim: Sequence[Mapping[str, Any]], emu: Sequence[Mapping[str, Any]])
             tolerance = RELATIVE_TOLERANCE[metric] * abs(emu_mean) if math.isfinite(emu_mean) else math.nan
         if not (math.isfinite(sim_value) and math.isfinite(emu_mean)):
             verdict = "no data"
+        elif late and metric in TIMING_METRICS:
+            verdict = NOT_KEPT_UP
         elif metric in ("drops", "marks") and emu_mean == 0 and sim_value == 0:
             verdict = WITHIN
         else:
@@ -177,6 +190,7 @@ def compare(
     keep: Callable[[str, int, Any], None] | None = None,
     log: Callable[[str], None] | None = None,
     backend: str = "emulate",
+    accept_late: bool = False,
 ) -> tuple[list[Row], list[dict[str, Any]], list[dict[str, Any]]]:
     """Simulate ``trials`` seeds (the scenario's seed, +1, …) and emulate ``trials`` trials
     with the same seeds; return (rows, simulated summaries, emulated summaries).
@@ -188,7 +202,9 @@ def compare(
 
     ``backend = "kernel"``: the reference trials run on the kernel backend
     (:func:`l4slab.kernel.run.run_kernel`, one guest per trial, seeds as above; its measured
-    data starts align the simulation the same way); ``keep`` then sees them as ``"kernel"``."""
+    data starts align the simulation the same way); ``keep`` then sees them as ``"kernel"``.
+
+    ``accept_late``: keep emulated trials that did not keep up (module docstring)."""
     from .. import engine
     from ..results import RunResult
     from ..runner import run
@@ -226,13 +242,15 @@ def compare(
     for index in range(trials if backend == "emulate" else 0):
         say(f"emulated trial {index + 1}/{trials}")
         try:
-            result = emulate(validated, seed=base_seed + index, prefix=prefix)
+            result = emulate(validated, seed=base_seed + index, prefix=prefix, accept_late=accept_late)
         except HostTooSlow as err:
             # The emulator's own error was too large: this trial is no measurement. The
             # others still are; the count of refused trials is reported with the table.
             refused.append(str(err))
             say(f"emulated trial {index + 1}/{trials} refused: {err}")
             continue
+        if result.meta.get("accepted_late"):
+            say(f"emulated trial {index + 1}/{trials} kept: {result.meta['accepted_late']}")
         metas[index] = result.meta
         emu_summaries.append(result.summary)
         if keep:

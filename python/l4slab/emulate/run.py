@@ -16,7 +16,8 @@ Order of a run (docs/emulator.md):
    ``l4slab-emu cleanup --prefix P`` removes anything a dead owner left;
 6. the binary's ``emu_results.json`` (bottleneck series, sojourn, qdisc stats, per-flow
    bottleneck counters) and the tools' numbers become the raw results of a
-   :class:`EmuRunResult`; a run whose ``emu_meta.json`` says ``kept_up: false`` is refused.
+   :class:`EmuRunResult`; a run whose ``emu_meta.json`` says ``kept_up: false`` is refused,
+   unless the caller opted in with ``accept_late`` (counts only: see :func:`emulate`).
 """
 
 from __future__ import annotations
@@ -117,7 +118,14 @@ def emulator_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
         "cpu_headroom": None if busy is None else 1.0 - float(busy),
         "packets_forwarded": meta.get("packets_forwarded"),
         "kept_up": meta.get("kept_up"),
+        # Set only when a run that did not keep up was kept on the caller's opt-in
+        # (`accept_late`): the one-line reason, so nobody reads its timing unwarned.
+        "accepted_late": meta.get("accepted_late"),
         "departures_late": meta.get("departures_late"),
+        # Host stalls (runs of departures later than the bound) and the sum of their
+        # worst lateness: how long the emulated link stood still.
+        "stalls": meta.get("stalls"),
+        "stalled_ms": None if meta.get("stalled_ns") is None else float(meta["stalled_ns"]) / 1e6,
         "late_bound_us": None if meta.get("late_bound_ns") is None else float(meta["late_bound_ns"]) / 1e3,
         # The bottleneck's own view of each flow (any protocol) and of each qdisc class,
         # up to the end of the traffic (docs/emulator.md).
@@ -535,9 +543,17 @@ def emulate(
     prefix: str | None = None,
     work_dir: str | os.PathLike[str] | None = None,
     log: Callable[[str], None] | None = None,
+    accept_late: bool = False,
 ) -> EmuRunResult:
     """Run ``scenario`` (a path, TOML string, dict or :class:`Scenario`) through the
     emulator with real kernel TCP; return an :class:`EmuRunResult`.
+
+    ``accept_late``: keep a run that did not keep up instead of raising
+    :class:`HostTooSlow`, for what a host stall does not change: the counts (packets,
+    bytes, codepoints, CE, drops per flow and class at the bottleneck and in the
+    programs). Its ``emu_meta.json`` and summary still say ``kept_up: false``, and
+    ``accepted_late`` holds the reason line (also passed to ``log``); its timing
+    (sojourn, sRTT, rates over time) is not a measurement.
 
     Raises :class:`EmulationRefused` (one line, exit 2) before anything is created when the
     host or the scenario cannot be emulated, :class:`HostTooSlow` when the emulator reports
@@ -729,9 +745,9 @@ def emulate(
                 early_meta = json.loads(meta_path.read_text())
             except ValueError:
                 early_meta = {}
-            if early_meta.get("kept_up") is False:
+            if early_meta.get("kept_up") is False and not accept_late:
                 _refuse_slow(early_meta)
-        if code != 0:
+        if code != 0 and not (code == 1 and accept_late and meta_path.exists()):
             _raise_binary(code, stderr_path, "during the run")
 
         clients: dict[int, Iperf3Result] = {}
@@ -752,7 +768,10 @@ def emulate(
         except (OSError, ValueError) as err:
             raise EngineError(f"l4slab-emu: results missing or unreadable in {out_dir}: {err}") from None
         if not meta.get("kept_up", False):
-            _refuse_slow(meta)
+            if not accept_late:
+                _refuse_slow(meta)
+            meta["accepted_late"] = _slow_line(meta) + "; kept on request (accept_late): counts only"
+            say(meta["accepted_late"])
         merged = merge(
             raw,
             config,
@@ -796,15 +815,22 @@ def emulate(
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _refuse_slow(meta: Mapping[str, Any]) -> None:
+def _slow_line(meta: Mapping[str, Any]) -> str:
     block = emulator_summary(meta)
-    raise HostTooSlow(
+    return (
         "emulate: the host did not keep up (departure error P99 "
         f"{_fmt(block['departure_error_p99_us'])} µs, max {_fmt(block['departure_error_max_us'])} µs, "
         f"{meta.get('departures_late', '?')} of {meta.get('packets_forwarded', '?')} departures later than "
-        f"{_fmt(block['late_bound_us'])} µs, CPU busy {_fmt(block['cpu_busy_fraction'], 2)}; "
-        f"{meta.get('kept_up_rule', 'the emulator bound')}); the run is not written: "
-        "free CPU, lower the rate or shorten the run"
+        f"{_fmt(block['late_bound_us'])} µs in {meta.get('stalls', '?')} stalls totalling "
+        f"{_fmt(block['stalled_ms'], 1)} ms, CPU busy {_fmt(block['cpu_busy_fraction'], 2)}; "
+        f"{meta.get('kept_up_rule', 'the emulator bound')})"
+    )
+
+
+def _refuse_slow(meta: Mapping[str, Any]) -> None:
+    raise HostTooSlow(
+        _slow_line(meta) + "; the run is not written: free CPU, lower the rate or shorten the run "
+        "(--accept-late keeps it for its counts)"
     )
 
 

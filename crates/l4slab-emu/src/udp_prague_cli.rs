@@ -1,0 +1,444 @@
+//! `l4slab-udp-prague`: a real UDP-Prague sender and receiver over UDP sockets, driven
+//! by the engine's own algorithm module (`l4slab_core::cc::udp_prague`), so the
+//! simulated flow kind `udp_prague` can be checked against a real one through the
+//! emulator (docs/emulator.md, "The UDP-Prague program").
+//!
+//! ```text
+//! l4slab-udp-prague send --dst ADDR --port P --duration SECS --out FILE.json
+//!                        [--max-rate MBIT] [--fps N [--frame-budget MS]] [--max-packet BYTES] [--sample SECS]
+//! l4slab-udp-prague recv --bind ADDR --port P --duration SECS --out FILE.json [--sample SECS]
+//! ```
+//!
+//! Data leave with the ECN field the algorithm gives (ECT(1), Not-ECT once the
+//! receiver reports the L4S identifier bleached), set per packet with `IP_TOS`; the
+//! receiver reads each datagram's field with `IP_RECVTOS` and answers every data
+//! packet with the 26-byte ACK of `pkt_format.h` (its counters of packets received,
+//! CE-marked and lost). Both ends stop by themselves after `--duration` seconds and
+//! write their own counts as JSON. The program stays at normal priority: it never
+//! asks for a real-time class (the emulator's forwarding loop must stay above it).
+//!
+//! The command line is [`main_with`], shared by the `l4slab-udp-prague` binary and the
+//! Python extension (`python -m l4slab._udp_prague`, the `l4slab-udp-prague` console
+//! script of `pip install`), as the emulator's is.
+
+use l4slab_core::cc::udp_prague::{
+    AckMsg, DataMsg, PragueParams, PragueReceiver, PragueSender, ACK_LEN, ECN_CE, ECN_ECT0, ECN_L4S_ID, ECN_NOT_ECT,
+    FRAME_HEADER_LEN, MAX_RATE, MIN_MTU, MIN_RATE,
+};
+use serde_json::{json, Value};
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::os::fd::AsRawFd;
+
+const USAGE: &str = "usage: l4slab-udp-prague send --dst ADDR --port P --duration SECS --out FILE.json \
+[--max-rate MBIT] [--fps N [--frame-budget MS]] [--max-packet BYTES] [--sample SECS] | \
+l4slab-udp-prague recv --bind ADDR --port P --duration SECS --out FILE.json [--sample SECS]";
+/// Longest run: one hour.
+const MAX_DURATION_S: f64 = 3600.0;
+/// Largest UDP payload through a 1500-byte MTU.
+const MAX_PACKET: u64 = 1472;
+
+struct Fail(String);
+
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The algorithm's clock: µs since `t0`, 1 at `t0` (the reference's `Now()`).
+fn clock_us(now: u64, t0: u64) -> i32 {
+    ((now - t0) / 1000 + 1) as u32 as i32
+}
+
+/// Wait until `fd` is readable or `deadline` (CLOCK_MONOTONIC ns) passes; true if readable.
+fn wait_readable(fd: i32, deadline: u64) -> bool {
+    let now = now_ns();
+    let left = deadline.saturating_sub(now);
+    let ts = libc::timespec { tv_sec: (left / 1_000_000_000) as libc::time_t, tv_nsec: (left % 1_000_000_000) as _ };
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd and a timespec on the stack.
+    let n = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+    n > 0 && p.revents & libc::POLLIN != 0
+}
+
+fn set_int_opt(fd: i32, name: libc::c_int, v: libc::c_int) -> Result<(), Fail> {
+    // SAFETY: setsockopt with a c_int value of the right size.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_IP,
+            name,
+            &v as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(Fail(format!("setsockopt: {}", std::io::Error::last_os_error())));
+    }
+    Ok(())
+}
+
+/// The socket's outgoing ECN field, set only when it changes.
+struct Tos {
+    fd: i32,
+    current: Option<u8>,
+}
+
+impl Tos {
+    fn set(&mut self, ecn: u8) -> Result<(), Fail> {
+        if self.current != Some(ecn) {
+            set_int_opt(self.fd, libc::IP_TOS, ecn as libc::c_int)?;
+            self.current = Some(ecn);
+        }
+        Ok(())
+    }
+}
+
+/// Receive one datagram without blocking: its length, the IP ECN field (from the
+/// `IP_TOS` control message) and the source.
+fn recv_with_tos(fd: i32, buf: &mut [u8]) -> Option<(usize, u8, SocketAddrV4)> {
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    let mut cmsg = [0u64; 8];
+    // SAFETY: zeroed sockaddr_in and msghdr are valid initial values.
+    let mut src: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = &mut src as *mut libc::sockaddr_in as *mut libc::c_void;
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cmsg.as_mut_ptr() as *mut libc::c_void;
+    msg.msg_controllen = std::mem::size_of_val(&cmsg) as _;
+    // SAFETY: msg points at live buffers of the sizes given.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
+    if n < 0 {
+        return None;
+    }
+    let mut tos = 0u8;
+    // SAFETY: walking the control messages recvmsg filled, with the libc macros.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::IPPROTO_IP && (*c).cmsg_type == libc::IP_TOS {
+                tos = *libc::CMSG_DATA(c);
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    let addr = SocketAddrV4::new(Ipv4Addr::from(u32::from_be(src.sin_addr.s_addr)), u16::from_be(src.sin_port));
+    Some((n as usize, tos & 3, addr))
+}
+
+/// The options of one command: `--name value` pairs.
+struct Opts(Vec<(String, String)>);
+
+impl Opts {
+    fn parse(args: &[String], allowed: &[&str]) -> Result<Opts, Fail> {
+        let mut v = Vec::new();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            if !allowed.contains(&a.as_str()) {
+                return Err(Fail(format!("{a}: unknown argument (allowed: {})", allowed.join(", "))));
+            }
+            let val = it.next().ok_or_else(|| Fail(format!("{a}: missing value")))?;
+            v.push((a.clone(), val.clone()));
+        }
+        Ok(Opts(v))
+    }
+    fn get(&self, k: &str) -> Option<&str> {
+        self.0.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+    }
+    fn need(&self, k: &str) -> Result<&str, Fail> {
+        self.get(k).ok_or_else(|| Fail(format!("{k}: required ({USAGE})")))
+    }
+    fn num(&self, k: &str, default: Option<f64>, lo: f64, hi: f64, what: &str) -> Result<f64, Fail> {
+        let v = match (self.get(k), default) {
+            (Some(s), _) => s.parse::<f64>().map_err(|_| Fail(format!("{k}: {s:?} is not a number ({what})")))?,
+            (None, Some(d)) => return Ok(d),
+            (None, None) => return Err(Fail(format!("{k}: required ({USAGE})"))),
+        };
+        if !(v.is_finite() && v >= lo && v <= hi) {
+            return Err(Fail(format!("{k}: {v} is out of range ({what})")));
+        }
+        Ok(v)
+    }
+    fn addr(&self, k: &str) -> Result<Ipv4Addr, Fail> {
+        let s = self.need(k)?;
+        s.parse().map_err(|_| Fail(format!("{k}: {s:?} is not an IPv4 address")))
+    }
+    fn port(&self) -> Result<u16, Fail> {
+        Ok(self.num("--port", None, 1.0, 65535.0, "allowed 1..=65535")? as u16)
+    }
+    fn duration_ns(&self) -> Result<u64, Fail> {
+        let d = self.num("--duration", None, 0.001, MAX_DURATION_S, "seconds, allowed 0.001..=3600")?;
+        Ok((d * 1e9) as u64)
+    }
+    fn sample_ns(&self) -> Result<u64, Fail> {
+        Ok((self.num("--sample", Some(0.1), 0.001, 60.0, "seconds between rate samples, allowed 0.001..=60")? * 1e9)
+            as u64)
+    }
+}
+
+fn write_json(path: &str, v: &Value) -> Result<(), Fail> {
+    let text = serde_json::to_string_pretty(v).map_err(|e| Fail(format!("--out: {e}")))?;
+    std::fs::write(path, text + "\n").map_err(|e| Fail(format!("--out: {path}: {e}")))
+}
+
+/// Rate samples: one per `every` ns, preallocated for the whole run.
+struct Samples {
+    every: u64,
+    next: u64,
+    last_bytes: u64,
+    rows: Vec<Value>,
+}
+
+impl Samples {
+    fn new(t0: u64, every: u64, duration: u64) -> Self {
+        Samples { every, next: t0 + every, last_bytes: 0, rows: Vec::with_capacity((duration / every) as usize + 2) }
+    }
+    /// If a sample is due at `now`, the seconds since `t0` and the bit/s since the last.
+    fn due(&mut self, now: u64, t0: u64, bytes: u64) -> Option<(f64, f64)> {
+        if now < self.next {
+            return None;
+        }
+        let span = (now - (self.next - self.every)) as f64 / 1e9;
+        let bps = (bytes - self.last_bytes) as f64 * 8.0 / span;
+        self.last_bytes = bytes;
+        while self.next <= now {
+            self.next += self.every;
+        }
+        Some(((now - t0) as f64 / 1e9, bps))
+    }
+}
+
+fn send(args: &[String]) -> Result<(), Fail> {
+    let o = Opts::parse(
+        args,
+        &[
+            "--dst",
+            "--port",
+            "--duration",
+            "--out",
+            "--max-rate",
+            "--fps",
+            "--frame-budget",
+            "--max-packet",
+            "--sample",
+        ],
+    )?;
+    let dst = SocketAddrV4::new(o.addr("--dst")?, o.port()?);
+    let duration = o.duration_ns()?;
+    let out = o.need("--out")?.to_string();
+    let max_rate_mbit = o.num(
+        "--max-rate",
+        Some(MAX_RATE as f64 * 8.0 / 1e6),
+        MIN_RATE as f64 * 8.0 / 1e6,
+        MAX_RATE as f64 * 8.0 / 1e6,
+        "Mbit/s of UDP payload, allowed 0.1..=100000",
+    )?;
+    let fps = o.num("--fps", Some(0.0), 0.0, 255.0, "frames per second, allowed 0..=255 (0: bulk)")? as u8;
+    let interval_ms = if fps > 0 { 1000.0 / fps as f64 } else { 0.0 };
+    let budget_ms = if o.get("--frame-budget").is_some() && fps == 0 {
+        return Err(Fail("--frame-budget: only with --fps (real-time mode)".into()));
+    } else {
+        o.num(
+            "--frame-budget",
+            Some(interval_ms),
+            0.001,
+            interval_ms.max(0.001),
+            "ms, allowed up to the frame interval",
+        )?
+    };
+    let max_packet = o.num(
+        "--max-packet",
+        Some(l4slab_core::cc::udp_prague::INIT_MTU as f64),
+        MIN_MTU as f64,
+        MAX_PACKET as f64,
+        "UDP payload bytes, allowed 150..=1472",
+    )? as u64;
+    let params = PragueParams {
+        max_packet_size: max_packet,
+        fps,
+        frame_budget_us: (budget_ms * 1000.0) as i32,
+        max_rate: (max_rate_mbit * 1e6 / 8.0) as u64,
+        ..PragueParams::default()
+    };
+
+    let sock = UdpSocket::bind("0.0.0.0:0").map_err(|e| Fail(format!("socket: {e}")))?;
+    sock.connect(dst).map_err(|e| Fail(format!("--dst: {dst}: {e}")))?;
+    let fd = sock.as_raw_fd();
+    set_int_opt(fd, libc::IP_RECVTOS, 1)?;
+    let mut tos = Tos { fd, current: None };
+    // Pacing needs µs wake-ups: no 50-µs timer slack (kernel/time/hrtimer.c).
+    // SAFETY: prctl with an integer argument.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+
+    let t0 = now_ns();
+    let end = t0 + duration;
+    let mut s = PragueSender::new(&params, clock_us(t0, t0));
+    let mut buf = [0u8; 2048];
+    let mut rbuf = [0u8; 2048];
+    let mut send_errors = 0u64;
+    let mut samples = Samples::new(t0, o.sample_ns()?, duration);
+    let mut tos_err: Option<Fail> = None;
+    loop {
+        let now = now_ns();
+        if now >= end {
+            break;
+        }
+        let t = clock_us(now, t0);
+        s.send_due(t, |p| {
+            if let Err(e) = tos.set(p.ecn) {
+                tos_err = Some(e);
+            }
+            p.msg.encode(&mut buf);
+            if sock.send(&buf[..p.size.max(FRAME_HEADER_LEN as u64) as usize]).is_err() {
+                send_errors += 1;
+            }
+        });
+        if let Some(e) = tos_err.take() {
+            return Err(e);
+        }
+        let target = s.wake_at(t);
+        let wait_ns = l4slab_core::cc::udp_prague::diff(target, t) as i64 * 1000;
+        let deadline = ((now - (now - t0) % 1000) as i64 + wait_ns).max(now as i64).min(end as i64) as u64;
+        // Wait for an ACK until the loop's target (a non-ACK datagram: keep waiting).
+        let mut got = false;
+        while !got && wait_readable(fd, deadline) {
+            match recv_with_tos(fd, &mut rbuf) {
+                Some((n, _, _)) => {
+                    if let Some(ack) = AckMsg::decode(&rbuf[..n]) {
+                        s.on_ack(clock_us(now_ns(), t0), &ack);
+                        got = true;
+                    }
+                }
+                None => send_errors += 1, // ICMP port unreachable before the receiver is up
+            }
+        }
+        let now = now_ns();
+        s.after_wait(clock_us(now, t0), target, got);
+        if let Some((at, bps)) = samples.due(now, t0, s.stats.bytes_sent) {
+            let i = s.info();
+            samples.rows.push(json!({
+                "t_s": at, "sent_bps": bps, "pacing_rate_bps": s.cc.pacing_rate() * 8,
+                "srtt_ms": s.cc.srtt_us() as f64 / 1000.0, "alpha": s.cc.alpha(),
+                "packet_window": i.packet_window, "inflight": s.inflight(),
+            }));
+        }
+    }
+    let elapsed = (now_ns() - t0) as f64 / 1e9;
+    let st = &s.stats;
+    write_json(
+        &out,
+        &json!({
+            "program": "l4slab-udp-prague", "role": "send",
+            "dst": dst.ip().to_string(), "port": dst.port(), "duration_s": duration as f64 / 1e9,
+            "elapsed_s": elapsed, "fps": fps, "max_packet_bytes": max_packet,
+            "packets_sent": st.packets_sent, "bytes_sent": st.bytes_sent,
+            "ip_bytes_sent": st.bytes_sent + 28 * st.packets_sent,
+            "acks_received": st.acks_received, "acks_old": st.acks_old,
+            "echoed_received": st.echoed.received, "echoed_ce": st.echoed.ce, "echoed_lost": st.echoed.lost,
+            "error_l4s": st.echoed.error_l4s, "resets": st.resets,
+            "frames_sent": st.frames_sent, "frames_skipped": st.frames_skipped,
+            "send_errors": send_errors, "mean_rate_bps": st.bytes_sent as f64 * 8.0 / elapsed,
+            "final_pacing_rate_bps": s.cc.pacing_rate() * 8, "srtt_ms": s.cc.srtt_us() as f64 / 1000.0,
+            "alpha": s.cc.alpha(), "rate_samples": samples.rows,
+        }),
+    )
+}
+
+fn recv(args: &[String]) -> Result<(), Fail> {
+    let o = Opts::parse(args, &["--bind", "--port", "--duration", "--out", "--sample"])?;
+    let bind = SocketAddrV4::new(o.addr("--bind")?, o.port()?);
+    let duration = o.duration_ns()?;
+    let out = o.need("--out")?.to_string();
+    let sock = UdpSocket::bind(bind).map_err(|e| Fail(format!("--bind: {bind}: {e}")))?;
+    let fd = sock.as_raw_fd();
+    set_int_opt(fd, libc::IP_RECVTOS, 1)?;
+    let mut tos = Tos { fd, current: None };
+
+    let t0 = now_ns();
+    let end = t0 + duration;
+    let mut r = PragueReceiver::new(clock_us(t0, t0));
+    let mut buf = [0u8; 65_536];
+    let mut abuf = [0u8; ACK_LEN];
+    let (mut packets, mut bytes, mut acks, mut ack_errors, mut other) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut by_ecn = [0u64; 4];
+    let mut samples = Samples::new(t0, o.sample_ns()?, duration);
+    let (mut last_pkts, mut last_ce) = (0u64, 0u64);
+    let mut first: Option<f64> = None;
+    let mut last: f64 = 0.0;
+    while now_ns() < end {
+        if wait_readable(fd, end) {
+            while let Some((n, ecn, from)) = recv_with_tos(fd, &mut buf) {
+                let now = now_ns();
+                let Some(msg) = DataMsg::decode(&buf[..n]) else {
+                    other += 1;
+                    continue;
+                };
+                let at = (now - t0) as f64 / 1e9;
+                first.get_or_insert(at);
+                last = at;
+                packets += 1;
+                bytes += n as u64;
+                by_ecn[ecn as usize] += 1;
+                let (ack, ack_ecn) = r.on_data(clock_us(now, t0), ecn, &msg);
+                tos.set(ack_ecn)?;
+                let len = ack.encode(&mut abuf);
+                match sock.send_to(&abuf[..len], from) {
+                    Ok(_) => acks += 1,
+                    Err(_) => ack_errors += 1,
+                }
+            }
+        }
+        let now = now_ns();
+        if let Some((at, bps)) = samples.due(now, t0, bytes) {
+            let ce = by_ecn[ECN_CE as usize];
+            let (dp, dc) = (packets - last_pkts, ce - last_ce);
+            (last_pkts, last_ce) = (packets, ce);
+            samples.rows.push(json!({
+                "t_s": at, "recv_bps": bps,
+                "ce_fraction": if dp > 0 { dc as f64 / dp as f64 } else { f64::NAN },
+            }));
+        }
+    }
+    let c = r.counters();
+    let active = first.map_or(0.0, |f| last - f);
+    write_json(
+        &out,
+        &json!({
+            "program": "l4slab-udp-prague", "role": "recv",
+            "bind": bind.ip().to_string(), "port": bind.port(), "duration_s": duration as f64 / 1e9,
+            "packets_received": packets, "bytes_received": bytes, "ip_bytes_received": bytes + 28 * packets,
+            "ce_packets": by_ecn[ECN_CE as usize], "ect1_packets": by_ecn[ECN_L4S_ID as usize],
+            "ect0_packets": by_ecn[ECN_ECT0 as usize], "not_ect_packets": by_ecn[ECN_NOT_ECT as usize],
+            "lost_packets": c.lost, "error_l4s": c.error_l4s,
+            "acks_sent": acks, "ce_echoed": c.ce, "ack_send_errors": ack_errors, "other_datagrams": other,
+            "first_data_s": first, "last_data_s": first.map(|_| last),
+            "mean_rate_bps": if active > 0.0 { bytes as f64 * 8.0 / active } else { 0.0 },
+            "rate_samples": samples.rows,
+        }),
+    )
+}
+
+/// Run the program's command line (`send ...` or `recv ...`, without the program name);
+/// returns the exit status (0, or 2 with one line on stderr for bad input or a failure).
+pub fn main_with(args: Vec<String>) -> i32 {
+    let r = match args.first().map(String::as_str) {
+        Some("send") => send(&args[1..]),
+        Some("recv") => recv(&args[1..]),
+        Some("-h" | "--help") => {
+            println!("{USAGE}");
+            return 0;
+        }
+        Some(other) => Err(Fail(format!("{other}: unknown command ({USAGE})"))),
+        None => Err(Fail(USAGE.into())),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(Fail(msg)) => {
+            eprintln!("l4slab-udp-prague: {msg}");
+            2
+        }
+    }
+}
