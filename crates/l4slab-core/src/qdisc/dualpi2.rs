@@ -490,7 +490,10 @@ impl<P: QdiscPacket> DualPi2<P> {
         let wl = 100 - wc;
         // sch_dualpi2.c:dequeue_packet: init = psched_mtu x (wc - wl) = -121 120 by default.
         let credit_init = PSCHED_MTU as i32 * (wc - wl);
-        let cap = (params.limit_packets as usize).clamp(16, 1 << 14);
+        // Both queues start small and grow (by doubling) to what they hold: the shared
+        // limit (10 000 packets by default) is rarely reached, and a ring sized to it
+        // would sweep two 700-KB buffers through the cache, one fresh line per packet.
+        let cap = (params.limit_packets as usize).clamp(16, 256);
         DualPi2 {
             limit: params.limit_packets,
             memory_limit: params.memory_limit(),
