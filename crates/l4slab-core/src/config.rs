@@ -515,112 +515,197 @@ impl PathConfig {
     }
 }
 
-/// A bulk TCP transfer (iperf3-like).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TcpFlowConfig {
-    /// Congestion control by Linux name ("cubic", "reno").
-    pub cc: String,
-    #[serde(flatten)]
-    pub path: PathConfig,
-    /// Bytes to send (`iperf3 -n`); `None` for an unbounded transfer.
-    #[serde(default)]
-    pub bytes: Option<u64>,
-    /// `mss_cache` payload bytes (1448: 1500 MTU with timestamps).
-    #[serde(default = "default_mss")]
-    pub mss: u32,
-    /// Initial window, segments (`initcwnd`).
-    #[serde(default = "default_init_cwnd")]
-    pub init_cwnd: u32,
-    /// `tcp_rto_min_us` in ns.
-    #[serde(default = "default_rto_min_ns")]
-    pub rto_min_ns: u64,
-    /// Receive window limit in bytes; `None` = never limiting (Linux Documentation/networking/ip-sysctl.rst (tcp_rmem)).
-    #[serde(default)]
-    pub rwnd_bytes: Option<u64>,
-    /// Receiver delayed ACKs (Linux default on); off = quick-ACK every segment.
-    #[serde(default = "default_true")]
-    pub delayed_ack: bool,
-    /// The sender host has `fq` as its egress qdisc: every CC is paced, by fq at the
-    /// skbs' EDT departure times (net/sched/sch_fq.c), with TCP Small Queues bounding
-    /// what waits there; without it only CCs that need pacing (Prague, BBR) are paced,
-    /// inside TCP (net/ipv4/tcp_output.c:tcp_pacing_check).
-    #[serde(default)]
-    pub fq_pacing: bool,
-    /// TSO/GSO on the sender (Linux: always on for TCP, commit 0a6b2a1dc2a2 "tcp: switch to
-    /// GSO being always on", net/core/sock.c:sk_setup_caps, even with `ethtool -K gso off tso
-    /// off`): a paced sender emits skbs of `tso_segs` segments back to back (Linux
-    /// net/ipv4/tcp_output.c:tcp_tso_segs); off, every skb is one segment (a model knob).
-    #[serde(default = "default_true")]
-    pub tso: bool,
-    /// GRO on the receiver's NIC (`ethtool -K DEV gro on`, Linux's default): segments
-    /// arriving within one NAPI poll reach TCP merged and are ACKed as one (stretch
-    /// ACKs; net/ipv4/tcp_offload.c:tcp_gro_receive, tcp/gro.rs). Off by default in
-    /// the engine: see docs/fidelity-dualq.md and docs/fidelity-pam-hosts.md (host burstiness).
-    #[serde(default)]
-    pub gro: bool,
-    /// TSO deferral (net/ipv4/tcp_output.c:tcp_tso_should_defer; always on in Linux
-    /// with TSO, `tcp_tso_win_divisor` 3): a partial skb waits for an ACK that opens
-    /// room for a fuller one. Engine default off: see docs/fidelity-pam-hosts.md.
-    #[serde(default)]
-    pub tso_defer: bool,
-    /// The receiver NIC's RX interrupt throttle (`ethtool -C DEV rx-usecs N`), ns: the
-    /// minimum interval between two interrupts (Intel ITR; tcp/gro.rs); with `gro`, what
-    /// arrives within it of the last interrupt is merged, a packet on a quiet port is
-    /// handed up at once.
-    #[serde(default = "default_rx_usecs_ns")]
-    pub rx_usecs_ns: u64,
-    /// The sending host's NIC RX interrupt throttle (`ethtool -C DEV rx-usecs N` on the
-    /// sender), ns: ACKs arriving within it of the last interrupt reach TCP together at
-    /// the NAPI poll, each timestamped at the poll; an ACK on a quiet port at once
-    /// (tcp/gro.rs). 0 (the engine default, as
-    /// `rx-usecs 0`): each ACK is processed when it arrives.
-    #[serde(default)]
-    pub sender_rx_usecs_ns: u64,
-    /// Module parameters of the congestion control (fields of its `XxxParams`,
-    /// e.g. `{"segment_sizing": {"scheme": "logarithmic", "k": 4.0}}` for Prague).
-    #[serde(default)]
-    pub cc_params: Option<serde_json::Value>,
-    /// Sender host's `net.ipv4.tcp_ecn` (0–5; Linux default 2: accept, don't request).
-    #[serde(default = "default_tcp_ecn")]
-    pub ecn: u8,
-    /// Receiver host's `net.ipv4.tcp_ecn`.
-    #[serde(default = "default_tcp_ecn")]
-    pub receiver_ecn: u8,
-    /// `net.ipv4.tcp_ecn_option` on both hosts (0–3; default 2: AccECN option on every packet).
-    #[serde(default = "default_tcp_ecn_option")]
-    pub ecn_option: u8,
-    /// Congestion control of the receiving socket; it decides DCTCP-style echo and
-    /// whether a listener accepts AccECN (Linux net/ipv4/tcp_dctcp.h:dctcp_ece_ack_update, RFC 9768 §3.1).
-    /// Default `cc::LINUX_DEFAULT` ([`TcpFlowConfig::receiver_cc`]).
-    #[serde(default)]
-    pub receiver_cc: Option<String>,
-    /// Module parameters of the receiving socket's congestion control, as
-    /// `cc_params` (e.g. `{"ecn_enable": true}` for a bbr2 receiver that echoes CE
-    /// DCTCP-style: google/bbr v2alpha tcp_bbr2.c:bbr_cwnd_event).
-    #[serde(default)]
-    pub receiver_cc_params: Option<serde_json::Value>,
-    /// The receiving host's kernel where its AccECN receive path differs from
-    /// mainline's: `l4steam` is the L4STeam tree (the PAM 2025 and coexistence-paper
-    /// testbeds' kernels; the DualQ testbed's 5.10 AccECN receiver, ij1/linux-accecn,
-    /// has no `received_ce_pending` and behaves as mainline here), whose `tcp_ecn_received_counters` saturates the unreported-CE count
-    /// on every ECT or CE segment (`received_ce_pending = max(.. + pcount, 0xf)`), so
-    /// `__tcp_accecn_process` asks for an immediate ACK (`ICSK_ACK_NOW`) on every
-    /// slow-path segment whose timestamp advanced. Default `mainline`.
-    #[serde(default)]
-    pub receiver_kernel: ReceiverKernel,
-    /// The route feature `ecn_low` on both hosts (`ip route ... features ecn_low`;
-    /// google/bbr v3 `RTAX_FEATURE_ECN_LOW` → `TCP_ECN_LOW`): CE marks signal a
-    /// shallow-threshold AQM. BBRv3 uses ECN only with it. Default off.
-    #[serde(default)]
-    pub ecn_low: bool,
-    /// Drop injection for tests: the first transmission of these segment numbers
-    /// (0-based, in MSS units of sequence space) is lost before the bottleneck.
-    #[serde(default)]
-    pub drop_segments: Vec<u64>,
+/// Declares [`TcpFlowConfig`] and the schema of its knobs ([`tcp_flow_params`]) from
+/// one list: each knob after `cc` and the flattened path is a field (its doc comment,
+/// its serde default) and, after `=>`, its schema kind, one-line doc and range or
+/// choices. The schema's default of a knob is the one serde gives the field
+/// ([`TcpFlowConfig::defaults`]), so name, type and default are written once.
+macro_rules! tcp_flow_config {
+    (
+        $(#[$smeta:meta])*
+        pub struct TcpFlowConfig {
+            $(#[$ccmeta:meta])*
+            pub cc: String,
+            $(#[$pathmeta:meta])*
+            pub path: PathConfig,
+            $(
+                $(#[$meta:meta])*
+                pub $name:ident: $ty:ty => $kind:ident, $doc:literal $(, $method:ident($($arg:expr),*))*;
+            )*
+        }
+    ) => {
+        $(#[$smeta])*
+        pub struct TcpFlowConfig {
+            $(#[$ccmeta])*
+            pub cc: String,
+            $(#[$pathmeta])*
+            pub path: PathConfig,
+            $(
+                $(#[$meta])*
+                pub $name: $ty,
+            )*
+        }
+
+        /// The schema of [`TcpFlowConfig`]'s knobs after `cc` and the path, in field order.
+        fn tcp_knob_params() -> Vec<ParamSpec> {
+            use ParamKind::*;
+            let defaults = TcpFlowConfig::defaults();
+            vec![$(
+                ParamSpec::new(stringify!($name), $kind, defaults[stringify!($name)].clone(), $doc)
+                    $(.$method($($arg),*))*
+            ),*]
+        }
+    };
+}
+
+tcp_flow_config! {
+    /// A bulk TCP transfer (iperf3-like).
+    #[derive(Clone, Debug, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct TcpFlowConfig {
+        /// Congestion control by Linux name ("cubic", "reno").
+        pub cc: String,
+        #[serde(flatten)]
+        pub path: PathConfig,
+        /// Bytes to send (`iperf3 -n`); `None` for an unbounded transfer.
+        #[serde(default)]
+        pub bytes: Option<u64> => Bytes,
+            "Bytes to send (iperf3 -n); unset = unbounded transfer.",
+            range(BYTES_RANGE.0, BYTES_RANGE.1);
+        /// `mss_cache` payload bytes (1448: 1500 MTU with timestamps).
+        #[serde(default = "default_mss")]
+        pub mss: u32 => Bytes,
+            "mss_cache payload: 1448 = 1500-byte MTU less IP, TCP and timestamp option (tcp_mtu_to_mss).",
+            range(MSS_RANGE.0, MSS_RANGE.1);
+        /// Initial window, segments (`initcwnd`).
+        #[serde(default = "default_init_cwnd")]
+        pub init_cwnd: u32 => Packets,
+            "Initial window, segments: TCP_INIT_CWND = 10 (include/net/tcp.h; RFC 6928), `ip route ... initcwnd`.",
+            range(INIT_CWND_MIN, INIT_CWND_MAX);
+        /// `tcp_rto_min_us` in ns.
+        #[serde(default = "default_rto_min_ns")]
+        pub rto_min_ns: u64 => TimeNs,
+            "Minimum RTO: TCP_RTO_MIN = 200 ms (include/net/tcp.h), `ip route ... rto_min`.",
+            range(1.0, RTO_MIN_MAX_NS);
+        /// Receive window limit in bytes; `None` = never limiting (Linux Documentation/networking/ip-sysctl.rst (tcp_rmem)).
+        #[serde(default)]
+        pub rwnd_bytes: Option<u64> => Bytes,
+            "Receive window limit; unset = never limiting (net.ipv4.tcp_rmem autotuning).";
+        /// Receiver delayed ACKs (Linux default on); off = quick-ACK every segment.
+        #[serde(default = "default_true")]
+        pub delayed_ack: bool => Bool,
+            "Receiver delayed ACKs (tcp_send_delayed_ack, net/ipv4/tcp_output.c); off = quick-ACK every segment.";
+        /// The sender host has `fq` as its egress qdisc: every CC is paced, by fq at the
+        /// skbs' EDT departure times (net/sched/sch_fq.c), with TCP Small Queues bounding
+        /// what waits there; without it only CCs that need pacing (Prague, BBR) are paced,
+        /// inside TCP (net/ipv4/tcp_output.c:tcp_pacing_check).
+        #[serde(default)]
+        pub fq_pacing: bool => Bool,
+            "Sender has the fq qdisc: every CC paced by fq at EDT departure times, TSQ bounds the host queue (sch_fq.c, tcp_small_queue_check).";
+        /// TSO/GSO on the sender (Linux: always on for TCP, commit 0a6b2a1dc2a2 "tcp: switch to
+        /// GSO being always on", net/core/sock.c:sk_setup_caps, even with `ethtool -K gso off tso
+        /// off`): a paced sender emits skbs of `tso_segs` segments back to back (Linux
+        /// net/ipv4/tcp_output.c:tcp_tso_segs); off, every skb is one segment (a model knob).
+        #[serde(default = "default_true")]
+        pub tso: bool => Bool,
+            "TSO/GSO on the sender (Linux TCP forces GSO even with ethtool -K gso/tso off: net/core/sock.c:sk_setup_caps); off = one segment per skb, a model knob.";
+        /// GRO on the receiver's NIC (`ethtool -K DEV gro on`, Linux's default): segments
+        /// arriving within one NAPI poll reach TCP merged and are ACKed as one (stretch
+        /// ACKs; net/ipv4/tcp_offload.c:tcp_gro_receive, tcp/gro.rs). Off by default in
+        /// the engine: see docs/fidelity-dualq.md and docs/fidelity-pam-hosts.md (host burstiness).
+        #[serde(default)]
+        pub gro: bool => Bool,
+            "GRO on the receiver (ethtool -K gro on; Linux default on): segments of one NAPI poll merge (tcp_gro_receive) and get one ACK (stretch ACKs). Engine default off.";
+        /// TSO deferral (net/ipv4/tcp_output.c:tcp_tso_should_defer; always on in Linux
+        /// with TSO, `tcp_tso_win_divisor` 3): a partial skb waits for an ACK that opens
+        /// room for a fuller one. Engine default off: see docs/fidelity-pam-hosts.md.
+        #[serde(default)]
+        pub tso_defer: bool => Bool,
+            "TSO deferral with tso (tcp_tso_should_defer, tcp_tso_win_divisor 3; always on in Linux): a partial skb waits for a fuller one. Engine default off.";
+        /// The receiver NIC's RX interrupt throttle (`ethtool -C DEV rx-usecs N`), ns: the
+        /// minimum interval between two interrupts (Intel ITR; tcp/gro.rs); with `gro`, what
+        /// arrives within it of the last interrupt is merged, a packet on a quiet port is
+        /// handed up at once.
+        #[serde(default = "default_rx_usecs_ns")]
+        pub rx_usecs_ns: u64 => TimeNs,
+            "Receiver NIC RX interrupt throttle (ethtool -C rx-usecs; i40e default 50 us, Intel ITR: a minimum interval between interrupts): with gro, what arrives within it of the last interrupt is merged.",
+            range(0.0, RX_USECS_MAX_NS);
+        /// The sending host's NIC RX interrupt throttle (`ethtool -C DEV rx-usecs N` on the
+        /// sender), ns: ACKs arriving within it of the last interrupt reach TCP together at
+        /// the NAPI poll, each timestamped at the poll; an ACK on a quiet port at once
+        /// (tcp/gro.rs). 0 (the engine default, as
+        /// `rx-usecs 0`): each ACK is processed when it arrives.
+        #[serde(default)]
+        pub sender_rx_usecs_ns: u64 => TimeNs,
+            "Sending host's NIC RX interrupt throttle (ethtool -C rx-usecs on the sender; i40e default 50 us, Intel ITR: a minimum interval between interrupts): ACKs arriving within it of the last interrupt are processed together at the NAPI poll; an ACK on a quiet port at once. 0 (engine default): each ACK at its arrival.",
+            range(0.0, RX_USECS_MAX_NS);
+        /// Module parameters of the congestion control (fields of its `XxxParams`,
+        /// e.g. `{"segment_sizing": {"scheme": "logarithmic", "k": 4.0}}` for Prague).
+        #[serde(default)]
+        pub cc_params: Option<serde_json::Value> => Object,
+            "Module parameters of the congestion control (/sys/module/tcp_*/parameters); see its descriptor.";
+        /// Sender host's `net.ipv4.tcp_ecn` (0–5; Linux default 2: accept, don't request).
+        #[serde(default = "default_tcp_ecn")]
+        pub ecn: u8 => Int,
+            "Sender's net.ipv4.tcp_ecn (Documentation/networking/ip-sysctl.rst; default 2: accept, don't request).",
+            range(TCP_ECN_RANGE.0, TCP_ECN_RANGE.1);
+        /// Receiver host's `net.ipv4.tcp_ecn`.
+        #[serde(default = "default_tcp_ecn")]
+        pub receiver_ecn: u8 => Int,
+            "Receiver's net.ipv4.tcp_ecn (Documentation/networking/ip-sysctl.rst; default 2; the front end first applies the cc's receiver_defaults).",
+            range(TCP_ECN_RANGE.0, TCP_ECN_RANGE.1);
+        /// `net.ipv4.tcp_ecn_option` on both hosts (0–3; default 2: AccECN option on every packet).
+        #[serde(default = "default_tcp_ecn_option")]
+        pub ecn_option: u8 => Int,
+            "net.ipv4.tcp_ecn_option on both hosts (ip-sysctl.rst, AccECN; default 2: option on every packet).",
+            range(TCP_ECN_OPTION_RANGE.0, TCP_ECN_OPTION_RANGE.1);
+        /// Congestion control of the receiving socket; it decides DCTCP-style echo and
+        /// whether a listener accepts AccECN (Linux net/ipv4/tcp_dctcp.h:dctcp_ece_ack_update, RFC 9768 §3.1).
+        /// Default `cc::LINUX_DEFAULT` ([`TcpFlowConfig::receiver_cc`]).
+        #[serde(default)]
+        pub receiver_cc: Option<String> => Choice,
+            "Receiving socket's congestion control (DCTCP-style echo, AccECN acceptance); unset = Linux's default (as cc); the front end first applies the cc's receiver_defaults.",
+            choices(crate::cc::KNOWN);
+        /// Module parameters of the receiving socket's congestion control, as
+        /// `cc_params` (e.g. `{"ecn_enable": true}` for a bbr2 receiver that echoes CE
+        /// DCTCP-style: google/bbr v2alpha tcp_bbr2.c:bbr_cwnd_event).
+        #[serde(default)]
+        pub receiver_cc_params: Option<serde_json::Value> => Object,
+            "Module parameters of the receiving socket's congestion control, as cc_params (e.g. bbr2 ecn_enable).";
+        /// The receiving host's kernel where its AccECN receive path differs from
+        /// mainline's: `l4steam` is the L4STeam tree (the PAM 2025 and coexistence-paper
+        /// testbeds' kernels; the DualQ testbed's 5.10 AccECN receiver, ij1/linux-accecn,
+        /// has no `received_ce_pending` and behaves as mainline here), whose `tcp_ecn_received_counters` saturates the unreported-CE count
+        /// on every ECT or CE segment (`received_ce_pending = max(.. + pcount, 0xf)`), so
+        /// `__tcp_accecn_process` asks for an immediate ACK (`ICSK_ACK_NOW`) on every
+        /// slow-path segment whose timestamp advanced. Default `mainline`.
+        #[serde(default)]
+        pub receiver_kernel: ReceiverKernel => Choice,
+            "Receiving host's kernel tree where its AccECN receive path differs: l4steam ACKs every ECT/CE segment whose timestamp advanced (L4STeam/linux tcp_input.c:tcp_ecn_received_counters saturates received_ce_pending).",
+            choices(&["mainline", "l4steam"]);
+        /// The route feature `ecn_low` on both hosts (`ip route ... features ecn_low`;
+        /// google/bbr v3 `RTAX_FEATURE_ECN_LOW` → `TCP_ECN_LOW`): CE marks signal a
+        /// shallow-threshold AQM. BBRv3 uses ECN only with it. Default off.
+        #[serde(default)]
+        pub ecn_low: bool => Bool,
+            "Route feature ecn_low (ip route ... features ecn_low; google/bbr v3 RTAX_FEATURE_ECN_LOW): BBRv3 uses ECN only with it.";
+        /// Drop injection for tests: the first transmission of these segment numbers
+        /// (0-based, in MSS units of sequence space) is lost before the bottleneck.
+        #[serde(default)]
+        pub drop_segments: Vec<u64> => Object,
+            "Test drop injection: first transmissions of these segment numbers are lost before the bottleneck.";
+    }
 }
 
 impl TcpFlowConfig {
+    /// Every field at the default serde gives it (a flow naming only `cc` and
+    /// `rtt_ns`), as JSON: the schema's defaults.
+    fn defaults() -> serde_json::Value {
+        let flow: TcpFlowConfig = serde_json::from_value(json!({"cc": crate::cc::LINUX_DEFAULT, "rtt_ns": 0}))
+            .expect("a flow of cc and rtt_ns deserializes");
+        serde_json::to_value(flow).expect("a flow serializes")
+    }
+
     /// The receiving socket's congestion control: `receiver_cc`, else Linux's default.
     pub fn receiver_cc(&self) -> &str {
         self.receiver_cc.as_deref().unwrap_or(crate::cc::LINUX_DEFAULT)
@@ -857,7 +942,7 @@ fn human_bytes(n: u128) -> String {
 /// doc naming the primary source of the default.
 pub fn tcp_flow_params() -> Vec<ParamSpec> {
     use ParamKind::*;
-    vec![
+    let mut params = vec![
         ParamSpec::new(
             "cc",
             Choice,
@@ -890,144 +975,9 @@ pub fn tcp_flow_params() -> Vec<ParamSpec> {
             json!(false),
             "The sender sits on the receivers' side: data crosses reverse_bottleneck, ACKs the bottleneck.",
         ),
-        ParamSpec::new(
-            "bytes",
-            Bytes,
-            serde_json::Value::Null,
-            "Bytes to send (iperf3 -n); unset = unbounded transfer.",
-        )
-        .range(BYTES_RANGE.0, BYTES_RANGE.1),
-        ParamSpec::new(
-            "mss",
-            Bytes,
-            json!(default_mss()),
-            "mss_cache payload: 1448 = 1500-byte MTU less IP, TCP and timestamp option (tcp_mtu_to_mss).",
-        )
-        .range(MSS_RANGE.0, MSS_RANGE.1),
-        ParamSpec::new(
-            "init_cwnd",
-            Packets,
-            json!(default_init_cwnd()),
-            "Initial window, segments: TCP_INIT_CWND = 10 (include/net/tcp.h; RFC 6928), `ip route ... initcwnd`.",
-        )
-        .range(INIT_CWND_MIN, INIT_CWND_MAX),
-        ParamSpec::new(
-            "rto_min_ns",
-            TimeNs,
-            json!(default_rto_min_ns()),
-            "Minimum RTO: TCP_RTO_MIN = 200 ms (include/net/tcp.h), `ip route ... rto_min`.",
-        )
-        .range(1.0, RTO_MIN_MAX_NS),
-        ParamSpec::new(
-            "rwnd_bytes",
-            Bytes,
-            serde_json::Value::Null,
-            "Receive window limit; unset = never limiting (net.ipv4.tcp_rmem autotuning).",
-        ),
-        ParamSpec::new(
-            "delayed_ack",
-            Bool,
-            json!(true),
-            "Receiver delayed ACKs (tcp_send_delayed_ack, net/ipv4/tcp_output.c); off = quick-ACK every segment.",
-        ),
-        ParamSpec::new(
-            "fq_pacing",
-            Bool,
-            json!(false),
-            "Sender has the fq qdisc: every CC paced by fq at EDT departure times, TSQ bounds the host queue (sch_fq.c, tcp_small_queue_check).",
-        ),
-        ParamSpec::new(
-            "tso",
-            Bool,
-            json!(true),
-            "TSO/GSO on the sender (Linux TCP forces GSO even with ethtool -K gso/tso off: net/core/sock.c:sk_setup_caps); off = one segment per skb, a model knob.",
-        ),
-        ParamSpec::new(
-            "gro",
-            Bool,
-            json!(false),
-            "GRO on the receiver (ethtool -K gro on; Linux default on): segments of one NAPI poll merge (tcp_gro_receive) and get one ACK (stretch ACKs). Engine default off.",
-        ),
-        ParamSpec::new(
-            "tso_defer",
-            Bool,
-            json!(false),
-            "TSO deferral with tso (tcp_tso_should_defer, tcp_tso_win_divisor 3; always on in Linux): a partial skb waits for a fuller one. Engine default off.",
-        ),
-        ParamSpec::new(
-            "rx_usecs_ns",
-            TimeNs,
-            json!(default_rx_usecs_ns()),
-            "Receiver NIC RX interrupt throttle (ethtool -C rx-usecs; i40e default 50 us, Intel ITR: a minimum interval between interrupts): with gro, what arrives within it of the last interrupt is merged.",
-        )
-        .range(0.0, RX_USECS_MAX_NS),
-        ParamSpec::new(
-            "sender_rx_usecs_ns",
-            TimeNs,
-            json!(0),
-            "Sending host's NIC RX interrupt throttle (ethtool -C rx-usecs on the sender; i40e default 50 us, Intel ITR: a minimum interval between interrupts): ACKs arriving within it of the last interrupt are processed together at the NAPI poll; an ACK on a quiet port at once. 0 (engine default): each ACK at its arrival.",
-        )
-        .range(0.0, RX_USECS_MAX_NS),
-        ParamSpec::new(
-            "cc_params",
-            Object,
-            serde_json::Value::Null,
-            "Module parameters of the congestion control (/sys/module/tcp_*/parameters); see its descriptor.",
-        ),
-        ParamSpec::new(
-            "ecn",
-            Int,
-            json!(default_tcp_ecn()),
-            "Sender's net.ipv4.tcp_ecn (Documentation/networking/ip-sysctl.rst; default 2: accept, don't request).",
-        )
-        .range(TCP_ECN_RANGE.0, TCP_ECN_RANGE.1),
-        ParamSpec::new(
-            "receiver_ecn",
-            Int,
-            json!(default_tcp_ecn()),
-            "Receiver's net.ipv4.tcp_ecn (Documentation/networking/ip-sysctl.rst; default 2; the front end first applies the cc's receiver_defaults).",
-        )
-        .range(TCP_ECN_RANGE.0, TCP_ECN_RANGE.1),
-        ParamSpec::new(
-            "ecn_option",
-            Int,
-            json!(default_tcp_ecn_option()),
-            "net.ipv4.tcp_ecn_option on both hosts (ip-sysctl.rst, AccECN; default 2: option on every packet).",
-        )
-        .range(TCP_ECN_OPTION_RANGE.0, TCP_ECN_OPTION_RANGE.1),
-        ParamSpec::new(
-            "receiver_cc",
-            Choice,
-            serde_json::Value::Null,
-            "Receiving socket's congestion control (DCTCP-style echo, AccECN acceptance); unset = Linux's default (as cc); the front end first applies the cc's receiver_defaults.",
-        )
-        .choices(crate::cc::KNOWN),
-        ParamSpec::new(
-            "receiver_cc_params",
-            Object,
-            serde_json::Value::Null,
-            "Module parameters of the receiving socket's congestion control, as cc_params (e.g. bbr2 ecn_enable).",
-        ),
-        ParamSpec::new(
-            "receiver_kernel",
-            Choice,
-            json!("mainline"),
-            "Receiving host's kernel tree where its AccECN receive path differs: l4steam ACKs every ECT/CE segment whose timestamp advanced (L4STeam/linux tcp_input.c:tcp_ecn_received_counters saturates received_ce_pending).",
-        )
-        .choices(&["mainline", "l4steam"]),
-        ParamSpec::new(
-            "ecn_low",
-            Bool,
-            json!(false),
-            "Route feature ecn_low (ip route ... features ecn_low; google/bbr v3 RTAX_FEATURE_ECN_LOW): BBRv3 uses ECN only with it.",
-        ),
-        ParamSpec::new(
-            "drop_segments",
-            Object,
-            json!([]),
-            "Test drop injection: first transmissions of these segment numbers are lost before the bottleneck.",
-        ),
-    ]
+    ];
+    params.extend(tcp_knob_params());
+    params
 }
 
 impl ScenarioConfig {

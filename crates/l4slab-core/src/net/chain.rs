@@ -14,32 +14,24 @@
 //! adds the rest of its forward delay. Hop `i ≥ 1` draws from streams `HopQdisc(i)`
 //! and `HopHostTimer(i)`; hop 0 from the dumbbell bottleneck's `Qdisc`/`HostTimer`.
 
-use super::topology::{params, shaped_link, MeasuredLink, Nics, Topology, TopologyDescriptor};
+use super::topology::{param, shaped_link, HopsFn, MeasuredLink, Nics, Topology, TopologyDescriptor};
 use super::{Direction, EndpointId, FlowRoutes, LinkId, Network, Route};
 use crate::config::{check_shaped_link, BottleneckConfig, ScenarioConfig};
 use crate::rng::{stream, Stream};
-use serde::Deserialize;
 
-/// `topology = {kind = "chain", hops = [...]}`: hops 1.., each a full link description.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ChainParams {
-    hops: Vec<BottleneckConfig>,
-}
-
-/// The chain's entry in `net::TOPOLOGIES`.
-pub const DESCRIPTOR: TopologyDescriptor = TopologyDescriptor {
-    kind: "chain",
-    doc: "Any chain of links after the bottleneck, each described as the bottleneck is (rate, qdisc, delay, schedule, wire model).",
-    hops: |cfg, p| {
-        let ChainParams { hops } = params(p)?;
+/// The chain's entry in `net::TOPOLOGIES`: `topology = {kind = "chain", hops = [...]}`,
+/// hops 1.., each a full link description.
+pub const DESCRIPTOR: TopologyDescriptor = Chain::descriptor(
+    "chain",
+    "Any chain of links after the bottleneck, each described as the bottleneck is (rate, qdisc, delay, schedule, wire model).",
+    |cfg, p| {
+        let hops: Vec<BottleneckConfig> = param(p, "hops")?;
         for (i, h) in hops.iter().enumerate() {
             check_shaped_link(&format!("topology.hops[{i}]"), h, cfg.duration_ns)?;
         }
         Ok(hops)
     },
-    build: |cfg, hops, net, nics| Box::new(Chain::build(cfg, hops, net, nics)),
-};
+);
 
 /// Names of the hops in the results: hop 0 is the bottleneck.
 pub const HOP_NAMES: [&str; crate::config::MAX_HOPS] = ["bottleneck", "hop1", "hop2", "hop3", "hop4"];
@@ -56,6 +48,17 @@ pub struct Chain {
 }
 
 impl Chain {
+    /// The descriptor of a topology whose links are a chain's: `hops` reads the
+    /// topology's parameters into the hops after the bottleneck, the chain builds them.
+    pub const fn descriptor(kind: &'static str, doc: &'static str, hops: HopsFn) -> TopologyDescriptor {
+        TopologyDescriptor {
+            kind,
+            doc,
+            hops,
+            build: |cfg, hops, net, nics| Box::new(Chain::build(cfg, hops, net, nics)),
+        }
+    }
+
     /// The links of `hops` (`bottleneck` first), in order (ids 0..n).
     pub fn build(cfg: &ScenarioConfig, configs: &[BottleneckConfig], net: &mut Network, nics: Nics) -> Self {
         let s = cfg.seed;

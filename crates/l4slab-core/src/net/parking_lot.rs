@@ -13,23 +13,16 @@
 //! hop is a bottleneck of the same kind, described once.
 
 use super::chain::Chain;
-use super::topology::{params, TopologyDescriptor};
+use super::topology::{param, TopologyDescriptor};
 use crate::config::{BottleneckConfig, MAX_RATE_BPS};
-use serde::Deserialize;
 
-/// `topology = {kind = "parking_lot", rates_bps = [...]}`: the rates of hops 1...
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ParkingLotParams {
-    rates_bps: Vec<u64>,
-}
-
-/// The parking lot's entry in `net::TOPOLOGIES`.
-pub const DESCRIPTOR: TopologyDescriptor = TopologyDescriptor {
-    kind: "parking_lot",
-    doc: "N bottlenecks in series, each a copy of the bottleneck at its own rate; cross traffic enters and leaves at each.",
-    hops: |cfg, p| {
-        let ParkingLotParams { rates_bps } = params(p)?;
+/// The parking lot's entry in `net::TOPOLOGIES`: `topology = {kind = "parking_lot",
+/// rates_bps = [...]}`, the rates of hops 1...
+pub const DESCRIPTOR: TopologyDescriptor = Chain::descriptor(
+    "parking_lot",
+    "N bottlenecks in series, each a copy of the bottleneck at its own rate; cross traffic enters and leaves at each.",
+    |cfg, p| {
+        let rates_bps: Vec<u64> = param(p, "rates_bps")?;
         rates_bps
             .iter()
             .enumerate()
@@ -50,5 +43,4 @@ pub const DESCRIPTOR: TopologyDescriptor = TopologyDescriptor {
             })
             .collect()
     },
-    build: |cfg, hops, net, nics| Box::new(Chain::build(cfg, hops, net, nics)),
-};
+);

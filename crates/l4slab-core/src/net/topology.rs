@@ -40,6 +40,9 @@ pub trait Topology {
     fn measured(&self) -> &[MeasuredLink];
 }
 
+/// A topology's reading of its parameters ([`TopologyDescriptor::hops`]).
+pub type HopsFn = fn(&ScenarioConfig, &Map<String, Value>) -> Result<Vec<BottleneckConfig>, String>;
+
 /// What a topology exports to be registered in `net::TOPOLOGIES`.
 pub struct TopologyDescriptor {
     /// `topology.kind` in the scenario.
@@ -47,15 +50,19 @@ pub struct TopologyDescriptor {
     pub doc: &'static str,
     /// The shaped links after `bottleneck` (hops 1..) from the topology's parameters,
     /// checked; a one-line error names the parameter (`topology.PARAM: ...`).
-    pub hops: fn(&ScenarioConfig, &Map<String, Value>) -> Result<Vec<BottleneckConfig>, String>,
+    pub hops: HopsFn,
     /// Build the topology over every hop (`bottleneck` first) into `net`.
     pub build: fn(&ScenarioConfig, &[BottleneckConfig], &mut Network, Nics) -> Box<dyn Topology>,
 }
 
-/// Read a builder's parameters: `T` from the topology table without `kind`, unknown
-/// keys refused, the error naming the topology.
-pub fn params<T: serde::de::DeserializeOwned>(params: &Map<String, Value>) -> Result<T, String> {
-    serde_json::from_value(Value::Object(params.clone())).map_err(|e| format!("topology: {e}"))
+/// Read a topology's one parameter `name` (a `T`) from its table without `kind`: any
+/// other key is refused, the error naming the parameter.
+pub fn param<T: serde::de::DeserializeOwned>(params: &Map<String, Value>, name: &str) -> Result<T, String> {
+    if let Some(k) = params.keys().find(|k| k.as_str() != name) {
+        return Err(format!("topology: unknown field `{k}`, expected `{name}`"));
+    }
+    let v = params.get(name).ok_or_else(|| format!("topology: missing field `{name}`"))?;
+    serde_json::from_value(v.clone()).map_err(|e| format!("topology.{name}: {e}"))
 }
 
 /// What every topology of `hops` (`bottleneck` first) checks of the flows: each

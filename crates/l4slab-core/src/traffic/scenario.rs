@@ -2,7 +2,7 @@
 //! sources and UDP-Prague senders, each opened once at setup in list order.
 
 use super::tcp::{TcpReceiverEndpoint, TcpSenderEndpoint};
-use super::udp::{UdpSink, UdpSource};
+use super::udp::{ConstantRateSender, UdpSink};
 use super::udp_prague::{UdpPragueSink, UdpPragueSource};
 use super::{Endpoint, FlowOpener, FlowSpec, TrafficSource};
 use crate::config::FlowConfig;
@@ -39,7 +39,7 @@ impl ScenarioFlows {
                     super::tcp::build(t, slot, stop, cc_rng, (None, None)).map_err(|e| format!("flows[{i}].{e}"))?;
                 (Box::new(TcpSenderEndpoint(sender)), Box::new(TcpReceiverEndpoint::bulk(receiver)))
             }
-            FlowConfig::Udp(u) => (Box::new(UdpSource::new(slot, u, stop)), Box::new(UdpSink::default())),
+            FlowConfig::Udp(u) => (Box::new(ConstantRateSender::udp(slot, u, stop)), Box::new(UdpSink::default())),
             FlowConfig::UdpPrague(u) => {
                 (Box::new(UdpPragueSource::new(slot, u, stop)), Box::new(UdpPragueSink::new(slot)))
             }

@@ -8,66 +8,17 @@
 //! The flood is one flow slot; its summary has `kind = "synflood"` and its
 //! `throughput_mbps` is the flood's share of the bottleneck.
 
-use super::udp::{RateClock, UdpSink};
-use super::{Endpoint, FlowOpener, FlowSpec, Measured, TrafficSource};
+use super::udp::{ConstantRateSender, UdpSink};
+use super::{FlowOpener, FlowSpec, TrafficSource};
 use crate::config::SynFloodConfig;
-use crate::packet::{Ecn, Outbox, Packet, PacketKind};
-use crate::results::FlowSummary;
+use crate::packet::PacketKind;
 use crate::time::Time;
 
-/// The flooding host: one SYN every `syn_bytes / rate`.
-pub struct SynFlooder {
-    flow: u32,
-    wire_len: u32,
-    ecn: Ecn,
-    clock: RateClock,
-}
-
-impl SynFlooder {
-    pub fn new(flow: u32, cfg: &SynFloodConfig, stop: Time) -> Self {
-        SynFlooder {
-            flow,
-            wire_len: cfg.syn_bytes,
-            ecn: cfg.ecn,
-            clock: RateClock::new(cfg.syn_bytes as u64, cfg.rate_bps, stop),
-        }
-    }
-}
-
-impl Endpoint for SynFlooder {
-    fn start(&mut self, now: Time, _out: &mut Outbox) {
-        self.clock.start(now);
-    }
-    fn on_packet(&mut self, _pkt: &Packet, _now: Time, _out: &mut Outbox) {}
-    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
-        if self.clock.tick(now) {
-            let mut p = Packet::new(self.flow, PacketKind::Syn);
-            p.wire_len = self.wire_len;
-            p.ecn = self.ecn;
-            // hping3 increments the source port per packet; the sequence is random.
-            p.tcp.seq = self.clock.sent - 1;
-            out.push(p);
-        }
-    }
-    #[inline]
-    fn next_timer(&self) -> Option<Time> {
-        self.clock.next_timer()
-    }
-    fn arms_timer_first(&self) -> bool {
-        true
-    }
-    fn is_finished(&self) -> bool {
-        self.clock.is_finished()
-    }
-    fn measured(&self) -> Option<&dyn Measured> {
-        Some(self)
-    }
-}
-
-impl Measured for SynFlooder {
-    fn summarise(&self, _flow_start: Time, s: &mut FlowSummary) {
-        self.clock.summarise("synflood", "none", s);
-    }
+/// The flooding host: one SYN of `syn_bytes` on the wire every `syn_bytes / rate`
+/// (hping3 increments the source port per packet; the sequence is random: the engine
+/// numbers the SYNs).
+fn syn_flooder(flow: u32, cfg: &SynFloodConfig, stop: Time) -> ConstantRateSender {
+    ConstantRateSender::new(flow, PacketKind::Syn, cfg.syn_bytes, 0, cfg.ecn, cfg.rate_bps, stop, ("synflood", "none"))
 }
 
 /// A SYN flood source (`SourceConfig::SynFlood`): one flow from setup.
@@ -89,7 +40,7 @@ impl TrafficSource for SynFloodSource {
         opener.open(
             slot,
             FlowSpec {
-                sender: Box::new(SynFlooder::new(slot, &self.cfg, stop)),
+                sender: Box::new(syn_flooder(slot, &self.cfg, stop)),
                 receiver: Box::new(UdpSink::default()),
                 start: p.start_ns,
                 base_rtt_ns: p.rtt_ns,
@@ -106,6 +57,8 @@ impl TrafficSource for SynFloodSource {
 mod tests {
     use super::*;
     use crate::config::PathConfig;
+    use crate::packet::{Ecn, Outbox};
+    use crate::traffic::Endpoint;
 
     #[test]
     fn syns_leave_at_the_rate_counted_on_their_frames() {
@@ -122,7 +75,7 @@ mod tests {
             syn_bytes: 54,
             ecn: Ecn::Ect1,
         };
-        let mut f = SynFlooder::new(0, &cfg, u64::MAX);
+        let mut f = syn_flooder(0, &cfg, u64::MAX);
         let mut out = Outbox::default();
         f.start(0, &mut out);
         f.on_timer(0, &mut out);
