@@ -21,37 +21,18 @@ import pandas as pd
 import pytest
 from conftest import cli, l4slab_command, one_line_error, requires_engine
 from conftest import cli_in_process as main
+from study_texts import small_study
 from l4slab.errors import ScenarioError
 
 pytestmark = [requires_engine, pytest.mark.engine]
 
 FULL = os.environ.get("L4SLAB_FAULTS") == "full"
 
-STUDY = """
-[study]
-name = "faults"
-trials = {trials}
-[base]
-duration = "{duration}"
-bin = "50ms"
-[base.bottleneck]
-rate = "10Mbit"
-qdisc = "bfifo"
-buffer = "1bdp"
-[[base.flows]]
-cc = "cubic"
-rtt = "10ms"
-[[base.flows]]
-cc = "prague"
-rtt = "10ms"
-[factors]
-"flows.1.cc" = ["prague", "reno"]
-"""
 
 
 def write_study(tmp_path: Path, trials: int = 2, duration: str = "500ms") -> Path:
     path = tmp_path / "faults.toml"
-    path.write_text(STUDY.format(trials=trials, duration=duration), encoding="utf-8")
+    path.write_text(small_study("faults", trials, duration, ccs=("cubic", "prague")), encoding="utf-8")
     return path
 
 
@@ -414,7 +395,7 @@ def test_ids_and_names_never_leave_the_study_directory(finished, tmp_path, capsy
     line = one_line_error(main(capsys, "study", "run-one", str(out), "../../escaped_run"))
     assert "is not a run id" in line
     study_file = tmp_path / "dots.toml"
-    study_file.write_text(STUDY.format(trials=1, duration="500ms").replace('name = "faults"', 'name = ".."'))
+    study_file.write_text(small_study("..", 1, "500ms", ccs=("cubic", "prague")))
     monkeypatch.chdir(tmp_path / "out")
     assert "study.name" in one_line_error(main(capsys, "study", "run", str(study_file), "--no-progress"))
     assert not (tmp_path / "plan.json").exists() and not (tmp_path / "out" / "results").exists()

@@ -21,6 +21,7 @@ from conftest import requires_engine
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from l4slab.errors import EngineError, ScenarioError
+from study_texts import small_study
 
 pytestmark = [requires_engine, pytest.mark.engine]
 
@@ -51,24 +52,8 @@ rate = "10%"
 rtt = "10ms"
 """
 
-STUDY = """[study]
-name = "fz"
-trials = 2
-seed = 4
-[base]
-duration = "200ms"
-bin = "50ms"
-[base.bottleneck]
-rate = "10Mbit"
-qdisc = "fq_codel"
-buffer = "1bdp"
-[[base.flows]]
-cc = "cubic"
-rtt = "10ms"
-[factors]
-"flows.0.cc" = ["cubic", "reno"]
-"bottleneck.rate" = ["10Mbit", "20Mbit"]
-"""
+STUDY = small_study("fz", 2, "200ms", seed=4, qdisc="fq_codel",
+                    factors={"flows.0.cc": ["cubic", "reno"], "bottleneck.rate": ["10Mbit", "20Mbit"]})
 
 TOKENS = [
     "nan", "inf", "-inf", "+inf", "1e999", "9" * 5000, "-" + "9" * 4400, "\0", "[", "]", "{", "}", "=", '"', "'",

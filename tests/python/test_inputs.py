@@ -17,28 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import cli, l4slab_command, requires_engine
+from conftest import cli, cli_here, l4slab_command, requires_engine
 from conftest import one_line_error as one_line
+from study_texts import small_study
 
 pytestmark = [requires_engine, pytest.mark.engine]
 
-STUDY = """
-[study]
-name = "inputs"
-trials = 1
-[base]
-duration = "300ms"
-bin = "50ms"
-[base.bottleneck]
-rate = "10Mbit"
-qdisc = "bfifo"
-buffer = "1bdp"
-[[base.flows]]
-cc = "cubic"
-rtt = "10ms"
-[factors]
-"flows.0.cc" = ["cubic", "reno"]
-"""
+STUDY = small_study("inputs")
 
 SCENARIO = """
 duration = "200ms"
@@ -220,17 +205,17 @@ def test_damaged_catalog_is_rebuilt_on_read(finished, tmp_path):
 def test_query_reads_the_study_only(finished, tmp_path):
     _, out = copy_study(finished, tmp_path)
     target = tmp_path / "written.csv"
-    line = one_line(cli("query", str(out), f"COPY (SELECT 1) TO '{target}'"))
+    line = one_line(cli_here("query", str(out), f"COPY (SELECT 1) TO '{target}'"))
     assert "COPY statements are refused" in line and "--allow-files" in line
     assert not target.exists()
     for sql in ("SELECT * FROM read_csv('/etc/passwd')", f"SELECT * FROM read_parquet('{out}/runs/*.parquet')",
                 f"SELECT 1; ATTACH '{tmp_path / 'x.duckdb'}'", "SET enable_external_access = true"):  # fmt: skip
-        one_line(cli("query", str(out), sql))
+        one_line(cli_here("query", str(out), sql))
     # The study's own series views stay readable.
-    proc = cli("query", str(out), "SELECT count(DISTINCT run_id) AS n FROM flow_series", "--csv")
+    proc = cli_here("query", str(out), "SELECT count(DISTINCT run_id) AS n FROM flow_series", "--csv")
     assert proc.returncode == 0 and proc.stdout.split() == ["n", "2"], proc.stderr
     # Asked for, file access is DuckDB's default.
-    proc = cli("query", str(out), f"COPY (SELECT 1 AS x) TO '{target}'", "--allow-files")
+    proc = cli_here("query", str(out), f"COPY (SELECT 1 AS x) TO '{target}'", "--allow-files")
     assert proc.returncode == 0, proc.stderr
     assert target.read_text().split() == ["x", "1"]
 
@@ -238,7 +223,7 @@ def test_query_reads_the_study_only(finished, tmp_path):
 @pytest.mark.parametrize("sql", ["", "   ", "-- only a comment"])
 def test_empty_query_is_one_line(finished, sql):
     _, out = finished
-    line = one_line(cli("query", str(out), sql))
+    line = one_line(cli_here("query", str(out), sql))
     assert "query: the SQL" in line
 
 

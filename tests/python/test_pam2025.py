@@ -14,6 +14,7 @@ from l4slab import schema
 from l4slab.errors import ScenarioError
 from l4slab.study import registry
 from l4slab.study.spec import load_study
+from study_texts import prague_vs_cubic
 
 STUDY = registry.study_file("pam2025")
 PANELS = tomllib.loads(STUDY.read_text(encoding="utf-8"))["panels"]
@@ -200,39 +201,12 @@ def test_fallback_constants_bad_value_is_one_line():
     assert "\n" not in message and "fallback_constants" in message and "pam2025" in message
 
 
-MINI = """
-[study]
-name = "mini-pam"
-seed = 1
-trials = 1
-report = "pam2025"
-
-[base]
-duration = "2s"
-[base.bottleneck]
-rate = "100Mbit"
-bdp_rtt = "10ms"
-[[base.flows]]
-label = "l4s"
-cc = "prague"
-rtt = "10ms"
-tso = false
-[[base.flows]]
-label = "classic"
-cc = "cubic"
-ecn = 1
-receiver_ecn = 1
-rtt = "10ms"
-tso = false
-
-[factors]
-"bottleneck.qdisc" = {preset = "pam2025.testbed", only = ["dualpi2"]}
-"bottleneck.buffer" = ["2bdp"]
-
-[panels.prague-cubic-ecn]
-[panels.prague-mix]
-zip = { mix = { "flows.0.count" = [1, 2], "flows.1.count" = [2, 2] } }
-"""
+MINI = prague_vs_cubic(
+    "mini-pam", 1, 1, "2s", labels=("l4s", "classic"), study={"report": "pam2025"},
+    flows=({"tso": False}, {"ecn": 1, "receiver_ecn": 1, "tso": False}),
+    factors={"bottleneck.qdisc": {"preset": "pam2025.testbed", "only": ["dualpi2"]}, "bottleneck.buffer": ["2bdp"]},
+    tail='[panels.prague-cubic-ecn]\n[panels.prague-mix]\nzip = { mix = { "flows.0.count" = [1, 2], "flows.1.count" = [2, 2] } }\n',
+)  # fmt: skip
 
 
 def test_pam2025_report_sections_on_a_mini_study(tmp_path):

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from l4slab.analysis import published as pub
 from l4slab.errors import ScenarioError
+from study_texts import prague_vs_cubic
 
 HEADER = "panel,queue,buffer_bdp,rtt_ms,l4s_mbps,other_mbps,l4s_qdelay_ms,other_qdelay_ms\n"
 
@@ -122,37 +123,12 @@ def test_missing_published_file_is_one_line(tmp_path):
         pub.read_published(tmp_path / "nope.csv")
 
 
-STUDY = """
-[study]
-name = "mini"
-seed = 7
-trials = 1
-
-[base]
-duration = "3s"
-[base.bottleneck]
-rate = "100Mbit"
-bdp_rtt = "10ms"
-[[base.flows]]
-label = "l4s"
-cc = "prague"
-rtt = "10ms"
-tso = false
-[[base.flows]]
-label = "classic"
-cc = "cubic"
-ecn = 0
-rtt = "10ms"
-tso = false
-
-[factors]
-"bottleneck.qdisc" = {preset = "pam2025.testbed", only = ["fifo_ecn", "dualpi2"]}
-"bottleneck.buffer" = ["2bdp"]
-
-[panels.prague-cubic]
-[panels.prague-cubic-ecn]
-set = { "flows.1.ecn" = 1, "flows.1.receiver_ecn" = 1 }
-"""
+STUDY = prague_vs_cubic(
+    "mini", 7, 1, "3s", labels=("l4s", "classic"), flows=({"tso": False}, {"ecn": 0, "tso": False}),
+    factors={"bottleneck.qdisc": {"preset": "pam2025.testbed", "only": ["fifo_ecn", "dualpi2"]},
+             "bottleneck.buffer": ["2bdp"]},
+    tail='[panels.prague-cubic]\n[panels.prague-cubic-ecn]\nset = { "flows.1.ecn" = 1, "flows.1.receiver_ecn" = 1 }\n',
+)  # fmt: skip
 
 
 def test_report_with_published_end_to_end(tmp_path):

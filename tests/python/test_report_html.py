@@ -12,35 +12,16 @@ import subprocess
 
 import pytest
 from conftest import requires_engine, run_and_report
+from study_texts import prague_vs_cubic
 from l4slab.analysis.html import markdown_to_html, md_text, mpl_text
 
 NASTY = "prague $a$ <script>alert(1)</script> | b_c"
 
-STUDY = f"""
-[study]
-name = "html-mini"
-description = "Prague vs CUBIC over two queues <b>$x$</b>"
-seed = 5
-trials = 2
-
-[base]
-duration = "1s"
-[base.bottleneck]
-rate = "100Mbit"
-bdp_rtt = "10ms"
-[[base.flows]]
-label = {json.dumps(NASTY)}
-cc = "prague"
-rtt = "10ms"
-[[base.flows]]
-label = "cubic"
-cc = "cubic"
-rtt = "10ms"
-
-[factors]
-"bottleneck.qdisc" = ["dualpi2 target 5ms", "bfifo"]
-"bottleneck.buffer" = ["1bdp", "4bdp"]
-"""
+STUDY = prague_vs_cubic(
+    "html-mini", 5, 2, "1s", labels=(NASTY, "cubic"),
+    study={"description": "Prague vs CUBIC over two queues <b>$x$</b>"},
+    factors={"bottleneck.qdisc": ["dualpi2 target 5ms", "bfifo"], "bottleneck.buffer": ["1bdp", "4bdp"]},
+)
 
 
 def test_user_text_is_escaped_for_markdown_html_and_mathtext():

@@ -18,35 +18,16 @@ from pathlib import Path
 import pytest
 from conftest import one_line_error, requires_engine
 from conftest import cli_in_process as main
+from study_texts import small_study
 from l4slab.errors import ScenarioError
 
 pytestmark = [requires_engine, pytest.mark.engine]
 
-STUDY = """
-[study]
-name = "{name}"
-trials = 1
-[base]
-duration = "300ms"
-bin = "50ms"
-[base.bottleneck]
-rate = "10Mbit"
-qdisc = "bfifo"
-buffer = "1bdp"
-[[base.flows]]
-cc = "cubic"
-rtt = "10ms"
-[[base.flows]]
-cc = "{cc}"
-rtt = "10ms"
-[factors]
-"flows.1.cc" = ["{cc}", "reno"]
-"""
 
 
 def write_study(tmp_path: Path, name: str = "ident", cc: str = "prague") -> Path:
     path = tmp_path / f"{name}.toml"
-    path.write_text(STUDY.format(name=name, cc=cc), encoding="utf-8")
+    path.write_text(small_study(name, ccs=("cubic", cc)), encoding="utf-8")
     return path
 
 

@@ -6,37 +6,17 @@ import subprocess
 
 import pytest
 from conftest import l4slab_command
+from study_texts import prague_vs_cubic
 
 pytest.importorskip("l4slab._core")
 
 from l4slab.study import builtin_studies, load_study  # noqa: E402
 
-PAM_MINI = """
-[study]
-name = "pam-mini"
-seed = 3
-trials = 2
-report = "pam2025-prague-cubic"
-
-[base]
-duration = "2s"
-[base.bottleneck]
-rate = "100Mbit"
-bdp_rtt = "10ms"
-[[base.flows]]
-label = "prague"
-cc = "prague"
-rtt = "10ms"
-[[base.flows]]
-label = "cubic"
-cc = "cubic"
-rtt = "10ms"
-
-[factors]
-"bottleneck.qdisc" = {preset = "pam2025.queues", only = ["fifo_ecn", "dualpi2"]}
-"bottleneck.buffer" = ["2bdp"]
-"flows.1.ecn" = [1]
-"""
+PAM_MINI = prague_vs_cubic(
+    "pam-mini", 3, 2, "2s", study={"report": "pam2025-prague-cubic"},
+    factors={"bottleneck.qdisc": {"preset": "pam2025.queues", "only": ["fifo_ecn", "dualpi2"]},
+             "bottleneck.buffer": ["2bdp"], "flows.1.ecn": [1]},
+)  # fmt: skip
 
 
 def test_builtin_pam_study_is_listed_and_expands_to_the_full_matrix():

@@ -7,6 +7,7 @@ import time
 
 import pytest
 from conftest import l4slab_command
+from study_texts import prague_vs_cubic
 
 pytest.importorskip("l4slab._core")
 
@@ -15,30 +16,8 @@ from l4slab.study import store  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.layout_engine import ConstrainedLayoutEngine  # noqa: E402
 
-SMALL = """
-[study]
-name = "report-speed"
-seed = 5
-trials = 1
-
-[base]
-duration = "1s"
-[base.bottleneck]
-rate = "50Mbit"
-bdp_rtt = "10ms"
-[[base.flows]]
-label = "prague"
-cc = "prague"
-rtt = "10ms"
-[[base.flows]]
-label = "cubic"
-cc = "cubic"
-rtt = "10ms"
-
-[factors]
-"bottleneck.qdisc" = ["pfifo", "dualpi2"]
-"bottleneck.buffer" = ["1bdp", "4bdp"]
-"""
+SMALL = prague_vs_cubic("report-speed", 5, 1, "1s", rate="50Mbit",
+                        factors={"bottleneck.qdisc": ["pfifo", "dualpi2"], "bottleneck.buffer": ["1bdp", "4bdp"]})
 
 
 @pytest.fixture(scope="module")
