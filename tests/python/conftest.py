@@ -38,6 +38,32 @@ def cli_in_process(capsys, *args: str) -> "subprocess.CompletedProcess":
     return subprocess.CompletedProcess(list(args), code, captured.out, captured.err)
 
 
+def cli_here(*args: str, cwd=None) -> "subprocess.CompletedProcess":
+    """``l4slab ARGS`` in this process, run from ``cwd``, its stdout and stderr captured:
+    :func:`l4slab.cli.main` answers as the console script does (it catches every error
+    into one line and an exit status) without a new interpreter's seconds of imports."""
+    import contextlib
+    import io
+    import os
+    import subprocess
+
+    from l4slab.cli import main as cli_main
+
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli_main(list(args))
+            except SystemExit as exit_:
+                code = exit_.code
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
+
+
 def run_and_report(root, study_text: str, timeout: float = 900):
     """Write ``study_text`` as ``root/study.toml``, run it into ``root/out`` and write its
     report with the CLI, as a user would; return the report directory."""

@@ -5,12 +5,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import l4slab_command, requires_engine
+from conftest import cli_here, l4slab_command, requires_engine
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def l4slab(*args, cwd=REPO):
+def l4slab(*args, cwd=REPO, fresh=False):
+    """``l4slab ARGS`` from ``cwd``: in this process, or with ``fresh`` in a new interpreter
+    as a user starts it (the entry point itself, a real exit status)."""
+    if not fresh:
+        return cli_here(*args, cwd=cwd)
     return subprocess.run(l4slab_command(*args), capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
@@ -62,16 +66,17 @@ def test_bad_bench_and_demo_arguments(tmp_path):
 
 
 def test_argparse_errors_exit_2_without_traceback():
-    completed = l4slab("run")
+    completed = l4slab("run", fresh=True)
     assert completed.returncode == 2 and "Traceback" not in completed.stderr
-    completed = l4slab("frobnicate")
+    completed = l4slab("frobnicate", fresh=True)
     assert completed.returncode == 2 and "Traceback" not in completed.stderr
 
 
 @requires_engine
 def test_run_writes_outputs(tmp_path):
     completed = l4slab(
-        "run", "examples/reference.toml", "--out", str(tmp_path / "ref"), "--seed", "3", "--set", "duration=2s"
+        "run", "examples/reference.toml", "--out", str(tmp_path / "ref"), "--seed", "3", "--set", "duration=2s",
+        fresh=True,
     )
     assert completed.returncode == 0, completed.stderr
     assert "goodput" in completed.stdout

@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import l4slab_command, requires_engine
+from conftest import cli_here, l4slab_command, requires_engine
+from study_texts import small_study
 
 pytestmark = [requires_engine, pytest.mark.engine]
 
@@ -207,23 +208,6 @@ def test_an_ordinary_run_fits():
     assert found.total < 100e6
 
 
-STUDY = """
-[study]
-name = "memory"
-trials = 2
-[base]
-duration = "{duration}"
-bin = "{bin}"
-[base.bottleneck]
-rate = "10Mbit"
-qdisc = "bfifo"
-buffer = "1bdp"
-[[base.flows]]
-cc = "cubic"
-rtt = "10ms"
-[factors]
-"flows.0.cc" = ["cubic", "reno"]
-"""
 
 
 def test_study_max_memory_refuses_before_running(tmp_path):
@@ -235,31 +219,25 @@ def test_study_max_memory_refuses_before_running(tmp_path):
     from l4slab.study.spec import load_study
 
     path = tmp_path / "study.toml"
-    path.write_text(STUDY.format(duration="1s", bin="10us"), encoding="utf-8")
+    path.write_text(small_study("memory", 1, "1s", "10us"), encoding="utf-8")
     one = memory.estimate(load_study(path).points[0].config).total
     out = tmp_path / "out"
     # Two at once need twice one run: a bound between one and two runs refuses --jobs 2.
     bound = str(int(1.5 * one))
-    proc = subprocess.run(l4slab_command("study", "run", str(path), "--out", str(out), "--jobs", "2",
-                                         "--max-memory", bound, "--no-progress"),
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = cli_here("study", "run", str(path), "--out", str(out), "--jobs", "2", "--max-memory", bound, "--no-progress")
     line = one_line_error(proc)
     assert "2 runs at once (--jobs 2) need ~" in line and "allowed by --max-memory" in line, line
     assert "use fewer --jobs or use wider bins" in line, line
     assert not list(out.glob("runs/*.parquet"))
     # One at a time fits the same bound; run-one checks its own run.
-    proc = subprocess.run(l4slab_command("study", "run", str(path), "--out", str(out), "--jobs", "1",
-                                         "--max-memory", bound, "--no-progress"),
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = cli_here("study", "run", str(path), "--out", str(out), "--jobs", "1", "--max-memory", bound, "--no-progress")
     assert proc.returncode == 0, proc.stderr
     rid = json.loads((out / "plan.json").read_text())["runs"][0]["id"]
-    proc = subprocess.run(l4slab_command("study", "run-one", str(out), rid, "--force", "--max-memory", "10MB"),
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = cli_here("study", "run-one", str(out), rid, "--force", "--max-memory", "10MB")
     line = one_line_error(proc)
     assert line.startswith("l4slab: error: memory: this run needs ~") and "allowed by --max-memory" in line, line
     for bad in ("lots", "0"):
-        proc = subprocess.run(l4slab_command("study", "run", str(path), "--out", str(out), "--max-memory", bad),
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        proc = cli_here("study", "run", str(path), "--out", str(out), "--max-memory", bad)
         assert "--max-memory:" in one_line_error(proc)
 
 
@@ -273,7 +251,7 @@ def test_study_workers_check_their_run_when_it_starts(tmp_path, monkeypatch):
     from l4slab.study.spec import load_study
 
     path = tmp_path / "study.toml"
-    path.write_text(STUDY.format(duration="200ms", bin="10ms"), encoding="utf-8")
+    path.write_text(small_study("memory", 2, "200ms", "10ms"), encoding="utf-8")
     directory, plan = runs._write_plan(load_study(path), tmp_path / "out", False)
     rid, data, _, error = execute(runs._task(plan, plan["runs"][0]))
     assert data is None and error.startswith("memory: this run needs ~") and "allowed by --max-memory" in error

@@ -3,11 +3,11 @@ per-packet trace names DualPI2's queues C and L as the summary does."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import l4slab_command, requires_engine
+from conftest import cli_here, requires_engine
+from study_texts import prague_vs_cubic
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,7 +30,7 @@ count = 2
 
 
 def l4slab(*args):
-    return subprocess.run(l4slab_command(*args), capture_output=True, text=True, cwd=REPO, timeout=300)
+    return cli_here(*args, cwd=REPO)
 
 
 @pytest.fixture(scope="module")
@@ -89,25 +89,9 @@ def test_plot_formats_and_mistakes(run_dir, tmp_path):
         assert done.stderr.startswith("l4slab: error: ") and fragment in done.stderr, done.stderr
 
 
-STUDY = """
-[study]
-name = "plot-study"
-seed = 2
-trials = 1
-[base]
-duration = "1s"
-[base.bottleneck]
-rate = "50Mbit"
-qdisc = "dualpi2 target 5ms"
-[[base.flows]]
-cc = "prague"
-rtt = "10ms"
-[[base.flows]]
-cc = "cubic"
-rtt = "10ms"
-[factors]
-"bottleneck.buffer" = ["1bdp", "2bdp"]
-"""
+STUDY = prague_vs_cubic("plot-study", 2, 1, "1s", rate="50Mbit", labels=None,
+                        bottleneck={"bdp_rtt": None, "qdisc": "dualpi2 target 5ms"},
+                        factors={"bottleneck.buffer": ["1bdp", "2bdp"]})  # fmt: skip
 
 
 @requires_engine

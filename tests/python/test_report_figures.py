@@ -18,7 +18,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import l4slab_command, requires_engine, run_and_report
+from conftest import cli_here, requires_engine, run_and_report
+from study_texts import prague_vs_cubic
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
@@ -30,30 +31,7 @@ needs_chromium = pytest.mark.skipif(
 BUFFERS = ["2bdp", "0.5bdp", "4bdp"]
 QUEUES = ["dualpi2 target 5ms", "fq_codel target 5ms ecn", "bfifo"]
 
-STUDY = f"""
-[study]
-name = "figures-check"
-seed = 3
-trials = 2
-
-[base]
-duration = "1s"
-[base.bottleneck]
-rate = "100Mbit"
-bdp_rtt = "10ms"
-[[base.flows]]
-label = "prague"
-cc = "prague"
-rtt = "10ms"
-[[base.flows]]
-label = "cubic"
-cc = "cubic"
-rtt = "10ms"
-
-[factors]
-"bottleneck.qdisc" = {json.dumps(QUEUES)}
-"bottleneck.buffer" = {json.dumps(BUFFERS)}
-"""
+STUDY = prague_vs_cubic("figures-check", 3, 2, "1s", {"bottleneck.qdisc": QUEUES, "bottleneck.buffer": BUFFERS})
 
 #: Runs after load: per figure its size, and per axes its tick labels (text and box), whether
 #: it holds data, its zero line and the lowest point of its intervals; every text box; and the
@@ -286,26 +264,8 @@ def test_the_checks_find_broken_figures(tmp_path):
     assert len(result["figures"][1]["axes"]) == len(queues) * len(buffers)
 
 
-PARTIAL = """
-[study]
-name = "verdict-partial"
-seed = 4
-trials = 5
-[base]
-duration = "1s"
-[base.bottleneck]
-rate = "100Mbit"
-bdp_rtt = "10ms"
-[[base.flows]]
-cc = "prague"
-rtt = "10ms"
-[[base.flows]]
-cc = "cubic"
-rtt = "10ms"
-[factors]
-"bottleneck.qdisc" = ["dualpi2 target 5ms", "bfifo"]
-"bottleneck.buffer" = ["1bdp", "4bdp"]
-"""
+PARTIAL = prague_vs_cubic("verdict-partial", 4, 5, "1s", labels=None,
+                          factors={"bottleneck.qdisc": ["dualpi2 target 5ms", "bfifo"], "bottleneck.buffer": ["1bdp", "4bdp"]})
 
 
 @requires_engine
@@ -315,7 +275,7 @@ def test_report_says_incomplete_for_every_queue_with_1_of_5_trials(tmp_path):
     out = tmp_path / "out"
 
     def l4slab(*args):
-        done = subprocess.run(l4slab_command(*args), capture_output=True, text=True, cwd=REPO, timeout=600)
+        done = cli_here(*args, cwd=REPO)
         assert done.returncode == 0, done.stderr
         return done
 

@@ -13,26 +13,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import l4slab_command, requires_engine
+from conftest import cli_here, l4slab_command, requires_engine
+from study_texts import SMALL_BOTTLENECK, base_text, small_flows
 from l4slab.errors import ScenarioError
 
 pytestmark = [requires_engine, pytest.mark.engine]
 
-BASE = """
-[base]
-duration = "1s"
-bin = "100ms"
-[base.bottleneck]
-rate = "10Mbit"
-qdisc = "bfifo"
-buffer = "1bdp"
-[[base.flows]]
-cc = "cubic"
-rtt = "10ms"
-[[base.flows]]
-cc = "cubic"
-rtt = "10ms"
-"""
+BASE = base_text({"duration": "1s", "bin": "100ms"}, SMALL_BOTTLENECK, small_flows("cubic", "cubic"))
 
 
 def write_study(tmp_path: Path, header: str, factors: str = "", name: str = "s.toml") -> Path:
@@ -176,8 +163,7 @@ def test_malformed_study_rejected_before_any_run(tmp_path):
     unknown_rule = write_study(tmp_path, '[study]\nexclude = [{"flows.9.ecn" = 1}]\n', "", "u.toml")
     for path, expected in ((bad_unit, "3xbdp"), (empty, "no points left"), (unknown_rule, "not a factor")):
         out = tmp_path / f"out-{path.stem}"
-        result = subprocess.run(l4slab_command("study", "run", str(path), "--out", str(out)),
-                                capture_output=True, text=True)  # fmt: skip
+        result = cli_here("study", "run", str(path), "--out", str(out))
         assert result.returncode == 2, result.stderr
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("l4slab: error: ") and expected in lines[0]
@@ -252,7 +238,7 @@ def test_resume_after_sigkill(tmp_path):
     import l4slab.study as study
     from l4slab.study.store import read_run_meta
 
-    path = write_study(tmp_path, "[study]\ntrials = 60\n", '[factors]\n"flows.1.cc" = ["cubic", "reno"]\n')
+    path = write_study(tmp_path, "[study]\ntrials = 20\n", '[factors]\n"flows.1.cc" = ["cubic", "reno"]\n')
     out = tmp_path / "out"
     proc = subprocess.Popen(
         l4slab_command("study", "run", str(path), "--out", str(out), "--jobs", "1", "--no-progress"),
@@ -272,19 +258,19 @@ def test_resume_after_sigkill(tmp_path):
         except ProcessLookupError:
             pass
     finished = len(_run_files(out))
-    print(f"killed after {finished} of 120 runs")
-    assert 5 <= finished < 120, "the study should have been killed mid-way"
+    print(f"killed after {finished} of 40 runs")
+    assert 5 <= finished < 40, "the study should have been killed mid-way"
     assert not (out / "catalog.duckdb").exists()
 
     report = study.run(path, out, jobs=2)
-    assert report.total == 120 and report.skipped == finished and report.done == 120 - finished
+    assert report.total == 40 and report.skipped == finished and report.done == 40 - finished
     files = _run_files(out)
-    assert len(files) == 120
+    assert len(files) == 40
     plan = json.loads((out / "plan.json").read_text())
     assert sorted(f.stem for f in files) == sorted(r["id"] for r in plan["runs"])
     assert all(read_run_meta(f) is not None for f in files)
     runs = study.load(out).runs
-    assert len(runs) == 120 and runs["run_id"].is_unique and set(runs["status"]) == {"done"}
+    assert len(runs) == 40 and runs["run_id"].is_unique and set(runs["status"]) == {"done"}
 
 
 def test_truncated_result_is_rerun(tmp_path):

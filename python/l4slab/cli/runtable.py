@@ -6,6 +6,11 @@ from __future__ import annotations
 
 from .common import fmt, stdout_console
 
+#: Flows the terminal table shows, the first ones; a run of more (a many-flow study point,
+#: the 512-flow benchmark) says how many it leaves out, each of them being in summary.json.
+#: Drawing a table of 8000 rows takes tens of seconds and fills no screen.
+MAX_TABLE_FLOWS = 64
+
 
 def print_result(result, directory) -> None:
     """The summary table, the bottleneck line, the ``tc -s`` block and the packet count."""
@@ -33,7 +38,8 @@ def print_result(result, directory) -> None:
     headers += ["queuing ms", f"retrans{whole}", f"drops{whole}", f"marks{whole}"]
     for header in headers:
         table.add_column(header, justify="left" if header in ("label", "cc") else "right")
-    for flow in summary["flows"]:
+    shown = summary["flows"][:MAX_TABLE_FLOWS]
+    for flow in shown:
         table.add_row(
             str(flow["id"]),
             *([str(flow.get("label"))] if show_labels else []),
@@ -46,6 +52,9 @@ def print_result(result, directory) -> None:
             fmt(flow.get("drops")),
             fmt(flow.get("marks")),
         )
+    if len(summary["flows"]) > len(shown):
+        table.caption = f"the first {len(shown)} of {len(summary['flows'])} flows; every flow is in summary.json"
+        table.caption_justify = "left"
     console.print(table)
     sojourn = bottleneck["sojourn_ms"]
     window = f" (window {warmup:g}–{summary['duration_s']:g} s)" if warmup > 0 else ""
