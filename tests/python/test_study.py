@@ -213,6 +213,45 @@ def test_run_status_query_and_load(tmp_path, capsys):
     assert (again.skipped, again.done) == (4, 0)
 
 
+def test_catalog_parts_prepared_as_runs_finish_equal_a_rebuild_from_the_files(tmp_path, monkeypatch):
+    """`study run` decodes each run's catalog part as the run finishes (store.Prepared); the
+    catalog then equals one rebuilt from the files alone, and a part whose file changed on
+    disk since is not used (the file is read and verified instead)."""
+    import l4slab.study as study
+    from l4slab.study import store
+
+    path = write_study(tmp_path, '[study]\nname = "small"\nseed = 2\ntrials = 2\n',
+                       '[factors]\n"flows.1.cc" = ["cubic", "reno"]\n')  # fmt: skip
+    out = tmp_path / "out"
+    used: list[int] = []
+    real_take = store.Prepared.take
+
+    def take(self, path, records):
+        entry = real_take(self, path, records)
+        used.append(entry is not None)
+        return entry
+
+    monkeypatch.setattr(store.Prepared, "take", take)
+    study.run(path, out, jobs=2)
+    assert used == [True] * 4, "every part prepared during the run is used"
+    with_parts = study.load(out)
+    store.rebuild_catalog(out)
+    from_files = study.load(out)
+    for name in ("runs", "flows", "bottleneck", "classes", "summaries"):
+        pd.testing.assert_frame_equal(getattr(with_parts, name), getattr(from_files, name), check_exact=True)
+
+    plan = store.load_plan(out)
+    files = _run_files(out)
+    prepared = store.Prepared(plan)
+    for f in files:
+        prepared.add(f.stem, f.read_bytes())
+    files[0].write_bytes(files[0].read_bytes()[:-1] + b"x")  # changed after it was prepared
+    used.clear()
+    tables = store.collect(out, prepared)
+    assert used == [False, True, True, True]
+    assert files[0].stem not in set(tables["runs"].loc[tables["runs"]["status"] == "done", "run_id"])
+
+
 def test_emit_jobs_and_run_one(tmp_path):
     import l4slab.study as study
 

@@ -326,11 +326,15 @@ def _run_locked(spec, out, kind, address, jobs, progress, on_run, replace=False,
     counts = {"done": 0}
 
     bar = _progress(progress, len(plan_data["runs"]), len(plan_data["runs"]) - len(todo))
+    # The catalog is built as runs finish: each new file's part is decoded here, while the
+    # workers run, and the catalog at the end only assembles the parts.
+    prepared = store.Prepared(plan_data)
 
     def on_done(outcome) -> None:
         rid, data, _wall, error = outcome
         if data is not None:
             store.write_run_file(directory, rid, data)
+            prepared.add(rid, data)
             counts["done"] += 1
         else:
             store.write_failure(directory, rid, error or "unknown error")
@@ -352,7 +356,7 @@ def _run_locked(spec, out, kind, address, jobs, progress, on_run, replace=False,
     finally:
         if bar is not None:
             bar[0].stop()
-        store.rebuild_catalog(directory)
+        store.rebuild_catalog(directory, prepared)
     return RunReport(directory, len(plan_data["runs"]), len(plan_data["runs"]) - len(todo), counts["done"],
                      len(errors), errors)  # fmt: skip
 

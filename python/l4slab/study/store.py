@@ -75,6 +75,7 @@ __all__ = [
     "verify_run_file",
     "run_status",
     "rebuild_catalog",
+    "Prepared",
     "catalog_stale",
     "CatalogError",
     "load_plan",
@@ -564,8 +565,80 @@ def _failure(path: Path) -> str:
     return error if isinstance(error, str) else f"(the failure record {path} holds no error message)"
 
 
-def collect(study_dir: Path) -> dict[str, pd.DataFrame]:
-    """The catalog's tables as DataFrames, read from the plan and the run files."""
+def run_entry(
+    meta: dict[str, Any], table: pa.Table, planned: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, pd.DataFrame]] | str:
+    """One verified run file's part of the catalog: its ``runs`` row and its summary
+    tables, each with the run's identity columns in front; or why it is left out."""
+    if not isinstance(meta.get("factors"), dict) or not all(k in meta for k in ("point", "trial", "seed")):
+        return "its identity lacks point, factors, trial or seed"
+    why = identity_mismatch(meta)
+    if why is not None:
+        return why
+    if meta["id"] in planned:  # the current plan's point numbering wins
+        meta = {**meta, "point": planned[meta["id"]]["point"]}
+    identity = _identity(meta)
+    run_row = {**identity, "status": "done", "wall_s": meta.get("wall_s"), "error": None,
+               "in_plan": meta["id"] in planned}  # fmt: skip
+    frames = {}
+    for name in SUMMARY_TABLES:
+        frame = split_table(table, name)
+        for key, value in reversed(identity.items()):
+            frame.insert(0, key, [value] * len(frame))
+        frames[name] = frame
+    return run_row, frames
+
+
+class Prepared:
+    """The catalog's per-run parts, built as runs finish (``l4slab study run`` adds each
+    run's file bytes as it writes them) so that the catalog at the end only assembles them.
+
+    An entry is used only for a file whose bytes on disk still hash to the sha256 it
+    was prepared from and recorded with in ``records.jsonl``; any other file is read
+    and verified as usual (:func:`verify_run_file`)."""
+
+    def __init__(self, plan: Mapping[str, Any]) -> None:
+        self._planned = {run["id"]: run for run in plan.get("runs", [])}
+        self._entries: dict[str, tuple[str, tuple[dict[str, Any], dict[str, pd.DataFrame]]]] = {}
+
+    def add(self, rid: str, data: bytes) -> None:
+        """Decode and verify the file bytes of run ``rid`` just written (the content
+        digest is the one the worker took from the very table these bytes encode)."""
+        try:
+            # Only the summary tables' columns: the series are not in the catalog.
+            schema = pq.read_schema(pa.BufferReader(data))
+            columns = [c for c in schema.names if c == "table" or c.split(".", 1)[0] in SUMMARY_TABLES]
+            table = pq.read_table(pa.BufferReader(data), columns=columns, page_checksum_verification=True)
+            meta = json.loads(table.schema.metadata[META_KEY])
+        except (KeyError, OSError, ValueError, UnicodeDecodeError, RecursionError, pa.ArrowException):
+            return  # left to the catalog's own reading, which names the problem
+        if not isinstance(meta, dict) or not meta.get("complete") or meta.get("id") != rid:
+            return
+        try:
+            entry = run_entry(meta, table, self._planned)
+        except Exception:  # noqa: BLE001 - the catalog reads the file itself and names what is wrong
+            return
+        if not isinstance(entry, str):
+            self._entries[rid] = (hashlib.sha256(data).hexdigest(), entry)
+
+    def take(
+        self, path: Path, records: Mapping[str, str]
+    ) -> tuple[dict[str, Any], dict[str, pd.DataFrame]] | None:
+        """The prepared entry of the run file at ``path`` if its bytes are those it was
+        prepared from (and recorded with), else None."""
+        held = self._entries.pop(path.stem, None)
+        if held is None or records.get(path.stem) != held[0]:
+            return None
+        try:
+            data = read_input(path, "run file", MAX_RUN_FILE_BYTES, error=CorruptRunFile)
+        except (OSError, CorruptRunFile):
+            return None
+        return held[1] if hashlib.sha256(data).hexdigest() == held[0] else None
+
+
+def collect(study_dir: Path, prepared: Prepared | None = None) -> dict[str, pd.DataFrame]:
+    """The catalog's tables as DataFrames, read from the plan and the run files (the
+    parts in ``prepared`` taken from there instead of decoded again)."""
     from .summary import summarise
 
     study_dir = Path(study_dir)
@@ -577,31 +650,24 @@ def collect(study_dir: Path) -> dict[str, pd.DataFrame]:
     found: set[str] = set()
     records = load_records(study_dir)
     for path in sorted(runs_dir(study_dir).glob("*.parquet")):
-        try:
-            meta, table = verify_run_file(path, records)
-        except FileNotFoundError:
-            continue
-        except (OSError, CorruptRunFile) as err:
-            warn(f"{err}; left out (`l4slab study run` runs it again)")
-            continue
-        if not isinstance(meta.get("factors"), dict) or not all(k in meta for k in ("point", "trial", "seed")):
-            warn(f"{path}: its identity lacks point, factors, trial or seed; left out")
-            continue
-        why = identity_mismatch(meta)
-        if why is not None:
-            warn(f"{path}: {why}; left out")
-            continue
-        found.add(meta["id"])
-        if meta["id"] in planned:  # the current plan's point numbering wins
-            meta = {**meta, "point": planned[meta["id"]]["point"]}
-        identity = _identity(meta)
-        runs.append({**identity, "status": "done", "wall_s": meta.get("wall_s"), "error": None,
-                     "in_plan": meta["id"] in planned})  # fmt: skip
+        entry = prepared.take(path, records) if prepared is not None else None
+        if entry is None:
+            try:
+                meta, table = verify_run_file(path, records)
+            except FileNotFoundError:
+                continue
+            except (OSError, CorruptRunFile) as err:
+                warn(f"{err}; left out (`l4slab study run` runs it again)")
+                continue
+            entry = run_entry(meta, table, planned)
+            if isinstance(entry, str):
+                warn(f"{path}: {entry}; left out")
+                continue
+        run_row, frames = entry
+        found.add(run_row["run_id"])
+        runs.append(run_row)
         for name in SUMMARY_TABLES:
-            frame = split_table(table, name)
-            for key, value in reversed(identity.items()):
-                frame.insert(0, key, [value] * len(frame))
-            rows[name].append(frame)
+            rows[name].append(frames[name])
     for rid, run in planned.items():
         if rid in found:
             continue
@@ -668,7 +734,7 @@ def _verify_catalog(path: Path, tables: Mapping[str, pd.DataFrame]) -> None:
                 )
 
 
-def rebuild_catalog(study_dir: Path) -> Path:
+def rebuild_catalog(study_dir: Path, prepared: Prepared | None = None) -> Path:
     """Rebuild ``catalog.duckdb`` from the run files and the plan.
 
     The new catalog is built in a temp file beside it, checkpointed explicitly (DuckDB's
@@ -680,7 +746,7 @@ def rebuild_catalog(study_dir: Path) -> Path:
 
     study_dir = Path(study_dir)
     _remove_leftovers(study_dir)
-    tables = collect(study_dir)
+    tables = collect(study_dir, prepared)
 
     def write(tmp: Path) -> None:
         tmp.unlink()
