@@ -622,6 +622,15 @@ tcp_flow_config! {
         #[serde(default)]
         pub tso_defer: bool => Bool,
             "TSO deferral with tso (tcp_tso_should_defer, tcp_tso_win_divisor 3; always on in Linux): a partial skb waits for a fuller one. Engine default off.";
+        /// When deferral may wait for the head's ACK (`tcp_tso_should_defer`): `expected`,
+        /// Linux since "tcp: fix tcp_tso_should_defer() vs large RTT" (Oct 2025, also in
+        /// the stable trees): only if that ACK is expected (head sent + srtt) within
+        /// min(srtt/2, 1 ms); `half_srtt`, the kernels before it (the PAM 2025 testbed's
+        /// 5.15): once the head left srtt/2 ago. Default `expected`.
+        #[serde(default)]
+        pub tso_defer_ack: TsoDeferAck => Choice,
+            "When tso_defer waits for the head's ACK (tcp_tso_should_defer): expected = only if it is due (head sent + srtt) within min(srtt/2, 1 ms), Linux since Oct 2025 ('tcp: fix tcp_tso_should_defer() vs large RTT', also in the stable trees); half_srtt = once the head left srtt/2 ago, the kernels before (PAM 2025's 5.15).",
+            choices(&["expected", "half_srtt"]);
         /// The receiver NIC's RX interrupt throttle (`ethtool -C DEV rx-usecs N`), ns: the
         /// minimum interval between two interrupts (Intel ITR; tcp/gro.rs); with `gro`, what
         /// arrives within it of the last interrupt is merged, a packet on a quiet port is
@@ -722,6 +731,17 @@ impl TcpFlowConfig {
         crate::cc::check(self.receiver_cc(), self.receiver_cc_params.as_ref())
             .map_err(|e| format!("receiver_cc_params: {e}"))
     }
+}
+
+/// The head-ACK rule of TSO deferral (see [`TcpFlowConfig::tso_defer_ack`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TsoDeferAck {
+    /// Defer only while the head's ACK is expected within min(srtt/2, 1 ms).
+    #[default]
+    Expected,
+    /// Defer once the head left srtt/2 ago (Linux before October 2025).
+    HalfSrtt,
 }
 
 /// Kernel tree of a flow's receiving host, where its receive path differs (see

@@ -113,6 +113,8 @@ flows.tso, tso_defer           unset or true: Linux's own (TCP always builds GSO
                                The sender's veth has ``ethtool -K tso off gso off``, so the
                                stack segments in software at transmit and the router sees
                                wire-sized packets, as behind a real NIC
+flows.tso_defer_ack            unset or expected: the guest's tcp_tso_should_defer (the
+                               2025 rule, min(srtt/2, 1 ms)); half_srtt refused
 flows.gro                      unset or false: the veth's default (GRO off); true refused
 flows.rx_usecs, sender_rx_usecs unset or 0 only (veth has no interrupt moderation)
 flows.receiver_kernel          mainline only (l4steam refused)
@@ -197,7 +199,14 @@ RTO_MIN_UNIT_NS = 1_000_000
 #: Namespaces one l4slab-probe samples (probe.c MAX_NS, 32 in all, two kept for qdiscs).
 PROBE_NS = 30
 #: Engine flow knobs at Linux's own behaviour when unset or at these values.
-_KERNEL_OWN = {"tso": (True,), "tso_defer": (True,), "gro": (False,), "rx_usecs_ns": (0,), "sender_rx_usecs_ns": (0,)}
+_KERNEL_OWN = {
+    "tso": (True,),
+    "tso_defer": (True,),
+    "tso_defer_ack": ("expected",),
+    "gro": (False,),
+    "rx_usecs_ns": (0,),
+    "sender_rx_usecs_ns": (0,),
+}
 #: Largest engine mss the 1500-byte veth MTU carries with timestamps (1500 - 20 - 20 - 12).
 MAX_MSS = 1448
 #: netem ``limit``: far above anything a run can hold in flight.
@@ -449,6 +458,8 @@ def check_config(config: Mapping[str, Any], scenario: Any = None) -> None:
                 own = {
                     "tso": "Linux TCP always builds GSO skbs; leave it unset or true",
                     "tso_defer": "Linux TCP always defers (tcp_tso_should_defer); leave it unset or true",
+                    "tso_defer_ack": "the guest's tcp_tso_should_defer waits only for an ACK expected within "
+                    "min(srtt/2, 1 ms); leave it unset or expected",
                     "gro": "the receivers' veth has GRO off; leave it unset or false",
                 }.get(name, "veth has no interrupt moderation; leave it unset or 0")
                 raise _refuse(f"{where}.{field_name}", shown, own)

@@ -193,8 +193,9 @@ impl TcpSender {
     /// Recovery/Loss, when the last skb went within 1 ms (`tcp_wstamp_ns`, the last
     /// send for an unpaced socket), a full skb does not fit in min(cwnd room, send
     /// window), less than 1/`tcp_tso_win_divisor` (3) of min(snd_wnd, cwnd) is
-    /// available, and the head's ACK is due within srtt/2 (the head left at least
-    /// srtt/2 ago). The last data of a sized transfer (the FIN skb) is never held.
+    /// available, and the head's ACK is expected within min(srtt/2, 1 ms) (before
+    /// Linux's 2025 fix: the head left at least srtt/2 ago, `tso_defer_ack`). The
+    /// last data of a sized transfer (the FIN skb) is never held.
     fn tso_should_defer(&self, now: Time, max_segs: u32) -> Option<bool> {
         if self.tp.ca_state as u8 >= CaState::Recovery as u8 {
             return None;
@@ -216,8 +217,17 @@ impl TcpSender {
         if limit >= chunk {
             return None;
         }
+        // The head's ACK is expected at its send time + srtt: defer only if that is
+        // at most min(srtt/2, 1 ms) away ("tcp: fix tcp_tso_should_defer() vs large
+        // RTT", Oct 2025, backported to the stable trees); before it, once the head left srtt/2
+        // ago (`tso_defer_ack = "half_srtt"`).
         let head = self.rtx.front()?;
-        if now.saturating_sub(head.xmit) < self.tp.srtt_us * NS_PER_US / 2 {
+        let srtt_ns = self.tp.srtt_us * NS_PER_US;
+        if self.tso_defer_half_srtt {
+            if now.saturating_sub(head.xmit) < srtt_ns / 2 {
+                return None;
+            }
+        } else if head.xmit + srtt_ns > now + (srtt_ns / 2).min(NS_PER_MS) {
             return None;
         }
         Some(cong_win < send_win && cong_win <= skb_len)
@@ -589,8 +599,13 @@ mod tests {
     /// 30 segments sent at t = 0 in skbs of 10 (the window full), then cwnd grows to
     /// 34: room for 4 segments, less than a full skb and than cwnd/3 (11.3).
     fn deferring(defer: bool, srtt_us: u64) -> TcpSender {
+        deferring_by(defer, srtt_us, "expected")
+    }
+
+    fn deferring_by(defer: bool, srtt_us: u64, ack_rule: &str) -> TcpSender {
         let cfg: TcpFlowConfig = serde_json::from_value(serde_json::json!(
-            {"cc": "unpaced-burst", "rtt_ns": 10_000_000u64, "tso": true, "tso_defer": defer}
+            {"cc": "unpaced-burst", "rtt_ns": 10_000_000u64, "tso": true, "tso_defer": defer,
+             "tso_defer_ack": ack_rule}
         ))
         .unwrap();
         let mut s = TcpSender::new(0, &cfg, Box::new(UnpacedBurst(10)), Time::MAX);
@@ -627,6 +642,28 @@ mod tests {
         let mut s = deferring(false, 800);
         s.write_xmit(500_000, &mut out, false);
         assert_eq!(out.len(), 4);
+    }
+
+    #[test]
+    fn tso_deferral_waits_only_for_an_ack_expected_within_a_millisecond() {
+        // srtt 10 ms, the head sent at 0, the last send 0.5 ms ago. At 6 ms the head
+        // left more than srtt/2 ago, but its ACK is expected at 10 ms, 4 ms away, more
+        // than min(srtt/2, 1 ms): Linux since its 2025 fix sends; the rule before it held.
+        let mut out = Vec::new();
+        let mut s = deferring_by(true, 10_000, "expected");
+        s.tp.lsndtime = 5_500_000;
+        s.write_xmit(6_000_000, &mut out, false);
+        assert_eq!(out.len(), 4, "the ACK is 4 ms away: send");
+        out.clear();
+        let mut s = deferring_by(true, 10_000, "half_srtt");
+        s.tp.lsndtime = 5_500_000;
+        s.write_xmit(6_000_000, &mut out, false);
+        assert!(out.is_empty(), "before the fix: the head left >= srtt/2 ago, hold");
+        // 0.8 ms before the head's ACK is expected: both rules hold.
+        let mut s = deferring_by(true, 10_000, "expected");
+        s.tp.lsndtime = 8_700_000;
+        s.write_xmit(9_200_000, &mut out, false);
+        assert!(out.is_empty(), "the ACK is 0.8 ms away: hold");
     }
 
     #[test]

@@ -159,6 +159,8 @@ pub struct TcpSender {
     pub(super) tso: bool,
     /// TSO deferral (`tcp_tso_should_defer`) on.
     pub(super) tso_defer: bool,
+    /// Deferral's head-ACK rule is the pre-2025 srtt/2 age (`TsoDeferAck::HalfSrtt`).
+    pub(super) tso_defer_half_srtt: bool,
     /// The next segment handed down starts an skb (it carries the skb's overhead in
     /// `host_q_truesize`).
     pub(super) skb_overhead_due: bool,
@@ -277,6 +279,7 @@ impl TcpSender {
             fq_pacing: cfg.fq_pacing,
             tso: cfg.tso,
             tso_defer: cfg.tso && cfg.tso_defer,
+            tso_defer_half_srtt: cfg.tso_defer_ack == crate::config::TsoDeferAck::HalfSrtt,
             pacing_timer: None,
             host_q: VecDeque::new(),
             host_q_truesize: 0,
