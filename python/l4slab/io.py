@@ -52,7 +52,7 @@ __all__ = [
 
 #: Largest text input: a scenario, study or ``base`` TOML file, ``plan.json``,
 #: ``records.jsonl``, a ``failed/*.json``: 64 MiB. The largest legitimate ones are far
-#: below it (a scenario listing all 16384 flows one table each is ~2 MB; the plan of a
+#: below it (a scenario listing the most flows the engine takes, one table each, is ~2 MB; the plan of a
 #: 10 000-run study ~25 MB, a records line 120 bytes a run); the bound keeps a mistaken
 #: path (a log, a disk image) from being parsed into gigabytes of Python objects.
 MAX_TEXT_FILE_BYTES = 64 << 20

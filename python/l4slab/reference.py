@@ -148,7 +148,7 @@ def _limits() -> list[str]:
         "`plan.json`, `records.jsonl`, `failed/*.json`, `runs/*.parquet`; a run directory's JSON for `export` "
         "and `plot`) must be a regular file: a FIFO, a device (`/dev/zero`), a socket is refused in one line "
         "naming the file, without reading it (opened non-blocking, so a FIFO does not wait for a writer). "
-        f"Text inputs hold at most {io.MAX_TEXT_FILE_BYTES // mib} MiB (a scenario listing 16384 flows is about "
+        f"Text inputs hold at most {io.MAX_TEXT_FILE_BYTES // mib} MiB (a scenario listing {schema.limit('max_flows')} flows is about "
         f"2 MB, the plan of a 10 000-run study about 25 MB), a run file at most {io.MAX_RUN_FILE_BYTES >> 30} GiB "
         f"(the engine's preallocation bound); a read taking longer than {io.READ_TIMEOUT_S:g} s (a hung network "
         "file system) is one line too (`l4slab/io.py` `read_input`). In a study directory a FIFO or damaged run "
