@@ -507,6 +507,12 @@ pub struct PathConfig {
 }
 
 impl PathConfig {
+    /// A path of `rtt_ns`, every other field at its default (the unit tests' flows).
+    #[cfg(test)]
+    pub fn of_rtt(rtt_ns: u64) -> Self {
+        PathConfig { rtt_ns, fwd_delay_ns: None, start_ns: 0, stop_ns: None, reverse: false, hops: None }
+    }
+
     pub fn fwd_delay(&self) -> u64 {
         self.fwd_delay_ns.unwrap_or(self.rtt_ns / 2)
     }

@@ -62,19 +62,8 @@ mod tests {
 
     #[test]
     fn syns_leave_at_the_rate_counted_on_their_frames() {
-        let cfg = SynFloodConfig {
-            path: PathConfig {
-                rtt_ns: 10_000_000,
-                fwd_delay_ns: None,
-                start_ns: 0,
-                stop_ns: None,
-                reverse: false,
-                hops: None,
-            },
-            rate_bps: 9_000_000,
-            syn_bytes: 54,
-            ecn: Ecn::Ect1,
-        };
+        let cfg =
+            SynFloodConfig { path: PathConfig::of_rtt(10_000_000), rate_bps: 9_000_000, syn_bytes: 54, ecn: Ecn::Ect1 };
         let mut f = syn_flooder(0, &cfg, u64::MAX);
         let mut out = Outbox::default();
         f.start(0, &mut out);

@@ -173,14 +173,7 @@ mod tests {
     #[test]
     fn rate_counts_l2_frames() {
         let cfg = UdpFlowConfig {
-            path: PathConfig {
-                rtt_ns: 10_000_000,
-                fwd_delay_ns: None,
-                start_ns: 0,
-                stop_ns: None,
-                reverse: false,
-                hops: None,
-            },
+            path: PathConfig::of_rtt(10_000_000),
             rate_bps: 50_000_000,
             payload_bytes: 1472,
             ecn: Ecn::Ect1,
