@@ -300,6 +300,7 @@ EVERY_TCP_KNOB = {
     "tso": False,
     "gro": True,
     "tso_defer": True,
+    "tso_defer_ack": "half_srtt",
     "rx_usecs": "20us",
     "sender_rx_usecs": "50us",
     "cc_params": {},
