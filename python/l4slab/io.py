@@ -184,21 +184,23 @@ def temp_prefix(target: Path) -> str:
 
 def remove_leftovers(target: str | os.PathLike[str]) -> list[Path]:
     """Remove the temp files of ``target`` (and a sibling like DuckDB's ``.tmp.wal``) whose
-    writer process is gone; return them."""
+    writer process is gone; return them. A name without a writer's pid is removed."""
     target = Path(target)
-    removed = []
-    for leftover in target.parent.glob(f".{target.name}.*.tmp*"):
+
+    def writer(leftover: Path) -> int | None:
         pid = leftover.name[len(target.name) + 2 :].split(".", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid():
-            try:
-                os.kill(int(pid), 0)
-                continue  # a live writer's file
-            except ProcessLookupError:
-                pass
-            except OSError:
-                continue
-        elif pid.isdigit():
-            continue  # ours: removed by the writer itself
+        return int(pid) if pid.isdigit() else None
+
+    return _remove_dead((leftover, writer(leftover)) for leftover in target.parent.glob(f".{target.name}.*.tmp*"))
+
+
+def _remove_dead(leftovers) -> list[Path]:
+    """Unlink each ``(path, writer pid)`` whose writer is gone (``None``: no writer named);
+    a live writer's files, this process's included, stay. Return what was removed."""
+    removed = []
+    for leftover, pid in leftovers:
+        if pid is not None and (pid == os.getpid() or pid_alive(pid)):
+            continue
         try:
             leftover.unlink()
             removed.append(leftover)
@@ -225,20 +227,8 @@ def remove_dead_temps(directory: str | os.PathLike[str]) -> list[Path]:
     """Remove, in ``directory`` and below, every temp file of :func:`atomic_write` (and a
     sibling like ``.tmp.wal``) whose writer process is gone (a SIGKILL between the write
     and the rename); return them. A live writer's files, this process's included, stay."""
-    removed = []
-    for leftover in Path(directory).rglob(".*.tmp*"):
-        match = _TEMP_NAME.match(leftover.name)
-        if match is None or not leftover.is_file():
-            continue
-        pid = int(match["pid"])
-        if pid == os.getpid() or pid_alive(pid):
-            continue
-        try:
-            leftover.unlink()
-            removed.append(leftover)
-        except OSError:
-            pass
-    return removed
+    matches = ((leftover, _TEMP_NAME.match(leftover.name)) for leftover in Path(directory).rglob(".*.tmp*"))
+    return _remove_dead((leftover, int(m["pid"])) for leftover, m in matches if m is not None and leftover.is_file())
 
 
 def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
