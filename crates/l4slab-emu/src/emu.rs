@@ -445,9 +445,9 @@ pub fn run(opts: &RunOpts) -> Result<(), Fail> {
         .map_err(fail)?;
     // A command's receiver told to listen until forwarding stops (`{until_end}`) ends a
     // few ms after it, once it has written its own counts: the namespaces (and what is
-    // still inside them) go when the commands there have exited, or after COMMAND_EXIT_NS.
-    let names: Vec<String> = opts
-        .command_flows
+    // still inside them) go when the commands there have exited, or after COMMAND_EXIT_NS;
+    // at once when a signal stopped the run (nobody is waiting for those counts).
+    let names: Vec<String> = if stats.stopped_by_signal { &[][..] } else { &opts.command_flows[..] }
         .iter()
         .flat_map(|i| [format!("{}-{pid}-s{i}", opts.prefix), format!("{}-{pid}-r{i}", opts.prefix)])
         .collect();
