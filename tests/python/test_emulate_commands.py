@@ -82,9 +82,12 @@ json.dump({"packets": packets, "payload_bytes": payload, "ce": ce}, open(os.path
 
 
 
-# serial: they measure real time (the forwarding loop); `make test` runs them alone.
+# Not `serial`: nothing here judges timing. The count tests keep a run the host stalled
+# (`--accept-late`, recorded and checked by `_late_is_recorded`: a stall delays packets, it
+# loses none), the SIGKILL test judges what is left behind, the priority test a refusal. So
+# they run beside other tests; the timing tests (test_emulate_live.py) run alone.
 _CANNOT_EMULATE = emulation_skip_reason()
-pytestmark = [pytest.mark.serial, pytest.mark.skipif(_CANNOT_EMULATE is not None, reason=_CANNOT_EMULATE or "")]
+pytestmark = [pytest.mark.skipif(_CANNOT_EMULATE is not None, reason=_CANNOT_EMULATE or "")]
 
 
 def _late_is_recorded(summary: dict, stderr: str) -> None:
