@@ -16,12 +16,73 @@ use crate::time::{secs, Time};
 use crate::trace::recorder::LinkToMeasure;
 use crate::trace::{FlowCumulative, FlowSample, NetworkView, Observer, Observers, Recorder, WriterSetup};
 use crate::traffic::scenario::ScenarioFlows;
+use crate::traffic::tcp::{TcpReceiverEndpoint, TcpSenderEndpoint};
 use crate::traffic::{Endpoint, FlowOpener, FlowSpec, TrafficSource};
+
+/// An endpoint as the flow table holds it: the TCP sockets by their own type, so that
+/// the per-packet calls (`on_packet`, `on_timer`, `next_timer`) are direct calls the
+/// compiler can inline instead of indirect ones through a vtable (whose target
+/// alternates between sender and receiver from one packet to the next); any other
+/// endpoint behind `dyn Endpoint`.
+enum FlowEnd {
+    TcpSender(Box<TcpSenderEndpoint>),
+    TcpReceiver(Box<TcpReceiverEndpoint>),
+    Other(Box<dyn Endpoint>),
+}
+
+/// `$e` (a `FlowEnd`) as the endpoint it holds, `$f` applied to it.
+macro_rules! on_end {
+    ($e:expr, $x:ident => $f:expr) => {
+        match $e {
+            FlowEnd::TcpSender($x) => $f,
+            FlowEnd::TcpReceiver($x) => $f,
+            FlowEnd::Other($x) => $f,
+        }
+    };
+}
+
+impl FlowEnd {
+    fn new(e: Box<dyn Endpoint>) -> Self {
+        let any = &*e as &dyn std::any::Any;
+        if any.is::<TcpSenderEndpoint>() {
+            let b: Box<dyn std::any::Any> = e;
+            FlowEnd::TcpSender(b.downcast().expect("checked type"))
+        } else if any.is::<TcpReceiverEndpoint>() {
+            let b: Box<dyn std::any::Any> = e;
+            FlowEnd::TcpReceiver(b.downcast().expect("checked type"))
+        } else {
+            FlowEnd::Other(e)
+        }
+    }
+    fn into_box(self) -> Box<dyn Endpoint> {
+        match self {
+            FlowEnd::TcpSender(b) => b,
+            FlowEnd::TcpReceiver(b) => b,
+            FlowEnd::Other(b) => b,
+        }
+    }
+    #[inline(always)]
+    fn get(&self) -> &dyn Endpoint {
+        on_end!(self, e => &**e as &dyn Endpoint)
+    }
+    #[inline(always)]
+    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
+        on_end!(self, e => e.on_packet(pkt, now, out))
+    }
+    #[inline(always)]
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        on_end!(self, e => e.on_timer(now, out))
+    }
+    #[inline(always)]
+    fn next_timer(&self) -> Option<Time> {
+        on_end!(self, e => e.next_timer())
+    }
+}
 
 /// One flow slot: its endpoints and their pending timers.
 struct FlowSlot {
     /// `[sender, receiver]`, indexed by `EndpointId::0 % 2`.
-    ends: [Box<dyn Endpoint>; 2],
+    ends: [FlowEnd; 2],
     /// Pending timer events (lazy: stale ones are ignored).
     timer_at: [Option<Time>; 2],
     /// `Endpoint::arms_timer_first` and whether `Endpoint::drop_injection` is offered, of each side,
@@ -89,10 +150,10 @@ impl FlowOpener for Opener<'_> {
     }
     fn open(&mut self, slot: u32, spec: FlowSpec) {
         self.topology.attach_flow(self.net, slot, spec.fwd_delay_ns, spec.rev_delay_ns, spec.reverse);
-        let ends = [spec.sender, spec.receiver];
+        let ends = [FlowEnd::new(spec.sender), FlowEnd::new(spec.receiver)];
         self.flows.slots[slot as usize] = Some(FlowSlot {
-            arms_timer_first: [ends[0].arms_timer_first(), ends[1].arms_timer_first()],
-            injects_drops: [ends[0].drop_injection().is_some(), ends[1].drop_injection().is_some()],
+            arms_timer_first: [ends[0].get().arms_timer_first(), ends[1].get().arms_timer_first()],
+            injects_drops: [ends[0].get().drop_injection().is_some(), ends[1].get().drop_injection().is_some()],
             ends,
             timer_at: [None, None],
             in_network: 0,
@@ -107,26 +168,26 @@ impl FlowOpener for Opener<'_> {
         }
     }
     fn is_finished(&self, slot: u32) -> bool {
-        self.flows.slots[slot as usize].as_ref().is_none_or(|f| f.ends.iter().all(|e| e.is_finished()))
+        self.flows.slots[slot as usize].as_ref().is_none_or(|f| f.ends.iter().all(|e| e.get().is_finished()))
     }
     fn is_quiet(&self, slot: u32) -> bool {
         self.flows.slots[slot as usize]
             .as_ref()
-            .is_none_or(|f| f.in_network == 0 && f.ends.iter().all(|e| e.is_finished()))
+            .is_none_or(|f| f.in_network == 0 && f.ends.iter().all(|e| e.get().is_finished()))
     }
     fn release(&mut self, slot: u32) -> Option<[Box<dyn Endpoint>; 2]> {
         if let Some(o) = self.observers.as_deref_mut() {
             o.on_flow_close(self.now, slot, &View { flows: self.flows, net: self.net });
         }
         self.flows.free.push(slot);
-        self.flows.slots[slot as usize].take().map(|f| f.ends)
+        self.flows.slots[slot as usize].take().map(|f| f.ends.map(FlowEnd::into_box))
     }
     fn end(&self) -> Time {
         self.end
     }
     fn fill_request(&self, slot: u32, r: &mut crate::results::RequestRecord) {
         if let Some(f) = self.flows.slots[slot as usize].as_ref() {
-            f.ends.iter().filter_map(|e| e.measured()).for_each(|m| m.fill_request(r));
+            f.ends.iter().filter_map(|e| e.get().measured()).for_each(|m| m.fill_request(r));
         }
     }
 }
@@ -150,20 +211,20 @@ impl NetworkView for View<'_> {
     fn cumulative(&self, flow: usize) -> FlowCumulative {
         let mut c = FlowCumulative::default();
         if let Some(f) = self.flows.slots[flow].as_ref() {
-            f.ends.iter().filter_map(|e| e.measured()).for_each(|m| m.add_cumulative(&mut c));
+            f.ends.iter().filter_map(|e| e.get().measured()).for_each(|m| m.add_cumulative(&mut c));
         }
         c
     }
     fn sample(&self, flow: usize) -> FlowSample {
         let mut s = FlowSample::default();
         if let Some(f) = self.flows.slots[flow].as_ref() {
-            f.ends.iter().filter_map(|e| e.measured()).for_each(|m| m.sample(&mut s));
+            f.ends.iter().filter_map(|e| e.get().measured()).for_each(|m| m.sample(&mut s));
         }
         s
     }
     fn summarise(&self, flow: usize, s: &mut FlowSummary) {
         if let Some(f) = self.flows.slots[flow].as_ref() {
-            f.ends.iter().filter_map(|e| e.measured()).for_each(|m| m.summarise(f.start, s));
+            f.ends.iter().filter_map(|e| e.get().measured()).for_each(|m| m.summarise(f.start, s));
         }
     }
     fn link(&self, id: LinkId) -> &Link {
@@ -374,7 +435,7 @@ impl Simulation {
             Target::FlowStart { flow } => {
                 let e = EndpointId::sender(flow);
                 let Some(f) = self.flows.slots[flow as usize].as_mut() else { return };
-                f.ends[0].start(now, &mut self.out);
+                on_end!(&mut f.ends[0], e => e.start(now, &mut self.out));
                 self.after_endpoint(now, e);
             }
             Target::Source(i) => {
@@ -449,7 +510,10 @@ impl Simulation {
             }
             let hop = self.net.next_hop(pkt, None);
             if injects_drops
-                && self.flows.slot(e.flow()).ends[side].drop_injection().is_some_and(|d| d.loses_on_first_hop(pkt))
+                && self.flows.slot(e.flow()).ends[side]
+                    .get()
+                    .drop_injection()
+                    .is_some_and(|d| d.loses_on_first_hop(pkt))
             {
                 // Drop injection (tests): the NIC sends it, the wire loses it.
                 if let Hop::Link(l) = hop {

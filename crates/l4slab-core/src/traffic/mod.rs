@@ -36,7 +36,7 @@ use crate::trace::{FlowCumulative, FlowSample};
 /// path of a flow that does not use it: [`Measured`] (its share of the per-flow series,
 /// summary and request record), [`DropInjection`] (tests) and [`Reusable`] (a released
 /// connection's buffers and allocation).
-pub trait Endpoint: Send {
+pub trait Endpoint: Send + std::any::Any {
     /// The flow starts at `now` (called on the sending side only).
     fn start(&mut self, _now: Time, _out: &mut Outbox) {}
 
