@@ -2,20 +2,25 @@
 program as a command flow, runs kept with ``accept_late`` and marked): per trial and over
 trials the L queue's mean sojourn in the summary window, the bottleneck's mark rate (marks
 per packet sent, whole run), each flow's goodput and, with two flows, the goodput ratio of
-the second to the first (docs/emulator-commands.md).
+the second to the first (docs/emulator-commands.md). Emulated, each trial also gives the
+programs' measured wake-up latencies (``wake_us`` of send.json / recv.json, mean µs);
+``--save FILE`` keeps the rows, and ``sim --hosts FILE`` runs the engine with the sending
+and receiving programs' mean wake-up latencies over those trials
+(``sender_wake_latency``/``receiver_wake_latency``: the engine on the emulating host).
 
-    python examples/emulator/udp_prague_trials.py SCENARIO.toml N sim|emulate
+    python examples/emulator/udp_prague_trials.py SCENARIO.toml N sim|emulate [--save FILE] [--hosts FILE]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
 
 from l4slab.emulate import emulate
 from l4slab.runner import run
-from l4slab.scenario import load_scenario
+from l4slab.scenario import load_scenario, scenario_from_toml
 
 
 def _spread(values: list[float]) -> str:
@@ -23,15 +28,51 @@ def _spread(values: list[float]) -> str:
     return f"{statistics.fmean(values):.4g} ± {sd:.2g} [{min(values):.4g}, {max(values):.4g}]"
 
 
+def _wake_mean_us(outputs: dict[str, bytes], name: str) -> float | None:
+    """The program's mean wake-up latency, µs (None: it measured none)."""
+    raw = outputs.get(f"out/{name}")
+    wake = json.loads(raw).get("wake_us", {}) if raw else {}
+    return wake.get("mean") if wake.get("count") else None
+
+
+def _with_hosts(text: str, hosts_file: str) -> tuple[str, str]:
+    """The scenario with every udp_prague flow's programs waking as late as measured."""
+    rows = [json.loads(line) for line in open(hosts_file) if line.strip()]
+    means = {}
+    for side in ("sender", "receiver"):
+        values = [r[f"{side}_wake_us"] for r in rows if r.get(f"{side}_wake_us") is not None]
+        if not values:
+            raise SystemExit(f"--hosts: {hosts_file} has no {side}_wake_us (rows of an emulate --save)")
+        means[side] = statistics.fmean(values)
+    knobs = "".join(f'{side}_wake_latency = "{means[side]:.1f}us"\n' for side in ("sender", "receiver"))
+    note = f"sender {means['sender']:.1f} µs, receiver {means['receiver']:.1f} µs over {len(rows)} trials"
+    return text.replace('kind = "udp_prague"\n', 'kind = "udp_prague"\n' + knobs), note
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 3 or argv[2] not in ("sim", "emulate") or not argv[1].isdigit():
-        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
-        return 2
-    scenario, trials, side = load_scenario(argv[0]), int(argv[1]), argv[2]
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("scenario")
+    parser.add_argument("trials", type=int)
+    parser.add_argument("side", choices=("sim", "emulate"))
+    parser.add_argument("--save", help="write each trial's row (JSON lines) here")
+    parser.add_argument("--hosts", help="sim: the wake-up latencies measured by an emulate --save")
+    args = parser.parse_args(argv)
+    if not 1 <= args.trials <= 100:
+        parser.error("trials: allowed 1..100")
+    if args.hosts and args.side != "sim":
+        parser.error("--hosts: only with sim")
+    text = open(args.scenario).read()
+    base = load_scenario(args.scenario)
+    if args.hosts:
+        text, note = _with_hosts(text, args.hosts)
+        print(f"hosts: {note}", flush=True)
+    scenario, trials, side = scenario_from_toml(text, source=args.scenario), args.trials, args.side
+    scenario = scenario.model_copy(update={"name": base.name, "seed": base.seed})
     rows = []
     for i in range(trials):
         seed = scenario.seed + i
-        summary = (run(scenario, seed=seed) if side == "sim" else emulate(scenario, seed=seed, accept_late=True)).summary
+        result = run(scenario, seed=seed) if side == "sim" else emulate(scenario, seed=seed, accept_late=True)
+        summary = result.summary
         bottleneck = summary["bottleneck"]
         low = next(c for c in bottleneck["sojourn_by_class"] if c["class"] == "L")["sojourn_ms"]
         qdisc = bottleneck["qdisc"]
@@ -42,8 +83,15 @@ def main(argv: list[str]) -> int:
             "goodput_mbps": [f["goodput_mbps"] for f in summary["flows"]],
             "kept_up": (summary.get("emulator") or {}).get("kept_up"),
         }
+        if side == "emulate":
+            outputs = next(iter(result.command_outputs.values()), {})
+            row["sender_wake_us"] = _wake_mean_us(outputs, "send.json")
+            row["receiver_wake_us"] = _wake_mean_us(outputs, "recv.json")
         rows.append(row)
         print(json.dumps(row), flush=True)
+        if args.save:
+            with open(args.save, "a") as handle:
+                handle.write(json.dumps(row) + "\n")
     print(f"{side}, {trials} trials: L mean sojourn ms {_spread([r['l_mean_ms'] for r in rows])}")
     print(f"{side}, {trials} trials: mark rate {_spread([r['mark_rate'] for r in rows])}")
     for flow in range(len(rows[0]["goodput_mbps"])):
@@ -53,6 +101,10 @@ def main(argv: list[str]) -> int:
         print(f"{side}, {trials} trials: goodput ratio flow 1 / flow 0 {_spread(ratios)}")
     if side == "emulate":
         print(f"kept up: {sum(bool(r['kept_up']) for r in rows)} of {trials}")
+        for who in ("sender", "receiver"):
+            values = [r[f"{who}_wake_us"] for r in rows if r[f"{who}_wake_us"] is not None]
+            if values:
+                print(f"{side}, {trials} trials: {who} program's mean wake-up latency µs {_spread(values)}")
     return 0
 
 

@@ -218,6 +218,31 @@ def test_udp_prague_program_through_dualpi2_is_counted_by_the_bottleneck_as_by_i
     assert view["ce_delivered"] == pytest.approx(got["ce_packets"], rel=0.01)
     assert view["ecn_codepoint"] == "ect1" and summary["flows"][1]["kind"] == "command"
     assert summary["flows"][0]["goodput_mbps"] > 1.0  # CUBIC shared the link
+    # Each end measured its host from the kernel's arrival stamps: every datagram read has
+    # a wait, the wake-ups are a subset of the reads, the sender's timer fired late by ≥ 0.
+    assert got["read_us"]["count"] == got["packets_received"] + got["other_datagrams"], got["read_us"]
+    assert sent["read_us"]["count"] >= sent["acks_received"] > 1000, sent["read_us"]
+    for end in (got, sent):
+        wake, read = end["wake_us"], end["read_us"]
+        assert 0 < wake["count"] <= read["count"], (wake, read)
+        assert 0 <= wake["p50"] <= wake["p99"] <= wake["max"] + 1, wake
+    assert sent["timer_late_us"]["count"] > 0 and sent["timer_late_us"]["mean"] >= 0
+
+
+def test_a_command_that_fails_fails_the_run_in_one_line(tmp_path, capsys, monkeypatch):
+    """A command flow whose program exits non-zero by itself (here it cannot even start)
+    is not the flow the scenario describes: the run fails with one line naming the flow,
+    the side, the status and the program's last line, and writes no results."""
+    monkeypatch.setenv("L4SLAB_EMU_PREFIX", PREFIX)
+    path = _scenario(tmp_path, "3s")
+    path.write_text(path.read_text().replace(f"sender = \"{sys.executable} ", "sender = \"/nonexistent/l4s-sender "))
+    out = tmp_path / "run"
+    status = main(["emulate", str(path), "--out", str(out), "--accept-late"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert status != 0
+    assert err.startswith("l4slab: error: flows[1].command.sender: exited with status "), err
+    assert "/nonexistent/l4s-sender" in err and "No such file or directory" in err, err
+    assert not (out / "summary.json").exists()
 
 
 def test_compare_sets_a_command_flow_against_the_simulated_flow_it_names(tmp_path, capsys, monkeypatch):

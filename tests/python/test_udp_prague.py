@@ -22,13 +22,18 @@ def test_only_the_keys_given_reach_the_engine():
     assert scenario_from_dict(BASE).resolve()["flows"] == [{"kind": "udp_prague", "rtt_ns": 10_000_000, "start_ns": 0}]
     rt = apply_overrides(
         BASE, {"flows[0].fps": 30, "flows[0].frame_budget": "10ms", "flows[0].max_rate": "20Mbit",
-               "flows[0].max_packet_size": "1200B"},
+               "flows[0].max_packet_size": "1200B", "flows[0].sender_wake_latency": "150us",
+               "flows[0].receiver_wake_latency": "40us"},
     )  # fmt: skip
     flow = scenario_from_dict(rt).resolve()["flows"][0]
     assert flow == {
         "kind": "udp_prague", "rtt_ns": 10_000_000, "start_ns": 0, "max_packet_bytes": 1200, "fps": 30,
-        "frame_budget_ns": 10_000_000, "max_rate_bps": 20_000_000,
+        "frame_budget_ns": 10_000_000, "max_rate_bps": 20_000_000, "sender_wake_latency_ns": 150_000,
+        "receiver_wake_latency_ns": 40_000,
     }  # fmt: skip
+    # 0 is an ideal host, the default: not sent, so the run key stays the same.
+    ideal = apply_overrides(BASE, {"flows[0].sender_wake_latency": "0s"})
+    assert scenario_from_dict(ideal).resolve()["flows"] == scenario_from_dict(BASE).resolve()["flows"]
     assert scenario_from_dict(rt).flow_labels() == ["udp_prague"]
 
 
@@ -51,6 +56,9 @@ def test_the_engine_checks_the_ranges_in_one_line():
     with pytest.raises(ScenarioError) as err:
         scenario_from_dict(apply_overrides(BASE, {"flows[0].max_packet_size": "100B"})).resolve()
     assert str(err.value) == "flows[0].max_packet_bytes: 100 is out of range (allowed 150..=65507)"
+    with pytest.raises(ScenarioError) as err:
+        scenario_from_dict(apply_overrides(BASE, {"flows[0].receiver_wake_latency": "2s"})).resolve()
+    assert str(err.value).startswith("flows[0].receiver_wake_latency_ns: 2000000000 is out of range"), str(err.value)
 
 
 def test_the_example_runs_and_reports_the_flows():

@@ -801,6 +801,15 @@ pub struct UdpPragueFlowConfig {
     /// default 100 Gbit/s).
     #[serde(default = "default_prague_max_rate")]
     pub max_rate_bps: u64,
+    /// The sending program's wake-up lateness on its host, mean ns: an ACK that arrives
+    /// while it sleeps is read Exp(mean) later with every ACK that came meanwhile, and
+    /// its pacing timer fires as late (`traffic::udp_prague::ProgramReads`); 0: an ideal
+    /// host that reads every datagram as it arrives and wakes on time.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sender_wake_latency_ns: u64,
+    /// The receiving program's, for the data it answers with ACKs.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub receiver_wake_latency_ns: u64,
 }
 
 fn default_prague_packet() -> u32 {
@@ -848,6 +857,8 @@ impl UdpPragueFlowConfig {
                 ));
             }
         }
+        check_timer_latency("sender_wake_latency_ns", self.sender_wake_latency_ns)?;
+        check_timer_latency("receiver_wake_latency_ns", self.receiver_wake_latency_ns)?;
         let min_bps = up::MIN_RATE * 8;
         if self.max_rate_bps < min_bps || self.max_rate_bps > up::MAX_RATE * 8 {
             return Err(format!(

@@ -39,6 +39,10 @@ pub enum Stream {
     /// The congestion control of connection `c` of source `n`: a stream per
     /// connection, since a source reuses flow slots (`Flow(slot)` would repeat).
     Connection(u32, u32),
+    /// The wake-up lateness of the sending and the receiving program of flow `n`
+    /// (`traffic::udp_prague::ProgramReads`).
+    SenderWake(u32),
+    ReceiverWake(u32),
 }
 
 impl Stream {
@@ -58,6 +62,8 @@ impl Stream {
             Stream::HopQdisc(n) => (5 << 32) | n as u64,
             Stream::HopHostTimer(n) => (6 << 32) | n as u64,
             Stream::LinkModel(n) => (7 << 32) | n as u64,
+            Stream::SenderWake(n) => (8 << 32) | n as u64,
+            Stream::ReceiverWake(n) => (9 << 32) | n as u64,
             // Sources below 2^16 (`config::MAX_SOURCES`): ids from 2^48 up, disjoint from the rest.
             Stream::Connection(n, c) => (1 << 48) | ((n as u64 & 0xFFFF) << 32) | c as u64,
         }

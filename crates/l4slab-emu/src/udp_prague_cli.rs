@@ -17,6 +17,15 @@
 //! write their own counts as JSON. The program stays at normal priority: it never
 //! asks for a real-time class (the emulator's forwarding loop must stay above it).
 //!
+//! Each end also measures its host (`wake_us`, `read_us`, the sender's `timer_late_us`
+//! in its JSON): with `SO_TIMESTAMPNS` the kernel stamps every datagram as it arrives
+//! (`net/core/dev.c:netif_rx` → `net_timestamp_check`); the time from that stamp to the
+//! program's `recvmsg` is how long the datagram waited for the program. `wake_us`
+//! counts only the first datagram read after the program slept in `ppoll` and that
+//! arrived while it slept: the host's wake-up latency, which the engine's
+//! `sender_wake_latency`/`receiver_wake_latency` model (`traffic/udp_prague.rs`,
+//! `ProgramReads`).
+//!
 //! The command line is [`main_with`], shared by the `l4slab-udp-prague` binary and the
 //! Python extension (`python -m l4slab._udp_prague`, the `l4slab-udp-prague` console
 //! script of `pip install`), as the emulator's is.
@@ -46,6 +55,58 @@ fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Latencies of one kind: 1-µs buckets up to [`LATENCY_BUCKETS`] µs (the rest in the
+/// last), count, sum and maximum; allocated once.
+struct Latency {
+    buckets: Vec<u64>,
+    n: u64,
+    sum_ns: u64,
+    max_ns: u64,
+}
+
+const LATENCY_BUCKETS: usize = 10_000;
+
+impl Latency {
+    fn new() -> Self {
+        Latency { buckets: vec![0; LATENCY_BUCKETS + 1], n: 0, sum_ns: 0, max_ns: 0 }
+    }
+    fn add(&mut self, ns: u64) {
+        self.buckets[((ns / 1000) as usize).min(LATENCY_BUCKETS)] += 1;
+        self.n += 1;
+        self.sum_ns += ns;
+        self.max_ns = self.max_ns.max(ns);
+    }
+    /// The µs below which a fraction `q` of the samples lie (bucket resolution).
+    fn quantile_us(&self, q: f64) -> f64 {
+        let want = (q * self.n as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (us, c) in self.buckets.iter().enumerate() {
+            seen += c;
+            if seen >= want {
+                return (us + 1) as f64;
+            }
+        }
+        self.max_ns as f64 / 1000.0
+    }
+    fn json(&self) -> Value {
+        if self.n == 0 {
+            return json!({"count": 0});
+        }
+        json!({
+            "count": self.n, "mean": self.sum_ns as f64 / self.n as f64 / 1000.0,
+            "p50": self.quantile_us(0.5), "p90": self.quantile_us(0.9), "p99": self.quantile_us(0.99),
+            "max": self.max_ns as f64 / 1000.0,
+        })
+    }
+}
+
 /// The algorithm's clock: µs since `t0`, 1 at `t0` (the reference's `Now()`).
 fn clock_us(now: u64, t0: u64) -> i32 {
     ((now - t0) / 1000 + 1) as u32 as i32
@@ -63,11 +124,15 @@ fn wait_readable(fd: i32, deadline: u64) -> bool {
 }
 
 fn set_int_opt(fd: i32, name: libc::c_int, v: libc::c_int) -> Result<(), Fail> {
+    set_opt(fd, libc::IPPROTO_IP, name, v)
+}
+
+fn set_opt(fd: i32, level: libc::c_int, name: libc::c_int, v: libc::c_int) -> Result<(), Fail> {
     // SAFETY: setsockopt with a c_int value of the right size.
     let r = unsafe {
         libc::setsockopt(
             fd,
-            libc::IPPROTO_IP,
+            level,
             name,
             &v as *const libc::c_int as *const libc::c_void,
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
@@ -95,9 +160,17 @@ impl Tos {
     }
 }
 
-/// Receive one datagram without blocking: its length, the IP ECN field (from the
-/// `IP_TOS` control message) and the source.
-fn recv_with_tos(fd: i32, buf: &mut [u8]) -> Option<(usize, u8, SocketAddrV4)> {
+/// A datagram read: its length, the IP ECN field (from the `IP_TOS` control message),
+/// the source and the kernel's arrival stamp (`SCM_TIMESTAMPNS`, CLOCK_REALTIME ns).
+struct Read {
+    len: usize,
+    ecn: u8,
+    from: SocketAddrV4,
+    stamp_ns: Option<u64>,
+}
+
+/// Receive one datagram without blocking.
+fn recv_with_tos(fd: i32, buf: &mut [u8]) -> Option<Read> {
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
     let mut cmsg = [0u64; 8];
     // SAFETY: zeroed sockaddr_in and msghdr are valid initial values.
@@ -115,18 +188,45 @@ fn recv_with_tos(fd: i32, buf: &mut [u8]) -> Option<(usize, u8, SocketAddrV4)> {
         return None;
     }
     let mut tos = 0u8;
-    // SAFETY: walking the control messages recvmsg filled, with the libc macros.
+    let mut stamp_ns = None;
+    // SAFETY: walking the control messages recvmsg filled, with the libc macros; the
+    // timestamp is read unaligned from the message's data.
     unsafe {
         let mut c = libc::CMSG_FIRSTHDR(&msg);
         while !c.is_null() {
             if (*c).cmsg_level == libc::IPPROTO_IP && (*c).cmsg_type == libc::IP_TOS {
                 tos = *libc::CMSG_DATA(c);
+            } else if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                stamp_ns = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
             }
             c = libc::CMSG_NXTHDR(&msg, c);
         }
     }
-    let addr = SocketAddrV4::new(Ipv4Addr::from(u32::from_be(src.sin_addr.s_addr)), u16::from_be(src.sin_port));
-    Some((n as usize, tos & 3, addr))
+    let from = SocketAddrV4::new(Ipv4Addr::from(u32::from_be(src.sin_addr.s_addr)), u16::from_be(src.sin_port));
+    Some(Read { len: n as usize, ecn: tos & 3, from, stamp_ns })
+}
+
+/// The host's latencies as one end sees them (see the module's documentation).
+struct HostTiming {
+    wake: Latency,
+    read: Latency,
+}
+
+impl HostTiming {
+    fn new() -> Self {
+        HostTiming { wake: Latency::new(), read: Latency::new() }
+    }
+    /// A datagram read at `read_ns` (CLOCK_REALTIME); `woke`: the first read after a
+    /// sleep that began at `slept_ns`.
+    fn on_read(&mut self, r: &Read, read_ns: u64, woke: bool, slept_ns: u64) {
+        let Some(stamp) = r.stamp_ns else { return };
+        let waited = read_ns.saturating_sub(stamp);
+        self.read.add(waited);
+        if woke && stamp > slept_ns {
+            self.wake.add(waited);
+        }
+    }
 }
 
 /// The options of one command: `--name value` pairs.
@@ -268,7 +368,9 @@ fn send(args: &[String]) -> Result<(), Fail> {
     sock.connect(dst).map_err(|e| Fail(format!("--dst: {dst}: {e}")))?;
     let fd = sock.as_raw_fd();
     set_int_opt(fd, libc::IP_RECVTOS, 1)?;
+    set_opt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
     let mut tos = Tos { fd, current: None };
+    let (mut host, mut timer_late) = (HostTiming::new(), Latency::new());
     // Pacing needs µs wake-ups: no 50-µs timer slack (kernel/time/hrtimer.c).
     // SAFETY: prctl with an integer argument.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
@@ -304,10 +406,14 @@ fn send(args: &[String]) -> Result<(), Fail> {
         let deadline = ((now - (now - t0) % 1000) as i64 + wait_ns).max(now as i64).min(end as i64) as u64;
         // Wait for an ACK until the loop's target (a non-ACK datagram: keep waiting).
         let mut got = false;
+        let mut first = true;
+        let (slept, sleeps) = (realtime_ns(), deadline > now);
         while !got && wait_readable(fd, deadline) {
             match recv_with_tos(fd, &mut rbuf) {
-                Some((n, _, _)) => {
-                    if let Some(ack) = AckMsg::decode(&rbuf[..n]) {
+                Some(r) => {
+                    host.on_read(&r, realtime_ns(), first, slept);
+                    first = false;
+                    if let Some(ack) = AckMsg::decode(&rbuf[..r.len]) {
                         s.on_ack(clock_us(now_ns(), t0), &ack);
                         got = true;
                     }
@@ -316,6 +422,9 @@ fn send(args: &[String]) -> Result<(), Fail> {
             }
         }
         let now = now_ns();
+        if !got && first && sleeps && now >= deadline {
+            timer_late.add(now - deadline);
+        }
         s.after_wait(clock_us(now, t0), target, got);
         if let Some((at, bps)) = samples.due(now, t0, s.stats.bytes_sent) {
             let i = s.info();
@@ -342,7 +451,8 @@ fn send(args: &[String]) -> Result<(), Fail> {
             "frames_sent": st.frames_sent, "frames_skipped": st.frames_skipped,
             "send_errors": send_errors, "mean_rate_bps": st.bytes_sent as f64 * 8.0 / elapsed,
             "final_pacing_rate_bps": s.cc.pacing_rate() * 8, "srtt_ms": s.cc.srtt_us() as f64 / 1000.0,
-            "alpha": s.cc.alpha(), "rate_samples": samples.rows,
+            "alpha": s.cc.alpha(), "wake_us": host.wake.json(), "read_us": host.read.json(),
+            "timer_late_us": timer_late.json(), "rate_samples": samples.rows,
         }),
     )
 }
@@ -355,7 +465,9 @@ fn recv(args: &[String]) -> Result<(), Fail> {
     let sock = UdpSocket::bind(bind).map_err(|e| Fail(format!("--bind: {bind}: {e}")))?;
     let fd = sock.as_raw_fd();
     set_int_opt(fd, libc::IP_RECVTOS, 1)?;
+    set_opt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
     let mut tos = Tos { fd, current: None };
+    let mut host = HostTiming::new();
 
     let t0 = now_ns();
     let end = t0 + duration;
@@ -369,8 +481,13 @@ fn recv(args: &[String]) -> Result<(), Fail> {
     let mut first: Option<f64> = None;
     let mut last: f64 = 0.0;
     while now_ns() < end {
+        let slept = realtime_ns();
         if wait_readable(fd, end) {
-            while let Some((n, ecn, from)) = recv_with_tos(fd, &mut buf) {
+            let mut woke = true;
+            while let Some(Read { len: n, ecn, from, .. }) = recv_with_tos(fd, &mut buf).inspect(|r| {
+                host.on_read(r, realtime_ns(), woke, slept);
+                woke = false;
+            }) {
                 let now = now_ns();
                 let Some(msg) = DataMsg::decode(&buf[..n]) else {
                     other += 1;
@@ -416,7 +533,7 @@ fn recv(args: &[String]) -> Result<(), Fail> {
             "acks_sent": acks, "ce_echoed": c.ce, "ack_send_errors": ack_errors, "other_datagrams": other,
             "first_data_s": first, "last_data_s": first.map(|_| last),
             "mean_rate_bps": if active > 0.0 { bytes as f64 * 8.0 / active } else { 0.0 },
-            "rate_samples": samples.rows,
+            "wake_us": host.wake.json(), "read_us": host.read.json(), "rate_samples": samples.rows,
         }),
     )
 }

@@ -410,6 +410,26 @@ def _spawn(args: list[str], out: Path, name: str, deadline: float, restricted: b
     return _Proc(name, popen, out, deadline)
 
 
+def _check_commands(procs: list[_Proc], overstayed: set[str], say: Any) -> None:
+    """A command flow's program that exited by itself with a non-zero status (it could not
+    start, or failed, or died of a signal other than the run's own SIGTERM/SIGKILL at its end)
+    fails the run with one line: what the bottleneck saw of it is not the flow the scenario
+    describes. Senders are judged first (a receiver often fails because its sender did). One
+    that had to be stopped at its deadline is said."""
+    commands = [p for p in procs if p.name.startswith("command ")]
+    for proc in sorted(commands, key=lambda p: p.name.split()[1] != "sender"):
+        role, flow = proc.name.split()[1:3]
+        where = f"flows[{flow}].command.{role}"
+        if proc.name in overstayed:
+            say(f"{where}: still running at its deadline; stopped (its own output may be missing)")
+            continue
+        code = proc.popen.returncode
+        if code and -code not in (signal.SIGTERM, signal.SIGKILL):
+            lines = proc.out.read_text(errors="replace").strip().splitlines() if proc.out.exists() else []
+            last = f": {lines[-1].strip()[:200]}" if lines else ""
+            raise EngineError(f"{where}: exited with status {code}{last}")
+
+
 def _program_name(template: str) -> str:
     """The label of a command flow: its sender program's file name."""
     words = shlex.split(template)
@@ -726,12 +746,15 @@ def emulate(
             say(f"flow {i}: iperf3 -C {flow['cc']} started at {launched[i]:.3f} s")
 
         # Wait for the tools, each to its deadline.
+        overstayed: set[str] = set()
         for proc in procs:
             remaining = proc.deadline - time.time()
             try:
                 proc.popen.wait(timeout=max(0.1, remaining))
             except subprocess.TimeoutExpired:
                 _kill(proc.popen)
+                overstayed.add(proc.name)
+        _check_commands(procs, overstayed, say)
         sampler.stop_event.set()
         sampler.join(timeout=5.0)
         try:

@@ -389,6 +389,18 @@ class UdpPragueFlow(_FlowCommon):
     max_rate: RateBps | None = Field(
         None, description="the sender's rate cap, UDP payload (engine default 100Gbit)", examples=["20Mbit"]
     )
+    sender_wake_latency: TimeNs | None = Field(
+        None,
+        description="the sending program's mean wake-up latency on its host: an ACK arriving while it sleeps "
+        "is read this much later on average (exponential), with every ACK that came meanwhile; its pacing "
+        "timer fires as late (unset or 0: an ideal host). l4slab-udp-prague measures it (send.json wake_us)",
+        examples=["150us"],
+    )
+    receiver_wake_latency: TimeNs | None = Field(
+        None,
+        description="the receiving program's, for the data it answers (recv.json wake_us)",
+        examples=["150us"],
+    )
 
 
 def _flow_kind(value: Any) -> str | None:

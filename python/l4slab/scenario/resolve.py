@@ -108,6 +108,8 @@ def _flow_config(flow: Any, bottleneck_rate_bps: int) -> dict[str, Any]:
         _set_if_given(config, "fps", flow.fps)
         _set_if_given(config, "frame_budget_ns", flow.frame_budget)
         _set_if_given(config, "max_rate_bps", flow.max_rate)
+        _set_if_given(config, "sender_wake_latency_ns", flow.sender_wake_latency or None)
+        _set_if_given(config, "receiver_wake_latency_ns", flow.receiver_wake_latency or None)
         return config
     config = {"kind": "tcp", "cc": flow.cc, **path}
     for engine_key, field_name in TCP_ENGINE_FIELDS.items():

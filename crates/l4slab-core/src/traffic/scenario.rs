@@ -41,7 +41,7 @@ impl ScenarioFlows {
             }
             FlowConfig::Udp(u) => (Box::new(ConstantRateSender::udp(slot, u, stop)), Box::new(UdpSink::default())),
             FlowConfig::UdpPrague(u) => {
-                (Box::new(UdpPragueSource::new(slot, u, stop)), Box::new(UdpPragueSink::new(slot)))
+                (Box::new(UdpPragueSource::new(slot, u, stop, seed)), Box::new(UdpPragueSink::new(slot, u, seed)))
             }
         })
     }

@@ -7,12 +7,17 @@
 //! run's start; timestamps cross between them frozen and echoed, so the offset
 //! between the two clocks never matters. The sender's timer is the reference loop's
 //! receive timeout: the next burst's time, or 1 s while the window is full.
+//!
+//! Both ends are user programs, and a program on a real host reads its socket only
+//! when the kernel has woken it: [`ProgramReads`] (off by default: an ideal host).
 
 use super::{Endpoint, Measured};
 use crate::cc::udp_prague::{diff, AckCounters, AckMsg, DataMsg, PragueReceiver, PragueSender, ACK_LEN};
 use crate::config::UdpPragueFlowConfig;
+use crate::net::host_timer::HostTimer;
 use crate::packet::{Ecn, Outbox, Packet, PacketKind, ETH_HLEN, IP_UDP_HLEN};
 use crate::results::FlowSummary;
+use crate::rng;
 use crate::time::Time;
 use crate::trace::{FlowCumulative, FlowSample};
 
@@ -72,6 +77,60 @@ fn ack_of(p: &Packet) -> AckMsg {
     }
 }
 
+/// A user program reading its UDP socket on a real host. A datagram that arrives while
+/// the program sleeps (in `ppoll`, as `l4slab-udp-prague` and L4STeam's `udp_prague`
+/// do) makes the socket readable (`net/ipv4/udp.c:__udp_enqueue_schedule_skb` →
+/// `sk_data_ready` wakes the waiter), but the program runs only when the scheduler
+/// gives it the CPU: Exp(mean) later, the same one-parameter shape as
+/// [`HostTimer`]. It then reads every datagram queued by then, one `recvmsg` each, at
+/// that instant. The mean is the program's measured wake-up latency
+/// (`l4slab-udp-prague`'s `wake_us` in its output); 0 is an ideal host. Effect, the
+/// program alone through DualPI2 at 100 Mbit/s, 10 ms
+/// (`tests/udp_prague.rs`): the receiver's ACKs leave in batches, the sender's
+/// window-limited sends follow them, the bursts meet the L queue's 1-ms step at a
+/// lower mean queue.
+struct ProgramReads {
+    late: HostTimer,
+    /// Datagrams waiting to be read, oldest first, and the buffer they swap with.
+    pending: Vec<Packet>,
+    spare: Vec<Packet>,
+    /// When the program wakes to read them.
+    read_at: Option<Time>,
+}
+
+impl ProgramReads {
+    fn new(mean_ns: u64, rng: rng::SimRng) -> Option<Self> {
+        HostTimer::new(mean_ns, rng).map(|late| ProgramReads {
+            late,
+            pending: Vec::with_capacity(64),
+            spare: Vec::with_capacity(64),
+            read_at: None,
+        })
+    }
+
+    /// `pkt` arrived at `now`; the first of a batch sets the wake-up.
+    fn arrive(&mut self, pkt: &Packet, now: Time) {
+        if self.read_at.is_none() {
+            self.read_at = Some(now + self.late.lateness_ns().max(1));
+        }
+        self.pending.push(*pkt);
+    }
+
+    /// The datagrams to read now (the program is awake at `now`), oldest first; hand
+    /// the vector back with [`done`](Self::done).
+    fn take(&mut self) -> Vec<Packet> {
+        self.read_at = None;
+        let batch = std::mem::take(&mut self.pending);
+        self.pending = std::mem::take(&mut self.spare);
+        batch
+    }
+
+    fn done(&mut self, mut batch: Vec<Packet>) {
+        batch.clear();
+        self.spare = batch;
+    }
+}
+
 /// The sending end.
 pub struct UdpPragueSource {
     flow: u32,
@@ -86,10 +145,12 @@ pub struct UdpPragueSource {
     rtt_sum_us: u64,
     rtt_samples: u64,
     pacing_sum: u128,
+    /// The sending program's host (`sender_wake_latency_ns`).
+    reads: Option<ProgramReads>,
 }
 
 impl UdpPragueSource {
-    pub fn new(flow: u32, cfg: &UdpPragueFlowConfig, stop: Time) -> Self {
+    pub fn new(flow: u32, cfg: &UdpPragueFlowConfig, stop: Time, seed: u64) -> Self {
         UdpPragueSource {
             flow,
             stop,
@@ -101,6 +162,7 @@ impl UdpPragueSource {
             rtt_sum_us: 0,
             rtt_samples: 0,
             pacing_sum: 0,
+            reads: ProgramReads::new(cfg.sender_wake_latency_ns, rng::stream(seed, rng::Stream::SenderWake(flow))),
         }
     }
 
@@ -136,7 +198,23 @@ impl UdpPragueSource {
         // The µs boundary at or before `now`, plus the wait.
         let boundary = now - (now - self.t0) % 1000;
         let wait = diff(self.target_us, t) as i64 * 1000;
-        self.wake = Some((boundary as i64 + wait).max(now as i64 + 1) as Time);
+        // On a real host the timer's wake-up is as late as a read's.
+        let late = self.reads.as_mut().map_or(0, |r| r.late.lateness_ns()) as i64;
+        self.wake = Some((boundary as i64 + wait + late).max(now as i64 + 1) as Time);
+    }
+
+    /// Read one ACK at `now`, then send what it releases.
+    fn read_ack(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
+        let Some(snd) = self.snd.as_mut() else { return };
+        let t = clock_us(now, self.t0);
+        snd.on_ack(t, &ack_of(pkt));
+        snd.after_wait(t, self.target_us, true);
+        let rtt = snd.cc.rtt_us();
+        if rtt > 0 {
+            self.rtt_sum_us += rtt as u64;
+            self.rtt_samples += 1;
+        }
+        self.service(now, out);
     }
 }
 
@@ -148,24 +226,30 @@ impl Endpoint for UdpPragueSource {
     }
 
     fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
-        let Some(snd) = self.snd.as_mut() else { return };
-        if pkt.kind != PacketKind::UdpAck {
+        if self.snd.is_none() || pkt.kind != PacketKind::UdpAck {
             return;
         }
-        let t = clock_us(now, self.t0);
-        snd.on_ack(t, &ack_of(pkt));
-        snd.after_wait(t, self.target_us, true);
-        let rtt = snd.cc.rtt_us();
-        if rtt > 0 {
-            self.rtt_sum_us += rtt as u64;
-            self.rtt_samples += 1;
+        match self.reads.as_mut() {
+            Some(r) => r.arrive(pkt, now),
+            None => self.read_ack(pkt, now, out),
         }
-        self.service(now, out);
     }
 
     fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        let read_due = self.reads.as_ref().and_then(|r| r.read_at).is_some_and(|at| at <= now);
+        let wake_due = self.wake.is_some_and(|w| w <= now);
         // An earlier pending expiry than the wait now aimed at: nothing to do yet.
-        if self.wake.is_none_or(|w| now < w) {
+        if !read_due && !wake_due {
+            return;
+        }
+        // Awake (by the socket or the timer): read every ACK that has arrived.
+        if let Some(batch) = self.reads.as_mut().filter(|r| !r.pending.is_empty()).map(ProgramReads::take) {
+            for p in &batch {
+                self.read_ack(p, now, out);
+            }
+            if let Some(r) = self.reads.as_mut() {
+                r.done(batch);
+            }
             return;
         }
         let Some(snd) = self.snd.as_mut() else { return };
@@ -175,11 +259,16 @@ impl Endpoint for UdpPragueSource {
 
     #[inline]
     fn next_timer(&self) -> Option<Time> {
-        self.wake.filter(|&t| t < self.stop)
+        let read = self.reads.as_ref().and_then(|r| r.read_at);
+        let wake = self.wake.filter(|&t| t < self.stop);
+        match (read, wake) {
+            (Some(r), Some(w)) => Some(r.min(w)),
+            (r, w) => r.or(w),
+        }
     }
 
     fn is_finished(&self) -> bool {
-        self.snd.is_some() && self.next_timer().is_none()
+        self.snd.is_some() && self.wake.filter(|&t| t < self.stop).is_none()
     }
 
     fn measured(&self) -> Option<&dyn Measured> {
@@ -228,10 +317,12 @@ pub struct UdpPragueSink {
     ce_bytes: u64,
     packets: u64,
     acks_sent: u64,
+    /// The receiving program's host (`receiver_wake_latency_ns`).
+    reads: Option<ProgramReads>,
 }
 
 impl UdpPragueSink {
-    pub fn new(flow: u32) -> Self {
+    pub fn new(flow: u32, cfg: &UdpPragueFlowConfig, seed: u64) -> Self {
         UdpPragueSink {
             flow,
             rcv: PragueReceiver::new(clock_us(0, 0)),
@@ -240,6 +331,7 @@ impl UdpPragueSink {
             ce_bytes: 0,
             packets: 0,
             acks_sent: 0,
+            reads: ProgramReads::new(cfg.receiver_wake_latency_ns, rng::stream(seed, rng::Stream::ReceiverWake(flow))),
         }
     }
     /// The receiver's counters (received, CE, lost).
@@ -248,11 +340,9 @@ impl UdpPragueSink {
     }
 }
 
-impl Endpoint for UdpPragueSink {
-    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
-        if pkt.kind != PacketKind::Udp {
-            return;
-        }
+impl UdpPragueSink {
+    /// Read one data packet at `now` and answer it.
+    fn read_data(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
         let msg = DataMsg {
             timestamp: pkt.tcp.tsval as i32,
             echoed_timestamp: pkt.tcp.tsecr as i32,
@@ -268,6 +358,31 @@ impl Endpoint for UdpPragueSink {
         }
         self.acks_sent += 1;
         out.push(ack_packet(self.flow, &ack, ecn));
+    }
+}
+
+impl Endpoint for UdpPragueSink {
+    fn on_packet(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
+        if pkt.kind != PacketKind::Udp {
+            return;
+        }
+        match self.reads.as_mut() {
+            Some(r) => r.arrive(pkt, now),
+            None => self.read_data(pkt, now, out),
+        }
+    }
+    fn on_timer(&mut self, now: Time, out: &mut Outbox) {
+        let Some(r) = self.reads.as_mut().filter(|r| r.read_at.is_some_and(|at| at <= now)) else { return };
+        let batch = r.take();
+        for p in &batch {
+            self.read_data(p, now, out);
+        }
+        if let Some(r) = self.reads.as_mut() {
+            r.done(batch);
+        }
+    }
+    fn next_timer(&self) -> Option<Time> {
+        self.reads.as_ref().and_then(|r| r.read_at)
     }
     fn is_finished(&self) -> bool {
         true
