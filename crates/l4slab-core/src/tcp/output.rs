@@ -35,7 +35,10 @@ impl TcpSender {
         }
         let mut sent_any = false;
         let mut cwnd_limited = false;
-        let max_segs = self.tso_segs();
+        // Segments per skb, computed once, when the first skb is built (nothing it
+        // reads has changed since the call began): a call that pacing or the window
+        // stops at once (most ACK calls of a paced flow) does not need it.
+        let mut max_segs: Option<u32> = None;
         // The skb being built: segments it may still take, payload bytes so far.
         // Its segments leave back to back; pacing acts per skb.
         let mut skb_room = 0u32;
@@ -62,6 +65,7 @@ impl TcpSender {
                     cwnd_limited = true;
                     break;
                 }
+                let max_segs = *max_segs.get_or_insert_with(|| self.tso_segs());
                 if self.tso_defer && !probe && max_segs > 1 {
                     if let Some(cwnd_full) = self.tso_should_defer(now, max_segs) {
                         cwnd_limited |= cwnd_full;
