@@ -4,20 +4,8 @@
 //! model state it needs as arguments, so each variant keeps its own `struct bbr` and calls
 //! these where its kernel file has a function of the same name.
 //!
-//! What is deliberately not shared: BBRv2's and BBRv3's state machines (`cc/bbr2/mod.rs`,
-//! `cc/bbr3/mod.rs`: STARTUP's loss and ECN exits, PROBE_BW's DOWN / CRUISE / REFILL / UP
-//! phases, the `inflight_hi` / `inflight_lo` bounds, the congestion signals) read alike
-//! for about 300 lines, but each file follows its own kernel file function by function
-//! (v2alpha and L4STeam `tcp_bbr2.c`; google/bbr v3 `tcp_bbr.c`), over its own
-//! `struct bbr`, and most of those functions differ in some line: v2 clamps each module
-//! parameter to the width of the bitfield `tcp_bbr2.c` keeps it in (`.min(0x7ff)`), v3
-//! reads plain parameters; v3 rewrote `bbr_update_gains`, the min_rtt window test and the
-//! reno-coexistence probe time; L4S-BBRv2 adds its `bw_probe_exit` to the cycle. Of 72 functions of the
-//! same name, 10 (`save_cwnd`, `packets_in_net_at_edt`, `update_round_start`,
-//! `reset_full_bw`, `target_inflight`, `reset_congestion_signals`, `set_cycle_idx`,
-//! `exit_probe_rtt`, `ssthresh`, `has_cong_control`: 58 lines) are the same code; a
-//! shared version would tie the two ports together where their kernels are separate
-//! files, so a fix to one variant is checked against its own kernel file alone.
+//! What BBRv2 and BBRv3 alone share (the fields of `struct bbr` both keep, the PROBE_BW
+//! cycle, PROBE_RTT, the bounds' resets) is in `cc/bbr_model.rs`.
 //!
 //! Widths: the kernel computes in u64; these compute in u128 where a product could leave
 //! u64 (only beyond any simulated rate or RTT), so within the kernel's range the results
@@ -39,6 +27,27 @@ pub const MAX_TCP_HEADER: u64 = 320;
 /// BBR files (`cc/mod.rs`).
 pub use super::{GSO_MAX_SIZE, SK_PACING_SHIFT};
 const USEC_PER_SEC: u64 = 1_000_000;
+
+/// `enum bbr_mode` (all three files).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Startup,
+    Drain,
+    ProbeBw,
+    ProbeRtt,
+}
+
+impl Mode {
+    /// The mode as `ss` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Startup => "STARTUP",
+            Mode::Drain => "DRAIN",
+            Mode::ProbeBw => "PROBE_BW",
+            Mode::ProbeRtt => "PROBE_RTT",
+        }
+    }
+}
 
 /// `after(seq1, seq2)` on the kernel's u32 sequence-space counters.
 #[inline]
@@ -96,6 +105,15 @@ pub fn tso_segs_generic(tp: &CcSock, min_rtt_us: u32, tso_rtt_shift: u32, gso_ma
     ((bytes / tp.mss.max(1) as u64) as u32).max(min_segs)
 }
 
+/// The end of `bbr_set_pacing_rate` (all three files), after the caller's pacing rate
+/// at its gain: until the pipe is full the rate only rises.
+#[inline]
+pub fn raise_pacing_rate(tp: &mut CcSock, rate: u64, full_bw_reached: bool) {
+    if full_bw_reached || rate > tp.pacing_rate {
+        tp.pacing_rate = rate;
+    }
+}
+
 /// `bbr_ack_aggregation_cwnd` once the caller's enabling condition holds:
 /// min(gain × extra_acked » 8, bw × `extra_acked_max_us`).
 #[inline]
@@ -115,6 +133,51 @@ pub fn packets_in_net_at_edt(tp: &CcSock, bw: u32, inflight_now: u32, probing_ts
     let interval_us = (edt_ns - now_ns) / 1000;
     let interval_delivered = ((bw as u64 * interval_us) >> BW_SCALE) as u32;
     (inflight_now + probing_tso_segs).saturating_sub(interval_delivered)
+}
+
+/// What the PROBE_RTT step of `bbr_update_min_rtt` asks of its caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeRttStep {
+    /// Nothing this ACK.
+    Wait,
+    /// In flight has drained to the PROBE_RTT window: stamp its end
+    /// (`probe_rtt_done_stamp` = now + `probe_rtt_mode_ms`).
+    Arm,
+    /// A round has passed since: run `bbr_check_probe_rtt_done`.
+    Check,
+}
+
+/// The PROBE_RTT step of `bbr_update_min_rtt` (all three files), called in PROBE_RTT:
+/// mark the flight app-limited (low-rate samples are ignored in this mode); once in
+/// flight is at most `probe_rtt_cwnd` and no end is stamped (`armed` false), start the
+/// round count and ask for the stamp; while stamped, count the round and ask for the
+/// done check once it has passed.
+#[inline]
+pub fn probe_rtt_step(
+    tp: &mut CcSock,
+    armed: bool,
+    round_start: bool,
+    round_done: &mut bool,
+    next_rtt_delivered: &mut u64,
+    probe_rtt_cwnd: u32,
+) -> ProbeRttStep {
+    tp.app_limited = (tp.delivered + tp.in_flight() as u64).max(1);
+    if !armed && tp.in_flight() <= probe_rtt_cwnd {
+        *round_done = false;
+        *next_rtt_delivered = tp.delivered;
+        ProbeRttStep::Arm
+    } else if armed {
+        if round_start {
+            *round_done = true;
+        }
+        if *round_done {
+            ProbeRttStep::Check
+        } else {
+            ProbeRttStep::Wait
+        }
+    } else {
+        ProbeRttStep::Wait
+    }
 }
 
 /// The ACK-aggregation epoch of `bbr_update_ack_aggregation` after the caller has rolled

@@ -15,6 +15,7 @@ pub mod bbr;
 pub mod bbr2;
 pub mod bbr3;
 pub mod bbr_common;
+pub mod bbr_model;
 pub mod cubic;
 pub mod dctcp;
 pub mod descriptor;

@@ -27,7 +27,8 @@ use crate::time::Time;
 #[cfg(test)]
 mod tests;
 
-use super::bbr_common::{self as common, after};
+pub use super::bbr_common::Mode;
+use super::bbr_common::{self as common, after, ProbeRttStep};
 /// Rate unit: packets per µs scaled by 2^24 (`BW_SCALE`); fractions (gains) scaled by
 /// 256 (`BBR_SCALE`, `BBR_UNIT`); shared with BBRv2/v3 in `cc/bbr_common.rs`.
 pub use super::bbr_common::{BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT};
@@ -260,26 +261,6 @@ fn param_specs() -> Vec<crate::schema::ParamSpec> {
     ]
 }
 
-/// `enum bbr_mode`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    Startup,
-    Drain,
-    ProbeBw,
-    ProbeRtt,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Startup => "STARTUP",
-            Mode::Drain => "DRAIN",
-            Mode::ProbeBw => "PROBE_BW",
-            Mode::ProbeRtt => "PROBE_RTT",
-        }
-    }
-}
-
 /// µs clock of a time (`tcp_mstamp`, `tcp_skb_timestamp_us`).
 #[inline]
 fn us(t: Time) -> u64 {
@@ -428,9 +409,7 @@ impl Bbr {
         if !self.has_seen_rtt && tp.srtt_us > 0 {
             self.init_pacing_rate_from_rtt(tp);
         }
-        if self.full_bw_reached || rate > tp.pacing_rate {
-            tp.pacing_rate = rate;
-        }
+        common::raise_pacing_rate(tp, rate, self.full_bw_reached);
     }
 
     /// `bbr_min_tso_segs`.
@@ -787,21 +766,16 @@ impl Bbr {
             self.probe_rtt_done_stamp = 0;
         }
         if self.mode == Mode::ProbeRtt {
-            // Ignore low-rate samples during this mode.
-            tp.app_limited = (tp.delivered + tp.in_flight() as u64).max(1);
-            if self.probe_rtt_done_stamp == 0 && tp.in_flight() <= self.p.cwnd_min_target {
-                // msecs_to_jiffies at HZ = 1000.
-                let ms = self.p.probe_rtt_mode_ms as u64 * crate::time::HZ / 1000;
-                self.probe_rtt_done_stamp = now_j.wrapping_add(ms as u32);
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = tp.delivered;
-            } else if self.probe_rtt_done_stamp != 0 {
-                if self.round_start {
-                    self.probe_rtt_round_done = true;
+            let armed = self.probe_rtt_done_stamp != 0;
+            let (round_done, next) = (&mut self.probe_rtt_round_done, &mut self.next_rtt_delivered);
+            match common::probe_rtt_step(tp, armed, self.round_start, round_done, next, self.p.cwnd_min_target) {
+                ProbeRttStep::Arm => {
+                    // msecs_to_jiffies at HZ = 1000.
+                    let ms = self.p.probe_rtt_mode_ms as u64 * crate::time::HZ / 1000;
+                    self.probe_rtt_done_stamp = now_j.wrapping_add(ms as u32);
                 }
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(tp);
-                }
+                ProbeRttStep::Check => self.check_probe_rtt_done(tp),
+                ProbeRttStep::Wait => {}
             }
         }
         if rs.delivered > 0 {
@@ -811,24 +785,16 @@ impl Bbr {
 
     /// `bbr_update_gains`.
     fn update_gains(&mut self) {
-        match self.mode {
-            Mode::Startup => {
-                self.pacing_gain = self.p.high_gain;
-                self.cwnd_gain = self.p.high_gain;
-            }
-            Mode::Drain => {
-                self.pacing_gain = self.p.drain_gain;
-                self.cwnd_gain = self.p.high_gain;
-            }
+        let p = &self.p;
+        (self.pacing_gain, self.cwnd_gain) = match self.mode {
+            Mode::Startup => (p.high_gain, p.high_gain),
+            Mode::Drain => (p.drain_gain, p.high_gain),
             Mode::ProbeBw => {
-                self.pacing_gain = if self.lt_use_bw { BBR_UNIT } else { PACING_GAIN[self.cycle_idx as usize] };
-                self.cwnd_gain = self.p.cwnd_gain;
+                let pacing = if self.lt_use_bw { BBR_UNIT } else { PACING_GAIN[self.cycle_idx as usize] };
+                (pacing, p.cwnd_gain)
             }
-            Mode::ProbeRtt => {
-                self.pacing_gain = BBR_UNIT;
-                self.cwnd_gain = BBR_UNIT;
-            }
-        }
+            Mode::ProbeRtt => (BBR_UNIT, BBR_UNIT),
+        };
     }
 
     /// `bbr_update_model`.

@@ -28,6 +28,10 @@
 //!
 //! Units are the kernel's: bandwidth in packets/µs << 24 (`BW_SCALE`), gains in
 //! 1/256 (`BBR_UNIT`), volumes in packets, PROBE_RTT/min_rtt stamps in jiffies.
+//!
+//! What v2 writes as BBRv3 (`cc/bbr3/`) does (the shared fields of `struct bbr`, the
+//! PROBE_BW cycle, PROBE_RTT, the lower-bound resets) is in `cc/bbr_model.rs`; this
+//! file keeps v2's own functions, those `impl BbrModel` names included.
 
 mod params;
 #[cfg(test)]
@@ -42,8 +46,7 @@ use crate::schema::ParamSpec;
 /// `BW_SCALE`: bandwidth in packets per µs << 24; gains « `BBR_SCALE` (`cc/bbr_common.rs`).
 use super::bbr_common::{self as common, after, BBR_SCALE, GSO_MAX_SIZE};
 pub use super::bbr_common::{BW_SCALE, BW_UNIT};
-/// `~0U`: an unset bound.
-const INF: u32 = u32::MAX;
+use super::bbr_model::{self as model, BbrModel, BbrState, Mode, Phase, UNSET as INF};
 /// `bbr_pacing_margin_percent`: pace 1 % below the estimate.
 const PACING_MARGIN_PERCENT: u64 = 1;
 
@@ -54,34 +57,6 @@ pub enum Flavour {
     V2Alpha,
     /// L4STeam/linux (`bbr2-l4s`).
     L4s,
-}
-
-/// `enum bbr_mode`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    Startup,
-    Drain,
-    ProbeBw,
-    ProbeRtt,
-}
-
-/// `enum bbr_pacing_gain_phase`: PROBE_BW's phases, in gain-table order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    Up = 0,
-    Down = 1,
-    Cruise = 2,
-    Refill = 3,
-}
-
-/// `enum bbr_ack_phase`: how the ACK stream relates to bandwidth probing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum AckPhase {
-    Init,
-    Refilling,
-    ProbeStarting,
-    ProbeFeedback,
-    ProbeStopping,
 }
 
 /// The fields of a `rate_sample` the "too high" test reads; built from the ACK's
@@ -124,76 +99,28 @@ fn prandom_u32_max(tp: &mut CcSock, n: u32) -> u32 {
 pub struct Bbr2 {
     flavour: Flavour,
     p: Bbr2Params,
+    /// The fields v3 shares (`cc/bbr_model.rs`).
+    s: BbrState,
     /// PROBE_BW pacing gains by [`Phase`] (difference 1).
     phase_gain: [u32; 4],
-    pub(crate) min_rtt_us: u32,
+    /// jiffies (u32, as `tcp_bbr2.c` keeps them).
     min_rtt_stamp: u32,
     probe_rtt_done_stamp: u32,
-    probe_rtt_min_us: u32,
     probe_rtt_min_stamp: u32,
-    next_rtt_delivered: u64,
     prior_rcv_nxt: u64,
-    /// Start of the current PROBE_BW phase, µs.
-    cycle_mstamp: u64,
-    pub(crate) mode: Mode,
-    prev_ca_state: CaState,
-    pub(crate) round_start: bool,
     ce_state: bool,
-    bw_probe_up_rounds: u32,
-    try_fast_path: bool,
     got_ok_bw_probe_sample: bool,
-    idle_restart: bool,
-    probe_rtt_round_done: bool,
-    pub(crate) cycle_idx: Phase,
-    has_seen_rtt: bool,
-    pub(crate) pacing_gain: u32,
-    pub(crate) cwnd_gain: u32,
-    pub(crate) full_bw_reached: bool,
-    full_bw_now: bool,
-    full_bw_cnt: u32,
-    init_cwnd: u32,
-    prior_cwnd: u32,
-    full_bw: u32,
+    /// ns.
     ack_epoch_mstamp: Time,
     extra_acked: [u32; 2],
-    ack_epoch_acked: u32,
-    extra_acked_win_rtts: u32,
-    extra_acked_win_idx: usize,
-    startup_ecn_rounds: u32,
-    loss_in_cycle: bool,
-    ecn_in_cycle: bool,
-    loss_round_delivered: u64,
-    undo_bw_lo: u32,
-    undo_inflight_lo: u32,
-    undo_inflight_hi: u32,
-    bw_latest: u32,
-    pub(crate) bw_lo: u32,
     pub(crate) bw_hi: u32,
+    /// The max-bandwidth filter.
     pub(crate) max_bw: [u32; 2],
-    inflight_latest: u32,
-    pub(crate) inflight_lo: u32,
-    pub(crate) inflight_hi: u32,
-    bw_probe_up_cnt: u32,
-    bw_probe_up_acks: u32,
-    probe_wait_us: u32,
-    pub(crate) ecn_eligible: bool,
-    /// EWMA of the CE fraction, 0..=256.
-    pub(crate) ecn_alpha: u32,
-    bw_probe_samples: bool,
-    prev_probe_too_high: bool,
-    stopped_risky_probe: bool,
-    rounds_since_probe: u32,
-    loss_round_start: bool,
-    loss_in_round: bool,
-    ecn_in_round: bool,
-    ack_phase: AckPhase,
-    loss_events_in_round: u32,
-    initialized: bool,
-    alpha_last_delivered: u64,
-    alpha_last_delivered_ce: u64,
     /// `TCP_ECN_ECT_1` on this socket (L4S flavour with AccECN; difference 11).
     ect1: bool,
 }
+
+model::deref_to_state!(Bbr2);
 
 impl Bbr2 {
     pub fn new(flavour: Flavour, p: Bbr2Params) -> Self {
@@ -207,70 +134,18 @@ impl Bbr2 {
         let phase_gain = [g(table, 0), g(table, 1), g(table, 2), g(table, 3)];
         Bbr2 {
             flavour,
+            s: BbrState::new(p.high_gain, p.startup_cwnd_gain, p.ecn_alpha_init.min(BBR_UNIT)),
             phase_gain,
-            min_rtt_us: INF,
             min_rtt_stamp: 0,
             probe_rtt_done_stamp: 0,
-            probe_rtt_min_us: INF,
             probe_rtt_min_stamp: 0,
-            next_rtt_delivered: 0,
             prior_rcv_nxt: 0,
-            cycle_mstamp: 0,
-            mode: Mode::Startup,
-            prev_ca_state: CaState::Open,
-            round_start: false,
             ce_state: false,
-            bw_probe_up_rounds: 0,
-            try_fast_path: false,
             got_ok_bw_probe_sample: false,
-            idle_restart: false,
-            probe_rtt_round_done: false,
-            cycle_idx: Phase::Up,
-            has_seen_rtt: false,
-            pacing_gain: p.high_gain,
-            cwnd_gain: p.startup_cwnd_gain,
-            full_bw_reached: false,
-            full_bw_now: false,
-            full_bw_cnt: 0,
-            init_cwnd: 10,
-            prior_cwnd: 0,
-            full_bw: 0,
             ack_epoch_mstamp: 0,
             extra_acked: [0; 2],
-            ack_epoch_acked: 0,
-            extra_acked_win_rtts: 0,
-            extra_acked_win_idx: 0,
-            startup_ecn_rounds: 0,
-            loss_in_cycle: false,
-            ecn_in_cycle: false,
-            loss_round_delivered: 0,
-            undo_bw_lo: 0,
-            undo_inflight_lo: 0,
-            undo_inflight_hi: 0,
-            bw_latest: 0,
-            bw_lo: INF,
             bw_hi: INF,
             max_bw: [0; 2],
-            inflight_latest: 0,
-            inflight_lo: INF,
-            inflight_hi: INF,
-            bw_probe_up_cnt: INF,
-            bw_probe_up_acks: 0,
-            probe_wait_us: 0,
-            ecn_eligible: false,
-            ecn_alpha: p.ecn_alpha_init.min(BBR_UNIT),
-            bw_probe_samples: false,
-            prev_probe_too_high: false,
-            stopped_risky_probe: false,
-            rounds_since_probe: 0,
-            loss_round_start: false,
-            loss_in_round: false,
-            ecn_in_round: false,
-            ack_phase: AckPhase::Init,
-            loss_events_in_round: 0,
-            initialized: false,
-            alpha_last_delivered: 0,
-            alpha_last_delivered_ce: 0,
             ect1: false,
             p,
         }
@@ -285,18 +160,6 @@ impl Bbr2 {
     }
 
     // ---------------------------------------------------------------- model reads
-
-    /// `bbr_max_bw`.
-    #[inline]
-    pub fn max_bw(&self) -> u32 {
-        self.max_bw[0].max(self.max_bw[1])
-    }
-
-    /// `bbr_bw`: min(max_bw, bw_lo, bw_hi) (difference 3: `bw_hi` stays ∞ in L4S).
-    #[inline]
-    pub fn bw(&self) -> u32 {
-        self.max_bw().min(self.bw_lo.min(self.bw_hi))
-    }
 
     /// `bbr_extra_acked`.
     #[inline]
@@ -332,9 +195,7 @@ impl Bbr2 {
         if !self.has_seen_rtt && tp.srtt_us != 0 {
             self.init_pacing_rate_from_rtt(tp);
         }
-        if self.full_bw_reached || rate > tp.pacing_rate {
-            tp.pacing_rate = rate;
-        }
+        common::raise_pacing_rate(tp, rate, self.full_bw_reached);
     }
 
     /// `bbr_min_tso_segs`.
@@ -353,56 +214,6 @@ impl Bbr2 {
         common::tso_segs_generic(tp, self.min_rtt_us, shift, gso_max_size, self.min_tso_segs(tp))
     }
 
-    /// `bbr_tso_segs_goal`: with the generic GSO size, whatever the device.
-    pub fn tso_segs_goal(&self, tp: &CcSock) -> u32 {
-        self.tso_segs_generic(tp, GSO_MAX_SIZE)
-    }
-
-    /// `bbr_save_cwnd`.
-    fn save_cwnd(&mut self, tp: &CcSock) {
-        if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
-            self.prior_cwnd = tp.cwnd;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(tp.cwnd);
-        }
-    }
-
-    /// `bbr_bdp`: ceil(bw · min_rtt · gain).
-    pub fn bdp(&self, bw: u32, gain: u32) -> u32 {
-        if self.min_rtt_us == INF {
-            return self.init_cwnd;
-        }
-        common::bdp(bw, gain, self.min_rtt_us)
-    }
-
-    /// `bbr_quantization_budget`.
-    fn quantization_budget(&self, tp: &CcSock, mut cwnd: u32) -> u32 {
-        let tso = 3 * self.tso_segs_goal(tp);
-        if self.p.cwnd_tso_bduget == 1 {
-            cwnd = cwnd.max(tso).max(self.p.cwnd_min_target);
-        } else {
-            cwnd = cwnd.saturating_add(tso);
-            cwnd = (cwnd.saturating_add(1)) & !1;
-        }
-        if self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
-            cwnd = cwnd.saturating_add(2);
-        }
-        cwnd
-    }
-
-    /// `bbr_inflight`.
-    pub fn inflight(&self, tp: &CcSock, bw: u32, gain: u32) -> u32 {
-        self.quantization_budget(tp, self.bdp(bw, gain))
-    }
-
-    /// `bbr_packets_in_net_at_edt` (v2alpha and L4STeam `tcp_bbr2.c`, as v1): in-flight
-    /// less what the path delivers at `bw` until the next skb's earliest departure time
-    /// (`tcp_wstamp_ns`), plus one TSO goal while pacing above 1.0.
-    fn packets_in_net_at_edt(&self, tp: &CcSock, inflight_now: u32) -> u32 {
-        let probing = if self.pacing_gain > BBR_UNIT { self.tso_segs_goal(tp) } else { 0 };
-        common::packets_in_net_at_edt(tp, self.bw(), inflight_now, probing)
-    }
-
     /// `bbr_ack_aggregation_cwnd`.
     fn ack_aggregation_cwnd(&self) -> u32 {
         if self.p.extra_acked_gain != 0 && (self.full_bw_reached || self.p.extra_acked_in_startup != 0) {
@@ -414,14 +225,6 @@ impl Bbr2 {
             );
         }
         0
-    }
-
-    /// `bbr_probe_rtt_cwnd`: max(cwnd_min_target, BDP · probe_rtt_cwnd_gain).
-    pub fn probe_rtt_cwnd(&self) -> u32 {
-        if self.p.probe_rtt_cwnd_gain == 0 {
-            return self.p.cwnd_min_target;
-        }
-        self.p.cwnd_min_target.max(self.bdp(self.bw(), self.p.probe_rtt_cwnd_gain))
     }
 
     /// `bbr_set_cwnd`: grow toward the target (slow start below it), snap down to it.
@@ -452,15 +255,6 @@ impl Bbr2 {
         tp.cwnd = cwnd.min(tp.cwnd_clamp);
         if self.mode == Mode::ProbeRtt {
             tp.cwnd = tp.cwnd.min(self.probe_rtt_cwnd());
-        }
-    }
-
-    /// `bbr_update_round_start`.
-    fn update_round_start(&mut self, tp: &CcSock, rs: &RateSample) {
-        self.round_start = false;
-        if rs.interval_us > 0 && rs.prior_delivered >= self.next_rtt_delivered {
-            self.next_rtt_delivered = tp.delivered;
-            self.round_start = true;
         }
     }
 
@@ -516,13 +310,6 @@ impl Bbr2 {
         self.full_bw_reached = self.full_bw_cnt >= self.p.full_bw_cnt.min(7);
     }
 
-    /// `bbr2_reset_full_bw` (L4STeam).
-    fn reset_full_bw(&mut self) {
-        self.full_bw = 0;
-        self.full_bw_cnt = 0;
-        self.full_bw_now = false;
-    }
-
     /// `bbr2_check_full_bw_reached` (L4STeam, difference 6): any sample 1.25× (UP:
     /// 1.125×) the reference restarts the count; rounds without count.
     fn check_full_bw_reached_l4s(&mut self, rs: &RateSample, sample_bw: u32) {
@@ -536,8 +323,7 @@ impl Bbr2 {
         };
         let bw_thresh = ((self.full_bw as u64 * thresh as u64) >> BBR_SCALE) as u32;
         if sample_bw >= bw_thresh {
-            self.reset_full_bw();
-            self.full_bw = sample_bw;
+            self.restart_full_bw(sample_bw);
             return;
         }
         if !self.round_start {
@@ -557,68 +343,6 @@ impl Bbr2 {
         }
         self.mode == Mode::Drain
             && self.packets_in_net_at_edt(tp, tp.in_flight()) <= self.inflight(tp, self.max_bw(), BBR_UNIT)
-    }
-
-    /// `bbr_check_probe_rtt_done`.
-    fn check_probe_rtt_done(&mut self, tp: &mut CcSock) {
-        let now = tp.jiffies() as u32;
-        if !(self.probe_rtt_done_stamp != 0 && after(now, self.probe_rtt_done_stamp)) {
-            return;
-        }
-        self.probe_rtt_min_stamp = now;
-        tp.cwnd = tp.cwnd.max(self.prior_cwnd);
-        self.exit_probe_rtt(tp);
-    }
-
-    /// `bbr_update_min_rtt`: the 5 s PROBE_RTT filter and the 10 s min_rtt filter,
-    /// and PROBE_RTT entry and exit.
-    fn update_min_rtt(&mut self, tp: &mut CcSock, rs: &RateSample) {
-        let now = tp.jiffies() as u32;
-        let probe_rtt_win_ms = self.p.probe_rtt_win_ms.min(self.p.min_rtt_win_sec.min(0x1f) * 1000).min(0x3fff);
-        let expire = self.probe_rtt_min_stamp.wrapping_add(ms_to_jiffies(probe_rtt_win_ms));
-        let probe_rtt_expired = after(now, expire);
-        if rs.rtt_us >= 0 && (rs.rtt_us <= self.probe_rtt_min_us as i64 || (probe_rtt_expired && !rs.is_ack_delayed)) {
-            self.probe_rtt_min_us = rs.rtt_us.min(u32::MAX as i64) as u32;
-            self.probe_rtt_min_stamp = now;
-        }
-        let expire = self.min_rtt_stamp.wrapping_add(self.p.min_rtt_win_sec.min(0x1f) * crate::time::HZ as u32);
-        let min_rtt_expired = after(now, expire);
-        if self.probe_rtt_min_us <= self.min_rtt_us || min_rtt_expired {
-            self.min_rtt_us = self.probe_rtt_min_us;
-            self.min_rtt_stamp = self.probe_rtt_min_stamp;
-        }
-
-        if self.p.probe_rtt_mode_ms.min(0x1ff) > 0
-            && probe_rtt_expired
-            && !self.idle_restart
-            && self.mode != Mode::ProbeRtt
-        {
-            self.mode = Mode::ProbeRtt;
-            self.save_cwnd(tp);
-            self.probe_rtt_done_stamp = 0;
-            self.ack_phase = AckPhase::ProbeStopping;
-            self.next_rtt_delivered = tp.delivered;
-        }
-
-        if self.mode == Mode::ProbeRtt {
-            // Ignore low rate samples during this mode.
-            tp.app_limited = (tp.delivered + tp.in_flight() as u64).max(1);
-            if self.probe_rtt_done_stamp == 0 && tp.in_flight() <= self.probe_rtt_cwnd() {
-                self.probe_rtt_done_stamp = now.wrapping_add(ms_to_jiffies(self.p.probe_rtt_mode_ms.min(0x1ff)));
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = tp.delivered;
-            } else if self.probe_rtt_done_stamp != 0 {
-                if self.round_start {
-                    self.probe_rtt_round_done = true;
-                }
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(tp);
-                }
-            }
-        }
-        if rs.delivered > 0 {
-            self.idle_restart = false;
-        }
     }
 
     /// `bbr_update_gains` (difference 2: L4STeam raises the cwnd gain in UP).
@@ -641,42 +365,6 @@ impl Bbr2 {
     }
 
     // ------------------------------------------------------------ v2 functions
-
-    /// `bbr2_take_max_bw_sample` / `bbr2_take_bw_hi_sample`.
-    fn take_max_bw_sample(&mut self, bw: u32) {
-        self.max_bw[1] = self.max_bw[1].max(bw);
-    }
-
-    /// `bbr2_advance_max_bw_filter` / `bbr2_advance_bw_hi_filter`.
-    fn advance_max_bw_filter(&mut self) {
-        if self.max_bw[1] == 0 {
-            return;
-        }
-        self.max_bw[0] = self.max_bw[1];
-        self.max_bw[1] = 0;
-    }
-
-    /// `bbr2_target_inflight`: min(BDP + budget, cwnd).
-    fn target_inflight(&self, tp: &CcSock) -> u32 {
-        self.inflight(tp, self.bw(), BBR_UNIT).min(tp.cwnd)
-    }
-
-    /// `bbr2_is_probing_bandwidth`.
-    fn is_probing_bandwidth(&self) -> bool {
-        self.mode == Mode::Startup
-            || (self.mode == Mode::ProbeBw && matches!(self.cycle_idx, Phase::Refill | Phase::Up))
-    }
-
-    /// `bbr2_has_elapsed_in_phase`.
-    fn has_elapsed_in_phase(&self, tp: &CcSock, interval_us: u32) -> bool {
-        (tp.now / 1000) as i64 - (self.cycle_mstamp + interval_us as u64) as i64 > 0
-    }
-
-    /// `bbr2_handle_queue_too_high_in_startup`.
-    fn handle_queue_too_high_in_startup(&mut self, tp: &CcSock) {
-        self.full_bw_reached = true;
-        self.inflight_hi = self.inflight(tp, self.max_bw(), BBR_UNIT);
-    }
 
     /// `bbr2_check_ecn_too_high_in_startup`: `full_ecn_cnt` rounds of CE ≥ ecn_thresh.
     fn check_ecn_too_high_in_startup(&mut self, tp: &CcSock, ce_ratio: u64) {
@@ -766,52 +454,7 @@ impl Bbr2 {
     /// `bbr2_inflight_hi_from_lost_skb`: the in-flight level at which the loss rate
     /// crossed `loss_thresh` inside this lost skb.
     pub(crate) fn inflight_hi_from_lost_skb(&self, s: &LossSample, pcount: u32) -> u32 {
-        let loss_thresh = self.p.loss_thresh.min(255) as u64;
-        let inflight_prev = s.tx_in_flight as i64 - pcount as i64;
-        if inflight_prev < 0 {
-            return INF;
-        }
-        let lost_prev = s.lost - pcount as i64;
-        if lost_prev < 0 {
-            return INF;
-        }
-        let loss_budget = (inflight_prev as u64 * loss_thresh + BBR_UNIT as u64 - 1) >> BBR_SCALE;
-        let lost_prefix = if lost_prev as u64 >= loss_budget {
-            0
-        } else {
-            let divisor = BBR_UNIT as u64 - loss_thresh;
-            if divisor == 0 {
-                return INF;
-            }
-            ((loss_budget - lost_prev as u64) << BBR_SCALE) / divisor
-        };
-        (inflight_prev as u64 + lost_prefix).min(INF as u64) as u32
-    }
-
-    /// `bbr2_inflight_with_headroom`: inflight_hi less 15 %, at least cwnd_min_target.
-    pub fn inflight_with_headroom(&self) -> u32 {
-        if self.inflight_hi == INF {
-            return INF;
-        }
-        let headroom =
-            ((self.inflight_hi as u64 * self.p.inflight_headroom.min(255) as u64) >> BBR_SCALE).max(1) as u32;
-        (self.inflight_hi as i64 - headroom as i64).max(self.p.cwnd_min_target as i64) as u32
-    }
-
-    /// `bbr2_bound_cwnd_for_inflight_model`.
-    fn bound_cwnd_for_inflight_model(&self, tp: &mut CcSock) {
-        if !self.initialized {
-            return;
-        }
-        let mut cap = INF;
-        if self.mode == Mode::ProbeBw && self.cycle_idx != Phase::Cruise {
-            cap = self.inflight_hi;
-        } else if self.mode == Mode::ProbeRtt || (self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Cruise) {
-            cap = self.inflight_with_headroom();
-        }
-        cap = cap.min(self.inflight_lo);
-        cap = cap.max(self.p.cwnd_min_target);
-        tp.cwnd = tp.cwnd.min(cap);
+        BbrState::inflight_hi_from_lost_skb(self.p.loss_thresh.min(255), s.tx_in_flight, s.lost, pcount)
     }
 
     /// `bbr2_ecn_cut`: 1 − α · ecn_factor.
@@ -858,22 +501,6 @@ impl Bbr2 {
         }
     }
 
-    /// `bbr2_reset_lower_bounds`.
-    fn reset_lower_bounds(&mut self) {
-        self.bw_lo = INF;
-        self.inflight_lo = INF;
-    }
-
-    /// `bbr2_reset_congestion_signals`.
-    fn reset_congestion_signals(&mut self) {
-        self.loss_in_round = false;
-        self.ecn_in_round = false;
-        self.loss_in_cycle = false;
-        self.ecn_in_cycle = false;
-        self.bw_latest = 0;
-        self.inflight_latest = 0;
-    }
-
     /// `bbr2_update_congestion_signals`: the max-bw filter, the latest round's
     /// delivery, and the per-loss-round lower-bound update.
     fn update_congestion_signals(&mut self, tp: &CcSock, rs: &RateSample, sample_bw: u32) {
@@ -882,7 +509,7 @@ impl Bbr2 {
             return;
         }
         if !rs.is_app_limited || sample_bw >= self.max_bw() {
-            self.take_max_bw_sample(sample_bw);
+            model::take_max_bw_sample(&mut self.max_bw, sample_bw);
         }
         self.loss_in_round |= rs.losses > 0;
         let delivered = rs.delivered.clamp(0, u32::MAX as i64) as u32;
@@ -898,76 +525,6 @@ impl Bbr2 {
         self.ecn_in_round = false;
         self.bw_latest = sample_bw;
         self.inflight_latest = delivered;
-    }
-
-    /// `bbr2_is_reno_coexistence_probe_time`: min(63, target inflight) rounds.
-    fn is_reno_coexistence_probe_time(&self, tp: &CcSock) -> bool {
-        let mut rounds = self.p.bw_probe_max_rounds.min(255);
-        let reno_gain = self.p.bw_probe_reno_gain.min(0x1ff);
-        if reno_gain != 0 {
-            let reno_rounds = ((self.target_inflight(tp) as u64 * reno_gain as u64) >> BBR_SCALE) as u32;
-            rounds = rounds.min(reno_rounds);
-        }
-        self.rounds_since_probe >= rounds
-    }
-
-    /// `bbr2_pick_probe_wait`: U{0..rand_rounds-1} rounds, 2 s + U[0, 1 s).
-    fn pick_probe_wait(&mut self, tp: &mut CcSock) {
-        self.rounds_since_probe = prandom_u32_max(tp, self.p.bw_probe_rand_rounds.min(15));
-        let base = self.p.bw_probe_base_us.min((1 << 26) - 1);
-        self.probe_wait_us = base + prandom_u32_max(tp, self.p.bw_probe_rand_us.min((1 << 26) - 1));
-    }
-
-    fn set_cycle_idx(&mut self, idx: Phase) {
-        self.cycle_idx = idx;
-        self.try_fast_path = false;
-    }
-
-    /// `bbr2_start_bw_probe_refill`.
-    fn start_bw_probe_refill(&mut self, tp: &CcSock, bw_probe_up_rounds: u32) {
-        self.reset_lower_bounds();
-        if self.inflight_hi != INF {
-            self.inflight_hi = self.inflight_hi.saturating_add(self.p.refill_add_inc.min(3));
-        }
-        self.bw_probe_up_rounds = bw_probe_up_rounds.min(31);
-        self.bw_probe_up_acks = 0;
-        self.stopped_risky_probe = false;
-        self.got_ok_bw_probe_sample = false;
-        self.ack_phase = AckPhase::Refilling;
-        self.next_rtt_delivered = tp.delivered;
-        self.set_cycle_idx(Phase::Refill);
-    }
-
-    /// `bbr2_start_bw_probe_up` (L4STeam also restarts its full-bw detector).
-    fn start_bw_probe_up(&mut self, tp: &CcSock, sample_bw: u32) {
-        self.ack_phase = AckPhase::ProbeStarting;
-        self.next_rtt_delivered = tp.delivered;
-        self.cycle_mstamp = tp.now / 1000;
-        if self.flavour == Flavour::L4s {
-            self.reset_full_bw();
-            self.full_bw = sample_bw;
-        }
-        self.set_cycle_idx(Phase::Up);
-        self.raise_inflight_hi_slope(tp);
-    }
-
-    /// `bbr2_start_bw_probe_down`: a new cycle with a random probe wait.
-    fn start_bw_probe_down(&mut self, tp: &mut CcSock) {
-        self.reset_congestion_signals();
-        self.bw_probe_up_cnt = INF;
-        self.pick_probe_wait(tp);
-        self.cycle_mstamp = tp.now / 1000;
-        self.ack_phase = AckPhase::ProbeStopping;
-        self.next_rtt_delivered = tp.delivered;
-        self.set_cycle_idx(Phase::Down);
-    }
-
-    /// `bbr2_start_bw_probe_cruise`.
-    fn start_bw_probe_cruise(&mut self) {
-        if self.inflight_lo != INF {
-            self.inflight_lo = self.inflight_lo.min(self.inflight_hi);
-        }
-        self.set_cycle_idx(Phase::Cruise);
     }
 
     /// `bbr2_handle_inflight_too_high`: once per probe, inflight_hi ←
@@ -993,23 +550,176 @@ impl Bbr2 {
         }
     }
 
+    fn check_full_bw_reached(&mut self, rs: &RateSample, sample_bw: u32) {
+        match self.flavour {
+            Flavour::V2Alpha => self.check_full_bw_reached_v2alpha(rs),
+            Flavour::L4s => self.check_full_bw_reached_l4s(rs, sample_bw),
+        }
+    }
+
+    /// `bbr2_update_model`.
+    fn update_model(&mut self, tp: &mut CcSock, rs: &RateSample, sample_bw: u32) {
+        self.update_congestion_signals(tp, rs, sample_bw);
+        self.update_ack_aggregation(tp, rs);
+        self.check_loss_too_high_in_startup(tp, rs, self.p.full_loss_cnt.min(15));
+        self.check_full_bw_reached(rs, sample_bw);
+        self.check_drain(tp);
+        self.update_cycle_phase(tp, rs, sample_bw);
+        self.update_min_rtt(tp, rs);
+    }
+
+    /// Mode and phase as `ss` would name them.
+    pub fn mode_name(&self) -> &'static str {
+        match (self.mode, self.cycle_idx) {
+            (Mode::Startup, _) => "STARTUP",
+            (Mode::Drain, _) => "DRAIN",
+            (Mode::ProbeRtt, _) => "PROBE_RTT",
+            (Mode::ProbeBw, Phase::Up) => "PROBE_BW:UP",
+            (Mode::ProbeBw, Phase::Down) => "PROBE_BW:DOWN",
+            (Mode::ProbeBw, Phase::Cruise) => "PROBE_BW:CRUISE",
+            (Mode::ProbeBw, Phase::Refill) => "PROBE_BW:REFILL",
+        }
+    }
+}
+
+impl BbrModel for Bbr2 {
+    /// `bbr_bdp`: ceil(bw · min_rtt · gain).
+    fn bdp(&self, bw: u32, gain: u32) -> u32 {
+        if self.min_rtt_us == INF {
+            return self.init_cwnd;
+        }
+        common::bdp(bw, gain, self.min_rtt_us)
+    }
+
+    /// `bbr_quantization_budget`.
+    fn quantization_budget(&self, tp: &CcSock, mut cwnd: u32) -> u32 {
+        let tso = 3 * self.tso_segs_goal(tp);
+        if self.p.cwnd_tso_bduget == 1 {
+            cwnd = cwnd.max(tso).max(self.p.cwnd_min_target);
+        } else {
+            cwnd = cwnd.saturating_add(tso);
+            cwnd = (cwnd.saturating_add(1)) & !1;
+        }
+        if self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
+            cwnd = cwnd.saturating_add(2);
+        }
+        cwnd
+    }
+
+    /// `bbr_drain_to_target` (a module parameter, on by default).
+    fn drain_to_target(&self) -> bool {
+        self.p.drain_to_target
+    }
+
+    /// `bbr_probe_rtt_cwnd`: max(cwnd_min_target, BDP · probe_rtt_cwnd_gain).
+    fn probe_rtt_cwnd(&self) -> u32 {
+        if self.p.probe_rtt_cwnd_gain == 0 {
+            return self.p.cwnd_min_target;
+        }
+        self.p.cwnd_min_target.max(self.bdp(self.bw(), self.p.probe_rtt_cwnd_gain))
+    }
+
+    /// `bbr_check_probe_rtt_done`.
+    fn check_probe_rtt_done(&mut self, tp: &mut CcSock) {
+        let now = tp.jiffies() as u32;
+        if !(self.probe_rtt_done_stamp != 0 && after(now, self.probe_rtt_done_stamp)) {
+            return;
+        }
+        self.probe_rtt_min_stamp = now;
+        tp.cwnd = tp.cwnd.max(self.prior_cwnd);
+        self.exit_probe_rtt(tp);
+    }
+
+    /// `bbr2_start_bw_probe_refill`.
+    fn start_bw_probe_refill(&mut self, tp: &CcSock, bw_probe_up_rounds: u32) {
+        self.reset_lower_bounds();
+        if self.inflight_hi != INF {
+            self.inflight_hi = self.inflight_hi.saturating_add(self.p.refill_add_inc.min(3));
+        }
+        self.bw_probe_up_rounds = bw_probe_up_rounds.min(31);
+        self.got_ok_bw_probe_sample = false;
+        self.start_refill_phase(tp);
+    }
+
+    /// `bbr2_has_elapsed_in_phase`.
+    fn has_elapsed_in_phase(&self, tp: &CcSock, interval_us: u32) -> bool {
+        (tp.now / 1000) as i64 - (self.cycle_mstamp + interval_us as u64) as i64 > 0
+    }
+
+    /// `bbr2_is_reno_coexistence_probe_time`: min(63, target inflight) rounds.
+    fn is_reno_coexistence_probe_time(&self, tp: &CcSock) -> bool {
+        let mut rounds = self.p.bw_probe_max_rounds.min(255);
+        let reno_gain = self.p.bw_probe_reno_gain.min(0x1ff);
+        if reno_gain != 0 {
+            let reno_rounds = ((self.target_inflight(tp) as u64 * reno_gain as u64) >> BBR_SCALE) as u32;
+            rounds = rounds.min(reno_rounds);
+        }
+        self.rounds_since_probe >= rounds
+    }
+
+    /// v2 clamps each to its bit-field width (`tcp_bbr2.c`).
+    fn ecn_reprobe_gain(&self) -> u32 {
+        self.p.ecn_reprobe_gain.min(0x1ff)
+    }
+
+    fn probe_rtt_armed(&self) -> bool {
+        self.probe_rtt_done_stamp != 0
+    }
+
+    fn arm_probe_rtt_done(&mut self, tp: &CcSock) {
+        let now = tp.jiffies() as u32;
+        self.probe_rtt_done_stamp = now.wrapping_add(ms_to_jiffies(self.p.probe_rtt_mode_ms.min(0x1ff)));
+    }
+
+    /// `bbr_max_bw`.
+    #[inline]
+    fn max_bw(&self) -> u32 {
+        self.max_bw[0].max(self.max_bw[1])
+    }
+
+    /// `bbr_bw`: min(max_bw, bw_lo, bw_hi) (difference 3: `bw_hi` stays ∞ in L4S).
+    #[inline]
+    fn bw(&self) -> u32 {
+        self.max_bw().min(self.bw_lo.min(self.bw_hi))
+    }
+
+    /// `bbr_tso_segs_goal`: with the generic GSO size, whatever the device.
+    fn tso_segs_goal(&self, tp: &CcSock) -> u32 {
+        self.tso_segs_generic(tp, GSO_MAX_SIZE)
+    }
+
+    /// `bbr2_inflight_with_headroom`: inflight_hi less 15 %, at least cwnd_min_target.
+    fn inflight_with_headroom(&self) -> u32 {
+        if self.inflight_hi == INF {
+            return INF;
+        }
+        let headroom =
+            ((self.inflight_hi as u64 * self.p.inflight_headroom.min(255) as u64) >> BBR_SCALE).max(1) as u32;
+        (self.inflight_hi as i64 - headroom as i64).max(self.p.cwnd_min_target as i64) as u32
+    }
+
+    /// `bbr2_pick_probe_wait`: U{0..rand_rounds-1} rounds, 2 s + U[0, 1 s).
+    fn pick_probe_wait(&mut self, tp: &mut CcSock) {
+        self.rounds_since_probe = prandom_u32_max(tp, self.p.bw_probe_rand_rounds.min(15));
+        let base = self.p.bw_probe_base_us.min((1 << 26) - 1);
+        self.probe_wait_us = base + prandom_u32_max(tp, self.p.bw_probe_rand_us.min((1 << 26) - 1));
+    }
+
+    /// `bbr2_start_bw_probe_up` (L4STeam also restarts its full-bw detector).
+    fn start_bw_probe_up(&mut self, tp: &CcSock, sample_bw: u32) {
+        self.start_probe_up_phase(tp);
+        if self.flavour == Flavour::L4s {
+            self.restart_full_bw(sample_bw);
+        }
+        self.raise_inflight_hi_slope(tp);
+    }
+
     /// `bbr2_adapt_upper_bounds`: probe feedback bookkeeping, the max-bw filter
     /// advance, and inflight_hi (and v2alpha's bw_hi) down on too-high samples or
     /// up on safe ones. True if it decided a state transition.
     fn adapt_upper_bounds(&mut self, tp: &mut CcSock, rs: &RateSample, sample_bw: u32) -> bool {
-        if self.ack_phase == AckPhase::ProbeStarting && self.round_start {
-            self.ack_phase = AckPhase::ProbeFeedback;
-        }
-        if self.ack_phase == AckPhase::ProbeStopping && self.round_start {
-            self.bw_probe_samples = false;
-            self.ack_phase = AckPhase::Init;
-            if self.mode == Mode::ProbeBw && !rs.is_app_limited {
-                self.advance_max_bw_filter();
-            }
-            if self.mode == Mode::ProbeBw && self.stopped_risky_probe && !self.prev_probe_too_high {
-                self.start_bw_probe_refill(tp, 0);
-                return true;
-            }
+        if self.adapt_ack_phase(tp, rs) {
+            return true;
         }
         let s = LossSample::of(rs);
         if self.is_inflight_too_high(&s) {
@@ -1043,129 +753,6 @@ impl Bbr2 {
         false
     }
 
-    /// `bbr2_check_time_to_probe_bw`: the ECN re-probe, the wall clock (2–3 s) or the
-    /// Reno-coexistence round count.
-    fn check_time_to_probe_bw(&mut self, tp: &mut CcSock) -> bool {
-        let reprobe = self.p.ecn_reprobe_gain.min(0x1ff);
-        if reprobe != 0 && self.ecn_eligible && self.ecn_in_cycle && !self.loss_in_cycle && tp.ca_state == CaState::Open
-        {
-            let x = (self.inflight_hi as u64 * reprobe as u64) >> BBR_SCALE;
-            let n = if x == 0 { 0 } else { 63 - x.leading_zeros() };
-            self.start_bw_probe_refill(tp, n);
-            return true;
-        }
-        if self.has_elapsed_in_phase(tp, self.probe_wait_us) || self.is_reno_coexistence_probe_time(tp) {
-            self.start_bw_probe_refill(tp, 0);
-            return true;
-        }
-        false
-    }
-
-    /// `bbr2_check_time_to_cruise`.
-    fn check_time_to_cruise(&self, tp: &CcSock, inflight: u32, bw: u32) -> bool {
-        if inflight > self.inflight_with_headroom() {
-            return false;
-        }
-        let is_under_bdp = inflight <= self.inflight(tp, bw, BBR_UNIT);
-        if self.p.drain_to_target {
-            return is_under_bdp;
-        }
-        is_under_bdp || self.has_elapsed_in_phase(tp, self.min_rtt_us)
-    }
-
-    /// `bbr2_update_cycle_phase`: the PROBE_BW state machine.
-    fn update_cycle_phase(&mut self, tp: &mut CcSock, rs: &RateSample, sample_bw: u32) {
-        if !self.full_bw_reached {
-            return;
-        }
-        if self.adapt_upper_bounds(tp, rs, sample_bw) {
-            return;
-        }
-        if self.mode != Mode::ProbeBw {
-            return;
-        }
-        let inflight = self.packets_in_net_at_edt(tp, rs.prior_in_flight);
-        let bw = self.max_bw();
-        match self.cycle_idx {
-            Phase::Cruise => {
-                self.check_time_to_probe_bw(tp);
-            }
-            Phase::Refill => {
-                if self.round_start {
-                    self.bw_probe_samples = true;
-                    self.start_bw_probe_up(tp, sample_bw);
-                }
-            }
-            Phase::Up => {
-                let mut done = false;
-                if self.prev_probe_too_high && inflight >= self.inflight_hi {
-                    self.stopped_risky_probe = true;
-                    done = true;
-                } else if self.flavour == Flavour::L4s && self.p.bw_probe_exit.min(1) == 1 {
-                    // Difference 7: L4STeam's plateau exit.
-                    if tp.is_cwnd_limited && tp.cwnd >= self.inflight_hi {
-                        self.reset_full_bw();
-                        self.full_bw = sample_bw;
-                    } else if self.full_bw_now {
-                        done = true;
-                    }
-                } else if self.has_elapsed_in_phase(tp, self.min_rtt_us)
-                    && inflight >= self.inflight(tp, bw, self.p.bw_probe_pif_gain.min(0x1ff))
-                {
-                    done = true;
-                }
-                if done {
-                    self.prev_probe_too_high = false;
-                    self.start_bw_probe_down(tp);
-                }
-            }
-            Phase::Down => {
-                if self.check_time_to_probe_bw(tp) {
-                    return;
-                }
-                if self.check_time_to_cruise(tp, inflight, bw) {
-                    self.start_bw_probe_cruise();
-                }
-            }
-        }
-    }
-
-    /// `bbr2_exit_probe_rtt`.
-    fn exit_probe_rtt(&mut self, tp: &mut CcSock) {
-        self.reset_lower_bounds();
-        if self.full_bw_reached {
-            self.mode = Mode::ProbeBw;
-            self.start_bw_probe_down(tp);
-            self.start_bw_probe_cruise();
-        } else {
-            self.mode = Mode::Startup;
-        }
-    }
-
-    /// `bbr2_check_loss_too_high_in_startup`: ≥ `full_loss_cnt` loss events in a
-    /// Recovery round whose sample is too high ends STARTUP.
-    fn check_loss_too_high_in_startup(&mut self, tp: &CcSock, rs: &RateSample) {
-        if self.full_bw_reached {
-            return;
-        }
-        if rs.losses > 0 && self.loss_events_in_round < 0xf {
-            self.loss_events_in_round += 1;
-        }
-        let full_loss_cnt = self.p.full_loss_cnt.min(15);
-        if full_loss_cnt != 0
-            && self.loss_round_start
-            && tp.ca_state == CaState::Recovery
-            && self.loss_events_in_round >= full_loss_cnt
-            && self.is_inflight_too_high(&LossSample::of(rs))
-        {
-            self.handle_queue_too_high_in_startup(tp);
-            return;
-        }
-        if self.loss_round_start {
-            self.loss_events_in_round = 0;
-        }
-    }
-
     /// `bbr2_check_drain`.
     fn check_drain(&mut self, tp: &mut CcSock) {
         if self.check_drain_done(tp) {
@@ -1174,58 +761,65 @@ impl Bbr2 {
         }
     }
 
-    fn check_full_bw_reached(&mut self, rs: &RateSample, sample_bw: u32) {
-        match self.flavour {
-            Flavour::V2Alpha => self.check_full_bw_reached_v2alpha(rs),
-            Flavour::L4s => self.check_full_bw_reached_l4s(rs, sample_bw),
+    /// `bbr_update_min_rtt`: the 5 s PROBE_RTT filter and the 10 s min_rtt filter,
+    /// and PROBE_RTT entry and exit.
+    fn update_min_rtt(&mut self, tp: &mut CcSock, rs: &RateSample) {
+        let now = tp.jiffies() as u32;
+        let probe_rtt_win_ms = self.p.probe_rtt_win_ms.min(self.p.min_rtt_win_sec.min(0x1f) * 1000).min(0x3fff);
+        let expire = self.probe_rtt_min_stamp.wrapping_add(ms_to_jiffies(probe_rtt_win_ms));
+        let probe_rtt_expired = after(now, expire);
+        if rs.rtt_us >= 0 && (rs.rtt_us <= self.probe_rtt_min_us as i64 || (probe_rtt_expired && !rs.is_ack_delayed)) {
+            self.probe_rtt_min_us = rs.rtt_us.min(u32::MAX as i64) as u32;
+            self.probe_rtt_min_stamp = now;
         }
-    }
+        let expire = self.min_rtt_stamp.wrapping_add(self.p.min_rtt_win_sec.min(0x1f) * crate::time::HZ as u32);
+        let min_rtt_expired = after(now, expire);
+        if self.probe_rtt_min_us <= self.min_rtt_us || min_rtt_expired {
+            self.min_rtt_us = self.probe_rtt_min_us;
+            self.min_rtt_stamp = self.probe_rtt_min_stamp;
+        }
 
-    /// `bbr2_update_model`.
-    fn update_model(&mut self, tp: &mut CcSock, rs: &RateSample, sample_bw: u32) {
-        self.update_congestion_signals(tp, rs, sample_bw);
-        self.update_ack_aggregation(tp, rs);
-        self.check_loss_too_high_in_startup(tp, rs);
-        self.check_full_bw_reached(rs, sample_bw);
-        self.check_drain(tp);
-        self.update_cycle_phase(tp, rs, sample_bw);
-        self.update_min_rtt(tp, rs);
-    }
-
-    /// `bbr2_fast_path`: an app-limited ACK below max_bw without loss/ECN skips the
-    /// model update. Returns (skip everything, update the model).
-    fn fast_path(&mut self, tp: &mut CcSock, rs: &RateSample, sample_bw: u32) -> (bool, bool) {
-        if self.p.fast_path
-            && self.try_fast_path
-            && rs.is_app_limited
-            && sample_bw < self.max_bw()
-            && !self.loss_in_round
-            && !self.ecn_in_round
+        if self.p.probe_rtt_mode_ms.min(0x1ff) > 0
+            && probe_rtt_expired
+            && !self.idle_restart
+            && self.mode != Mode::ProbeRtt
         {
-            let prev_mode = self.mode;
-            let prev_min_rtt_us = self.min_rtt_us;
-            self.check_drain(tp);
-            self.update_cycle_phase(tp, rs, sample_bw);
-            self.update_min_rtt(tp, rs);
-            if self.mode == prev_mode && self.min_rtt_us == prev_min_rtt_us && self.try_fast_path {
-                return (true, false);
-            }
-            return (false, false);
+            self.enter_probe_rtt(tp);
+            self.probe_rtt_done_stamp = 0;
         }
-        (false, true)
+
+        self.update_probe_rtt(tp, rs);
     }
 
-    /// Mode and phase as `ss` would name them.
-    pub fn mode_name(&self) -> &'static str {
-        match (self.mode, self.cycle_idx) {
-            (Mode::Startup, _) => "STARTUP",
-            (Mode::Drain, _) => "DRAIN",
-            (Mode::ProbeRtt, _) => "PROBE_RTT",
-            (Mode::ProbeBw, Phase::Up) => "PROBE_BW:UP",
-            (Mode::ProbeBw, Phase::Down) => "PROBE_BW:DOWN",
-            (Mode::ProbeBw, Phase::Cruise) => "PROBE_BW:CRUISE",
-            (Mode::ProbeBw, Phase::Refill) => "PROBE_BW:REFILL",
+    /// `bbr2_handle_queue_too_high_in_startup`.
+    fn handle_queue_too_high_in_startup(&mut self, tp: &CcSock) {
+        self.full_bw_reached = true;
+        self.inflight_hi = self.inflight(tp, self.max_bw(), BBR_UNIT);
+    }
+
+    /// `bbr_cwnd_min_target`.
+    fn cwnd_min_target(&self) -> u32 {
+        self.p.cwnd_min_target
+    }
+
+    /// v2alpha: the UP phase ends after a min RTT once the flight reaches
+    /// `bw_probe_pif_gain` × BDP; L4STeam with `bw_probe_exit` (difference 7): on a
+    /// plateau, as v3.
+    fn probe_up_done(&mut self, tp: &CcSock, inflight: u32, bw: u32, sample_bw: u32) -> bool {
+        if self.flavour == Flavour::L4s && self.p.bw_probe_exit.min(1) == 1 {
+            return self.probe_up_plateau_done(tp, sample_bw);
         }
+        self.has_elapsed_in_phase(tp, self.min_rtt_us)
+            && inflight >= self.inflight(tp, bw, self.p.bw_probe_pif_gain.min(0x1ff))
+    }
+
+    fn rs_inflight_too_high(&self, rs: &RateSample) -> bool {
+        self.is_inflight_too_high(&LossSample::of(rs))
+    }
+
+    /// `bbr2_advance_max_bw_filter` / `bbr2_advance_bw_hi_filter`.
+    fn advance_max_bw_filter(&mut self) {
+        model::advance_max_bw_filter(&mut self.max_bw);
     }
 }
 
@@ -1248,65 +842,21 @@ impl CongestionControl for Bbr2 {
     /// `bbr_init` + `bbr2_init` (L4STeam: ECT(1) with AccECN, `bbr2_release` without ECN).
     fn init(&mut self, tp: &mut CcSock) {
         let now = tp.jiffies() as u32;
-        self.init_cwnd = tp.cwnd.min(0x7f);
-        self.prior_cwnd = tp.prior_cwnd;
+        let ecn_alpha = self.p.ecn_alpha_init.min(BBR_UNIT);
+        self.s.init_model(tp, ecn_alpha);
         tp.ssthresh = TCP_INFINITE_SSTHRESH;
         self.next_rtt_delivered = 0;
-        self.prev_ca_state = CaState::Open;
         self.probe_rtt_done_stamp = 0;
-        self.probe_rtt_round_done = false;
-        self.probe_rtt_min_us = tp.min_rtt_us;
         self.probe_rtt_min_stamp = now;
-        self.min_rtt_us = tp.min_rtt_us;
         self.min_rtt_stamp = now;
-        self.has_seen_rtt = false;
         self.init_pacing_rate_from_rtt(tp);
-        self.round_start = false;
-        self.idle_restart = false;
-        self.full_bw_reached = false;
-        self.full_bw = 0;
-        self.full_bw_cnt = 0;
-        self.full_bw_now = false;
-        self.cycle_mstamp = 0;
-        self.cycle_idx = Phase::Up;
-        self.mode = Mode::Startup;
         self.ack_epoch_mstamp = tp.now;
-        self.ack_epoch_acked = 0;
-        self.extra_acked_win_rtts = 0;
-        self.extra_acked_win_idx = 0;
         self.extra_acked = [0; 2];
         self.ce_state = false;
         self.prior_rcv_nxt = tp.rcv.rcv_nxt;
-        self.try_fast_path = false;
-        // bbr2_init: start sampling ECN after the first full flight is ACKed.
-        self.initialized = true;
-        self.loss_round_delivered = tp.delivered + 1;
-        self.loss_round_start = false;
-        self.undo_bw_lo = 0;
-        self.undo_inflight_lo = 0;
-        self.undo_inflight_hi = 0;
-        self.loss_events_in_round = 0;
-        self.startup_ecn_rounds = 0;
-        self.reset_congestion_signals();
-        self.bw_lo = INF;
         self.bw_hi = INF;
         self.max_bw = [0; 2];
-        self.inflight_lo = INF;
-        self.inflight_hi = INF;
-        self.bw_probe_up_cnt = INF;
-        self.bw_probe_up_acks = 0;
-        self.bw_probe_up_rounds = 0;
-        self.probe_wait_us = 0;
-        self.stopped_risky_probe = false;
         self.got_ok_bw_probe_sample = false;
-        self.ack_phase = AckPhase::Init;
-        self.rounds_since_probe = 0;
-        self.bw_probe_samples = false;
-        self.prev_probe_too_high = false;
-        self.ecn_eligible = false;
-        self.ecn_alpha = self.p.ecn_alpha_init.min(BBR_UNIT);
-        self.alpha_last_delivered = 0;
-        self.alpha_last_delivered_ce = 0;
         self.update_gains();
         // Difference 11 (L4STeam bbr2_init): ECT(1) iff AccECN was negotiated;
         // with no ECN at all `bbr2_release` clears it (the socket sends not-ECT,
@@ -1314,13 +864,9 @@ impl CongestionControl for Bbr2 {
         self.ect1 = self.flavour == Flavour::L4s && tp.ecn_mode == EcnMode::AccEcn;
     }
 
+    /// `bbr2_ssthresh`.
     fn ssthresh(&mut self, tp: &CcSock) -> u32 {
-        // bbr2_ssthresh: save state for undo; ssthresh itself is unchanged.
-        self.save_cwnd(tp);
-        self.undo_bw_lo = self.bw_lo;
-        self.undo_inflight_lo = self.inflight_lo;
-        self.undo_inflight_hi = self.inflight_hi;
-        tp.ssthresh
+        self.save_undo_state(tp)
     }
 
     fn has_cong_control(&self) -> bool {
@@ -1336,7 +882,7 @@ impl CongestionControl for Bbr2 {
         }
         self.ecn_in_round |= rs.is_ece;
         let sample_bw = Self::calculate_bw_sample(rs);
-        let (skip, update_model) = self.fast_path(tp, rs, sample_bw);
+        let (skip, update_model) = self.run_fast_path(tp, rs, sample_bw, self.p.fast_path);
         if !skip {
             if update_model {
                 self.update_model(tp, rs, sample_bw);

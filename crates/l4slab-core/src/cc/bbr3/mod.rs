@@ -29,9 +29,9 @@
 //! receivers were CUBIC), and `fast_ack_mode` (it only turns off the receive-window
 //! check of `__tcp_ack_snd_check`, which the engine's receiver never applies).
 //!
-//! This file is standalone on purpose: BBRv2 (`cc/bbr2/`) has near-identical
-//! helpers (bdp, quantization budget, ack aggregation); a later unification can
-//! share them.
+//! What v3 writes as BBRv2 (`cc/bbr2/`) does (the shared fields of `struct bbr`, the
+//! PROBE_BW cycle, PROBE_RTT, the lower-bound resets) is in `cc/bbr_model.rs`; this
+//! file keeps v3's own functions, those `impl BbrModel` names included.
 
 use super::descriptor::{parse_params, CcDescriptor, ReceiverDefaults};
 use super::*;
@@ -45,113 +45,26 @@ use params::{BBR_SCALE, BBR_UNIT};
 
 /// `BW_SCALE`: bw is in packets per µs << 24; `GSO_LEGACY_MAX_SIZE` = 64 KB (`cc/bbr_common.rs`).
 use super::bbr_common::{self as common, BW_UNIT, GSO_MAX_SIZE as GSO_LEGACY_MAX_SIZE};
-/// `~0U`: "unset" for `bw_lo`, `inflight_lo`, `inflight_hi`, `bw_probe_up_cnt`.
-const UNSET: u32 = u32::MAX;
-
-/// `enum bbr_mode`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    Startup,
-    Drain,
-    ProbeBw,
-    ProbeRtt,
-}
-
-/// `enum bbr_pacing_gain_phase`: the PROBE_BW phase, also the index of `pacing_gain`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    Up = 0,
-    Down = 1,
-    Cruise = 2,
-    Refill = 3,
-}
-
-/// `enum bbr_ack_phase`: what the incoming ACKs reflect of the probing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum AckPhase {
-    Init,
-    Refilling,
-    ProbeStarting,
-    ProbeFeedback,
-    ProbeStopping,
-}
+use super::bbr_model::{self as model, BbrModel, BbrState, Mode, Phase, UNSET};
 
 /// `struct bbr` (the fields of v3; bit-field widths noted where they saturate or wrap).
 #[derive(Clone, Debug)]
 pub struct Bbr3 {
     p: Bbr3Params,
-    min_rtt_us: u32,
+    /// The fields v2 shares (`cc/bbr_model.rs`).
+    s: BbrState,
     /// jiffies.
     min_rtt_stamp: u64,
     probe_rtt_done_stamp: u64,
-    probe_rtt_min_us: u32,
     probe_rtt_min_stamp: u64,
-    next_rtt_delivered: u64,
-    /// µs.
-    cycle_mstamp: u64,
-    mode: Mode,
-    prev_ca_state: CaState,
-    round_start: bool,
-    /// 5 bits.
-    bw_probe_up_rounds: u32,
-    try_fast_path: bool,
-    idle_restart: bool,
-    probe_rtt_round_done: bool,
-    /// 7 bits.
-    init_cwnd: u32,
-    pacing_gain: u32,
-    cwnd_gain: u32,
-    full_bw_reached: bool,
-    /// 2 bits.
-    full_bw_cnt: u32,
-    cycle_idx: Phase,
-    has_seen_rtt: bool,
-    prior_cwnd: u32,
-    full_bw: u32,
     /// µs.
     ack_epoch_mstamp: u64,
     extra_acked: [u16; 2],
-    /// 20 bits.
-    ack_epoch_acked: u32,
-    /// 5 bits.
-    extra_acked_win_rtts: u32,
-    extra_acked_win_idx: usize,
-    full_bw_now: bool,
-    /// 2 bits.
-    startup_ecn_rounds: u32,
-    loss_in_cycle: bool,
-    ecn_in_cycle: bool,
-    loss_round_delivered: u64,
-    undo_bw_lo: u32,
-    undo_inflight_lo: u32,
-    undo_inflight_hi: u32,
-    bw_latest: u32,
-    bw_lo: u32,
+    /// The max-bandwidth filter.
     bw_hi: [u32; 2],
-    inflight_latest: u32,
-    inflight_lo: u32,
-    inflight_hi: u32,
-    bw_probe_up_cnt: u32,
-    bw_probe_up_acks: u32,
-    probe_wait_us: u32,
-    ecn_eligible: bool,
-    /// 0..=256.
-    ecn_alpha: u32,
-    bw_probe_samples: bool,
-    prev_probe_too_high: bool,
-    stopped_risky_probe: bool,
-    /// 8 bits.
-    rounds_since_probe: u32,
-    loss_round_start: bool,
-    loss_in_round: bool,
-    ecn_in_round: bool,
-    ack_phase: AckPhase,
-    /// 4 bits.
-    loss_events_in_round: u32,
-    initialized: bool,
-    alpha_last_delivered: u64,
-    alpha_last_delivered_ce: u64,
 }
+
+model::deref_to_state!(Bbr3);
 
 /// `struct bbr_context`.
 #[derive(Clone, Copy, Default)]
@@ -164,80 +77,18 @@ fn now_us(tp: &CcSock) -> u64 {
     tp.now / 1000
 }
 
-/// `ilog2` (0 for 0, where the kernel's is undefined).
-#[inline]
-fn ilog2(v: u64) -> u32 {
-    if v == 0 {
-        0
-    } else {
-        63 - v.leading_zeros()
-    }
-}
-
 impl Bbr3 {
     pub fn new(p: Bbr3Params) -> Self {
         Bbr3 {
             p,
-            min_rtt_us: u32::MAX,
+            // struct bbr starts zeroed; bbr_update_gains sets the gains on the first ACK.
+            s: BbrState::new(0, 0, BBR_UNIT),
             min_rtt_stamp: 0,
             probe_rtt_done_stamp: 0,
-            probe_rtt_min_us: u32::MAX,
             probe_rtt_min_stamp: 0,
-            next_rtt_delivered: 0,
-            cycle_mstamp: 0,
-            mode: Mode::Startup,
-            prev_ca_state: CaState::Open,
-            round_start: false,
-            bw_probe_up_rounds: 0,
-            try_fast_path: false,
-            idle_restart: false,
-            probe_rtt_round_done: false,
-            init_cwnd: 10,
-            // struct bbr starts zeroed; bbr_update_gains sets them on the first ACK.
-            pacing_gain: 0,
-            cwnd_gain: 0,
-            full_bw_reached: false,
-            full_bw_cnt: 0,
-            cycle_idx: Phase::Up,
-            has_seen_rtt: false,
-            prior_cwnd: 0,
-            full_bw: 0,
             ack_epoch_mstamp: 0,
             extra_acked: [0; 2],
-            ack_epoch_acked: 0,
-            extra_acked_win_rtts: 0,
-            extra_acked_win_idx: 0,
-            full_bw_now: false,
-            startup_ecn_rounds: 0,
-            loss_in_cycle: false,
-            ecn_in_cycle: false,
-            loss_round_delivered: 0,
-            undo_bw_lo: 0,
-            undo_inflight_lo: 0,
-            undo_inflight_hi: 0,
-            bw_latest: 0,
-            bw_lo: UNSET,
             bw_hi: [0; 2],
-            inflight_latest: 0,
-            inflight_lo: UNSET,
-            inflight_hi: UNSET,
-            bw_probe_up_cnt: UNSET,
-            bw_probe_up_acks: 0,
-            probe_wait_us: 0,
-            ecn_eligible: false,
-            ecn_alpha: BBR_UNIT,
-            bw_probe_samples: false,
-            prev_probe_too_high: false,
-            stopped_risky_probe: false,
-            rounds_since_probe: 0,
-            loss_round_start: false,
-            loss_in_round: false,
-            ecn_in_round: false,
-            ack_phase: AckPhase::Init,
-            loss_events_in_round: 0,
-            initialized: false,
-            alpha_last_delivered: 0,
-            alpha_last_delivered_ce: 0,
         }
     }
 
@@ -281,18 +132,6 @@ impl Bbr3 {
         tp.ecn_mode != EcnMode::Off && tp.ecn_low
     }
 
-    /// `bbr_max_bw`.
-    #[inline]
-    pub fn max_bw(&self) -> u32 {
-        self.bw_hi[0].max(self.bw_hi[1])
-    }
-
-    /// `bbr_bw`.
-    #[inline]
-    pub fn bw(&self) -> u32 {
-        self.max_bw().min(self.bw_lo)
-    }
-
     /// `bbr_extra_acked`.
     #[inline]
     fn extra_acked(&self) -> u32 {
@@ -328,57 +167,12 @@ impl Bbr3 {
         if !self.has_seen_rtt && tp.srtt_us > 0 {
             self.init_pacing_rate_from_rtt(tp);
         }
-        if self.full_bw_reached || rate > tp.pacing_rate {
-            tp.pacing_rate = rate;
-        }
+        common::raise_pacing_rate(tp, rate, self.full_bw_reached);
     }
 
     /// `bbr_tso_segs_generic`.
     fn tso_segs_generic(&self, tp: &CcSock, gso_max_size: u64) -> u32 {
         common::tso_segs_generic(tp, self.min_rtt_us, self.p.tso_rtt_shift, gso_max_size, self.p.min_tso_segs)
-    }
-
-    /// `bbr_tso_segs_goal`.
-    fn tso_segs_goal(&self, tp: &CcSock) -> u32 {
-        self.tso_segs_generic(tp, GSO_LEGACY_MAX_SIZE)
-    }
-
-    /// `bbr_save_cwnd`.
-    fn save_cwnd(&mut self, tp: &CcSock) {
-        if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
-            self.prior_cwnd = tp.cwnd;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(tp.cwnd);
-        }
-    }
-
-    /// `bbr_bdp`.
-    fn bdp(&self, bw: u32, gain: u32) -> u32 {
-        if self.min_rtt_us == u32::MAX {
-            return self.init_cwnd;
-        }
-        common::bdp(bw, gain, self.min_rtt_us)
-    }
-
-    /// `bbr_quantization_budget`.
-    fn quantization_budget(&self, tp: &CcSock, cwnd: u32) -> u32 {
-        let tso_segs_goal = 3 * self.tso_segs_goal(tp);
-        let mut cwnd = cwnd.max(tso_segs_goal).max(self.p.cwnd_min_target);
-        if self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
-            cwnd += 2;
-        }
-        cwnd
-    }
-
-    /// `bbr_inflight`.
-    fn inflight(&self, tp: &CcSock, bw: u32, gain: u32) -> u32 {
-        self.quantization_budget(tp, self.bdp(bw, gain))
-    }
-
-    /// `bbr_packets_in_net_at_edt`.
-    fn packets_in_net_at_edt(&self, tp: &CcSock, inflight_now: u32) -> u32 {
-        let probing = if self.pacing_gain > BBR_UNIT { self.tso_segs_goal(tp) } else { 0 };
-        common::packets_in_net_at_edt(tp, self.bw(), inflight_now, probing)
     }
 
     /// `bbr_ack_aggregation_cwnd`.
@@ -387,11 +181,6 @@ impl Bbr3 {
             return 0;
         }
         common::ack_aggregation_cwnd(self.bw(), self.extra_acked(), self.p.extra_acked_gain, self.p.extra_acked_max_us)
-    }
-
-    /// `bbr_probe_rtt_cwnd`.
-    fn probe_rtt_cwnd(&self) -> u32 {
-        self.p.cwnd_min_target.max(self.bdp(self.bw(), self.p.probe_rtt_cwnd_gain))
     }
 
     /// `bbr_set_cwnd`.
@@ -418,15 +207,6 @@ impl Bbr3 {
         tp.cwnd = cwnd.min(tp.cwnd_clamp);
         if self.mode == Mode::ProbeRtt {
             tp.cwnd = tp.cwnd.min(self.probe_rtt_cwnd());
-        }
-    }
-
-    /// `bbr_update_round_start`.
-    fn update_round_start(&mut self, tp: &CcSock, rs: &RateSample) {
-        self.round_start = false;
-        if rs.interval_us > 0 && rs.prior_delivered >= self.next_rtt_delivered {
-            self.next_rtt_delivered = tp.delivered;
-            self.round_start = true;
         }
     }
 
@@ -470,126 +250,21 @@ impl Bbr3 {
         }
     }
 
-    /// `bbr_check_probe_rtt_done`.
-    fn check_probe_rtt_done(&mut self, tp: &mut CcSock) {
-        if !(self.probe_rtt_done_stamp != 0 && tp.jiffies() > self.probe_rtt_done_stamp) {
-            return;
-        }
-        self.probe_rtt_min_stamp = tp.jiffies();
-        tp.cwnd = tp.cwnd.max(self.prior_cwnd);
-        self.exit_probe_rtt(tp);
-    }
-
-    /// `bbr_update_min_rtt`.
-    fn update_min_rtt(&mut self, tp: &mut CcSock, rs: &RateSample) {
-        let j = tp.jiffies();
-        let probe_rtt_expired = j > self.probe_rtt_min_stamp + self.p.probe_rtt_win_ms as u64 * HZ_PER_MS;
-        if rs.rtt_us >= 0
-            && ((rs.rtt_us as u64) < self.probe_rtt_min_us as u64 || (probe_rtt_expired && !rs.is_ack_delayed))
-        {
-            self.probe_rtt_min_us = rs.rtt_us.min(u32::MAX as i64) as u32;
-            self.probe_rtt_min_stamp = j;
-        }
-        let min_rtt_expired = j > self.min_rtt_stamp + self.p.min_rtt_win_sec as u64 * HZ;
-        if self.probe_rtt_min_us <= self.min_rtt_us || min_rtt_expired {
-            self.min_rtt_us = self.probe_rtt_min_us;
-            self.min_rtt_stamp = self.probe_rtt_min_stamp;
-        }
-        if self.p.probe_rtt_mode_ms > 0 && probe_rtt_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
-            self.mode = Mode::ProbeRtt;
-            self.save_cwnd(tp);
-            self.probe_rtt_done_stamp = 0;
-            self.ack_phase = AckPhase::ProbeStopping;
-            self.next_rtt_delivered = tp.delivered;
-        }
-        if self.mode == Mode::ProbeRtt {
-            // Ignore low-rate samples during this mode.
-            tp.app_limited = (tp.delivered + tp.in_flight() as u64).max(1);
-            if self.probe_rtt_done_stamp == 0 && tp.in_flight() <= self.probe_rtt_cwnd() {
-                self.probe_rtt_done_stamp = j + self.p.probe_rtt_mode_ms as u64 * HZ_PER_MS;
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = tp.delivered;
-            } else if self.probe_rtt_done_stamp != 0 {
-                if self.round_start {
-                    self.probe_rtt_round_done = true;
-                }
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(tp);
-                }
-            }
-        }
-        if rs.delivered > 0 {
-            self.idle_restart = false;
-        }
-    }
-
     /// `bbr_update_gains`.
     fn update_gains(&mut self) {
-        match self.mode {
-            Mode::Startup => {
-                self.pacing_gain = self.p.startup_pacing_gain;
-                self.cwnd_gain = self.p.startup_cwnd_gain;
-            }
-            Mode::Drain => {
-                self.pacing_gain = self.p.drain_gain;
-                self.cwnd_gain = self.p.startup_cwnd_gain;
-            }
+        let p = &self.p;
+        (self.s.pacing_gain, self.s.cwnd_gain) = match self.s.mode {
+            Mode::Startup => (p.startup_pacing_gain, p.startup_cwnd_gain),
+            Mode::Drain => (p.drain_gain, p.startup_cwnd_gain),
             Mode::ProbeBw => {
-                self.pacing_gain = self.p.pacing_gain[self.cycle_idx as usize];
-                self.cwnd_gain = self.p.cwnd_gain;
-                if self.p.bw_probe_cwnd_gain != 0 && self.cycle_idx == Phase::Up {
-                    self.cwnd_gain += BBR_UNIT * self.p.bw_probe_cwnd_gain / 4;
+                let mut cwnd = p.cwnd_gain;
+                if p.bw_probe_cwnd_gain != 0 && self.s.cycle_idx == Phase::Up {
+                    cwnd += BBR_UNIT * p.bw_probe_cwnd_gain / 4;
                 }
+                (p.pacing_gain[self.s.cycle_idx as usize], cwnd)
             }
-            Mode::ProbeRtt => {
-                self.pacing_gain = BBR_UNIT;
-                self.cwnd_gain = BBR_UNIT;
-            }
-        }
-    }
-
-    /// `bbr_take_max_bw_sample`.
-    fn take_max_bw_sample(&mut self, bw: u32) {
-        self.bw_hi[1] = self.bw_hi[1].max(bw);
-    }
-
-    /// `bbr_advance_max_bw_filter`.
-    fn advance_max_bw_filter(&mut self) {
-        if self.bw_hi[1] == 0 {
-            return;
-        }
-        self.bw_hi[0] = self.bw_hi[1];
-        self.bw_hi[1] = 0;
-    }
-
-    /// `bbr_reset_full_bw`.
-    fn reset_full_bw(&mut self) {
-        self.full_bw = 0;
-        self.full_bw_cnt = 0;
-        self.full_bw_now = false;
-    }
-
-    /// `bbr_target_inflight`.
-    fn target_inflight(&self, tp: &CcSock) -> u32 {
-        self.inflight(tp, self.bw(), BBR_UNIT).min(tp.cwnd)
-    }
-
-    /// `bbr_is_probing_bandwidth`.
-    fn is_probing_bandwidth(&self) -> bool {
-        self.mode == Mode::Startup
-            || (self.mode == Mode::ProbeBw && (self.cycle_idx == Phase::Refill || self.cycle_idx == Phase::Up))
-    }
-
-    /// `bbr_has_elapsed_in_phase`.
-    fn has_elapsed_in_phase(&self, tp: &CcSock, interval_us: u32) -> bool {
-        now_us(tp) > self.cycle_mstamp + interval_us as u64
-    }
-
-    /// `bbr_handle_queue_too_high_in_startup`.
-    fn handle_queue_too_high_in_startup(&mut self, tp: &CcSock) {
-        self.full_bw_reached = true;
-        let bdp = self.inflight(tp, self.max_bw(), BBR_UNIT);
-        self.inflight_hi = bdp.max(self.inflight_latest);
+            Mode::ProbeRtt => (BBR_UNIT, BBR_UNIT),
+        };
     }
 
     /// `bbr_check_ecn_too_high_in_startup`.
@@ -681,57 +356,6 @@ impl Bbr3 {
         false
     }
 
-    /// `bbr_inflight_hi_from_lost_skb`: the in-flight level at which the loss
-    /// rate crossed `loss_thresh` within this skb.
-    fn inflight_hi_from_lost_skb(&self, rs: &RateSample, pcount: u32) -> u32 {
-        let loss_thresh = self.p.loss_thresh as u64;
-        let inflight_prev = rs.tx_in_flight as i64 - pcount as i64;
-        if inflight_prev < 0 {
-            return UNSET;
-        }
-        let lost_prev = rs.lost - pcount as i64;
-        if lost_prev < 0 {
-            return UNSET;
-        }
-        let loss_budget = (inflight_prev as u64 * loss_thresh + BBR_UNIT as u64 - 1) >> BBR_SCALE;
-        let lost_prefix = if lost_prev as u64 >= loss_budget {
-            0
-        } else {
-            let divisor = BBR_UNIT as u64 - loss_thresh;
-            if divisor == 0 {
-                return UNSET;
-            }
-            ((loss_budget - lost_prev as u64) << BBR_SCALE) / divisor
-        };
-        (inflight_prev as u64 + lost_prefix).min(u32::MAX as u64) as u32
-    }
-
-    /// `bbr_inflight_with_headroom`.
-    fn inflight_with_headroom(&self) -> u32 {
-        if self.inflight_hi == UNSET {
-            return UNSET;
-        }
-        let headroom = ((self.inflight_hi as u64 * self.p.inflight_headroom as u64) >> BBR_SCALE) as u32;
-        let headroom = headroom.max(1);
-        (self.inflight_hi as i32).wrapping_sub(headroom as i32).max(self.p.cwnd_min_target as i32) as u32
-    }
-
-    /// `bbr_bound_cwnd_for_inflight_model`.
-    fn bound_cwnd_for_inflight_model(&self, tp: &mut CcSock) {
-        if !self.initialized {
-            return;
-        }
-        let mut cap = UNSET;
-        if self.mode == Mode::ProbeBw && self.cycle_idx != Phase::Cruise {
-            cap = self.inflight_hi;
-        } else if self.mode == Mode::ProbeRtt || (self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Cruise) {
-            cap = self.inflight_with_headroom();
-        }
-        cap = cap.min(self.inflight_lo);
-        cap = cap.max(self.p.cwnd_min_target);
-        tp.cwnd = tp.cwnd.min(cap);
-    }
-
     /// `bbr_ecn_cut`.
     fn ecn_cut(&self) -> u32 {
         BBR_UNIT - ((self.ecn_alpha * self.p.ecn_factor) >> BBR_SCALE)
@@ -766,22 +390,6 @@ impl Bbr3 {
         }
         self.inflight_lo = self.inflight_lo.min(ecn_inflight_lo);
         self.bw_lo = self.bw_lo.max(1);
-    }
-
-    /// `bbr_reset_lower_bounds`.
-    fn reset_lower_bounds(&mut self) {
-        self.bw_lo = UNSET;
-        self.inflight_lo = UNSET;
-    }
-
-    /// `bbr_reset_congestion_signals`.
-    fn reset_congestion_signals(&mut self) {
-        self.loss_in_round = false;
-        self.ecn_in_round = false;
-        self.loss_in_cycle = false;
-        self.ecn_in_cycle = false;
-        self.bw_latest = 0;
-        self.inflight_latest = 0;
     }
 
     /// `bbr_exit_loss_recovery`.
@@ -820,7 +428,7 @@ impl Bbr3 {
         }
         let bw = ctx.sample_bw;
         if !rs.is_app_limited || bw >= self.max_bw() {
-            self.take_max_bw_sample(bw);
+            model::take_max_bw_sample(&mut self.bw_hi, bw);
         }
         self.loss_in_round |= rs.losses > 0;
         if !self.loss_round_start {
@@ -829,65 +437,6 @@ impl Bbr3 {
         self.adapt_lower_bounds(tp);
         self.loss_in_round = false;
         self.ecn_in_round = false;
-    }
-
-    /// `bbr_is_reno_coexistence_probe_time`.
-    fn is_reno_coexistence_probe_time(&self, tp: &CcSock) -> bool {
-        let rounds = self.p.bw_probe_max_rounds.min(self.target_inflight(tp));
-        self.rounds_since_probe >= rounds
-    }
-
-    /// `bbr_pick_probe_wait`: `get_random_u32_below` from the flow's stream.
-    fn pick_probe_wait(&mut self, tp: &mut CcSock) {
-        self.rounds_since_probe = below(tp, self.p.bw_probe_rand_rounds);
-        self.probe_wait_us = self.p.bw_probe_base_us.saturating_add(below(tp, self.p.bw_probe_rand_us));
-    }
-
-    /// `bbr_set_cycle_idx`.
-    fn set_cycle_idx(&mut self, idx: Phase) {
-        self.cycle_idx = idx;
-        self.try_fast_path = false;
-    }
-
-    /// `bbr_start_bw_probe_refill`.
-    fn start_bw_probe_refill(&mut self, tp: &CcSock, bw_probe_up_rounds: u32) {
-        self.reset_lower_bounds();
-        self.bw_probe_up_rounds = bw_probe_up_rounds & 0x1f;
-        self.bw_probe_up_acks = 0;
-        self.stopped_risky_probe = false;
-        self.ack_phase = AckPhase::Refilling;
-        self.next_rtt_delivered = tp.delivered;
-        self.set_cycle_idx(Phase::Refill);
-    }
-
-    /// `bbr_start_bw_probe_up`.
-    fn start_bw_probe_up(&mut self, tp: &CcSock, ctx: &Ctx) {
-        self.ack_phase = AckPhase::ProbeStarting;
-        self.next_rtt_delivered = tp.delivered;
-        self.cycle_mstamp = now_us(tp);
-        self.reset_full_bw();
-        self.full_bw = ctx.sample_bw;
-        self.set_cycle_idx(Phase::Up);
-        self.raise_inflight_hi_slope(tp);
-    }
-
-    /// `bbr_start_bw_probe_down`.
-    fn start_bw_probe_down(&mut self, tp: &mut CcSock) {
-        self.reset_congestion_signals();
-        self.bw_probe_up_cnt = UNSET;
-        self.pick_probe_wait(tp);
-        self.cycle_mstamp = now_us(tp);
-        self.ack_phase = AckPhase::ProbeStopping;
-        self.next_rtt_delivered = tp.delivered;
-        self.set_cycle_idx(Phase::Down);
-    }
-
-    /// `bbr_start_bw_probe_cruise`.
-    fn start_bw_probe_cruise(&mut self) {
-        if self.inflight_lo != UNSET {
-            self.inflight_lo = self.inflight_lo.min(self.inflight_hi);
-        }
-        self.set_cycle_idx(Phase::Cruise);
     }
 
     /// `bbr_handle_inflight_too_high`.
@@ -903,153 +452,6 @@ impl Bbr3 {
         }
     }
 
-    /// `bbr_adapt_upper_bounds`: returns true if it decided a state transition.
-    fn adapt_upper_bounds(&mut self, tp: &mut CcSock, rs: &RateSample) -> bool {
-        if self.ack_phase == AckPhase::ProbeStarting && self.round_start {
-            self.ack_phase = AckPhase::ProbeFeedback;
-        }
-        if self.ack_phase == AckPhase::ProbeStopping && self.round_start {
-            self.bw_probe_samples = false;
-            self.ack_phase = AckPhase::Init;
-            if self.mode == Mode::ProbeBw && !rs.is_app_limited {
-                self.advance_max_bw_filter();
-            }
-            if self.mode == Mode::ProbeBw && self.stopped_risky_probe && !self.prev_probe_too_high {
-                self.start_bw_probe_refill(tp, 0);
-                return true;
-            }
-        }
-        if self.is_inflight_too_high(rs) {
-            if self.bw_probe_samples {
-                self.handle_inflight_too_high(tp, rs);
-            }
-        } else {
-            if self.inflight_hi == UNSET {
-                return false;
-            }
-            if rs.tx_in_flight > self.inflight_hi {
-                self.inflight_hi = rs.tx_in_flight;
-            }
-            if self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
-                self.probe_inflight_hi_upward(tp, rs);
-            }
-        }
-        false
-    }
-
-    /// `bbr_check_time_to_probe_bw`.
-    fn check_time_to_probe_bw(&mut self, tp: &CcSock) -> bool {
-        if self.p.ecn_reprobe_gain != 0
-            && self.ecn_eligible
-            && self.ecn_in_cycle
-            && !self.loss_in_cycle
-            && tp.ca_state == CaState::Open
-        {
-            let n = ilog2((self.inflight_hi as u64 * self.p.ecn_reprobe_gain as u64) >> BBR_SCALE);
-            self.start_bw_probe_refill(tp, n);
-            return true;
-        }
-        if self.has_elapsed_in_phase(tp, self.probe_wait_us) || self.is_reno_coexistence_probe_time(tp) {
-            self.start_bw_probe_refill(tp, 0);
-            return true;
-        }
-        false
-    }
-
-    /// `bbr_check_time_to_cruise`.
-    fn check_time_to_cruise(&self, tp: &CcSock, inflight: u32, bw: u32) -> bool {
-        if inflight > self.inflight_with_headroom() {
-            return false;
-        }
-        inflight <= self.inflight(tp, bw, BBR_UNIT)
-    }
-
-    /// `bbr_update_cycle_phase`.
-    fn update_cycle_phase(&mut self, tp: &mut CcSock, rs: &RateSample, ctx: &Ctx) {
-        if !self.full_bw_reached {
-            return;
-        }
-        if self.adapt_upper_bounds(tp, rs) {
-            return;
-        }
-        if self.mode != Mode::ProbeBw {
-            return;
-        }
-        let inflight = self.packets_in_net_at_edt(tp, rs.prior_in_flight);
-        let bw = self.max_bw();
-        match self.cycle_idx {
-            Phase::Cruise => {
-                self.check_time_to_probe_bw(tp);
-            }
-            Phase::Refill => {
-                if self.round_start {
-                    self.bw_probe_samples = true;
-                    self.start_bw_probe_up(tp, ctx);
-                }
-            }
-            Phase::Up => {
-                let mut done = false;
-                if self.prev_probe_too_high && inflight >= self.inflight_hi {
-                    self.stopped_risky_probe = true;
-                    done = true;
-                } else if tp.is_cwnd_limited && tp.cwnd >= self.inflight_hi {
-                    // inflight_hi is limiting bw growth.
-                    self.reset_full_bw();
-                    self.full_bw = ctx.sample_bw;
-                } else if self.full_bw_now {
-                    // Plateau in estimated bw: the pipe looks full.
-                    done = true;
-                }
-                if done {
-                    self.prev_probe_too_high = false;
-                    self.start_bw_probe_down(tp);
-                }
-            }
-            Phase::Down => {
-                if self.check_time_to_probe_bw(tp) {
-                    return;
-                }
-                if self.check_time_to_cruise(tp, inflight, bw) {
-                    self.start_bw_probe_cruise();
-                }
-            }
-        }
-    }
-
-    /// `bbr_exit_probe_rtt`.
-    fn exit_probe_rtt(&mut self, tp: &mut CcSock) {
-        self.reset_lower_bounds();
-        if self.full_bw_reached {
-            self.mode = Mode::ProbeBw;
-            self.start_bw_probe_down(tp);
-            self.start_bw_probe_cruise();
-        } else {
-            self.mode = Mode::Startup;
-        }
-    }
-
-    /// `bbr_check_loss_too_high_in_startup`.
-    fn check_loss_too_high_in_startup(&mut self, tp: &CcSock, rs: &RateSample) {
-        if self.full_bw_reached {
-            return;
-        }
-        if rs.losses > 0 && self.loss_events_in_round < 0xf {
-            self.loss_events_in_round += 1;
-        }
-        if self.p.full_loss_cnt != 0
-            && self.loss_round_start
-            && tp.ca_state == CaState::Recovery
-            && self.loss_events_in_round >= self.p.full_loss_cnt
-            && self.is_inflight_too_high(rs)
-        {
-            self.handle_queue_too_high_in_startup(tp);
-            return;
-        }
-        if self.loss_round_start {
-            self.loss_events_in_round = 0;
-        }
-    }
-
     /// `bbr_check_full_bw_reached`: any sample ≥ 1.25 × full_bw restarts the
     /// count; otherwise each round start counts, and `full_bw_cnt` rounds make a plateau.
     fn check_full_bw_reached(&mut self, rs: &RateSample, ctx: &Ctx) {
@@ -1058,8 +460,7 @@ impl Bbr3 {
         }
         let bw_thresh = ((self.full_bw as u64 * self.p.full_bw_thresh as u64) >> BBR_SCALE).min(u32::MAX as u64) as u32;
         if ctx.sample_bw >= bw_thresh {
-            self.reset_full_bw();
-            self.full_bw = ctx.sample_bw;
+            self.restart_full_bw(ctx.sample_bw);
             return;
         }
         if !self.round_start {
@@ -1070,60 +471,20 @@ impl Bbr3 {
         self.full_bw_reached |= self.full_bw_now;
     }
 
-    /// `bbr_check_drain`.
-    fn check_drain(&mut self, tp: &mut CcSock) {
-        if self.mode == Mode::Startup && self.full_bw_reached {
-            self.mode = Mode::Drain;
-            // Exported for monitoring only (ssthresh is not used by BBR).
-            tp.ssthresh = self.inflight(tp, self.max_bw(), BBR_UNIT);
-            self.reset_congestion_signals();
-        }
-        if self.mode == Mode::Drain
-            && self.packets_in_net_at_edt(tp, tp.in_flight()) <= self.inflight(tp, self.max_bw(), BBR_UNIT)
-        {
-            self.mode = Mode::ProbeBw;
-            self.start_bw_probe_down(tp);
-        }
-    }
-
     /// `bbr_update_model`.
     fn update_model(&mut self, tp: &mut CcSock, rs: &RateSample, ctx: &Ctx) {
         self.update_congestion_signals(tp, rs, ctx);
         self.update_ack_aggregation(tp, rs);
-        self.check_loss_too_high_in_startup(tp, rs);
+        self.check_loss_too_high_in_startup(tp, rs, self.p.full_loss_cnt);
         self.check_full_bw_reached(rs, ctx);
         self.check_drain(tp);
-        self.update_cycle_phase(tp, rs, ctx);
+        self.update_cycle_phase(tp, rs, ctx.sample_bw);
         self.update_min_rtt(tp, rs);
-    }
-
-    /// `bbr_run_fast_path`: returns true to skip the control update too;
-    /// clears `update_model` to skip only the model.
-    fn run_fast_path(&mut self, tp: &mut CcSock, update_model: &mut bool, rs: &RateSample, ctx: &Ctx) -> bool {
-        if self.p.fast_path
-            && self.try_fast_path
-            && rs.is_app_limited
-            && ctx.sample_bw < self.max_bw()
-            && !self.loss_in_round
-            && !self.ecn_in_round
-        {
-            let prev_mode = self.mode;
-            let prev_min_rtt_us = self.min_rtt_us;
-            self.check_drain(tp);
-            self.update_cycle_phase(tp, rs, ctx);
-            self.update_min_rtt(tp, rs);
-            if self.mode == prev_mode && self.min_rtt_us == prev_min_rtt_us && self.try_fast_path {
-                return true;
-            }
-            *update_model = false;
-        }
-        false
     }
 
     /// `bbr_main`.
     fn main(&mut self, tp: &mut CcSock, rs: &RateSample) {
         let mut ctx = Ctx::default();
-        let mut update_model = true;
         self.update_round_start(tp, rs);
         if self.round_start {
             self.rounds_since_probe = (self.rounds_since_probe + 1).min(0xff);
@@ -1132,7 +493,8 @@ impl Bbr3 {
         self.ecn_in_round |= self.ecn_eligible && rs.is_ece;
         Self::calculate_bw_sample(rs, &mut ctx);
         self.update_latest_delivery_signals(tp, rs, &ctx);
-        if !self.run_fast_path(tp, &mut update_model, rs, &ctx) {
+        let (skip, update_model) = self.run_fast_path(tp, rs, ctx.sample_bw, self.p.fast_path);
+        if !skip {
             if update_model {
                 self.update_model(tp, rs, &ctx);
             }
@@ -1175,6 +537,203 @@ impl Bbr3 {
     }
 }
 
+impl BbrModel for Bbr3 {
+    /// `bbr_bdp`.
+    fn bdp(&self, bw: u32, gain: u32) -> u32 {
+        if self.min_rtt_us == u32::MAX {
+            return self.init_cwnd;
+        }
+        common::bdp(bw, gain, self.min_rtt_us)
+    }
+
+    /// `bbr_quantization_budget`.
+    fn quantization_budget(&self, tp: &CcSock, cwnd: u32) -> u32 {
+        let tso_segs_goal = 3 * self.tso_segs_goal(tp);
+        let mut cwnd = cwnd.max(tso_segs_goal).max(self.p.cwnd_min_target);
+        if self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
+            cwnd += 2;
+        }
+        cwnd
+    }
+
+    /// v3 always drains to the target before CRUISE.
+    fn drain_to_target(&self) -> bool {
+        true
+    }
+
+    /// `bbr_probe_rtt_cwnd`.
+    fn probe_rtt_cwnd(&self) -> u32 {
+        self.p.cwnd_min_target.max(self.bdp(self.bw(), self.p.probe_rtt_cwnd_gain))
+    }
+
+    /// `bbr_check_probe_rtt_done`.
+    fn check_probe_rtt_done(&mut self, tp: &mut CcSock) {
+        if !(self.probe_rtt_done_stamp != 0 && tp.jiffies() > self.probe_rtt_done_stamp) {
+            return;
+        }
+        self.probe_rtt_min_stamp = tp.jiffies();
+        tp.cwnd = tp.cwnd.max(self.prior_cwnd);
+        self.exit_probe_rtt(tp);
+    }
+
+    /// `bbr_start_bw_probe_refill`.
+    fn start_bw_probe_refill(&mut self, tp: &CcSock, bw_probe_up_rounds: u32) {
+        self.reset_lower_bounds();
+        self.bw_probe_up_rounds = bw_probe_up_rounds & 0x1f;
+        self.start_refill_phase(tp);
+    }
+
+    /// `bbr_has_elapsed_in_phase`.
+    fn has_elapsed_in_phase(&self, tp: &CcSock, interval_us: u32) -> bool {
+        now_us(tp) > self.cycle_mstamp + interval_us as u64
+    }
+
+    /// `bbr_is_reno_coexistence_probe_time`.
+    fn is_reno_coexistence_probe_time(&self, tp: &CcSock) -> bool {
+        let rounds = self.p.bw_probe_max_rounds.min(self.target_inflight(tp));
+        self.rounds_since_probe >= rounds
+    }
+
+    fn ecn_reprobe_gain(&self) -> u32 {
+        self.p.ecn_reprobe_gain
+    }
+
+    fn probe_rtt_armed(&self) -> bool {
+        self.probe_rtt_done_stamp != 0
+    }
+
+    fn arm_probe_rtt_done(&mut self, tp: &CcSock) {
+        self.probe_rtt_done_stamp = tp.jiffies() + self.p.probe_rtt_mode_ms as u64 * HZ_PER_MS;
+    }
+
+    /// `bbr_max_bw`.
+    #[inline]
+    fn max_bw(&self) -> u32 {
+        self.bw_hi[0].max(self.bw_hi[1])
+    }
+
+    /// `bbr_bw`.
+    #[inline]
+    fn bw(&self) -> u32 {
+        self.max_bw().min(self.bw_lo)
+    }
+
+    /// `bbr_tso_segs_goal`.
+    fn tso_segs_goal(&self, tp: &CcSock) -> u32 {
+        self.tso_segs_generic(tp, GSO_LEGACY_MAX_SIZE)
+    }
+
+    /// `bbr_inflight_with_headroom`.
+    fn inflight_with_headroom(&self) -> u32 {
+        if self.inflight_hi == UNSET {
+            return UNSET;
+        }
+        let headroom = ((self.inflight_hi as u64 * self.p.inflight_headroom as u64) >> BBR_SCALE) as u32;
+        let headroom = headroom.max(1);
+        (self.inflight_hi as i32).wrapping_sub(headroom as i32).max(self.p.cwnd_min_target as i32) as u32
+    }
+
+    /// `bbr_pick_probe_wait`: `get_random_u32_below` from the flow's stream.
+    fn pick_probe_wait(&mut self, tp: &mut CcSock) {
+        self.rounds_since_probe = below(tp, self.p.bw_probe_rand_rounds);
+        self.probe_wait_us = self.p.bw_probe_base_us.saturating_add(below(tp, self.p.bw_probe_rand_us));
+    }
+
+    /// `bbr_start_bw_probe_up`.
+    fn start_bw_probe_up(&mut self, tp: &CcSock, sample_bw: u32) {
+        self.start_probe_up_phase(tp);
+        self.restart_full_bw(sample_bw);
+        self.raise_inflight_hi_slope(tp);
+    }
+
+    /// `bbr_adapt_upper_bounds`: returns true if it decided a state transition.
+    fn adapt_upper_bounds(&mut self, tp: &mut CcSock, rs: &RateSample, _sample_bw: u32) -> bool {
+        if self.adapt_ack_phase(tp, rs) {
+            return true;
+        }
+        if self.is_inflight_too_high(rs) {
+            if self.bw_probe_samples {
+                self.handle_inflight_too_high(tp, rs);
+            }
+        } else {
+            if self.inflight_hi == UNSET {
+                return false;
+            }
+            if rs.tx_in_flight > self.inflight_hi {
+                self.inflight_hi = rs.tx_in_flight;
+            }
+            if self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
+                self.probe_inflight_hi_upward(tp, rs);
+            }
+        }
+        false
+    }
+
+    /// `bbr_check_drain`.
+    fn check_drain(&mut self, tp: &mut CcSock) {
+        if self.mode == Mode::Startup && self.full_bw_reached {
+            self.mode = Mode::Drain;
+            // Exported for monitoring only (ssthresh is not used by BBR).
+            tp.ssthresh = self.inflight(tp, self.max_bw(), BBR_UNIT);
+            self.reset_congestion_signals();
+        }
+        if self.mode == Mode::Drain
+            && self.packets_in_net_at_edt(tp, tp.in_flight()) <= self.inflight(tp, self.max_bw(), BBR_UNIT)
+        {
+            self.mode = Mode::ProbeBw;
+            self.start_bw_probe_down(tp);
+        }
+    }
+
+    /// `bbr_update_min_rtt`.
+    fn update_min_rtt(&mut self, tp: &mut CcSock, rs: &RateSample) {
+        let j = tp.jiffies();
+        let probe_rtt_expired = j > self.probe_rtt_min_stamp + self.p.probe_rtt_win_ms as u64 * HZ_PER_MS;
+        if rs.rtt_us >= 0
+            && ((rs.rtt_us as u64) < self.probe_rtt_min_us as u64 || (probe_rtt_expired && !rs.is_ack_delayed))
+        {
+            self.probe_rtt_min_us = rs.rtt_us.min(u32::MAX as i64) as u32;
+            self.probe_rtt_min_stamp = j;
+        }
+        let min_rtt_expired = j > self.min_rtt_stamp + self.p.min_rtt_win_sec as u64 * HZ;
+        if self.probe_rtt_min_us <= self.min_rtt_us || min_rtt_expired {
+            self.min_rtt_us = self.probe_rtt_min_us;
+            self.min_rtt_stamp = self.probe_rtt_min_stamp;
+        }
+        if self.p.probe_rtt_mode_ms > 0 && probe_rtt_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
+            self.enter_probe_rtt(tp);
+            self.probe_rtt_done_stamp = 0;
+        }
+        self.update_probe_rtt(tp, rs);
+    }
+
+    /// `bbr_handle_queue_too_high_in_startup`.
+    fn handle_queue_too_high_in_startup(&mut self, tp: &CcSock) {
+        self.full_bw_reached = true;
+        let bdp = self.inflight(tp, self.max_bw(), BBR_UNIT);
+        self.inflight_hi = bdp.max(self.inflight_latest);
+    }
+
+    /// `bbr_cwnd_min_target`.
+    fn cwnd_min_target(&self) -> u32 {
+        self.p.cwnd_min_target
+    }
+
+    /// The UP phase ends on a plateau (or `inflight_hi` keeps restarting the detector).
+    fn probe_up_done(&mut self, tp: &CcSock, _inflight: u32, _bw: u32, sample_bw: u32) -> bool {
+        self.probe_up_plateau_done(tp, sample_bw)
+    }
+
+    fn rs_inflight_too_high(&self, rs: &RateSample) -> bool {
+        self.is_inflight_too_high(rs)
+    }
+
+    /// `bbr_advance_max_bw_filter`.
+    fn advance_max_bw_filter(&mut self) {
+        model::advance_max_bw_filter(&mut self.bw_hi);
+    }
+}
+
 /// `HZ` per ms: `msecs_to_jiffies` at HZ = 1000.
 const HZ_PER_MS: u64 = crate::time::HZ / 1000;
 const HZ: u64 = crate::time::HZ;
@@ -1200,61 +759,17 @@ impl CongestionControl for Bbr3 {
     /// `bbr_init`.
     fn init(&mut self, tp: &mut CcSock) {
         let j = tp.jiffies();
-        self.initialized = true;
-        self.init_cwnd = tp.cwnd.min(0x7f);
-        self.prior_cwnd = tp.prior_cwnd;
+        let ecn_alpha = self.p.ecn_alpha_init;
+        self.s.init_model(tp, ecn_alpha);
         tp.ssthresh = TCP_INFINITE_SSTHRESH;
         self.next_rtt_delivered = tp.delivered;
-        self.prev_ca_state = CaState::Open;
         self.probe_rtt_done_stamp = 0;
-        self.probe_rtt_round_done = false;
-        self.probe_rtt_min_us = tp.min_rtt_us;
         self.probe_rtt_min_stamp = j;
-        self.min_rtt_us = tp.min_rtt_us;
         self.min_rtt_stamp = j;
-        self.has_seen_rtt = false;
         self.init_pacing_rate_from_rtt(tp);
-        self.round_start = false;
-        self.idle_restart = false;
-        self.full_bw_reached = false;
-        self.full_bw = 0;
-        self.full_bw_cnt = 0;
-        self.cycle_mstamp = 0;
-        self.cycle_idx = Phase::Up;
-        self.mode = Mode::Startup;
         self.ack_epoch_mstamp = now_us(tp);
-        self.ack_epoch_acked = 0;
-        self.extra_acked_win_rtts = 0;
-        self.extra_acked_win_idx = 0;
         self.extra_acked = [0; 2];
-        self.try_fast_path = false;
-        // Start sampling ECN mark rate after the first full flight is ACKed.
-        self.loss_round_delivered = tp.delivered + 1;
-        self.loss_round_start = false;
-        self.undo_bw_lo = 0;
-        self.undo_inflight_lo = 0;
-        self.undo_inflight_hi = 0;
-        self.loss_events_in_round = 0;
-        self.startup_ecn_rounds = 0;
-        self.reset_congestion_signals();
-        self.bw_lo = UNSET;
         self.bw_hi = [0; 2];
-        self.inflight_lo = UNSET;
-        self.inflight_hi = UNSET;
-        self.reset_full_bw();
-        self.bw_probe_up_cnt = UNSET;
-        self.bw_probe_up_acks = 0;
-        self.bw_probe_up_rounds = 0;
-        self.probe_wait_us = 0;
-        self.stopped_risky_probe = false;
-        self.ack_phase = AckPhase::Init;
-        self.rounds_since_probe = 0;
-        self.bw_probe_samples = false;
-        self.prev_probe_too_high = false;
-        self.ecn_eligible = false;
-        self.ecn_alpha = self.p.ecn_alpha_init;
-        self.alpha_last_delivered = 0;
-        self.alpha_last_delivered_ce = 0;
         if Self::can_use_ecn(tp) {
             tp.ect_permanent = true;
         }
@@ -1262,11 +777,7 @@ impl CongestionControl for Bbr3 {
 
     /// `bbr_ssthresh`: save state for undo; ssthresh is unchanged.
     fn ssthresh(&mut self, tp: &CcSock) -> u32 {
-        self.save_cwnd(tp);
-        self.undo_bw_lo = self.bw_lo;
-        self.undo_inflight_lo = self.inflight_lo;
-        self.undo_inflight_hi = self.inflight_hi;
-        tp.ssthresh
+        self.save_undo_state(tp)
     }
 
     fn has_cong_control(&self) -> bool {
@@ -1329,7 +840,8 @@ impl CongestionControl for Bbr3 {
             ..RateSample::default()
         };
         if self.is_inflight_too_high(&rs) {
-            rs.tx_in_flight = self.inflight_hi_from_lost_skb(&rs, skb.pcount);
+            rs.tx_in_flight =
+                BbrState::inflight_hi_from_lost_skb(self.p.loss_thresh, rs.tx_in_flight, rs.lost, skb.pcount);
             self.handle_inflight_too_high(tp, &rs);
         }
     }

@@ -418,12 +418,15 @@ fn a_probe_with_over_2_percent_loss_cuts_inflight_hi_at_the_loss_onset() {
 #[test]
 fn inflight_hi_from_lost_skb_solves_for_the_crossing_point() {
     let cc = Bbr3::new(Bbr3Params::default());
+    let from_lost_skb = |rs: &RateSample, pcount| {
+        BbrState::inflight_hi_from_lost_skb(cc.p.loss_thresh, rs.tx_in_flight, rs.lost, pcount)
+    };
     // lost_prev 0 < budget ⌈199·5/256⌉ = 4: prefix = (4 − 0)·256/(256 − 5) = 4.
     let rs = RateSample { tx_in_flight: 200, lost: 1, ..RateSample::default() };
-    assert_eq!(cc.inflight_hi_from_lost_skb(&rs, 1), 199 + 4);
+    assert_eq!(from_lost_skb(&rs, 1), 199 + 4);
     // A negative prefix is impossible: a suspicious snapshot gives ~0U.
     let rs = RateSample { tx_in_flight: 0, lost: 1, ..RateSample::default() };
-    assert_eq!(cc.inflight_hi_from_lost_skb(&rs, 1), UNSET);
+    assert_eq!(from_lost_skb(&rs, 1), UNSET);
 }
 
 #[test]
