@@ -21,12 +21,13 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .errors import ScenarioError
+from .io import write_json
 from .qdisc import describe_engine_qdisc
 from .records import FLOW_RECORDS, REQUESTS, RecordSpill, requests_frame
 from .rundir import write_run
@@ -531,3 +532,39 @@ class RunResult:
             f"RunResult(scenario={self.scenario.name!r}, seed={self.scenario.seed}, "
             f"flows={len(self.summary['flows'])}, goodput_mbps=[{goodputs}], wall_s={self.wall_s:.3f})"
         )
+
+
+@dataclass
+class BackendRunResult(RunResult):
+    """A run on a backend other than the engine (the emulator, the kernel guest): its
+    summary also names the backend (``backend``) and carries the backend's own block
+    (under ``block``, built from ``meta`` by :meth:`backend_block`); :meth:`write` puts
+    ``meta`` into ``meta_file`` first, then the run files with ``summary.json`` last
+    (complete)."""
+
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    backend: ClassVar[str] = ""
+    block: ClassVar[str] = ""
+    meta_file: ClassVar[str] = ""
+
+    def backend_block(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        summary = dict(super().summary)
+        summary["backend"] = self.backend
+        summary[self.block] = _json_safe(self.backend_block())
+        return summary
+
+    def write_extra(self, directory: Path) -> None:
+        """The backend's own files beside the run files (none by default)."""
+
+    def write(self, out_dir) -> Path:
+        directory = Path(out_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "summary.json").unlink(missing_ok=True)
+        write_json(directory / self.meta_file, _json_safe(self.meta))
+        self.write_extra(directory)
+        return write_run(self, directory)

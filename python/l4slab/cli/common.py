@@ -95,3 +95,23 @@ def add_set_argument(cmd, example: str = "--set bottleneck.rate=50Mbit --set dur
         metavar="KEY=VALUE",
         help=f"override a field, e.g. {example} (repeatable)",
     )
+
+
+def add_scenario_command(commands, name: str, help: str, description: str):
+    """A subcommand that runs one scenario: its parser with the SCENARIO argument."""
+    cmd = commands.add_parser(name, help=help, description=description)
+    cmd.add_argument("scenario", metavar="SCENARIO", help="scenario TOML file")
+    return cmd
+
+
+def load_command_scenario(args):
+    """The scenario a scenario command names: checks ``--out`` first (when the command has
+    one), then loads SCENARIO with its ``--set`` overrides and ``--seed``."""
+    from ..scenario import load_scenario, parse_override
+
+    if getattr(args, "out", None) is not None:
+        check_out_dir(args.out)
+    overrides = dict(parse_override(item) for item in args.overrides)
+    if getattr(args, "seed", None) is not None:
+        overrides["seed"] = args.seed
+    return load_scenario(Path(args.scenario), overrides=overrides)

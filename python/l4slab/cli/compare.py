@@ -11,14 +11,23 @@ import json
 import math
 from pathlib import Path
 
-from .common import EXIT_OK, add_set_argument, check_out_dir, fmt, stdout_console
+from .common import (
+    EXIT_OK,
+    add_scenario_command,
+    add_set_argument,
+    check_out_dir,
+    fmt,
+    load_command_scenario,
+    stdout_console,
+)
 
 #: Bound on --trials: each emulated trial takes the scenario's duration in real time.
 MAX_TRIALS = 100
 
 
 def add_parser(commands) -> None:
-    cmd = commands.add_parser(
+    cmd = add_scenario_command(
+        commands,
         "compare",
         help="simulate and emulate one scenario, compare per metric",
         description=(
@@ -27,7 +36,6 @@ def add_parser(commands) -> None:
             "emulated spread (throughput: max(3 Mbit/s, 2 SD); sojourn, sRTT: 15 %; drops, marks: 20 %)."
         ),
     )
-    cmd.add_argument("scenario", metavar="SCENARIO", help="scenario TOML file")
     cmd.add_argument(
         "--trials", type=int, default=5, metavar="N", help="seeds simulated and trials emulated (default 5)"
     )
@@ -76,18 +84,12 @@ def command(args: argparse.Namespace) -> int:
     from ..emulate.preflight import kernel_sender_notes
     from ..errors import ScenarioError
     from ..io import write_bytes
-    from ..scenario import load_scenario, parse_override
 
     if not 1 <= args.trials <= MAX_TRIALS:
         raise ScenarioError(f"--trials: {args.trials} is not in 1..{MAX_TRIALS}")
     _check_file(args.json, "--json")
     _check_file(args.csv, "--csv")
-    if args.out is not None:
-        check_out_dir(args.out)
-    overrides = dict(parse_override(item) for item in args.overrides)
-    if args.seed is not None:
-        overrides["seed"] = args.seed
-    scenario = load_scenario(Path(args.scenario), overrides=overrides)
+    scenario = load_command_scenario(args)
 
     def keep(backend: str, index: int, result) -> None:
         if args.out is not None:

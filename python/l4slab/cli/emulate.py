@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from .common import EXIT_OK, add_set_argument, check_out_dir
+from .common import EXIT_OK, add_scenario_command, add_set_argument, load_command_scenario
 
 
 def add_parser(commands) -> None:
-    cmd = commands.add_parser(
+    cmd = add_scenario_command(
+        commands,
         "emulate",
         help="run one scenario with real kernel TCP through the emulated bottleneck",
         description=(
@@ -27,7 +27,6 @@ def add_parser(commands) -> None:
             "`l4slab run` plus emu_meta.json. Needs root, /dev/net/tun, iperf3 and the l4slab-emu binary."
         ),
     )
-    cmd.add_argument("scenario", metavar="SCENARIO", help="scenario TOML file")
     cmd.add_argument("--out", metavar="DIR", help="write summary.json, emu_meta.json and Parquet series here")
     cmd.add_argument("--seed", type=int, metavar="N", help="replace the scenario's seed (start jitter)")
     cmd.add_argument(
@@ -41,15 +40,9 @@ def add_parser(commands) -> None:
 
 def command(args: argparse.Namespace) -> int:
     from ..emulate import emulate
-    from ..scenario import load_scenario, parse_override
     from .runtable import print_result
 
-    if args.out is not None:
-        check_out_dir(args.out)
-    overrides = dict(parse_override(item) for item in args.overrides)
-    if args.seed is not None:
-        overrides["seed"] = args.seed
-    scenario = load_scenario(Path(args.scenario), overrides=overrides)
+    scenario = load_command_scenario(args)
     result = emulate(scenario, accept_late=getattr(args, "accept_late", False))
     if result.meta.get("accepted_late"):
         print(f"warning: {result.meta['accepted_late']}", file=sys.stderr)

@@ -7,19 +7,18 @@ run directory is written before anything is printed."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from .common import EXIT_OK, add_set_argument, check_out_dir
+from .common import EXIT_OK, add_scenario_command, add_set_argument, load_command_scenario
 from .runtable import print_result
 
 
 def add_parser(commands) -> None:
-    run_cmd = commands.add_parser(
+    run_cmd = add_scenario_command(
+        commands,
         "run",
         help="run one scenario",
         description="Run one scenario, print a summary table and (with --out) write the output files.",
     )
-    run_cmd.add_argument("scenario", metavar="SCENARIO", help="scenario TOML file")
     run_cmd.add_argument("--out", metavar="DIR", help="write summary.json, scenario.json and Parquet series here")
     run_cmd.add_argument("--seed", type=int, metavar="N", help="replace the scenario's seed")
     add_set_argument(run_cmd, "--set bottleneck.rate=50Mbit --set flows[0].cc=reno")
@@ -41,7 +40,6 @@ def add_parser(commands) -> None:
 def command(args: argparse.Namespace) -> int:
     from ..memory import parse_size
     from ..runner import run
-    from ..scenario import load_scenario, parse_override
 
     if getattr(args, "backend", "sim") == "emulate":
         from . import emulate
@@ -49,13 +47,9 @@ def command(args: argparse.Namespace) -> int:
         return emulate.command(args)
     if getattr(args, "backend", "sim") == "kernel":
         return _kernel(args)
-    if args.out is not None:
-        check_out_dir(args.out)
-    overrides = dict(parse_override(item) for item in args.overrides)
-    if args.seed is not None:
-        overrides["seed"] = args.seed
+    scenario = load_command_scenario(args)
     max_memory = None if args.max_memory is None else parse_size(args.max_memory)
-    result = run(load_scenario(Path(args.scenario), overrides=overrides), max_memory=max_memory)
+    result = run(scenario, max_memory=max_memory)
     # Results first: the run directory exists even if printing fails (`| head -1`).
     directory = result.write(args.out) if args.out else None
     print_result(result, directory)
@@ -65,15 +59,9 @@ def command(args: argparse.Namespace) -> int:
 def _kernel(args: argparse.Namespace) -> int:
     """``--backend kernel``: refusals first (one line, exit 2), then the guest (built on first use)."""
     from ..kernel.run import check_supported, run_kernel
-    from ..scenario import load_scenario, parse_override
     from .common import fmt, stdout_console
 
-    if args.out is not None:
-        check_out_dir(args.out)
-    overrides = dict(parse_override(item) for item in args.overrides)
-    if args.seed is not None:
-        overrides["seed"] = args.seed
-    scenario = load_scenario(Path(args.scenario), overrides=overrides)
+    scenario = load_command_scenario(args)
     check_supported(scenario)
     result = run_kernel(scenario, progress=True)
     directory = result.write(args.out) if args.out else None

@@ -32,16 +32,13 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 
 from ..errors import EngineError
-from ..io import write_json
-from ..results import RunResult, _json_safe
-from ..rundir import write_run
+from ..results import BackendRunResult
 from ..scenario import Scenario, coerce_scenario
 from . import commands as cmdflows
 from .parse import Iperf3Result, SsSocket, ToolOutputError, parse_iperf3, parse_ss
@@ -70,35 +67,29 @@ class HostTooSlow(EngineError):
 
 
 @dataclass
-class EmuRunResult(RunResult):
+class EmuRunResult(BackendRunResult):
     """An emulated run: a :class:`~l4slab.results.RunResult` whose summary also says
-    ``backend = "emulate"`` and carries the emulator's own error (``emulator``)."""
+    ``backend = "emulate"`` and carries the emulator's own error (``emulator``); its
+    directory also holds ``emu_meta.json`` and the command flows' outputs."""
 
-    meta: dict[str, Any] = field(default_factory=dict)
     #: Command flows' own outputs (``{out_dir}`` and the logs): flow id -> relative path -> bytes,
     #: written to ``commands/flow-ID/`` in the run directory.
     command_outputs: dict[int, dict[str, bytes]] = field(default_factory=dict)
 
-    @cached_property
-    def summary(self) -> dict[str, Any]:
-        summary = dict(super().summary)
-        summary["backend"] = "emulate"
-        summary["emulator"] = _json_safe(emulator_summary(self.meta))
-        return summary
+    backend: ClassVar[str] = "emulate"
+    block: ClassVar[str] = "emulator"
+    meta_file: ClassVar[str] = "emu_meta.json"
 
-    def write(self, out_dir) -> Path:
-        """``emu_meta.json`` first, then the run files with ``summary.json`` last (complete)."""
-        directory = Path(out_dir)
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / "summary.json").unlink(missing_ok=True)
-        write_json(directory / "emu_meta.json", self.meta)
+    def backend_block(self) -> dict[str, Any]:
+        return emulator_summary(self.meta)
+
+    def write_extra(self, directory: Path) -> None:
         for fid, files in self.command_outputs.items():
             base = directory / "commands" / f"flow-{fid}"
             for rel, data in files.items():
                 target = base / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
-        return write_run(self, directory)
 
 
 def emulator_summary(meta: Mapping[str, Any]) -> dict[str, Any]:

@@ -28,15 +28,12 @@ import signal
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 from ..errors import EngineError, ScenarioError
-from ..io import write_json
-from ..results import RunResult, _json_safe
-from ..rundir import write_run
+from ..results import BackendRunResult
 from ..scenario import Scenario, coerce_scenario
 from ..scenario.resolve import resolving_for
 from .testbed import KernelRefused, check_config, plan
@@ -57,28 +54,18 @@ SETUP_MARGIN_S = 60.0
 
 
 @dataclass
-class KernelRunResult(RunResult):
+class KernelRunResult(BackendRunResult):
     """A kernel-backend run: a :class:`~l4slab.results.RunResult` whose summary also says
     ``backend = "kernel"`` and carries a ``kernel`` block (the guest's kernel release, its
     wall time, the virtual time it ran, probe ticks skipped, per-flow measurements the
-    engine's schema has no place for)."""
+    engine's schema has no place for); its directory also holds ``kernel_meta.json``."""
 
-    meta: dict[str, Any] = field(default_factory=dict)
+    backend: ClassVar[str] = "kernel"
+    block: ClassVar[str] = "kernel"
+    meta_file: ClassVar[str] = "kernel_meta.json"
 
-    @cached_property
-    def summary(self) -> dict[str, Any]:
-        summary = dict(super().summary)
-        summary["backend"] = "kernel"
-        summary["kernel"] = _json_safe(kernel_summary(self.meta))
-        return summary
-
-    def write(self, out_dir) -> Path:
-        """``kernel_meta.json`` first, then the run files with ``summary.json`` last (complete)."""
-        directory = Path(out_dir)
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / "summary.json").unlink(missing_ok=True)
-        write_json(directory / "kernel_meta.json", _json_safe(self.meta))
-        return write_run(self, directory)
+    def backend_block(self) -> dict[str, Any]:
+        return kernel_summary(self.meta)
 
 
 def kernel_summary(meta: Mapping[str, Any]) -> dict[str, Any]:

@@ -94,28 +94,22 @@ def _execute_emulated(task: Mapping[str, Any]) -> Outcome:
     """One emulated run (``l4slab.emulate``): real kernel TCP through the emulator. A run the
     host did not keep up with is a failed run (retried by the next ``study run``)."""
     from ..emulate import emulate
-    from ..scenario import scenario_from_dict
-    from ..version import PACKAGE_VERSION
-    from .store import run_file_bytes
 
-    rid = task["id"]
-    started = time.perf_counter()
-    try:
-        identity = _identity(task)
-        scenario = scenario_from_dict({**task["scenario"], "seed": task["config"]["seed"]})
-        result = emulate(scenario)
-        wall_s = time.perf_counter() - started
-        meta = {**identity, "wall_s": wall_s, "engine_version": result.engine_version,
-                "l4slab_version": PACKAGE_VERSION, "emulator": result.summary.get("emulator")}  # fmt: skip
-        return rid, run_file_bytes(result, meta), wall_s, None
-    except Exception as err:  # noqa: BLE001 - one failed run must not stop a study
-        return rid, None, time.perf_counter() - started, _failure(err)
+    return _execute_backend(task, emulate)
 
 
 def _execute_kernel(task: Mapping[str, Any]) -> Outcome:
     """One kernel-backend run (``l4slab.kernel``): the scenario in its own guest. A guest
     that fails is a failed run (retried by the next ``study run``)."""
     from ..kernel.run import run_kernel
+
+    return _execute_backend(task, run_kernel)
+
+
+def _execute_backend(task: Mapping[str, Any], backend_run: Callable[[Any], Any]) -> Outcome:
+    """One run on a backend other than the engine: ``backend_run(scenario)`` returns its
+    :class:`~l4slab.results.BackendRunResult`, whose summary block (the emulator's error,
+    the guest's kernel) the run file's meta carries; an exception is a failed run."""
     from ..scenario import scenario_from_dict
     from ..version import PACKAGE_VERSION
     from .store import run_file_bytes
@@ -125,10 +119,10 @@ def _execute_kernel(task: Mapping[str, Any]) -> Outcome:
     try:
         identity = _identity(task)
         scenario = scenario_from_dict({**task["scenario"], "seed": task["config"]["seed"]})
-        result = run_kernel(scenario)
+        result = backend_run(scenario)
         wall_s = time.perf_counter() - started
         meta = {**identity, "wall_s": wall_s, "engine_version": result.engine_version,
-                "l4slab_version": PACKAGE_VERSION, "kernel": result.summary.get("kernel")}  # fmt: skip
+                "l4slab_version": PACKAGE_VERSION, result.block: result.summary.get(result.block)}  # fmt: skip
         return rid, run_file_bytes(result, meta), wall_s, None
     except Exception as err:  # noqa: BLE001 - one failed run must not stop a study
         return rid, None, time.perf_counter() - started, _failure(err)
