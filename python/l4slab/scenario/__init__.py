@@ -9,16 +9,8 @@
 
 from __future__ import annotations
 
-from .load import (
-    apply_overrides,
-    coerce_scenario,
-    load_scenario,
-    parse_override,
-    read_toml_file,
-    reference_scenario_path,
-    scenario_from_dict,
-    scenario_from_toml,
-)
+from . import load as _load
+from .load import *  # noqa: F401,F403 - the loading API, as .load lists it
 from .model import TCP_ECN_WORDS, Bottleneck, Scenario, TcpFlow, UdpFlow, UdpPragueFlow
 from .resolve import UDP_IP_UDP_HEADER_BYTES
 
@@ -28,14 +20,7 @@ __all__ = [
     "TcpFlow",
     "UdpFlow",
     "UdpPragueFlow",
-    "load_scenario",
-    "scenario_from_toml",
-    "scenario_from_dict",
-    "coerce_scenario",
-    "read_toml_file",
-    "apply_overrides",
-    "parse_override",
-    "reference_scenario_path",
+    *_load.__all__,
     "UDP_IP_UDP_HEADER_BYTES",
     "TCP_ECN_WORDS",
 ]
