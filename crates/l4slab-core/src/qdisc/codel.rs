@@ -576,7 +576,8 @@ impl<P: QdiscPacket> Codel<P> {
             params.mtu_bytes,
         )
         .with_clock_base(params.uptime_ns.unwrap_or(0));
-        let cap = (params.limit_packets as usize).clamp(16, 1 << 16);
+        // Starts small and grows to what the queue holds, as `Fifo`'s ring.
+        let cap = (params.limit_packets as usize).clamp(16, 256);
         Codel {
             params,
             cfg,

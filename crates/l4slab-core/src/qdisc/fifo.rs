@@ -104,8 +104,12 @@ impl<P> Fifo<P> {
         Self::with_limit(Limit::Packets(limit_packets), limit_packets as usize)
     }
 
+    /// The ring starts at most 256 packets long and grows (by doubling) to what the
+    /// queue holds: a ring sized to the limit (65 536 slots, 4 MB, for a 5-MB bfifo)
+    /// would be swept by its head and tail through the caches, a fresh line for every
+    /// few packets, however short the queue.
     fn with_limit(limit: Limit, capacity: usize) -> Self {
-        Fifo { queue: VecDeque::with_capacity(capacity.clamp(16, 1 << 16)), limit, stats: QdiscStats::default() }
+        Fifo { queue: VecDeque::with_capacity(capacity.clamp(16, 256)), limit, stats: QdiscStats::default() }
     }
 }
 

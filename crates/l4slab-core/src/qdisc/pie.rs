@@ -168,7 +168,8 @@ impl<P: QdiscPacket> Pie<P> {
         let target = ns_to_ticks(params.target_ns);
         // usecs_to_jiffies rounds up (sch_pie.c:pie_change).
         let tupdate_jiffies = params.tupdate_ns.div_ceil(NS_PER_JIFFY);
-        let cap = (params.limit_packets as usize).clamp(16, 1 << 16);
+        // Starts small and grows to what the queue holds, as `Fifo`'s ring.
+        let cap = (params.limit_packets as usize).clamp(16, 256);
         let mut q = Pie {
             params,
             queue: VecDeque::with_capacity(cap),
