@@ -3,10 +3,12 @@ program as a command flow, runs kept with ``accept_late`` and marked): per trial
 trials the L queue's mean sojourn in the summary window, the bottleneck's mark rate (marks
 per packet sent, whole run), each flow's goodput and, with two flows, the goodput ratio of
 the second to the first (docs/emulator-commands.md). Emulated, each trial also gives the
-programs' measured wake-up latencies (``wake_us`` of send.json / recv.json, mean µs);
-``--save FILE`` keeps the rows, and ``sim --hosts FILE`` runs the engine with the sending
-and receiving programs' mean wake-up latencies over those trials
-(``sender_wake_latency``/``receiver_wake_latency``: the engine on the emulating host).
+programs' measured wake-up latencies (``wake_us`` of send.json / recv.json: mean and
+quantiles, µs); ``--save FILE`` keeps the rows, and ``sim --hosts FILE`` runs the engine
+with the sending and receiving programs' wake-up latency distributions pooled over those
+trials (each trial's 101 quantiles as equally weighted points, as
+``sender_wake_latency``/``receiver_wake_latency`` quantile lists: the engine on the
+emulating host).
 
     python examples/emulator/udp_prague_trials.py SCENARIO.toml N sim|emulate [--save FILE] [--hosts FILE]
 """
@@ -28,24 +30,34 @@ def _spread(values: list[float]) -> str:
     return f"{statistics.fmean(values):.4g} ± {sd:.2g} [{min(values):.4g}, {max(values):.4g}]"
 
 
-def _wake_mean_us(outputs: dict[str, bytes], name: str) -> float | None:
-    """The program's mean wake-up latency, µs (None: it measured none)."""
+def _wake(outputs: dict[str, bytes], name: str) -> tuple[float | None, list[float] | None]:
+    """The program's wake-up latency: mean and quantiles, µs (None: it measured none)."""
     raw = outputs.get(f"out/{name}")
     wake = json.loads(raw).get("wake_us", {}) if raw else {}
-    return wake.get("mean") if wake.get("count") else None
+    if not wake.get("count"):
+        return None, None
+    return wake["mean"], wake.get("quantiles")
+
+
+def _pooled_quantiles(lists: list[list[float]], n: int = 101) -> list[float]:
+    """n quantiles of the trials' quantile points pooled with equal weight."""
+    points = sorted(v for values in lists for v in values)
+    return [points[round(k * (len(points) - 1) / (n - 1))] for k in range(n)]
 
 
 def _with_hosts(text: str, hosts_file: str) -> tuple[str, str]:
     """The scenario with every udp_prague flow's programs waking as late as measured."""
     rows = [json.loads(line) for line in open(hosts_file) if line.strip()]
-    means = {}
+    knobs, notes = "", []
     for side in ("sender", "receiver"):
-        values = [r[f"{side}_wake_us"] for r in rows if r.get(f"{side}_wake_us") is not None]
-        if not values:
-            raise SystemExit(f"--hosts: {hosts_file} has no {side}_wake_us (rows of an emulate --save)")
-        means[side] = statistics.fmean(values)
-    knobs = "".join(f'{side}_wake_latency = "{means[side]:.1f}us"\n' for side in ("sender", "receiver"))
-    note = f"sender {means['sender']:.1f} µs, receiver {means['receiver']:.1f} µs over {len(rows)} trials"
+        lists = [r[f"{side}_wake_quantiles_us"] for r in rows if r.get(f"{side}_wake_quantiles_us")]
+        if not lists:
+            raise SystemExit(f"--hosts: {hosts_file} has no {side}_wake_quantiles_us (rows of an emulate --save)")
+        q = _pooled_quantiles(lists)
+        values = ", ".join(f'"{v:.1f}us"' for v in q)
+        knobs += f"{side}_wake_latency = [{values}]\n"
+        notes.append(f"{side} P50 {q[50]:.0f} µs, P90 {q[90]:.0f}, P99 {q[99]:.0f}, max {q[100]:.0f}")
+    note = f"{'; '.join(notes)} (pooled over {len(rows)} trials)"
     return text.replace('kind = "udp_prague"\n', 'kind = "udp_prague"\n' + knobs), note
 
 
@@ -85,10 +97,10 @@ def main(argv: list[str]) -> int:
         }
         if side == "emulate":
             outputs = next(iter(result.command_outputs.values()), {})
-            row["sender_wake_us"] = _wake_mean_us(outputs, "send.json")
-            row["receiver_wake_us"] = _wake_mean_us(outputs, "recv.json")
+            for end, name in (("sender", "send.json"), ("receiver", "recv.json")):
+                row[f"{end}_wake_us"], row[f"{end}_wake_quantiles_us"] = _wake(outputs, name)
         rows.append(row)
-        print(json.dumps(row), flush=True)
+        print(json.dumps({k: v for k, v in row.items() if not k.endswith("quantiles_us")}), flush=True)
         if args.save:
             with open(args.save, "a") as handle:
                 handle.write(json.dumps(row) + "\n")

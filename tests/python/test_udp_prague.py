@@ -1,6 +1,8 @@
 """The ``udp_prague`` flow kind from a scenario file: its keys reach the engine (which owns the
 defaults and ranges), bad values are one line naming the field, and a run reports the flow."""
 
+import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -31,6 +33,9 @@ def test_only_the_keys_given_reach_the_engine():
         "frame_budget_ns": 10_000_000, "max_rate_bps": 20_000_000, "sender_wake_latency_ns": 150_000,
         "receiver_wake_latency_ns": 40_000,
     }  # fmt: skip
+    # A list is the measured distribution's quantiles.
+    measured = apply_overrides(BASE, {"flows[0].receiver_wake_latency": ["1.5us", "20us", "3ms"]})
+    assert scenario_from_dict(measured).resolve()["flows"][0]["receiver_wake_quantiles_ns"] == [1500, 20_000, 3_000_000]
     # 0 is an ideal host, the default: not sent, so the run key stays the same.
     ideal = apply_overrides(BASE, {"flows[0].sender_wake_latency": "0s"})
     assert scenario_from_dict(ideal).resolve()["flows"] == scenario_from_dict(BASE).resolve()["flows"]
@@ -59,6 +64,13 @@ def test_the_engine_checks_the_ranges_in_one_line():
     with pytest.raises(ScenarioError) as err:
         scenario_from_dict(apply_overrides(BASE, {"flows[0].receiver_wake_latency": "2s"})).resolve()
     assert str(err.value).startswith("flows[0].receiver_wake_latency_ns: 2000000000 is out of range"), str(err.value)
+    for wake, says in (
+        (["20us", "1.5us"], "flows[0].sender_wake_quantiles_ns: 1500 after 20000 (allowed: non-decreasing quantiles)"),
+        (["20us"], "flows[0].sender_wake_quantiles_ns: 1 values (allowed 2..=1001 quantiles"),
+    ):
+        with pytest.raises(ScenarioError) as err:
+            scenario_from_dict(apply_overrides(BASE, {"flows[0].sender_wake_latency": wake})).resolve()
+        assert str(err.value).startswith(says), str(err.value)
 
 
 def test_the_example_runs_and_reports_the_flows():
@@ -70,3 +82,30 @@ def test_the_example_runs_and_reports_the_flows():
     assert [(f["kind"], f["cc"]) for f in flows] == [("udp_prague", "udp_prague")] * 2 + [("tcp", "cubic")]
     assert all(f["goodput_mbps"] > 0 for f in flows)
     assert flows[0]["acks_per_packet"] == 1.0
+
+
+def test_the_trials_script_runs_the_engine_on_the_measured_host(tmp_path, capsys):
+    """`udp_prague_trials.py sim --hosts FILE` pools the emulated trials' wake-up quantiles
+    (each trial's points equally weighted) and runs the engine with them: here two trials'
+    receivers and senders that woke 0-200 µs and 100-300 µs late, uniformly."""
+    spec = importlib.util.spec_from_file_location("trials", REPO / "examples" / "emulator" / "udp_prague_trials.py")
+    trials = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(trials)
+    rows = [
+        {f"{end}_wake_quantiles_us": [lo + 2.0 * k for k in range(101)] for end in ("sender", "receiver")}
+        for lo in (0.0, 100.0)
+    ]
+    hosts = tmp_path / "hosts.jsonl"
+    hosts.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pooled = trials._pooled_quantiles([r["sender_wake_quantiles_us"] for r in rows])
+    assert (pooled[0], pooled[50], pooled[100]) == (0.0, 150.0, 300.0)
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(
+        'duration = "2s"\nwarmup = "1s"\n[bottleneck]\nrate = "20Mbit"\nqdisc = "dualpi2"\n'
+        '[[flows]]\nkind = "udp_prague"\nrtt = "10ms"\n'
+    )
+    assert trials.main([str(scenario), "1", "sim", "--hosts", str(hosts)]) == 0
+    out = capsys.readouterr().out
+    # The mixture of U(0, 200) and U(100, 300): F(260) = (1 + 0.8) / 2 = 0.9, F(296) = 0.99.
+    assert "hosts: sender P50 150 µs, P90 260, P99 296, max 300" in out, out
+    assert "sim, 1 trials: L mean sojourn ms" in out

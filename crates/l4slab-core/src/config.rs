@@ -810,6 +810,44 @@ pub struct UdpPragueFlowConfig {
     /// The receiving program's, for the data it answers with ACKs.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub receiver_wake_latency_ns: u64,
+    /// Instead of a mean: the sending program's wake-up latency as measured, ns, its
+    /// quantiles at evenly spaced probabilities from 0 to 1 (2 to
+    /// [`MAX_WAKE_QUANTILES`], non-decreasing); each wake-up draws from the
+    /// piecewise-linear distribution through them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sender_wake_quantiles_ns: Vec<u64>,
+    /// The receiving program's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub receiver_wake_quantiles_ns: Vec<u64>,
+}
+
+/// Most quantiles of a measured wake-up latency distribution (0.1 % steps).
+pub const MAX_WAKE_QUANTILES: usize = 1001;
+
+/// A program's wake-up latency given as a mean or as measured quantiles (not both).
+fn check_wake(side: &str, mean_ns: u64, quantiles: &[u64]) -> Result<(), String> {
+    check_timer_latency(&format!("{side}_wake_latency_ns"), mean_ns)?;
+    if quantiles.is_empty() {
+        return Ok(());
+    }
+    let field = format!("{side}_wake_quantiles_ns");
+    if mean_ns > 0 {
+        return Err(format!("{field}: given with {side}_wake_latency_ns (allowed: one of the two)"));
+    }
+    if !(2..=MAX_WAKE_QUANTILES).contains(&quantiles.len()) {
+        return Err(format!(
+            "{field}: {} values (allowed 2..={MAX_WAKE_QUANTILES} quantiles, probabilities 0 to 1 evenly spaced)",
+            quantiles.len()
+        ));
+    }
+    if let Some(w) = quantiles.windows(2).find(|w| w[1] < w[0]) {
+        return Err(format!("{field}: {} after {} (allowed: non-decreasing quantiles)", w[1], w[0]));
+    }
+    let top = quantiles[quantiles.len() - 1];
+    if top > MAX_TIMER_LATENCY_NS {
+        return Err(format!("{field}: {top} is out of range (allowed 0..={MAX_TIMER_LATENCY_NS})"));
+    }
+    Ok(())
 }
 
 fn default_prague_packet() -> u32 {
@@ -857,8 +895,8 @@ impl UdpPragueFlowConfig {
                 ));
             }
         }
-        check_timer_latency("sender_wake_latency_ns", self.sender_wake_latency_ns)?;
-        check_timer_latency("receiver_wake_latency_ns", self.receiver_wake_latency_ns)?;
+        check_wake("sender", self.sender_wake_latency_ns, &self.sender_wake_quantiles_ns)?;
+        check_wake("receiver", self.receiver_wake_latency_ns, &self.receiver_wake_quantiles_ns)?;
         let min_bps = up::MIN_RATE * 8;
         if self.max_rate_bps < min_bps || self.max_rate_bps > up::MAX_RATE * 8 {
             return Err(format!(

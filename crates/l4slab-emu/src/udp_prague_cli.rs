@@ -71,7 +71,9 @@ struct Latency {
     max_ns: u64,
 }
 
-const LATENCY_BUCKETS: usize = 10_000;
+const LATENCY_BUCKETS: usize = 50_000;
+/// The distribution is written as this many quantiles (0, 1, ..., 100 %).
+const QUANTILES: usize = 101;
 
 impl Latency {
     fn new() -> Self {
@@ -83,26 +85,35 @@ impl Latency {
         self.sum_ns += ns;
         self.max_ns = self.max_ns.max(ns);
     }
-    /// The µs below which a fraction `q` of the samples lie (bucket resolution).
-    fn quantile_us(&self, q: f64) -> f64 {
-        let want = (q * self.n as f64).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (us, c) in self.buckets.iter().enumerate() {
-            seen += c;
-            if seen >= want {
-                return (us + 1) as f64;
+    /// The 0, 1, ..., 100 % quantiles, µs: the middle of the sample's 1-µs bucket (the
+    /// maximum for the top one and for any beyond the last bucket).
+    fn quantiles_us(&self) -> Vec<f64> {
+        let max = self.max_ns as f64 / 1000.0;
+        let mut out = Vec::with_capacity(QUANTILES);
+        let (mut seen, mut bucket) = (0u64, 0usize);
+        for k in 0..QUANTILES {
+            // The rank of quantile k: the ceil(k/100 · n)-th sample, at least the first.
+            let rank = ((k as u64 * self.n).div_ceil(QUANTILES as u64 - 1)).max(1);
+            while bucket <= LATENCY_BUCKETS && seen + self.buckets[bucket] < rank {
+                seen += self.buckets[bucket];
+                bucket += 1;
             }
+            out.push(if k + 1 == QUANTILES || bucket >= LATENCY_BUCKETS {
+                max
+            } else {
+                (bucket as f64 + 0.5).min(max)
+            });
         }
-        self.max_ns as f64 / 1000.0
+        out
     }
     fn json(&self) -> Value {
         if self.n == 0 {
             return json!({"count": 0});
         }
+        let q = self.quantiles_us();
         json!({
             "count": self.n, "mean": self.sum_ns as f64 / self.n as f64 / 1000.0,
-            "p50": self.quantile_us(0.5), "p90": self.quantile_us(0.9), "p99": self.quantile_us(0.99),
-            "max": self.max_ns as f64 / 1000.0,
+            "p50": q[50], "p90": q[90], "p99": q[99], "max": q[100], "quantiles": q,
         })
     }
 }
@@ -557,5 +568,30 @@ pub fn main_with(args: Vec<String>) -> i32 {
             eprintln!("l4slab-udp-prague: {msg}");
             2
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_quantiles_are_the_samples_ranks_at_bucket_middles() {
+        let mut l = Latency::new();
+        // One sample in each of the buckets 0..1000 µs, in reverse order.
+        for k in (0..1000u64).rev() {
+            l.add(k * 1000 + 500);
+        }
+        let q = l.quantiles_us();
+        assert_eq!(q.len(), QUANTILES);
+        assert_eq!((q[0], q[1], q[50], q[99], q[100]), (0.5, 9.5, 499.5, 989.5, 999.5));
+        assert!(q.windows(2).all(|w| w[0] <= w[1]));
+        // Beyond the last bucket: the maximum.
+        l.add(80_000_000);
+        assert_eq!(l.quantiles_us()[100], 80_000.0);
+        let j = l.json();
+        assert_eq!(j["count"], 1001);
+        // (Σ k·1000 + 500 for k < 1000, + 80 ms) / 1001 samples = 580 ms / 1001, in µs.
+        assert!((j["mean"].as_f64().unwrap() - 580_000.0 / 1001.0).abs() < 1e-9, "{j}");
     }
 }

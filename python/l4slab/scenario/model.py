@@ -389,14 +389,15 @@ class UdpPragueFlow(_FlowCommon):
     max_rate: RateBps | None = Field(
         None, description="the sender's rate cap, UDP payload (engine default 100Gbit)", examples=["20Mbit"]
     )
-    sender_wake_latency: TimeNs | None = Field(
+    sender_wake_latency: TimeNs | list[TimeNs] | None = Field(
         None,
-        description="the sending program's mean wake-up latency on its host: an ACK arriving while it sleeps "
-        "is read this much later on average (exponential), with every ACK that came meanwhile; its pacing "
-        "timer fires as late (unset or 0: an ideal host). l4slab-udp-prague measures it (send.json wake_us)",
-        examples=["150us"],
+        description="the sending program's wake-up latency on its host: an ACK arriving while it sleeps is "
+        "read this much later, with every ACK that came meanwhile, and its pacing timer fires as late. One "
+        "value: the mean of an exponential; a list: the measured quantiles at evenly spaced probabilities "
+        "from 0 to 1 (l4slab-udp-prague's send.json wake_us quantiles). Unset or 0: an ideal host",
+        examples=["150us", ["10us", "40us", "6ms"]],
     )
-    receiver_wake_latency: TimeNs | None = Field(
+    receiver_wake_latency: TimeNs | list[TimeNs] | None = Field(
         None,
         description="the receiving program's, for the data it answers (recv.json wake_us)",
         examples=["150us"],

@@ -108,8 +108,12 @@ def _flow_config(flow: Any, bottleneck_rate_bps: int) -> dict[str, Any]:
         _set_if_given(config, "fps", flow.fps)
         _set_if_given(config, "frame_budget_ns", flow.frame_budget)
         _set_if_given(config, "max_rate_bps", flow.max_rate)
-        _set_if_given(config, "sender_wake_latency_ns", flow.sender_wake_latency or None)
-        _set_if_given(config, "receiver_wake_latency_ns", flow.receiver_wake_latency or None)
+        for side in ("sender", "receiver"):
+            wake = getattr(flow, f"{side}_wake_latency")
+            if isinstance(wake, list):
+                config[f"{side}_wake_quantiles_ns"] = list(wake)
+            else:
+                _set_if_given(config, f"{side}_wake_latency_ns", wake or None)
         return config
     config = {"kind": "tcp", "cc": flow.cc, **path}
     for engine_key, field_name in TCP_ENGINE_FIELDS.items():

@@ -77,20 +77,49 @@ fn ack_of(p: &Packet) -> AckMsg {
     }
 }
 
+/// How late a program wakes: Exp(mean) (the one-parameter shape of [`HostTimer`]), or
+/// drawn from the quantiles its host measured (piecewise-linear between them).
+enum WakeLatency {
+    Exp(HostTimer),
+    Measured { quantiles: Box<[u64]>, rng: rng::SimRng },
+}
+
+impl WakeLatency {
+    /// `None`: an ideal host (mean 0, no quantiles).
+    fn new(mean_ns: u64, quantiles: &[u64], rng: rng::SimRng) -> Option<Self> {
+        if quantiles.len() >= 2 {
+            return Some(WakeLatency::Measured { quantiles: quantiles.into(), rng });
+        }
+        HostTimer::new(mean_ns, rng).map(WakeLatency::Exp)
+    }
+
+    fn draw_ns(&mut self) -> u64 {
+        match self {
+            WakeLatency::Exp(h) => h.lateness_ns(),
+            WakeLatency::Measured { quantiles: q, rng } => {
+                // u in (0, 1] scaled onto the quantiles' index range.
+                let x = rng.unit_open0() * (q.len() - 1) as f64;
+                let i = (x as usize).min(q.len() - 2);
+                let f = x - i as f64;
+                (q[i] as f64 + f * (q[i + 1] - q[i]) as f64).round() as u64
+            }
+        }
+    }
+}
+
 /// A user program reading its UDP socket on a real host. A datagram that arrives while
 /// the program sleeps (in `ppoll`, as `l4slab-udp-prague` and L4STeam's `udp_prague`
 /// do) makes the socket readable (`net/ipv4/udp.c:__udp_enqueue_schedule_skb` →
 /// `sk_data_ready` wakes the waiter), but the program runs only when the scheduler
-/// gives it the CPU: Exp(mean) later, the same one-parameter shape as
-/// [`HostTimer`]. It then reads every datagram queued by then, one `recvmsg` each, at
-/// that instant. The mean is the program's measured wake-up latency
-/// (`l4slab-udp-prague`'s `wake_us` in its output); 0 is an ideal host. Effect, the
-/// program alone through DualPI2 at 100 Mbit/s, 10 ms
+/// gives it the CPU: [`WakeLatency`] later. It then reads every datagram queued by
+/// then, one `recvmsg` each, at that instant. The latency is what the program measures
+/// on its host (`l4slab-udp-prague`'s `wake_us`: its mean, or its quantiles); none is an
+/// ideal host. Effect, the program alone through DualPI2 at 100 Mbit/s, 10 ms
 /// (`tests/udp_prague.rs`): the receiver's ACKs leave in batches, the sender's
 /// window-limited sends follow them, the bursts meet the L queue's 1-ms step at a
-/// lower mean queue.
+/// lower mean queue; a heavy tail (a loaded host) also leaves the link idle.
 struct ProgramReads {
-    late: HostTimer,
+    late: WakeLatency,
     /// Datagrams waiting to be read, oldest first, and the buffer they swap with.
     pending: Vec<Packet>,
     spare: Vec<Packet>,
@@ -99,8 +128,8 @@ struct ProgramReads {
 }
 
 impl ProgramReads {
-    fn new(mean_ns: u64, rng: rng::SimRng) -> Option<Self> {
-        HostTimer::new(mean_ns, rng).map(|late| ProgramReads {
+    fn new(mean_ns: u64, quantiles: &[u64], rng: rng::SimRng) -> Option<Self> {
+        WakeLatency::new(mean_ns, quantiles, rng).map(|late| ProgramReads {
             late,
             pending: Vec::with_capacity(64),
             spare: Vec::with_capacity(64),
@@ -111,7 +140,7 @@ impl ProgramReads {
     /// `pkt` arrived at `now`; the first of a batch sets the wake-up.
     fn arrive(&mut self, pkt: &Packet, now: Time) {
         if self.read_at.is_none() {
-            self.read_at = Some(now + self.late.lateness_ns().max(1));
+            self.read_at = Some(now + self.late.draw_ns().max(1));
         }
         self.pending.push(*pkt);
     }
@@ -162,7 +191,11 @@ impl UdpPragueSource {
             rtt_sum_us: 0,
             rtt_samples: 0,
             pacing_sum: 0,
-            reads: ProgramReads::new(cfg.sender_wake_latency_ns, rng::stream(seed, rng::Stream::SenderWake(flow))),
+            reads: ProgramReads::new(
+                cfg.sender_wake_latency_ns,
+                &cfg.sender_wake_quantiles_ns,
+                rng::stream(seed, rng::Stream::SenderWake(flow)),
+            ),
         }
     }
 
@@ -199,7 +232,7 @@ impl UdpPragueSource {
         let boundary = now - (now - self.t0) % 1000;
         let wait = diff(self.target_us, t) as i64 * 1000;
         // On a real host the timer's wake-up is as late as a read's.
-        let late = self.reads.as_mut().map_or(0, |r| r.late.lateness_ns()) as i64;
+        let late = self.reads.as_mut().map_or(0, |r| r.late.draw_ns()) as i64;
         self.wake = Some((boundary as i64 + wait + late).max(now as i64 + 1) as Time);
     }
 
@@ -331,7 +364,11 @@ impl UdpPragueSink {
             ce_bytes: 0,
             packets: 0,
             acks_sent: 0,
-            reads: ProgramReads::new(cfg.receiver_wake_latency_ns, rng::stream(seed, rng::Stream::ReceiverWake(flow))),
+            reads: ProgramReads::new(
+                cfg.receiver_wake_latency_ns,
+                &cfg.receiver_wake_quantiles_ns,
+                rng::stream(seed, rng::Stream::ReceiverWake(flow)),
+            ),
         }
     }
     /// The receiver's counters (received, CE, lost).
@@ -408,6 +445,27 @@ impl Measured for UdpPragueSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn measured_wake_latency_draws_between_the_quantiles() {
+        // Quantiles 0, 50 and 100 %: half the draws in [0, 100] µs, half in [100, 1000]
+        // µs, each uniform: mean 0.5 · 50 + 0.5 · 550 = 300 µs.
+        let mut w = WakeLatency::new(0, &[0, 100_000, 1_000_000], rng::stream(1, rng::Stream::SenderWake(0))).unwrap();
+        let n = 100_000;
+        let draws: Vec<u64> = (0..n).map(|_| w.draw_ns()).collect();
+        let mean = draws.iter().sum::<u64>() as f64 / n as f64;
+        let below = draws.iter().filter(|&&d| d <= 100_000).count() as f64 / n as f64;
+        // Standard errors: mean ≈ 1.0 µs (sd ≈ 310 µs), fraction ≈ 0.0016.
+        assert!((mean - 300_000.0).abs() < 6_000.0, "mean {mean}");
+        assert!((below - 0.5).abs() < 0.01, "below 100 µs {below}");
+        assert!(draws.iter().all(|&d| d <= 1_000_000));
+        // A mean alone is Exp(mean); neither is an ideal host.
+        assert!(WakeLatency::new(0, &[], rng::stream(1, rng::Stream::SenderWake(0))).is_none());
+        assert!(matches!(
+            WakeLatency::new(5, &[], rng::stream(1, rng::Stream::SenderWake(0))),
+            Some(WakeLatency::Exp(_))
+        ));
+    }
 
     #[test]
     fn ack_round_trips_through_the_packet() {
