@@ -21,6 +21,7 @@ import statistics
 import sys
 
 from l4slab.emulate import emulate
+from l4slab.emulate.compare import pooled_quantiles
 from l4slab.runner import run
 from l4slab.scenario import load_scenario, scenario_from_toml
 
@@ -39,12 +40,6 @@ def _wake(outputs: dict[str, bytes], name: str) -> tuple[float | None, list[floa
     return wake["mean"], wake.get("quantiles")
 
 
-def _pooled_quantiles(lists: list[list[float]], n: int = 101) -> list[float]:
-    """n quantiles of the trials' quantile points pooled with equal weight."""
-    points = sorted(v for values in lists for v in values)
-    return [points[round(k * (len(points) - 1) / (n - 1))] for k in range(n)]
-
-
 def _with_hosts(text: str, hosts_file: str) -> tuple[str, str]:
     """The scenario with every udp_prague flow's programs waking as late as measured."""
     rows = [json.loads(line) for line in open(hosts_file) if line.strip()]
@@ -53,7 +48,7 @@ def _with_hosts(text: str, hosts_file: str) -> tuple[str, str]:
         lists = [r[f"{side}_wake_quantiles_us"] for r in rows if r.get(f"{side}_wake_quantiles_us")]
         if not lists:
             raise SystemExit(f"--hosts: {hosts_file} has no {side}_wake_quantiles_us (rows of an emulate --save)")
-        q = _pooled_quantiles(lists)
+        q = pooled_quantiles(lists)
         values = ", ".join(f'"{v:.1f}us"' for v in q)
         knobs += f"{side}_wake_latency = [{values}]\n"
         notes.append(f"{side} P50 {q[50]:.0f} µs, P90 {q[90]:.0f}, P99 {q[99]:.0f}, max {q[100]:.0f}")

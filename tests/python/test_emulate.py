@@ -16,10 +16,11 @@ import pandas as pd
 import pytest
 from l4slab import engine
 from l4slab.cli import main
-from l4slab.emulate.compare import OUTSIDE, WITHIN, verdicts
+from l4slab.emulate.compare import OUTSIDE, WITHIN, _check_host, _with_host, measured_hosts, pooled_quantiles, verdicts
 from l4slab.emulate.parse import ToolOutputError, parse_iperf3, parse_rate_bps, parse_ss
 from l4slab.emulate.preflight import EmulationRefused, check_config, find_binary, kernel_sender_notes
 from l4slab.emulate.run import EmuRunResult, _spread, emulator_summary, limited_ms, merge
+from l4slab.errors import ScenarioError
 from l4slab.scenario import coerce_scenario
 
 DATA = Path(__file__).parent / "data" / "emulate"
@@ -405,3 +406,44 @@ def test_study_run_emulate_refuses_other_executors(tmp_path, capsys):
         == 2
     )
     assert "--executor: dask-local cannot run emulated runs" in capsys.readouterr().err
+
+
+def test_the_measured_host_is_read_from_the_programs_outputs_and_given_to_the_simulation():
+    """`compare --host measured`: every JSON file a command flow's l4slab-udp-prague wrote
+    gives its end's wake-up quantiles (µs); the simulated flow gets them in ns, replacing a
+    mean; anything else in the outputs is ignored."""
+    q = [float(k) for k in range(101)]
+    outputs = {
+        1: {
+            "out/send.json": json.dumps({"program": "l4slab-udp-prague", "role": "send", "wake_us": {"count": 5, "quantiles": q}}).encode(),
+            "out/recv.json": json.dumps({"program": "l4slab-udp-prague", "role": "recv", "wake_us": {"count": 0}}).encode(),
+            "out/other.json": json.dumps({"program": "quiche", "role": "send"}).encode(),
+            "receiver.log": b"not json",
+        },
+        0: {"out/broken.json": b"{"},
+    }
+    hosts = measured_hosts(outputs)
+    assert hosts == {1: {"sender": q}}
+    config = {"flows": [{"kind": "tcp"}, {"kind": "udp_prague", "sender_wake_latency_ns": 5}]}
+    simulated = _with_host(config, hosts)
+    assert simulated["flows"][1] == {"kind": "udp_prague", "sender_wake_quantiles_ns": [k * 1000 for k in range(101)]}
+    assert config["flows"][1] == {"kind": "udp_prague", "sender_wake_latency_ns": 5}  # the caller's config untouched
+    # Two trials pooled with equal weight: U(0, 100) and U(100, 200) give U(0, 200).
+    pooled = pooled_quantiles([q, [v + 100 for v in q]])
+    assert (pooled[0], pooled[50], pooled[100]) == (0.0, 100.0, 200.0)
+
+
+@pytest.mark.parametrize(
+    ("host", "backend", "flows", "message"),
+    [
+        ("real", "emulate", [], "--host: 'real' is not ideal or measured"),
+        ("measured", "kernel", [], "--host: measured needs the emulate backend"),
+        ("measured", "emulate", [{"cc": "cubic", "rtt": "20ms"}], "--host: measured needs a udp_prague flow with a command"),
+    ],
+)
+def test_a_measured_host_needs_a_program_that_measures_it(host, backend, flows, message):
+    scenario = coerce_scenario({"duration": "2s", "bottleneck": {"rate": "20Mbit", "qdisc": "dualpi2"},
+                                "flows": flows or [{"cc": "cubic", "rtt": "20ms"}]})  # fmt: skip
+    with pytest.raises(ScenarioError, match="^" + re.escape(message)):
+        _check_host(host, backend, scenario)
+    _check_host("ideal", backend, scenario)  # the default needs nothing

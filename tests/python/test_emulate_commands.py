@@ -304,6 +304,39 @@ def _tun_devices(prefix: str) -> list[str]:
     return found
 
 
+def test_compare_on_the_measured_host_runs_the_model_with_what_the_program_measured(tmp_path, capsys, monkeypatch):
+    """`l4slab compare --host measured`: the UDP-Prague program alone through DualPI2 (one
+    trial); the simulated seed runs the engine's `udp_prague` flow with the wake-up
+    quantiles the program's two ends measured in that trial, and says so."""
+    program = _udp_prague_program()
+    if program is None:
+        pytest.skip("l4slab-udp-prague is not built (cargo build --release -p l4slab-emu)")
+    monkeypatch.setenv("L4SLAB_EMU_PREFIX", PREFIX)
+    path = tmp_path / "alone.toml"
+    path.write_text(
+        'name = "alone"\nduration = "4s"\n[bottleneck]\nrate = "20Mbit"\nqdisc = "dualpi2"\n'
+        '[[flows]]\nkind = "udp_prague"\nrtt = "10ms"\n'
+        "[flows.command]\n"
+        f'sender = "{program} send --dst {{receiver_addr}} --port {{port}} --duration {{duration}} '
+        '--out {out_dir}/send.json"\n'
+        f'receiver = "{program} recv --bind {{receiver_addr}} --port {{port}} --duration {{until_end}} '
+        '--out {out_dir}/recv.json"\n'
+    )
+    rows_file, out = tmp_path / "rows.json", tmp_path / "runs"
+    argv = ["compare", str(path), "--trials", "1", "--host", "measured", "--json", str(rows_file), "--out", str(out)]
+    status = main([*argv, "--accept-late"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert json.loads(rows_file.read_text())["host"] == "measured"
+    assert "simulated on the measured host, flow 0" in captured.out and "sender P50" in captured.out, captured.out
+    trial = out / "emulate" / "trial-0" / "commands" / "flow-0" / "out"
+    (simulated,) = json.loads((out / "sim" / "seed-1" / "scenario.json").read_text())["flows"]
+    for end, name in (("sender", "send.json"), ("receiver", "recv.json")):
+        wake = json.loads((trial / name).read_text())["wake_us"]
+        assert wake["count"] > 0, wake
+        assert simulated[f"{end}_wake_quantiles_ns"] == [round(v * 1000) for v in wake["quantiles"]], end
+
+
 def test_sigkill_at_any_moment_leaves_nothing_after_cleanup(tmp_path, monkeypatch, capsys):
     """``l4slab emulate`` (an iperf3 CUBIC flow and a command flow, 2 s) is SIGKILLed at 10
     moments drawn from a seeded generator between its start and its end (about 5 s); after

@@ -97,7 +97,7 @@ def test_the_trials_script_runs_the_engine_on_the_measured_host(tmp_path, capsys
     ]
     hosts = tmp_path / "hosts.jsonl"
     hosts.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    pooled = trials._pooled_quantiles([r["sender_wake_quantiles_us"] for r in rows])
+    pooled = trials.pooled_quantiles([r["sender_wake_quantiles_us"] for r in rows])
     assert (pooled[0], pooled[50], pooled[100]) == (0.0, 150.0, 300.0)
     scenario = tmp_path / "s.toml"
     scenario.write_text(

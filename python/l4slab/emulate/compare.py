@@ -27,6 +27,14 @@ reports when each flow's first bulk data segment left its sender
 one base RTT (its own handshake) before the matching trial's data start, without the
 start jitter: both backends' data then start within the same few ms, and slow start,
 the first marks and the phase of the sawtooth line up in the summary window.
+
+The programs' host (``host = "measured"``, ``--host measured``): a ``udp_prague`` command flow
+run by ``l4slab-udp-prague`` writes its host's wake-up latency distribution (``wake_us``
+quantiles, each end); simulated seed ``i`` then runs that flow with trial ``i``'s measured
+quantiles as ``sender_wake_latency``/``receiver_wake_latency`` (a refused trial's seed takes
+the kept trials' pooled distribution, :func:`pooled_quantiles`), so the model of the
+algorithm is set against the program on the same host. The default, ``"ideal"``, simulates
+an ideal host.
 """
 
 from __future__ import annotations
@@ -37,7 +45,16 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["Row", "verdicts", "compare", "aligned_config", "THROUGHPUT_FLOOR_MBPS", "RELATIVE_TOLERANCE"]
+__all__ = [
+    "Row",
+    "verdicts",
+    "compare",
+    "aligned_config",
+    "measured_hosts",
+    "pooled_quantiles",
+    "THROUGHPUT_FLOOR_MBPS",
+    "RELATIVE_TOLERANCE",
+]
 
 #: Throughput within max(3 Mbit/s, 2 × the emulated trials' SD).
 THROUGHPUT_FLOOR_MBPS = 3.0
@@ -180,6 +197,51 @@ def _mean_starts(metas: Sequence[Mapping[str, Any]]) -> list[Any]:
     return [statistics.fmean(columns[i]) if i in columns else None for i in range(width)]
 
 
+#: The program whose output carries a measured host, and its roles.
+HOST_PROGRAM = "l4slab-udp-prague"
+_HOST_ROLES = {"send": "sender", "recv": "receiver"}
+
+
+def measured_hosts(outputs: Mapping[int, Mapping[str, bytes]]) -> dict[int, dict[str, list[float]]]:
+    """Per command flow, the wake-up latency quantiles (µs) its ``l4slab-udp-prague`` ends
+    measured, ``{flow: {"sender": [...], "receiver": [...]}}`` (an end that measured none is
+    absent), read from every JSON file the flow's commands wrote."""
+    hosts: dict[int, dict[str, list[float]]] = {}
+    for flow, files in outputs.items():
+        for name, raw in files.items():
+            if not name.endswith(".json"):
+                continue
+            try:
+                data = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(data, dict) or data.get("program") != HOST_PROGRAM:
+                continue
+            end = _HOST_ROLES.get(data.get("role"))
+            wake = data.get("wake_us") or {}
+            quantiles = wake.get("quantiles")
+            if end and wake.get("count") and isinstance(quantiles, list) and len(quantiles) >= 2:
+                hosts.setdefault(flow, {})[end] = [float(v) for v in quantiles]
+    return hosts
+
+
+def pooled_quantiles(lists: Sequence[Sequence[float]], n: int = 101) -> list[float]:
+    """``n`` quantiles of several measured distributions pooled with equal weight (each
+    given by quantiles at evenly spaced probabilities, all of one length)."""
+    points = sorted(v for values in lists for v in values)
+    return [points[round(k * (len(points) - 1) / (n - 1))] for k in range(n)]
+
+
+def _with_host(config: dict[str, Any], hosts: Mapping[int, Mapping[str, Sequence[float]]]) -> dict[str, Any]:
+    """``config`` with each measured flow's programs waking as measured (µs → ns)."""
+    flows = [dict(f) for f in config.get("flows") or []]
+    for flow, ends in hosts.items():
+        for end, quantiles in ends.items():
+            flows[flow].pop(f"{end}_wake_latency_ns", None)
+            flows[flow][f"{end}_wake_quantiles_ns"] = [round(v * 1000) for v in quantiles]
+    return {**config, "flows": flows}
+
+
 def compare(
     scenario: Any,
     *,
@@ -191,6 +253,7 @@ def compare(
     log: Callable[[str], None] | None = None,
     backend: str = "emulate",
     accept_late: bool = False,
+    host: str = "ideal",
 ) -> tuple[list[Row], list[dict[str, Any]], list[dict[str, Any]]]:
     """Simulate ``trials`` seeds (the scenario's seed, +1, …) and emulate ``trials`` trials
     with the same seeds; return (rows, simulated summaries, emulated summaries).
@@ -204,7 +267,8 @@ def compare(
     (:func:`l4slab.kernel.run.run_kernel`, one guest per trial, seeds as above; its measured
     data starts align the simulation the same way); ``keep`` then sees them as ``"kernel"``.
 
-    ``accept_late``: keep emulated trials that did not keep up (module docstring)."""
+    ``accept_late``: keep emulated trials that did not keep up; ``host``: ``"ideal"`` or
+    ``"measured"`` (module docstring)."""
     from .. import engine
     from ..results import RunResult
     from ..runner import run
@@ -212,7 +276,9 @@ def compare(
     from .run import HostTooSlow, emulate
 
     validated = coerce_scenario(scenario, dict(overrides or {}) or None)
+    _check_host(host, backend, validated)
     base_seed = int(validated.seed)
+    hosts: dict[int, dict[int, dict[str, list[float]]]] = {}
     say = log or (lambda _message: None)
     sim_summaries, emu_summaries = [], []
     refused: list[str] = []
@@ -252,21 +318,62 @@ def compare(
         if result.meta.get("accepted_late"):
             say(f"emulated trial {index + 1}/{trials} kept: {result.meta['accepted_late']}")
         metas[index] = result.meta
+        hosts[index] = measured_hosts(result.command_outputs)
         emu_summaries.append(result.summary)
         if keep:
             keep("emulate", index, result)
     if not emu_summaries:
         raise HostTooSlow(f"compare: every emulated trial was refused; the last: {refused[-1]}")
     mean_starts = _mean_starts(list(metas.values()))
+    pooled = _pooled_hosts(list(hosts.values())) if host == "measured" else {}
     for index in range(trials):
         seeded = validated.model_copy(update={"seed": base_seed + index})
-        if align:
-            config = aligned_config(seeded.resolve(), (metas.get(index) or {}).get("flow_data_start_ns") or mean_starts)
+        if align or host == "measured":
+            config = seeded.resolve()
+            if align:
+                config = aligned_config(config, (metas.get(index) or {}).get("flow_data_start_ns") or mean_starts)
+            used = (hosts.get(index) or pooled) if host == "measured" else {}
+            if used:
+                config = _with_host(config, used)
             raw, wall_s = engine.simulate(config)
             result = RunResult(scenario=seeded, config=config, raw=raw, wall_s=wall_s, engine_version=engine.version())
         else:
-            result = run(validated, seed=base_seed + index)
-        sim_summaries.append(result.summary)
+            result, used = run(validated, seed=base_seed + index), {}
+        summary = result.summary
+        if used:
+            # What the seed ran on: each measured end's wake-up quantiles, µs.
+            summary = {**summary, "measured_host": {str(flow): dict(ends) for flow, ends in used.items()}}
+        sim_summaries.append(summary)
         if keep:
             keep("sim", index, result)
     return verdicts(sim_summaries, emu_summaries), sim_summaries, emu_summaries
+
+
+def _check_host(host: str, backend: str, scenario: Any) -> None:
+    """``host = "measured"`` needs emulated ``udp_prague`` command flows (they measure it)."""
+    from ..errors import ScenarioError
+
+    if host not in ("ideal", "measured"):
+        raise ScenarioError(f"--host: {host!r} is not ideal or measured")
+    if host == "ideal":
+        return
+    if backend != "emulate":
+        raise ScenarioError("--host: measured needs the emulate backend (its udp_prague command flows measure the host)")
+    if not any(getattr(f, "kind", None) == "udp_prague" and getattr(f, "command", None) for f in scenario.flows):
+        raise ScenarioError(
+            "--host: measured needs a udp_prague flow with a command (l4slab-udp-prague measures its host); "
+            "this scenario has none"
+        )
+
+
+def _pooled_hosts(per_trial: Sequence[Mapping[int, Mapping[str, Sequence[float]]]]) -> dict[int, dict[str, list[float]]]:
+    """Per flow and end, the kept trials' measured distributions pooled."""
+    lists: dict[tuple[int, str], list[Sequence[float]]] = {}
+    for trial in per_trial:
+        for flow, ends in trial.items():
+            for end, quantiles in ends.items():
+                lists.setdefault((flow, end), []).append(quantiles)
+    pooled: dict[int, dict[str, list[float]]] = {}
+    for (flow, end), values in lists.items():
+        pooled.setdefault(flow, {})[end] = pooled_quantiles(values)
+    return pooled
