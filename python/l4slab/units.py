@@ -174,14 +174,18 @@ def _with_field(field: str, parse, value: Any):
 # --- unit-less parsers (raise UnitError); used by the pydantic models --------------
 
 
+def _scaled(value: Any, number: float, scale: float | None, what: str, examples: str) -> int:
+    """``number`` in the unit whose factor is ``scale``; no factor: the unit is unknown."""
+    if scale is None:
+        raise _not_a(value, what, examples)
+    return int(number * scale)
+
+
 def time_ns(value: Any) -> int:
     """``"10ms"`` → 10_000_000. A unit is required."""
     what = "a time with a unit"
     number, unit = _split(value, what, TIME_EXAMPLES)
-    scale = _TIME_UNITS.get(unit.lower())
-    if scale is None:
-        raise _not_a(value, what, TIME_EXAMPLES)
-    return int(number * scale)
+    return _scaled(value, number, _TIME_UNITS.get(unit.lower()), what, TIME_EXAMPLES)
 
 
 def rate_bps(value: Any) -> int:
@@ -200,20 +204,14 @@ def rate_bps(value: Any) -> int:
         )
     if unit_lower.endswith("/s"):
         unit_lower = unit_lower[:-2]
-    scale = _RATE_UNITS.get(unit_lower)
-    if scale is None:
-        raise _not_a(value, what, RATE_EXAMPLES)
-    return int(number * scale)
+    return _scaled(value, number, _RATE_UNITS.get(unit_lower), what, RATE_EXAMPLES)
 
 
 def size_bytes(value: Any) -> int:
     """``"64kb"`` → 65536, ``"250000"`` / ``250000`` → 250000 (tc's get_size)."""
     what = "a size in bytes"
     number, unit = _split(value, what, SIZE_EXAMPLES)
-    scale = _SIZE_UNITS.get(unit.lower())
-    if scale is None:
-        raise _not_a(value, what, SIZE_EXAMPLES)
-    return int(number * scale)
+    return _scaled(value, number, _SIZE_UNITS.get(unit.lower()), what, SIZE_EXAMPLES)
 
 
 def _bdp_factor(value: Any) -> BdpMultiple | None:

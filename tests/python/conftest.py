@@ -64,6 +64,26 @@ def cli_here(*args: str, cwd=None) -> "subprocess.CompletedProcess":
     return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
+def python_c(code: str, *args: str, timeout: float = 120) -> "subprocess.CompletedProcess":
+    """``python -c CODE ARGS`` in a new interpreter of this environment (what a fresh
+    import costs and loads), its output captured."""
+    import subprocess
+
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def report_dir_fixture(study_text: str, name: str, timeout: float = 900):
+    """A module fixture ``report_dir``: ``study_text`` run and reported once per test module
+    (:func:`run_and_report`), in a temporary directory named after ``name``."""
+
+    @pytest.fixture(scope="module")
+    def report_dir(tmp_path_factory):
+        pytest.importorskip("l4slab._core")
+        return run_and_report(tmp_path_factory.mktemp(name), study_text, timeout=timeout)
+
+    return report_dir
+
+
 def run_and_report(root, study_text: str, timeout: float = 900):
     """Write ``study_text`` as ``root/study.toml``, run it into ``root/out`` and write its
     report with the CLI, as a user would; return the report directory."""

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import python_c
 from l4slab import schema
 from l4slab.errors import ScenarioError
 
@@ -125,7 +126,7 @@ def test_a_bare_import_reaches_every_top_level_name_and_subpackage():
         "assert set(l4slab.__all__) <= set(dir(l4slab))\n"
         "try:\n    l4slab.nope\nexcept AttributeError as err:\n    print(err)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = python_c(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "module 'l4slab' has no attribute 'nope'\n"
 

@@ -5,11 +5,10 @@ registry costs the CLI no data-stack import."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import python_c
 from l4slab import exporters
 from l4slab.cli import main
 from l4slab.errors import ScenarioError
@@ -71,6 +70,6 @@ def test_the_cli_imports_no_data_stack_for_the_export_flags():
         "_parser().parse_args(['export', '--iperf3-json', 'x'])\n"
         "print(sorted(m for m in ('pandas', 'pyarrow', 'numpy') if m in sys.modules))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    done = python_c(code, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout

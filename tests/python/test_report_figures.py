@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import cli_here, requires_engine, run_and_report
+from conftest import cli_here, report_dir_fixture, requires_engine
 from study_texts import prague_vs_cubic
 
 REPO = Path(__file__).resolve().parents[2]
@@ -137,11 +137,7 @@ def problems(result: dict, orders: list[list[str]]) -> list[str]:
     return found
 
 
-@pytest.fixture(scope="module")
-def report_dir(tmp_path_factory):
-    pytest.importorskip("l4slab._core")
-    root = tmp_path_factory.mktemp("figures")
-    return run_and_report(root, STUDY, timeout=900)
+report_dir = report_dir_fixture(STUDY, "figures", timeout=900)
 
 
 @requires_engine

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import requires_engine, run_and_report
+from conftest import report_dir_fixture, requires_engine
 from study_texts import prague_vs_cubic
 from l4slab.analysis.html import markdown_to_html, md_text, mpl_text
 
@@ -37,11 +37,7 @@ def test_user_text_is_escaped_for_markdown_html_and_mathtext():
     fig.savefig(__import__("io").BytesIO(), format="png")
 
 
-@pytest.fixture(scope="module")
-def report_dir(tmp_path_factory):
-    pytest.importorskip("l4slab._core")
-    root = tmp_path_factory.mktemp("html")
-    return run_and_report(root, STUDY, timeout=600)
+report_dir = report_dir_fixture(STUDY, "html", timeout=600)
 
 
 @requires_engine

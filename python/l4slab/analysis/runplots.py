@@ -145,13 +145,19 @@ def _per_flow(runs: Sequence[RunData], value: str, ylabel: str, title: str) -> F
             (line,) = ax.plot(part["time_s"], part[value], linewidth=1.0, color=colours.get(cc), linestyle=style,
                               label=label)  # fmt: skip
             line.set_gid(_gid(GID_CC, cc))
+    _finish_time_axes(ax, ylabel, title, legend_title="flow")
+    return fig
+
+
+def _finish_time_axes(ax, ylabel: str, title: str, legend_title: str | None = None) -> None:
+    """The common frame of the per-bin time plots: time on x, ``ylabel`` from 0, the
+    title, a light grid and the legend."""
     ax.set_xlabel("time (s)")
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.set_title(mpl_text(title))
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, title="flow")
-    return fig
+    ax.legend(fontsize=8, title=legend_title)
 
 
 def _queue_columns(data: RunData) -> dict[str, str]:
@@ -189,12 +195,7 @@ def _sojourn(runs: Sequence[RunData], title: str) -> Figure:
         else:
             ax.plot(series["time_s"], series["sojourn_ms"], linewidth=1.0, linestyle=style,
                     color=QUEUE_COLOURS["all"], label=f"{mpl_text(prefix)}queue all")  # fmt: skip
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("sojourn time, bin mean (ms)")
-    ax.set_ylim(bottom=0)
-    ax.set_title(mpl_text(title))
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    _finish_time_axes(ax, "sojourn time, bin mean (ms)", title)
     return fig
 
 
@@ -208,12 +209,7 @@ def _marks_drops(runs: Sequence[RunData], title: str) -> Figure:
             if column in series:
                 ax.plot(series["time_s"], series[column] / bin_s, linewidth=1.0, linestyle=_STYLES[k % 4],
                         color=colour, label=mpl_text(_prefix(data, runs)) + label)  # fmt: skip
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("packets per second")
-    ax.set_ylim(bottom=0)
-    ax.set_title(mpl_text(title))
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    _finish_time_axes(ax, "packets per second", title)
     return fig
 
 

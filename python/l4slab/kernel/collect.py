@@ -372,6 +372,24 @@ def _sojourn_stats(samples: list[tuple[float, float]]) -> dict[str, Any]:
     }
 
 
+def _per_bin(cum: np.ndarray, present: list[bool], n_bins: int) -> np.ndarray:
+    """A per-tick cumulative count → its Δ per bin (bin k: tick k to tick k + 1); NaN where
+    either tick is missing (``present``) and for bins past the last tick."""
+    out = np.full(n_bins, np.nan)
+    for k in range(min(n_bins, len(present) - 1)):
+        if present[k] and present[k + 1]:
+            out[k] = cum[k + 1] - cum[k]
+    return out
+
+
+def _at_close(values: np.ndarray, n_ticks: int, n_bins: int) -> np.ndarray:
+    """A per-tick state at each bin's closing tick (NaN for bins past the last tick)."""
+    out = np.full(n_bins, np.nan)
+    for k in range(min(n_bins, n_ticks - 1)):
+        out[k] = values[k + 1]
+    return out
+
+
 # --- the whole run -------------------------------------------------------------------------------
 
 
@@ -402,21 +420,13 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
             f"kernel run: no complete bin in the window (bin {bin_s:g} s, duration {duration_ns / 1e9:g} s)"
         )
 
+    present = [t in probe.tick_t for t in ticks]
+
     def per_bin(cum: np.ndarray) -> np.ndarray:
-        """Δ between consecutive ticks → bins (NaN where a tick is missing; bins past the
-        last tick NaN)."""
-        out = np.full(n_bins, np.nan)
-        for k in range(min(n_bins, len(ticks) - 1)):
-            if ticks[k] in probe.tick_t and ticks[k + 1] in probe.tick_t:
-                out[k] = cum[k + 1] - cum[k]
-        return out
+        return _per_bin(cum, present, n_bins)
 
     def at_close(values: np.ndarray) -> np.ndarray:
-        """A state at each bin's closing tick."""
-        out = np.full(n_bins, np.nan)
-        for k in range(min(n_bins, len(ticks) - 1)):
-            out[k] = values[k + 1]
-        return out
+        return _at_close(values, len(ticks), n_bins)
 
     flows_out: list[dict[str, Any]] = []
     series_out: list[dict[str, Any]] = []
@@ -719,18 +729,13 @@ def _bottleneck(probe, where, link, ticks, w_tick, last_tick, n_bins, bin_s, win
     else:
         arrivals = sent_packets + drops + np.nan_to_num(backlog_packets)
 
+    present = [r is not None for r in recs]
+
     def per_bin(cum: np.ndarray) -> np.ndarray:
-        out = np.full(n_bins, np.nan)
-        for k in range(min(n_bins, len(ticks) - 1)):
-            if recs[k] is not None and recs[k + 1] is not None:
-                out[k] = cum[k + 1] - cum[k]
-        return out
+        return _per_bin(cum, present, n_bins)
 
     def at_close(values: np.ndarray) -> np.ndarray:
-        out = np.full(n_bins, np.nan)
-        for k in range(min(n_bins, len(ticks) - 1)):
-            out[k] = values[k + 1]
-        return out
+        return _at_close(values, len(ticks), n_bins)
 
     backlog_ms = backlog_bytes * 8 / rate_bps * 1e3
     classes: list[tuple[str, list[tuple[float, float]]]] = []
