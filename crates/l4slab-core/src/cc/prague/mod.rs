@@ -748,6 +748,30 @@ impl Prague {
         self.frac -= red.min(self.frac);
     }
 
+    /// The loss halving of v0.7 and the PAM 2025 build: the rate saved for the undo, then
+    /// the rate halved and frac from it (rate mode, returns true) or frac halved (window
+    /// mode, false; the caller decides whether the rate follows); in loss from now.
+    fn halve_for_loss(&mut self, tp: &CcSock) -> bool {
+        self.loss_rate = self.rate;
+        let rate_based = self.rate_based(tp);
+        if rate_based {
+            self.rate -= self.rate >> 1;
+            self.frac = self.rate_to_frac(tp);
+        } else {
+            self.frac -= self.frac >> 1;
+        }
+        self.in_loss = true;
+        rate_based
+    }
+
+    /// Rate mode's CWR reduction (v0.7 and the PAM 2025 build): rate·(1 − α/2), floor
+    /// `MINIMUM_RATE`, frac from the rate.
+    fn cwr_reduce_rate(&mut self, tp: &CcSock, alpha: u64, bits: u32) {
+        let red = ((self.rate as u128 * alpha as u128) >> (bits + 1)) as u64;
+        self.rate = self.rate.saturating_sub(red).max(MINIMUM_RATE);
+        self.frac = self.rate_to_frac(tp);
+    }
+
     /// `prague_enter_loss`: Reno-like halving, no AI until Open.
     fn enter_loss(&mut self, tp: &CcSock) {
         self.loss_cwnd = tp.cwnd;

@@ -57,19 +57,9 @@ impl Prague {
     /// The MTU update of `prague_update_alpha` at 90aea47f: frac keeps the bytes in
     /// flight, `snd_cwnd` = ⌈frac⌉ (clamped), ssthresh unscaled.
     fn pam2025_resize_segments(&mut self, tp: &mut CcSock) {
-        let mtu_used = mtu(tp);
-        let target = match self.params.segment_sizing {
-            SegmentSizing::Default => self.pam2025_max_mtu(tp),
-            _ => mss_to_mtu(self.s2_segment_size(self.rate)) as u64,
-        };
-        // `prague_valid_mtu`: clamp to [mss_to_mtu(MIN_MSS), initial MTU].
-        let mtu = target.min(self.mtu_cache as u64).max(mss_to_mtu(MIN_MSS) as u64);
-        if mtu == mtu_used {
-            return;
+        if self.apply_mtu(tp, Self::pam2025_max_mtu).is_some() {
+            tp.cwnd = self.frac_to_cwnd(tp);
         }
-        self.frac = (self.frac as u128 * mtu_used as u128 / mtu as u128) as u64;
-        tp.mss = mtu as u32 - MSS_TO_MTU;
-        tp.cwnd = self.frac_to_cwnd(tp);
     }
 }
 
@@ -193,9 +183,7 @@ impl Version for Pam2025 {
     /// mode: frac·(1 − α/2) alone.
     fn cwr_reduce(&self, p: &mut Prague, tp: &CcSock, alpha: u64, bits: u32) {
         if p.rate_based(tp) {
-            let red = ((p.rate as u128 * alpha as u128) >> (bits + 1)) as u64;
-            p.rate = p.rate.saturating_sub(red).max(MINIMUM_RATE);
-            p.frac = p.rate_to_frac(tp);
+            p.cwr_reduce_rate(tp, alpha, bits);
         } else {
             p.cwr_reduce_frac(alpha, bits);
         }
@@ -203,14 +191,7 @@ impl Version for Pam2025 {
 
     /// Rate mode: halve the rate, frac from it; window mode: halve frac alone.
     fn enter_loss(&self, p: &mut Prague, tp: &CcSock) {
-        p.loss_rate = p.rate;
-        if p.rate_based(tp) {
-            p.rate -= p.rate >> 1;
-            p.frac = p.rate_to_frac(tp);
-        } else {
-            p.frac -= p.frac >> 1;
-        }
-        p.in_loss = true;
+        p.halve_for_loss(tp);
     }
 
     fn undo(&self, p: &mut Prague, tp: &CcSock) {

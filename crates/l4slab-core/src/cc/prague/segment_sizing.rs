@@ -66,21 +66,36 @@ impl Prague {
         (s_min + (s_max - s_min) * f).round() as u32
     }
 
-    /// The MTU update of `prague_update_alpha`: keeps bytes in flight, writes
-    /// `tp.mss`, rescales cwnd and ssthresh.
-    pub(super) fn resize_segments(&mut self, tp: &mut CcSock) {
+    /// The start of the MTU update of `prague_update_alpha` (both vintages): the target MTU
+    /// (`default_max_mtu` under `segment_sizing = default`, else S2's size for the rate),
+    /// clamped by `prague_valid_mtu` to [mss_to_mtu(MIN_MSS), initial MTU]; when it differs
+    /// from the MTU in use, frac is rescaled to keep the bytes in flight and `tp.mss` is set.
+    /// Returns (the MTU used before, the new MTU) when it changed.
+    pub(super) fn apply_mtu(
+        &mut self,
+        tp: &mut CcSock,
+        default_max_mtu: fn(&Self, &CcSock) -> u64,
+    ) -> Option<(u64, u64)> {
         let mtu_used = mtu(tp);
         let target = match self.params.segment_sizing {
-            SegmentSizing::Default => self.default_max_mtu(tp),
+            SegmentSizing::Default => default_max_mtu(self, tp),
             _ => mss_to_mtu(self.s2_segment_size(self.rate)) as u64,
         };
-        // `prague_valid_mtu`: clamp to [mss_to_mtu(MIN_MSS), initial MTU].
         let mtu = target.min(self.mtu_cache as u64).max(mss_to_mtu(MIN_MSS) as u64);
         if mtu == mtu_used {
-            return;
+            return None;
         }
         self.frac = (self.frac as u128 * mtu_used as u128 / mtu as u128) as u64;
         tp.mss = mtu as u32 - MSS_TO_MTU;
+        Some((mtu_used, mtu))
+    }
+
+    /// The MTU update of `prague_update_alpha`: keeps bytes in flight, writes
+    /// `tp.mss`, rescales cwnd and ssthresh.
+    pub(super) fn resize_segments(&mut self, tp: &mut CcSock) {
+        let Some((mtu_used, mtu)) = self.apply_mtu(tp, Self::default_max_mtu) else {
+            return;
+        };
         let new_cwnd = self.frac_to_cwnd(tp);
         if tp.cwnd != new_cwnd {
             tp.cwnd = new_cwnd;

@@ -233,9 +233,7 @@ impl Version for V07 {
     /// and the rate follows.
     fn cwr_reduce(&self, p: &mut Prague, tp: &CcSock, alpha: u64, bits: u32) {
         if p.rate_based(tp) {
-            let red = ((p.rate as u128 * alpha as u128) >> (bits + 1)) as u64;
-            p.rate = p.rate.saturating_sub(red).max(MINIMUM_RATE);
-            p.frac = p.rate_to_frac(tp);
+            p.cwr_reduce_rate(tp, alpha, bits);
         } else {
             p.cwr_reduce_frac(alpha, bits);
             p.rate = p.frac_to_rate(tp);
@@ -244,15 +242,9 @@ impl Version for V07 {
 
     /// Halve the rate (rate mode) or frac (window mode); the undo restores the rate.
     fn enter_loss(&self, p: &mut Prague, tp: &CcSock) {
-        p.loss_rate = p.rate;
-        if p.rate_based(tp) {
-            p.rate -= p.rate >> 1;
-            p.frac = p.rate_to_frac(tp);
-        } else {
-            p.frac -= p.frac >> 1;
+        if !p.halve_for_loss(tp) {
             p.rate = p.frac_to_rate(tp);
         }
-        p.in_loss = true;
     }
 
     fn undo(&self, p: &mut Prague, tp: &CcSock) {
