@@ -5,8 +5,8 @@
 use std::fs;
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const PREFIX: &str = "l4setest";
@@ -49,19 +49,30 @@ fn own_namespaces(pid: u32) -> Vec<String> {
         .unwrap_or_default()
 }
 
-#[test]
-fn twenty_mbit_ten_ms_each_way_rtt_throughput_and_cleanup() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("l4slab-emu-test-{}", std::process::id()));
+/// Return from the test (it passes) with one line saying why, where the host cannot run it.
+macro_rules! skip_unless_able {
+    () => {
+        if let Some(why) = skip_reason() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+}
+
+/// The work directory of the test named `tag` (created if missing).
+fn work_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("l4slab-emu-{tag}-{}", std::process::id()));
     fs::create_dir_all(&dir).unwrap();
-    let cfg = serde_json::json!({
-        "duration_ns": 7_000_000_000u64, "bin_ns": 100_000_000u64,
-        "bottleneck": {"rate_bps": 20_000_000u64, "qdisc": {"kind": "bfifo", "limit_bytes": 50_000}},
-        "flows": [{"kind": "tcp", "cc": "cubic", "rtt_ns": 20_000_000u64}],
-    });
+    dir
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `l4slab-emu run` of `cfg` (written to `dir/scenario.json`) into `dir`, under this file's
+/// namespace prefix, once it has written its ready file (whose content is returned).
+fn start_emu(dir: &Path, cfg: &serde_json::Value) -> (Child, serde_json::Value) {
     let cfg_path = dir.join("scenario.json");
     fs::write(&cfg_path, cfg.to_string()).unwrap();
     let ready = dir.join("ready.json");
@@ -70,16 +81,29 @@ fn twenty_mbit_ten_ms_each_way_rtt_throughput_and_cleanup() {
         .args(["--ready-file", ready.to_str().unwrap(), "--prefix", PREFIX])
         .spawn()
         .expect("start l4slab-emu");
-    let pid = child.id();
-    let t_start = Instant::now();
+    let t = Instant::now();
     while !ready.exists() {
-        assert!(t_start.elapsed() < Duration::from_secs(20), "no ready file");
+        assert!(t.elapsed() < Duration::from_secs(20), "no ready file");
         if let Ok(Some(st)) = child.try_wait() {
             panic!("l4slab-emu exited early: {st}");
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(20));
     }
-    let r: serde_json::Value = serde_json::from_str(&fs::read_to_string(&ready).unwrap()).unwrap();
+    let r = read_json(&ready);
+    (child, r)
+}
+
+#[test]
+fn twenty_mbit_ten_ms_each_way_rtt_throughput_and_cleanup() {
+    skip_unless_able!();
+    let dir = work_dir("test");
+    let cfg = serde_json::json!({
+        "duration_ns": 7_000_000_000u64, "bin_ns": 100_000_000u64,
+        "bottleneck": {"rate_bps": 20_000_000u64, "qdisc": {"kind": "bfifo", "limit_bytes": 50_000}},
+        "flows": [{"kind": "tcp", "cc": "cubic", "rtt_ns": 20_000_000u64}],
+    });
+    let (mut child, r) = start_emu(&dir, &cfg);
+    let pid = child.id();
     let f = &r["flows"][0];
     let (sns, rns) = (f["sender_ns"].as_str().unwrap().to_string(), f["receiver_ns"].as_str().unwrap().to_string());
     let raddr = f["receiver_addr"].as_str().unwrap().to_string();
@@ -142,10 +166,8 @@ fn twenty_mbit_ten_ms_each_way_rtt_throughput_and_cleanup() {
     let _ = server.wait();
 
     let st = child.wait().unwrap();
-    let meta: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(dir.join("emu_meta.json")).unwrap()).unwrap();
-    let res: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(dir.join("emu_results.json")).unwrap()).unwrap();
+    let meta = read_json(&dir.join("emu_meta.json"));
+    let res = read_json(&dir.join("emu_results.json"));
     // Nothing left behind: namespaces (and with them the TUNs) are gone.
     assert!(own_namespaces(pid).is_empty(), "left behind: {:?}", own_namespaces(pid));
     let ip_list = String::from_utf8(Command::new("ip").args(["netns", "list"]).output().unwrap().stdout).unwrap();
@@ -195,34 +217,17 @@ fn snmp_ip(name: &str) -> u64 {
 
 #[test]
 fn udp_overload_through_codel_ecn_reaches_the_receiver_kernel_as_real_ce() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    skip_unless_able!();
     // 30 Mbit/s of ECT(0) datagrams into a 20 Mbit/s CoDel with ECN: the standing queue
     // makes CoDel mark (RFC 8289 §5.4); the receiving kernel counts the codepoints it got.
-    let dir = std::env::temp_dir().join(format!("l4slab-emu-udp-{}", std::process::id()));
-    fs::create_dir_all(&dir).unwrap();
+    let dir = work_dir("udp");
     let cfg = serde_json::json!({
         "duration_ns": 3_000_000_000u64, "bin_ns": 100_000_000u64,
         "bottleneck": {"rate_bps": 20_000_000u64, "qdisc": {"kind": "codel", "ecn": true}},
         "flows": [{"kind": "udp", "rtt_ns": 10_000_000u64, "rate_bps": 30_000_000u64, "payload_bytes": 1472, "ecn": "ect0"}],
     });
-    let cfg_path = dir.join("scenario.json");
-    fs::write(&cfg_path, cfg.to_string()).unwrap();
-    let ready = dir.join("ready.json");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_l4slab-emu"))
-        .args(["run", "--config", cfg_path.to_str().unwrap(), "--out", dir.to_str().unwrap()])
-        .args(["--ready-file", ready.to_str().unwrap(), "--prefix", PREFIX])
-        .spawn()
-        .unwrap();
+    let (mut child, r) = start_emu(&dir, &cfg);
     let pid = child.id();
-    let t = Instant::now();
-    while !ready.exists() {
-        assert!(t.elapsed() < Duration::from_secs(20), "no ready file");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let r: serde_json::Value = serde_json::from_str(&fs::read_to_string(&ready).unwrap()).unwrap();
     let rns = r["flows"][0]["receiver_ns"].as_str().unwrap().to_string();
     // Read the receiver's counters just before the emulator removes the namespace.
     let counters = in_netns(&rns, || {
@@ -233,16 +238,14 @@ fn udp_overload_through_codel_ecn_reaches_the_receiver_kernel_as_real_ce() {
     .unwrap();
     let status = child.wait().unwrap();
     eprintln!("l4slab-emu: {status}");
-    let res: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(dir.join("emu_results.json")).unwrap()).unwrap();
+    let res = read_json(&dir.join("emu_results.json"));
     assert!(own_namespaces(pid).is_empty());
     let (ect0, ce, hdr_err, rx) = counters;
     let b = &res["bottleneck"];
     let marks = b["marks"].as_u64().unwrap();
     // What left the bottleneck over the whole run, its 2-s tail included (the qdisc's
     // `tc -s` counters are read when the traffic ends: the backlog drained after is not in them).
-    let meta: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(dir.join("emu_meta.json")).unwrap()).unwrap();
+    let meta = read_json(&dir.join("emu_meta.json"));
     let view = &meta["flows"][0];
     let sent = view["packets_delivered"].as_u64().unwrap();
     assert!(b["qdisc"]["sent_packets"].as_u64().unwrap() <= sent);
@@ -262,8 +265,7 @@ fn udp_overload_through_codel_ecn_reaches_the_receiver_kernel_as_real_ce() {
 
 #[test]
 fn refused_input_is_one_line_exit_2_and_creates_nothing() {
-    let dir = std::env::temp_dir().join(format!("l4slab-emu-refuse-{}", std::process::id()));
-    fs::create_dir_all(&dir).unwrap();
+    let dir = work_dir("refuse");
     let cfg = serde_json::json!({
         "duration_ns": 1_000_000_000u64,
         "bottleneck": {"rate_bps": 20_000_000u64, "qdisc": {"kind": "bfifo", "limit_bytes": 50_000}},
@@ -288,31 +290,16 @@ fn refused_input_is_one_line_exit_2_and_creates_nothing() {
 
 #[test]
 fn sigterm_stops_writes_outputs_and_removes_everything() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("l4slab-emu-term-{}", std::process::id()));
-    fs::create_dir_all(&dir).unwrap();
+    skip_unless_able!();
+    let dir = work_dir("term");
     let cfg = serde_json::json!({
         "duration_ns": 60_000_000_000u64,
         "bottleneck": {"rate_bps": 20_000_000u64, "qdisc": {"kind": "fq_codel"}},
         "flows": [{"kind": "tcp", "cc": "cubic", "rtt_ns": 20_000_000u64},
                   {"kind": "udp", "rtt_ns": 20_000_000u64, "rate_bps": 1_000_000u64, "payload_bytes": 1000}],
     });
-    fs::write(dir.join("s.json"), cfg.to_string()).unwrap();
-    let ready = dir.join("ready.json");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_l4slab-emu"))
-        .args(["run", "--config", dir.join("s.json").to_str().unwrap(), "--out", dir.to_str().unwrap()])
-        .args(["--ready-file", ready.to_str().unwrap(), "--prefix", PREFIX])
-        .spawn()
-        .unwrap();
+    let (mut child, _) = start_emu(&dir, &cfg);
     let pid = child.id();
-    let t = Instant::now();
-    while !ready.exists() {
-        assert!(t.elapsed() < Duration::from_secs(20), "no ready file");
-        std::thread::sleep(Duration::from_millis(20));
-    }
     assert_eq!(own_namespaces(pid).len(), 4);
     std::thread::sleep(Duration::from_millis(500));
     // SAFETY: signalling our own child.
@@ -321,11 +308,9 @@ fn sigterm_stops_writes_outputs_and_removes_everything() {
     let st = child.wait().unwrap();
     assert!(t.elapsed() < Duration::from_secs(5), "stopped in {:?}", t.elapsed());
     assert!(own_namespaces(pid).is_empty(), "{:?}", own_namespaces(pid));
-    let meta: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(dir.join("emu_meta.json")).unwrap()).unwrap();
+    let meta = read_json(&dir.join("emu_meta.json"));
     assert_eq!(meta["stopped_by_signal"], true);
-    let res: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(dir.join("emu_results.json")).unwrap()).unwrap();
+    let res = read_json(&dir.join("emu_results.json"));
     // The UDP source ran for ≈ 0.5 s at 1 Mbit/s: some 60 datagrams crossed the bottleneck.
     let udp_pkts = res["flows"][1]["packets_sent"].as_u64().unwrap();
     assert!((30..=120).contains(&udp_pkts), "udp datagrams {udp_pkts}");
@@ -335,10 +320,7 @@ fn sigterm_stops_writes_outputs_and_removes_everything() {
 
 #[test]
 fn cleanup_removes_a_dead_owners_namespaces_only() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    skip_unless_able!();
     // A namespace named for a pid that cannot be alive (above pid_max's 2^22 ceiling),
     // and one for our own live pid, under a prefix of this test's own: the other tests'
     // emulators, running in parallel, clean stale sets of PREFIX at their start.
