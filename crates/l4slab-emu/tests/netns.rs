@@ -5,9 +5,12 @@
 use std::fs;
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod common;
+use common::{read_json, start_emu, work_dir};
 
 const PREFIX: &str = "l4setest";
 
@@ -59,50 +62,16 @@ macro_rules! skip_unless_able {
     };
 }
 
-/// The work directory of the test named `tag` (created if missing).
-fn work_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("l4slab-emu-{tag}-{}", std::process::id()));
-    fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn read_json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
-}
-
-/// `l4slab-emu run` of `cfg` (written to `dir/scenario.json`) into `dir`, under this file's
-/// namespace prefix, once it has written its ready file (whose content is returned).
-fn start_emu(dir: &Path, cfg: &serde_json::Value) -> (Child, serde_json::Value) {
-    let cfg_path = dir.join("scenario.json");
-    fs::write(&cfg_path, cfg.to_string()).unwrap();
-    let ready = dir.join("ready.json");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_l4slab-emu"))
-        .args(["run", "--config", cfg_path.to_str().unwrap(), "--out", dir.to_str().unwrap()])
-        .args(["--ready-file", ready.to_str().unwrap(), "--prefix", PREFIX])
-        .spawn()
-        .expect("start l4slab-emu");
-    let t = Instant::now();
-    while !ready.exists() {
-        assert!(t.elapsed() < Duration::from_secs(20), "no ready file");
-        if let Ok(Some(st)) = child.try_wait() {
-            panic!("l4slab-emu exited early: {st}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let r = read_json(&ready);
-    (child, r)
-}
-
 #[test]
 fn twenty_mbit_ten_ms_each_way_rtt_throughput_and_cleanup() {
     skip_unless_able!();
-    let dir = work_dir("test");
+    let dir = work_dir("emu-test");
     let cfg = serde_json::json!({
         "duration_ns": 7_000_000_000u64, "bin_ns": 100_000_000u64,
         "bottleneck": {"rate_bps": 20_000_000u64, "qdisc": {"kind": "bfifo", "limit_bytes": 50_000}},
         "flows": [{"kind": "tcp", "cc": "cubic", "rtt_ns": 20_000_000u64}],
     });
-    let (mut child, r) = start_emu(&dir, &cfg);
+    let (mut child, r) = start_emu(&dir, &cfg, PREFIX);
     let pid = child.id();
     let f = &r["flows"][0];
     let (sns, rns) = (f["sender_ns"].as_str().unwrap().to_string(), f["receiver_ns"].as_str().unwrap().to_string());
@@ -220,13 +189,13 @@ fn udp_overload_through_codel_ecn_reaches_the_receiver_kernel_as_real_ce() {
     skip_unless_able!();
     // 30 Mbit/s of ECT(0) datagrams into a 20 Mbit/s CoDel with ECN: the standing queue
     // makes CoDel mark (RFC 8289 §5.4); the receiving kernel counts the codepoints it got.
-    let dir = work_dir("udp");
+    let dir = work_dir("emu-udp");
     let cfg = serde_json::json!({
         "duration_ns": 3_000_000_000u64, "bin_ns": 100_000_000u64,
         "bottleneck": {"rate_bps": 20_000_000u64, "qdisc": {"kind": "codel", "ecn": true}},
         "flows": [{"kind": "udp", "rtt_ns": 10_000_000u64, "rate_bps": 30_000_000u64, "payload_bytes": 1472, "ecn": "ect0"}],
     });
-    let (mut child, r) = start_emu(&dir, &cfg);
+    let (mut child, r) = start_emu(&dir, &cfg, PREFIX);
     let pid = child.id();
     let rns = r["flows"][0]["receiver_ns"].as_str().unwrap().to_string();
     // Read the receiver's counters just before the emulator removes the namespace.
@@ -265,7 +234,7 @@ fn udp_overload_through_codel_ecn_reaches_the_receiver_kernel_as_real_ce() {
 
 #[test]
 fn refused_input_is_one_line_exit_2_and_creates_nothing() {
-    let dir = work_dir("refuse");
+    let dir = work_dir("emu-refuse");
     let cfg = serde_json::json!({
         "duration_ns": 1_000_000_000u64,
         "bottleneck": {"rate_bps": 20_000_000u64, "qdisc": {"kind": "bfifo", "limit_bytes": 50_000}},
@@ -291,14 +260,14 @@ fn refused_input_is_one_line_exit_2_and_creates_nothing() {
 #[test]
 fn sigterm_stops_writes_outputs_and_removes_everything() {
     skip_unless_able!();
-    let dir = work_dir("term");
+    let dir = work_dir("emu-term");
     let cfg = serde_json::json!({
         "duration_ns": 60_000_000_000u64,
         "bottleneck": {"rate_bps": 20_000_000u64, "qdisc": {"kind": "fq_codel"}},
         "flows": [{"kind": "tcp", "cc": "cubic", "rtt_ns": 20_000_000u64},
                   {"kind": "udp", "rtt_ns": 20_000_000u64, "rate_bps": 1_000_000u64, "payload_bytes": 1000}],
     });
-    let (mut child, _) = start_emu(&dir, &cfg);
+    let (mut child, _) = start_emu(&dir, &cfg, PREFIX);
     let pid = child.id();
     assert_eq!(own_namespaces(pid).len(), 4);
     std::thread::sleep(Duration::from_millis(500));

@@ -5,9 +5,12 @@
 
 use serde_json::Value;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod common;
+use common::{read_json as read, start_emu, work_dir};
 
 const PROG: &str = env!("CARGO_BIN_EXE_l4slab-udp-prague");
 const PREFIX: &str = "l4setup";
@@ -23,16 +26,6 @@ fn skip_reason() -> Option<String> {
         }
     }
     None
-}
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("l4slab-udp-prague-{tag}-{}", std::process::id()));
-    fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn read(p: &Path) -> Value {
-    serde_json::from_str(&fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
 }
 
 fn u(v: &Value, k: &str) -> u64 {
@@ -69,7 +62,7 @@ fn loopback_in_a_fresh_namespace_counts_agree_and_both_end_on_time() {
         eprintln!("skipped: {why}");
         return;
     }
-    let dir = temp_dir("lo");
+    let dir = work_dir("udp-prague-lo");
     let (s, r) = (dir.join("send.json"), dir.join("recv.json"));
     // A namespace of the test's own (unshare -n): only its loopback exists.
     let script = format!(
@@ -119,7 +112,7 @@ fn through_the_emulators_dualpi2_the_receiver_sees_the_bottlenecks_marks() {
         eprintln!("skipped: the kernel has no cubic");
         return;
     }
-    let dir = temp_dir("emu");
+    let dir = work_dir("udp-prague-emu");
     // The emulator's pair of namespaces (a TCP flow's, with nothing started in it by
     // the emulator) carries the program: 20 Mbit/s, 20 ms, DualPI2.
     let cfg = serde_json::json!({
@@ -127,23 +120,7 @@ fn through_the_emulators_dualpi2_the_receiver_sees_the_bottlenecks_marks() {
         "bottleneck": {"rate_bps": 20_000_000u64, "qdisc": {"kind": "dualpi2"}},
         "flows": [{"kind": "tcp", "cc": "cubic", "rtt_ns": 20_000_000u64}],
     });
-    let cfg_path = dir.join("scenario.json");
-    fs::write(&cfg_path, cfg.to_string()).unwrap();
-    let ready = dir.join("ready.json");
-    let mut emu = Command::new(env!("CARGO_BIN_EXE_l4slab-emu"))
-        .args(["run", "--config", cfg_path.to_str().unwrap(), "--out", dir.to_str().unwrap()])
-        .args(["--ready-file", ready.to_str().unwrap(), "--prefix", PREFIX])
-        .spawn()
-        .expect("start l4slab-emu");
-    let t = Instant::now();
-    while !ready.exists() {
-        assert!(t.elapsed() < Duration::from_secs(20), "no ready file");
-        if let Ok(Some(st)) = emu.try_wait() {
-            panic!("l4slab-emu exited early: {st}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let rd = read(&ready);
+    let (mut emu, rd) = start_emu(&dir, &cfg, PREFIX);
     let f = &rd["flows"][0];
     let (sns, rns, raddr) =
         (f["sender_ns"].as_str().unwrap(), f["receiver_ns"].as_str().unwrap(), f["receiver_addr"].as_str().unwrap());
