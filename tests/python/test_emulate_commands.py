@@ -227,6 +227,10 @@ def test_udp_prague_program_through_dualpi2_is_counted_by_the_bottleneck_as_by_i
         assert 0 < wake["count"] <= read["count"], (wake, read)
         assert 0 <= wake["p50"] <= wake["p99"] <= wake["max"] + 1, wake
     assert sent["timer_late_us"]["count"] > 0 and sent["timer_late_us"]["mean"] >= 0
+    # The summary and the printed run carry the program's host.
+    hosts = summary["emulator"]["program_hosts"]["1"]
+    assert hosts["sender"]["p99"] == sent["wake_us"]["p99"] and hosts["receiver"]["p50"] == got["wake_us"]["p50"]
+    assert "flow 1 program's host, wake-up latency: sender P50/P90/P99/max" in captured.out
 
 
 def test_a_command_that_fails_fails_the_run_in_one_line(tmp_path, capsys, monkeypatch):

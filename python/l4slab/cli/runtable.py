@@ -81,6 +81,13 @@ def print_result(result, directory) -> None:
     emulator = summary.get("emulator")
     if emulator is not None:
         console.print(emulator_line(emulator), soft_wrap=True, markup=False, highlight=False)
+        for flow, ends in (emulator.get("program_hosts") or {}).items():
+            said = "; ".join(
+                f"{end} P50/P90/P99/max {fmt(q.get('p50'), 0)}/{fmt(q.get('p90'), 0)}/{fmt(q.get('p99'), 0)}/"
+                f"{fmt(q.get('max'), 0)} µs"
+                for end, q in sorted(ends.items(), key=lambda item: item[0] != "sender")
+            )
+            console.print(f"flow {flow} program's host, wake-up latency: {said}", soft_wrap=True, markup=False)
     if directory is not None:
         console.print(f"wrote {directory}/summary.json and series (see docs/outputs.md)", soft_wrap=True)
 

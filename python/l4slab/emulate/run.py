@@ -144,6 +144,9 @@ def emulator_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
             None if not isinstance(v, (int, float)) or isinstance(v, bool) else float(v) / 1e9
             for v in meta.get("flow_data_start_ns") or []
         ],
+        # Per command flow run by l4slab-udp-prague, each end's measured wake-up latency
+        # {mean, p50, p90, p99, max} µs: the host the program ran on (`compare --host measured`).
+        "program_hosts": meta.get("program_hosts"),
     }
 
 
@@ -399,6 +402,19 @@ def _spawn(args: list[str], out: Path, name: str, deadline: float, restricted: b
         except OSError as err:
             raise EngineError(f"{name}: cannot start {args[0]}: {err.strerror}") from None
     return _Proc(name, popen, out, deadline)
+
+
+def _program_hosts(outputs: Mapping[int, Mapping[str, bytes]]) -> dict[str, dict[str, dict[str, float]]]:
+    """Per command flow (by index, as a string), each l4slab-udp-prague end's wake-up latency
+    summary, µs: from the quantiles it wrote (:func:`.compare.measured_hosts`) and its mean."""
+    from .compare import measured_hosts
+
+    hosts: dict[str, dict[str, dict[str, float]]] = {}
+    for flow, ends in measured_hosts(outputs).items():
+        for end, q in ends.items():
+            hosts.setdefault(str(flow), {})[end] = {"p50": q[len(q) // 2], "p90": q[(len(q) - 1) * 9 // 10],
+                                                    "p99": q[(len(q) - 1) * 99 // 100], "max": q[-1]}  # fmt: skip
+    return hosts
 
 
 def _check_commands(procs: list[_Proc], overstayed: set[str], say: Any) -> None:
@@ -797,6 +813,7 @@ def emulate(
             flow_view=meta.get("flows"),
         )
         outputs = {i: cmdflows.collect_outputs(work / "commands" / f"flow-{i}") for i in commands}
+        meta["program_hosts"] = _program_hosts(outputs) or None
         meta["limited_ms"] = limited_ms(sampler.samples, clients, len(config.get("flows") or []))
         return EmuRunResult(
             scenario=validated,
