@@ -228,7 +228,13 @@ def to_iperf3_json(run_dir: str | Path, out_dir: str | Path | None = None) -> li
     series = run["flow_series"]
     bin_s = float(run["summary"]["bin_s"])
     written = []
+    default_mss = None
     for f, c in _tcp_flows(run):
+        if not c.get("mss") and default_mss is None:
+            from .schema import tcp_flow_param
+
+            default_mss = int(tcp_flow_param("mss").default)
+        mss = c.get("mss") or default_mss
         rows = series[series["flow"] == f["id"]].sort_values("time_s")
         flow_start = float(f.get("start_s") or 0.0)
         # Bins that end after the flow started (iperf3's first interval starts with the flow).
@@ -246,7 +252,7 @@ def to_iperf3_json(run_dir: str | Path, out_dir: str | Path | None = None) -> li
                 "bytes": int(round(bps * bin_s / 8)),
                 "bits_per_second": bps,
                 "retransmits": int(r["retransmits"]),
-                "snd_cwnd": int(float(r["cwnd"]) * (c.get("mss") or 1448)) if math.isfinite(float(r["cwnd"])) else 0,
+                "snd_cwnd": int(float(r["cwnd"]) * mss) if math.isfinite(float(r["cwnd"])) else 0,
                 "rtt": srtt_us or 0,
                 "omitted": False,
                 "sender": True,
@@ -295,7 +301,7 @@ def to_iperf3_json(run_dir: str | Path, out_dir: str | Path | None = None) -> li
                 "version": "l4slab (iperf3 -J compatible subset)",
                 "test_start": {"protocol": "TCP", "num_streams": 1, "duration": int(round(duration)), "reverse": 0},
                 "sock_bufsize": 0,
-                "tcp_mss_default": c.get("mss") or 1448,
+                "tcp_mss_default": mss,
                 "congestion": c.get("cc"),
                 "l4slab": {"flow": f["id"], "label": f.get("label")},
             },

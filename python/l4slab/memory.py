@@ -120,7 +120,6 @@ WRITER_BYTES_PER_ROW = 600
 FIXED_BYTES = 36 << 20
 #: Frame bytes of a TCP segment: payload + TCP/IP headers with timestamps (52) + Ethernet (14).
 TCP_HEADER_BYTES = 66
-DEFAULT_MSS = 1448
 #: Frame bytes of a UDP datagram: payload + UDP/IP (28) + Ethernet (14).
 UDP_HEADER_BYTES = 42
 
@@ -158,21 +157,25 @@ class MemoryEstimate:
 
 
 def _smallest_frame(config: Mapping[str, Any]) -> int:
+    from .schema import limit, tcp_flow_param
+
+    mss = int(tcp_flow_param("mss").default)
     sizes = []
     for flow in config.get("flows") or []:
         if flow.get("kind", "tcp") == "udp":
             sizes.append(int(flow.get("payload_bytes", 1472)) + UDP_HEADER_BYTES)
         elif flow.get("kind") == "udp_prague":
             # Full-size packets above ≈ 1 Mbit/s (the algorithm sizes them rate × vrtt / 2).
-            sizes.append(int(flow.get("max_packet_bytes", 1400)) + UDP_HEADER_BYTES)
+            largest = flow.get("max_packet_bytes", limit("udp_prague_max_packet_bytes_default"))
+            sizes.append(int(largest) + UDP_HEADER_BYTES)
         else:
-            sizes.append(int(flow.get("mss", DEFAULT_MSS)) + TCP_HEADER_BYTES)
+            sizes.append(int(flow.get("mss", mss)) + TCP_HEADER_BYTES)
     for source in config.get("sources") or []:
         if source.get("kind") == "web":
-            sizes.append(int(source.get("mss", DEFAULT_MSS)) + TCP_HEADER_BYTES)
+            sizes.append(int(source.get("mss", mss)) + TCP_HEADER_BYTES)
         elif source.get("kind") == "syn_flood":
             sizes.append(int(source.get("syn_bytes", 54)))
-    return max(54, min(sizes, default=DEFAULT_MSS + TCP_HEADER_BYTES))
+    return max(54, min(sizes, default=mss + TCP_HEADER_BYTES))
 
 
 def _classes(config: Mapping[str, Any]) -> int:
@@ -195,7 +198,7 @@ def _flow_state(flow: Mapping[str, Any], sizes: Mapping[str, Any]) -> int:
 def estimate(config: Mapping[str, Any]) -> MemoryEstimate:
     """The peak bytes a run of the resolved engine ``config`` adds (module docstring)."""
     from .records import ROW_GROUP_ROWS
-    from .schema import memory_sizes
+    from .schema import limit, memory_sizes
 
     sizes = memory_sizes()
     value = int(sizes["series_value_bytes"])
@@ -226,7 +229,8 @@ def estimate(config: Mapping[str, Any]) -> MemoryEstimate:
         passing = rate * window // 8 // 10**9 // frame
         if capture.get("point", "bottleneck") != "bottleneck":
             passing *= 2  # an endpoint sees data and ACKs
-        captures = min(int(capture.get("max_packets", 1_000_000)), passing) * CAPTURE_BYTES_PER_PACKET
+        kept = int(capture.get("max_packets", limit("capture_max_packets_default")))
+        captures = min(kept, passing) * CAPTURE_BYTES_PER_PACKET
     # Web sources' records are converted one row group at a time, all sources in turn.
     web = any(s.get("kind") == "web" for s in config.get("sources") or [])
     records = ROW_GROUP_ROWS * RECORD_ROW_BYTES if web else 0

@@ -27,6 +27,13 @@ How the check works (over the AST of every module of ``python/l4slab``):
   (``rtt``, ``start``, ``stop``, ``fwd_delay``), which every flow and source shares, are
   declared once for all kinds in ``scenario/model.py`` ``_FlowCommon``.
 
+* **Defaults.** Where a config leaves a field unset, the engine fills it (a TCP knob's
+  default in ``tcp_flow``; the capture's packet budget and a UDP-Prague flow's packet size,
+  published as ``limits``' ``*_default``). Python code that needs that value reads the
+  schema: a fallback written as ``x.get("field", VALUE)``, ``x.get("field") or VALUE``, a
+  model field's ``Field(VALUE)`` or a ``DEFAULT_FIELD`` constant holding the engine's
+  default repeats it.
+
 A fact Python must hold for another reason (a kernel's or a paper's, not the engine's) is
 named apart: e.g. the kernel testbed's ``MAX_GUEST_FLOWS``.
 """
@@ -45,6 +52,17 @@ pytestmark = [requires_engine]
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "l4slab"
 #: Words that do not make two names the same fact.
 GENERIC = {"MAX", "MIN", "NS", "BYTES", "BPS", "PER", "S", "US", "MS", "PACKETS"}
+
+
+def _bad_package(tmp_path, monkeypatch, source: str) -> None:
+    """Point the checks at a package of one module, ``bad.py`` holding ``source`` (each
+    check's can-fail test)."""
+    import test_one_fact as me
+
+    copy = tmp_path / "l4slab"
+    copy.mkdir()
+    (copy / "bad.py").write_text(source, encoding="utf-8")
+    monkeypatch.setattr(me, "PACKAGE", copy)
 
 
 def _modules():
@@ -231,7 +249,6 @@ def test_python_declares_no_engine_tcp_knob_again():
 
 def test_the_tcp_knob_checks_find_a_knob_declared_again(tmp_path, monkeypatch):
     """The checks can fail: a model field or a dict of defaults naming an engine TCP knob is caught."""
-    import test_one_fact as me
     from l4slab.scenario import TcpFlow
     from l4slab.scenario.model import _FlowCommon
 
@@ -244,12 +261,7 @@ def test_the_tcp_knob_checks_find_a_knob_declared_again(tmp_path, monkeypatch):
     found = redeclared_tcp_knobs([Handmade, Common])
     assert len(found) == 2 and "Handmade.rto_min declares the engine's TCP knob rto_min_ns" in found[1], found
     assert "Common.mss" in found[0], found
-    copy = tmp_path / "l4slab"
-    copy.mkdir()
-    (copy / "bad.py").write_text(
-        "KERNEL = {'init_cwnd': 10, 'delayed_ack': True, 'mss': 9000, 'start': 0}\n", encoding="utf-8"
-    )
-    monkeypatch.setattr(me, "PACKAGE", copy)
+    _bad_package(tmp_path, monkeypatch, "KERNEL = {'init_cwnd': 10, 'delayed_ack': True, 'mss': 9000, 'start': 0}\n")
     found = repeated_tcp_defaults(_tcp_defaults())
     assert len(found) == 2 and "default of init_cwnd" in found[0] and "default of delayed_ack" in found[1], found
 
@@ -262,6 +274,111 @@ def test_python_repeats_no_engine_bound():
     assert repeated_bounds(limits) == []
 
 
+#: The ``limits`` entries that are a default, not a bound, and the config field each fills
+#: (a new one is added here, or the test below says which is missing).
+DEFAULT_FIELDS = {
+    "capture_max_packets_default": "max_packets",
+    "udp_prague_max_packet_bytes_default": "max_packet_bytes",
+}
+
+
+def engine_defaults() -> dict[str, object]:
+    """The engine's defaults by the field they fill (engine and scenario names): every TCP
+    knob's beyond the path's, and the sizes a scenario may leave unset (``limits``'
+    ``*_default``). Falsy defaults (0, false) are left out: ``.get(key, 0)`` says nothing."""
+    from l4slab import schema
+    from l4slab.scenario.resolve import PATH_KNOBS, tcp_knob_field
+
+    spec = schema.engine_schema()
+    defaults: dict[str, object] = {}
+    for key, param in spec.tcp_flow.items():
+        if key not in PATH_KNOBS and param.default:
+            defaults[key] = defaults[tcp_knob_field(param)] = param.default
+    for name, value in spec.limits.items():
+        if name.endswith("_default"):
+            assert name in DEFAULT_FIELDS, f"limits[{name!r}]: which config field does it fill? (DEFAULT_FIELDS)"
+            defaults[DEFAULT_FIELDS[name]] = value
+    return defaults
+
+
+def _written_default(node: ast.AST):
+    """(field, the node of the value written for it) where Python supplies a value for a
+    field left unset: ``x.get("field", VALUE)``, ``x.get("field") or VALUE``,
+    ``x["field"] or VALUE``, a model field ``field: T = Field(VALUE, ...)`` or ``= VALUE``,
+    a constant ``DEFAULT_FIELD = VALUE`` / ``FIELD_DEFAULT = VALUE``; else None."""
+
+    def key_of(expr):
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "get":
+            if expr.args and isinstance(expr.args[0], ast.Constant):
+                return expr.args[0].value
+        if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
+            return expr.slice.value
+        return None
+
+    if isinstance(node, ast.Call) and key_of(node) is not None and len(node.args) == 2:
+        return key_of(node), node.args[1]
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and len(node.values) == 2:
+        if key_of(node.values[0]) is not None:
+            return key_of(node.values[0]), node.values[1]
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+        value = node.value
+        if isinstance(value, ast.Call) and getattr(value.func, "id", None) == "Field" and value.args:
+            value = value.args[0]
+        return node.target.id, value
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        name = node.targets[0].id
+        for affix in ("DEFAULT_", "_DEFAULT"):
+            if name.isupper() and affix in (name[: len(affix)], name[-len(affix) :]):
+                return name.replace(affix, "").lower(), node.value
+    return None
+
+
+def repeated_defaults(defaults: dict[str, object]) -> list[str]:
+    """Places that write an engine default again where a field is left unset."""
+    found = []
+    for path, tree in _modules():
+        for node in ast.walk(tree):
+            written = _written_default(node)
+            if written is None or written[0] not in defaults:
+                continue
+            field, value = written
+            literal = _number(value)
+            if literal is None:
+                try:
+                    literal = ast.literal_eval(value)
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                    continue
+            default = defaults[field]
+            if literal == default and type(literal) is type(default):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {field} = {literal!r} repeats the "
+                             f"engine's default")  # fmt: skip
+    return found
+
+
+def test_python_writes_no_engine_default_again():
+    """Where a config leaves a field to the engine (a TCP knob, the capture's packet budget,
+    a UDP-Prague flow's packet size), Python reads the engine's default from the schema
+    (``tcp_flow``, ``limits``' ``*_default``) and writes none of its own."""
+    defaults = engine_defaults()
+    assert defaults["mss"] == 1448 and defaults["max_packets"] == 1_000_000
+    assert repeated_defaults(defaults) == []
+
+
+def test_the_default_check_finds_a_default_written_again(tmp_path, monkeypatch):
+    _bad_package(
+        tmp_path,
+        monkeypatch,
+        "DEFAULT_MSS = 1448\n"
+        "def f(c, capture):\n"
+        "    return c.get('mss') or 1448, capture.get('max_packets', 1_000_000), c['init_cwnd'] or 10,"
+        " c.get('mss', 9000)\n"
+        "class Capture:\n"
+        "    max_packets: int = Field(1_000_000, description='x')\n",
+    )
+    found = repeated_defaults(engine_defaults())
+    assert sorted(int(f.split(":")[1]) for f in found) == [1, 3, 3, 3, 5], found
+
+
 def _memory_sizes() -> dict[str, float]:
     from l4slab import schema
 
@@ -272,15 +389,10 @@ def test_python_repeats_no_engine_memory_size(tmp_path, monkeypatch):
     """The engine publishes what its runs hold in memory (schema ``memory``: series per flow,
     record sizes, a flow's state); :mod:`l4slab.memory` reads them and repeats none. A copy
     is caught."""
-    import test_one_fact as me
-
     sizes = _memory_sizes()
     assert {"flow_series", "bottleneck_series", "flow_state_bytes", "sojourn_record_bytes"} <= set(sizes)
     assert repeated_bounds(sizes) == []
-    copy = tmp_path / "l4slab"
-    copy.mkdir()
-    (copy / "bad.py").write_text("FLOW_SERIES = 12\nBOTTLENECK_SERIES = 7\n", encoding="utf-8")
-    monkeypatch.setattr(me, "PACKAGE", copy)
+    _bad_package(tmp_path, monkeypatch, "FLOW_SERIES = 12\nBOTTLENECK_SERIES = 7\n")
     assert len(repeated_bounds(sizes)) == 2
 
 
@@ -292,18 +404,15 @@ def test_python_repeats_no_engine_vocabulary():
 
 def test_the_checks_find_a_repeated_fact(tmp_path, monkeypatch):
     """The checks can fail: a module that copies a bound or a vocabulary is caught."""
-    import test_one_fact as me
     from l4slab import schema
 
-    copy = tmp_path / "l4slab"
-    copy.mkdir()
-    (copy / "bad.py").write_text(
+    _bad_package(
+        tmp_path,
+        monkeypatch,
         "MAX_FLOWS = 16_384\nMAX_UDP_PAYLOAD = 65_507\nROW_GROUP_ROWS = 16384\n"
         "ECN_MODES = {0: 'off', 1: 'rfc3168', 2: 'accecn', 3: 'pending'}\n"
         "CCS = ('reno', 'cubic')\n",
-        encoding="utf-8",
     )
-    monkeypatch.setattr(me, "PACKAGE", copy)
     bounds = repeated_bounds(schema.engine_schema().limits)
     assert [b.split(":")[1] for b in bounds] == ["1", "2"], bounds
     vocab = repeated_vocabularies(engine_vocabularies())

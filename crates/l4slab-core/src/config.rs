@@ -257,8 +257,11 @@ pub struct CaptureConfig {
 }
 
 fn default_capture_max_packets() -> u64 {
-    1_000_000
+    CAPTURE_MAX_PACKETS_DEFAULT
 }
+
+/// The packets a capture keeps unless the scenario says (≈ 150 MB of records).
+pub const CAPTURE_MAX_PACKETS_DEFAULT: u64 = 1_000_000;
 
 /// Upper bound of `capture.max_packets` (≈ 1.5 GB of packet copies).
 pub const MAX_CAPTURE_PACKETS: u64 = 10_000_000;
@@ -1225,7 +1228,9 @@ pub const MAX_TIMER_LATENCY_NS: u64 = 1_000_000_000;
 
 /// The scenario's bounds as the schema publishes them (`limits`), by the lowercase name
 /// of their constant: the front end refuses what the engine would, in its own words,
-/// from these values (never from a copy).
+/// from these values (never from a copy); with them the defaults of the sizes a scenario
+/// may leave unset (`capture_max_packets_default`, `udp_prague_max_packet_bytes_default`),
+/// which the front end's memory estimate needs.
 pub fn limits() -> serde_json::Value {
     serde_json::json!({
         "max_duration_ns": MAX_DURATION_NS,
@@ -1237,6 +1242,8 @@ pub fn limits() -> serde_json::Value {
         "max_udp_payload_bytes": MAX_UDP_PAYLOAD_BYTES,
         "max_web_rate_per_s": MAX_WEB_RATE_PER_S,
         "max_capture_packets": MAX_CAPTURE_PACKETS,
+        "capture_max_packets_default": CAPTURE_MAX_PACKETS_DEFAULT,
+        "udp_prague_max_packet_bytes_default": default_prague_packet(),
         "max_timer_latency_ns": MAX_TIMER_LATENCY_NS,
         "max_prealloc_bytes": MAX_PREALLOC_BYTES,
     })

@@ -73,7 +73,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..errors import EngineError
-from .testbed import FlowPlan, Testbed
+from .testbed import MAX_MSS, FlowPlan, Testbed
 
 __all__ = ["ProbeRun", "read_probes", "collect", "CollectError"]
 
@@ -444,7 +444,7 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
         snd_acked = _cumulative(fs.sender, "bytes_acked", ticks)
         delivered = _cumulative(fs.sender, "delivered", ticks)
         mss = _state(fs.sender, "snd_mss", ticks)
-        mss_last = next((float(v) for v in mss[::-1] if math.isfinite(v)), 1448.0)
+        mss_last = next((float(v) for v in mss[::-1] if math.isfinite(v)), float(MAX_MSS))
         overhead = FRAME_BYTES - mss_last
         l2 = snd_acked + delivered * overhead
         bytes_sent = _cumulative(fs.sender, "bytes_sent", ticks)

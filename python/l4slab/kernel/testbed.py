@@ -227,6 +227,13 @@ def _refuse(where: str, value: Any, allowed: str) -> KernelRefused:
 # --- congestion controls -------------------------------------------------------------------------
 
 
+def _engine_default(knob: str) -> Any:
+    """The engine's default of a TCP knob a config leaves unset (the schema's ``tcp_flow``)."""
+    from ..schema import tcp_flow_param
+
+    return tcp_flow_param(knob).default
+
+
 def _cc_param_defaults(cc: str) -> dict[str, Any]:
     from ..schema import engine_schema
 
@@ -465,7 +472,7 @@ def check_config(config: Mapping[str, Any], scenario: Any = None) -> None:
                 raise _refuse(f"{where}.{field_name}", shown, own)
         if flow.get("drop_segments"):
             raise _refuse(f"{where}.drop_segments", flow["drop_segments"], "drop injection is a simulator test aid")
-        if flow.get("receiver_kernel", "mainline") != "mainline":
+        if flow.get("receiver_kernel", _engine_default("receiver_kernel")) != "mainline":
             raise _refuse(
                 f"{where}.receiver_kernel", flow["receiver_kernel"], "the guest runs mainline (allowed: mainline)"
             )
@@ -593,12 +600,12 @@ def plan(scenario: Any, config: Mapping[str, Any], offsets_ns: Sequence[int] | N
             common["tcp_ecn_option"] = str(int(cfg["ecn_option"]))
         sysctls[f.sender_ns] = {
             **common,
-            "tcp_ecn": str(int(cfg.get("ecn", 2))),
+            "tcp_ecn": str(int(cfg.get("ecn", _engine_default("ecn")))),
             "tcp_congestion_control": f.cc,
         }
         sysctls[f.receiver_ns] = {
             **common,
-            "tcp_ecn": str(int(cfg.get("receiver_ecn", 2))),
+            "tcp_ecn": str(int(cfg.get("receiver_ecn", _engine_default("receiver_ecn")))),
             "tcp_congestion_control": f.receiver_cc,
         }
 

@@ -512,7 +512,9 @@ class Capture(_Strict):
     start: TimeNs = Field(0, description="start of the capture window", examples=["10s"])
     stop: TimeNs | None = Field(None, description="end of the capture window (default: end of run)", examples=["11s"])
     max_packets: Annotated[int, Field(strict=True, ge=1)] = Field(
-        1_000_000, description="packets kept at most (the rest are counted as missed)", examples=[100_000]
+        int(schema.limit("capture_max_packets_default")),
+        description="packets kept at most (the rest are counted as missed)",
+        examples=[100_000],
     )
 
 
