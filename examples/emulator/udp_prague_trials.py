@@ -3,12 +3,12 @@ program as a command flow, runs kept with ``accept_late`` and marked): per trial
 trials the L queue's mean sojourn in the summary window, the bottleneck's mark rate (marks
 per packet sent, whole run), each flow's goodput and, with two flows, the goodput ratio of
 the second to the first (docs/emulator-commands.md). Emulated, each trial also gives the
-programs' measured wake-up latencies (``wake_us`` of send.json / recv.json: mean and
-quantiles, µs); ``--save FILE`` keeps the rows, and ``sim --hosts FILE`` runs the engine
-with the sending and receiving programs' wake-up latency distributions pooled over those
-trials (each trial's 101 quantiles as equally weighted points, as
-``sender_wake_latency``/``receiver_wake_latency`` quantile lists: the engine on the
-emulating host).
+programs' measured host (``wake_us`` of send.json / recv.json, the sender's
+``timer_late_us``: P50 and P99 per trial, and the quantiles); ``--save FILE`` keeps the
+rows, and ``sim --hosts FILE`` runs the engine with those distributions pooled over the
+trials (each trial's 101 quantiles as equally weighted points, as the flow's
+``sender_wake_latency``/``receiver_wake_latency``/``sender_timer_latency`` quantile lists:
+the engine on the emulating host).
 
     python examples/emulator/udp_prague_trials.py SCENARIO.toml N sim|emulate [--save FILE] [--hosts FILE]
 """
@@ -21,7 +21,7 @@ import statistics
 import sys
 
 from l4slab.emulate import emulate
-from l4slab.emulate.compare import pooled_quantiles
+from l4slab.emulate.hosts import measured_hosts, pooled_quantiles
 from l4slab.runner import run
 from l4slab.scenario import load_scenario, scenario_from_toml
 
@@ -31,27 +31,23 @@ def _spread(values: list[float]) -> str:
     return f"{statistics.fmean(values):.4g} ± {sd:.2g} [{min(values):.4g}, {max(values):.4g}]"
 
 
-def _wake(outputs: dict[str, bytes], name: str) -> tuple[float | None, list[float] | None]:
-    """The program's wake-up latency: mean and quantiles, µs (None: it measured none)."""
-    raw = outputs.get(f"out/{name}")
-    wake = json.loads(raw).get("wake_us", {}) if raw else {}
-    if not wake.get("count"):
-        return None, None
-    return wake["mean"], wake.get("quantiles")
+#: What the programs measure of their host (`l4slab.emulate.compare.measured_hosts`), each a
+#: scenario knob `<name>_latency` of the udp_prague flow.
+KNOBS = ("sender_wake", "receiver_wake", "sender_timer")
 
 
 def _with_hosts(text: str, hosts_file: str) -> tuple[str, str]:
-    """The scenario with every udp_prague flow's programs waking as late as measured."""
+    """The scenario with every udp_prague flow's programs as late as measured."""
     rows = [json.loads(line) for line in open(hosts_file) if line.strip()]
     knobs, notes = "", []
-    for side in ("sender", "receiver"):
-        lists = [r[f"{side}_wake_quantiles_us"] for r in rows if r.get(f"{side}_wake_quantiles_us")]
+    for knob in KNOBS:
+        lists = [r[f"{knob}_quantiles_us"] for r in rows if r.get(f"{knob}_quantiles_us")]
         if not lists:
-            raise SystemExit(f"--hosts: {hosts_file} has no {side}_wake_quantiles_us (rows of an emulate --save)")
+            raise SystemExit(f"--hosts: {hosts_file} has no {knob}_quantiles_us (rows of an emulate --save)")
         q = pooled_quantiles(lists)
         values = ", ".join(f'"{v:.1f}us"' for v in q)
-        knobs += f"{side}_wake_latency = [{values}]\n"
-        notes.append(f"{side} P50 {q[50]:.0f} µs, P90 {q[90]:.0f}, P99 {q[99]:.0f}, max {q[100]:.0f}")
+        knobs += f"{knob}_latency = [{values}]\n"
+        notes.append(f"{knob.replace('_', ' ')} P50 {q[50]:.0f} µs, P90 {q[90]:.0f}, P99 {q[99]:.0f}, max {q[100]:.0f}")
     note = f"{'; '.join(notes)} (pooled over {len(rows)} trials)"
     return text.replace('kind = "udp_prague"\n', 'kind = "udp_prague"\n' + knobs), note
 
@@ -62,7 +58,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("trials", type=int)
     parser.add_argument("side", choices=("sim", "emulate"))
     parser.add_argument("--save", help="write each trial's row (JSON lines) here")
-    parser.add_argument("--hosts", help="sim: the wake-up latencies measured by an emulate --save")
+    parser.add_argument("--hosts", help="sim: the host latencies measured by an emulate --save")
     args = parser.parse_args(argv)
     if not 1 <= args.trials <= 100:
         parser.error("trials: allowed 1..100")
@@ -91,9 +87,11 @@ def main(argv: list[str]) -> int:
             "kept_up": (summary.get("emulator") or {}).get("kept_up"),
         }
         if side == "emulate":
-            outputs = next(iter(result.command_outputs.values()), {})
-            for end, name in (("sender", "send.json"), ("receiver", "recv.json")):
-                row[f"{end}_wake_us"], row[f"{end}_wake_quantiles_us"] = _wake(outputs, name)
+            measured = next(iter(measured_hosts(result.command_outputs).values()), {})
+            for knob in KNOBS:
+                q = measured.get(knob)
+                row[f"{knob}_p50_us"], row[f"{knob}_p99_us"] = (q[50], q[99]) if q else (None, None)
+                row[f"{knob}_quantiles_us"] = q
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if not k.endswith("quantiles_us")}), flush=True)
         if args.save:
@@ -108,10 +106,11 @@ def main(argv: list[str]) -> int:
         print(f"{side}, {trials} trials: goodput ratio flow 1 / flow 0 {_spread(ratios)}")
     if side == "emulate":
         print(f"kept up: {sum(bool(r['kept_up']) for r in rows)} of {trials}")
-        for who in ("sender", "receiver"):
-            values = [r[f"{who}_wake_us"] for r in rows if r[f"{who}_wake_us"] is not None]
-            if values:
-                print(f"{side}, {trials} trials: {who} program's mean wake-up latency µs {_spread(values)}")
+        for knob in KNOBS:
+            for q in ("p50", "p99"):
+                values = [r[f"{knob}_{q}_us"] for r in rows if r[f"{knob}_{q}_us"] is not None]
+                if values:
+                    print(f"{side}, {trials} trials: {knob.replace('_', ' ')} latency {q.upper()} µs {_spread(values)}")
     return 0
 
 

@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 from l4slab import engine
 from l4slab.cli import main
-from l4slab.emulate.compare import OUTSIDE, WITHIN, _check_host, _with_host, measured_hosts, pooled_quantiles, verdicts
+from l4slab.emulate.compare import OUTSIDE, WITHIN, _check_host, _with_host, verdicts
+from l4slab.emulate.hosts import measured_hosts, pooled_quantiles
 from l4slab.emulate.parse import ToolOutputError, parse_iperf3, parse_rate_bps, parse_ss
 from l4slab.emulate.preflight import EmulationRefused, check_config, find_binary, kernel_sender_notes
 from l4slab.emulate.run import EmuRunResult, _spread, emulator_summary, limited_ms, merge
@@ -423,10 +424,13 @@ def test_the_measured_host_is_read_from_the_programs_outputs_and_given_to_the_si
         0: {"out/broken.json": b"{"},
     }
     hosts = measured_hosts(outputs)
-    assert hosts == {1: {"sender": q}}
+    assert hosts == {1: {"sender_wake": q}}
     config = {"flows": [{"kind": "tcp"}, {"kind": "udp_prague", "sender_wake_latency_ns": 5}]}
     simulated = _with_host(config, hosts)
     assert simulated["flows"][1] == {"kind": "udp_prague", "sender_wake_quantiles_ns": [k * 1000 for k in range(101)]}
+    # The sender's timer lateness is a measurement of its own.
+    timer = {"program": "l4slab-udp-prague", "role": "send", "timer_late_us": {"count": 3, "quantiles": [1.0, 2.0]}}
+    assert measured_hosts({0: {"t.json": json.dumps(timer).encode()}}) == {0: {"sender_timer": [1.0, 2.0]}}
     assert config["flows"][1] == {"kind": "udp_prague", "sender_wake_latency_ns": 5}  # the caller's config untouched
     # Two trials pooled with equal weight: U(0, 100) and U(100, 200) give U(0, 200).
     pooled = pooled_quantiles([q, [v + 100 for v in q]])

@@ -229,8 +229,9 @@ def test_udp_prague_program_through_dualpi2_is_counted_by_the_bottleneck_as_by_i
     assert sent["timer_late_us"]["count"] > 0 and sent["timer_late_us"]["mean"] >= 0
     # The summary and the printed run carry the program's host.
     hosts = summary["emulator"]["program_hosts"]["1"]
-    assert hosts["sender"]["p99"] == sent["wake_us"]["p99"] and hosts["receiver"]["p50"] == got["wake_us"]["p50"]
-    assert "flow 1 program's host, wake-up latency: sender P50/P90/P99/max" in captured.out
+    assert hosts["sender_wake"]["p99"] == sent["wake_us"]["p99"] and hosts["receiver_wake"]["p50"] == got["wake_us"]["p50"]
+    assert hosts["sender_timer"]["max"] == sent["timer_late_us"]["max"]
+    assert "flow 1 program's host, latency: sender wake P50/P90/P99/max" in captured.out
 
 
 def test_a_command_that_fails_fails_the_run_in_one_line(tmp_path, capsys, monkeypatch):
@@ -332,13 +333,14 @@ def test_compare_on_the_measured_host_runs_the_model_with_what_the_program_measu
     captured = capsys.readouterr()
     assert status == 0, captured.err
     assert json.loads(rows_file.read_text())["host"] == "measured"
-    assert "simulated on the measured host, flow 0" in captured.out and "sender P50" in captured.out, captured.out
+    assert "simulated on the measured host, flow 0" in captured.out and "sender wake P50" in captured.out, captured.out
     trial = out / "emulate" / "trial-0" / "commands" / "flow-0" / "out"
     (simulated,) = json.loads((out / "sim" / "seed-1" / "scenario.json").read_text())["flows"]
-    for end, name in (("sender", "send.json"), ("receiver", "recv.json")):
-        wake = json.loads((trial / name).read_text())["wake_us"]
-        assert wake["count"] > 0, wake
-        assert simulated[f"{end}_wake_quantiles_ns"] == [round(v * 1000) for v in wake["quantiles"]], end
+    for knob, name, field in (("sender_wake", "send.json", "wake_us"), ("receiver_wake", "recv.json", "wake_us"),
+                              ("sender_timer", "send.json", "timer_late_us")):  # fmt: skip
+        measured = json.loads((trial / name).read_text())[field]
+        assert measured["count"] > 0, measured
+        assert simulated[f"{knob}_quantiles_ns"] == [round(v * 1000) for v in measured["quantiles"]], knob
 
 
 def test_sigkill_at_any_moment_leaves_nothing_after_cleanup(tmp_path, monkeypatch, capsys):

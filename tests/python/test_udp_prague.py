@@ -34,8 +34,11 @@ def test_only_the_keys_given_reach_the_engine():
         "receiver_wake_latency_ns": 40_000,
     }  # fmt: skip
     # A list is the measured distribution's quantiles.
-    measured = apply_overrides(BASE, {"flows[0].receiver_wake_latency": ["1.5us", "20us", "3ms"]})
-    assert scenario_from_dict(measured).resolve()["flows"][0]["receiver_wake_quantiles_ns"] == [1500, 20_000, 3_000_000]
+    measured = apply_overrides(
+        BASE, {"flows[0].receiver_wake_latency": ["1.5us", "20us", "3ms"], "flows[0].sender_timer_latency": "30us"}
+    )
+    flow = scenario_from_dict(measured).resolve()["flows"][0]
+    assert flow["receiver_wake_quantiles_ns"] == [1500, 20_000, 3_000_000] and flow["sender_timer_latency_ns"] == 30_000
     # 0 is an ideal host, the default: not sent, so the run key stays the same.
     ideal = apply_overrides(BASE, {"flows[0].sender_wake_latency": "0s"})
     assert scenario_from_dict(ideal).resolve()["flows"] == scenario_from_dict(BASE).resolve()["flows"]
@@ -85,15 +88,14 @@ def test_the_example_runs_and_reports_the_flows():
 
 
 def test_the_trials_script_runs_the_engine_on_the_measured_host(tmp_path, capsys):
-    """`udp_prague_trials.py sim --hosts FILE` pools the emulated trials' wake-up quantiles
-    (each trial's points equally weighted) and runs the engine with them: here two trials'
-    receivers and senders that woke 0-200 µs and 100-300 µs late, uniformly."""
+    """`udp_prague_trials.py sim --hosts FILE` pools the emulated trials' measured quantiles
+    (each trial's points equally weighted) and runs the engine with them: here two trials
+    whose programs woke (and whose sender's timer fired) 0-200 µs and 100-300 µs late."""
     spec = importlib.util.spec_from_file_location("trials", REPO / "examples" / "emulator" / "udp_prague_trials.py")
     trials = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(trials)
     rows = [
-        {f"{end}_wake_quantiles_us": [lo + 2.0 * k for k in range(101)] for end in ("sender", "receiver")}
-        for lo in (0.0, 100.0)
+        {f"{knob}_quantiles_us": [lo + 2.0 * k for k in range(101)] for knob in trials.KNOBS} for lo in (0.0, 100.0)
     ]
     hosts = tmp_path / "hosts.jsonl"
     hosts.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -107,5 +109,6 @@ def test_the_trials_script_runs_the_engine_on_the_measured_host(tmp_path, capsys
     assert trials.main([str(scenario), "1", "sim", "--hosts", str(hosts)]) == 0
     out = capsys.readouterr().out
     # The mixture of U(0, 200) and U(100, 300): F(260) = (1 + 0.8) / 2 = 0.9, F(296) = 0.99.
-    assert "hosts: sender P50 150 µs, P90 260, P99 296, max 300" in out, out
+    assert "hosts: sender wake P50 150 µs, P90 260, P99 296, max 300; receiver wake P50 150" in out, out
+    assert "; sender timer P50 150 µs" in out, out
     assert "sim, 1 trials: L mean sojourn ms" in out

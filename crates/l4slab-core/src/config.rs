@@ -805,9 +805,9 @@ pub struct UdpPragueFlowConfig {
     #[serde(default = "default_prague_max_rate")]
     pub max_rate_bps: u64,
     /// The sending program's wake-up lateness on its host, mean ns: an ACK that arrives
-    /// while it sleeps is read Exp(mean) later with every ACK that came meanwhile, and
-    /// its pacing timer fires as late (`traffic::udp_prague::ProgramReads`); 0: an ideal
-    /// host that reads every datagram as it arrives and wakes on time.
+    /// while it sleeps is read Exp(mean) later with every ACK that came meanwhile
+    /// (`traffic::udp_prague::ProgramReads`); 0: an ideal host that reads every datagram
+    /// as it arrives.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub sender_wake_latency_ns: u64,
     /// The receiving program's, for the data it answers with ACKs.
@@ -822,20 +822,26 @@ pub struct UdpPragueFlowConfig {
     /// The receiving program's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub receiver_wake_quantiles_ns: Vec<u64>,
+    /// How late the sending program's pacing timer wakes it (a timed-out `ppoll`), mean
+    /// ns, or measured quantiles as above; 0 and none: on time.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sender_timer_latency_ns: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sender_timer_quantiles_ns: Vec<u64>,
 }
 
 /// Most quantiles of a measured wake-up latency distribution (0.1 % steps).
 pub const MAX_WAKE_QUANTILES: usize = 1001;
 
-/// A program's wake-up latency given as a mean or as measured quantiles (not both).
-fn check_wake(side: &str, mean_ns: u64, quantiles: &[u64]) -> Result<(), String> {
-    check_timer_latency(&format!("{side}_wake_latency_ns"), mean_ns)?;
+/// A program's wake-up (or timer) latency given as a mean or as measured quantiles (not both).
+fn check_wake(what: &str, mean_ns: u64, quantiles: &[u64]) -> Result<(), String> {
+    check_timer_latency(&format!("{what}_latency_ns"), mean_ns)?;
     if quantiles.is_empty() {
         return Ok(());
     }
-    let field = format!("{side}_wake_quantiles_ns");
+    let field = format!("{what}_quantiles_ns");
     if mean_ns > 0 {
-        return Err(format!("{field}: given with {side}_wake_latency_ns (allowed: one of the two)"));
+        return Err(format!("{field}: given with {what}_latency_ns (allowed: one of the two)"));
     }
     if !(2..=MAX_WAKE_QUANTILES).contains(&quantiles.len()) {
         return Err(format!(
@@ -898,8 +904,9 @@ impl UdpPragueFlowConfig {
                 ));
             }
         }
-        check_wake("sender", self.sender_wake_latency_ns, &self.sender_wake_quantiles_ns)?;
-        check_wake("receiver", self.receiver_wake_latency_ns, &self.receiver_wake_quantiles_ns)?;
+        check_wake("sender_wake", self.sender_wake_latency_ns, &self.sender_wake_quantiles_ns)?;
+        check_wake("receiver_wake", self.receiver_wake_latency_ns, &self.receiver_wake_quantiles_ns)?;
+        check_wake("sender_timer", self.sender_timer_latency_ns, &self.sender_timer_quantiles_ns)?;
         let min_bps = up::MIN_RATE * 8;
         if self.max_rate_bps < min_bps || self.max_rate_bps > up::MAX_RATE * 8 {
             return Err(format!(

@@ -43,6 +43,8 @@ pub enum Stream {
     /// (`traffic::udp_prague::ProgramReads`).
     SenderWake(u32),
     ReceiverWake(u32),
+    /// The lateness of the sending program's pacing timer, flow `n`.
+    SenderTimer(u32),
 }
 
 impl Stream {
@@ -64,6 +66,7 @@ impl Stream {
             Stream::LinkModel(n) => (7 << 32) | n as u64,
             Stream::SenderWake(n) => (8 << 32) | n as u64,
             Stream::ReceiverWake(n) => (9 << 32) | n as u64,
+            Stream::SenderTimer(n) => (10 << 32) | n as u64,
             // Sources below 2^16 (`config::MAX_SOURCES`): ids from 2^48 up, disjoint from the rest.
             Stream::Connection(n, c) => (1 << 48) | ((n as u64 & 0xFFFF) << 32) | c as u64,
         }

@@ -62,7 +62,7 @@ def add_parser(commands) -> None:
         choices=("ideal", "measured"),
         default="ideal",
         help="the simulated hosts: ideal (default), or measured: each udp_prague command flow's programs "
-        "wake as late as l4slab-udp-prague measured in the matching emulated trial (its wake_us quantiles)",
+        "wake as late as l4slab-udp-prague measured in the matching emulated trial (wake_us, timer_late_us)",
     )
     cmd.add_argument(
         "--no-align",
@@ -179,7 +179,7 @@ def command(args: argparse.Namespace) -> int:
         )
     if getattr(args, "host", "ideal") == "measured":
         for flow, ends in _simulated_hosts(_sim).items():
-            said = "; ".join(f"{end} P50 {q[50]:.0f} µs, P99 {q[99]:.0f} µs" for end, q in ends.items())
+            said = "; ".join(f"{knob.replace('_', ' ')} P50 {q[50]:.0f} µs, P99 {q[99]:.0f} µs" for knob, q in ends.items())
             console.print(f"simulated on the measured host, flow {flow} (seed {scenario.seed}): {said}", soft_wrap=True)
     outside = sum(row.verdict == "outside" for row in rows)
     console.print(f"{len(rows) - outside} of {len(rows)} metrics within spread", soft_wrap=True)

@@ -81,13 +81,14 @@ def print_result(result, directory) -> None:
     emulator = summary.get("emulator")
     if emulator is not None:
         console.print(emulator_line(emulator), soft_wrap=True, markup=False, highlight=False)
-        for flow, ends in (emulator.get("program_hosts") or {}).items():
+        order = {"sender_wake": 0, "receiver_wake": 1, "sender_timer": 2}
+        for flow, measured in (emulator.get("program_hosts") or {}).items():
             said = "; ".join(
-                f"{end} P50/P90/P99/max {fmt(q.get('p50'), 0)}/{fmt(q.get('p90'), 0)}/{fmt(q.get('p99'), 0)}/"
-                f"{fmt(q.get('max'), 0)} µs"
-                for end, q in sorted(ends.items(), key=lambda item: item[0] != "sender")
+                f"{knob.replace('_', ' ')} P50/P90/P99/max {fmt(q.get('p50'), 0)}/{fmt(q.get('p90'), 0)}/"
+                f"{fmt(q.get('p99'), 0)}/{fmt(q.get('max'), 0)} µs"
+                for knob, q in sorted(measured.items(), key=lambda item: order.get(item[0], 3))
             )
-            console.print(f"flow {flow} program's host, wake-up latency: {said}", soft_wrap=True, markup=False)
+            console.print(f"flow {flow} program's host, latency: {said}", soft_wrap=True, markup=False)
     if directory is not None:
         console.print(f"wrote {directory}/summary.json and series (see docs/outputs.md)", soft_wrap=True)
 

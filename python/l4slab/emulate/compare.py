@@ -29,9 +29,10 @@ start jitter: both backends' data then start within the same few ms, and slow st
 the first marks and the phase of the sawtooth line up in the summary window.
 
 The programs' host (``host = "measured"``, ``--host measured``): a ``udp_prague`` command flow
-run by ``l4slab-udp-prague`` writes its host's wake-up latency distribution (``wake_us``
-quantiles, each end); simulated seed ``i`` then runs that flow with trial ``i``'s measured
-quantiles as ``sender_wake_latency``/``receiver_wake_latency`` (a refused trial's seed takes
+run by ``l4slab-udp-prague`` writes its host's latency distributions (``wake_us`` quantiles,
+each end; the sender's ``timer_late_us``); simulated seed ``i`` then runs that flow with trial
+``i``'s measured quantiles as ``sender_wake_latency``/``receiver_wake_latency``/
+``sender_timer_latency`` (a refused trial's seed takes
 the kept trials' pooled distribution, :func:`pooled_quantiles`), so the model of the
 algorithm is set against the program on the same host. The default, ``"ideal"``, simulates
 an ideal host.
@@ -45,13 +46,13 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from .hosts import measured_hosts, pooled_quantiles
+
 __all__ = [
     "Row",
     "verdicts",
     "compare",
     "aligned_config",
-    "measured_hosts",
-    "pooled_quantiles",
     "THROUGHPUT_FLOOR_MBPS",
     "RELATIVE_TOLERANCE",
 ]
@@ -197,48 +198,13 @@ def _mean_starts(metas: Sequence[Mapping[str, Any]]) -> list[Any]:
     return [statistics.fmean(columns[i]) if i in columns else None for i in range(width)]
 
 
-#: The program whose output carries a measured host, and its roles.
-HOST_PROGRAM = "l4slab-udp-prague"
-_HOST_ROLES = {"send": "sender", "recv": "receiver"}
-
-
-def measured_hosts(outputs: Mapping[int, Mapping[str, bytes]]) -> dict[int, dict[str, list[float]]]:
-    """Per command flow, the wake-up latency quantiles (µs) its ``l4slab-udp-prague`` ends
-    measured, ``{flow: {"sender": [...], "receiver": [...]}}`` (an end that measured none is
-    absent), read from every JSON file the flow's commands wrote."""
-    hosts: dict[int, dict[str, list[float]]] = {}
-    for flow, files in outputs.items():
-        for name, raw in files.items():
-            if not name.endswith(".json"):
-                continue
-            try:
-                data = json.loads(raw)
-            except ValueError:
-                continue
-            if not isinstance(data, dict) or data.get("program") != HOST_PROGRAM:
-                continue
-            end = _HOST_ROLES.get(data.get("role"))
-            wake = data.get("wake_us") or {}
-            quantiles = wake.get("quantiles")
-            if end and wake.get("count") and isinstance(quantiles, list) and len(quantiles) >= 2:
-                hosts.setdefault(flow, {})[end] = [float(v) for v in quantiles]
-    return hosts
-
-
-def pooled_quantiles(lists: Sequence[Sequence[float]], n: int = 101) -> list[float]:
-    """``n`` quantiles of several measured distributions pooled with equal weight (each
-    given by quantiles at evenly spaced probabilities, all of one length)."""
-    points = sorted(v for values in lists for v in values)
-    return [points[round(k * (len(points) - 1) / (n - 1))] for k in range(n)]
-
-
 def _with_host(config: dict[str, Any], hosts: Mapping[int, Mapping[str, Sequence[float]]]) -> dict[str, Any]:
     """``config`` with each measured flow's programs waking as measured (µs → ns)."""
     flows = [dict(f) for f in config.get("flows") or []]
-    for flow, ends in hosts.items():
-        for end, quantiles in ends.items():
-            flows[flow].pop(f"{end}_wake_latency_ns", None)
-            flows[flow][f"{end}_wake_quantiles_ns"] = [round(v * 1000) for v in quantiles]
+    for flow, measured in hosts.items():
+        for knob, quantiles in measured.items():
+            flows[flow].pop(f"{knob}_latency_ns", None)
+            flows[flow][f"{knob}_quantiles_ns"] = [round(v * 1000) for v in quantiles]
     return {**config, "flows": flows}
 
 

@@ -144,8 +144,8 @@ def emulator_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
             None if not isinstance(v, (int, float)) or isinstance(v, bool) else float(v) / 1e9
             for v in meta.get("flow_data_start_ns") or []
         ],
-        # Per command flow run by l4slab-udp-prague, each end's measured wake-up latency
-        # {mean, p50, p90, p99, max} µs: the host the program ran on (`compare --host measured`).
+        # Per command flow run by l4slab-udp-prague, its measured host: each end's wake-up
+        # latency and the sender's timer lateness {p50, p90, p99, max} µs (`compare --host measured`).
         "program_hosts": meta.get("program_hosts"),
     }
 
@@ -405,14 +405,15 @@ def _spawn(args: list[str], out: Path, name: str, deadline: float, restricted: b
 
 
 def _program_hosts(outputs: Mapping[int, Mapping[str, bytes]]) -> dict[str, dict[str, dict[str, float]]]:
-    """Per command flow (by index, as a string), each l4slab-udp-prague end's wake-up latency
-    summary, µs: from the quantiles it wrote (:func:`.compare.measured_hosts`) and its mean."""
-    from .compare import measured_hosts
+    """Per command flow (by index, as a string), each latency l4slab-udp-prague measured
+    (``sender_wake``, ``receiver_wake``, ``sender_timer``) as P50/P90/P99/max µs, from the
+    quantiles it wrote (:func:`.compare.measured_hosts`)."""
+    from .hosts import measured_hosts
 
     hosts: dict[str, dict[str, dict[str, float]]] = {}
-    for flow, ends in measured_hosts(outputs).items():
-        for end, q in ends.items():
-            hosts.setdefault(str(flow), {})[end] = {"p50": q[len(q) // 2], "p90": q[(len(q) - 1) * 9 // 10],
+    for flow, measured in measured_hosts(outputs).items():
+        for knob, q in measured.items():
+            hosts.setdefault(str(flow), {})[knob] = {"p50": q[len(q) // 2], "p90": q[(len(q) - 1) * 9 // 10],
                                                     "p99": q[(len(q) - 1) * 99 // 100], "max": q[-1]}  # fmt: skip
     return hosts
 

@@ -392,7 +392,7 @@ class UdpPragueFlow(_FlowCommon):
     sender_wake_latency: TimeNs | list[TimeNs] | None = Field(
         None,
         description="the sending program's wake-up latency on its host: an ACK arriving while it sleeps is "
-        "read this much later, with every ACK that came meanwhile, and its pacing timer fires as late. One "
+        "read this much later, with every ACK that came meanwhile. One "
         "value: the mean of an exponential; a list: the measured quantiles at evenly spaced probabilities "
         "from 0 to 1 (l4slab-udp-prague's send.json wake_us quantiles). Unset or 0: an ideal host",
         examples=["150us", ["10us", "40us", "6ms"]],
@@ -401,6 +401,12 @@ class UdpPragueFlow(_FlowCommon):
         None,
         description="the receiving program's, for the data it answers (recv.json wake_us)",
         examples=["150us"],
+    )
+    sender_timer_latency: TimeNs | list[TimeNs] | None = Field(
+        None,
+        description="how late the sending program's pacing timer wakes it, a mean or measured quantiles "
+        "(send.json timer_late_us); unset or 0: on time",
+        examples=["30us"],
     )
 
 

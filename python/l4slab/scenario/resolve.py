@@ -108,12 +108,12 @@ def _flow_config(flow: Any, bottleneck_rate_bps: int) -> dict[str, Any]:
         _set_if_given(config, "fps", flow.fps)
         _set_if_given(config, "frame_budget_ns", flow.frame_budget)
         _set_if_given(config, "max_rate_bps", flow.max_rate)
-        for side in ("sender", "receiver"):
-            wake = getattr(flow, f"{side}_wake_latency")
-            if isinstance(wake, list):
-                config[f"{side}_wake_quantiles_ns"] = list(wake)
+        for what in ("sender_wake", "receiver_wake", "sender_timer"):
+            late = getattr(flow, f"{what}_latency")
+            if isinstance(late, list):
+                config[f"{what}_quantiles_ns"] = list(late)
             else:
-                _set_if_given(config, f"{side}_wake_latency_ns", wake or None)
+                _set_if_given(config, f"{what}_latency_ns", late or None)
         return config
     config = {"kind": "tcp", "cc": flow.cc, **path}
     for engine_key, field_name in TCP_ENGINE_FIELDS.items():

@@ -114,7 +114,8 @@ impl WakeLatency {
 /// gives it the CPU: [`WakeLatency`] later. It then reads every datagram queued by
 /// then, one `recvmsg` each, at that instant. The latency is what the program measures
 /// on its host (`l4slab-udp-prague`'s `wake_us`: its mean, or its quantiles); none is an
-/// ideal host. Effect, the program alone through DualPI2 at 100 Mbit/s, 10 ms
+/// ideal host. The pacing timer's lateness is a distribution of its own
+/// (`sender_timer_latency`). Effect, the program alone through DualPI2 at 100 Mbit/s, 10 ms
 /// (`tests/udp_prague.rs`): the receiver's ACKs leave in batches, the sender's
 /// window-limited sends follow them, the bursts meet the L queue's 1-ms step at a
 /// lower mean queue; a heavy tail (a loaded host) also leaves the link idle.
@@ -174,8 +175,10 @@ pub struct UdpPragueSource {
     rtt_sum_us: u64,
     rtt_samples: u64,
     pacing_sum: u128,
-    /// The sending program's host (`sender_wake_latency_ns`).
+    /// The sending program's host: its reads (`sender_wake_latency_ns`) and its pacing
+    /// timer's lateness (`sender_timer_latency_ns`).
     reads: Option<ProgramReads>,
+    timer_late: Option<WakeLatency>,
 }
 
 impl UdpPragueSource {
@@ -195,6 +198,11 @@ impl UdpPragueSource {
                 cfg.sender_wake_latency_ns,
                 &cfg.sender_wake_quantiles_ns,
                 rng::stream(seed, rng::Stream::SenderWake(flow)),
+            ),
+            timer_late: WakeLatency::new(
+                cfg.sender_timer_latency_ns,
+                &cfg.sender_timer_quantiles_ns,
+                rng::stream(seed, rng::Stream::SenderTimer(flow)),
             ),
         }
     }
@@ -231,8 +239,9 @@ impl UdpPragueSource {
         // The µs boundary at or before `now`, plus the wait.
         let boundary = now - (now - self.t0) % 1000;
         let wait = diff(self.target_us, t) as i64 * 1000;
-        // On a real host the timer's wake-up is as late as a read's.
-        let late = self.reads.as_mut().map_or(0, |r| r.late.draw_ns()) as i64;
+        // On a real host the timer wakes the program late (measured apart from the
+        // reads: `l4slab-udp-prague`'s `timer_late_us`).
+        let late = self.timer_late.as_mut().map_or(0, WakeLatency::draw_ns) as i64;
         self.wake = Some((boundary as i64 + wait + late).max(now as i64 + 1) as Time);
     }
 

@@ -1,0 +1,51 @@
+"""The host a user program ran on, as the program measured it: ``l4slab-udp-prague`` writes
+each end's wake-up latency (``wake_us``) and the sender's timer lateness (``timer_late_us``),
+each with its quantiles; the engine's ``udp_prague`` flow takes them as
+``sender_wake_latency``, ``receiver_wake_latency`` and ``sender_timer_latency``
+(docs/udp-prague.md). Read by ``l4slab emulate`` (the summary's ``program_hosts``) and
+``l4slab compare --host measured``."""
+
+from __future__ import annotations
+
+import json
+from typing import Mapping, Sequence
+
+__all__ = ["HOST_PROGRAM", "measured_hosts", "pooled_quantiles"]
+
+#: The program whose output carries a measured host.
+HOST_PROGRAM = "l4slab-udp-prague"
+
+
+#: What each end's output measures, and the engine knob it becomes (``<knob>_quantiles_ns``).
+_HOST_MEASURES = {"send": (("wake_us", "sender_wake"), ("timer_late_us", "sender_timer")),
+                  "recv": (("wake_us", "receiver_wake"),)}  # fmt: skip
+
+
+def measured_hosts(outputs: Mapping[int, Mapping[str, bytes]]) -> dict[int, dict[str, list[float]]]:
+    """Per command flow, the latency quantiles (µs) its ``l4slab-udp-prague`` ends measured,
+    ``{flow: {"sender_wake": [...], "receiver_wake": [...], "sender_timer": [...]}}`` (what
+    an end measured none of is absent), read from every JSON file the flow's commands wrote."""
+    hosts: dict[int, dict[str, list[float]]] = {}
+    for flow, files in outputs.items():
+        for name, raw in files.items():
+            if not name.endswith(".json"):
+                continue
+            try:
+                data = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(data, dict) or data.get("program") != HOST_PROGRAM:
+                continue
+            for field, knob in _HOST_MEASURES.get(data.get("role"), ()):
+                measured = data.get(field) or {}
+                quantiles = measured.get("quantiles")
+                if measured.get("count") and isinstance(quantiles, list) and len(quantiles) >= 2:
+                    hosts.setdefault(flow, {})[knob] = [float(v) for v in quantiles]
+    return hosts
+
+
+def pooled_quantiles(lists: Sequence[Sequence[float]], n: int = 101) -> list[float]:
+    """``n`` quantiles of several measured distributions pooled with equal weight (each
+    given by quantiles at evenly spaced probabilities, all of one length)."""
+    points = sorted(v for values in lists for v in values)
+    return [points[round(k * (len(points) - 1) / (n - 1))] for k in range(n)]
