@@ -156,8 +156,11 @@ def test_a_command_flow_is_measured_by_the_bottleneck_against_its_own_count(tmp_
     classes = {c["class"]: c for c in summary["emulator"]["classes"]}
     assert classes["L"]["packets"] > 0 and classes["C"]["packets"] > 0
     assert classes["L"]["marks"] > 0
-    # DualPI2's state as the traffic ended (CUBIC still running), not after the idle tail.
-    assert summary["bottleneck"]["qdisc"]["extra"]["prob"] > 0
+    # DualPI2's state as the traffic ended (CUBIC still running), not after the idle tail,
+    # where the queues are empty and the PI controller has taken prob to 0. One of them is
+    # not: at an instant CUBIC has just backed off, prob alone can be 0 (seen once at load 9).
+    extra = summary["bottleneck"]["qdisc"]["extra"]
+    assert extra["prob"] > 0 or extra["pkts_in_c"] > 0 or extra["delay_c_ms"] > 0, extra
     # The kernel's CUBIC flow is still labelled from its negotiation (classic ECN).
     assert summary["flows"][0]["ecn_mode"] == "rfc3168"
     assert (out / "commands" / "flow-1" / "receiver.log").is_file()
