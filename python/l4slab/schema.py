@@ -143,6 +143,9 @@ class EngineSchema:
     #: ``sojourn_record_bytes``, ``capture_record_bytes``, ``flow_state_bytes``,
     #: ``gro_bytes`` and ``cc_state_bytes`` by congestion control.
     memory: Mapping[str, Any] = field(default_factory=dict)
+    #: Each receiving Linux version's host defaults the engine models (``tcp_rmem``: min,
+    #: default, max), by the name a flow's ``receiver_rcvbuf`` takes.
+    receiver_rcvbufs: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _params(items: Any) -> dict[str, ParamSpec]:
@@ -181,6 +184,7 @@ def parse_schema(text: str) -> EngineSchema:
         limits=dict(data["limits"]),
         ecn_modes=tuple(data["ecn_modes"]),
         memory=dict(data["memory"]),
+        receiver_rcvbufs=dict(data["receiver_rcvbufs"]),
     )
 
 

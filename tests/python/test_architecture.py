@@ -296,6 +296,7 @@ EVERY_TCP_KNOB = {
     "receiver_cc": "dctcp",
     "ecn_low": True,
     "receiver_kernel": "l4steam",
+    "receiver_rcvbuf": "5.10",
     "receiver_cc_params": {},
     "fq_pacing": True,
     "tso": False,

@@ -75,6 +75,7 @@ def _refusal(**changes) -> str:
         ({"flows__0__mss": 8948}, "flows[0].mss", "8948"),
         ({"flows__0__ecn_low": True}, "flows[0].ecn_low", "True"),
         ({"flows__0__receiver_kernel": "l4steam"}, "flows[0].receiver_kernel", "l4steam"),
+        ({"flows__0__receiver_rcvbuf": "5.10"}, "flows[0].receiver_rcvbuf", "5.10"),
         ({"flows__0__drop_segments": [3]}, "flows[0].drop_segments", "[3]"),
         ({"flows__0__direction": "reverse", "reverse_bottleneck": {"rate": "10Mbit"}}, "flows[0].direction", "reverse"),
         ({"bottleneck__qdisc": "dualpi2 variant l4steam"}, "bottleneck.qdisc.variant", "l4steam"),
@@ -185,6 +186,9 @@ def test_the_script_splits_each_rtt_and_sets_the_hosts():
     assert "route add default via 10.2.0.254 dev eth0 quickack 1" in s
     assert tb.sysctls["s0"]["tcp_congestion_control"] == "prague" and tb.sysctls["r0"]["tcp_ecn"] == "3"
     assert tb.sysctls["s1"]["tcp_ecn"] == "1" and tb.sysctls["r1"]["tcp_congestion_control"] == "dctcp"
+    # Every host's receive buffer autotunes up to mainline's 32 MiB tcp_rmem[2], as the engine's
+    # mainline receiver (tcp/rcvbuf.rs); the guest's RAM-scaled default would stop it lower.
+    assert {tb.sysctls[h]["tcp_rmem"] for h in ("s0", "r0", "s1", "r1")} == {"4096 131072 33554432"}
     assert "qdisc add dev eth0 root fq" in s  # flow 1's sender paces with fq
     assert "ethtool -K eth0 tso off gso off" in s
     # bulk: its SYN at the launch, on the probe's clock (T0); flow 1 stopped (reset) at 1.5 s

@@ -454,3 +454,22 @@ def test_alpha_zero_is_l4steam_only():
     with pytest.raises(ScenarioError, match="alpha: 0 is out of range"):
         resolve("dualpi2 alpha 0")
 
+
+def test_python_repeats_no_receiver_kernel_buffer():
+    """The receivers' tcp_rmem maxima (schema ``receiver_rcvbufs``: mainline's 32 MiB, 6 MiB
+    before 6.16) live in the engine (tcp/rcvbuf.rs); the kernel backend sets its guest's
+    sysctl from them. No module of the package writes one again as a number."""
+    import re
+
+    from l4slab import schema
+
+    kernels = schema.engine_schema().receiver_rcvbufs
+    assert set(kernels) == {"mainline", "6.6", "5.15", "5.10"}
+    maxima = {int(entry["tcp_rmem"][2]) for entry in kernels.values()}
+    assert maxima == {32 << 20, 6 << 20}
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for number in re.findall(r"(?<![\w.])\d[\d_]{5,}(?![\w.])", path.read_text(encoding="utf-8")):
+            if int(number.replace("_", "")) in maxima:
+                found.append(f"{path.relative_to(PACKAGE)}: {number}")
+    assert found == [], found

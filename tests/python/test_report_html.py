@@ -80,10 +80,12 @@ def test_adopt_l4s_verdict_per_queue(report_dir):
     rows = {r.split("|")[1].strip(): r for r in section.splitlines() if r.startswith("| ") and "---" not in r}
     # DualPI2 isolates Prague in its L queue (sub-ms sojourn); a 4-BDP FIFO queues Prague
     # behind CUBIC's standing queue of ~4 × 10 ms. (Shares after 1 s runs are not asserted.)
-    # Two 1 s trials: no cell is clear at 95 % and the runs are transient-dominated, so no ✔
-    # and no ✘, only what the evidence suggests.
+    # Two 1 s trials, transient-dominated: no ✔ anywhere. The FIFO's row names the missing
+    # low latency at 4 BDP: ✘ when the two trials' 95 % interval lies wholly above 5 ms
+    # (with the receivers' buffer autotuning 32.6 ± 1.9 ms), else uncertain ("possibly").
     assert "no low latency" not in rows["dualpi2 target 5ms"], section
-    assert "| uncertain |" in rows["bfifo"] and "possibly no low latency at buffer=4bdp" in rows["bfifo"], section
+    bfifo = rows["bfifo"]
+    assert "no low latency at buffer=4bdp" in bfifo and ("| ✘ |" in bfifo or "| uncertain |" in bfifo), section
     assert "cells clear at 95 %" in rows["bfifo"] and "4 of 4 runs done" in rows["bfifo"]
     assert "transient-dominated: 1 s summary window, no warm-up" in rows["bfifo"]
     assert "✔" not in section.split("|---|", 1)[1], section

@@ -58,11 +58,23 @@ def render(module, data, tmp_path: Path) -> list[str]:
 
 def test_dualq_multiflow_figure7_balance(tmp_path):
     """The DualQ paper's §IV-D / Figure 7 (40 Mbit/s, 10 ms), on the testbed's Prague v0.6 with fq on
-    the hosts: FQ-CoDel's round robin gives every flow its fair rate; PIE balances the types
-    almost perfectly; over DualPI2 "no flow gets much below the 'fair' rate": every flow of
-    the equal mixes keeps at least three quarters of it, and the Prague:CUBIC ratio per flow
-    stays within 0.75-1.33 (measured 0.78-1.17; the 5-5 mix's 0.78-0.80 is below the basic
-    grid's 0.85: v0.6's two-segment TSO floor, test_dualq_multiflow_v06_tso_floor)."""
+    the hosts and its 5.10 receivers: FQ-CoDel's round robin gives every flow its fair rate; PIE
+    balances the types almost perfectly; over DualPI2 "no flow gets much below the 'fair'
+    rate": every flow of the equal mixes keeps at least three quarters of it, so the
+    Prague:CUBIC ratio per flow of an n-n mix lies within 0.6-5/3 (CUBIC's share of the fair
+    rate is 2/(1+r) >= 0.75, Prague's 2r/(1+r) >= 0.75). Measured here: 0.80-1.47 (1-1 1.47;
+    the 5-5 mix's 0.80 is below the basic grid's 0.85: v0.6's two-segment TSO floor,
+    test_dualq_multiflow_v06_tso_floor).
+
+    A 1-1 ratio above 4/3 is what Linux gives: on the one variant of this cell the kernel
+    backend runs (mainline DualPI2, Prague v0.7, 1-1, 30 s after 10 s;
+    examples/kernel/dualq-coexistence/prague-cubic-40mbit.toml) Linux 7.2 gave 1.27-1.68 over
+    15 boots (mean 1.42, SD 0.13; 9 of 15 above 4/3, one at 1.68 with CUBIC at 0.746 of its
+    fair rate) and 1.33-1.47 over 5 boots of 250 s; the engine on that cell 1.17-1.58 over
+    seeds 1-10 (mean 1.39), 1.15-1.57 (1.36) with the window fixed. On this cell, seeds 1-10:
+    1.21-1.76 (mean 1.44) with the 5.10 receivers, 1.17-1.63 (1.41) with the window fixed.
+    The engine's run is deterministic, so the seed's 1.47 is judged against the paper's
+    statement, not against one draw of that spread."""
     rules = [{"flows.1.cc": "cubic", "flows.0.count": n, "flows.1.count": n} for n in (1, 2, 5, 10)]
     data, module = reduced_study("dualq-multiflow", tmp_path, rules, {"duration": "30s", "warmup": "10s"})
     flows = module.mix_flows(data)
@@ -76,7 +88,7 @@ def test_dualq_multiflow_figure7_balance(tmp_path):
     dualpi2 = flows[flows["aqm"] == "DualPI2"]
     assert (dualpi2["normalised"] >= 0.75).all(), dualpi2.groupby("mix")["normalised"].min()
     ratio = rate_ratio(dualpi2, ["mix"])
-    assert len(ratio) == 4 and ratio["ratio"].between(0.75, 1.0 / 0.75).all(), ratio
+    assert len(ratio) == 4 and ratio["ratio"].between(0.6, 5.0 / 3.0).all(), ratio
     render(module, data, tmp_path)
 
 

@@ -596,10 +596,12 @@ tcp_flow_config! {
         pub rto_min_ns: u64 => TimeNs,
             "Minimum RTO: TCP_RTO_MIN = 200 ms (include/net/tcp.h), `ip route ... rto_min`.",
             range(1.0, RTO_MIN_MAX_NS);
-        /// Receive window limit in bytes; `None` = never limiting (Linux Documentation/networking/ip-sysctl.rst (tcp_rmem)).
+        /// Receive window fixed at this many bytes, as `SO_RCVBUF` locks it (no receive-buffer
+        /// autotuning); `None` = the receiver autotunes its buffer and advertises the window
+        /// (`tcp/rcvbuf.rs`; Linux Documentation/networking/ip-sysctl.rst, tcp_rmem).
         #[serde(default)]
         pub rwnd_bytes: Option<u64> => Bytes,
-            "Receive window limit; unset = never limiting (net.ipv4.tcp_rmem autotuning).";
+            "Receive window fixed (SO_RCVBUF: no autotuning); unset = the receiver autotunes its buffer up to tcp_rmem[2] and advertises the window.";
         /// Receiver delayed ACKs (Linux default on); off = quick-ACK every segment.
         #[serde(default = "default_true")]
         pub delayed_ack: bool => Bool,
@@ -701,6 +703,16 @@ tcp_flow_config! {
         pub receiver_kernel: ReceiverKernel => Choice,
             "Receiving host's kernel tree where its AccECN receive path differs: l4steam ACKs every ECT/CE segment whose timestamp advanced (L4STeam/linux tcp_input.c:tcp_ecn_received_counters saturates received_ce_pending).",
             choices(&["mainline", "l4steam"]);
+        /// The receiving host's Linux version as far as its receive-buffer autotuning
+        /// differs (`tcp/rcvbuf.rs`): `mainline` (≥ 6.16: `tcp_rcvbuf_grow`, `tcp_rmem[2]`
+        /// 32 MiB, the measured len/truesize `scaling_ratio`); `6.6` (6.6–6.15: the
+        /// `scaling_ratio`, the older DRS formula, 6 MiB); `5.15` and `5.10` (≤ 6.5:
+        /// `tcp_adv_win_scale` 1, half the buffer is window, the older DRS formula, 6 MiB).
+        /// Default `mainline`.
+        #[serde(default)]
+        pub receiver_rcvbuf: RcvbufKernel => Choice,
+            "Receiving host's Linux version for receive-buffer autotuning (tcp_rcv_space_adjust, tcp_rmem): mainline = 6.16 on (tcp_rcvbuf_grow, tcp_rmem[2] 32 MiB, scaling_ratio); 6.6 = older DRS, scaling_ratio, 6 MiB; 5.15 / 5.10 = older DRS, tcp_adv_win_scale 1, 6 MiB.",
+            choices(&["mainline", "6.6", "5.15", "5.10"]);
         /// The route feature `ecn_low` on both hosts (`ip route ... features ecn_low`;
         /// google/bbr v3 `RTAX_FEATURE_ECN_LOW` → `TCP_ECN_LOW`): CE marks signal a
         /// shallow-threshold AQM. BBRv3 uses ECN only with it. Default off.
@@ -763,6 +775,25 @@ pub enum ReceiverKernel {
     Mainline,
     /// L4STeam/linux (the Prague kernels of the PAM 2025 and coexistence-paper testbeds).
     L4steam,
+}
+
+/// Linux version of a flow's receiving host as far as its receive-buffer autotuning
+/// differs (see [`TcpFlowConfig::receiver_rcvbuf`], `tcp/rcvbuf.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RcvbufKernel {
+    /// Linux 6.16 and later (the kernel backend's 7.2).
+    #[default]
+    #[serde(rename = "mainline")]
+    Mainline,
+    /// Linux 6.6 (the coexistence paper's L4STeam tree).
+    #[serde(rename = "6.6")]
+    V6_6,
+    /// Linux 5.15 (the PAM 2025 testbed's L4STeam tree).
+    #[serde(rename = "5.15")]
+    V5_15,
+    /// Linux 5.10 (the DualQ paper's testbed, 5.10.31 L4STeam).
+    #[serde(rename = "5.10")]
+    V5_10,
 }
 
 /// An unresponsive constant-bit-rate UDP source.

@@ -66,6 +66,7 @@ pub fn engine_schema() -> schema::EngineSchema {
         limits: config::limits(),
         ecn_modes: cc::EcnMode::ALL.iter().map(|m| m.name()).collect(),
         memory: memory::sizes(),
+        receiver_rcvbufs: tcp::rcvbuf::receiver_rcvbufs(),
     }
 }
 

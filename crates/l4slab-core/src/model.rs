@@ -23,6 +23,9 @@ pub const MODELS: &[(u32, &str)] = &[
     // TSO deferral's 2025 head-ACK rule (`tso_defer_ack`): no corpus scenario defers, so
     // the corpus is the same; the version moves so that no study reuses older runs.
     (19, "96392ba7e1b2fb4d0daec6c4efdf40ef7b2720831301c6c7af8d55aa06ed9ff8"),
+    // 20: the receiver's buffer autotuning and advertised window (tcp/rcvbuf.rs:
+    // tcp_rcv_space_adjust, tcp_grow_window's quick ACKs, __tcp_select_window).
+    (20, "dc996e18547f3670a4a4e27705888f9cd098bf86ce13ff381bb2bb84dba71710"),
 ];
 
 /// The current model version (the last of [`MODELS`]).

@@ -255,16 +255,41 @@ pub struct TcpHeader {
     pub tsval: u32,
     /// Timestamp echo reply (TSecr).
     pub tsecr: u32,
-    /// ECE flag (classic and DCTCP-style feedback).
-    pub ece: bool,
-    /// CWR flag.
-    pub cwr: bool,
-    /// The 3-bit ACE field of AccECN (AE, CWR, ECE) when AccECN is negotiated.
+    /// The header's AE, CWR and ECE bits (`0b100`, `0b010`, `0b001`): read as the ECE
+    /// and CWR flags of RFC 3168 feedback ([`TcpHeader::ece`], [`TcpHeader::cwr`]) or
+    /// as AccECN's 3-bit ACE counter, as the negotiated mode says.
     pub ace: u8,
+    /// The window field of an ACK (`th->window`): the receive window right-shifted by
+    /// the receiver's window scale (RFC 7323 §2; `tcp_select_window`). 0 on packets of
+    /// a flow whose window is the scenario's fixed `rwnd`.
+    pub window: u16,
     /// AccECN option carried (fields = 0..3), if any.
     pub accecn: AccEcnSlot,
     /// The SACK option, if any: a handle into the run's [`SackTable`].
     pub sack: SackRef,
+}
+
+impl TcpHeader {
+    /// The ECE flag.
+    #[inline]
+    pub fn ece(&self) -> bool {
+        self.ace & 0b001 != 0
+    }
+    /// The CWR flag.
+    #[inline]
+    pub fn cwr(&self) -> bool {
+        self.ace & 0b010 != 0
+    }
+    /// Sets or clears the ECE flag.
+    #[inline]
+    pub fn set_ece(&mut self, on: bool) {
+        self.ace = (self.ace & !0b001) | on as u8;
+    }
+    /// Sets or clears the CWR flag.
+    #[inline]
+    pub fn set_cwr(&mut self, on: bool) {
+        self.ace = (self.ace & !0b010) | ((on as u8) << 1);
+    }
 }
 
 /// A packet in flight.

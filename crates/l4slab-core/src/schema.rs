@@ -130,6 +130,10 @@ pub struct EngineSchema {
     /// What a run holds in memory (`memory::sizes`): series per flow and bottleneck,
     /// bytes of a sojourn-trace and capture record, a flow's state, each CC's state.
     pub memory: serde_json::Value,
+    /// Each receiving Linux version's host defaults the engine models, by the name a flow's
+    /// `receiver_rcvbuf` takes (`tcp::rcvbuf::receiver_rcvbufs`: `tcp_rmem`), so the kernel
+    /// backend configures its guest from the same numbers.
+    pub receiver_rcvbufs: serde_json::Value,
 }
 
 /// Check `value`'s serde fields against `params` (a qdisc's, a CC's `cc_params` or a

@@ -778,7 +778,8 @@ mod tests {
         let web = &r.flows[2];
         assert_eq!(web.bytes_delivered, 100_000);
         let fct = web.fct_s.expect("the second transfer completes");
-        assert!(fct > 0.01 && fct < 1.0, "fct {fct}");
+        // Under 2 s: a SYN lost to the full FIFO waits out its 1-s timeout.
+        assert!(fct > 0.01 && fct < 2.0, "fct {fct}");
         assert!((web.start_s - 2.0).abs() < 1e-9, "the slot now holds the second flow");
         assert_eq!(sim.net.links.len(), 1 + 2 * 3, "the reused slot kept its NIC links");
         // The first transfer, closed at 2 s, left a record of its own.
@@ -787,7 +788,7 @@ mod tests {
         assert_eq!((first.id, first.bytes_delivered), (2, 100_000));
         assert!((first.start_s - 0.5).abs() < 1e-9);
         let first_fct = first.fct_s.expect("the first transfer completed");
-        assert!(first_fct > 0.01 && first_fct < 1.0, "fct {first_fct}");
+        assert!(first_fct > 0.01 && first_fct < 2.0, "fct {first_fct}");
         // Goodput over its lifetime in the window (0.5 s to 2 s).
         assert!((first.goodput_mbps - 100_000.0 * 8.0 / 1.5 / 1e6).abs() < 1e-9, "{}", first.goodput_mbps);
         // The slot's series aggregate both occupants: no counter runs backwards.

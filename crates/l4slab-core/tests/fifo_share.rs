@@ -11,13 +11,19 @@ fn env_list(name: &str, default: &str) -> Vec<f64> {
     std::env::var(name).unwrap_or(default.into()).split(',').map(|x| x.trim().parse().unwrap()).collect()
 }
 
-/// The PAM FIFO cell (as tests/host_timer.rs builds it) with JSON merged into each flow.
+/// The PAM FIFO cell (as tests/host_timer.rs builds it, with the testbed's 5.15 receivers)
+/// with JSON merged into each flow.
 fn pam_fifo_cell(bdp: f64, secs: u64, seed: u64, prague_extra: &Value, cubic_extra: &Value) -> l4slab_core::RunResults {
     let mut prague = pam_prague();
     let mut cubic = tcp("cubic", 10);
     cubic["tso"] = json!(false);
     cubic["ecn"] = json!(0);
     cubic["receiver_ecn"] = json!(0);
+    // The testbed's receivers autotune as 5.15 (its CUBIC hosts' 5.13.12 the same):
+    // pam2025's study.toml.
+    for f in [&mut prague, &mut cubic] {
+        f["receiver_rcvbuf"] = json!("5.15");
+    }
     for (f, extra) in [(&mut prague, prague_extra), (&mut cubic, cubic_extra)] {
         if let Some(m) = extra.as_object() {
             for (k, v) in m {

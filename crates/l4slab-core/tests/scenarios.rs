@@ -33,8 +33,9 @@ fn reno_fills_a_1bdp_fifo_with_a_sawtooth_of_wmax_over_2_rtts() {
     let srtt = &r.flow_series[0].srtt_ms;
     let rtx = &r.flow_series[0].retransmits;
     // Loss episodes after the slow-start overshoot has settled (t ≥ 1 s): bins with
-    // retransmissions after a quiet bin.
-    let drops: Vec<usize> = (100..rtx.len()).filter(|&i| rtx[i] > 0 && rtx[i - 1] == 0).collect();
+    // retransmissions after five quiet ones (an overflow may take a second packet an RTT
+    // or two later, as it does on Linux: the kernel backend's Reno here loses pairs).
+    let drops: Vec<usize> = (100..rtx.len()).filter(|&i| rtx[i] > 0 && rtx[i - 5..i].iter().all(|&x| x == 0)).collect();
     assert!(drops.len() >= 6, "too few reductions: {drops:?}");
     let mut checked = 0;
     for w in drops.windows(2) {

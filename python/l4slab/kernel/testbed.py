@@ -118,6 +118,7 @@ flows.tso_defer_ack            unset or expected: the guest's tcp_tso_should_def
 flows.gro                      unset or false: the veth's default (GRO off); true refused
 flows.rx_usecs, sender_rx_usecs unset or 0 only (veth has no interrupt moderation)
 flows.receiver_kernel          mainline only (l4steam refused)
+flows.receiver_rcvbuf          mainline only (the guest's receive-buffer autotuning is 7.2's)
 flows.ecn_low = true           refused (mainline has no ``features ecn_low``)
 ============================== ===================================================================
 
@@ -129,9 +130,11 @@ every parameter as the engine resolved it. Engine-only words are refused when se
 left unset, the kernel's own fq (with the fast path) runs.
 
 Host settings the engine does not have and the guest sets: ``net.ipv4.tcp_no_metrics_save
-= 1`` (no metrics cached across connections); ``tcp_rmem``/``tcp_wmem`` keep Linux's
-defaults unless ``2 * rate * (max rtt + 200 ms)`` is larger, which then becomes their
-maximum (so neither window is buffer-limited where the engine's is not; the summary's
+= 1`` (no metrics cached across connections); ``tcp_rmem`` is Linux's
+default on a host with the RAM, as the engine's receiver has it (tcp_rmem[2] 32 MiB, which
+the guest's 512 MB would scale down); ``tcp_wmem`` keeps Linux's default unless
+``2 * rate * (max rtt + 200 ms)`` is larger, which then becomes its maximum (the engine's
+sender has no send buffer; the summary's
 ``kernel`` block reports the time each sender was rwnd- or sndbuf-limited).
 """
 
@@ -143,7 +146,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping, Sequence
 
-from .. import units
+from .. import schema, units
 from ..errors import ScenarioError
 
 __all__ = [
@@ -211,9 +214,17 @@ _KERNEL_OWN = {
 MAX_MSS = 1448
 #: netem ``limit``: far above anything a run can hold in flight.
 NETEM_LIMIT = 1_000_000
-#: Linux's tcp_rmem / tcp_wmem defaults (Documentation/networking/ip-sysctl.rst).
-LINUX_RMEM = (4096, 131072, 6291456)
+#: Linux's tcp_wmem defaults (Documentation/networking/ip-sysctl.rst).
 LINUX_WMEM = (4096, 16384, 4194304)
+
+
+def linux_rmem() -> tuple[int, int, int]:
+    """tcp_rmem as the engine's mainline receiver has it (the schema's ``receiver_rcvbufs``,
+    from crates/l4slab-core/src/tcp/rcvbuf.rs): 32 MiB at most from Linux 6.16 on, on a host
+    with the RAM. ``tcp_init`` caps the maximum at RAM / 128, and the guest's 512 MB ran as
+    with 6 MiB, so the guest always sets it."""
+    low, default, high = schema.engine_schema().receiver_rcvbufs["mainline"]["tcp_rmem"]
+    return int(low), int(default), int(high)
 
 #: First receiver port; flow i's receiver listens on BASE_PORT + i.
 BASE_PORT = 5201
@@ -476,6 +487,12 @@ def check_config(config: Mapping[str, Any], scenario: Any = None) -> None:
             raise _refuse(
                 f"{where}.receiver_kernel", flow["receiver_kernel"], "the guest runs mainline (allowed: mainline)"
             )
+        if flow.get("receiver_rcvbuf", "mainline") != "mainline":
+            raise _refuse(
+                f"{where}.receiver_rcvbuf",
+                flow["receiver_rcvbuf"],
+                "the guest runs mainline's receive-buffer autotuning (allowed: mainline)",
+            )
         if flow.get("ecn_low"):
             raise _refuse(f"{where}.ecn_low", True, "mainline has no route feature ecn_low; leave it unset or false")
         mss = flow.get("mss")
@@ -586,14 +603,13 @@ def plan(scenario: Any, config: Mapping[str, Any], offsets_ns: Sequence[int] | N
         )
     )
     buffer_max = _buffer_max(config)
-    rmem = (LINUX_RMEM[0], LINUX_RMEM[1], max(LINUX_RMEM[2], buffer_max))
+    rmem = linux_rmem()
     wmem = (LINUX_WMEM[0], LINUX_WMEM[1], max(LINUX_WMEM[2], buffer_max))
 
     sysctls: dict[str, dict[str, str]] = {}
     for f, cfg in zip(flows, flows_cfg, strict=True):
         common = {"tcp_no_metrics_save": "1"}
-        if rmem != LINUX_RMEM:
-            common["tcp_rmem"] = " ".join(map(str, rmem))
+        common["tcp_rmem"] = " ".join(map(str, rmem))
         if wmem != LINUX_WMEM:
             common["tcp_wmem"] = " ".join(map(str, wmem))
         if cfg.get("ecn_option") is not None:

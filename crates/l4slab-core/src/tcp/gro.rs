@@ -144,9 +144,9 @@ pub fn can_merge(first: &Packet, last: &Packet, bytes: u32, next: &Packet) -> bo
         && next.payload > 0
         && next.payload <= gso_size
         && next.tcp.seq == last.tcp.seq + last.payload as u64
-        && !next.tcp.cwr
-        && next.tcp.ece == first.tcp.ece
-        && next.tcp.ace == first.tcp.ace
+        && !next.tcp.cwr()
+        // The flags must match, CWR aside (`tcp_gro_receive`: `~(TCP_FLAG_CWR | FIN | PSH)`).
+        && (next.tcp.ace ^ first.tcp.ace) & !0b010 == 0
         && next.tcp.ack == first.tcp.ack
         && next.tcp.tsval == first.tcp.tsval
         && next.tcp.tsecr == first.tcp.tsecr
@@ -216,7 +216,7 @@ mod tests {
         assert_eq!(runs(&held), vec![2, 2]);
         // CWR (RFC 3168) is never merged into a GRO packet.
         let mut held: Vec<Packet> = (0..3).map(|i| seg(i * 1448, 1448)).collect();
-        held[1].tcp.cwr = true;
+        held[1].tcp.set_cwr(true);
         assert_eq!(runs(&held), vec![1, 2]);
     }
 

@@ -22,6 +22,10 @@ impl TcpSender {
     pub(super) fn on_synack(&mut self, pkt: &Packet, now: Time, out: &mut Vec<Packet>) {
         self.phase = Phase::Established;
         self.xmit_timer = None;
+        if !self.rwnd_fixed {
+            // `snd_wnd` from the SYN/ACK's unscaled window (tcp_rcv_synsent_state_process).
+            self.rwnd_bytes = pkt.tcp.window as u64;
+        }
         self.tp.ecn_mode = ecn::client_on_synack(pkt.tcp.ace, self.syn_ace, self.cc.flags());
         self.ecn_rfc3168 = self.tp.ecn_mode == EcnMode::Rfc3168;
         if self.tp.ecn_mode == EcnMode::AccEcn && self.ecn_option >= 2 {
@@ -92,6 +96,16 @@ impl TcpSender {
             return;
         }
 
+        if !self.rwnd_fixed {
+            // `tcp_ack_update_window`: the scaled window, taken from an ACK that advances
+            // snd_una or offers more (`tcp_may_update_window`; the receiver sends no
+            // data, so its sequence number never moves). The send window ends at
+            // snd_una + snd_wnd (`tcp_wnd_end`).
+            let nwin = (pkt.tcp.window as u64) << self.snd_wscale;
+            if ack > prior_snd_una || nwin > self.rwnd_bytes {
+                self.rwnd_bytes = nwin;
+            }
+        }
         // Cumulative clean-up (tcp_clean_rtx_queue) with RTT samples.
         let prior_sacked = self.tp.sacked_out;
         let prior_packets_out = self.tp.packets_out;
@@ -134,7 +148,7 @@ impl TcpSender {
         // (`tcp_ecn_rcv_ecn_echo`); AccECN takes the ACE/option delta
         // (`tcp_accecn_process`, draft-ietf-tcpm-accurate-ecn §3.2.2.5).
         match self.tp.ecn_mode {
-            EcnMode::Rfc3168 if pkt.tcp.ece => {
+            EcnMode::Rfc3168 if pkt.tcp.ece() => {
                 fl |= flag::ECE;
                 self.tp.delivered_ce += acked_sacked as u64;
                 rs.ece_delta = acked_sacked;
@@ -721,8 +735,16 @@ mod tests {
         assert_eq!(s.tp.snd_una, s.rtx.front().map_or(s.tp.snd_nxt, |g| g.seq));
     }
 
+    /// A SYN/ACK offering the largest unscaled window (RFC 7323 §2.2).
+    fn synack() -> Packet {
+        let mut p = Packet::new(0, PacketKind::SynAck);
+        p.tcp.window = u16::MAX;
+        p
+    }
+
     fn ack(out: &mut Outbox, ack: u64, sack: Option<(u64, u64)>, now: Time) -> Packet {
         let mut p = Packet::new(0, PacketKind::Ack);
+        p.tcp.window = u16::MAX;
         p.tcp.ack = ack;
         p.tcp.tsval = ts_clock(now);
         if let Some((start, end)) = sack {
@@ -761,7 +783,7 @@ mod tests {
         let mut s = TcpSender::new(0, &cfg, Box::new(Samples(seen.clone())), Time::MAX);
         let mut out = Outbox::default();
         s.start(0, &mut out);
-        s.on_packet(&Packet::new(0, PacketKind::SynAck), 10 * NS_PER_MS, &mut out);
+        s.on_packet(&synack(), 10 * NS_PER_MS, &mut out);
         assert_eq!(s.tp.packets_out, 1);
         // The tail leaves when the first packet is acked: alone in flight.
         s.on_packet(&ack(&mut out, MSS, None, 20 * NS_PER_MS), 20 * NS_PER_MS, &mut out);
@@ -780,7 +802,7 @@ mod tests {
         let mut s = TcpSender::new(0, &cfg, Box::new(Reno), Time::MAX);
         let mut out = Outbox::default();
         s.start(0, &mut out);
-        s.on_packet(&Packet::new(0, PacketKind::SynAck), 10 * NS_PER_MS, &mut out);
+        s.on_packet(&synack(), 10 * NS_PER_MS, &mut out);
         assert_eq!((s.tp.srtt_us, s.tp.min_rtt_us), (10_000, 10_000));
         assert_eq!(s.tp.packets_out, 10, "IW10");
         assert_counters_match_queue(&s);
@@ -824,7 +846,7 @@ mod tests {
         let mut s = TcpSender::new(0, &cfg, Box::new(Reno), Time::MAX);
         let mut out = Outbox::default();
         s.start(0, &mut out);
-        s.on_packet(&Packet::new(0, PacketKind::SynAck), 10 * NS_PER_MS, &mut out);
+        s.on_packet(&synack(), 10 * NS_PER_MS, &mut out);
         assert_eq!(s.tp.packets_out, 10, "IW10, all of it lost");
         // The loss probe, then the RTO: Loss, everything marked lost, the head
         // retransmitted.

@@ -15,6 +15,7 @@ mod input;
 mod mss_div;
 mod output;
 mod rate;
+pub mod rcvbuf;
 pub mod receiver;
 mod recovery;
 pub mod rtt;

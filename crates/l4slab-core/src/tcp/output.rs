@@ -266,8 +266,11 @@ impl TcpSender {
         // TSval from the skb's timestamp (tcp_skb_timestamp_ts: the EDT departure).
         let stamp = self.departure(now);
         p.tcp.tsval = ts_clock(stamp);
+        // TSecr: the newest TSval of the peer's ACKs (`ts_recent`, RFC 7323 §4.3), which
+        // the receiver's receive-RTT estimate reads (`tcp_rcv_rtt_measure_ts`).
+        p.tcp.tsecr = self.last_ack_tsval;
         if self.ecn_rfc3168 && !retrans {
-            p.tcp.cwr = std::mem::take(&mut self.queue_cwr);
+            p.tcp.set_cwr(std::mem::take(&mut self.queue_cwr));
         }
         if self.fq_pacing {
             // Handed to fq, which sends it at `stamp`; its truesize counts against

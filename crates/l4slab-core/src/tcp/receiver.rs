@@ -6,7 +6,8 @@
 //! Segments smaller than the learned MSS (`tcp_measure_rcv_mss`) set
 //! `ICSK_ACK_PUSHED`, and the application's read then ACKs at once
 //! (`tcp_cleanup_rbuf`): the application is taken to read every in-order byte as
-//! soon as it arrives (iperf3 blocked in `read`).
+//! soon as it arrives (iperf3 blocked in `read`). While receive-buffer autotuning
+//! opens room (`tcp_grow_window`, `tcp/rcvbuf.rs`) every segment gets its own ACK.
 //!
 //! With GRO on ([`TcpReceiver::set_gro`], `tcp/gro.rs`) data segments wait for the
 //! NIC's next NAPI poll and reach TCP merged: each segment's state (sequence space,
@@ -17,6 +18,7 @@
 
 use super::ecn::{self, AccEcnCounters, AccEcnOption, EcnMode};
 use super::gro::{self, Gro};
+use super::rcvbuf::{RcvBuf, RX_TRUESIZE};
 use super::*;
 use crate::cc::{CaEvent, CcFlags, CcSock, CongestionControl};
 use crate::packet::{
@@ -51,6 +53,20 @@ pub struct TcpReceiver {
     /// Out-of-order ranges, sorted, disjoint and not adjacent (holes fill from the
     /// front, new data extends the back: a deque makes both O(1)).
     ooo: VecDeque<SackBlock>,
+    /// Bytes held in `ooo`.
+    ooo_bytes: u64,
+    /// Receive-buffer autotuning (`rcv_ssthresh`, DRS, the receive RTT).
+    rcvbuf: RcvBuf,
+    /// `tcp_init_buffer_space` ran (the handshake completed).
+    established: bool,
+    /// The window is the scenario's fixed `rwnd` (`SO_RCVBUF` locked): no autotuning,
+    /// no window in the ACKs.
+    fixed_window: bool,
+    /// `tp->rcv_wnd`: the window the last ACK offered from `rcv_wup`, bytes.
+    rcv_wnd: u64,
+    /// The in-order skb being processed is still queued (the application reads it
+    /// after the ACK decision): its truesize counts against the free space.
+    unread_skb: bool,
     /// SACK blocks in most-recent-first order (`tp->selective_acks`).
     recent: [SackBlock; MAX_SACK_BLOCKS + 1],
     num_recent: usize,
@@ -87,8 +103,6 @@ pub struct TcpReceiver {
     compressed_ack_rcv_nxt: u64,
     dup_ack_counter: u32,
     comp_deadline: Option<Time>,
-    /// `rcv_rtt_est.rtt_us` ×8 from timestamps (`tcp_rcv_rtt_measure_ts`).
-    rcv_rtt_us8: u64,
     /// `ts_recent`: TSval to echo (RFC 7323 rule).
     ts_recent: u32,
     // --- ECN (Linux include/net/tcp_ecn.h and net/ipv4/tcp_input.c) ---
@@ -131,6 +145,9 @@ pub struct TcpReceiver {
     gro_cont: bool,
     /// `gso_size` of the current multi-segment GRO packet (0: a single segment).
     gro_gso_size: u32,
+    /// Payload bytes and segments of the current GRO packet (`skb->len`, for truesize).
+    gro_len: u32,
+    gro_segs: u32,
 }
 
 impl TcpReceiver {
@@ -187,6 +204,12 @@ impl TcpReceiver {
             rcv_nxt: 0,
             rcv_wup: 0,
             ooo,
+            ooo_bytes: 0,
+            rcvbuf: RcvBuf::default(),
+            established: false,
+            fixed_window: false,
+            rcv_wnd: 0,
+            unread_skb: false,
             recent: [SackBlock::default(); MAX_SACK_BLOCKS + 1],
             num_recent: 0,
             dsack: None,
@@ -207,7 +230,6 @@ impl TcpReceiver {
             compressed_ack_rcv_nxt: 0,
             dup_ack_counter: 0,
             comp_deadline: None,
-            rcv_rtt_us8: 0,
             ts_recent: 0,
             tcp_ecn,
             ecn_option,
@@ -229,6 +251,8 @@ impl TcpReceiver {
             gro_more: false,
             gro_cont: false,
             gro_gso_size: 0,
+            gro_len: 0,
+            gro_segs: 0,
         }
     }
 
@@ -236,6 +260,21 @@ impl TcpReceiver {
     /// (`receiver_kernel = "l4steam"`); mainline's otherwise.
     pub fn with_l4steam_accecn(mut self, on: bool) -> Self {
         self.l4steam_accecn = on;
+        self
+    }
+
+    /// A receiver whose window the scenario fixes (`rwnd_bytes`; an application's
+    /// `SO_RCVBUF` locks the buffer, `SOCK_RCVBUF_LOCK`): no receive-buffer autotuning
+    /// and no advertised window (the sender keeps the fixed one).
+    pub fn with_fixed_window(mut self, fixed: bool) -> Self {
+        self.fixed_window = fixed;
+        self
+    }
+
+    /// Receive-buffer autotuning with the rules and `tcp_rmem[2]` of the receiving
+    /// host's Linux version (`tcp/rcvbuf.rs`).
+    pub fn with_rcvbuf_kernel(mut self, kernel: crate::config::RcvbufKernel) -> Self {
+        self.rcvbuf = RcvBuf::new(kernel);
         self
     }
 
@@ -269,6 +308,8 @@ impl TcpReceiver {
         let held = g.take(now);
         gro::for_each_gro_packet(&held, |start, end| {
             self.gro_gso_size = if end - start > 1 { held[start].payload } else { 0 };
+            self.gro_len = held[start..end].iter().map(|p| p.payload).sum();
+            self.gro_segs = (end - start) as u32;
             for (k, pkt) in held[start..end].iter().enumerate() {
                 self.gro_cont = k > 0;
                 self.gro_more = start + k + 1 < end;
@@ -281,6 +322,8 @@ impl TcpReceiver {
         self.gro_more = false;
         self.gro_cont = false;
         self.gro_gso_size = 0;
+        self.gro_len = 0;
+        self.gro_segs = 0;
         if let Some(g) = self.gro.as_mut() {
             g.give_back(held);
         }
@@ -308,6 +351,11 @@ impl TcpReceiver {
                 a.tcp.ack = 0;
                 a.tcp.tsval = ts_clock(now);
                 a.tcp.tsecr = self.ts_recent;
+                if !self.fixed_window {
+                    // The SYN/ACK's window is never scaled (RFC 7323 §2.2).
+                    self.rcv_wnd = self.rcvbuf.synack_window();
+                    a.tcp.window = self.rcv_wnd as u16;
+                }
                 self.acks_sent += 1;
                 self.synack_sent = Some(now);
                 out.push(a);
@@ -335,6 +383,11 @@ impl TcpReceiver {
             self.srtt_ns = m;
             self.rto_ns = m + (2 * m).max(TCP_RTO_MIN_NS);
         }
+        if !self.established {
+            // `tcp_init_transfer` → `tcp_init_buffer_space` on entering ESTABLISHED.
+            self.established = true;
+            self.rcvbuf.established(now, self.rcv_nxt);
+        }
         let seq = pkt.tcp.seq;
         let end = seq + pkt.payload as u64;
         if pkt.ecn == Ecn::Ce {
@@ -353,7 +406,7 @@ impl TcpReceiver {
             }
         }
         // RFC 3168: CWR is accepted before the CE check (tcp_ecn_accept_cwr).
-        if self.ecn_mode == EcnMode::Rfc3168 && pkt.tcp.cwr {
+        if self.ecn_mode == EcnMode::Rfc3168 && pkt.tcp.cwr() {
             self.demand_cwr = false;
             if pkt.payload > 0 {
                 self.ack_now = true;
@@ -365,15 +418,9 @@ impl TcpReceiver {
             self.ts_recent = pkt.tcp.tsval;
         }
         // `tcp_rcv_rtt_measure_ts`: RTT from our own echoed timestamp (once per skb).
-        if pkt.tcp.tsecr != 0 && !self.gro_cont {
-            let delta_ms = ts_clock(now).wrapping_sub(pkt.tcp.tsecr) as u64;
-            let m = (delta_ms * 1000).max(1);
-            if self.rcv_rtt_us8 == 0 {
-                self.rcv_rtt_us8 = m << 3;
-            } else {
-                let cur = self.rcv_rtt_us8 as i64;
-                self.rcv_rtt_us8 = (cur + m as i64 - (cur >> 3)).max(1) as u64;
-            }
+        // Only DRS reads it: a fixed window skips it.
+        if pkt.tcp.tsecr != 0 && !self.gro_cont && !self.fixed_window {
+            self.rcvbuf.rtt_measure_ts(now, pkt.tcp.tsecr, self.skb_len(pkt), self.rcv_mss as u64);
         }
 
         if end <= self.rcv_nxt {
@@ -404,6 +451,7 @@ impl TcpReceiver {
                 // Once per skb; a GRO packet is measured by its gso_size.
                 self.measure_rcv_mss(pkt);
                 self.event_data_recv(now);
+                self.grow_window(pkt);
             }
             self.ecn_check_ce(pkt.ecn, now, out);
             if had_ooo {
@@ -417,12 +465,23 @@ impl TcpReceiver {
             if self.gro_more {
                 return;
             }
+            self.unread_skb = true;
             self.ack_snd_check(now, out);
+            self.unread_skb = false;
+            // The application's read: DRS (`tcp_rcv_space_adjust`), then `tcp_cleanup_rbuf`.
+            if !self.fixed_window && self.rcvbuf.space_due(now) {
+                let span = self.ooo.back().map_or(0, |b| b.end - self.rcv_nxt);
+                self.rcvbuf.space_adjust(now, self.rcv_nxt, span);
+            }
             self.cleanup_rbuf(now, out);
         } else {
             // Out of order: queue, SACK, and ACK (maybe compressed).
             self.ecn_check_ce(pkt.ecn, now, out);
             self.insert_ooo(seq, end);
+            if !self.gro_cont {
+                // `tcp_data_queue_ofo` ends with `tcp_grow_window` (a SACK flow).
+                self.grow_window(pkt);
+            }
             self.ack_scheduled = true;
             if self.gro_more {
                 return;
@@ -470,6 +529,10 @@ impl TcpReceiver {
         // A GRO packet is measured by its gso_size (`skb_shinfo(skb)->gso_size ?: skb->len`).
         let len = if self.gro_gso_size > 0 { self.gro_gso_size } else { pkt.payload };
         if len >= self.rcv_mss {
+            if len != self.rcv_mss {
+                // The len/truesize ratio of receive-buffer autotuning (`scaling_ratio`).
+                self.rcvbuf.measure_ratio(self.skb_len(pkt), self.skb_truesize());
+            }
             self.rcv_mss = len.min(TCP_ADVMSS);
             return;
         }
@@ -497,12 +560,32 @@ impl TcpReceiver {
     /// is unacknowledged, or if a short segment was pushed (`ICSK_ACK_PUSHED2`, or
     /// `ICSK_ACK_PUSHED` outside ping-pong mode: a pure receiver never enters it) and
     /// the read emptied the receive queue (no out-of-order data held).
+    ///
+    /// With autotuning, also a window update: if the window left from the last ACK is
+    /// at most half the clamp and the read frees at least twice that, ACK now
+    /// (`__tcp_cleanup_rbuf`: "we can now advertise a non-zero window which has been
+    /// raised significantly").
     fn cleanup_rbuf(&mut self, now: Time, out: &mut Outbox) {
-        if !self.ack_scheduled || !self.ooo.is_empty() {
+        if self.ack_scheduled
+            && self.ooo.is_empty()
+            && (self.rcv_nxt - self.rcv_wup > self.rcv_mss as u64 || self.pushed || self.pushed2)
+        {
+            self.send_ack(now, out);
             return;
         }
-        if self.rcv_nxt - self.rcv_wup > self.rcv_mss as u64 || self.pushed || self.pushed2 {
-            self.send_ack(now, out);
+        // Runs after `on_data` established the buffer.
+        if self.fixed_window {
+            return;
+        }
+        let now_win = (self.rcv_wup + self.rcv_wnd).saturating_sub(self.rcv_nxt);
+        if 2 * now_win <= self.rcvbuf.window_clamp() {
+            let (new_win, low) = self.rcvbuf.select_window(self.ooo_rmem(), self.rcv_mss as u64);
+            if low {
+                self.quick = 0;
+            }
+            if new_win > 0 && new_win >= 2 * now_win {
+                self.send_ack(now, out);
+            }
         }
     }
 
@@ -523,6 +606,68 @@ impl TcpReceiver {
             }
         }
         self.lrcvtime = now;
+    }
+
+    /// `skb->len` of the skb `pkt` starts: the GRO packet's payload, else the segment's.
+    fn skb_len(&self, pkt: &Packet) -> u64 {
+        if self.gro_segs > 1 {
+            self.gro_len as u64
+        } else {
+            pkt.payload as u64
+        }
+    }
+
+    /// `skb->truesize` of the skb `pkt` starts ([`RX_TRUESIZE`] per segment).
+    fn skb_truesize(&self) -> u64 {
+        RX_TRUESIZE * self.gro_segs.max(1) as u64
+    }
+
+    /// `tcp_grow_window` (end of `tcp_event_data_recv`, and of `tcp_data_queue_ofo`):
+    /// while `rcv_ssthresh` grows, one quick ACK (`icsk_ack.quick |= 1`). The queue
+    /// holds this skb and the out-of-order data (the application reads the rest).
+    #[inline]
+    fn grow_window(&mut self, pkt: &Packet) {
+        if self.fixed_window || !self.rcvbuf.may_grow() {
+            return;
+        }
+        let truesize = self.skb_truesize();
+        let ooo_rmem = self.ooo_rmem();
+        if self.rcvbuf.grow_window(self.skb_len(pkt), truesize, truesize + ooo_rmem, self.rcv_mss as u64) {
+            self.quick |= 1;
+        }
+    }
+
+    /// Truesize of the out-of-order queue ([`RX_TRUESIZE`] per segment of `rcv_mss`).
+    fn ooo_rmem(&self) -> u64 {
+        if self.ooo_bytes == 0 {
+            return 0;
+        }
+        self.ooo_bytes.div_ceil(self.rcv_mss.max(1) as u64) * RX_TRUESIZE
+    }
+
+    /// `tcp_select_window` for an ACK: the new window from the free space
+    /// (`__tcp_select_window`, `tcp/rcvbuf.rs`), never less than what is left of the
+    /// last one (the right edge does not move back: `tcp_shrink_window` 0), as the
+    /// scaled 16-bit field. Leaves quick-ACK mode when the buffer is more than half full.
+    fn select_window(&mut self) -> u16 {
+        let wscale = self.rcvbuf.wscale();
+        let mask = (1u64 << wscale) - 1;
+        let rmem = self.ooo_rmem() + if self.unread_skb { self.skb_truesize() } else { 0 };
+        let (mut new_win, low) = self.rcvbuf.select_window(rmem, self.rcv_mss as u64);
+        if low {
+            self.quick = 0;
+        }
+        let cur_win = (self.rcv_wup + self.rcv_wnd).saturating_sub(self.rcv_nxt);
+        if new_win < cur_win {
+            new_win = (cur_win + mask) & !mask;
+        }
+        self.rcv_wnd = new_win;
+        (new_win >> wscale).min(65_535) as u16
+    }
+
+    /// The receive-buffer state (`tcp/rcvbuf.rs`).
+    pub fn rcvbuf(&self) -> &RcvBuf {
+        &self.rcvbuf
     }
 
     /// `tcp_data_ecn_check` (net/ipv4/tcp_input.c): with ECN on (RFC 3168 or AccECN)
@@ -590,7 +735,7 @@ impl TcpReceiver {
             let mut a = self.build_ack(ack, now);
             if self.ecn_mode == EcnMode::Rfc3168 {
                 // AccECN carries the counters in ACE; DEMAND_CWR is an RFC 3168 flag.
-                a.tcp.ece = ece;
+                a.tcp.set_ece(ece);
             }
             out.push(a);
             self.acks_sent += 1;
@@ -650,8 +795,11 @@ impl TcpReceiver {
         if self.comp_deadline.is_some() {
             return;
         }
-        // Delay: 5 % of the RTT estimate (the L4S tree's `rtt/20`), at most 1 ms.
-        let rtt_us = self.rcv_rtt_us8 >> 3;
+        // Delay: 5 % of the RTT estimate (the L4S tree's `rtt/20`), at most 1 ms. The
+        // estimate is taken as none, the slack alone: with the receive RTT
+        // (`tcp/rcvbuf.rs`) the engine's compressed SACKs led to spurious retransmissions
+        // after a slow-start overshoot that Linux does not make (docs/fidelity.md).
+        let rtt_us = 0;
         let delay = (rtt_us * NS_PER_US / 20).min(TCP_COMP_SACK_DELAY_NS);
         self.comp_deadline = Some(now + delay + TCP_COMP_SACK_SLACK_NS);
     }
@@ -743,10 +891,13 @@ impl TcpReceiver {
         a.tcp.tsval = ts_clock(now);
         a.tcp.tsecr = self.ts_recent;
         a.wire_len = tcp_wire_len(0, 0);
+        if !self.fixed_window {
+            a.tcp.window = self.select_window();
+        }
         match self.ecn_mode {
             EcnMode::Off => {}
             EcnMode::Rfc3168 => {
-                a.tcp.ece = self.demand_cwr;
+                a.tcp.set_ece(self.demand_cwr);
                 // Pure ACKs are ECT only from a CC that needs ECN (DCTCP; Linux net/ipv4/tcp_output.c:tcp_ecn_send).
                 if self.cc_flags.needs_ecn {
                     a.ecn = if self.cc_flags.wants_ect1 { Ecn::Ect1 } else { Ecn::Ect0 };
@@ -809,6 +960,7 @@ impl TcpReceiver {
         let lo = self.ooo.partition_point(|r| r.end < blk.start);
         let mut hi = lo;
         let mut dup = false;
+        let mut merged = 0;
         while let Some(&r) = self.ooo.get(hi) {
             if r.start > blk.end {
                 break;
@@ -816,10 +968,12 @@ impl TcpReceiver {
             if r.start <= seq && end <= r.end {
                 dup = true;
             }
+            merged += r.end - r.start;
             blk.start = blk.start.min(r.start);
             blk.end = blk.end.max(r.end);
             hi += 1;
         }
+        self.ooo_bytes = self.ooo_bytes - merged + (blk.end - blk.start);
         if dup {
             // Duplicate of out-of-order data: D-SACK it (tcp_data_queue_ofo).
             self.dsack = Some(SackBlock { start: seq, end });
@@ -856,6 +1010,7 @@ impl TcpReceiver {
                 self.bytes_delivered += first.end - self.rcv_nxt;
                 self.rcv_nxt = first.end;
             }
+            self.ooo_bytes -= first.end - first.start;
             self.ooo.pop_front();
         }
         // Drop SACK blocks now below rcv_nxt (`tcp_sack_remove`).
@@ -922,6 +1077,57 @@ mod tests {
         p
     }
 
+    /// Segments of 1448 B ACKed one by one from the first: the 16 quick ACKs of
+    /// `tcp_incr_quickack`, and 6 more while `tcp_grow_window` raises `rcv_ssthresh`
+    /// from the initial 64 088 B to the free space of the 128 KiB buffer
+    /// (131 072 − 2 304 B at 1448·256/2304 = 160/256: 80 480 B, two advmss a step),
+    /// each step asking for one more (`quick |= 1`). Without timestamps DRS never
+    /// runs, so the room opens no further.
+    const QUICK_ACKS: u64 = 22;
+
+    /// `tcp_grow_window`: while `rcv_ssthresh` climbs toward the room DRS opened, each
+    /// segment is ACKed at once; once it has caught up, every second one.
+    #[test]
+    fn every_segment_is_acked_while_the_receive_window_grows() {
+        use crate::time::NS_PER_MS;
+        let mut r = TcpReceiver::new(0, true, 2, 2, "cubic");
+        let mut out = Outbox::default();
+        r.on_packet(&Packet::new(0, PacketKind::Syn), 0, &mut out);
+        out.clear();
+        // Segments every 100 µs echoing a TSval 10 ms old: a 10-ms receive RTT.
+        let mut acked_alone = Vec::new();
+        let mut t = 10 * NS_PER_MS;
+        let mut last_ack = 0;
+        for i in 0..400u64 {
+            let mut d = data(i * 1448, 1448);
+            d.tcp.tsecr = ts_clock(t) - 10;
+            r.on_packet(&d, t, &mut out);
+            if let Some(a) = out.last() {
+                if a.tcp.ack == (i + 1) * 1448 && last_ack == i * 1448 {
+                    acked_alone.push(i);
+                }
+                last_ack = a.tcp.ack;
+            }
+            out.clear();
+            t += 100_000;
+        }
+        // First the quick ACKs and the initial growth.
+        assert!(acked_alone.starts_with(&(0..QUICK_ACKS).collect::<Vec<_>>()), "{acked_alone:?}");
+        // Then pairs until an RTT has passed (segment 100 at 20 ms): DRS has seen 100
+        // segments read against rcvq_space = 10, grows the buffer and the clamp, and
+        // every segment is ACKed alone again while rcv_ssthresh climbs, two advmss a
+        // segment, up to the new free space.
+        assert!(!acked_alone.contains(&(QUICK_ACKS + 1)));
+        let run: Vec<u64> = acked_alone.iter().copied().filter(|&i| i >= 100).collect();
+        assert!(run.len() >= 50, "{acked_alone:?}");
+        let grown = r.rcvbuf().rcv_ssthresh();
+        assert!(grown > 200_000, "rcv_ssthresh {grown}");
+        // Without the growth (a receiver whose buffer cannot grow) the same segments
+        // are ACKed in pairs: checked by the receiver's room being closed at the end.
+        assert!(r.rcvbuf().rcvbuf() > TCP_RMEM_1);
+    }
+    const TCP_RMEM_1: u64 = super::super::rcvbuf::TCP_RMEM[1];
+
     /// Segments 1 µs apart, past the 16 quick ACKs: the first, on a quiet port, is
     /// polled at once (Intel's ITR throttle, tcp/gro.rs); the next ones wait for the
     /// end of the 50 µs interval and reach TCP merged: one stretch ACK per GRO packet,
@@ -948,9 +1154,16 @@ mod tests {
         // (45 fill 64 KB, then 4), each ACKed once, at the poll time.
         let g = r.gro.as_ref().unwrap();
         assert_eq!((g.gro_packets, g.gro_segments), (3, 50));
-        assert_eq!(out.len(), 2, "{:?}", out.iter().map(|a| a.tcp.ack).collect::<Vec<_>>());
+        // The 45-segment packet's ACK is sent while it is queued (its 104 KB of truesize in
+        // the 128 KB buffer: a small window), and the read that follows frees the buffer:
+        // a window update for the same sequence (`__tcp_cleanup_rbuf`), then the next
+        // packet's ACK.
+        let acked: Vec<u64> = out.iter().map(|a| a.tcp.ack).collect();
+        assert_eq!(acked.len(), 3, "{acked:?}");
+        assert_eq!(acked[0], acked[1], "{acked:?}");
+        assert!(out[1].tcp.window > out[0].tcp.window, "the update opens the window");
         assert!(out.iter().all(|a| a.kind == PacketKind::Ack));
-        assert_eq!(out[0].tcp.ack, (16 + 1 + 45) * 1448);
+        assert_eq!(out[0].tcp.ack, (QUICK_ACKS + 1 + 45) * 1448);
         // The remaining 10 wait for the next poll, one interval after poll 2.
         assert_eq!(r.next_timer(), Some(first + 50_000 + 50_000));
         out.clear();
@@ -1002,8 +1215,8 @@ mod tests {
             t += 100_000;
             r.on_packet(&data(i * 1448, 1448), t, &mut out);
         }
-        // 16 quick ACKs for segments 1..16, then one per 2 segments: 12 for the next 24.
-        assert_eq!(out.len(), 16 + 12);
+        // QUICK_ACKS quick ACKs, then one per 2 segments for the rest.
+        assert_eq!(out.len() as u64, QUICK_ACKS + (40 - QUICK_ACKS) / 2);
         assert!(out.iter().all(|a| a.kind == PacketKind::Ack));
         assert_eq!(out.last().unwrap().tcp.ack, 40 * 1448);
     }
@@ -1012,18 +1225,19 @@ mod tests {
     fn odd_segment_is_acked_by_the_40ms_timer() {
         let mut r = TcpReceiver::new(0, true, 2, 2, "cubic");
         let mut out = Outbox::default();
-        for i in 0..17u64 {
+        let n = QUICK_ACKS + 1;
+        for i in 0..n {
             r.on_packet(&data(i * 1448, 1448), 1000 * (i + 1), &mut out);
         }
-        assert_eq!(out.len(), 16);
+        assert_eq!(out.len() as u64, QUICK_ACKS);
         let deadline = r.next_timer().expect("delack armed");
-        assert_eq!(deadline, 17_000 + TCP_ATO_MIN_NS);
+        assert_eq!(deadline, n * 1000 + TCP_ATO_MIN_NS);
         r.on_timer(deadline, &mut out);
-        assert_eq!(out.len(), 17);
-        assert_eq!(out[16].tcp.ack, 17 * 1448);
+        assert_eq!(out.len() as u64, n);
+        assert_eq!(out[QUICK_ACKS as usize].tcp.ack, n * 1448);
     }
 
-    /// A receiver past its 16 quick ACKs (segments of 1448 B every µs from `t0`); the
+    /// A receiver past its quick ACKs (segments of 1448 B every µs from `t0`); the
     /// SYN/ACK left at 0 when `handshake`, so its srtt is `t0` (tcp_synack_rtt_meas).
     fn past_quickacks(handshake: bool, t0: Time) -> (TcpReceiver, u64, Time) {
         let mut r = TcpReceiver::new(0, true, 2, 2, "cubic");
@@ -1032,12 +1246,12 @@ mod tests {
             r.on_packet(&Packet::new(0, PacketKind::Syn), 0, &mut out);
         }
         let mut t = t0;
-        for i in 0..16u64 {
+        for i in 0..QUICK_ACKS {
             r.on_packet(&data(i * 1448, 1448), t, &mut out);
             t += 1000;
         }
         assert_eq!(r.quick, 0);
-        (r, 16 * 1448, t)
+        (r, QUICK_ACKS * 1448, t)
     }
 
     #[test]
@@ -1115,7 +1329,7 @@ mod tests {
         let (mut r, mut out) = accecn_handshake(TcpReceiver::new(0, true, 3, 2, "prague").with_l4steam_accecn(l4steam));
         let mut acks = Vec::new();
         let mut t = 10 * crate::time::NS_PER_MS;
-        for i in 0..40u64 {
+        for i in 0..QUICK_ACKS + 20 {
             let mut d = data(i * 1448, 1448);
             d.ecn = ecn;
             d.tcp.tsval = ts_clock(t - 5 * crate::time::NS_PER_MS);
@@ -1124,7 +1338,7 @@ mod tests {
             acks.push(out.len());
             t += gap;
         }
-        acks.split_off(20)
+        acks.split_off(QUICK_ACKS as usize)
     }
 
     #[test]
@@ -1197,20 +1411,21 @@ mod tests {
     fn an_accecn_bbr2_receiver_acks_ce_state_changes_at_once() {
         let acks = |cc: &str| {
             let (mut r, mut out) = accecn_handshake(TcpReceiver::new(0, true, 3, 2, cc));
-            for i in 0..17u64 {
+            let n = QUICK_ACKS + 1;
+            for i in 0..n {
                 let mut d = data(i * 1448, 1448);
                 d.ecn = Ecn::Ect1;
                 r.on_packet(&d, 1000 * (i + 1), &mut out);
             }
-            assert!(r.next_timer().is_some(), "segment 17 waits for the delayed ACK");
+            assert!(r.next_timer().is_some(), "the last segment waits for the delayed ACK");
             out.clear();
-            let mut d = data(17 * 1448, 1448);
+            let mut d = data(n * 1448, 1448);
             d.ecn = Ecn::Ce;
-            r.on_packet(&d, 20_000, &mut out);
-            out.iter().map(|a| a.tcp.ack / 1448).collect::<Vec<u64>>()
+            r.on_packet(&d, 30_000, &mut out);
+            out.iter().map(|a| a.tcp.ack / 1448 - n).collect::<Vec<u64>>()
         };
-        assert_eq!(acks("bbr2-l4s"), [17, 18]);
-        assert_eq!(acks("cubic"), [18]);
+        assert_eq!(acks("bbr2-l4s"), [0, 1]);
+        assert_eq!(acks("cubic"), [1]);
     }
 
     /// A DCTCP receiver over RFC 3168 feedback: its CC's `dctcp_ece_ack_update`
@@ -1218,25 +1433,26 @@ mod tests {
     /// once with ECE (RFC 8257 §3.2); a CUBIC receiver echoes ECE until CWR instead.
     #[test]
     fn dctcp_receiver_echoes_ce_state_changes_at_once() {
-        for (cc, want) in [("dctcp", vec![(17, false), (18, true)]), ("cubic", vec![(18, true)])] {
+        let n = QUICK_ACKS + 1;
+        for (cc, want) in [("dctcp", vec![(n, false), (n + 1, true)]), ("cubic", vec![(n + 1, true)])] {
             let mut r = TcpReceiver::new(0, true, 1, 2, cc);
             let mut out = Outbox::default();
             let mut syn = Packet::new(0, PacketKind::Syn);
             syn.tcp.ace = ecn::SYN_ACE_CLASSIC;
             r.on_packet(&syn, 0, &mut out);
             assert_eq!(r.ecn_mode, EcnMode::Rfc3168);
-            // 16 quick ACKs, then segment 17 waits for the delayed-ACK timer.
-            for i in 0..17u64 {
+            // The quick ACKs, then the last segment waits for the delayed-ACK timer.
+            for i in 0..n {
                 let mut d = data(i * 1448, 1448);
                 d.ecn = Ecn::Ect0;
                 r.on_packet(&d, 1000 * (i + 1), &mut out);
             }
             assert!(r.next_timer().is_some());
             out.clear();
-            let mut d = data(17 * 1448, 1448);
+            let mut d = data(n * 1448, 1448);
             d.ecn = Ecn::Ce;
-            r.on_packet(&d, 20_000, &mut out);
-            let got: Vec<(u64, bool)> = out.iter().map(|a| (a.tcp.ack / 1448, a.tcp.ece)).collect();
+            r.on_packet(&d, 30_000, &mut out);
+            let got: Vec<(u64, bool)> = out.iter().map(|a| (a.tcp.ack / 1448, a.tcp.ece())).collect();
             assert_eq!(got, want, "{cc}");
         }
     }

@@ -132,6 +132,11 @@ pub struct TcpSender {
     /// After this time no new data is written (iperf's `-t`).
     pub(super) stop_at: Time,
     pub(super) rwnd_bytes: u64,
+    /// The scenario fixes the window (`rwnd_bytes`): the ACKs' window fields are not read.
+    pub(super) rwnd_fixed: bool,
+    /// The receiver's window scale from its SYN/ACK (`rx_opt.snd_wscale`): its kernel's
+    /// `tcp_rmem[2]` decides it (`tcp/rcvbuf.rs`).
+    pub(super) snd_wscale: u32,
     /// Highest SACKed end sequence (`tcp_highest_sack_seq`).
     pub(super) fack: u64,
     pub(super) high_seq: u64,
@@ -247,6 +252,8 @@ impl TcpSender {
             app_bytes: cfg.bytes.unwrap_or(u64::MAX),
             stop_at,
             rwnd_bytes: cfg.rwnd_bytes.unwrap_or(u64::MAX),
+            rwnd_fixed: cfg.rwnd_bytes.is_some(),
+            snd_wscale: super::rcvbuf::rcv_wscale(super::rcvbuf::tcp_rmem_max(cfg.receiver_rcvbuf)),
             drop_segments: {
                 let mut v = cfg.drop_segments.clone();
                 v.sort_unstable();
@@ -494,8 +501,16 @@ mod tests {
         }
     }
 
+    /// A SYN/ACK offering the largest unscaled window (RFC 7323 §2.2).
+    fn synack() -> Packet {
+        let mut p = Packet::new(0, PacketKind::SynAck);
+        p.tcp.window = u16::MAX;
+        p
+    }
+
     fn ack(ack: u64, now: Time) -> Packet {
         let mut p = Packet::new(0, PacketKind::Ack);
+        p.tcp.window = u16::MAX;
         p.tcp.ack = ack;
         p.tcp.tsval = ts_clock(now);
         p
@@ -520,7 +535,7 @@ mod tests {
             }
             s.on_packet(pkt, at, out);
         };
-        deliver(&mut s, &Packet::new(0, PacketKind::SynAck), 10 * NS_PER_MS, &mut out);
+        deliver(&mut s, &synack(), 10 * NS_PER_MS, &mut out);
         for k in 0..3u64 {
             let at = 20 * NS_PER_MS + k * 10_000;
             deliver(&mut s, &ack((k + 1) * MSS, at), at, &mut out);
@@ -585,7 +600,7 @@ mod tests {
             let mut s = TcpSender::new(0, &cfg, Box::new(Clock(Arc::new(Mutex::new(Vec::new())))), Time::MAX);
             let mut out = Outbox::default();
             s.start(0, &mut out);
-            s.on_packet(&Packet::new(0, PacketKind::SynAck), 10 * NS_PER_MS, &mut out);
+            s.on_packet(&synack(), 10 * NS_PER_MS, &mut out);
             while let Some(t) = s.next_timer().filter(|&t| t <= 10 * NS_PER_MS) {
                 s.on_timer(t, &mut out);
             }

@@ -27,15 +27,13 @@
 //!   as Linux's `secure_tcp_ts_off`); TSecr as Linux sets it: a SYN echoes 0, the
 //!   receiver's segments echo its `ts_recent` (the engine's), and the sender's data echo
 //!   the TSval of the newest ACK it had taken when it sent the segment (`ts_recent`,
-//!   RFC 7323 §4.3, `tcp_input.c:tcp_replace_ts_recent`). The engine's sender does not
-//!   put TSecr on its segments (its receiver would then sample a receive RTT, which the
-//!   engine does not model), so the capture tracks it: per flow, from the ACKs delivered
-//!   to the sender, and for a segment captured after its sender (bottleneck, receiver)
-//!   from the value noted when it left the sender;
-//! * the advertised window: the engine's receive window when the flow has one
-//!   (`rwnd_bytes`), else the largest (65535 << 14, RFC 7323 §2.3: the engine's receiver
-//!   never limits), with the smallest window scale that holds it, 7 at least (Linux's
-//!   `tcp_select_initial_window` for the default `tcp_rmem`);
+//!   RFC 7323 §4.3, `tcp_input.c:tcp_replace_ts_recent`). The capture tracks it per
+//!   flow, from the ACKs delivered to the sender, and for a segment captured after its
+//!   sender (bottleneck, receiver) from the value noted when it left the sender;
+//! * the advertised window: the window field of the receiver's ACK (its autotuned
+//!   window, `tcp/rcvbuf.rs`) with the window scale of its kernel's `tcp_rmem[2]`; for a
+//!   flow with a fixed window (`rwnd_bytes`), that window with the smallest scale that
+//!   holds it, 7 at least (Linux's `tcp_select_initial_window` for the default `tcp_rmem`);
 //! * headers only: the payload is not stored (a snap length, as `tcpdump -s`), but the
 //!   original length and the IP total length are the packet's, and the TCP/UDP
 //!   checksum is that of the packet with an all-zero payload (correct for the bytes a
@@ -118,8 +116,14 @@ impl HostHeaders {
             Some(FlowConfig::Tcp(t)) => (t.mss, t.rwnd_bytes),
             _ => (crate::config::default_mss(), None),
         };
+        let autotuned = match flow {
+            Some(FlowConfig::Tcp(t)) if t.rwnd_bytes.is_none() => {
+                Some(crate::tcp::rcvbuf::rcv_wscale(crate::tcp::rcvbuf::tcp_rmem_max(t.receiver_rcvbuf)) as u8)
+            }
+            _ => None,
+        };
         let rwnd = rwnd.unwrap_or(65_535 << 14).min(65_535 << 14);
-        let wscale = (7..=14).find(|&w| rwnd >> w <= 65_535).unwrap_or(14);
+        let wscale = autotuned.unwrap_or_else(|| (7..=14).find(|&w| rwnd >> w <= 65_535).unwrap_or(14));
         HostHeaders {
             mss_option: (mss + crate::packet::TCPOLEN_TSTAMP_ALIGNED).min(65_535) as u16,
             wscale,
@@ -461,7 +465,13 @@ fn build_frame(
         let (seq, ack) = wire_seq_ack(pkt);
         let syn = matches!(pkt.kind, PacketKind::Syn | PacketKind::SynAck);
         // RFC 7323 §2.2: the window field of a SYN is never scaled.
-        let window = if syn { 65_535 } else { host.window };
+        let window = if t.window != 0 {
+            t.window
+        } else if syn {
+            65_535
+        } else {
+            host.window
+        };
         let mut tcp = TcpHeader::new(sport, dport, seq, window);
         tcp.acknowledgment_number = ack;
         tcp.ack = pkt.kind != PacketKind::Syn;
@@ -469,14 +479,9 @@ fn build_frame(
         tcp.psh = false;
         // AccECN's ACE field uses the AE (ex-NS), CWR and ECE bits (RFC 9768 §3.2.1); a
         // data segment of an AccECN sender carries it too, so it is written whenever set.
-        if t.ace != 0 {
-            tcp.ns = t.ace & 0b100 != 0;
-            tcp.cwr = t.ace & 0b010 != 0;
-            tcp.ece = t.ace & 0b001 != 0;
-        } else {
-            tcp.ece = t.ece;
-            tcp.cwr = t.cwr;
-        }
+        tcp.ns = t.ace & 0b100 != 0;
+        tcp.cwr = t.ace & 0b010 != 0;
+        tcp.ece = t.ace & 0b001 != 0;
         // Each host's TSval clock with its offset; a SYN echoes nothing (TSecr 0, RFC 7323 §4.1).
         let tsval = t.tsval.wrapping_add(ts_offset(pkt.flow, back));
         let tsecr = if pkt.kind == PacketKind::Syn { 0 } else { tsecr.wrapping_add(ts_offset(pkt.flow, !back)) };

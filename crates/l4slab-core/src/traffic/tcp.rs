@@ -36,7 +36,9 @@ pub fn build(
     let mut sender = TcpSender::with_buffers(slot, t, cc, stop, spare.0);
     sender.tp.rng = cc_rng;
     let mut receiver = TcpReceiver::with_cc(slot, t.delayed_ack, t.receiver_ecn, t.ecn_option, rcc, spare.1)
-        .with_l4steam_accecn(t.receiver_kernel == ReceiverKernel::L4steam);
+        .with_l4steam_accecn(t.receiver_kernel == ReceiverKernel::L4steam)
+        .with_fixed_window(t.rwnd_bytes.is_some())
+        .with_rcvbuf_kernel(t.receiver_rcvbuf);
     if t.gro {
         receiver.set_gro(t.rx_usecs_ns);
     }

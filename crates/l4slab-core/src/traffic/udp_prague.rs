@@ -59,7 +59,7 @@ fn ack_packet(flow: u32, ack: &AckMsg, ecn: u8) -> Packet {
     p.tcp.ack = c.received as u32 as u64 | (c.ce as u32 as u64) << 32;
     p.tcp.tsval = ack.timestamp as u32;
     p.tcp.tsecr = ack.echoed_timestamp as u32;
-    p.tcp.ece = c.error_l4s;
+    p.tcp.set_ece(c.error_l4s);
     p
 }
 
@@ -72,7 +72,7 @@ fn ack_of(p: &Packet) -> AckMsg {
             received: p.tcp.ack as u32 as i32,
             ce: (p.tcp.ack >> 32) as u32 as i32,
             lost: (p.tcp.seq >> 32) as u32 as i32,
-            error_l4s: p.tcp.ece,
+            error_l4s: p.tcp.ece(),
         },
     }
 }
