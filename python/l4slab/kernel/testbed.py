@@ -487,7 +487,7 @@ def check_config(config: Mapping[str, Any], scenario: Any = None) -> None:
             raise _refuse(
                 f"{where}.receiver_kernel", flow["receiver_kernel"], "the guest runs mainline (allowed: mainline)"
             )
-        if flow.get("receiver_rcvbuf", "mainline") != "mainline":
+        if flow.get("receiver_rcvbuf", _engine_default("receiver_rcvbuf")) != "mainline":
             raise _refuse(
                 f"{where}.receiver_rcvbuf",
                 flow["receiver_rcvbuf"],
