@@ -6,7 +6,7 @@ the second to the first (docs/emulator-commands.md). Emulated, each trial also g
 programs' measured host (``wake_us`` of send.json / recv.json, the sender's
 ``timer_late_us``: P50 and P99 per trial, and the quantiles); ``--save FILE`` keeps the
 rows, and ``sim --hosts FILE`` runs the engine with those distributions pooled over the
-trials (each trial's 101 quantiles as equally weighted points, as the flow's
+trials the emulator kept up with (each trial's 1001 quantiles as equally weighted points, as the flow's
 ``sender_wake_latency``/``receiver_wake_latency``/``sender_timer_latency`` quantile lists:
 the engine on the emulating host).
 
@@ -21,7 +21,7 @@ import statistics
 import sys
 
 from l4slab.emulate import emulate
-from l4slab.emulate.hosts import measured_hosts, pooled_quantiles
+from l4slab.emulate.hosts import measured_hosts, pooled_quantiles, quantile
 from l4slab.runner import run
 from l4slab.scenario import load_scenario, scenario_from_toml
 
@@ -39,6 +39,9 @@ KNOBS = ("sender_wake", "receiver_wake", "sender_timer")
 def _with_hosts(text: str, hosts_file: str) -> tuple[str, str]:
     """The scenario with every udp_prague flow's programs as late as measured."""
     rows = [json.loads(line) for line in open(hosts_file) if line.strip()]
+    # A trial the emulator did not keep up with measured a stall of the whole VM (the
+    # emulator's too), not the programs' host: pooled only if no trial kept up.
+    rows = [r for r in rows if r.get("kept_up")] or rows
     knobs, notes = "", []
     for knob in KNOBS:
         lists = [r[f"{knob}_quantiles_us"] for r in rows if r.get(f"{knob}_quantiles_us")]
@@ -47,7 +50,8 @@ def _with_hosts(text: str, hosts_file: str) -> tuple[str, str]:
         q = pooled_quantiles(lists)
         values = ", ".join(f'"{v:.1f}us"' for v in q)
         knobs += f"{knob}_latency = [{values}]\n"
-        notes.append(f"{knob.replace('_', ' ')} P50 {q[50]:.0f} µs, P90 {q[90]:.0f}, P99 {q[99]:.0f}, max {q[100]:.0f}")
+        p50, p90, p99 = (quantile(q, p) for p in (0.5, 0.9, 0.99))
+        notes.append(f"{knob.replace('_', ' ')} P50 {p50:.0f} µs, P90 {p90:.0f}, P99 {p99:.0f}, max {q[-1]:.0f}")
     note = f"{'; '.join(notes)} (pooled over {len(rows)} trials)"
     return text.replace('kind = "udp_prague"\n', 'kind = "udp_prague"\n' + knobs), note
 
@@ -90,7 +94,7 @@ def main(argv: list[str]) -> int:
             measured = next(iter(measured_hosts(result.command_outputs).values()), {})
             for knob in KNOBS:
                 q = measured.get(knob)
-                row[f"{knob}_p50_us"], row[f"{knob}_p99_us"] = (q[50], q[99]) if q else (None, None)
+                row[f"{knob}_p50_us"], row[f"{knob}_p99_us"] = (quantile(q, 0.5), quantile(q, 0.99)) if q else (None, None)
                 row[f"{knob}_quantiles_us"] = q
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if not k.endswith("quantiles_us")}), flush=True)

@@ -72,8 +72,10 @@ struct Latency {
 }
 
 const LATENCY_BUCKETS: usize = 50_000;
-/// The distribution is written as this many quantiles (0, 1, ..., 100 %).
-const QUANTILES: usize = 101;
+/// The distribution is written as this many quantiles (0, 0.1, ..., 100 %): fine enough
+/// that the last step, from the 99.9th percentile to the maximum, holds 0.1 % of the
+/// samples (a model drawing between the points spreads that much mass up to the maximum).
+const QUANTILES: usize = 1001;
 
 impl Latency {
     fn new() -> Self {
@@ -85,14 +87,14 @@ impl Latency {
         self.sum_ns += ns;
         self.max_ns = self.max_ns.max(ns);
     }
-    /// The 0, 1, ..., 100 % quantiles, µs: the middle of the sample's 1-µs bucket (the
+    /// The 0, 0.1, ..., 100 % quantiles, µs: the middle of the sample's 1-µs bucket (the
     /// maximum for the top one and for any beyond the last bucket).
     fn quantiles_us(&self) -> Vec<f64> {
         let max = self.max_ns as f64 / 1000.0;
         let mut out = Vec::with_capacity(QUANTILES);
         let (mut seen, mut bucket) = (0u64, 0usize);
         for k in 0..QUANTILES {
-            // The rank of quantile k: the ceil(k/100 · n)-th sample, at least the first.
+            // The rank of quantile k: the ceil(k/1000 · n)-th sample, at least the first.
             let rank = ((k as u64 * self.n).div_ceil(QUANTILES as u64 - 1)).max(1);
             while bucket <= LATENCY_BUCKETS && seen + self.buckets[bucket] < rank {
                 seen += self.buckets[bucket];
@@ -113,7 +115,7 @@ impl Latency {
         let q = self.quantiles_us();
         json!({
             "count": self.n, "mean": self.sum_ns as f64 / self.n as f64 / 1000.0,
-            "p50": q[50], "p90": q[90], "p99": q[99], "max": q[100], "quantiles": q,
+            "p50": q[500], "p90": q[900], "p99": q[990], "max": q[1000], "quantiles": q,
         })
     }
 }
@@ -584,11 +586,11 @@ mod tests {
         }
         let q = l.quantiles_us();
         assert_eq!(q.len(), QUANTILES);
-        assert_eq!((q[0], q[1], q[50], q[99], q[100]), (0.5, 9.5, 499.5, 989.5, 999.5));
+        assert_eq!((q[0], q[1], q[10], q[500], q[990], q[1000]), (0.5, 0.5, 9.5, 499.5, 989.5, 999.5));
         assert!(q.windows(2).all(|w| w[0] <= w[1]));
         // Beyond the last bucket: the maximum.
         l.add(80_000_000);
-        assert_eq!(l.quantiles_us()[100], 80_000.0);
+        assert_eq!(l.quantiles_us()[1000], 80_000.0);
         let j = l.json();
         assert_eq!(j["count"], 1001);
         // (Σ k·1000 + 500 for k < 1000, + 80 ms) / 1001 samples = 580 ms / 1001, in µs.

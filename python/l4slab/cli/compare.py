@@ -178,8 +178,13 @@ def command(args: argparse.Namespace) -> int:
             soft_wrap=True,
         )
     if getattr(args, "host", "ideal") == "measured":
+        from ..emulate.hosts import quantile
+
         for flow, ends in _simulated_hosts(_sim).items():
-            said = "; ".join(f"{knob.replace('_', ' ')} P50 {q[50]:.0f} µs, P99 {q[99]:.0f} µs" for knob, q in ends.items())
+            said = "; ".join(
+                f"{knob.replace('_', ' ')} P50 {quantile(q, 0.5):.0f} µs, P99 {quantile(q, 0.99):.0f} µs"
+                for knob, q in ends.items()
+            )
             console.print(f"simulated on the measured host, flow {flow} (seed {scenario.seed}): {said}", soft_wrap=True)
     outside = sum(row.verdict == "outside" for row in rows)
     console.print(f"{len(rows) - outside} of {len(rows)} metrics within spread", soft_wrap=True)

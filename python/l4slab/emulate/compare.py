@@ -32,7 +32,8 @@ The programs' host (``host = "measured"``, ``--host measured``): a ``udp_prague`
 run by ``l4slab-udp-prague`` writes its host's latency distributions (``wake_us`` quantiles,
 each end; the sender's ``timer_late_us``); simulated seed ``i`` then runs that flow with trial
 ``i``'s measured quantiles as ``sender_wake_latency``/``receiver_wake_latency``/
-``sender_timer_latency`` (a refused trial's seed takes
+``sender_timer_latency`` (a refused trial's seed, and an accepted trial's that the emulator
+did not keep up with, whose measurement holds a stall of the whole VM, takes
 the kept trials' pooled distribution, :func:`pooled_quantiles`), so the model of the
 algorithm is set against the program on the same host. The default, ``"ideal"``, simulates
 an ideal host.
@@ -245,6 +246,7 @@ def compare(
     _check_host(host, backend, validated)
     base_seed = int(validated.seed)
     hosts: dict[int, dict[int, dict[str, list[float]]]] = {}
+    measured: dict[int, dict[int, dict[str, list[float]]]] = {}
     say = log or (lambda _message: None)
     sim_summaries, emu_summaries = [], []
     refused: list[str] = []
@@ -284,14 +286,19 @@ def compare(
         if result.meta.get("accepted_late"):
             say(f"emulated trial {index + 1}/{trials} kept: {result.meta['accepted_late']}")
         metas[index] = result.meta
-        hosts[index] = measured_hosts(result.command_outputs)
+        measured[index] = measured_hosts(result.command_outputs)
+        if result.meta.get("kept_up", False):
+            # A trial the emulator did not keep up with measured a stall of the whole VM
+            # (the emulator's too), not the programs' host: its seed takes the others' pool.
+            hosts[index] = measured[index]
         emu_summaries.append(result.summary)
         if keep:
             keep("emulate", index, result)
     if not emu_summaries:
         raise HostTooSlow(f"compare: every emulated trial was refused; the last: {refused[-1]}")
     mean_starts = _mean_starts(list(metas.values()))
-    pooled = _pooled_hosts(list(hosts.values())) if host == "measured" else {}
+    # Pooled over the kept-up trials; over all of them if none kept up.
+    pooled = _pooled_hosts(list(hosts.values()) or list(measured.values())) if host == "measured" else {}
     for index in range(trials):
         seeded = validated.model_copy(update={"seed": base_seed + index})
         if align or host == "measured":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Mapping, Sequence
 
-__all__ = ["HOST_PROGRAM", "measured_hosts", "pooled_quantiles"]
+__all__ = ["HOST_PROGRAM", "measured_hosts", "pooled_quantiles", "quantile"]
 
 #: The program whose output carries a measured host.
 HOST_PROGRAM = "l4slab-udp-prague"
@@ -44,8 +44,14 @@ def measured_hosts(outputs: Mapping[int, Mapping[str, bytes]]) -> dict[int, dict
     return hosts
 
 
-def pooled_quantiles(lists: Sequence[Sequence[float]], n: int = 101) -> list[float]:
-    """``n`` quantiles of several measured distributions pooled with equal weight (each
-    given by quantiles at evenly spaced probabilities, all of one length)."""
+def pooled_quantiles(lists: Sequence[Sequence[float]]) -> list[float]:
+    """Several measured distributions pooled with equal weight, as quantiles at as many
+    evenly spaced probabilities as each has (all of one length)."""
+    n = len(lists[0])
     points = sorted(v for values in lists for v in values)
     return [points[round(k * (len(points) - 1) / (n - 1))] for k in range(n)]
+
+
+def quantile(q: Sequence[float], p: float) -> float:
+    """The point of evenly spaced quantiles ``q`` nearest to probability ``p``."""
+    return q[round(p * (len(q) - 1))]

@@ -408,13 +408,13 @@ def _program_hosts(outputs: Mapping[int, Mapping[str, bytes]]) -> dict[str, dict
     """Per command flow (by index, as a string), each latency l4slab-udp-prague measured
     (``sender_wake``, ``receiver_wake``, ``sender_timer``) as P50/P90/P99/max µs, from the
     quantiles it wrote (:func:`.compare.measured_hosts`)."""
-    from .hosts import measured_hosts
+    from .hosts import measured_hosts, quantile
 
     hosts: dict[str, dict[str, dict[str, float]]] = {}
     for flow, measured in measured_hosts(outputs).items():
         for knob, q in measured.items():
-            hosts.setdefault(str(flow), {})[knob] = {"p50": q[len(q) // 2], "p90": q[(len(q) - 1) * 9 // 10],
-                                                    "p99": q[(len(q) - 1) * 99 // 100], "max": q[-1]}  # fmt: skip
+            hosts.setdefault(str(flow), {})[knob] = {f"p{round(p * 100)}": quantile(q, p) for p in (0.5, 0.9, 0.99)}
+            hosts[str(flow)][knob]["max"] = q[-1]
     return hosts
 
 
