@@ -182,27 +182,34 @@ def _udp_prague_program() -> str | None:
     return shutil.which("l4slab-udp-prague")
 
 
+def _udp_prague_scenario(path: Path, head: str, flows: str) -> Path:
+    """``head`` (name, duration, bottleneck), then ``flows`` ending with a ``udp_prague`` entry
+    run as a command flow by the project's program (skips if it is not built)."""
+    program = _udp_prague_program()
+    if program is None:
+        pytest.skip("l4slab-udp-prague is not built (cargo build --release -p l4slab-emu)")
+    path.write_text(
+        head + flows + "[flows.command]\n"
+        f'sender = "{program} send --dst {{receiver_addr}} --port {{port}} --duration {{duration}} '
+        '--out {out_dir}/send.json"\n'
+        f'receiver = "{program} recv --bind {{receiver_addr}} --port {{port}} --duration {{until_end}} '
+        '--out {out_dir}/recv.json"\n'
+    )
+    return path
+
+
 def test_udp_prague_program_through_dualpi2_is_counted_by_the_bottleneck_as_by_itself(tmp_path, capsys, monkeypatch):
     """The project's UDP-Prague program as a command flow (its simulated counterpart the
     engine's ``udp_prague`` flow) against kernel CUBIC through DualPI2 (20 Mbit/s, 20 ms): the bottleneck's own count of the packets, IP bytes and CE
     marks it delivered to the flow equals the receiving program's count within 1 %, and what
     it read from the sender the sending program's count (the receiver listens until the
     emulator stops forwarding, ``{until_end}``; the sender stops 2 s before the run ends)."""
-    program = _udp_prague_program()
-    if program is None:
-        pytest.skip("l4slab-udp-prague is not built (cargo build --release -p l4slab-emu)")
-    monkeypatch.setenv("L4SLAB_EMU_PREFIX", PREFIX)
-    path = tmp_path / "udp-prague.toml"
-    path.write_text(
-        'name = "udpprague"\nduration = "8s"\n[bottleneck]\nrate = "20Mbit"\nqdisc = "dualpi2"\n'
-        '[[flows]]\ncc = "cubic"\nrtt = "20ms"\n'
-        '[[flows]]\nkind = "udp_prague"\nrtt = "20ms"\nstop = "6s"\n'
-        "[flows.command]\n"
-        f'sender = "{program} send --dst {{receiver_addr}} --port {{port}} --duration {{duration}} '
-        '--out {out_dir}/send.json"\n'
-        f'receiver = "{program} recv --bind {{receiver_addr}} --port {{port}} --duration {{until_end}} '
-        '--out {out_dir}/recv.json"\n'
+    path = _udp_prague_scenario(
+        tmp_path / "udp-prague.toml",
+        'name = "udpprague"\nduration = "8s"\n[bottleneck]\nrate = "20Mbit"\nqdisc = "dualpi2"\n',
+        '[[flows]]\ncc = "cubic"\nrtt = "20ms"\n[[flows]]\nkind = "udp_prague"\nrtt = "20ms"\nstop = "6s"\n',
     )
+    monkeypatch.setenv("L4SLAB_EMU_PREFIX", PREFIX)
     out = tmp_path / "run"
     status = main(["emulate", str(path), "--out", str(out), "--accept-late"])
     captured = capsys.readouterr()
@@ -316,20 +323,12 @@ def test_compare_on_the_measured_host_runs_the_model_with_what_the_program_measu
     """`l4slab compare --host measured`: the UDP-Prague program alone through DualPI2 (one
     trial); the simulated seed runs the engine's `udp_prague` flow with the wake-up
     quantiles the program's two ends measured in that trial, and says so."""
-    program = _udp_prague_program()
-    if program is None:
-        pytest.skip("l4slab-udp-prague is not built (cargo build --release -p l4slab-emu)")
-    monkeypatch.setenv("L4SLAB_EMU_PREFIX", PREFIX)
-    path = tmp_path / "alone.toml"
-    path.write_text(
-        'name = "alone"\nduration = "4s"\n[bottleneck]\nrate = "20Mbit"\nqdisc = "dualpi2"\n'
-        '[[flows]]\nkind = "udp_prague"\nrtt = "10ms"\n'
-        "[flows.command]\n"
-        f'sender = "{program} send --dst {{receiver_addr}} --port {{port}} --duration {{duration}} '
-        '--out {out_dir}/send.json"\n'
-        f'receiver = "{program} recv --bind {{receiver_addr}} --port {{port}} --duration {{until_end}} '
-        '--out {out_dir}/recv.json"\n'
+    path = _udp_prague_scenario(
+        tmp_path / "alone.toml",
+        'name = "alone"\nduration = "4s"\n[bottleneck]\nrate = "20Mbit"\nqdisc = "dualpi2"\n',
+        '[[flows]]\nkind = "udp_prague"\nrtt = "10ms"\n',
     )
+    monkeypatch.setenv("L4SLAB_EMU_PREFIX", PREFIX)
     rows_file, out = tmp_path / "rows.json", tmp_path / "runs"
     argv = ["compare", str(path), "--trials", "1", "--host", "measured", "--json", str(rows_file), "--out", str(out)]
     status = main([*argv, "--accept-late"])
