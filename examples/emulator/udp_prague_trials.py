@@ -38,7 +38,11 @@ KNOBS = ("sender_wake", "receiver_wake", "sender_timer")
 
 def _with_hosts(text: str, hosts_file: str) -> tuple[str, str]:
     """The scenario with every udp_prague flow's programs as late as measured."""
-    rows = [json.loads(line) for line in open(hosts_file) if line.strip()]
+    try:
+        with open(hosts_file) as handle:
+            rows = [json.loads(line) for line in handle if line.strip()]
+    except (OSError, ValueError) as err:
+        raise SystemExit(f"--hosts: {hosts_file}: {err}") from None
     # A trial the emulator did not keep up with measured a stall of the whole VM (the
     # emulator's too), not the programs' host: pooled only if no trial kept up.
     rows = [r for r in rows if r.get("kept_up")] or rows
@@ -68,7 +72,11 @@ def main(argv: list[str]) -> int:
         parser.error("trials: allowed 1..100")
     if args.hosts and args.side != "sim":
         parser.error("--hosts: only with sim")
-    text = open(args.scenario).read()
+    try:
+        with open(args.scenario) as handle:
+            text = handle.read()
+    except OSError as err:
+        parser.error(f"scenario: {args.scenario}: {err.strerror}")
     base = load_scenario(args.scenario)
     if args.hosts:
         text, note = _with_hosts(text, args.hosts)

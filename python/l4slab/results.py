@@ -549,7 +549,9 @@ class BackendRunResult(RunResult):
     meta_file: ClassVar[str] = ""
 
     def backend_block(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """The summary's backend block: by default the run's ``meta`` as it is; a backend
+        that reports a shaped subset (units, derived fields) overrides this."""
+        return dict(self.meta)
 
     @cached_property
     def summary(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from conftest import is_nan, make_results
 from l4slab.io import atomic_write, write_json, write_parquet
-from l4slab.results import RunResult
+from l4slab.results import BackendRunResult, RunResult
 from l4slab.rundir import write_run
 
 SUMMARY_TOP_KEYS = {
@@ -318,3 +318,25 @@ def test_series_column_types(values, dtype, expected):
     assert got.dtype == dtype
     for g, e in zip(got.tolist(), expected, strict=True):
         assert (g == e) or (isinstance(e, float) and math.isnan(e) and math.isnan(g))
+
+
+def test_a_backend_result_names_its_backend_and_writes_its_meta_before_the_summary(tmp_path, fake_result):
+    """A result of another backend with no block of its own (``BackendRunResult``'s default):
+    the summary says the backend and carries its meta as the block, NaN as null; the meta file
+    is written, and ``summary.json`` (written last) says the run is complete."""
+    import dataclasses
+    from typing import ClassVar
+
+    @dataclasses.dataclass
+    class Probe(BackendRunResult):
+        backend: ClassVar[str] = "probe"
+        block: ClassVar[str] = "probe_block"
+        meta_file: ClassVar[str] = "probe_meta.json"
+
+    fields = {f.name: getattr(fake_result, f.name) for f in dataclasses.fields(RunResult)}
+    result = Probe(**fields, meta={"ticks": 3, "lost": float("nan")})
+    summary = result.summary
+    assert summary["backend"] == "probe" and summary["probe_block"] == {"ticks": 3, "lost": None}
+    directory = result.write(tmp_path / "run")
+    assert json.loads((directory / "probe_meta.json").read_text()) == {"ticks": 3, "lost": None}
+    assert json.loads((directory / "summary.json").read_text())["probe_block"]["ticks"] == 3

@@ -112,3 +112,18 @@ def test_the_trials_script_runs_the_engine_on_the_measured_host(tmp_path, capsys
     assert "hosts: sender wake P50 150 µs, P90 260, P99 296, max 300; receiver wake P50 150" in out, out
     assert "; sender timer P50 150 µs" in out, out
     assert "sim, 1 trials: L mean sojourn ms" in out
+
+
+def test_the_trials_script_refuses_missing_files_in_one_line(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("trials", REPO / "examples" / "emulator" / "udp_prague_trials.py")
+    trials = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(trials)
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('duration = "1s"\n[bottleneck]\nrate = "20Mbit"\nqdisc = "dualpi2"\n'
+                        '[[flows]]\nkind = "udp_prague"\nrtt = "10ms"\n')  # fmt: skip
+    with pytest.raises(SystemExit) as err:
+        trials.main([str(scenario), "1", "sim", "--hosts", str(tmp_path / "none.jsonl")])
+    assert str(err.value).startswith("--hosts: ") and "No such file" in str(err.value)
+    with pytest.raises(SystemExit) as err:
+        trials.main([str(tmp_path / "none.toml"), "1", "sim"])
+    assert err.value.code == 2 and "scenario: " in capsys.readouterr().err
