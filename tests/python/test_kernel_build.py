@@ -70,6 +70,8 @@ def test_cpio_image_is_deterministic_and_refuses_bad_names(tmp_path):
 def test_project_inputs_cover_every_guest_file():
     files, digest = kb.project_inputs()
     assert "linux/l4slab.config" in files and "guest/init" in files and "guest/probe.c" in files
+    guest = {f"guest/{p.name}" for p in (kb.FILES / "guest").iterdir() if p.is_file()}
+    assert guest <= set(files), f"guest files the cache key misses: {sorted(guest - set(files))}"
     assert any(name.startswith("linux/patches/") for name in files)
     assert any(name.startswith("linux/net/tcp_") for name in files), "the project's Prague module is an input"
     assert len(digest) == 64 and kb.project_inputs()[1] == digest

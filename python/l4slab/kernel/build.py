@@ -17,7 +17,8 @@ What is built (docs/kernel.md):
    link, ethtool, Debian sid's ``iproute2`` (the first ``tc`` that knows ``dualpi2``) run through
    sid's C library loader, ``l4slab-probe`` (``guest/probe.c``, compiled statically
    against the kernel's own UAPI headers) and ``l4slab-flow`` (``guest/flow.c``, the
-   testbed's bulk TCP sender and receiver, static).
+   testbed's bulk TCP sender and receiver, static), which share their argument checks
+   (``guest/args.h``).
 
 The result is cached under ``$L4SLAB_KERNEL_CACHE`` (default ``~/.cache/l4slab/kernel``) in a
 folder named by the SHA-256 of every input (the source package and version, the config
@@ -123,6 +124,7 @@ def _input_files() -> list[Path]:
     wanted: list[Path] = [
         FILES / "linux" / "l4slab.config",
         FILES / "guest" / "init",
+        FILES / "guest" / "args.h",
         FILES / "guest" / "probe.c",
         FILES / "guest" / "flow.c",
     ]

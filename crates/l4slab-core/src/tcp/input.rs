@@ -742,6 +742,22 @@ mod tests {
         p
     }
 
+    /// A sender of `cfg` whose handshake completed at 10 ms (a 10 ms SYN/ACK RTT sample):
+    /// its initial window is out.
+    fn established(cfg: serde_json::Value, cc: Box<dyn CongestionControl>) -> (TcpSender, Outbox) {
+        let cfg: TcpFlowConfig = serde_json::from_value(cfg).unwrap();
+        let mut s = TcpSender::new(0, &cfg, cc, Time::MAX);
+        let mut out = Outbox::default();
+        s.start(0, &mut out);
+        s.on_packet(&synack(), 10 * NS_PER_MS, &mut out);
+        (s, out)
+    }
+
+    /// A Reno sender without TSO at a 10 ms RTT, established ([`established`]).
+    fn established_reno() -> (TcpSender, Outbox) {
+        established(serde_json::json!({"cc": "reno", "rtt_ns": 10_000_000u64, "tso": false}), Box::new(Reno))
+    }
+
     fn ack(out: &mut Outbox, ack: u64, sack: Option<(u64, u64)>, now: Time) -> Packet {
         let mut p = Packet::new(0, PacketKind::Ack);
         p.tcp.window = u16::MAX;
@@ -775,15 +791,11 @@ mod tests {
 
     #[test]
     fn a_lone_runt_packet_acked_alone_may_be_a_delayed_ack() {
-        let cfg: TcpFlowConfig = serde_json::from_value(
-            serde_json::json!({"cc": "reno", "rtt_ns": 10_000_000u64, "tso": false, "bytes": MSS + 100, "init_cwnd": 1}),
-        )
-        .unwrap();
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let mut s = TcpSender::new(0, &cfg, Box::new(Samples(seen.clone())), Time::MAX);
-        let mut out = Outbox::default();
-        s.start(0, &mut out);
-        s.on_packet(&synack(), 10 * NS_PER_MS, &mut out);
+        let (mut s, mut out) = established(
+            serde_json::json!({"cc": "reno", "rtt_ns": 10_000_000u64, "tso": false, "bytes": MSS + 100, "init_cwnd": 1}),
+            Box::new(Samples(seen.clone())),
+        );
         assert_eq!(s.tp.packets_out, 1);
         // The tail leaves when the first packet is acked: alone in flight.
         s.on_packet(&ack(&mut out, MSS, None, 20 * NS_PER_MS), 20 * NS_PER_MS, &mut out);
@@ -797,12 +809,7 @@ mod tests {
 
     #[test]
     fn a_rack_loss_is_counted_once_in_the_tcp_sock_and_retransmitted() {
-        let cfg: TcpFlowConfig =
-            serde_json::from_value(serde_json::json!({"cc": "reno", "rtt_ns": 10_000_000u64, "tso": false})).unwrap();
-        let mut s = TcpSender::new(0, &cfg, Box::new(Reno), Time::MAX);
-        let mut out = Outbox::default();
-        s.start(0, &mut out);
-        s.on_packet(&synack(), 10 * NS_PER_MS, &mut out);
+        let (mut s, mut out) = established_reno();
         assert_eq!((s.tp.srtt_us, s.tp.min_rtt_us), (10_000, 10_000));
         assert_eq!(s.tp.packets_out, 10, "IW10");
         assert_counters_match_queue(&s);
@@ -841,12 +848,7 @@ mod tests {
     /// window it had, however many of its retransmissions are lost.
     #[test]
     fn a_lost_retransmission_after_an_rto_starts_a_recovery_with_a_new_reduction() {
-        let cfg: TcpFlowConfig =
-            serde_json::from_value(serde_json::json!({"cc": "reno", "rtt_ns": 10_000_000u64, "tso": false})).unwrap();
-        let mut s = TcpSender::new(0, &cfg, Box::new(Reno), Time::MAX);
-        let mut out = Outbox::default();
-        s.start(0, &mut out);
-        s.on_packet(&synack(), 10 * NS_PER_MS, &mut out);
+        let (mut s, mut out) = established_reno();
         assert_eq!(s.tp.packets_out, 10, "IW10, all of it lost");
         // The loss probe, then the RTO: Loss, everything marked lost, the head
         // retransmitted.

@@ -40,7 +40,7 @@
  * Connection refused"), exit 2 for a usage error, 1 for a failure; the JSON line is still
  * written for a failed transfer ("end":"error").
  *
- * Build: gcc -O2 -static -Wall -Wextra flow.c -o l4slab-flow
+ * Build: gcc -O2 -static -Wall -Wextra flow.c -o l4slab-flow (args.h beside it)
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -60,7 +60,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NSEC 1000000000LL
+#include "args.h"
+
 #define WRITE_CHUNK (256 * 1024)
 #define READ_CHUNK (1024 * 1024)
 #define MAX_BYTES (1LL << 50)         /* 1 PiB */
@@ -125,23 +126,10 @@ static long long parse_int(const char *opt, const char *s, long long lo, long lo
 
 static long long parse_time(const char *opt, const char *s, long long lo, long long hi)
 {
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	long long mul = 0;
-	if (end != s && !errno && v >= 0) {
-		if (!strcmp(end, "ns"))
-			mul = 1;
-		else if (!strcmp(end, "us"))
-			mul = 1000;
-		else if (!strcmp(end, "ms"))
-			mul = 1000000;
-		else if (!strcmp(end, "s"))
-			mul = NSEC;
-	}
-	if (!mul || v > hi / mul || v * mul < lo)
+	long long ns;
+	if (!time_ns_in(s, lo, hi, &ns))
 		usage_error("%s '%s': allowed an integer with unit ns|us|ms|s, %lldns..%llds", opt, s, lo, hi / NSEC);
-	return v * mul;
+	return ns;
 }
 
 static struct sockaddr_in parse_addr(const char *opt, const char *s)
@@ -162,15 +150,8 @@ static struct sockaddr_in parse_addr(const char *opt, const char *s)
 static void enter_netns(const char *name)
 {
 	char path[128];
-	size_t n = strlen(name);
-	if (n == 0 || n > 63 || !strcmp(name, ".") || !strcmp(name, ".."))
+	if (!valid_name(name, 63, NULL) || !strcmp(name, "."))
 		usage_error("--netns '%s': allowed a name in /run/netns ([A-Za-z0-9._-], 1..63 characters)", name);
-	for (size_t i = 0; i < n; i++) {
-		char c = name[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-		      c == '.'))
-			usage_error("--netns '%s': allowed a name in /run/netns ([A-Za-z0-9._-], 1..63 characters)", name);
-	}
 	snprintf(path, sizeof(path), "/run/netns/%s", name);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || setns(fd, CLONE_NEWNET) < 0) {

@@ -28,7 +28,7 @@
  * us and prob as a fraction of 2^32-1 (MAX_PROB), htb tokens in psched ticks (64 ns).
  *
  * Build: gcc -O2 -static -Wall -Wextra -I<uapi include dir of Linux >= 7.0> probe.c -o l4slab-probe
- * (the uapi dir is `make headers_install` output; the host's older headers lack
+ * (args.h beside it; the uapi dir is `make headers_install` output; the host's older headers lack
  * tc_dualpi2_xstats and the AccECN tcp_info fields).
  *
  * Sockets: a netlink socket belongs to the network namespace it was created in, so the
@@ -70,6 +70,8 @@
 #include <linux/inet_diag.h>
 #include <linux/tcp.h>
 
+#include "args.h"
+
 #if !defined(TCPI_ECN_MODE_ACCECN) || !defined(TCA_DUALPI2_MAX)
 #error "l4slab-probe needs Linux >= 7.0 uapi headers (tcpi_ecn_mode, tc_dualpi2_xstats): -I<headers_install dir>/include"
 #endif
@@ -82,7 +84,6 @@
 #define MAX_MSGS 200000            /* messages per dump */
 #define MAX_TICK_BYTES (64u << 20) /* output of one tick */
 #define MAX_TICKS 10000000ull
-#define NSEC 1000000000LL
 
 /* include/net/tcp_states.h (not uapi): the states sampled */
 enum { ST_ESTABLISHED = 1, ST_FIN_WAIT1 = 4, ST_FIN_WAIT2 = 5, ST_CLOSE_WAIT = 8, ST_LAST_ACK = 9, ST_CLOSING = 11 };
@@ -1060,41 +1061,12 @@ static void usage(void)
 	       g_prog);
 }
 
-static int valid_name(const char *s, size_t max, const char *extra)
-{
-	size_t n = strlen(s);
-	if (n == 0 || n > max)
-		return 0;
-	if (!strcmp(s, ".."))
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-		      c == '.' || (extra && strchr(extra, c))))
-			return 0;
-	}
-	return 1;
-}
-
 static long long parse_time(const char *opt, const char *s, long long lo, long long hi, const char *allowed)
 {
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	long long mul = 0;
-	if (end != s && !errno && v >= 0) {
-		if (!strcmp(end, "ns"))
-			mul = 1;
-		else if (!strcmp(end, "us"))
-			mul = 1000;
-		else if (!strcmp(end, "ms"))
-			mul = 1000000;
-		else if (!strcmp(end, "s"))
-			mul = NSEC;
-	}
-	if (!mul || v > hi / mul || v * mul < lo || v * mul > hi)
+	long long ns;
+	if (!time_ns_in(s, lo, hi, &ns))
 		usage_error("%s '%s': allowed %s", opt, s, allowed);
-	return v * mul;
+	return ns;
 }
 
 static int parse_port(const char *opt, const char *s)

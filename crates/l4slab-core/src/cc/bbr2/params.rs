@@ -10,8 +10,7 @@
 
 use crate::schema::{ParamKind, ParamSpec};
 
-/// `BBR_UNIT`: 1.0 in the kernel's 1/256 fixed point.
-pub const BBR_UNIT: u32 = 256;
+pub use crate::cc::bbr_common::BBR_UNIT;
 
 /// BBRv2 module parameters (`/sys/module/tcp_bbr2/parameters/*`); `Default` is
 /// google/bbr v2alpha, [`Bbr2Params::l4s`] is the L4STeam tree.

@@ -6,10 +6,7 @@
 
 use crate::schema::{ParamKind, ParamSpec};
 
-/// `BBR_SCALE`: gains and fractions are in units of 1/256.
-pub const BBR_SCALE: u32 = 8;
-/// `BBR_UNIT` = 1.0.
-pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
+pub use crate::cc::bbr_common::{BBR_SCALE, BBR_UNIT};
 
 /// The tunables of google/bbr v3 `tcp_bbr.c` (each field's doc names the
 /// `static const`); `Default` = the kernel's values.
