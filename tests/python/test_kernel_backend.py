@@ -148,6 +148,35 @@ def test_module_parameters_are_written_once_and_must_agree_across_flows():
         plan(scenario, config)
 
 
+def test_bbr2_flows_run_the_projects_bbr2_module_and_its_parameters():
+    """bbr2 and bbr2-l4s are the two ops of tcp_l4slab_bbr2.c; their cc_params go to one sysfs
+    directory (bbr2-l4s's ECN keys under l4s_*, a bool as 1/0); a key both read must agree."""
+    from l4slab.kernel.run import resolve
+    from l4slab.kernel.testbed import kernel_cc_params, plan
+
+    assert kernel_cc({"cc": "bbr2"}, "f") == "l4slab_bbr2"
+    assert kernel_cc({"cc": "bbr2-l4s"}, "f") == "l4slab_bbr2_l4s"
+    on = {"ecn_enable": True, "ecn_max_rtt_us": 0}
+    assert kernel_cc_params({"cc": "bbr2", "cc_params": on}, "f") == {"ecn_enable": "1", "ecn_max_rtt_us": "0"}
+    assert kernel_cc_params({"cc": "bbr2-l4s", "cc_params": {"ecn_enable": False}}, "f") == {"l4s_ecn_enable": "0"}
+    with pytest.raises(KernelRefused, match=r"^f\.cc_params\.pacing_gain: "):
+        kernel_cc({"cc": "bbr2", "cc_params": {"pacing_gain": [320, 232, 256, 256, 256, 256, 256, 256]}}, "f")
+
+    def script(flows):
+        scenario, config = resolve({"name": "m", "duration": "1s", "bottleneck": {"rate": "10Mbit", "qdisc": "dualpi2"},
+                                    "flows": flows})  # fmt: skip
+        return [line for line in plan(scenario, config).script.splitlines() if "/sys/module/" in line]
+
+    # each reads its own ECN keys: no conflict; a shared key (beta) must agree
+    lines = script([{"cc": "bbr2", "rtt": "10ms", "cc_params": on}, {"cc": "bbr2-l4s", "rtt": "10ms"}])
+    assert sorted(line.split(" > ")[1].split()[0] for line in lines) == [
+        "/sys/module/tcp_l4slab_bbr2/parameters/ecn_enable",
+        "/sys/module/tcp_l4slab_bbr2/parameters/ecn_max_rtt_us",
+    ]
+    with pytest.raises(KernelRefused, match=r"^flows\[1\]\.cc_params: beta = 64 .* flows\[0\]'s"):
+        script([{"cc": "bbr2", "rtt": "10ms"}, {"cc": "bbr2-l4s", "rtt": "10ms", "cc_params": {"beta": 64}}])
+
+
 # --- the testbed script -----------------------------------------------------------------------
 
 
@@ -399,8 +428,8 @@ def test_kernel_a_hung_guest_ends_within_its_bound_and_leaves_nothing(kernel, tm
 def test_kernel_refusals_are_scenario_errors(kernel):
     from l4slab.kernel.run import run_kernel
 
-    with pytest.raises(ScenarioError, match=r"^flows\[0\]\.cc: bbr2 "):
-        run_kernel({**PRAGUE_ALONE, "flows": [{"cc": "bbr2", "rtt": "10ms"}]}, kernel=kernel)
+    with pytest.raises(ScenarioError, match=r"^flows\[0\]\.cc: bbr3 "):
+        run_kernel({**PRAGUE_ALONE, "flows": [{"cc": "bbr3", "rtt": "10ms"}]}, kernel=kernel)
 
 
 def test_more_namespaces_than_one_probe_samples_take_more_probes():

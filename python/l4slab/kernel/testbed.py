@@ -72,12 +72,13 @@ flows.rtt, fwd_delay           netem delays, ns resolution (see above)
 flows.start, stop              the sender connects at start + jitter; at stop it aborts (reset)
 flows.direction = reverse      refused
 kind = "udp"                   refused
-flows.cc                       reno, cubic, dctcp, bbr (BBRv1), prague, or one the scenario's
-                               ``kernel.cc_sources`` register: the kernel module of that
-                               name, set on the sender's socket (``TCP_CONGESTION``) and as
-                               ``net.ipv4.tcp_congestion_control`` of its namespace (the
+flows.cc                       reno, cubic, dctcp, bbr (BBRv1), prague, bbr2 (the project's
+                               ``l4slab_bbr2``), bbr2-l4s (``l4slab_bbr2_l4s``), or one the
+                               scenario's ``kernel.cc_sources`` register: the kernel module of
+                               that name, set on the sender's socket (``TCP_CONGESTION``) and
+                               as ``net.ipv4.tcp_congestion_control`` of its namespace (the
                                socket's own, checked in the probe's samples); prague-v06,
-                               bbr2, bbr2-l4s, bbr3 refused
+                               bbr3 refused
 kernel.cc_sources, patches     built into the guest (:func:`l4slab.kernel.build.ensure_kernel`:
                                a cached variant of the project's kernel); the config holds
                                each file's content hash, the run checks the guest was built
@@ -90,6 +91,9 @@ flows.cc_params                prague ``{ecn_fallback = 1, fallback_constants = 
                                written to /sys/module/tcp_l4slab_prague/parameters/ before the
                                flows start, the same for every prague flow (they are global
                                in a kernel); parameters at the engine's default need nothing;
+                               bbr2 / bbr2-l4s: their scalar keys, to
+                               /sys/module/tcp_l4slab_bbr2/parameters/ (bbr2-l4s's ecn_enable
+                               and ecn_max_rtt_us as l4s_*; the gain vectors refused);
                                anything else refused
 flows.receiver_cc              ``tcp_congestion_control`` of the receiver's namespace
                                (default cubic, as the engine's receiver)
@@ -171,14 +175,21 @@ class KernelRefused(ScenarioError):
 
 
 #: Engine CC name → the guest kernel's module of the same algorithm.
-KERNEL_CCS = {"reno": "reno", "cubic": "cubic", "dctcp": "dctcp", "bbr": "bbr", "prague": "prague"}
+KERNEL_CCS = {
+    "reno": "reno",
+    "cubic": "cubic",
+    "dctcp": "dctcp",
+    "bbr": "bbr",
+    "prague": "prague",
+    # the project's BBRv2 (linux/net/tcp_l4slab_bbr2.c over linux/patches/0003-tcp-bbr2-core.patch)
+    "bbr2": "l4slab_bbr2",
+    "bbr2-l4s": "l4slab_bbr2_l4s",
+}
 #: Engine CCs the guest kernel has no module for, with what to use instead.
 _NO_KERNEL_CC = {
     "prague-v06": "the kernel has Prague v0.7 (prague) and the PAM-2025 hybrid (prague with cc_params "
     "{ecn_fallback = 1, fallback_constants = 'pam2025'})",
-    "bbr2": "the kernel has BBRv1 (bbr)",
-    "bbr2-l4s": "the kernel has BBRv1 (bbr)",
-    "bbr3": "the kernel has BBRv1 (bbr)",
+    "bbr3": "the kernel has BBRv1 (bbr) and BBRv2 (bbr2, bbr2-l4s)",
 }
 #: engine ``prague`` with these cc_params = the kernel's ``prague_pam`` module (the PAM 2025
 #: study's Prague: the detector on, its unscaled constants, growth gated on app_limited;
@@ -188,13 +199,47 @@ PRAGUE_PAM_PARAMS = {"ecn_fallback": 1, "fallback_constants": "pam2025", "growth
 #: name (tcp_l4slab_prague.c ``module_param``), written to ``/sys/module/<module>/parameters/``
 #: before the flows start. They are global in a kernel: every ``prague`` flow of a scenario
 #: must give the same values.
+_BBR2_SHARED = frozenset({
+    "min_tso_rate", "tso_rtt_shift", "high_gain", "drain_gain", "startup_cwnd_gain", "cwnd_gain",
+    "cwnd_min_target", "probe_rtt_cwnd_gain", "min_rtt_win_sec", "probe_rtt_mode_ms", "probe_rtt_win_ms",
+    "full_bw_thresh", "full_bw_cnt", "cwnd_tso_bduget", "extra_acked_gain", "extra_acked_win_rtts",
+    "extra_acked_max_us", "ack_epoch_acked_reset_thresh", "drain_to_target", "precise_ece_ack",
+    "extra_acked_in_startup", "usage_based_cwnd", "beta", "ecn_alpha_gain", "ecn_alpha_init", "ecn_factor",
+    "ecn_thresh", "ecn_reprobe_gain", "loss_thresh", "full_loss_cnt", "full_ecn_cnt", "inflight_headroom",
+    "bw_probe_pif_gain", "bw_probe_reno_gain", "bw_probe_max_rounds", "bw_probe_rand_rounds", "bw_probe_base_us",
+    "bw_probe_rand_us", "undo", "fast_path", "fast_ack_mode", "refill_add_inc",
+})
 KERNEL_MODULE_PARAMS = {
     "prague": (
         "tcp_l4slab_prague",
         frozenset({"burst_shift", "max_tso_segs", "rtt_transition", "rtt_target_us", "alpha_mode", "cwnd_mode",
                    "cwnd_transit", "ecn_fallback", "fallback_constants", "growth_gate"}),
     ),
+    "l4slab_bbr2": ("tcp_l4slab_bbr2", _BBR2_SHARED | {"ecn_enable", "ecn_max_rtt_us", "ecn_bw_lo", "ecn_bw_hi"}),
+    "l4slab_bbr2_l4s": (
+        "tcp_l4slab_bbr2",
+        _BBR2_SHARED | {"ecn_enable", "ecn_max_rtt_us", "bw_probe_exit", "full_bw_cnt_up", "full_bw_thresh_up",
+                        "bw_probe_cwnd_gain"},
+    ),
 }  # fmt: skip
+#: A module parameter under another sysfs name than the engine's ``cc_params`` key (the two
+#: BBRv2 ops share one parameter set; L4STeam's ECN defaults differ, so they are their own).
+KERNEL_PARAM_NAMES = {"l4slab_bbr2_l4s": {"ecn_enable": "l4s_ecn_enable", "ecn_max_rtt_us": "l4s_ecn_max_rtt_us"}}
+#: Modules whose boolean parameters an engine ``true``/``false`` sets (as 1/0).
+KERNEL_PARAM_BOOL_MODULES = frozenset({"l4slab_bbr2", "l4slab_bbr2_l4s"})
+
+
+def module_reads(module: str, sysfs_key: str) -> bool:
+    """Whether ``module`` reads the parameter ``sysfs_key`` of its sysfs directory (the two
+    BBRv2 ops share one directory; each reads its own ECN defaults)."""
+    for other, names in KERNEL_PARAM_NAMES.items():
+        if other != module and module in KERNEL_MODULE_PARAMS and sysfs_key in names.values():
+            return False
+    if module in KERNEL_PARAM_NAMES and sysfs_key in KERNEL_PARAM_NAMES[module]:
+        return False  # the engine name the module reads under another name
+    return True
+
+
 #: One sender and one receiver namespace per flow; addresses 10.1.i.0/24 and 10.2.i.0/24.
 MAX_GUEST_FLOWS = 64
 #: ``ip route ... rto_min`` is carried in milliseconds (RTAX_RTO_MIN, include/net/tcp.h:tcp_rto_min).
@@ -290,13 +335,15 @@ def _kernel_cc(flow: Mapping[str, Any], where: str, own: Collection[str] = ()) -
     honoured = KERNEL_MODULE_PARAMS.get(module, ("", frozenset()))[1]
     out: dict[str, str] = {}
     for key, value in params.items():
+        if isinstance(value, bool) and module in KERNEL_PARAM_BOOL_MODULES:
+            value = int(value)  # a kernel bool parameter reads 1/0
         if key not in honoured or not isinstance(value, (int, str)) or isinstance(value, bool):
             allowed = f"the module's parameters ({', '.join(sorted(honoured))})" if honoured else "none"
             if cc == "prague":
                 allowed += ", or exactly {ecn_fallback = 1, fallback_constants = 'pam2025', growth_gate = " \
                            "'app_limited'} (the prague_pam module)"
             raise _refuse(f"{where}.cc_params.{key}", value, f"allowed: {allowed}")
-        out[key] = str(value)
+        out[KERNEL_PARAM_NAMES.get(module, {}).get(key, key)] = str(value)
     return module, out
 
 
@@ -440,7 +487,7 @@ def check_config(config: Mapping[str, Any], scenario: Any = None) -> None:
                 "only the default 10Gbit (the hosts' veth links have no rate)",
             )
         qdisc_words(link["qdisc"], f"{which}.qdisc", _user_qdisc_params(scenario, which))
-    module_params: dict[str, tuple[int, dict[str, str]]] = {}
+    module_params: dict[str, list[tuple[int, str, dict[str, str]]]] = {}
     own = own_ccs(config)
     for index, flow in enumerate(flows):
         where = f"flows[{index}]"
@@ -451,15 +498,18 @@ def check_config(config: Mapping[str, Any], scenario: Any = None) -> None:
         if flow.get("reverse"):
             raise _refuse(f"{where}.direction", "reverse", "allowed: forward")
         module, params = _kernel_cc(flow, where, own)
-        first = module_params.setdefault(module, (index, params))
-        if first[1] != params:
-            shown = ", ".join(f"{k} = {v}" for k, v in sorted(params.items())) or "the defaults"
-            raise _refuse(
-                f"{where}.cc_params",
-                shown,
-                f"the same as flows[{first[0]}]'s, which runs the same module {module} (module parameters are "
-                "global in a kernel, not per flow)",
-            )
+        sysfs = KERNEL_MODULE_PARAMS.get(module, (module, None))[0]
+        for other_index, other_module, other in module_params.get(sysfs, []):
+            keys = {k for k in {*params, *other} if module_reads(module, k) and module_reads(other_module, k)}
+            if any(params.get(k) != other.get(k) for k in keys):
+                shown = ", ".join(f"{k} = {v}" for k, v in sorted(params.items())) or "the defaults"
+                raise _refuse(
+                    f"{where}.cc_params",
+                    shown,
+                    f"the same as flows[{other_index}]'s, which runs the same module {sysfs} (module parameters "
+                    "are global in a kernel, not per flow)",
+                )
+        module_params.setdefault(sysfs, []).append((index, module, params))
         receiver_cc = flow.get("receiver_cc")
         if receiver_cc is not None and receiver_cc not in KERNEL_CCS and receiver_cc not in own:
             raise _refuse(f"{where}.receiver_cc", receiver_cc, f"allowed: {', '.join([*KERNEL_CCS, *sorted(own)])}")
@@ -589,7 +639,7 @@ def plan(scenario: Any, config: Mapping[str, Any], offsets_ns: Sequence[int] | N
                 fwd_delay_ns=fwd,
                 rev_delay_ns=rtt - fwd,
                 bytes=None if flow.get("bytes") is None else int(flow["bytes"]),
-                receiver_cc=flow.get("receiver_cc") or "cubic",
+                receiver_cc=KERNEL_CCS.get(flow.get("receiver_cc") or "cubic", flow.get("receiver_cc")),
             )
         )
     bottleneck = config["bottleneck"]
