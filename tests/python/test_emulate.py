@@ -432,6 +432,15 @@ def test_the_measured_host_is_read_from_the_programs_outputs_and_given_to_the_si
     timer = {"program": "l4slab-udp-prague", "role": "send", "timer_late_us": {"count": 3, "quantiles": [1.0, 2.0]}}
     assert measured_hosts({0: {"t.json": json.dumps(timer).encode()}}) == {0: {"sender_timer": [1.0, 2.0]}}
     assert config["flows"][1] == {"kind": "udp_prague", "sender_wake_latency_ns": 5}  # the caller's config untouched
+    # The busy time per datagram, and each distribution's tail (its top step's own points):
+    # knobs of their own, given to the engine as ``<knob>_tail_quantiles_ns``.
+    recv = {"program": "l4slab-udp-prague", "role": "recv",
+            "busy_us": {"count": 4, "quantiles": [1.0, 30.0], "tail": [30.0, 40.0]}}  # fmt: skip
+    hosts = measured_hosts({0: {"r.json": json.dumps(recv).encode()}})
+    assert hosts == {0: {"receiver_busy": [1.0, 30.0], "receiver_busy_tail": [30.0, 40.0]}}
+    simulated = _with_host({"flows": [{"kind": "udp_prague", "receiver_busy_time_ns": 7}]}, hosts)
+    assert simulated["flows"][0] == {"kind": "udp_prague", "receiver_busy_quantiles_ns": [1000, 30_000],
+                                     "receiver_busy_tail_quantiles_ns": [30_000, 40_000]}  # fmt: skip
     # Two trials pooled with equal weight: U(0, 100) and U(100, 200) give U(0, 200).
     pooled = pooled_quantiles([q, [v + 100 for v in q]])
     assert (pooled[0], pooled[50], pooled[100]) == (0.0, 100.0, 200.0)

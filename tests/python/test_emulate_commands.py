@@ -237,10 +237,19 @@ def test_udp_prague_program_through_dualpi2_is_counted_by_the_bottleneck_as_by_i
         assert 0 < wake["count"] <= read["count"], (wake, read)
         assert 0 <= wake["p50"] <= wake["p99"] <= wake["max"] + 1, wake
     assert sent["timer_late_us"]["count"] > 0 and sent["timer_late_us"]["mean"] >= 0
+    # Busy: one sample per data packet answered (the receiver), per ACK read (the sender, but
+    # the last); the tail runs from the 99.9th percentile to the maximum.
+    assert got["busy_us"]["count"] == got["packets_received"], got["busy_us"]["count"]
+    assert sent["acks_received"] - 1 <= sent["busy_us"]["count"] <= sent["acks_received"], sent["busy_us"]["count"]
+    for end in (got, sent):
+        for field in ("wake_us", "busy_us"):
+            q, tail = end[field]["quantiles"], end[field]["tail"]
+            assert len(tail) == len(q) == 1001 and tail[0] == q[999] and tail[-1] == q[-1], field
     # The summary and the printed run carry the program's host.
     hosts = summary["emulator"]["program_hosts"]["1"]
     assert hosts["sender_wake"]["p99"] == sent["wake_us"]["p99"] and hosts["receiver_wake"]["p50"] == got["wake_us"]["p50"]
     assert hosts["sender_timer"]["max"] == sent["timer_late_us"]["max"]
+    assert hosts["receiver_busy"]["p50"] == got["busy_us"]["p50"] and "receiver_wake_tail" not in hosts
     assert "flow 1 program's host, latency: sender wake P50/P90/P99/max" in captured.out
 
 
@@ -339,10 +348,12 @@ def test_compare_on_the_measured_host_runs_the_model_with_what_the_program_measu
     trial = out / "emulate" / "trial-0" / "commands" / "flow-0" / "out"
     (simulated,) = json.loads((out / "sim" / "seed-1" / "scenario.json").read_text())["flows"]
     for knob, name, field in (("sender_wake", "send.json", "wake_us"), ("receiver_wake", "recv.json", "wake_us"),
-                              ("sender_timer", "send.json", "timer_late_us")):  # fmt: skip
+                              ("sender_timer", "send.json", "timer_late_us"), ("sender_busy", "send.json", "busy_us"),
+                              ("receiver_busy", "recv.json", "busy_us")):  # fmt: skip
         measured = json.loads((trial / name).read_text())[field]
         assert measured["count"] > 0, measured
         assert simulated[f"{knob}_quantiles_ns"] == [round(v * 1000) for v in measured["quantiles"]], knob
+        assert simulated[f"{knob}_tail_quantiles_ns"] == [round(v * 1000) for v in measured["tail"]], knob
 
 
 def test_sigkill_at_any_moment_leaves_nothing_after_cleanup(tmp_path, monkeypatch, capsys):

@@ -859,21 +859,68 @@ pub struct UdpPragueFlowConfig {
     pub sender_timer_latency_ns: u64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sender_timer_quantiles_ns: Vec<u64>,
+    /// How long the sending program is busy with each ACK it reads, mean ns (an
+    /// exponential) or measured quantiles as above: it reads the next only then, and an
+    /// ACK that arrives meanwhile waits for it, not for a wake-up
+    /// (`traffic::udp_prague::ProgramReads`); 0 and none: every read takes no time.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sender_busy_time_ns: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sender_busy_quantiles_ns: Vec<u64>,
+    /// The receiving program's, with each data packet it reads and answers.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub receiver_busy_time_ns: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub receiver_busy_quantiles_ns: Vec<u64>,
+    /// With each measured distribution above: the top step of its quantiles (the last
+    /// 1/(n−1) of probability) resolved into quantiles of its own, at evenly spaced
+    /// probabilities across it (2 to [`MAX_WAKE_QUANTILES`], non-decreasing). Without it a
+    /// draw in that step is spread evenly up to the maximum, which one rare sample
+    /// (a program's first reads take ms) can put far above the rest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sender_wake_tail_quantiles_ns: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub receiver_wake_tail_quantiles_ns: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sender_timer_tail_quantiles_ns: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sender_busy_tail_quantiles_ns: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub receiver_busy_tail_quantiles_ns: Vec<u64>,
 }
 
 /// Most quantiles of a measured wake-up latency distribution (0.1 % steps).
 pub const MAX_WAKE_QUANTILES: usize = 1001;
 
 /// A program's wake-up (or timer) latency given as a mean or as measured quantiles (not both).
-fn check_wake(what: &str, mean_ns: u64, quantiles: &[u64]) -> Result<(), String> {
-    check_timer_latency(&format!("{what}_latency_ns"), mean_ns)?;
+fn check_wake(what: &str, mean_ns: u64, quantiles: &[u64], tail: &[u64]) -> Result<(), String> {
+    check_host_time(what, &format!("{what}_latency_ns"), mean_ns, quantiles, tail)
+}
+
+/// A time of a program's host (`mean_field`, or `{what}_quantiles_ns` with its optional
+/// `{what}_tail_quantiles_ns`; not both).
+fn check_host_time(what: &str, mean_field: &str, mean_ns: u64, quantiles: &[u64], tail: &[u64]) -> Result<(), String> {
+    if !tail.is_empty() {
+        if quantiles.is_empty() {
+            return Err(format!(
+                "{what}_tail_quantiles_ns: given without {what}_quantiles_ns (the tail resolves their top step)"
+            ));
+        }
+        check_quantiles(&format!("{what}_tail_quantiles_ns"), tail)?;
+    }
+    check_timer_latency(mean_field, mean_ns)?;
     if quantiles.is_empty() {
         return Ok(());
     }
     let field = format!("{what}_quantiles_ns");
     if mean_ns > 0 {
-        return Err(format!("{field}: given with {what}_latency_ns (allowed: one of the two)"));
+        return Err(format!("{field}: given with {mean_field} (allowed: one of the two)"));
     }
+    check_quantiles(&field, quantiles)
+}
+
+/// Measured quantiles: 2..=[`MAX_WAKE_QUANTILES`] non-decreasing values of at most 1 s.
+fn check_quantiles(field: &str, quantiles: &[u64]) -> Result<(), String> {
     if !(2..=MAX_WAKE_QUANTILES).contains(&quantiles.len()) {
         return Err(format!(
             "{field}: {} values (allowed 2..={MAX_WAKE_QUANTILES} quantiles, probabilities 0 to 1 evenly spaced)",
@@ -935,9 +982,38 @@ impl UdpPragueFlowConfig {
                 ));
             }
         }
-        check_wake("sender_wake", self.sender_wake_latency_ns, &self.sender_wake_quantiles_ns)?;
-        check_wake("receiver_wake", self.receiver_wake_latency_ns, &self.receiver_wake_quantiles_ns)?;
-        check_wake("sender_timer", self.sender_timer_latency_ns, &self.sender_timer_quantiles_ns)?;
+        check_wake(
+            "sender_wake",
+            self.sender_wake_latency_ns,
+            &self.sender_wake_quantiles_ns,
+            &self.sender_wake_tail_quantiles_ns,
+        )?;
+        check_wake(
+            "receiver_wake",
+            self.receiver_wake_latency_ns,
+            &self.receiver_wake_quantiles_ns,
+            &self.receiver_wake_tail_quantiles_ns,
+        )?;
+        check_wake(
+            "sender_timer",
+            self.sender_timer_latency_ns,
+            &self.sender_timer_quantiles_ns,
+            &self.sender_timer_tail_quantiles_ns,
+        )?;
+        check_host_time(
+            "sender_busy",
+            "sender_busy_time_ns",
+            self.sender_busy_time_ns,
+            &self.sender_busy_quantiles_ns,
+            &self.sender_busy_tail_quantiles_ns,
+        )?;
+        check_host_time(
+            "receiver_busy",
+            "receiver_busy_time_ns",
+            self.receiver_busy_time_ns,
+            &self.receiver_busy_quantiles_ns,
+            &self.receiver_busy_tail_quantiles_ns,
+        )?;
         let min_bps = up::MIN_RATE * 8;
         if self.max_rate_bps < min_bps || self.max_rate_bps > up::MAX_RATE * 8 {
             return Err(format!(

@@ -45,6 +45,10 @@ pub enum Stream {
     ReceiverWake(u32),
     /// The lateness of the sending program's pacing timer, flow `n`.
     SenderTimer(u32),
+    /// The time the sending and the receiving program of flow `n` are busy with each
+    /// datagram they read.
+    SenderBusy(u32),
+    ReceiverBusy(u32),
 }
 
 impl Stream {
@@ -67,6 +71,8 @@ impl Stream {
             Stream::SenderWake(n) => (8 << 32) | n as u64,
             Stream::ReceiverWake(n) => (9 << 32) | n as u64,
             Stream::SenderTimer(n) => (10 << 32) | n as u64,
+            Stream::SenderBusy(n) => (11 << 32) | n as u64,
+            Stream::ReceiverBusy(n) => (12 << 32) | n as u64,
             // Sources below 2^16 (`config::MAX_SOURCES`): ids from 2^48 up, disjoint from the rest.
             Stream::Connection(n, c) => (1 << 48) | ((n as u64 & 0xFFFF) << 32) | c as u64,
         }

@@ -71,6 +71,68 @@ fn programs_that_wake_late_batch_their_reads_and_keep_the_l_queue_lower() {
     assert_eq!(serde_json::to_string(&run(&sc)).unwrap(), serde_json::to_string(&ideal).unwrap());
 }
 
+/// The receiving program's wake-up as a quiet 2-core VM measured it (`l4slab-udp-prague`
+/// recv.json `wake_us`, pooled: P0 1.5 µs, P10 11.5, P50 27.5, P90 68.5, P99 116.5), as
+/// 101 quantiles (1 % steps, linear between those points) ending at the trials' maximum,
+/// 4.2 ms: a program's first read.
+fn quiet_receiver(tail: bool) -> l4slab_core::RunResults {
+    let points = [(0.0, 1.5), (10.0, 11.5), (50.0, 27.5), (90.0, 68.5), (99.0, 116.5)];
+    let at = |p: f64| {
+        let w = points.windows(2).find(|w| p <= w[1].0).unwrap();
+        w[0].1 + (p - w[0].0) / (w[1].0 - w[0].0) * (w[1].1 - w[0].1)
+    };
+    let mut q: Vec<u64> = (0..=99).map(|k| (at(k as f64) * 1000.0) as u64).collect();
+    q.push(4_200_000);
+    let mut f = udp_prague();
+    f["receiver_wake_quantiles_ns"] = json!(q);
+    if tail {
+        // The top 1 % of a 40 000-wake trial: 400 samples from 116.5 to 300 µs, and the
+        // one of 4.2 ms.
+        let t: Vec<u64> = (0..400).map(|k| 116_500 + k * 183_500 / 399).chain([4_200_000]).collect();
+        f["receiver_wake_tail_quantiles_ns"] = json!(t);
+    }
+    let mut sc = scenario(100, json!({"kind": "dualpi2"}), vec![f], 12);
+    sc["warmup_ns"] = json!(5 * SEC);
+    run(&sc)
+}
+
+#[test]
+fn one_rare_slow_read_stalls_the_model_only_as_often_as_it_happened() {
+    // Drawn evenly across the top 1 % step up to the 4.2-ms maximum, one in 200 of the
+    // receiver's wake-ups stalls it ≥ 2 ms (0.5 % of 40 000: 200 stalls where the trial
+    // had one): the ACKs stop, the link idles, the batch that follows overshoots the
+    // 1-ms step. Resolved by the tail, the maximum keeps its weight of 1 in 40 000 and
+    // the L queue stays near the ideal host's (0.737 ms, 97.1 Mbit/s). Seeds 1-3: L mean
+    // 0.35-0.38 ms and 91.3 Mbit/s even, 0.73 ms and 97.1 with the tail (0.73 with the
+    // maximum cut to 300 µs).
+    let (even, tail) = (quiet_receiver(false), quiet_receiver(true));
+    let ((m_even, _), (m_tail, _)) = (l_queue(&even), l_queue(&tail));
+    let (g_even, g_tail) = (even.flows[0].goodput_mbps, tail.flows[0].goodput_mbps);
+    assert!(m_tail > 0.70 && m_even < m_tail - 0.1, "L mean {m_even} (even) vs {m_tail} ms (tail)");
+    assert!(g_tail > 96.8 && g_even < g_tail - 0.5, "goodput {g_even} vs {g_tail} Mbit/s");
+}
+
+#[test]
+fn a_busy_reader_spreads_its_batch() {
+    // The receiving program woken Exp(150 µs) late answers a batch one datagram per busy
+    // time instead of at one instant; busy 30 µs a datagram (Exp) is far shorter than the
+    // 115-µs packet spacing at 100 Mbit/s, so few batches form and the L queue barely
+    // moves (0.593 -> 0.588 ms, seeds 1-3); the mark rate rises a little (2.69 -> 2.87 %).
+    let base = |busy: u64| {
+        let mut f = udp_prague();
+        f["receiver_wake_latency_ns"] = json!(150_000);
+        f["receiver_busy_time_ns"] = json!(busy);
+        let mut sc = scenario(100, json!({"kind": "dualpi2"}), vec![f], 12);
+        sc["warmup_ns"] = json!(5 * SEC);
+        run(&sc)
+    };
+    let (at_once, busy) = (base(0), base(30_000));
+    let ((m0, _), (m1, _)) = (l_queue(&at_once), l_queue(&busy));
+    assert!((m0 - m1).abs() < 0.05, "L mean {m0} -> {m1} ms");
+    assert_ne!(serde_json::to_string(&at_once).unwrap(), serde_json::to_string(&busy).unwrap());
+    assert_eq!(busy.flows[0].drops, 0);
+}
+
 #[test]
 fn against_cubic_in_dualpi2_the_rate_ratio_is_in_the_dualq_band() {
     // The DualQ Coupled AQM (RFC 9332 §2.1, k = 2) balances a scalable flow against a
@@ -121,6 +183,12 @@ fn bad_input_names_the_field() {
             json!(2 * SEC),
             "flows[0].receiver_wake_latency_ns: 2000000000 is out of range (allowed 0..=1000000000",
         ),
+        (
+            "receiver_busy_tail_quantiles_ns",
+            json!([1000, 2000]),
+            "flows[0].receiver_busy_tail_quantiles_ns: given without receiver_busy_quantiles_ns",
+        ),
+        ("sender_busy_time_ns", json!(2 * SEC), "flows[0].sender_busy_time_ns: 2000000000 is out of range"),
     ] {
         let mut f = udp_prague();
         f[field] = value;
@@ -136,10 +204,16 @@ fn bad_input_names_the_field() {
 fn allocations(rate_mbit: u64) -> (u64, u64) {
     let mut rt = udp_prague();
     rt["fps"] = json!(50);
-    // The RT flow's programs wake late: their batched reads reuse two vectors.
+    // The RT flow's programs wake late: their batched reads reuse two vectors; the bulk
+    // flow's are busy with each datagram (one read at a time from the same vectors).
     rt["sender_wake_latency_ns"] = json!(100_000);
     rt["receiver_wake_latency_ns"] = json!(100_000);
-    let mut sc = scenario(rate_mbit, json!({"kind": "dualpi2", "limit_packets": 10000}), vec![udp_prague(), rt], 10);
+    let mut bulk = udp_prague();
+    bulk["receiver_wake_quantiles_ns"] = json!([10_000, 30_000, 200_000]);
+    bulk["receiver_wake_tail_quantiles_ns"] = json!([100_000, 200_000]);
+    bulk["receiver_busy_time_ns"] = json!(20_000);
+    bulk["sender_busy_time_ns"] = json!(10_000);
+    let mut sc = scenario(rate_mbit, json!({"kind": "dualpi2", "limit_packets": 10000}), vec![bulk, rt], 10);
     sc["bin_ns"] = json!(100 * MS);
     let cfg: l4slab_core::ScenarioConfig = serde_json::from_value(sc).unwrap();
     let before = common::counting_alloc::allocations_so_far();

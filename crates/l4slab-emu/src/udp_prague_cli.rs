@@ -17,14 +17,21 @@
 //! write their own counts as JSON. The program stays at normal priority: it never
 //! asks for a real-time class (the emulator's forwarding loop must stay above it).
 //!
-//! Each end also measures its host (`wake_us`, `read_us`, the sender's `timer_late_us`
-//! in its JSON): with `SO_TIMESTAMPNS` the kernel stamps every datagram as it arrives
-//! (`net/core/dev.c:netif_rx` → `net_timestamp_check`); the time from that stamp to the
-//! program's `recvmsg` is how long the datagram waited for the program. `wake_us`
-//! counts only the first datagram read after the program slept in `ppoll` and that
-//! arrived while it slept: the host's wake-up latency, which the engine's
-//! `sender_wake_latency`/`receiver_wake_latency` model (`traffic/udp_prague.rs`,
-//! `ProgramReads`).
+//! Each end also measures its host (`wake_us`, `read_us`, `busy_us`, the sender's
+//! `timer_late_us` in its JSON): with `SO_TIMESTAMPNS` the kernel stamps every datagram
+//! as it enters the stack (`net/core/dev.c:netif_receive_skb_internal` →
+//! `net_timestamp_check`; through the emulator that is inside the emulator's own TUN
+//! write, `drivers/net/tun.c:tun_rx_batched`, which delivers the datagram to the socket
+//! and wakes the reader in the same call, so the stamp is not late by the emulator's
+//! departure error and precedes the wake-up by the IP/UDP receive path only); the time
+//! from that stamp to the program's `recvmsg` is how long the datagram waited for the
+//! program. `wake_us` counts only the first datagram read after the program slept in
+//! `ppoll` and that arrived while it slept: the host's wake-up latency, which the
+//! engine's `sender_wake_latency`/`receiver_wake_latency` model (`traffic/udp_prague.rs`,
+//! `ProgramReads`). `busy_us`, per datagram read, is the time from its `recvmsg` return
+//! to the program's next look at its socket (the receiver: its ACK's `sendto` returned;
+//! the sender: the data that ACK released sent, the next wait begun): the engine's
+//! `sender_busy_time`/`receiver_busy_time`.
 //!
 //! The command line is [`main_with`], shared by the `l4slab-udp-prague` binary and the
 //! Python extension (`python -m l4slab._udp_prague`, the `l4slab-udp-prague` console
@@ -39,8 +46,8 @@ use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 
 const USAGE: &str = "usage: l4slab-udp-prague send --dst ADDR --port P --duration SECS --out FILE.json \
-[--max-rate MBIT] [--fps N [--frame-budget MS]] [--max-packet BYTES] [--sample SECS] | \
-l4slab-udp-prague recv --bind ADDR --port P --duration SECS --out FILE.json [--sample SECS]";
+[--max-rate MBIT] [--fps N [--frame-budget MS]] [--max-packet BYTES] [--sample SECS] [--trace FILE.csv] | \
+l4slab-udp-prague recv --bind ADDR --port P --duration SECS --out FILE.json [--sample SECS] [--trace FILE.csv]";
 /// Longest run: one hour.
 const MAX_DURATION_S: f64 = 3600.0;
 /// Largest UDP payload through a 1500-byte MTU.
@@ -108,6 +115,28 @@ impl Latency {
         }
         out
     }
+    /// The top step of [`quantiles_us`](Self::quantiles_us) resolved: the samples from the
+    /// 99.9th percentile's rank to the maximum, as their own 0, 0.1, ..., 100 % points, µs.
+    /// Without it a model drawing between the 99.9th percentile and the maximum spreads
+    /// 0.1 % of its draws up to one rare sample (a program's first reads, its code and
+    /// buffers not yet in memory, take ms); with it that sample keeps its own weight.
+    fn tail_quantiles_us(&self) -> Vec<f64> {
+        let max = self.max_ns as f64 / 1000.0;
+        let (top, k) = (QUANTILES as u64 - 1, QUANTILES as u64 - 2);
+        let lo = ((k * self.n).div_ceil(top)).max(1);
+        let span = self.n - lo;
+        let mut out = Vec::with_capacity(QUANTILES);
+        let (mut seen, mut bucket) = (0u64, 0usize);
+        for j in 0..QUANTILES as u64 {
+            let rank = lo + (j * span).div_ceil(top);
+            while bucket <= LATENCY_BUCKETS && seen + self.buckets[bucket] < rank {
+                seen += self.buckets[bucket];
+                bucket += 1;
+            }
+            out.push(if j == top || bucket >= LATENCY_BUCKETS { max } else { (bucket as f64 + 0.5).min(max) });
+        }
+        out
+    }
     fn json(&self) -> Value {
         if self.n == 0 {
             return json!({"count": 0});
@@ -116,6 +145,7 @@ impl Latency {
         json!({
             "count": self.n, "mean": self.sum_ns as f64 / self.n as f64 / 1000.0,
             "p50": q[500], "p90": q[900], "p99": q[990], "max": q[1000], "quantiles": q,
+            "tail": self.tail_quantiles_us(),
         })
     }
 }
@@ -224,11 +254,12 @@ fn recv_with_tos(fd: i32, buf: &mut [u8]) -> Option<Read> {
 struct HostTiming {
     wake: Latency,
     read: Latency,
+    busy: Latency,
 }
 
 impl HostTiming {
     fn new() -> Self {
-        HostTiming { wake: Latency::new(), read: Latency::new() }
+        HostTiming { wake: Latency::new(), read: Latency::new(), busy: Latency::new() }
     }
     /// A datagram read at `read_ns` (CLOCK_REALTIME); `woke`: the first read after a
     /// sleep that began at `slept_ns`.
@@ -297,6 +328,40 @@ fn write_json(path: &str, v: &Value) -> Result<(), Fail> {
     std::fs::write(path, text + "\n").map_err(|e| Fail(format!("--out: {path}: {e}")))
 }
 
+/// `--trace FILE.csv`: one row per event, times in CLOCK_REALTIME ns (the clock of the
+/// kernel's arrival stamps), written when the program ends. The sender writes one row
+/// per pass of its loop (`start_ns,packets,slept_ns,woke_ns,stamp_ns,read_ns`: the pass
+/// began, sent `packets` datagrams, entered `ppoll` at `slept_ns`, left it at `woke_ns`,
+/// and read the ACK the kernel stamped `stamp_ns` by `read_ns`; 0 when it read none);
+/// the receiver one row per datagram
+/// (`slept_ns,woke_ns,stamp_ns,read_ns,answered_ns`: the wait it was read after, its
+/// stamp, the `recvmsg` return and the return of the ACK's `sendto`). What a woken
+/// program does with its time, datagram by datagram (docs/emulator-commands.md).
+struct Trace<const N: usize> {
+    path: String,
+    header: &'static str,
+    rows: Vec<[u64; N]>,
+}
+
+impl<const N: usize> Trace<N> {
+    fn new(o: &Opts, header: &'static str, duration: u64) -> Option<Self> {
+        // Preallocated for 20 000 rows a second (a 1400-byte datagram at 224 Mbit/s).
+        let rows = Vec::with_capacity((duration / 50_000).min(1 << 24) as usize);
+        o.get("--trace").map(|p| Trace { path: p.to_string(), header, rows })
+    }
+    fn write(&self) -> Result<(), Fail> {
+        use std::io::Write;
+        let fail = |e: std::io::Error| Fail(format!("--trace: {}: {e}", self.path));
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&self.path).map_err(fail)?);
+        writeln!(w, "{}", self.header).map_err(fail)?;
+        for r in &self.rows {
+            let line: Vec<String> = r.iter().map(u64::to_string).collect();
+            writeln!(w, "{}", line.join(",")).map_err(fail)?;
+        }
+        w.flush().map_err(fail)
+    }
+}
+
 /// Rate samples: one per `every` ns, preallocated for the whole run.
 struct Samples {
     every: u64,
@@ -337,6 +402,7 @@ fn send(args: &[String]) -> Result<(), Fail> {
             "--frame-budget",
             "--max-packet",
             "--sample",
+            "--trace",
         ],
     )?;
     let dst = SocketAddrV4::new(o.addr("--dst")?, o.port()?);
@@ -396,12 +462,15 @@ fn send(args: &[String]) -> Result<(), Fail> {
     let mut send_errors = 0u64;
     let mut samples = Samples::new(t0, o.sample_ns()?, duration);
     let mut tos_err: Option<Fail> = None;
+    let mut trace = Trace::<6>::new(&o, "start_ns,packets,slept_ns,woke_ns,stamp_ns,read_ns", duration);
+    let mut last_ack_read: Option<u64> = None;
     loop {
         let now = now_ns();
         if now >= end {
             break;
         }
         let t = clock_us(now, t0);
+        let (start_rt, sent_before) = (trace.as_ref().map_or(0, |_| realtime_ns()), s.stats.packets_sent);
         s.send_due(t, |p| {
             if let Err(e) = tos.set(p.ecn) {
                 tos_err = Some(e);
@@ -421,14 +490,25 @@ fn send(args: &[String]) -> Result<(), Fail> {
         let mut got = false;
         let mut first = true;
         let (slept, sleeps) = (realtime_ns(), deadline > now);
+        // Free for the next ACK: busy with the last one (and the data it released) since its read.
+        if let Some(read) = last_ack_read.take() {
+            host.busy.add(slept.saturating_sub(read));
+        }
+        let mut row = [start_rt, s.stats.packets_sent - sent_before, slept, 0, 0, 0];
         while !got && wait_readable(fd, deadline) {
+            if first {
+                row[3] = realtime_ns();
+            }
             match recv_with_tos(fd, &mut rbuf) {
                 Some(r) => {
-                    host.on_read(&r, realtime_ns(), first, slept);
+                    let read = realtime_ns();
+                    host.on_read(&r, read, first, slept);
                     first = false;
+                    (row[4], row[5]) = (r.stamp_ns.unwrap_or(0), read);
                     if let Some(ack) = AckMsg::decode(&rbuf[..r.len]) {
                         s.on_ack(clock_us(now_ns(), t0), &ack);
                         got = true;
+                        last_ack_read = Some(read);
                     }
                 }
                 None => send_errors += 1, // ICMP port unreachable before the receiver is up
@@ -437,6 +517,12 @@ fn send(args: &[String]) -> Result<(), Fail> {
         let now = now_ns();
         if !got && first && sleeps && now >= deadline {
             timer_late.add(now - deadline);
+        }
+        if let Some(tr) = trace.as_mut() {
+            if row[3] == 0 {
+                row[3] = realtime_ns();
+            }
+            tr.rows.push(row);
         }
         s.after_wait(clock_us(now, t0), target, got);
         if let Some((at, bps)) = samples.due(now, t0, s.stats.bytes_sent) {
@@ -449,6 +535,9 @@ fn send(args: &[String]) -> Result<(), Fail> {
         }
     }
     let elapsed = (now_ns() - t0) as f64 / 1e9;
+    if let Some(tr) = &trace {
+        tr.write()?;
+    }
     let st = &s.stats;
     write_json(
         &out,
@@ -464,14 +553,14 @@ fn send(args: &[String]) -> Result<(), Fail> {
             "frames_sent": st.frames_sent, "frames_skipped": st.frames_skipped,
             "send_errors": send_errors, "mean_rate_bps": st.bytes_sent as f64 * 8.0 / elapsed,
             "final_pacing_rate_bps": s.cc.pacing_rate() * 8, "srtt_ms": s.cc.srtt_us() as f64 / 1000.0,
-            "alpha": s.cc.alpha(), "wake_us": host.wake.json(), "read_us": host.read.json(),
+            "alpha": s.cc.alpha(), "wake_us": host.wake.json(), "read_us": host.read.json(), "busy_us": host.busy.json(),
             "timer_late_us": timer_late.json(), "rate_samples": samples.rows,
         }),
     )
 }
 
 fn recv(args: &[String]) -> Result<(), Fail> {
-    let o = Opts::parse(args, &["--bind", "--port", "--duration", "--out", "--sample"])?;
+    let o = Opts::parse(args, &["--bind", "--port", "--duration", "--out", "--sample", "--trace"])?;
     let bind = SocketAddrV4::new(o.addr("--bind")?, o.port()?);
     let duration = o.duration_ns()?;
     let out = o.need("--out")?.to_string();
@@ -493,14 +582,20 @@ fn recv(args: &[String]) -> Result<(), Fail> {
     let (mut last_pkts, mut last_ce) = (0u64, 0u64);
     let mut first: Option<f64> = None;
     let mut last: f64 = 0.0;
+    let mut trace = Trace::<5>::new(&o, "slept_ns,woke_ns,stamp_ns,read_ns,answered_ns", duration);
     while now_ns() < end {
         let slept = realtime_ns();
         if wait_readable(fd, end) {
+            let woke_at = trace.as_ref().map_or(0, |_| realtime_ns());
             let mut woke = true;
+            let mut row = [0u64; 5];
             while let Some(Read { len: n, ecn, from, .. }) = recv_with_tos(fd, &mut buf).inspect(|r| {
-                host.on_read(r, realtime_ns(), woke, slept);
+                let read = realtime_ns();
+                host.on_read(r, read, woke, slept);
+                row = [slept, woke_at, r.stamp_ns.unwrap_or(0), read, 0];
                 woke = false;
             }) {
+                let read = row[3];
                 let now = now_ns();
                 let Some(msg) = DataMsg::decode(&buf[..n]) else {
                     other += 1;
@@ -519,6 +614,13 @@ fn recv(args: &[String]) -> Result<(), Fail> {
                     Ok(_) => acks += 1,
                     Err(_) => ack_errors += 1,
                 }
+                // Free for the next datagram: busy with this one since its read.
+                let answered = realtime_ns();
+                host.busy.add(answered.saturating_sub(read));
+                if let Some(tr) = trace.as_mut() {
+                    row[4] = answered;
+                    tr.rows.push(row);
+                }
             }
         }
         let now = now_ns();
@@ -531,6 +633,9 @@ fn recv(args: &[String]) -> Result<(), Fail> {
                 "ce_fraction": if dp > 0 { dc as f64 / dp as f64 } else { f64::NAN },
             }));
         }
+    }
+    if let Some(tr) = &trace {
+        tr.write()?;
     }
     let c = r.counters();
     let active = first.map_or(0.0, |f| last - f);
@@ -546,7 +651,8 @@ fn recv(args: &[String]) -> Result<(), Fail> {
             "acks_sent": acks, "ce_echoed": c.ce, "ack_send_errors": ack_errors, "other_datagrams": other,
             "first_data_s": first, "last_data_s": first.map(|_| last),
             "mean_rate_bps": if active > 0.0 { bytes as f64 * 8.0 / active } else { 0.0 },
-            "wake_us": host.wake.json(), "read_us": host.read.json(), "rate_samples": samples.rows,
+            "wake_us": host.wake.json(), "read_us": host.read.json(), "busy_us": host.busy.json(),
+            "rate_samples": samples.rows,
         }),
     )
 }
@@ -578,6 +684,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn one_rare_sample_keeps_its_weight_in_the_tail() {
+        // 100 000 samples of 20-69 µs and one of 4 ms (a program's first read).
+        let mut l = Latency::new();
+        for k in 0..100_000u64 {
+            l.add((20 + k % 50) * 1000 + 300);
+        }
+        l.add(4_000_000);
+        let (q, t) = (l.quantiles_us(), l.tail_quantiles_us());
+        // The 1001 points: the top step runs from 69.5 µs to 4 ms (0.1 % of the mass).
+        assert_eq!((q[999], q[1000]), (69.5, 4000.0));
+        // The tail's own points: the 101 samples from the 99.9th percentile's rank; the
+        // 4 ms one is the last, so only the tail's top 1 % (1 in 100 000 of all) reaches it.
+        assert!(t[..=990].iter().all(|&v| v == 69.5), "{:?}", &t[985..]);
+        assert!(t[991..].iter().all(|&v| v == 4000.0), "{:?}", &t[985..]);
+    }
+
+    #[test]
     fn latency_quantiles_are_the_samples_ranks_at_bucket_middles() {
         let mut l = Latency::new();
         // One sample in each of the buckets 0..1000 µs, in reverse order.
@@ -591,6 +714,9 @@ mod tests {
         // Beyond the last bucket: the maximum.
         l.add(80_000_000);
         assert_eq!(l.quantiles_us()[1000], 80_000.0);
+        // The tail: the top 0.1 % (ranks 1000 and 1001 of 1001: 999.5 µs and 80 ms) on its own.
+        let t = l.tail_quantiles_us();
+        assert_eq!((t.len(), t[0], t[1], t[1000]), (QUANTILES, 999.5, 80_000.0, 80_000.0));
         let j = l.json();
         assert_eq!(j["count"], 1001);
         // (Σ k·1000 + 500 for k < 1000, + 80 ms) / 1001 samples = 580 ms / 1001, in µs.

@@ -184,6 +184,7 @@ def command(args: argparse.Namespace) -> int:
             said = "; ".join(
                 f"{knob.replace('_', ' ')} P50 {quantile(q, 0.5):.0f} µs, P99 {quantile(q, 0.99):.0f} µs"
                 for knob, q in ends.items()
+                if not knob.endswith("_tail")
             )
             console.print(f"simulated on the measured host, flow {flow} (seed {scenario.seed}): {said}", soft_wrap=True)
     outside = sum(row.verdict == "outside" for row in rows)

@@ -81,7 +81,7 @@ def print_result(result, directory) -> None:
     emulator = summary.get("emulator")
     if emulator is not None:
         console.print(emulator_line(emulator), soft_wrap=True, markup=False, highlight=False)
-        order = {"sender_wake": 0, "receiver_wake": 1, "sender_timer": 2}
+        order = {"sender_wake": 0, "receiver_wake": 1, "sender_timer": 2, "sender_busy": 3, "receiver_busy": 4}
         for flow, measured in (emulator.get("program_hosts") or {}).items():
             said = "; ".join(
                 f"{knob.replace('_', ' ')} P50/P90/P99/max {fmt(q.get('p50'), 0)}/{fmt(q.get('p90'), 0)}/"

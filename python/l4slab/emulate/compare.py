@@ -47,7 +47,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from .hosts import measured_hosts, pooled_quantiles
+from .hosts import HOST_KEYS, measured_hosts, pooled_quantiles
 
 __all__ = [
     "Row",
@@ -204,7 +204,7 @@ def _with_host(config: dict[str, Any], hosts: Mapping[int, Mapping[str, Sequence
     flows = [dict(f) for f in config.get("flows") or []]
     for flow, measured in hosts.items():
         for knob, quantiles in measured.items():
-            flows[flow].pop(f"{knob}_latency_ns", None)
+            flows[flow].pop(f"{HOST_KEYS[knob]}_ns", None)
             flows[flow][f"{knob}_quantiles_ns"] = [round(v * 1000) for v in quantiles]
     return {**config, "flows": flows}
 

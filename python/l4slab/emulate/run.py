@@ -413,6 +413,8 @@ def _program_hosts(outputs: Mapping[int, Mapping[str, bytes]]) -> dict[str, dict
     hosts: dict[str, dict[str, dict[str, float]]] = {}
     for flow, measured in measured_hosts(outputs).items():
         for knob, q in measured.items():
+            if knob.endswith("_tail"):
+                continue
             hosts.setdefault(str(flow), {})[knob] = {f"p{round(p * 100)}": quantile(q, p) for p in (0.5, 0.9, 0.99)}
             hosts[str(flow)][knob]["max"] = q[-1]
     return hosts

@@ -408,6 +408,39 @@ class UdpPragueFlow(_FlowCommon):
         "(send.json timer_late_us); unset or 0: on time",
         examples=["30us"],
     )
+    sender_busy_time: TimeNs | list[TimeNs] | None = Field(
+        None,
+        description="how long the sending program is busy with each ACK it reads (its recvmsg, the data "
+        "the ACK releases, whatever takes its CPU meanwhile): it reads the next only then, and an ACK "
+        "arriving meanwhile waits for that, not for a wake-up. A mean or measured quantiles (send.json "
+        "busy_us); unset or 0: reads take no time",
+        examples=["20us"],
+    )
+    receiver_busy_time: TimeNs | list[TimeNs] | None = Field(
+        None,
+        description="the receiving program's, with each data packet it reads and answers (recv.json busy_us)",
+        examples=["30us"],
+    )
+    sender_wake_latency_tail: list[TimeNs] | None = Field(
+        None,
+        description="with measured quantiles: their top step (the last 1/(n-1) of probability) as quantiles "
+        "of its own, evenly spaced across it (the program's tail list): a draw there follows them instead "
+        "of spreading evenly up to the maximum, which one rare sample (a program's first reads) can put far "
+        "above the rest",
+        examples=[["190us", "200us", "4ms"]],
+    )
+    receiver_wake_latency_tail: list[TimeNs] | None = Field(
+        None, description="receiver_wake_latency's tail (recv.json wake_us tail)", examples=[["180us", "4ms"]]
+    )
+    sender_timer_latency_tail: list[TimeNs] | None = Field(
+        None, description="sender_timer_latency's tail (send.json timer_late_us tail)", examples=[["120us", "300us"]]
+    )
+    sender_busy_time_tail: list[TimeNs] | None = Field(
+        None, description="sender_busy_time's tail (send.json busy_us tail)", examples=[["40us", "150us"]]
+    )
+    receiver_busy_time_tail: list[TimeNs] | None = Field(
+        None, description="receiver_busy_time's tail (recv.json busy_us tail)", examples=[["300us", "3ms"]]
+    )
 
 
 def _flow_kind(value: Any) -> str | None:

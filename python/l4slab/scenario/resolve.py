@@ -108,12 +108,21 @@ def _flow_config(flow: Any, bottleneck_rate_bps: int) -> dict[str, Any]:
         _set_if_given(config, "fps", flow.fps)
         _set_if_given(config, "frame_budget_ns", flow.frame_budget)
         _set_if_given(config, "max_rate_bps", flow.max_rate)
-        for what in ("sender_wake", "receiver_wake", "sender_timer"):
-            late = getattr(flow, f"{what}_latency")
+        for what, key in (
+            ("sender_wake", "sender_wake_latency"),
+            ("receiver_wake", "receiver_wake_latency"),
+            ("sender_timer", "sender_timer_latency"),
+            ("sender_busy", "sender_busy_time"),
+            ("receiver_busy", "receiver_busy_time"),
+        ):
+            late = getattr(flow, key)
             if isinstance(late, list):
                 config[f"{what}_quantiles_ns"] = list(late)
             else:
-                _set_if_given(config, f"{what}_latency_ns", late or None)
+                _set_if_given(config, f"{key}_ns", late or None)
+            tail = getattr(flow, f"{key}_tail")
+            if tail:
+                config[f"{what}_tail_quantiles_ns"] = list(tail)
         return config
     config = {"kind": "tcp", "cc": flow.cc, **path}
     for engine_key, field_name in TCP_ENGINE_FIELDS.items():

@@ -77,30 +77,60 @@ fn ack_of(p: &Packet) -> AckMsg {
     }
 }
 
-/// How late a program wakes: Exp(mean) (the one-parameter shape of [`HostTimer`]), or
-/// drawn from the quantiles its host measured (piecewise-linear between them).
+/// One of a program's host times as given: a mean, or measured quantiles with the
+/// top step's own quantiles (`*_tail_quantiles_ns`); all empty or 0: none.
+#[derive(Clone, Copy)]
+struct HostTime<'a> {
+    mean_ns: u64,
+    quantiles: &'a [u64],
+    tail: &'a [u64],
+}
+
+/// How late a program wakes (or how long it is busy): Exp(mean) (the one-parameter shape
+/// of [`HostTimer`]), or drawn from the quantiles its host measured (piecewise-linear
+/// between them; within the top step, between the tail's own quantiles when given, so
+/// one rare sample keeps its own weight instead of spreading the step's up to it).
 enum WakeLatency {
     Exp(HostTimer),
-    Measured { quantiles: Box<[u64]>, rng: rng::SimRng },
+    Measured {
+        quantiles: Box<[u64]>,
+        tail: Box<[u64]>,
+        rng: rng::SimRng,
+    },
+    /// At once (a program given only a busy time).
+    Zero,
+}
+
+/// Piecewise-linear through evenly spaced quantiles `q` (at least 2) at `x` ∈ [0, 1].
+fn between(q: &[u64], x: f64) -> (usize, f64) {
+    let x = x * (q.len() - 1) as f64;
+    let i = (x as usize).min(q.len() - 2);
+    (i, x - i as f64)
 }
 
 impl WakeLatency {
     /// `None`: an ideal host (mean 0, no quantiles).
-    fn new(mean_ns: u64, quantiles: &[u64], rng: rng::SimRng) -> Option<Self> {
-        if quantiles.len() >= 2 {
-            return Some(WakeLatency::Measured { quantiles: quantiles.into(), rng });
+    fn new(t: HostTime, rng: rng::SimRng) -> Option<Self> {
+        if t.quantiles.len() >= 2 {
+            let tail = if t.tail.len() >= 2 { t.tail.into() } else { Box::default() };
+            return Some(WakeLatency::Measured { quantiles: t.quantiles.into(), tail, rng });
         }
-        HostTimer::new(mean_ns, rng).map(WakeLatency::Exp)
+        HostTimer::new(t.mean_ns, rng).map(WakeLatency::Exp)
     }
 
     fn draw_ns(&mut self) -> u64 {
         match self {
             WakeLatency::Exp(h) => h.lateness_ns(),
-            WakeLatency::Measured { quantiles: q, rng } => {
-                // u in (0, 1] scaled onto the quantiles' index range.
-                let x = rng.unit_open0() * (q.len() - 1) as f64;
-                let i = (x as usize).min(q.len() - 2);
-                let f = x - i as f64;
+            WakeLatency::Zero => 0,
+            WakeLatency::Measured { quantiles: q, tail, rng } => {
+                // u in (0, 1] onto the quantiles' index range.
+                let (i, f) = between(q, rng.unit_open0());
+                let (q, i, f) = if i == q.len() - 2 && !tail.is_empty() {
+                    let (j, g) = between(tail, f);
+                    (&tail[..], j, g)
+                } else {
+                    (&q[..], i, f)
+                };
                 (q[i] as f64 + f * (q[i + 1] - q[i]) as f64).round() as u64
             }
         }
@@ -119,31 +149,71 @@ impl WakeLatency {
 /// (`tests/udp_prague.rs`): the receiver's ACKs leave in batches, the sender's
 /// window-limited sends follow them, the bursts meet the L queue's 1-ms step at a
 /// lower mean queue; a heavy tail (a loaded host) also leaves the link idle.
+///
+/// Each read also takes the program time (`busy`, `{sender,receiver}_busy_time`): its
+/// `recvmsg`, its answer (the receiver's ACK `sendto`, which goes down the stack to the
+/// TUN, `drivers/net/tun.c:tun_net_xmit`, and wakes the emulator; the sender's data
+/// sends) and whatever takes the CPU from it meanwhile. With it, a woken program reads
+/// one datagram, answers it at once, and reads the next only when it is free again
+/// (`l4slab-udp-prague`'s `busy_us`: from a `recvmsg` return to the program's next
+/// look at its socket); a datagram arriving while it is busy waits for that, not for
+/// a wake-up. Without it every datagram of a batch is answered at the wake-up instant.
 struct ProgramReads {
     late: WakeLatency,
-    /// Datagrams waiting to be read, oldest first, and the buffer they swap with.
+    busy: Option<WakeLatency>,
+    /// Datagrams waiting to be read, oldest first from `head`, and the buffer they swap with.
     pending: Vec<Packet>,
+    head: usize,
     spare: Vec<Packet>,
-    /// When the program wakes to read them.
+    /// When the program reads the next of them (wakes up, or is free again).
     read_at: Option<Time>,
+    /// With a busy time: until when the program is busy with the last datagram it read.
+    busy_until: Time,
 }
 
 impl ProgramReads {
-    fn new(mean_ns: u64, quantiles: &[u64], rng: rng::SimRng) -> Option<Self> {
-        WakeLatency::new(mean_ns, quantiles, rng).map(|late| ProgramReads {
+    fn new(wake: HostTime, rng: rng::SimRng, busy: HostTime, busy_rng: rng::SimRng) -> Option<Self> {
+        let busy = WakeLatency::new(busy, busy_rng);
+        // A program that wakes at once but takes time per datagram: a zero wake-up.
+        let late = WakeLatency::new(wake, rng).or(busy.as_ref().map(|_| WakeLatency::Zero))?;
+        Some(ProgramReads {
             late,
+            busy,
             pending: Vec::with_capacity(64),
+            head: 0,
             spare: Vec::with_capacity(64),
             read_at: None,
+            busy_until: 0,
         })
     }
 
-    /// `pkt` arrived at `now`; the first of a batch sets the wake-up.
+    /// `pkt` arrived at `now`; the first of a batch sets the wake-up (or, while the
+    /// program is busy, the end of that).
     fn arrive(&mut self, pkt: &Packet, now: Time) {
         if self.read_at.is_none() {
-            self.read_at = Some(now + self.late.draw_ns().max(1));
+            self.read_at = Some(if now < self.busy_until { self.busy_until } else { now + self.late.draw_ns().max(1) });
         }
         self.pending.push(*pkt);
+    }
+
+    /// With a busy time: the next datagram, if the program reads it now (it is awake at
+    /// `now` and free); it is then busy with it for a draw of `busy`.
+    fn next(&mut self, now: Time) -> Option<Packet> {
+        let busy = self.busy.as_mut()?;
+        if self.head >= self.pending.len() || self.read_at.is_none_or(|at| at > now) {
+            return None;
+        }
+        let p = self.pending[self.head];
+        self.head += 1;
+        self.busy_until = now + busy.draw_ns();
+        if self.head == self.pending.len() {
+            self.pending.clear();
+            self.head = 0;
+            self.read_at = None;
+        } else {
+            self.read_at = Some(self.busy_until);
+        }
+        Some(p)
     }
 
     /// The datagrams to read now (the program is awake at `now`), oldest first; hand
@@ -195,13 +265,25 @@ impl UdpPragueSource {
             rtt_samples: 0,
             pacing_sum: 0,
             reads: ProgramReads::new(
-                cfg.sender_wake_latency_ns,
-                &cfg.sender_wake_quantiles_ns,
+                HostTime {
+                    mean_ns: cfg.sender_wake_latency_ns,
+                    quantiles: &cfg.sender_wake_quantiles_ns,
+                    tail: &cfg.sender_wake_tail_quantiles_ns,
+                },
                 rng::stream(seed, rng::Stream::SenderWake(flow)),
+                HostTime {
+                    mean_ns: cfg.sender_busy_time_ns,
+                    quantiles: &cfg.sender_busy_quantiles_ns,
+                    tail: &cfg.sender_busy_tail_quantiles_ns,
+                },
+                rng::stream(seed, rng::Stream::SenderBusy(flow)),
             ),
             timer_late: WakeLatency::new(
-                cfg.sender_timer_latency_ns,
-                &cfg.sender_timer_quantiles_ns,
+                HostTime {
+                    mean_ns: cfg.sender_timer_latency_ns,
+                    quantiles: &cfg.sender_timer_quantiles_ns,
+                    tail: &cfg.sender_timer_tail_quantiles_ns,
+                },
                 rng::stream(seed, rng::Stream::SenderTimer(flow)),
             ),
         }
@@ -279,10 +361,26 @@ impl Endpoint for UdpPragueSource {
 
     fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         let read_due = self.reads.as_ref().and_then(|r| r.read_at).is_some_and(|at| at <= now);
-        let wake_due = self.wake.is_some_and(|w| w <= now);
+        // A timer that expires while the program is busy with an ACK is seen when it is free.
+        let busy_until = self.reads.as_ref().map_or(0, |r| r.busy_until);
+        let wake_due = self.wake.is_some_and(|w| w.max(busy_until) <= now);
         // An earlier pending expiry than the wait now aimed at: nothing to do yet.
         if !read_due && !wake_due {
             return;
+        }
+        if let Some(r) = self.reads.as_mut().filter(|r| r.busy.is_some()) {
+            // Woken by the timer: it reads what has come meanwhile, one by one.
+            if wake_due && r.head < r.pending.len() {
+                r.read_at = Some(now);
+            }
+            let mut read = false;
+            while let Some(p) = self.reads.as_mut().and_then(|r| r.next(now)) {
+                self.read_ack(&p, now, out);
+                read = true;
+            }
+            if read || !wake_due {
+                return;
+            }
         }
         // Awake (by the socket or the timer): read every ACK that has arrived.
         if let Some(batch) = self.reads.as_mut().filter(|r| !r.pending.is_empty()).map(ProgramReads::take) {
@@ -302,7 +400,8 @@ impl Endpoint for UdpPragueSource {
     #[inline]
     fn next_timer(&self) -> Option<Time> {
         let read = self.reads.as_ref().and_then(|r| r.read_at);
-        let wake = self.wake.filter(|&t| t < self.stop);
+        let busy_until = self.reads.as_ref().map_or(0, |r| r.busy_until);
+        let wake = self.wake.filter(|&t| t < self.stop).map(|t| t.max(busy_until));
         match (read, wake) {
             (Some(r), Some(w)) => Some(r.min(w)),
             (r, w) => r.or(w),
@@ -374,9 +473,18 @@ impl UdpPragueSink {
             packets: 0,
             acks_sent: 0,
             reads: ProgramReads::new(
-                cfg.receiver_wake_latency_ns,
-                &cfg.receiver_wake_quantiles_ns,
+                HostTime {
+                    mean_ns: cfg.receiver_wake_latency_ns,
+                    quantiles: &cfg.receiver_wake_quantiles_ns,
+                    tail: &cfg.receiver_wake_tail_quantiles_ns,
+                },
                 rng::stream(seed, rng::Stream::ReceiverWake(flow)),
+                HostTime {
+                    mean_ns: cfg.receiver_busy_time_ns,
+                    quantiles: &cfg.receiver_busy_quantiles_ns,
+                    tail: &cfg.receiver_busy_tail_quantiles_ns,
+                },
+                rng::stream(seed, rng::Stream::ReceiverBusy(flow)),
             ),
         }
     }
@@ -419,6 +527,12 @@ impl Endpoint for UdpPragueSink {
     }
     fn on_timer(&mut self, now: Time, out: &mut Outbox) {
         let Some(r) = self.reads.as_mut().filter(|r| r.read_at.is_some_and(|at| at <= now)) else { return };
+        if r.busy.is_some() {
+            while let Some(p) = self.reads.as_mut().and_then(|r| r.next(now)) {
+                self.read_data(&p, now, out);
+            }
+            return;
+        }
         let batch = r.take();
         for p in &batch {
             self.read_data(p, now, out);
@@ -459,7 +573,9 @@ mod tests {
     fn measured_wake_latency_draws_between_the_quantiles() {
         // Quantiles 0, 50 and 100 %: half the draws in [0, 100] µs, half in [100, 1000]
         // µs, each uniform: mean 0.5 · 50 + 0.5 · 550 = 300 µs.
-        let mut w = WakeLatency::new(0, &[0, 100_000, 1_000_000], rng::stream(1, rng::Stream::SenderWake(0))).unwrap();
+        let t = |mean_ns, quantiles, tail| HostTime { mean_ns, quantiles, tail };
+        let mut w =
+            WakeLatency::new(t(0, &[0, 100_000, 1_000_000], &[]), rng::stream(1, rng::Stream::SenderWake(0))).unwrap();
         let n = 100_000;
         let draws: Vec<u64> = (0..n).map(|_| w.draw_ns()).collect();
         let mean = draws.iter().sum::<u64>() as f64 / n as f64;
@@ -469,11 +585,83 @@ mod tests {
         assert!((below - 0.5).abs() < 0.01, "below 100 µs {below}");
         assert!(draws.iter().all(|&d| d <= 1_000_000));
         // A mean alone is Exp(mean); neither is an ideal host.
-        assert!(WakeLatency::new(0, &[], rng::stream(1, rng::Stream::SenderWake(0))).is_none());
+        assert!(WakeLatency::new(t(0, &[], &[]), rng::stream(1, rng::Stream::SenderWake(0))).is_none());
         assert!(matches!(
-            WakeLatency::new(5, &[], rng::stream(1, rng::Stream::SenderWake(0))),
+            WakeLatency::new(t(5, &[], &[]), rng::stream(1, rng::Stream::SenderWake(0))),
             Some(WakeLatency::Exp(_))
         ));
+    }
+
+    #[test]
+    fn the_tail_resolves_the_top_step() {
+        // 11 quantiles, 10 % steps: 10..=100 µs, then the maximum 10 ms. Alone, the top
+        // step spreads 10 % of the draws evenly up to 10 ms (mean 5.05 ms there); with a
+        // tail whose points are all 100 µs but the last, those draws stay at 100 µs but
+        // for the top tenth of a step of the tail's 10 steps (1 % of all draws, mean 5.05 ms).
+        let us = 1000u64;
+        let q: Vec<u64> = (1..=10).map(|k| k * 10 * us).chain([10_000 * us]).collect();
+        let tail: Vec<u64> = [100 * us; 10].into_iter().chain([10_000 * us]).collect();
+        let n = 200_000;
+        let above = |tail: &[u64]| {
+            let h = HostTime { mean_ns: 0, quantiles: &q, tail };
+            let mut w = WakeLatency::new(h, rng::stream(1, rng::Stream::ReceiverWake(0))).unwrap();
+            (0..n).filter(|_| w.draw_ns() > 200 * us).count() as f64 / n as f64
+        };
+        // Above 200 µs: 10 % × 9800/9900 = 9.9 % without the tail, a tenth of that with it
+        // (standard errors 0.07 and 0.02 %).
+        let (without, with) = (above(&[]), above(&tail));
+        assert!((without - 0.099).abs() < 0.003, "without the tail {without}");
+        assert!((with - 0.0099).abs() < 0.001, "with the tail {with}");
+    }
+
+    #[test]
+    fn a_busy_program_reads_one_datagram_at_a_time_and_needs_no_wake_up_while_busy() {
+        // Wakes 50 µs after a datagram reaches a sleeping program; busy 30 µs with each.
+        let us = 1000;
+        let (wake, busy) = (vec![50 * us, 50 * us], vec![30 * us, 30 * us]);
+        let s = |k| rng::stream(1, k);
+        let h = |quantiles| HostTime { mean_ns: 0, quantiles, tail: &[] };
+        let mut r =
+            ProgramReads::new(h(&wake), s(rng::Stream::ReceiverWake(0)), h(&busy), s(rng::Stream::ReceiverBusy(0)))
+                .unwrap();
+        let p = |seq| {
+            let mut p = Packet::new(0, PacketKind::Udp);
+            p.tcp.seq = seq;
+            p
+        };
+        // Three arrive while it sleeps: read at the wake-up, then one per 30 µs.
+        for (seq, at) in [(1, 0), (2, 10 * us), (3, 20 * us)] {
+            r.arrive(&p(seq), at);
+        }
+        let mut reads = Vec::new();
+        let mut read = |r: &mut ProgramReads, until: Time| {
+            while let Some(at) = r.read_at.filter(|&at| at <= until) {
+                while let Some(q) = r.next(at) {
+                    reads.push((q.tcp.seq, at / us));
+                }
+            }
+        };
+        read(&mut r, 100 * us);
+        // One arrives while it is busy with the third (until 140 µs): read when it is free.
+        r.arrive(&p(4), 120 * us);
+        read(&mut r, 199 * us);
+        // One arrives after it went back to sleep: a wake-up again.
+        r.arrive(&p(5), 200 * us);
+        read(&mut r, 1000 * us);
+        assert_eq!(reads, vec![(1, 50), (2, 80), (3, 110), (4, 140), (5, 250)]);
+        assert!(r.read_at.is_none() && r.pending.is_empty());
+        // A busy time alone: it wakes at once (1 ns) and still reads one at a time.
+        let mut r =
+            ProgramReads::new(h(&[]), s(rng::Stream::SenderWake(0)), h(&busy), s(rng::Stream::SenderBusy(0))).unwrap();
+        r.arrive(&p(1), 0);
+        r.arrive(&p(2), 0);
+        assert_eq!(r.read_at, Some(1));
+        assert_eq!(r.next(1).map(|q| q.tcp.seq), Some(1));
+        assert_eq!((r.next(1).map(|q| q.tcp.seq), r.read_at), (None, Some(1 + 30 * us)));
+        // Neither: an ideal host, no model at all.
+        assert!(
+            ProgramReads::new(h(&[]), s(rng::Stream::SenderWake(0)), h(&[]), s(rng::Stream::SenderBusy(0))).is_none()
+        );
     }
 
     #[test]
