@@ -28,6 +28,7 @@ import statistics
 import sys
 
 from l4slab.emulate import emulate
+from l4slab.errors import EngineError, ScenarioError
 from l4slab.emulate.hosts import HOST_KEYS, measured_hosts, pooled_quantiles, quantile
 from l4slab.runner import run
 from l4slab.scenario import load_scenario, scenario_from_toml
@@ -134,8 +135,13 @@ def _table(text: str, base, path: str, trials: int, save: str) -> None:
     def scenario_of(t: str):
         return scenario_from_toml(t, source=path).model_copy(update={"name": base.name, "seed": base.seed})
 
-    print(f"== the program, {trials} emulated trials (rows appended to {save})", flush=True)
-    program = _metrics(_trials(scenario_of(text), trials, "emulate", save))
+    load = os.getloadavg()
+    print(f"== the program, {trials} emulated trials (rows appended to {save}); load average {load[0]:.2f}", flush=True)
+    emulated = _trials(scenario_of(text), trials, "emulate", save)
+    load, kept = os.getloadavg(), sum(bool(r["kept_up"]) for r in emulated)
+    print(f"after the emulated trials: load average {load[0]:.2f} (1 min), {load[1]:.2f} (5 min); "
+          f"kept up: {kept} of {trials}")  # fmt: skip
+    program = _metrics(emulated)
     engines = {"engine, ideal host": text}
     for label, knobs in (
         ("engine, measured wake-ups and timer, top step even", WAKE_KNOBS),
@@ -194,4 +200,7 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except (EngineError, ScenarioError) as err:  # a run that failed: one line, not a traceback
+        sys.exit(f"udp_prague_trials: {err}")

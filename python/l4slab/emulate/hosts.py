@@ -38,7 +38,8 @@ def measured_hosts(outputs: Mapping[int, Mapping[str, bytes]]) -> dict[int, dict
     """Per command flow, the latency quantiles (µs) its ``l4slab-udp-prague`` ends measured,
     ``{flow: {"sender_wake": [...], "receiver_wake": [...], "sender_timer": [...], "sender_busy":
     [...], "receiver_busy": [...]}}``, each with its top step's own quantiles as ``<knob>_tail``
-    where the program wrote them (what an end measured none of is absent), read from every JSON file the flow's commands wrote."""
+    where the program wrote them (what an end measured none of is absent), read from every JSON
+    file the flow's commands wrote."""
     hosts: dict[int, dict[str, list[float]]] = {}
     for flow, files in outputs.items():
         for name, raw in files.items():
