@@ -38,8 +38,10 @@ part counts the copies the pipeline holds at its peak, with the bytes of each co
   a time, every source in turn, so bounded by one row group however long the run and
   however many sources: :data:`RECORD_ROW_BYTES` a row (the chunk's JSON, its DataFrame,
   the pending Arrow tables, their concatenation and the Parquet writer's buffers, in
-  the Arrow pool). Measured 27-28 MB for 16 000-32 000 requests (peak / estimate
-  0.96-0.99); a run of fewer requests than a row group peaks lower (10 s at 400/s).
+  the Arrow pool). Measured 26.6-28 MB for 16 000-32 000 requests on an idle machine and
+  22-24 MB with the CPUs contended (three busy processes on two cores, as `make test`'s
+  workers are): the estimate sits between, peak / estimate 0.88-1.14; a run of fewer
+  requests than a row group peaks lower (10 s at 400/s).
 
 The peak is the larger of two phases that do not overlap: the **engine phase** (each
 flow's state, the series vectors and their bytes as they are handed over) and the
@@ -109,10 +111,10 @@ ENGINE_FLOW_RUN_BYTES = 3_900
 #: (less the 10 x 12 x 8 bytes of series counted under bins).
 FLOW_OBJECT_BYTES = 3_500
 #: Bytes a row of the records' pending row group costs while it is converted (module
-#: docstring): the run's peak measured at 27-28 MB for runs of 16 000-32 000 requests
-#: (`tests/python/test_memory.py`, with the receivers' window autotuning), whose
-#: conversion holds one row group (:data:`l4slab.records.ROW_GROUP_ROWS` rows).
-RECORD_ROW_BYTES = 1700
+#: docstring): the run's peak measured at 26.6-28 MB idle and 22-24 MB on contended CPUs
+#: for runs of 16 000-32 000 requests (`tests/python/test_memory.py`), whose conversion
+#: holds one row group (:data:`l4slab.records.ROW_GROUP_ROWS` rows).
+RECORD_ROW_BYTES = 1500
 #: The Parquet writer's and Arrow pool's working memory while a run directory is
 #: written: about :data:`WRITER_BYTES_PER_ROW` a row of the largest table, up to
 #: :data:`FIXED_BYTES` (see the module docstring).
