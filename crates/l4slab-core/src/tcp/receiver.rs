@@ -114,6 +114,10 @@ pub struct TcpReceiver {
     cc: Box<dyn CongestionControl>,
     cc_sock: CcSock,
     cc_flags: CcFlags,
+    /// `tcp_ca_needs_ecn || tcp_ca_wants_ce_events` of `cc`, read once after each
+    /// `init` (a [`crate::cc::RenoFallback`] changes its answer there) instead of
+    /// through two calls per ECN-capable segment.
+    ca_ecn_events: bool,
     /// Negotiated mode (server side).
     pub ecn_mode: EcnMode,
     /// RFC 3168 `TCP_ECN_DEMAND_CWR`: echo ECE on every ACK.
@@ -198,6 +202,7 @@ impl TcpReceiver {
         ooo: VecDeque<SackBlock>,
     ) -> Self {
         let cc_flags = cc.flags();
+        let ca_ecn_events = cc_flags.needs_ecn || cc.wants_ce_events();
         TcpReceiver {
             flow,
             delayed_ack,
@@ -237,6 +242,7 @@ impl TcpReceiver {
             // The receive side reads only `ecn_mode` and `rcv`; mss and cwnd are unused.
             cc_sock: CcSock::new(536, 10),
             cc_flags,
+            ca_ecn_events,
             ecn_mode: EcnMode::Off,
             demand_cwr: false,
             ecn_seen: false,
@@ -341,6 +347,7 @@ impl TcpReceiver {
                 self.cc_sock.ecn_mode = mode;
                 self.cc_sock.rcv.rcv_nxt = self.rcv_nxt;
                 self.cc.init(&mut self.cc_sock);
+                self.ca_ecn_events = self.cc.flags().needs_ecn || self.cc.wants_ce_events();
                 let mut a = Packet::new(self.flow, PacketKind::SynAck);
                 a.tcp.ace = ace;
                 // The SYN/ACK is ECT only if the listener's CC needs ECN (Linux include/net/tcp_ecn.h:tcp_ecn_send_synack).
@@ -717,7 +724,7 @@ impl TcpReceiver {
     /// BBRv2): hand it the receive state, then apply what it asked for (an ACK for
     /// earlier data, an immediate ACK, quick-ACK mode, the ECE state).
     fn ca_ecn_event(&mut self, ev: CaEvent, now: Time, out: &mut Outbox) {
-        if !(self.cc.flags().needs_ecn || self.cc.wants_ce_events()) {
+        if !self.ca_ecn_events {
             return;
         }
         let r = &mut self.cc_sock.rcv;
