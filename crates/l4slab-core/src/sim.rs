@@ -11,6 +11,7 @@ use crate::event::{EndpointId, EventQueue, LinkId, Target};
 use crate::net::topology::Topology;
 use crate::net::{Hop, Link, Network, Sent};
 use crate::packet::{Outbox, Packet, PacketKind};
+use crate::qdisc::Qdisc;
 use crate::results::*;
 use crate::time::{secs, Time};
 use crate::trace::recorder::LinkToMeasure;

@@ -13,7 +13,9 @@ use super::link_model::{LinkModel, RateSchedule};
 use super::shaper::Shaper;
 use crate::event::{EventQueue, LineId, LinkId, PinId, Target};
 use crate::packet::Packet;
-use crate::qdisc::{Qdisc, QdiscCtx};
+use crate::qdisc::dualpi2::DualPi2;
+use crate::qdisc::fifo::Fifo;
+use crate::qdisc::{self, Qdisc, QdiscConfig, QdiscCtx, QdiscStats};
 use crate::rng::SimRng;
 use crate::time::{tx_time, Time};
 
@@ -45,10 +47,97 @@ impl Serialiser {
     }
 }
 
+/// A link's qdisc. The FIFOs and DualPI2 are held by their own type, so the calls
+/// the link makes per packet (`is_empty` twice, `enqueue`, `dequeue`) are direct
+/// and may be inlined, as the flow table holds the TCP endpoints (`sim.rs`,
+/// `FlowEnd`); the other qdiscs through `dyn Qdisc`. Behaviour is the wrapped
+/// qdisc's, call for call.
+pub enum LinkQdisc {
+    Fifo(Fifo<Packet>),
+    DualPi2(DualPi2<Packet>),
+    Other(Box<dyn Qdisc<Packet>>),
+}
+
+impl LinkQdisc {
+    /// The qdisc `config` asks for ([`qdisc::build`]'s, with the same use of `rng`).
+    pub fn build(config: &QdiscConfig, rng: &mut SimRng) -> Self {
+        match config {
+            QdiscConfig::Bfifo(p) => LinkQdisc::Fifo(Fifo::bfifo(p.limit_bytes)),
+            QdiscConfig::Pfifo(p) => LinkQdisc::Fifo(Fifo::pfifo(p.limit_packets)),
+            QdiscConfig::Dualpi2(p) => LinkQdisc::DualPi2(DualPi2::new(p.clone(), rng)),
+            other => LinkQdisc::Other(qdisc::build(other, rng)),
+        }
+    }
+}
+
+impl From<Box<dyn Qdisc<Packet>>> for LinkQdisc {
+    fn from(q: Box<dyn Qdisc<Packet>>) -> Self {
+        LinkQdisc::Other(q)
+    }
+}
+
+/// Forward one call to the wrapped qdisc.
+macro_rules! on_qdisc {
+    ($self:expr, $q:ident => $call:expr) => {
+        match $self {
+            LinkQdisc::Fifo($q) => $call,
+            LinkQdisc::DualPi2($q) => $call,
+            LinkQdisc::Other($q) => $call,
+        }
+    };
+}
+
+impl Qdisc<Packet> for LinkQdisc {
+    fn kind(&self) -> &'static str {
+        on_qdisc!(self, q => q.kind())
+    }
+    #[inline]
+    fn enqueue(&mut self, pkt: Packet, now: Time, ctx: &mut QdiscCtx<Packet>) {
+        on_qdisc!(self, q => q.enqueue(pkt, now, ctx))
+    }
+    #[inline]
+    fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<Packet>) -> Option<Packet> {
+        on_qdisc!(self, q => q.dequeue(now, ctx))
+    }
+    fn peek(&self) -> Option<&Packet> {
+        on_qdisc!(self, q => q.peek())
+    }
+    fn stats(&self) -> &QdiscStats {
+        on_qdisc!(self, q => q.stats())
+    }
+    fn has_timer(&self) -> bool {
+        on_qdisc!(self, q => q.has_timer())
+    }
+    fn timer_is_periodic(&self) -> bool {
+        on_qdisc!(self, q => q.timer_is_periodic())
+    }
+    #[inline]
+    fn next_timer(&self) -> Option<Time> {
+        on_qdisc!(self, q => q.next_timer())
+    }
+    fn on_timer(&mut self, now: Time, ctx: &mut QdiscCtx<Packet>) {
+        on_qdisc!(self, q => q.on_timer(now, ctx))
+    }
+    #[inline]
+    fn len(&self) -> usize {
+        on_qdisc!(self, q => q.len())
+    }
+    #[inline]
+    fn is_empty(&self) -> bool {
+        on_qdisc!(self, q => q.is_empty())
+    }
+    fn extra_stats(&self) -> Vec<(&'static str, f64)> {
+        on_qdisc!(self, q => q.extra_stats())
+    }
+    fn class_names(&self) -> &'static [&'static str] {
+        on_qdisc!(self, q => q.class_names())
+    }
+}
+
 /// A shaped queue: the shaper, its child qdisc and what they report.
 pub struct ShapedQueue {
     pub shaper: Shaper,
-    pub qdisc: Box<dyn Qdisc<Packet>>,
+    pub qdisc: LinkQdisc,
     rng: SimRng,
     /// Packets the qdisc dropped and flows it marked during the last call (drained by the caller).
     pub dropped: Vec<Packet>,
@@ -72,7 +161,8 @@ pub struct ShapedQueue {
 }
 
 impl ShapedQueue {
-    pub fn new(shaper: Shaper, qdisc: Box<dyn Qdisc<Packet>>, rng: SimRng) -> Self {
+    pub fn new(shaper: Shaper, qdisc: impl Into<LinkQdisc>, rng: SimRng) -> Self {
+        let qdisc = qdisc.into();
         let timed = qdisc.has_timer();
         let periodic = qdisc.timer_is_periodic();
         ShapedQueue {
@@ -132,7 +222,7 @@ impl ShapedQueue {
     }
 
     #[inline]
-    fn ctx(&mut self) -> (&mut Box<dyn Qdisc<Packet>>, QdiscCtx<'_, Packet>) {
+    fn ctx(&mut self) -> (&mut LinkQdisc, QdiscCtx<'_, Packet>) {
         (&mut self.qdisc, QdiscCtx { rng: &mut self.rng, dropped: &mut self.dropped, marked: &mut self.marked })
     }
 }

@@ -35,7 +35,7 @@ pub use crate::event::{EndpointId, LineId, LinkId};
 use crate::time::Time;
 use delay_line::{DelayLine, NetemNode};
 use host_timer::HostTimer;
-pub use link::{Link, LinkStats, Serialiser, ShapedQueue, Tx};
+pub use link::{Link, LinkQdisc, LinkStats, Serialiser, ShapedQueue, Tx};
 pub use route::{Direction, Hop, Route};
 pub use shaper::Shaper;
 

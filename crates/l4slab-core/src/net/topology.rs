@@ -17,9 +17,8 @@
 
 use super::host_timer::HostTimer;
 use super::link_model::{LinkModel, RateSchedule};
-use super::{Direction, LinePolicy, LinkId, Network, Serialiser, ShapedQueue, Shaper};
+use super::{Direction, LinePolicy, LinkId, LinkQdisc, Network, Serialiser, ShapedQueue, Shaper};
 use crate::config::{BottleneckConfig, ScenarioConfig};
-use crate::qdisc;
 use crate::rng::{self, SimRng};
 use serde_json::{Map, Value};
 
@@ -99,7 +98,7 @@ pub fn check_flows(cfg: &ScenarioConfig, hops: &[BottleneckConfig]) -> Result<()
 /// A shaped queue from a link description (`htb rate R burst B` + child qdisc);
 /// `rng` becomes its qdisc's stream, `timer_rng` its host timer's.
 pub fn shaped_queue(cfg: &BottleneckConfig, mut rng: SimRng, timer_rng: SimRng) -> ShapedQueue {
-    let qdisc = qdisc::build(&cfg.qdisc, &mut rng);
+    let qdisc = LinkQdisc::build(&cfg.qdisc, &mut rng);
     ShapedQueue::new(Shaper::new(cfg.rate_bps, cfg.burst_bytes), qdisc, rng)
         .with_host_timer(HostTimer::new(cfg.timer_latency_ns, timer_rng))
         .with_schedule(RateSchedule::new(cfg.rate_bps, &cfg.rate_schedule))

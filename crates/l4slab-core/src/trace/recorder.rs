@@ -18,6 +18,7 @@ use super::{FlowCumulative, NetworkView, Observer};
 use crate::event::LinkId;
 use crate::guard::try_vec;
 use crate::packet::{Packet, SackTable};
+use crate::qdisc::Qdisc;
 use crate::results::*;
 use crate::time::{secs, Time, NS_PER_MS};
 
