@@ -259,6 +259,10 @@ pub struct Simulation {
     /// side table of the SACK options of the ACKs in the network (each entry freed
     /// where its ACK is delivered or dropped).
     out: Outbox,
+    /// The packet leaving a delay line or a qdisc, written in place by the network
+    /// (`Network::arrive`, `Link::dequeue_ready`) and copied out before it moves on:
+    /// one 64-byte copy instead of building a blank packet per event to write over.
+    scratch: Packet,
     counts: Counts,
     end: Time,
     /// A streaming run's destination for per-request and closed-flow records
@@ -333,6 +337,7 @@ impl Simulation {
             sources,
             observers,
             out: Outbox::with_capacity(256),
+            scratch: Packet::new(0, PacketKind::Data),
             counts: Counts::default(),
             end,
             sink: None,
@@ -398,8 +403,8 @@ impl Simulation {
         match target {
             Target::LineHead(line) => {
                 let seq = self.events.last_seq();
-                let mut pkt = Packet::new(0, PacketKind::Data);
-                if let Some(from) = self.net.arrive(line, now, seq, &mut self.events, &mut pkt) {
+                if let Some(from) = self.net.arrive(line, now, seq, &mut self.events, &mut self.scratch) {
+                    let pkt = self.scratch;
                     let hop = self.net.next_hop(&pkt, Some(from));
                     self.forward(now, hop, &pkt);
                 }
@@ -577,17 +582,26 @@ impl Simulation {
 
     /// The HTB dequeue loop of link `l`: while the class has tokens and the qdisc
     /// has packets, dequeue and transmit (`sch_htb.c:htb_dequeue`).
+    #[inline]
     fn service(&mut self, now: Time, l: LinkId) {
         if self.net.link(l).waiting_for_tokens(now) {
             return; // the watchdog will dequeue
         }
-        let mut pkt = Packet::new(0, PacketKind::Data);
+        self.service_ready(now, l);
+    }
+
+    /// [`service`](Self::service) once the shaper is not waiting for tokens: the
+    /// check above is inlined into every caller (most enqueues on a busy link stop
+    /// there), this loop is not.
+    #[inline(never)]
+    fn service_ready(&mut self, now: Time, l: LinkId) {
         loop {
-            let ready = self.net.link_mut(l).dequeue_ready(now, &mut self.events, &mut pkt);
+            let ready = self.net.link_mut(l).dequeue_ready(now, &mut self.events, &mut self.scratch);
             self.drain_reports(now, l);
             if !ready {
                 return;
             }
+            let pkt = self.scratch;
             self.observers.on_dequeue(now, l, &pkt, now - pkt.enqueue_ts, &self.out.sacks);
             match self.net.transmit(l, now, &pkt, &mut self.events) {
                 Sent::Now => {
