@@ -2,7 +2,8 @@
 program as a command flow, runs kept with ``accept_late`` and marked): per trial and over
 trials the L queue's mean sojourn in the summary window, the bottleneck's mark rate (marks
 per packet sent, whole run), each flow's goodput and, with two flows, the goodput ratio of
-the second to the first (docs/emulator-commands.md). Emulated, each trial also gives the
+the second to the first, and the UDP-Prague sender's mean alpha and srtt over the window (the
+engine's flow series; the program's own rate samples) (docs/emulator-commands.md). Emulated, each trial also gives the
 programs' measured host (``wake_us`` of send.json / recv.json, the sender's
 ``timer_late_us``: P50 and P99 per trial, and the quantiles); ``--save FILE`` keeps the
 rows, and ``sim --hosts FILE`` runs the engine with those distributions pooled over the
@@ -29,7 +30,7 @@ import sys
 
 from l4slab.emulate import emulate
 from l4slab.errors import EngineError, ScenarioError
-from l4slab.emulate.hosts import HOST_KEYS, measured_hosts, pooled_quantiles, quantile
+from l4slab.emulate.hosts import HOST_KEYS, HOST_PROGRAM, measured_hosts, pooled_quantiles, quantile
 from l4slab.runner import run
 from l4slab.scenario import load_scenario, scenario_from_toml
 
@@ -75,6 +76,32 @@ def _with_hosts(text: str, hosts_file: str, knobs_used: tuple[str, ...] = KNOBS)
     return text.replace('kind = "udp_prague"\n', 'kind = "udp_prague"\n' + knobs), note
 
 
+def _sender_state(scenario, side: str, result) -> tuple[float | None, float | None]:
+    """The UDP-Prague sender's mean alpha and srtt (ms) over the summary window: the engine's
+    flow series, or the program's own ``rate_samples`` (send.json, seconds since it started)."""
+    flow = next((i for i, f in enumerate(scenario.flows) if getattr(f, "kind", None) == "udp_prague"), None)
+    if flow is None:
+        return None, None
+    lo, hi = scenario.warmup / 1e9, scenario.duration / 1e9
+    if side == "sim":
+        fs = result.flow_series
+        window = fs[(fs["flow"] == flow) & (fs["time_s"] >= lo) & (fs["time_s"] < hi)]
+        pairs = list(zip(window["alpha"], window["srtt_ms"]))
+    else:
+        pairs = []
+        for name, raw in (result.command_outputs.get(flow) or {}).items():
+            try:
+                sent = json.loads(raw) if name.endswith(".json") else {}
+            except ValueError:
+                continue
+            if isinstance(sent, dict) and sent.get("program") == HOST_PROGRAM and sent.get("role") == "send":
+                pairs = [(r["alpha"], r["srtt_ms"]) for r in sent.get("rate_samples") or [] if lo <= r["t_s"] < hi]
+    pairs = [(a, r) for a, r in pairs if a == a and r == r]  # not NaN
+    if not pairs:
+        return None, None
+    return statistics.fmean(a for a, _ in pairs), statistics.fmean(r for _, r in pairs)
+
+
 def _trials(scenario, trials: int, side: str, save: str | None) -> list[dict]:
     """``trials`` runs (seeds from the scenario's), one row each (printed, and appended to ``save``)."""
     rows = []
@@ -92,6 +119,7 @@ def _trials(scenario, trials: int, side: str, save: str | None) -> list[dict]:
             "goodput_mbps": [f["goodput_mbps"] for f in summary["flows"]],
             "kept_up": (summary.get("emulator") or {}).get("kept_up"),
         }
+        row["alpha"], row["srtt_ms"] = _sender_state(scenario, side, result)
         if side == "emulate":
             measured = next(iter(measured_hosts(result.command_outputs).values()), {})
             for knob in KNOBS:
@@ -112,6 +140,10 @@ def _metrics(rows: list[dict]) -> dict[str, list[float]]:
         out[f"flow {flow} goodput Mbit/s"] = [r["goodput_mbps"][flow] for r in rows]
     if len(rows[0]["goodput_mbps"]) == 2:
         out["goodput ratio flow 1 / flow 0"] = [r["goodput_mbps"][1] / r["goodput_mbps"][0] for r in rows]
+    for key, name in (("alpha", "sender alpha (window mean)"), ("srtt_ms", "sender srtt ms (window mean)")):
+        values = [r[key] for r in rows if r.get(key) is not None]
+        if len(values) == len(rows):
+            out[name] = values
     return out
 
 
