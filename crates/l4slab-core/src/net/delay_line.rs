@@ -114,7 +114,7 @@ impl DelayLine {
 
     /// Put `pkt`, leaving link `from`, on the line to arrive at `arrive` (on a delay
     /// node's interface: due then, leaving when the node's netem next runs).
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, arrive: Time, from: LinkId, pkt: &Packet, events: &mut EventQueue) {
         if self.node.is_some() {
             return self.push_netem(arrive, from, pkt, events);
