@@ -29,8 +29,8 @@ tolerances below are set from those runs, with margin.
 
 * **A CC without ``TCP_CONG_NEEDS_ECN`` on a classic-ECN connection** (BBRv1 with
   ``tcp_ecn = 1`` at both ends against Prague, CoDel+ECN at 1 BDP). This is the TCP core's
-  part of the PAM BBRv2 panels; the guest has no BBRv2. ``tcp_output.c:tcp_ecn_send`` sends
-  new data ECT(0), so CoDel marks BBR's packets. A cwnd set in ``cong_control`` ignores the
+  part of the PAM BBRv2 panels (BBRv2 itself: ``test_kernel_bbr2.py``).
+  ``tcp_output.c:tcp_ecn_send`` sends new data ECT(0), so CoDel marks BBR's packets. A cwnd set in ``cong_control`` ignores the
   CWR that ECE starts (``tcp_input.c:tcp_cong_control`` skips PRR). Kernel: BBR
   85.6–86.0 Mbit/s with 3 277–4 195 CE, Prague 8.44–9.02. Engine: 85.2–86.2 with
   2 571–4 171 CE, Prague 8.23–9.39.
