@@ -12,11 +12,12 @@ part counts the copies the pipeline holds at its peak, with the bytes of each co
   and bin: the series, ``time_s`` and ``flow``, and the 6 CC-state columns for a CC that
   reports them), built per flow and then concatenated, so two copies of it exist for a
   moment: ``S + max(S, 2 F)``.
-* **traces** (``trace_sojourn``): per packet the bottleneck forwards, its columns in
-  Python (time, flow, class, sojourn: 8 bytes each once widened, 32; the engine's
-  21-byte records are freed as they are handed over), the ``sojourn`` table built from
-  them (32) and the temporary of mapping ``class`` to its names (8):
-  :data:`TRACE_BYTES_PER_PACKET`. Packets are the bottleneck's rate over the run in
+* **traces** (``trace_sojourn``): per packet the bottleneck forwards, the engine's record
+  as handed to Python (the schema's ``sojourn_record_bytes``: the engine's vectors are
+  freed as they are handed over, but their bytes stay in the run's ``raw`` results), its
+  columns in Python (time, flow, class, sojourn: 8 bytes each once widened, 32), the
+  ``sojourn`` table built from them (32) and the temporary of mapping ``class`` to its
+  names (8): :data:`TRACE_BYTES_PER_PACKET` beside the record. Packets are the bottleneck's rate over the run in
   frames of the smallest packet a flow sends.
 * **captures**: the pcapng file twice (the engine's buffer and the Python bytes made from
   it), about 172 bytes a packet at the bottleneck (enhanced packet block, headers up to
@@ -92,7 +93,8 @@ FLOW_TABLE_EXTRA_COLUMNS = 2
 CC_STATE_COLUMNS = 6
 #: Congestion controls that report a model state (``cc::CcState``): the BBR family.
 CC_STATE_PREFIX = "bbr"
-#: Bytes a packet of the sojourn trace holds at the peak (see the module docstring).
+#: Bytes a packet of the sojourn trace holds at the peak in Python beside the engine's
+#: record as handed over (the schema's ``sojourn_record_bytes``; the module docstring).
 TRACE_BYTES_PER_PACKET = 32 + 32 + 8
 #: Bytes a packet of a bottleneck capture holds at the peak: two copies of its pcapng block.
 CAPTURE_BYTES_PER_PACKET = 2 * 172
@@ -220,8 +222,9 @@ def estimate(config: Mapping[str, Any]) -> MemoryEstimate:
     rate = int((config.get("bottleneck") or {}).get("rate_bps", 0))
     frame = _smallest_frame(config)
     traces = 0
+    trace_packet = TRACE_BYTES_PER_PACKET + int(sizes["sojourn_record_bytes"])
     if config.get("trace_sojourn"):
-        traces = rate * duration // 8 // 10**9 // frame * TRACE_BYTES_PER_PACKET
+        traces = rate * duration // 8 // 10**9 // frame * trace_packet
     captures = 0
     capture = config.get("capture")
     if capture:
@@ -237,7 +240,7 @@ def estimate(config: Mapping[str, Any]) -> MemoryEstimate:
     web = any(s.get("kind") == "web" for s in config.get("sources") or [])
     records = ROW_GROUP_ROWS * RECORD_ROW_BYTES if web else 0
     # The writer's working memory grows with the largest table it writes, up to FIXED_BYTES.
-    rows = max(bins * max(n_flows, 1), traces // TRACE_BYTES_PER_PACKET)
+    rows = max(bins * max(n_flows, 1), traces // trace_packet)
     writer = min(FIXED_BYTES, rows * WRITER_BYTES_PER_ROW)
     return MemoryEstimate(series, traces, captures, n_flows * FLOW_OBJECT_BYTES, records, writer,
                           engine_phase)  # fmt: skip

@@ -157,7 +157,8 @@ def _limits() -> list[str]:
         "",
         "**Memory.** Before it runs, a run's peak memory is estimated by output kind (`l4slab/memory.py`): "
         f"bins (the engine's series, their bytes in Python and the long `flow_series` table, built twice), "
-        f"sojourn traces ({memory.TRACE_BYTES_PER_PACKET} bytes a packet), captures "
+        f"sojourn traces ({memory.TRACE_BYTES_PER_PACKET + sizes['sojourn_record_bytes']} bytes a packet: "
+        f"the engine's {sizes['sojourn_record_bytes']}-byte record as handed over, its columns and the table), captures "
         f"({memory.CAPTURE_BYTES_PER_PACKET} bytes a packet: the pcapng file twice), flows "
         f"(the engine's state of each, as the engine derives it from its types and publishes it in its schema: "
         f"{sizes['flow_state_bytes'] / 1000:g} kB a TCP flow built, plus its congestion controls' state, "
