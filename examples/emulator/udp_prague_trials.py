@@ -1,7 +1,8 @@
 """N trials of a scenario with a UDP-Prague flow, simulated (seeds) or emulated (the
 program as a command flow, runs kept with ``accept_late`` and marked): per trial and over
 trials the L queue's mean sojourn in the summary window, the bottleneck's mark rate (marks
-per packet sent, whole run), each flow's goodput and, with two flows, the goodput ratio of
+per packet sent, whole run; and marks per arrival in the summary window, the start-up left
+out as the L mean leaves it out), each flow's goodput and, with two flows, the goodput ratio of
 the second to the first, and the UDP-Prague sender's mean alpha and srtt over the window (the
 engine's flow series; the program's own rate samples) (docs/emulator-commands.md). Emulated, each trial also gives the
 programs' measured host (``wake_us`` of send.json / recv.json, the sender's
@@ -119,6 +120,9 @@ def _trials(scenario, trials: int, side: str, save: str | None) -> list[dict]:
             "goodput_mbps": [f["goodput_mbps"] for f in summary["flows"]],
             "kept_up": (summary.get("emulator") or {}).get("kept_up"),
         }
+        series = result.bottleneck_series
+        window = series[(series["time_s"] >= scenario.warmup / 1e9) & (series["time_s"] < scenario.duration / 1e9)]
+        row["window_mark_rate"] = float(window["marks"].sum()) / max(float(window["arrivals"].sum()), 1.0)
         row["alpha"], row["srtt_ms"] = _sender_state(scenario, side, result)
         if side == "emulate":
             measured = next(iter(measured_hosts(result.command_outputs).values()), {})
@@ -136,6 +140,8 @@ def _trials(scenario, trials: int, side: str, save: str | None) -> list[dict]:
 
 def _metrics(rows: list[dict]) -> dict[str, list[float]]:
     out = {"L mean sojourn ms": [r["l_mean_ms"] for r in rows], "mark rate": [r["mark_rate"] for r in rows]}
+    if all(r.get("window_mark_rate") is not None for r in rows):
+        out["mark rate in the window"] = [r["window_mark_rate"] for r in rows]
     for flow in range(len(rows[0]["goodput_mbps"])):
         out[f"flow {flow} goodput Mbit/s"] = [r["goodput_mbps"][flow] for r in rows]
     if len(rows[0]["goodput_mbps"]) == 2:
