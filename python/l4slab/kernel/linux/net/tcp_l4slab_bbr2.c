@@ -1627,6 +1627,5 @@ static void __exit l4sb_unregister(void)
 module_init(l4sb_register);
 module_exit(l4sb_unregister);
 
-MODULE_AUTHOR("l4slab");
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("l4slab's BBRv2 (google/bbr v2alpha and L4STeam flavours), a port of the engine's model");
