@@ -277,6 +277,23 @@ def test_multiple_problems_are_counted_on_one_line():
     assert "(and 1 more problem)" in message
 
 
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (0, "flows[0].receiver_wake_latency: 0 is not a time with a unit; expected e.g."),
+        ("x", "flows[0].receiver_wake_latency: 'x' is not a time with a unit"),
+        (["1us", "x"], "flows[0].receiver_wake_latency[1]: 'x' is not a time with a unit"),
+    ],
+)
+def test_a_union_field_fails_as_one_problem_named_by_its_path(value, expected):
+    # A value of `time | list of times` fails once per member of the union: one problem,
+    # told by the member it was meant for, and no pydantic member label in the path.
+    data = {**BASE, "flows": [{"kind": "udp_prague", "rtt": "10ms", "receiver_wake_latency": value}]}
+    message = error_of(data)
+    assert message == expected or (message.startswith(expected) and "more problem" not in message)
+    assert "[validate()]" not in message and "function-" not in message
+
+
 def test_unknown_congestion_control_when_engine_available():
     pytest.importorskip("l4slab._core")
     assert error_of(**{"flows[0].cc": "cubc"}).startswith(

@@ -39,16 +39,33 @@ def _format_loc(loc: tuple[Any, ...]) -> str:
     return path or "scenario"
 
 
+def _union_member(part: Any) -> bool:
+    """A label pydantic inserts for the member of a union a value was tried against
+    (``function-plain[validate()]``, ``list[...]``): never a key (keys hold no brackets)."""
+    return isinstance(part, str) and "[" in part and part.endswith("]")
+
+
 def _strip_tags(loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], str | None]:
-    """Remove the union tag pydantic inserts after a flow index: ('flows', 1, 'udp', 'rate')."""
+    """Remove the union tag pydantic inserts after a flow index: ('flows', 1, 'udp', 'rate'),
+    and the union-member labels after a field: ('flows', 0, 'rtt', 'list[...]', 1)."""
     cleaned: list[Any] = []
     tag = None
     for i, part in enumerate(loc):
         if part in ("tcp", "udp", "udp_prague", "web", "syn_flood") and i > 0 and isinstance(loc[i - 1], int):
             tag = part
             continue
+        if _union_member(part):
+            continue
         cleaned.append(part)
     return tuple(cleaned), tag
+
+
+def _field(error: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The field an error is about: its location up to the first union-member label (a
+    value of a union field fails once per member; those failures are one problem)."""
+    loc = tuple(error["loc"])
+    cut = next((i for i, part in enumerate(loc) if _union_member(part)), len(loc))
+    return _strip_tags(loc[:cut])[0]
 
 
 def _model_at(loc: tuple[Any, ...], tag: str | None) -> type[BaseModel] | None:
@@ -111,10 +128,24 @@ def _error_line(error: Mapping[str, Any]) -> str:
     return f"{_format_loc(loc)}: {value!r} is invalid: {message}{_example_for(loc, tag)}"
 
 
+def _most_telling(errors: list[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """Of one field's errors (one per union member), the one that says most: about an
+    element of a list (the deepest location), else the project's own message, else the first."""
+    return min(
+        enumerate(errors),
+        key=lambda ie: (-len(_strip_tags(tuple(ie[1]["loc"]))[0]), ie[1]["type"] != SCENARIO_ERROR, ie[0]),
+    )[1]
+
+
 def one_line(err: ValidationError) -> ScenarioError:
+    # One problem per field (a union field's value fails once per member).
+    fields: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for error in err.errors():
+        fields.setdefault(_field(error), []).append(error)
+    problems = [_most_telling(errors) for errors in fields.values()]
     # An unknown key is usually a typo that also causes a "missing" error; report the typo.
-    errors = sorted(err.errors(), key=lambda e: e["type"] != "extra_forbidden")
-    line = _error_line(errors[0])
-    if len(errors) > 1:
-        line += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    problems.sort(key=lambda e: e["type"] != "extra_forbidden")
+    line = _error_line(problems[0])
+    if len(problems) > 1:
+        line += f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
     return ScenarioError(line)
