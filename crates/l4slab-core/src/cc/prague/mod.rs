@@ -452,11 +452,136 @@ trait Version: Send + Sync + std::fmt::Debug {
     fn always_feeds_detector(&self) -> bool;
 }
 
+
+/// The version a [`Prague`] runs, dispatched by a `match` (a direct call the compiler
+/// inlines into the per-ACK skeleton) instead of through a `dyn Version` vtable.
+macro_rules! each_version {
+    ($v:expr, $x:ident => $call:expr) => {
+        match $v {
+            PragueVersion::V07 => {
+                let $x = v07::V07;
+                $call
+            }
+            PragueVersion::V06 => {
+                let $x = v06::V06;
+                $call
+            }
+            PragueVersion::Pam2025 => {
+                let $x = pam2025::Pam2025;
+                $call
+            }
+        }
+    };
+}
+
+impl Version for PragueVersion {
+    #[inline]
+    fn alpha_bits(&self) -> u32 {
+        each_version!(self, v => v.alpha_bits())
+    }
+    #[inline]
+    fn alpha_mode(&self, params: &PragueParams) -> bool {
+        each_version!(self, v => v.alpha_mode(params))
+    }
+    #[inline]
+    fn alpha_starts_at_one(&self, p: &Prague) -> bool {
+        each_version!(self, v => v.alpha_starts_at_one(p))
+    }
+    #[inline]
+    fn init_rate(&self, p: &mut Prague, tp: &mut CcSock) {
+        each_version!(self, v => v.init_rate(p, tp))
+    }
+    #[inline]
+    fn init_modes(&self, p: &mut Prague) {
+        each_version!(self, v => v.init_modes(p))
+    }
+    #[inline]
+    fn rtt_indep_possible(&self, p: &Prague) -> bool {
+        each_version!(self, v => v.rtt_indep_possible(p))
+    }
+    #[inline]
+    fn gate_us(&self, p: &Prague, tp: &CcSock) -> u64 {
+        each_version!(self, v => v.gate_us(p, tp))
+    }
+    #[inline]
+    fn has_rate_mode(&self) -> bool {
+        each_version!(self, v => v.has_rate_mode())
+    }
+    #[inline]
+    fn rate_mode_needs_ce(&self) -> bool {
+        each_version!(self, v => v.rate_mode_needs_ce())
+    }
+    #[inline]
+    fn frac_to_cwnd(&self, p: &Prague, tp: &CcSock) -> u32 {
+        each_version!(self, v => v.frac_to_cwnd(p, tp))
+    }
+    #[inline]
+    fn ai(&self, p: &Prague, tp: &CcSock) -> u64 {
+        each_version!(self, v => v.ai(p, tp))
+    }
+    #[inline]
+    fn first_ce(&self, p: &mut Prague) {
+        each_version!(self, v => v.first_ce(p))
+    }
+    #[inline]
+    fn alpha_updated(&self, p: &mut Prague, tp: &mut CcSock) {
+        each_version!(self, v => v.alpha_updated(p, tp))
+    }
+    #[inline]
+    fn round_end(&self, p: &mut Prague, tp: &CcSock) {
+        each_version!(self, v => v.round_end(p, tp))
+    }
+    #[inline]
+    fn additive_increase(&self, p: &mut Prague, tp: &CcSock, acked: u64) {
+        each_version!(self, v => v.additive_increase(p, tp, acked))
+    }
+    #[inline]
+    fn adjust_floor(&self) -> u32 {
+        each_version!(self, v => v.adjust_floor())
+    }
+    #[inline]
+    fn adjust_may_grow(&self, tp: &CcSock) -> bool {
+        each_version!(self, v => v.adjust_may_grow(tp))
+    }
+    #[inline]
+    fn at_floor(&self, p: &mut Prague, tp: &mut CcSock) {
+        each_version!(self, v => v.at_floor(p, tp))
+    }
+    #[inline]
+    fn pacing_rate(&self, p: &mut Prague, tp: &CcSock) -> u64 {
+        each_version!(self, v => v.pacing_rate(p, tp))
+    }
+    #[inline]
+    fn mode_switch(&self, p: &mut Prague, tp: &CcSock) {
+        each_version!(self, v => v.mode_switch(p, tp))
+    }
+    #[inline]
+    fn cwr_reduce(&self, p: &mut Prague, tp: &CcSock, alpha: u64, bits: u32) {
+        each_version!(self, v => v.cwr_reduce(p, tp, alpha, bits))
+    }
+    #[inline]
+    fn enter_loss(&self, p: &mut Prague, tp: &CcSock) {
+        each_version!(self, v => v.enter_loss(p, tp))
+    }
+    #[inline]
+    fn undo(&self, p: &mut Prague, tp: &CcSock) {
+        each_version!(self, v => v.undo(p, tp))
+    }
+    #[inline]
+    fn min_tso_segs(&self) -> u32 {
+        each_version!(self, v => v.min_tso_segs())
+    }
+    #[inline]
+    fn always_feeds_detector(&self) -> bool {
+        each_version!(self, v => v.always_feeds_detector())
+    }
+}
+
 /// TCP Prague; the registry wraps it in [`RenoFallback`] for "prague-reno".
 #[derive(Clone, Debug)]
 pub struct Prague {
     params: PragueParams,
-    ver: &'static dyn Version,
+    ver: PragueVersion,
     cwr_stamp_us: u64,
     /// Time of the last α update (`alpha_stamp`), µs.
     alpha_stamp_us: u64,
@@ -499,11 +624,7 @@ impl Default for Prague {
 impl Prague {
     pub fn new(params: PragueParams) -> Self {
         let alpha_mode = params.alpha_mode & 1 == 1;
-        let ver: &'static dyn Version = match params.version {
-            PragueVersion::V07 => &v07::V07,
-            PragueVersion::V06 => &v06::V06,
-            PragueVersion::Pam2025 => &pam2025::Pam2025,
-        };
+        let ver = params.version;
         Prague {
             params,
             ver,
@@ -670,7 +791,8 @@ impl Prague {
     fn update_cwnd(&mut self, tp: &mut CcSock, rs: &RateSample) {
         let mut acked = rs.acked_sacked as i64;
         if rs.ece_delta > 0 {
-            self.ver.first_ce(self);
+            let ver = self.ver;
+            ver.first_ce(self);
             self.saw_ce = true;
             acked -= rs.ece_delta as i64;
         }
@@ -687,7 +809,8 @@ impl Prague {
                     return;
                 }
             }
-            self.ver.additive_increase(self, tp, acked as u64);
+            let ver = self.ver;
+            ver.additive_increase(self, tp, acked as u64);
         }
         self.adjust(tp);
     }
@@ -710,7 +833,8 @@ impl Prague {
             tp.ssthresh = tp.cwnd;
             self.cwnd_changed(tp);
         } else if tp.cwnd > target {
-            self.ver.at_floor(self, tp);
+            let ver = self.ver;
+            ver.at_floor(self, tp);
         } else if tp.cwnd < target && self.ver.adjust_may_grow(tp) {
             tp.cwnd += 1;
             self.cwnd_changed(tp);
@@ -720,7 +844,8 @@ impl Prague {
     /// `prague_update_pacing_rate`, and the TSO burst bound `max_tso_burst` =
     /// 2^-`burst_shift` s of data at that rate.
     fn update_pacing_rate(&mut self, tp: &mut CcSock) {
-        let rate = self.ver.pacing_rate(self, tp);
+        let ver = self.ver;
+        let rate = ver.pacing_rate(self, tp);
         let burst = rate / mtu(tp);
         self.max_tso_burst = ((burst >> self.params.burst_shift.min(63)) as u32).max(1);
         tp.pacing_rate = rate;
@@ -738,7 +863,8 @@ impl Prague {
         if self.params.ecn_fallback == 1 && self.det.classic_ecn > ClassicEcnDetector::l_sticky(bits) {
             alpha = self.det.alpha_floor(alpha, bits);
         }
-        self.ver.cwr_reduce(self, tp, alpha, bits);
+        let ver = self.ver;
+        ver.cwr_reduce(self, tp, alpha, bits);
     }
 
     /// The window reduction of `prague_enter_cwr`: frac·(1 − α/2), unbiased (+½
@@ -775,7 +901,8 @@ impl Prague {
     /// `prague_enter_loss`: Reno-like halving, no AI until Open.
     fn enter_loss(&mut self, tp: &CcSock) {
         self.loss_cwnd = tp.cwnd;
-        self.ver.enter_loss(self, tp);
+        let ver = self.ver;
+        ver.enter_loss(self, tp);
     }
 }
 
