@@ -130,6 +130,48 @@ def test_prague_with_the_pam_fallback_is_the_prague_pam_module_and_defaults_pass
         kernel_cc({"cc": "cubic", "cc_params": {"hystart_round_reset": "cong_avoid"}}, "flows[0]")
 
 
+def test_the_pam_vintage_is_prague_pam_with_its_version_and_its_own_defaults():
+    """``version = "pam2025"`` is the module ``prague_pam`` with ``pam_version = pam2025``; the
+    vintage's ecn_fallback (0, not the hybrid's 1) is always written, a given fallback_constants or
+    growth_gate goes to the module's ``pam_*`` parameter even at v0.7's default value, and the
+    other keys go to the shared parameters."""
+    from l4slab.kernel.testbed import kernel_cc_params
+
+    vintage = {"cc": "prague", "cc_params": {"version": "pam2025"}}
+    assert kernel_cc(vintage, "f") == "prague_pam"
+    assert kernel_cc_params(vintage, "f") == {"pam_version": "pam2025", "pam_ecn_fallback": "0"}
+    given = {"version": "pam2025", "ecn_fallback": 1, "fallback_constants": "current", "burst_shift": 10}
+    assert kernel_cc_params({"cc": "prague", "cc_params": given}, "f") == {
+        "pam_version": "pam2025", "pam_ecn_fallback": "1", "pam_fallback_constants": "current", "burst_shift": "10"
+    }
+    with pytest.raises(KernelRefused, match=r"flows\[0\]\.cc_params\.version: v06 .*version = 'pam2025'"):
+        kernel_cc({"cc": "prague", "cc_params": {"version": "v06"}}, "flows[0]")
+
+
+def test_the_pam_vintage_and_the_hybrid_cannot_share_a_kernel():
+    """Both are ``prague_pam``, whose ``pam_*`` parameters are global: refused in one line; a
+    v0.7 ``prague`` flow beside the vintage is fine (it reads none of them)."""
+    from l4slab.kernel.run import resolve
+    from l4slab.kernel.testbed import plan
+
+    def script(*cc_params):
+        flows = [{"cc": "prague", "rtt": "10ms", "cc_params": p} for p in cc_params]
+        scenario, config = resolve({"name": "m", "duration": "1s", "flows": flows,
+                                    "bottleneck": {"rate": "10Mbit", "qdisc": "dualpi2"}})  # fmt: skip
+        return plan(scenario, config).script
+
+    lines = [line for line in script({"version": "pam2025"}, {}).splitlines() if "/sys/module/" in line]
+    assert sorted(lines) == [
+        "echo 0 > /sys/module/tcp_l4slab_prague/parameters/pam_ecn_fallback || fail 'module parameter "
+        "/sys/module/tcp_l4slab_prague/parameters/pam_ecn_fallback = 0'",
+        "echo pam2025 > /sys/module/tcp_l4slab_prague/parameters/pam_version || fail 'module parameter "
+        "/sys/module/tcp_l4slab_prague/parameters/pam_version = pam2025'",
+    ]
+    hybrid = {"ecn_fallback": 1, "fallback_constants": "pam2025", "growth_gate": "app_limited"}
+    with pytest.raises(KernelRefused, match=r"^flows\[1\]\.cc_params: the defaults .* flows\[0\]'s"):
+        script({"version": "pam2025"}, hybrid)
+
+
 def test_module_parameters_are_written_once_and_must_agree_across_flows():
     """A kernel's module parameters are global: the script writes them before the flows, and
     two prague flows with different cc_params are refused in one line."""

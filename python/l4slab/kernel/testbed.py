@@ -85,6 +85,10 @@ kernel.cc_sources, patches     built into the guest (:func:`l4slab.kernel.build.
                                from the same
 flows.cc_params                prague ``{ecn_fallback = 1, fallback_constants = "pam2025",
                                growth_gate = "app_limited"}``: the module ``prague_pam``;
+                               prague ``{version = "pam2025", ...}`` (the PAM 2025 testbed's
+                               build): ``prague_pam`` with ``pam_version = pam2025``, its
+                               ecn_fallback, fallback_constants and growth_gate as the
+                               module's ``pam_*`` parameters;
                                other prague keys the module has (burst_shift, max_tso_segs,
                                rtt_transition, rtt_target_us, alpha_mode, cwnd_mode,
                                cwnd_transit, ecn_fallback, fallback_constants, growth_gate):
@@ -187,14 +191,20 @@ KERNEL_CCS = {
 }
 #: Engine CCs the guest kernel has no module for, with what to use instead.
 _NO_KERNEL_CC = {
-    "prague-v06": "the kernel has Prague v0.7 (prague) and the PAM-2025 hybrid (prague with cc_params "
-    "{ecn_fallback = 1, fallback_constants = 'pam2025'})",
+    "prague-v06": "the kernel has Prague v0.7 (prague), the PAM-2025 hybrid (prague with cc_params "
+    "{ecn_fallback = 1, fallback_constants = 'pam2025', growth_gate = 'app_limited'}) and the PAM 2025 "
+    "testbed's build (prague with cc_params {version = 'pam2025'})",
     "bbr3": "the kernel has BBRv1 (bbr) and BBRv2 (bbr2, bbr2-l4s)",
 }
 #: engine ``prague`` with these cc_params = the kernel's ``prague_pam`` module (the PAM 2025
 #: study's Prague: the detector on, its unscaled constants, growth gated on app_limited;
 #: python/l4slab/kernel/linux/net/README.md).
 PRAGUE_PAM_PARAMS = {"ecn_fallback": 1, "fallback_constants": "pam2025", "growth_gate": "app_limited"}
+#: engine ``prague`` with ``version`` this = ``prague_pam`` with its ``pam_version`` (the PAM 2025
+#: testbed's build of the module, L4STeam/tcp-prague 90aea47f, as the engine's cc/prague/pam2025.rs).
+PRAGUE_VINTAGE = "pam2025"
+#: What ``prague_pam`` reads of the engine's ``cc_params`` under its own ``pam_*`` names.
+_PRAGUE_PAM_OWN = ("version", "ecn_fallback", "fallback_constants", "growth_gate")
 #: The project's Prague module's parameters that carry an engine ``cc_params`` key of the same
 #: name (tcp_l4slab_prague.c ``module_param``), written to ``/sys/module/<module>/parameters/``
 #: before the flows start. They are global in a kernel: every ``prague`` flow of a scenario
@@ -215,6 +225,11 @@ KERNEL_MODULE_PARAMS = {
         frozenset({"burst_shift", "max_tso_segs", "rtt_transition", "rtt_target_us", "alpha_mode", "cwnd_mode",
                    "cwnd_transit", "ecn_fallback", "fallback_constants", "growth_gate"}),
     ),
+    "prague_pam": (
+        "tcp_l4slab_prague",
+        frozenset({"burst_shift", "max_tso_segs", "rtt_transition", "rtt_target_us", "alpha_mode", "cwnd_mode",
+                   "cwnd_transit", *_PRAGUE_PAM_OWN}),
+    ),
     "l4slab_bbr2": ("tcp_l4slab_bbr2", _BBR2_SHARED | {"ecn_enable", "ecn_max_rtt_us", "ecn_bw_lo", "ecn_bw_hi"}),
     "l4slab_bbr2_l4s": (
         "tcp_l4slab_bbr2",
@@ -224,7 +239,10 @@ KERNEL_MODULE_PARAMS = {
 }  # fmt: skip
 #: A module parameter under another sysfs name than the engine's ``cc_params`` key (the two
 #: BBRv2 ops share one parameter set; L4STeam's ECN defaults differ, so they are their own).
-KERNEL_PARAM_NAMES = {"l4slab_bbr2_l4s": {"ecn_enable": "l4s_ecn_enable", "ecn_max_rtt_us": "l4s_ecn_max_rtt_us"}}
+KERNEL_PARAM_NAMES = {
+    "l4slab_bbr2_l4s": {"ecn_enable": "l4s_ecn_enable", "ecn_max_rtt_us": "l4s_ecn_max_rtt_us"},
+    "prague_pam": {key: f"pam_{key}" for key in _PRAGUE_PAM_OWN},
+}
 #: Modules whose boolean parameters an engine ``true``/``false`` sets (as 1/0).
 KERNEL_PARAM_BOOL_MODULES = frozenset({"l4slab_bbr2", "l4slab_bbr2_l4s"})
 
@@ -327,11 +345,18 @@ def _kernel_cc(flow: Mapping[str, Any], where: str, own: Collection[str] = ()) -
         mine = f", {', '.join(sorted(own))} (kernel.cc_sources)" if own else ", or your own (kernel.cc_sources)"
         raise _refuse(f"{where}.cc", cc, f"allowed: {', '.join(KERNEL_CCS)}{mine}")
     defaults = _cc_param_defaults(cc)
+    given = dict(flow.get("cc_params") or {})
     # Only what differs from the engine's defaults (the module's defaults are the same).
-    params = {k: v for k, v in dict(flow.get("cc_params") or {}).items() if k not in defaults or v != defaults[k]}
+    params = {k: v for k, v in given.items() if k not in defaults or v != defaults[k]}
     module = KERNEL_CCS[cc]
     if cc == "prague" and params == PRAGUE_PAM_PARAMS:
         return "prague_pam", {}
+    if cc == "prague" and given.get("version") == PRAGUE_VINTAGE:
+        # The vintage's own defaults differ from v0.7's (the module's pam_* defaults are
+        # the vintage's, but for ecn_fallback: written always), so what was given counts.
+        module = "prague_pam"
+        params = {**params, "ecn_fallback": given.get("ecn_fallback", defaults.get("ecn_fallback"))}
+        params.update({k: given[k] for k in ("fallback_constants", "growth_gate") if k in given})
     honoured = KERNEL_MODULE_PARAMS.get(module, ("", frozenset()))[1]
     out: dict[str, str] = {}
     for key, value in params.items():
@@ -340,8 +365,9 @@ def _kernel_cc(flow: Mapping[str, Any], where: str, own: Collection[str] = ()) -
         if key not in honoured or not isinstance(value, (int, str)) or isinstance(value, bool):
             allowed = f"the module's parameters ({', '.join(sorted(honoured))})" if honoured else "none"
             if cc == "prague":
-                allowed += ", or exactly {ecn_fallback = 1, fallback_constants = 'pam2025', growth_gate = " \
-                           "'app_limited'} (the prague_pam module)"
+                allowed += ", version = 'pam2025' (the prague_pam module's pam_version), or exactly " \
+                           "{ecn_fallback = 1, fallback_constants = 'pam2025', growth_gate = 'app_limited'} (the " \
+                           "prague_pam module)"
             raise _refuse(f"{where}.cc_params.{key}", value, f"allowed: {allowed}")
         out[KERNEL_PARAM_NAMES.get(module, {}).get(key, key)] = str(value)
     return module, out

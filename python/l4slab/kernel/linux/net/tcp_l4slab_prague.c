@@ -12,7 +12,16 @@
  *                 constants left at their 20-bit values beside a 24-bit alpha
  *                 (pam_fallback_constants = pam2025; L4STeam/linux issue #38),
  *                 and growth stopped only by tp->app_limited
- *                 (pam_growth_gate = app_limited).
+ *                 (pam_growth_gate = app_limited). With pam_version =
+ *                 pam2025 it also follows that build's own rules where they
+ *                 differ from v0.7 at 893e147 (model: cc/prague/pam2025.rs,
+ *                 the engine's cc_params version = "pam2025"): the window-mode
+ *                 increase divided by the integer snd_cwnd without the
+ *                 1500/MTU scaling, pacing from max(snd_cwnd, in flight) with
+ *                 the slow-start doubling kept in the rate, the window/rate
+ *                 switch by size alone, window-mode reductions of frac alone,
+ *                 segment sizing from the rate in both modes, and the
+ *                 detector's RTT filter always fed.
  *
  * This is l4slab's own code. It is a C port of the project's Rust model of
  * Prague, crates/l4slab-core/src/cc/prague/{mod.rs,v07.rs,
@@ -244,6 +253,14 @@ static struct l4sp_enum_param l4sp_pam_growth_gate = {
 module_param_cb(pam_growth_gate, &l4sp_enum_ops, &l4sp_pam_growth_gate, 0644);
 MODULE_PARM_DESC(pam_growth_gate, "prague_pam: as growth_gate (app_limited; at init)");
 
+enum { L4SP_VER_V07, L4SP_VER_PAM2025 };
+static const char *const l4sp_ver_names[] = { "v07", "pam2025", NULL };
+static struct l4sp_enum_param l4sp_pam_version = {
+	L4SP_VER_V07, l4sp_ver_names };
+module_param_cb(pam_version, &l4sp_enum_ops, &l4sp_pam_version, 0644);
+MODULE_PARM_DESC(pam_version,
+		 "prague_pam: v07 (the v0.7 core) or pam2025 (the 90aea47f build's rules) (v07; at init)");
+
 /* ------------------------------------------------------------------ state */
 
 /* The classic-ECN detector (model: classic_ecn_detector.rs
@@ -292,6 +309,7 @@ struct l4sp {
 	   in_loss:1,		/* reducing after a loss: no AI */
 	   app_gate:1,		/* growth_gate = app_limited */
 	   fallback:2;		/* ecn_fallback 0/1/2 of this socket */
+	u8 vintage:1;		/* prague_pam with pam_version = pam2025 */
 };
 
 static struct tcp_congestion_ops l4sp_prague;
@@ -332,10 +350,17 @@ static bool l4sp_rtt_indep(const struct sock *sk)
 	       l4sp_ca(sk)->round >= READ_ONCE(l4sp_rtt_transition);
 }
 
-/* The rate-based code paths (cwnd_mode == 1 and RTT-independent). */
+/* The rate-based code paths (cwnd_mode == 1 and RTT-independent; the
+ * pam2025 build tests "cwnd_mode == 1 && saw_ce" where it uses them, since
+ * its switch does not wait for CE: 90aea47f prague_update_pacing_rate,
+ * prague_update_cwnd, prague_enter_cwr, prague_enter_loss).
+ */
 static bool l4sp_rate_based(const struct sock *sk)
 {
-	return l4sp_ca(sk)->rate_mode && l4sp_rtt_indep(sk);
+	const struct l4sp *ca = l4sp_ca(sk);
+
+	return ca->rate_mode && (!ca->vintage || ca->saw_ce) &&
+	       l4sp_rtt_indep(sk);
 }
 
 static u32 l4sp_since(const struct tcp_sock *tp, u64 stamp)
@@ -555,7 +580,10 @@ static u64 l4sp_max_mtu(struct sock *sk)
 	const struct tcp_sock *tp = tcp_sk(sk);
 	u64 bytes;
 
-	if (l4sp_rate_based(sk)) {
+	/* pam2025: from the rate in both modes (90aea47f
+	 * prague_pacing_rate_to_max_mtu).
+	 */
+	if (ca->vintage || l4sp_rate_based(sk)) {
 		bytes = mul_u64_u64_shr(ca->rate, l4sp_vrtt8(tp), L4SP_SEC_SHIFT);
 	} else {
 		u64 target = l4sp_target8(), rtt = tp->srtt_us;
@@ -595,6 +623,14 @@ static void l4sp_resize_segments(struct sock *sk)
 	ca->frac = mul_u64_u32_div(ca->frac, mtu_used, mtu);
 	tp->mss_cache = mss;
 	new_cwnd = l4sp_frac_to_cwnd(sk);
+	if (ca->vintage) {
+		/* 90aea47f prague_update_alpha: snd_cwnd from the rescaled
+		 * frac, ssthresh left unscaled (model: pam2025.rs
+		 * pam2025_resize_segments).
+		 */
+		tcp_snd_cwnd_set(tp, new_cwnd);
+		return;
+	}
 	if (tcp_snd_cwnd(tp) != new_cwnd) {
 		tcp_snd_cwnd_set(tp, new_cwnd);
 		if (tp->snd_ssthresh < TCP_INFINITE_SSTHRESH)
@@ -703,6 +739,17 @@ static void l4sp_update_cwnd(struct sock *sk, const struct rate_sample *rs)
 		if (vcwnd)
 			ca->rate += DIV64_U64_ROUND_CLOSEST(inc, vcwnd);
 		ca->frac = max_t(u64, ca->frac + acked, l4sp_rate_to_frac(sk));
+	} else if (ca->vintage) {
+		/* frac += max(acked, round(acked * ai / snd_cwnd)), no MTU
+		 * scaling, the rate left to the pacing update (90aea47f
+		 * prague_update_cwnd; model: pam2025.rs additive_increase).
+		 */
+		u64 inc = (u64)acked * ca->ai;
+		u32 cwnd = tcp_snd_cwnd(tp);
+
+		if (cwnd)
+			inc = div_u64(inc + (cwnd >> 1), cwnd);
+		ca->frac += max_t(u64, acked, inc);
 	} else {
 		/* frac += acked * ai / frac, in 1500-B packets. */
 		u64 inc = (u64)acked * ca->ai;
@@ -748,6 +795,21 @@ static void l4sp_update_pacing_rate(struct sock *sk)
 			rate = ca->rate - off;
 		else
 			rate = ca->rate + off;
+	} else if (ca->vintage) {
+		/* MTU (x2 in slow start) / SRTT * max(snd_cwnd, in flight),
+		 * the doubled value kept as the rate (90aea47f
+		 * prague_update_pacing_rate; model: pam2025.rs pacing_rate).
+		 */
+		u64 inflight = max(tcp_snd_cwnd(tp), tcp_packets_in_flight(tp));
+
+		rate = L4SP_USEC8_PER_SEC * mtu;
+		if (tcp_snd_cwnd(tp) < tp->snd_ssthresh / 2)
+			rate <<= 1;
+		if (tp->srtt_us)
+			rate = div_u64(rate, tp->srtt_us);
+		rate = max_t(u64, rate * inflight, L4SP_MIN_RATE);
+		ca->rate = rate;
+		goto bound;
 	} else {
 		u64 inflight = max_t(u64, ca->frac >> L4SP_CWND_SHIFT,
 				     tcp_packets_in_flight(tp));
@@ -760,6 +822,7 @@ static void l4sp_update_pacing_rate(struct sock *sk)
 	}
 	if (tcp_snd_cwnd(tp) < tp->snd_ssthresh / 2)
 		rate <<= 1;
+bound:
 	rate = min_t(u64, rate, READ_ONCE(sk->sk_max_pacing_rate));
 	WRITE_ONCE(ca->max_tso_burst,
 		   max_t(u32, 1, (u32)min_t(u64, U32_MAX,
@@ -777,6 +840,13 @@ static void l4sp_mode_switch(struct sock *sk)
 
 	if (!ca->mode_switch)
 		return;
+	if (ca->vintage) {
+		/* By the window's size alone, CE or not, no re-sync
+		 * (90aea47f prague_cong_control).
+		 */
+		ca->rate_mode = bytes <= READ_ONCE(l4sp_cwnd_transit) * L4SP_REF_MTU;
+		return;
+	}
 	if (ca->saw_ce && bytes <= READ_ONCE(l4sp_cwnd_transit) * L4SP_REF_MTU) {
 		ca->rate_mode = 1;
 		ca->frac = l4sp_rate_to_frac(sk);
@@ -816,7 +886,11 @@ static void l4sp_enter_cwr(struct sock *sk)
 		red = mul_u64_add_u64_div_u64(alpha, ca->frac, L4SP_ALPHA_ONE,
 					      L4SP_ALPHA_ONE << 1);
 		ca->frac -= min(red, ca->frac);
-		ca->rate = l4sp_frac_to_rate(sk);
+		/* pam2025: frac alone; the rate follows at the next pacing
+		 * update (90aea47f prague_enter_cwr).
+		 */
+		if (!ca->vintage)
+			ca->rate = l4sp_frac_to_rate(sk);
 	}
 }
 
@@ -834,7 +908,9 @@ static void l4sp_enter_loss(struct sock *sk)
 		ca->frac = l4sp_rate_to_frac(sk);
 	} else {
 		ca->frac -= ca->frac >> 1;
-		ca->rate = l4sp_frac_to_rate(sk);
+		/* pam2025: frac alone (90aea47f prague_enter_loss). */
+		if (!ca->vintage)
+			ca->rate = l4sp_frac_to_rate(sk);
 	}
 	ca->in_loss = 1;
 }
@@ -980,6 +1056,8 @@ static void l4sp_init(struct sock *sk)
 	struct tcp_sock *tp = tcp_sk(sk);
 	bool pam = inet_csk(sk)->icsk_ca_ops == &l4sp_pam;
 	u32 fb, gate, consts, shift, segs;
+	bool vintage = pam &&
+		READ_ONCE(l4sp_pam_version.val) == L4SP_VER_PAM2025;
 
 	if (!tcp_ecn_mode_accecn(tp) &&
 	    sk->sk_state != TCP_LISTEN && sk->sk_state != TCP_CLOSE) {
@@ -1015,12 +1093,16 @@ static void l4sp_init(struct sock *sk)
 	ca->mtu_cache = tp->mss_cache ? l4sp_mtu(sk) : L4SP_REF_MTU;
 	ca->hsrtt = tp->srtt_us ? (u64)tp->srtt_us << L4SP_HSRTT_SHIFT :
 				  1ULL << (L4SP_HSRTT_SHIFT + 3);
-	/* rate = MTU * max(cwnd, in_flight) / SRTT (tcp_prague.c:prague_init). */
+	ca->vintage = vintage;
+	/* rate = MTU * max(cwnd, in_flight) / SRTT (tcp_prague.c:prague_init;
+	 * 90aea47f: snd_cwnd alone).
+	 */
 	if (tp->srtt_us) {
 		ca->rate = div_u64(L4SP_USEC8_PER_SEC * l4sp_mtu(sk), tp->srtt_us);
 		ca->rate = max_t(u64, L4SP_MIN_RATE,
-				 ca->rate * max(tcp_snd_cwnd(tp),
-						tcp_packets_in_flight(tp)));
+				 ca->rate * (vintage ? tcp_snd_cwnd(tp) :
+					     max(tcp_snd_cwnd(tp),
+						 tcp_packets_in_flight(tp))));
 	} else {
 		ca->rate = L4SP_MIN_RATE;
 	}
@@ -1049,7 +1131,11 @@ static void l4sp_init(struct sock *sk)
 	 * a listener is never given a detector, so a clone never shares one.
 	 */
 	ca->det = NULL;
-	if (ca->fallback && sk->sk_state != TCP_LISTEN) {
+	/* pam2025: the detector's RTT filter and gains run whether or not the
+	 * fall-back is on (90aea47f prague_pkts_acked, prague_ssthresh); it
+	 * scores only with the fall-back on.
+	 */
+	if ((ca->fallback || vintage) && sk->sk_state != TCP_LISTEN) {
 		ca->det = l4sp_det_new(sk, consts == L4SP_CONST_PAM2025);
 		if (!ca->det) {
 			/* Safe fall-back: this connection runs without the
@@ -1138,5 +1224,5 @@ module_init(l4sp_register);
 module_exit(l4sp_unregister);
 
 MODULE_LICENSE("GPL");
-MODULE_DESCRIPTION("l4slab TCP Prague v0.7 (prague) and the PAM-2025 hybrid (prague_pam)");
+MODULE_DESCRIPTION("l4slab TCP Prague v0.7 (prague) and the PAM-2025 testbed's Prague (prague_pam)");
 MODULE_VERSION("0.7");
