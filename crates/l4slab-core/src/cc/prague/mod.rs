@@ -81,6 +81,17 @@ fn mtu(tp: &CcSock) -> u64 {
 fn srtt8(tp: &CcSock) -> u64 {
     tp.srtt_us << 3
 }
+/// `n / d` for a 128-bit `n` and a nonzero 64-bit `d`, exact: one 64-bit division
+/// when `n` fits in 64 bits (on every ACK of a window below 2^24 packets), instead of
+/// compiler-builtins' 128-bit `__udivti3` call, which LLVM emits for any `u128 / u128`.
+#[inline]
+fn div_u128(n: u128, d: u64) -> u128 {
+    if n >> 64 == 0 {
+        (n as u64 / d) as u128
+    } else {
+        n / d as u128
+    }
+}
 /// `tcp_mstamp` in µs.
 #[inline]
 fn now_us(tp: &CcSock) -> u64 {

@@ -134,9 +134,9 @@ impl Version for Pam2025 {
             return;
         }
         let mut inc = acked as u128 * p.ai as u128;
-        let cwnd = tp.cwnd as u128;
+        let cwnd = tp.cwnd as u64;
         if cwnd > 0 {
-            inc = (inc + (cwnd >> 1)) / cwnd;
+            inc = div_u128(inc + (cwnd >> 1) as u128, cwnd);
         }
         p.frac += acked.max(inc as u64);
     }

@@ -174,9 +174,9 @@ impl Version for V07 {
             let mut inc = acked as u128 * p.ai as u128;
             if p.frac > 0 {
                 inc <<= CWND_UNIT;
-                inc = (inc + p.frac as u128 / 2) / p.frac as u128;
+                inc = div_u128(inc + p.frac as u128 / 2, p.frac);
             }
-            let inc = (inc * MTU_SYS as u128 / mtu as u128) as u64;
+            let inc = div_u128(inc * MTU_SYS as u128, mtu) as u64;
             p.frac += acked.max(inc);
             p.rate = (p.rate + acked).max(p.frac_to_rate(tp));
         }
