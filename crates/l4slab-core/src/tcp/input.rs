@@ -49,7 +49,8 @@ impl TcpSender {
         // A CC may give up ECN/pacing when the handshake did not give it what it
         // needs (Prague without AccECN becomes Reno).
         self.tp.paced = self.cc.flags().needs_pacing || self.fq_pacing;
-        if !self.cc.has_cong_control() {
+        self.cc_cong_control = self.cc.has_cong_control();
+        if !self.cc_cong_control {
             self.update_pacing_rate();
         }
         self.write_xmit(now, out, false);
@@ -543,7 +544,7 @@ impl TcpSender {
 
     /// `tcp_end_cwnd_reduction`.
     pub(super) fn end_cwnd_reduction(&mut self) {
-        if self.cc.has_cong_control() {
+        if self.cc_cong_control {
             return;
         }
         // Linux: `ca_state == CWR || undo_marker`; without undo the marker is always set.
@@ -601,7 +602,7 @@ impl TcpSender {
     /// `tcp_cong_control`: a CC with `cong_control` (Prague, BBR) takes the whole
     /// update; otherwise PRR in CWR/Recovery, else `cong_avoid`, then the stack pacing rate.
     pub(super) fn cong_control(&mut self, fl: u32, acked_sacked: u32, losses: u32, rs: &RateSample) {
-        if self.cc.has_cong_control() {
+        if self.cc_cong_control {
             self.cc.cong_control(&mut self.tp, rs);
             return;
         }

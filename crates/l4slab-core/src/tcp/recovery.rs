@@ -127,7 +127,7 @@ impl TcpSender {
         if prior_in_flight != self.tp.in_flight() {
             if self.tp.ca_state != CaState::Recovery {
                 self.enter_recovery(false);
-                if !self.cc.has_cong_control() {
+                if !self.cc_cong_control {
                     let newly_lost = self.tp.lost_out.saturating_sub(prior_lost_out);
                     self.cwnd_reduction(1, newly_lost, 0);
                 }

@@ -162,6 +162,10 @@ pub struct TcpSender {
     pub(super) fq_pacing: bool,
     /// TSO/GSO on: skbs of up to `tso_segs` segments.
     pub(super) tso: bool,
+    /// Whether the CC implements `cong_control` (Prague, BBR), read once when it is
+    /// built and again after its `init` (a fallback to Reno changes the answer)
+    /// instead of through its vtable twice per ACK.
+    pub(super) cc_cong_control: bool,
     /// TSO deferral (`tcp_tso_should_defer`) on.
     pub(super) tso_defer: bool,
     /// Deferral's head-ACK rule is the pre-2025 srtt/2 age (`TsoDeferAck::HalfSrtt`).
@@ -235,6 +239,7 @@ impl TcpSender {
             None => RtxQueue::with_capacity(INITIAL_RTX_SEGMENTS),
         };
         let paced = cc.flags().needs_pacing || cfg.fq_pacing;
+        let cc_cong_control = cc.has_cong_control();
         let mut tp = CcSock::new(cfg.mss, cfg.init_cwnd);
         tp.paced = paced;
         tp.ecn_low = cfg.ecn_low;
@@ -285,6 +290,7 @@ impl TcpSender {
             syn_retries: 0,
             fq_pacing: cfg.fq_pacing,
             tso: cfg.tso,
+            cc_cong_control,
             tso_defer: cfg.tso && cfg.tso_defer,
             tso_defer_half_srtt: cfg.tso_defer_ack == crate::config::TsoDeferAck::HalfSrtt,
             pacing_timer: None,
