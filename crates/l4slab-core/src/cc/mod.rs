@@ -490,6 +490,8 @@ pub trait CongestionControl: Send {
 
     /// Whether this CC implements `cong_control` (then `cong_avoid`, PRR and the
     /// stack pacing update are bypassed: `tcp_cong_control` in net/ipv4/tcp_input.c).
+    /// Fixed from `init` on (`icsk_ca_ops` changes only there): the sender reads it
+    /// when the CC is built and after `init`.
     fn has_cong_control(&self) -> bool {
         false
     }
@@ -548,7 +550,8 @@ pub trait CongestionControl: Send {
         CcState::default()
     }
 
-    /// ECN codepoint for new data when ECN was negotiated.
+    /// ECN codepoint for new data when ECN was negotiated. Fixed from `init` on: the
+    /// sender reads it when the CC is built and after `init`.
     fn ect_codepoint(&self) -> Ecn {
         if self.flags().wants_ect1 {
             Ecn::Ect1

@@ -50,6 +50,7 @@ impl TcpSender {
         // needs (Prague without AccECN becomes Reno).
         self.tp.paced = self.cc.flags().needs_pacing || self.fq_pacing;
         self.cc_cong_control = self.cc.has_cong_control();
+        self.cc_ect = self.cc.ect_codepoint();
         if !self.cc_cong_control {
             self.update_pacing_rate();
         }

@@ -351,7 +351,7 @@ impl TcpSender {
             // TCP_ECN_ECT_PERMANENT (google/bbr v3 tcp_ecn_send). The CC's flags are
             // asked only here (a dynamic call per data segment otherwise).
             EcnMode::Rfc3168 if retrans && !self.cc.flags().needs_ecn && !self.tp.ect_permanent => Ecn::NotEct,
-            _ => self.cc.ect_codepoint(),
+            _ => self.cc_ect,
         }
     }
 

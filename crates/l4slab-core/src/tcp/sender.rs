@@ -166,6 +166,9 @@ pub struct TcpSender {
     /// built and again after its `init` (a fallback to Reno changes the answer)
     /// instead of through its vtable twice per ACK.
     pub(super) cc_cong_control: bool,
+    /// The CC's ECT codepoint for new data (`ect_codepoint`), read as `cc_cong_control`
+    /// instead of through its vtable for every data segment.
+    pub(super) cc_ect: Ecn,
     /// TSO deferral (`tcp_tso_should_defer`) on.
     pub(super) tso_defer: bool,
     /// Deferral's head-ACK rule is the pre-2025 srtt/2 age (`TsoDeferAck::HalfSrtt`).
@@ -240,6 +243,7 @@ impl TcpSender {
         };
         let paced = cc.flags().needs_pacing || cfg.fq_pacing;
         let cc_cong_control = cc.has_cong_control();
+        let cc_ect = cc.ect_codepoint();
         let mut tp = CcSock::new(cfg.mss, cfg.init_cwnd);
         tp.paced = paced;
         tp.ecn_low = cfg.ecn_low;
@@ -291,6 +295,7 @@ impl TcpSender {
             fq_pacing: cfg.fq_pacing,
             tso: cfg.tso,
             cc_cong_control,
+            cc_ect,
             tso_defer: cfg.tso && cfg.tso_defer,
             tso_defer_half_srtt: cfg.tso_defer_ack == crate::config::TsoDeferAck::HalfSrtt,
             pacing_timer: None,
