@@ -145,11 +145,19 @@ impl DelayLine {
     fn push_netem(&mut self, due: Time, from: LinkId, pkt: &Packet, events: &mut EventQueue) {
         let seq = events.reserve_seq();
         let e = InFlight { arrive: due, seq, from, pkt: *pkt };
+        // Most packets go to the back (a constant delay after nearly monotone arrivals):
+        // `push_back` there, not `insert`, whose general shifting cost as much as the rest.
         let pos = match self.fifo.back() {
-            Some(b) if b.key() > e.key() => self.fifo.partition_point(|x| x.key() < e.key()),
-            _ => self.fifo.len(),
+            Some(b) if b.key() > e.key() => {
+                let pos = self.fifo.partition_point(|x| x.key() < e.key());
+                self.fifo.insert(pos, e);
+                pos
+            }
+            _ => {
+                self.fifo.push_back(e);
+                self.fifo.len() - 1
+            }
         };
-        self.fifo.insert(pos, e);
         let node = self.node.as_deref_mut().expect("a delay node's line");
         if pos == 0 {
             // A new head: the watchdog is (re)armed for its time_to_send.
