@@ -66,11 +66,12 @@ def test_the_vintage_runs_as_prague_pam_on_the_kernel(at_20m):
 
 @needs_guest
 def test_the_vintage_marks_less_in_the_window_mode_alike(at_20m):
-    """CE counts: the vintage's within 1 % across the backends (measured 0.1 %; every kernel
-    run 3 401), and 3-8 % below v0.7's on each (measured 4.9-6.1 %)."""
+    """CE counts: the vintage's within 2 % across the backends (measured 0.1 %, every kernel
+    run 3 401; v0.7's kernel runs spread over 1.3 %, 3 580-3 625), and 3-8 % below v0.7's on
+    each (measured 4.9-6.2 %)."""
     ce = {v: [summary["flows"][0]["ce_packets"] for summary in pair] for v, pair in at_20m.items()}
     engine, kernel = ce["pam2025"]
-    assert abs(kernel - engine) <= 0.01 * engine, ce
+    assert abs(kernel - engine) <= 0.02 * engine, ce
     for backend in (0, 1):
         drop = 1 - ce["pam2025"][backend] / ce["v07"][backend]
         assert 0.03 <= drop <= 0.08, (backend, ce)
