@@ -10,15 +10,15 @@ the same scenario; 100 Mbit/s, 10 ms; engine figures for the same seeds):
 * **ECT and the CE response** (FIFO-ECN: ``fq limit 84 flow_limit 84 orphan_mask 0
   ce_threshold 5ms``, Prague beside BBRv2 with ``ecn_enable``, ``ecn_max_rtt_us = 0`` and
   RFC 3168 ECN at both ends, 20 s from 5 s). BBRv2's data is CE-marked (so sent ECT(0),
-  ``tcp_output.c:tcp_ecn_send``): kernel 1 798-2 592 CE, engine 1 557-2 516. The module logs
+  ``tcp_output.c:tcp_ecn_send``): kernel 1 798-2 592 CE, engine 2 334-3 107. The module logs
   ``ecn_eligible`` and an ECN cut of ``inflight_lo`` (``bbr2_adapt_lower_bounds``), and BBRv2
-  holds 8.9-13.0 Mbit/s (engine 5.5-10.4). With ``ecn_enable = false`` the same marks do
-  nothing: kernel 37.0-69.2 Mbit/s (engine 56.2-85.3) and no ECN cut.
+  holds 8.9-13.0 Mbit/s (engine 10.1-13.7). With ``ecn_enable = false`` the same marks do
+  nothing: kernel 37.0-69.2 Mbit/s (engine 56.2-86.7) and no ECN cut.
 * **The loss response** (alone in ``pfifo limit 8``, below the 1.25-BDP probe, 20 s from
   5 s): the ``skb_marked_lost`` hook runs and a lost skb's send-time in-flight sets
   ``inflight_hi`` (``bbr2_inflight_hi_from_lost_skb``; logged as "inflight too high" with
   ``delivered 0``, the hook's sample): in every kernel run, tx_in_flight 82-83. Kernel
-  83.8-85.5 Mbit/s with 342-362 retransmissions, engine 80.6-81.9 with 329-340.
+  83.8-85.5 Mbit/s with 342-362 retransmissions, engine 81.6-84.1 with 339-359.
 
 The module prints one line the first time each event happens on a connection (its ``debug``
 parameter, on by default); the test reads them from the guest's ``dmesg.txt``. Cost: four

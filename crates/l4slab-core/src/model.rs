@@ -26,6 +26,9 @@ pub const MODELS: &[(u32, &str)] = &[
     // 20: the receiver's buffer autotuning and advertised window (tcp/rcvbuf.rs:
     // tcp_rcv_space_adjust, tcp_grow_window's quick ACKs, __tcp_select_window).
     (20, "dc996e18547f3670a4a4e27705888f9cd098bf86ce13ff381bb2bb84dba71710"),
+    // 21: one tx.in_flight per skb (tcp_rate.c:tcp_set_tx_in_flight): every segment of a
+    // GSO skb carries the flight with the whole skb counted, as BBRv2/v3 read it.
+    (21, "70472a1f3fa10a497cc7c18ac3a6d40cb57846884dc8c07807f0a740c69c8680"),
 ];
 
 /// The current model version (the last of [`MODELS`]).

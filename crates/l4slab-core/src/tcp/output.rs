@@ -43,10 +43,11 @@ impl TcpSender {
         // Its segments leave back to back; pacing acts per skb.
         let mut skb_room = 0u32;
         let mut skb_bytes = 0u64;
+        let mut skb_segs = 0u32;
         while self.tp.snd_nxt < self.app_bytes && now < self.stop_at {
             if skb_room == 0 {
                 if skb_bytes > 0 {
-                    self.skb_sent(std::mem::take(&mut skb_bytes), now);
+                    self.new_skb_sent(std::mem::take(&mut skb_bytes), std::mem::take(&mut skb_segs), now);
                 }
                 if self.fq_pacing {
                     // fq paces below TCP; TCP Small Queues bounds what waits there
@@ -98,6 +99,7 @@ impl TcpSender {
             self.emit_data(seq, len, false, now, out);
             skb_room -= 1;
             skb_bytes += len as u64;
+            skb_segs += 1;
             // tcp_event_new_data_sent: start the RTO if this is the only flight.
             if was_empty || matches!(self.xmit_timer, Some((XmitTimer::LossProbe, _))) {
                 self.rearm_rto(now);
@@ -108,7 +110,7 @@ impl TcpSender {
             }
         }
         if skb_bytes > 0 {
-            self.skb_sent(skb_bytes, now);
+            self.new_skb_sent(skb_bytes, skb_segs, now);
         }
         if !probe && (self.tp.snd_nxt >= self.app_bytes || now >= self.stop_at) {
             // The application has nothing more to write.
@@ -240,6 +242,21 @@ impl TcpSender {
     /// EDT bookkeeping after an skb of `bytes` payload left (`tcp_update_skb_after_send`,
     /// in EDT mode): the next departure moves on by bytes/rate, less up to half of
     /// it as credit when the stack ran late; the first 10 segments are not paced.
+    /// A new-data skb of `segs` segments has left: its segments share the skb's
+    /// `tx.in_flight`, the packets in flight with the whole skb counted
+    /// (`tcp_rate.c:tcp_set_tx_in_flight`, google/bbr: `tcp_packets_in_flight(tp) +
+    /// tcp_skb_pcount(skb)`, stamped once per skb by `tcp_rate_skb_sent`; an ACK
+    /// that delivers part of a GSO skb samples the whole skb's value), then the
+    /// pacing bookkeeping ([`skb_sent`](Self::skb_sent)). Each segment was
+    /// stamped with the flight up to itself as it was queued; nothing in between
+    /// changes the flight but the skb's own segments.
+    fn new_skb_sent(&mut self, bytes: u64, segs: u32, now: Time) {
+        if segs > 1 {
+            self.rtx.set_in_flight_of_last(segs as usize, self.tp.in_flight());
+        }
+        self.skb_sent(bytes, now);
+    }
+
     pub(super) fn skb_sent(&mut self, bytes: u64, now: Time) {
         if !self.tp.paced {
             return;
@@ -552,6 +569,30 @@ mod tests {
         assert!(out.is_empty());
         s.write_xmit(s.tp.wstamp_ns, &mut out, false);
         assert_eq!(out.len(), 4);
+    }
+
+    /// `tcp_rate.c:tcp_set_tx_in_flight` stamps an skb once, with the flight
+    /// counting the whole skb (`tcp_packets_in_flight + tcp_skb_pcount`): every
+    /// segment of a GSO skb carries it, so an ACK that delivers the skb's first
+    /// segments samples the in-flight level its last segment reached, as BBRv2's
+    /// `inflight_hi` reads it. A retransmission is an skb of its own.
+    #[test]
+    fn every_segment_of_a_gso_skb_carries_the_skbs_tx_in_flight() {
+        let mut s = sender(Some(4), true, 12_500_000);
+        let mut out = Vec::new();
+        s.write_xmit(1_000_000, &mut out, false);
+        s.write_xmit(s.tp.wstamp_ns, &mut out, false);
+        assert_eq!(out.len(), 8, "two skbs of four");
+        let in_flight: Vec<u32> = s.rtx.iter().map(|g| g.tx_in_flight).collect();
+        assert_eq!(in_flight, [4, 4, 4, 4, 8, 8, 8, 8]);
+        // One segment per skb: each its own flight, itself included.
+        let mut s = sender(Some(4), false, 12_500_000);
+        let mut out = Vec::new();
+        for _ in 0..3 {
+            s.write_xmit(s.tp.wstamp_ns.max(1_000_000), &mut out, false);
+        }
+        let in_flight: Vec<u32> = s.rtx.iter().map(|g| g.tx_in_flight).collect();
+        assert_eq!(in_flight, [1, 2, 3]);
     }
 
     #[test]

@@ -581,6 +581,16 @@ impl RtxQueue {
         Some(s)
     }
 
+    /// Stamp the last `n` segments (one skb's, sent back to back) with the skb's
+    /// `tx.in_flight`; no scoreboard bit depends on it.
+    #[inline]
+    pub(super) fn set_in_flight_of_last(&mut self, n: usize, in_flight: u32) {
+        let len = self.segs.len;
+        for i in len.saturating_sub(n)..len {
+            self.segs.get_mut(i).tx_in_flight = in_flight;
+        }
+    }
+
     /// Set the flags of the segment at index `i`.
     #[inline]
     pub(super) fn set_flags(&mut self, i: usize, flags: u8) {
