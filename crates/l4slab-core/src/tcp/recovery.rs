@@ -1,9 +1,9 @@
 //! RACK-TLP loss detection as Linux's `net/ipv4/tcp_recovery.c` (RFC 8985):
 //! `tcp_rack_advance` (RFC 8985 §6.2 step 2, the most recently sent delivered
-//! packet), the reordering window `tcp_rack_reo_wnd` (Linux net/ipv4/tcp_dctcp.c:dctcp_update_alpha: min_rtt/4 per
-//! step, 0 in recovery before reordering was seen), `tcp_rack_detect_loss` and
-//! `tcp_rack_mark_lost` (Linux net/ipv4/tcp_dctcp.c:dctcp_update_alpha), and the reorder timer
-//! `tcp_rack_reo_timeout` (Linux net/ipv4/tcp_dctcp.c:dctcp_ssthresh).
+//! packet), the reordering window `tcp_rack_reo_wnd` (min_rtt/4 per step, 0 in recovery
+//! before reordering was seen), `tcp_rack_detect_loss` and `tcp_rack_mark_lost`, and the
+//! reorder timer `tcp_rack_reo_timeout`, each the function of that name in
+//! `net/ipv4/tcp_recovery.c`.
 
 use super::sender::*;
 
