@@ -239,9 +239,6 @@ impl TcpSender {
         Some(cong_win < send_win && cong_win <= skb_len)
     }
 
-    /// EDT bookkeeping after an skb of `bytes` payload left (`tcp_update_skb_after_send`,
-    /// in EDT mode): the next departure moves on by bytes/rate, less up to half of
-    /// it as credit when the stack ran late; the first 10 segments are not paced.
     /// A new-data skb of `segs` segments has left: its segments share the skb's
     /// `tx.in_flight`, the packets in flight with the whole skb counted
     /// (`tcp_rate.c:tcp_set_tx_in_flight`, google/bbr: `tcp_packets_in_flight(tp) +
@@ -257,6 +254,9 @@ impl TcpSender {
         self.skb_sent(bytes, now);
     }
 
+    /// EDT bookkeeping after an skb of `bytes` payload left (`tcp_update_skb_after_send`,
+    /// in EDT mode): the next departure moves on by bytes/rate, less up to half of
+    /// it as credit when the stack ran late; the first 10 segments are not paced.
     pub(super) fn skb_sent(&mut self, bytes: u64, now: Time) {
         if !self.tp.paced {
             return;
