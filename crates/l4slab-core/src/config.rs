@@ -713,6 +713,21 @@ tcp_flow_config! {
         pub receiver_rcvbuf: RcvbufKernel => Choice,
             "Receiving host's Linux version for receive-buffer autotuning (tcp_rcv_space_adjust, tcp_rmem): mainline = 6.16 on (tcp_rcvbuf_grow, tcp_rmem[2] 32 MiB, scaling_ratio); 6.6 = older DRS, scaling_ratio, 6 MiB; 5.15 / 5.10 = older DRS, tcp_adv_win_scale 1, 6 MiB.",
             choices(&["mainline", "6.6", "5.15", "5.10"]);
+        /// How the receiving host's SACK compression times a held SACK
+        /// (`tcp_input.c:__tcp_ack_snd_check`: after the first three dupACKs for one
+        /// `rcv_nxt`, later SACKs wait behind an hrtimer): `slack`, the engine's
+        /// default, sends it after the timer's 10-µs slack alone; `kernel` arms the
+        /// timer as the receiving kernel does (`receiver_rcvbuf` names it): a share of
+        /// min(receive RTT, srtt) capped at 1 ms, plus the slack — 33 % and 10 µs on
+        /// `mainline` (Linux ≥ 6.19), 5 % and 100 µs on `6.6`, `5.15`, `5.10`. With
+        /// either, a segment that extends or adds a SACK block at index ≥ 2 sends the
+        /// held SACK first (`tcp_sack_new_ofo_skb`, Linux ≥ 5.8). Default `slack`
+        /// (docs/fidelity-pam-kernel.md: `kernel` is the kernel backend's rule and
+        /// moves its differential table closer, but three PAM calibration cells out).
+        #[serde(default)]
+        pub receiver_sack_compression: SackCompression => Choice,
+            "SACK compression's hrtimer on the receiver (tcp_input.c:__tcp_ack_snd_check): slack = the 10-us slack alone (engine default); kernel = the receiving kernel's, by receiver_rcvbuf: 33 % of min(rcv RTT, srtt) capped at 1 ms + 10 us on mainline (>= 6.19), 5 % + 100 us before.",
+            choices(&["slack", "kernel"]);
         /// The route feature `ecn_low` on both hosts (`ip route ... features ecn_low`;
         /// google/bbr v3 `RTAX_FEATURE_ECN_LOW` → `TCP_ECN_LOW`): CE marks signal a
         /// shallow-threshold AQM. BBRv3 uses ECN only with it. Default off.
@@ -775,6 +790,18 @@ pub enum ReceiverKernel {
     Mainline,
     /// L4STeam/linux (the Prague kernels of the PAM 2025 and coexistence-paper testbeds).
     L4steam,
+}
+
+/// How a flow's receiver times its compressed SACKs (see
+/// [`TcpFlowConfig::receiver_sack_compression`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SackCompression {
+    /// The hrtimer's slack alone (10 µs).
+    #[default]
+    Slack,
+    /// The receiving kernel's share of the RTT and slack (`receiver_rcvbuf`).
+    Kernel,
 }
 
 /// Linux version of a flow's receiving host as far as its receive-buffer autotuning

@@ -75,3 +75,22 @@ fn losses_in_two_windows_give_two_recoveries() {
     assert_eq!(f.retransmits, 2);
     assert_eq!(f.rto_count, 0);
 }
+
+/// AccECN's delivered bytes (`tcp_input.c:__tcp_accecn_process`) include the bytes an
+/// ACK newly SACKs (`tcp_sacktag_one`), so a SACK-only ACK of eight or more segments
+/// whose option reports only ECT(1) bytes counts no CE. Prague alone slow-starting into
+/// an 8-BDP tail-drop FIFO (no AQM: no CE can be real) with SACKs held 1 ms by the
+/// receiving kernel's SACK compression: its α stays 0. Passing a packet count for such
+/// an ACK failed the option's check and took ACE's safe estimate: 8 phantom CE per ACK.
+#[test]
+fn a_sack_only_ack_of_many_segments_counts_no_phantom_ce() {
+    let mut f = tcp("prague", 10);
+    f["receiver_ecn"] = json!(3);
+    f["tso"] = json!(true);
+    f["tso_defer"] = json!(true);
+    f["receiver_sack_compression"] = json!("kernel");
+    let r = run(&scenario(100, bfifo(1_000_000), vec![f], 2));
+    assert!(r.flows[0].retransmits > 100, "the overshoot loses a burst: {}", r.flows[0].retransmits);
+    let alpha = r.flow_series[0].alpha.iter().cloned().fold(0.0, f64::max);
+    assert_eq!(alpha, 0.0, "Prague saw CE that no queue marked");
+}

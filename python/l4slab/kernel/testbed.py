@@ -124,6 +124,9 @@ flows.tso, tso_defer           unset or true: Linux's own (TCP always builds GSO
 flows.tso_defer_ack            unset or expected: the guest's tcp_tso_should_defer (the
                                2025 rule, min(srtt/2, 1 ms)); half_srtt refused
 flows.gro                      unset or false: the veth's default (GRO off); true refused
+flows.receiver_sack_compression unset or kernel: the guest's receivers arm SACK compression's
+                               hrtimer as 7.2 does (tcp_input.c:__tcp_ack_snd_check); the
+                               engine's slack refused
 flows.rx_usecs, sender_rx_usecs unset or 0 only (veth has no interrupt moderation)
 flows.receiver_kernel          mainline only (l4steam refused)
 flows.receiver_rcvbuf          mainline only (the guest's receive-buffer autotuning is 7.2's)
@@ -269,6 +272,7 @@ _KERNEL_OWN = {
     "tso": (True,),
     "tso_defer": (True,),
     "tso_defer_ack": ("expected",),
+    "receiver_sack_compression": ("kernel",),
     "gro": (False,),
     "rx_usecs_ns": (0,),
     "sender_rx_usecs_ns": (0,),
@@ -555,6 +559,8 @@ def check_config(config: Mapping[str, Any], scenario: Any = None) -> None:
                     "tso_defer_ack": "the guest's tcp_tso_should_defer waits only for an ACK expected within "
                     "min(srtt/2, 1 ms); leave it unset or expected",
                     "gro": "the receivers' veth has GRO off; leave it unset or false",
+                    "receiver_sack_compression": "the guest's receivers time compressed SACKs as Linux 7.2 "
+                    "(a share of the RTT); leave it unset or kernel",
                 }.get(name, "veth has no interrupt moderation; leave it unset or 0")
                 raise _refuse(f"{where}.{field_name}", shown, own)
         if flow.get("drop_segments"):

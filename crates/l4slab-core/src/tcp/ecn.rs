@@ -123,6 +123,8 @@ pub struct AccEcnCounters {
     pub pending_ce: u32,
     /// IP-ECN field of the previous packet.
     pub last_ecn: Option<Ecn>,
+    /// `accecn_minlen`: option fields an ACK must carry (0 after an option was sent).
+    pub minlen: u8,
 }
 
 impl Default for AccEcnCounters {
@@ -134,6 +136,7 @@ impl Default for AccEcnCounters {
             ceb: ACCECN_CEB_INIT,
             pending_ce: 0,
             last_ecn: None,
+            minlen: 0,
         }
     }
 }
@@ -147,13 +150,16 @@ impl AccEcnCounters {
             self.pending_ce = (self.pending_ce + 1).min(15);
         }
         if payload > 0 {
-            let c = match ecn {
-                Ecn::Ect0 => &mut self.e0b,
-                Ecn::Ect1 => &mut self.e1b,
-                Ecn::Ce => &mut self.ceb,
+            // `tcp_ecn_received_counters`: `accecn_minlen` = the option fields needed to
+            // report the codepoints received since the last option (order e1b, ceb, e0b).
+            let (c, fields) = match ecn {
+                Ecn::Ect0 => (&mut self.e0b, 3),
+                Ecn::Ect1 => (&mut self.e1b, 1),
+                Ecn::Ce => (&mut self.ceb, 2),
                 Ecn::NotEct => return self.edge(ecn),
             };
             *c = c.wrapping_add(payload);
+            self.minlen = self.minlen.max(fields);
         }
         self.edge(ecn)
     }

@@ -70,6 +70,7 @@ impl TcpSender {
         let prior_fack = if self.tp.sacked_out > 0 { self.fack } else { self.tp.snd_una };
         let prior_in_flight = self.tp.in_flight();
         let prior_delivered = self.tp.delivered;
+        self.sacked_bytes = 0;
         let prior_lost_out = self.tp.lost_out;
         let prior_lost = self.tp.lost;
         let mut fl: u32 = 0;
@@ -158,7 +159,13 @@ impl TcpSender {
             EcnMode::AccEcn => {
                 let tsval_advanced = pkt.tcp.tsval > self.last_ack_tsval;
                 if fl & flag::FORWARD_PROGRESS != 0 || tsval_advanced {
-                    let bytes = self.tp.snd_una.saturating_sub(prior_snd_una).max(acked_sacked as u64);
+                    // `sack_state.delivered_bytes`: the bytes newly SACKed
+                    // (`tcp_sacktag_one`), replaced by the cumulative advance when
+                    // snd_una moved (`tcp_clean_rtx_queue`, FLAG_ACKED): Linux 7.2 and
+                    // L4STeam's AccECN trees ("tcp: AccECN needs to know delivered
+                    // bytes", netdev RFC, March 2020).
+                    let advance = self.tp.snd_una.saturating_sub(prior_snd_una);
+                    let bytes = if advance > 0 { advance } else { self.sacked_bytes };
                     let sack_or_open =
                         sack.num > 0 || self.tp.ca_state == CaState::Open || self.tp.ca_state == CaState::Cwr;
                     let delta = self.accecn.process(
@@ -290,6 +297,7 @@ impl TcpSender {
                 seg.flags = (seg.flags | SACKED) & !(LOST | RETRANS);
                 self.tp.sacked_out += 1;
                 self.tp.delivered += 1;
+                self.sacked_bytes += s.end - s.seq;
                 fl |= flag::DATA_SACKED;
                 if !s.has(EVER_RETRANS) {
                     first = Some(first.map_or(s.xmit, |f: Time| f.min(s.xmit)));

@@ -63,8 +63,17 @@ pub const TCP_MAX_REORDERING: u32 = 300;
 pub const TCP_COMP_SACK_NR: u32 = 44;
 /// `tcp_comp_sack_delay_ns`.
 pub const TCP_COMP_SACK_DELAY_NS: u64 = NS_PER_MS;
-/// Slack of the SACK-compression hrtimer (`tcp_comp_sack_slack_ns`).
+/// `tcp_comp_sack_rtt_percent` (Linux ≥ 6.19; before it the delay was 5 % of the RTT).
+pub const TCP_COMP_SACK_RTT_PERCENT: u64 = 33;
+/// `TCP_SACK_BLOCKS_EXPECTED`: a segment that extends or adds a SACK block at this index
+/// or beyond sends the compressed ACK first (`tcp_input.c:tcp_sack_new_ofo_skb`; since
+/// "tcp: tcp_sack_new_ofo_skb() should be more conservative", Linux 5.8, so in every
+/// vintage the engine names).
+pub const TCP_SACK_BLOCKS_EXPECTED: usize = 2;
+/// Slack of the SACK-compression hrtimer (`tcp_comp_sack_slack_ns`, Linux ≥ 6.19).
 pub const TCP_COMP_SACK_SLACK_NS: u64 = 10_000;
+/// `tcp_comp_sack_slack_ns` from 5.8 ("tcp: add tcp_comp_sack_slack_ns") to 6.18.
+pub const TCP_COMP_SACK_SLACK_NS_OLD: u64 = 100_000;
 /// `TCP_FASTRETRANS_THRESH`.
 pub const TCP_FASTRETRANS_THRESH: u32 = 3;
 /// `tcp_pacing_ss_ratio` / `tcp_pacing_ca_ratio`, percent.

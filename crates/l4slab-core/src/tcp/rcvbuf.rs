@@ -146,6 +146,9 @@ pub struct RcvBuf {
     rtt_us8: u64,
     /// `tcp_rmem[2]`, the DRS cap, bytes of truesize.
     rmem_max: u64,
+    /// SACK compression as Linux ≥ 6.19 arms it (`tcp_comp_sack_rtt_percent` of the
+    /// RTT, 10-µs slack), not as before (5 % of the RTT, 100-µs slack).
+    comp_sack_6_19: bool,
     /// `rx_opt.rcv_wscale`.
     wscale: u32,
     /// `tp->rcv_rtt_last_tsecr` (0 until the first: a TSecr of 0 is never measured).
@@ -202,6 +205,7 @@ impl RcvBuf {
             wscale: rcv_wscale(rmem_max),
             fixed_ratio: matches!(kernel, RcvbufKernel::V5_15 | RcvbufKernel::V5_10),
             legacy_drs: kernel != RcvbufKernel::Mainline,
+            comp_sack_6_19: kernel == RcvbufKernel::Mainline,
             grow_ceiling: 0,
             win_cache: [u64::MAX; 2],
         };
@@ -493,6 +497,25 @@ impl RcvBuf {
     pub fn rtt_us8(&self) -> u64 {
         self.rtt_us8
     }
+    /// When the SACK-compression hrtimer fires, ns after it is armed, for `rtt_us8`
+    /// (µs × 8: the smaller of the receive RTT and the socket's srtt;
+    /// `tcp_input.c:__tcp_ack_snd_check`): a share of the RTT capped at
+    /// `tcp_comp_sack_delay_ns` (1 ms), plus the hrtimer's slack
+    /// (`hrtimer_start_range_ns` fires at the end of its range unless another
+    /// interrupt comes first). Linux ≥ 6.19 (the `mainline` rules):
+    /// `tcp_comp_sack_rtt_percent`, 33 % of the RTT (`(rtt + rtt / 4) × 33` ns, "tcp:
+    /// add net.ipv4.tcp_comp_sack_rtt_percent"), and a 10-µs slack ("tcp: reduce
+    /// tcp_comp_sack_slack_ns default value to 10 usec", Nov 2025). The kernels
+    /// before (5.8 to 6.18: `6.6`, `5.15`, `5.10`): 5 % of the RTT (`rtt *
+    /// (NSEC_PER_USEC >> 3) / 20`) and 100 µs.
+    pub fn comp_sack_timer_ns(&self, rtt_us8: u64) -> u64 {
+        if self.comp_sack_6_19 {
+            ((rtt_us8 + (rtt_us8 >> 2)) * super::TCP_COMP_SACK_RTT_PERCENT).min(super::TCP_COMP_SACK_DELAY_NS)
+                + super::TCP_COMP_SACK_SLACK_NS
+        } else {
+            (rtt_us8 * (NS_PER_US >> 3) / 20).min(super::TCP_COMP_SACK_DELAY_NS) + super::TCP_COMP_SACK_SLACK_NS_OLD
+        }
+    }
 }
 
 /// `__tcp_win_from_space`.
@@ -511,6 +534,23 @@ fn space_from_win(ratio: u64, win: u64) -> u64 {
 mod tests {
     use super::*;
     use crate::time::NS_PER_MS;
+
+    /// SACK compression's hrtimer by vintage (`tcp_input.c:__tcp_ack_snd_check`):
+    /// 33 % of the RTT capped at 1 ms plus 10 µs on mainline (≥ 6.19); 5 % of it
+    /// capped at 1 ms plus 100 µs before.
+    #[test]
+    fn the_sack_compression_timer_follows_the_receiving_kernel() {
+        let us8 = |ms: u64| ms * 1000 * 8;
+        let m = RcvBuf::new(RcvbufKernel::Mainline);
+        assert_eq!(m.comp_sack_timer_ns(us8(2)), 660_000 + 10_000);
+        assert_eq!(m.comp_sack_timer_ns(us8(10)), NS_PER_MS + 10_000);
+        for k in [RcvbufKernel::V6_6, RcvbufKernel::V5_15, RcvbufKernel::V5_10] {
+            let o = RcvBuf::new(k);
+            assert_eq!(o.comp_sack_timer_ns(us8(10)), 500_000 + 100_000);
+            assert_eq!(o.comp_sack_timer_ns(us8(30)), NS_PER_MS + 100_000);
+        }
+        assert_eq!(m.comp_sack_timer_ns(0), 10_000, "no RTT yet: the slack alone");
+    }
 
     #[test]
     fn initial_values_are_linuxs() {

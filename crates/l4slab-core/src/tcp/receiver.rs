@@ -98,6 +98,9 @@ pub struct TcpReceiver {
     delack_deadline: Option<Time>,
     /// The receiver's RTO, which bounds `ato` (no RTT samples on a pure receiver: 1 s).
     rto_ns: u64,
+    /// SACK compression's hrtimer as the receiving kernel arms it (`tcp/rcvbuf.rs`);
+    /// off, it fires after the 10-µs slack alone (`receiver_sack_compression`).
+    comp_sack_timer: bool,
     /// SACK compression (`compressed_ack`, `dup_ack_counter`, hrtimer).
     compressed_ack: u32,
     compressed_ack_rcv_nxt: u64,
@@ -231,6 +234,7 @@ impl TcpReceiver {
             ack_now: false,
             delack_deadline: None,
             rto_ns: TCP_TIMEOUT_INIT_NS,
+            comp_sack_timer: false,
             compressed_ack: 0,
             compressed_ack_rcv_nxt: 0,
             dup_ack_counter: 0,
@@ -260,6 +264,13 @@ impl TcpReceiver {
             gro_len: 0,
             gro_segs: 0,
         }
+    }
+
+    /// SACK compression's hrtimer as the receiving kernel arms it
+    /// (`receiver_sack_compression = "kernel"`); the slack alone otherwise.
+    pub fn with_comp_sack_timer(mut self, on: bool) -> Self {
+        self.comp_sack_timer = on;
+        self
     }
 
     /// The receiving host runs the L4STeam kernel's AccECN receive path
@@ -424,9 +435,9 @@ impl TcpReceiver {
         if seq <= self.rcv_wup {
             self.ts_recent = pkt.tcp.tsval;
         }
-        // `tcp_rcv_rtt_measure_ts`: RTT from our own echoed timestamp (once per skb).
-        // Only DRS reads it: a fixed window skips it.
-        if pkt.tcp.tsecr != 0 && !self.gro_cont && !self.fixed_window {
+        // `tcp_rcv_rtt_measure_ts`: RTT from our own echoed timestamp (once per skb),
+        // read by DRS and by SACK compression's delay.
+        if pkt.tcp.tsecr != 0 && !self.gro_cont {
             self.rcvbuf.rtt_measure_ts(now, pkt.tcp.tsecr, self.skb_len(pkt), self.rcv_mss as u64);
         }
 
@@ -484,6 +495,14 @@ impl TcpReceiver {
         } else {
             // Out of order: queue, SACK, and ACK (maybe compressed).
             self.ecn_check_ce(pkt.ecn, now, out);
+            // `tcp_sack_new_ofo_skb`: a segment that extends the third or a later SACK
+            // block, or adds a block beside two or more, first sends the compressed ACK
+            // with the blocks as they were (`tcp_sack_compress_send_ack`), so that no
+            // block is pushed out of the option unreported.
+            if self.compressed_ack > 0 && !self.ooo.is_empty() && self.sack_index(seq, end) >= TCP_SACK_BLOCKS_EXPECTED
+            {
+                self.send_ack(now, out);
+            }
             self.insert_ooo(seq, end);
             if !self.gro_cont {
                 // `tcp_data_queue_ofo` ends with `tcp_grow_window` (a SACK flow).
@@ -802,13 +821,20 @@ impl TcpReceiver {
         if self.comp_deadline.is_some() {
             return;
         }
-        // Delay: 5 % of the RTT estimate (the L4S tree's `rtt/20`), at most 1 ms. The
-        // estimate is taken as none, the slack alone: with the receive RTT
-        // (`tcp/rcvbuf.rs`) the engine's compressed SACKs led to spurious retransmissions
-        // after a slow-start overshoot that Linux does not make (docs/fidelity.md).
-        let rtt_us = 0;
-        let delay = (rtt_us * NS_PER_US / 20).min(TCP_COMP_SACK_DELAY_NS);
-        self.comp_deadline = Some(now + delay + TCP_COMP_SACK_SLACK_NS);
+        // Delay: a share of the RTT (the receive RTT, or the socket's srtt if smaller),
+        // at most 1 ms, and the hrtimer's slack: the receiving kernel's (`tcp/rcvbuf.rs`);
+        // without `receiver_sack_compression = "kernel"` the 10-µs slack alone.
+        let timer = if self.comp_sack_timer {
+            let mut rtt_us8 = self.rcvbuf.rtt_us8();
+            let srtt_us8 = self.srtt_ns / NS_PER_US * 8;
+            if srtt_us8 > 0 && srtt_us8 < rtt_us8 {
+                rtt_us8 = srtt_us8;
+            }
+            self.rcvbuf.comp_sack_timer_ns(rtt_us8)
+        } else {
+            TCP_COMP_SACK_SLACK_NS
+        };
+        self.comp_deadline = Some(now + timer);
     }
 
     /// `tcp_send_delayed_ack` (net/ipv4/tcp_output.c): an `ato` above TCP_DELACK_MIN
@@ -879,6 +905,24 @@ impl TcpReceiver {
             set.blocks[n] = *b;
             n += 1;
         }
+        // `tcp_options_fit_accecn` (tcp_output.c): when the AccECN option cannot carry
+        // the `accecn_minlen` fields that the codepoints received since the last option
+        // need beside more than two SACK blocks, blocks are dropped one at a time (never
+        // below two) until it can; if it cannot even then, the blocks stay and the ACK
+        // carries no option (below). In L4STeam's AccECN patches since "tcp: try to fit
+        // AccECN option with SACK" (netdev RFC, March 2020), as in mainline.
+        if self.ecn_mode == EcnMode::AccEcn && self.ecn_option >= 2 && self.accecn.minlen > 0 {
+            let fits = |k: usize| {
+                ecn::accecn_fields_fitting(option_space_left(k as u8)).is_some_and(|f| f >= self.accecn.minlen)
+            };
+            let mut m = n;
+            while m > 2 && !fits(m) {
+                m -= 1;
+            }
+            if fits(m) {
+                n = m;
+            }
+        }
         set.num = n as u8;
         if n > 0 {
             // The blocks ride in the run's side table (packet.rs `SackTable`).
@@ -921,11 +965,14 @@ impl TcpReceiver {
 
     /// Append the AccECN option if the mode and `tcp_ecn_option` ask for it and it
     /// fits beside the SACK blocks (Linux net/ipv4/tcp_output.c:tcp_established_options).
-    fn add_accecn_option(&self, a: &mut Packet, num_sack: u8) {
+    fn add_accecn_option(&mut self, a: &mut Packet, num_sack: u8) {
         if self.ecn_mode != EcnMode::AccEcn || self.ecn_option < 2 {
             return;
         }
-        if let Some(fields) = ecn::accecn_fields_fitting(option_space_left(num_sack)) {
+        // Fewer fields than `accecn_minlen` fit: no option (`tcp_options_fit_accecn`).
+        if let Some(fields) =
+            ecn::accecn_fields_fitting(option_space_left(num_sack)).filter(|&f| f >= self.accecn.minlen)
+        {
             a.tcp.accecn.set(Some(AccEcnOption {
                 fields,
                 e1b: self.accecn.e1b & ecn::ACCECN_FIELD_MASK,
@@ -933,6 +980,9 @@ impl TcpReceiver {
                 e0b: self.accecn.e0b & ecn::ACCECN_FIELD_MASK,
             }));
             a.wire_len += ecn::accecn_option_len(fields);
+            if fields > 0 {
+                self.accecn.minlen = 0;
+            }
         }
     }
 
@@ -956,6 +1006,12 @@ impl TcpReceiver {
         self.compressed_ack = 0;
         self.comp_deadline = None;
         self.rcv_wup = self.rcv_nxt;
+    }
+
+    /// `tcp_sack_new_ofo_skb`'s `this_sack`: the index of the first recent SACK block
+    /// that `[seq, end)` overlaps or touches (`tcp_sack_extend`), else their number.
+    fn sack_index(&self, seq: u64, end: u64) -> usize {
+        self.recent[..self.num_recent].iter().position(|b| seq <= b.end && b.start <= end).unwrap_or(self.num_recent)
     }
 
     /// Add `[seq, end)` to the out-of-order set and to the recency list.
@@ -1394,6 +1450,76 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].tcp.ack, 24 * 1448);
         assert!(!out[0].tcp.sack.is_some());
+    }
+
+    /// `tcp_sack_new_ofo_skb` (Linux ≥ 5.8): while SACKs are held by SACK compression,
+    /// a segment that would add a SACK block beside two others first sends the held
+    /// SACK with the blocks as they were, so no block leaves the option unreported.
+    #[test]
+    fn a_held_sack_is_sent_before_a_third_block_is_added() {
+        let mut r = TcpReceiver::new(0, true, 2, 2, "cubic");
+        let mut out = Outbox::default();
+        // Past the quick ACKs (`QUICK_ACKS`), so that only SACK compression holds ACKs.
+        let b = QUICK_ACKS + 20;
+        for i in 0..b {
+            r.on_packet(&data(i * 1448, 1448), 1000 * (i + 1), &mut out);
+        }
+        // Segment b lost; b+1..b+3 draw the three dupACKs at once, 24 is held (its
+        // timer's slack is 10 µs: every segment below arrives within it).
+        let t = 1_000_000;
+        for i in b + 1..b + 5 {
+            r.on_packet(&data(i * 1448, 1448), t + i, &mut out);
+        }
+        out.clear();
+        // b+5 lost, b+6 opens a second block: still held.
+        r.on_packet(&data((b + 6) * 1448, 1448), t + b + 6, &mut out);
+        assert!(out.is_empty(), "a second block is held");
+        // b+7 lost, b+8 would add a third: the held SACK leaves first, with two blocks.
+        r.on_packet(&data((b + 8) * 1448, 1448), t + b + 8, &mut out);
+        assert_eq!(out.len(), 1, "the held SACK is flushed");
+        assert_eq!(out[0].tcp.ack, b * 1448);
+        let set = out.sacks.get(out[0].tcp.sack);
+        assert_eq!(
+            set.blocks(),
+            &[
+                SackBlock { start: (b + 6) * 1448, end: (b + 7) * 1448 },
+                SackBlock { start: (b + 1) * 1448, end: (b + 5) * 1448 }
+            ]
+        );
+        // The held timer fires with the three blocks.
+        out.clear();
+        let at = r.next_timer().expect("segment b+8 is held");
+        assert_eq!(at, t + b + 8 + TCP_COMP_SACK_SLACK_NS, "the engine's default: the slack alone");
+        r.on_timer(at, &mut out);
+        assert_eq!(out.sacks.get(out[0].tcp.sack).num, 3);
+    }
+
+    /// `tcp_options_fit_accecn`: an AccECN option that must carry `accecn_minlen`
+    /// fields displaces SACK blocks beyond two; when it cannot fit even beside two,
+    /// the blocks stay and the ACK carries no option.
+    #[test]
+    fn the_accecn_option_displaces_a_third_sack_block_when_it_fits_beside_two() {
+        let third_dupack = |ecn: Ecn| {
+            let (mut r, mut out) = accecn_handshake(TcpReceiver::new(0, true, 3, 2, "prague"));
+            for i in 0..20u64 {
+                let mut d = data(i * 1448, 1448);
+                d.ecn = ecn;
+                r.on_packet(&d, 1000 * (i + 1), &mut out);
+            }
+            // Holes at 20, 22, 24: the dupACKs for 21, 23 and 25 go at once.
+            for i in [21u64, 23, 25] {
+                out.clear();
+                let mut d = data(i * 1448, 1448);
+                d.ecn = ecn;
+                r.on_packet(&d, 100_000 + i, &mut out);
+            }
+            assert_eq!(out.len(), 1);
+            (out.sacks.get(out[0].tcp.sack).num, out[0].tcp.accecn.get().map(|o| o.fields))
+        };
+        // ECT(1) data: the option needs one field (e1b); two blocks leave room for two.
+        assert_eq!(third_dupack(Ecn::Ect1), (2, Some(2)));
+        // ECT(0) data: it needs all three (e0b last), which never fit beside two blocks.
+        assert_eq!(third_dupack(Ecn::Ect0), (3, None));
     }
 
     #[test]

@@ -139,6 +139,9 @@ pub struct TcpSender {
     pub(super) snd_wscale: u32,
     /// Highest SACKed end sequence (`tcp_highest_sack_seq`).
     pub(super) fack: u64,
+    /// Payload bytes newly SACKed by the ACK being processed (`tcp_sacktag_one`'s
+    /// `state->delivered_bytes`).
+    pub(super) sacked_bytes: u64,
     pub(super) high_seq: u64,
     pub(super) tlp_high_seq: u64,
     /// `tp->cwnd_usage_seq` (tcp_cwnd_validate).
@@ -270,6 +273,7 @@ impl TcpSender {
             },
             rtx,
             fack: 0,
+            sacked_bytes: 0,
             high_seq: 0,
             prior_ssthresh: 0,
             prr_delivered: 0,

@@ -8,7 +8,7 @@
 //! `config::tcp_flow_params`.
 
 use super::{DropInjection, Endpoint, EndpointBuffers, Measured, Reusable};
-use crate::config::{ReceiverKernel, TcpFlowConfig};
+use crate::config::{ReceiverKernel, SackCompression, TcpFlowConfig};
 use crate::packet::{Outbox, Packet, PacketKind};
 use crate::results::{FlowSummary, RequestRecord};
 use crate::rng::SimRng;
@@ -38,7 +38,8 @@ pub fn build(
     let mut receiver = TcpReceiver::with_cc(slot, t.delayed_ack, t.receiver_ecn, t.ecn_option, rcc, spare.1)
         .with_l4steam_accecn(t.receiver_kernel == ReceiverKernel::L4steam)
         .with_fixed_window(t.rwnd_bytes.is_some())
-        .with_rcvbuf_kernel(t.receiver_rcvbuf);
+        .with_rcvbuf_kernel(t.receiver_rcvbuf)
+        .with_comp_sack_timer(t.receiver_sack_compression == SackCompression::Kernel);
     if t.gro {
         receiver.set_gro(t.rx_usecs_ns);
     }
