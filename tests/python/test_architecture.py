@@ -297,6 +297,7 @@ EVERY_TCP_KNOB = {
     "ecn_low": True,
     "receiver_kernel": "l4steam",
     "receiver_rcvbuf": "5.10",
+    "receiver_sack_compression": "kernel",
     "receiver_cc_params": {},
     "fq_pacing": True,
     "tso": False,
