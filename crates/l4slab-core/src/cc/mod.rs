@@ -499,6 +499,15 @@ pub trait CongestionControl: Send {
     /// Full per-ACK control (`cong_control`).
     fn cong_control(&mut self, _tp: &mut CcSock, _rs: &RateSample) {}
 
+    /// Whether this CC reads the send-time flight of what it samples (`rs.tx_in_flight`,
+    /// a lost skb's `tx.in_flight`): BBRv2 and v3. Only then does the sender stamp every
+    /// segment of a GSO skb with the skb's flight (`tcp_rate.c:tcp_set_tx_in_flight`);
+    /// for the others each segment keeps the flight up to itself, which nothing reads.
+    /// Fixed from `init` on: read when the CC is built and after `init`.
+    fn reads_tx_in_flight(&self) -> bool {
+        false
+    }
+
     /// Called before the endpoint changes `ca_state` (`set_state`).
     fn set_state(&mut self, _tp: &mut CcSock, _new_state: CaState) {}
 

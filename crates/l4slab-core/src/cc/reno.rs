@@ -153,6 +153,9 @@ impl<C: CongestionControl + EcnRequirement> CongestionControl for RenoFallback<C
     fn has_cong_control(&self) -> bool {
         !self.reno && self.inner.has_cong_control()
     }
+    fn reads_tx_in_flight(&self) -> bool {
+        !self.reno && self.inner.reads_tx_in_flight()
+    }
     fn cong_control(&mut self, tp: &mut CcSock, rs: &RateSample) {
         if !self.reno {
             self.inner.cong_control(tp, rs)

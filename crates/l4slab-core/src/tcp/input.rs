@@ -51,6 +51,7 @@ impl TcpSender {
         self.tp.paced = self.cc.flags().needs_pacing || self.fq_pacing;
         self.cc_cong_control = self.cc.has_cong_control();
         self.cc_ect = self.cc.ect_codepoint();
+        self.cc_tx_in_flight = self.cc.reads_tx_in_flight();
         if !self.cc_cong_control {
             self.update_pacing_rate();
         }

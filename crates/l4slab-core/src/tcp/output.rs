@@ -246,9 +246,10 @@ impl TcpSender {
     /// that delivers part of a GSO skb samples the whole skb's value), then the
     /// pacing bookkeeping ([`skb_sent`](Self::skb_sent)). Each segment was
     /// stamped with the flight up to itself as it was queued; nothing in between
-    /// changes the flight but the skb's own segments.
+    /// changes the flight but the skb's own segments. Only for a CC that reads it
+    /// (`reads_tx_in_flight`: BBRv2/v3); for the others the restamp is work nothing reads.
     fn new_skb_sent(&mut self, bytes: u64, segs: u32, now: Time) {
-        if segs > 1 {
+        if segs > 1 && self.cc_tx_in_flight {
             self.rtx.set_in_flight_of_last(segs as usize, self.tp.in_flight());
         }
         self.skb_sent(bytes, now);
@@ -578,13 +579,18 @@ mod tests {
     /// `inflight_hi` reads it. A retransmission is an skb of its own.
     #[test]
     fn every_segment_of_a_gso_skb_carries_the_skbs_tx_in_flight() {
-        let mut s = sender(Some(4), true, 12_500_000);
-        let mut out = Vec::new();
-        s.write_xmit(1_000_000, &mut out, false);
-        s.write_xmit(s.tp.wstamp_ns, &mut out, false);
-        assert_eq!(out.len(), 8, "two skbs of four");
-        let in_flight: Vec<u32> = s.rtx.iter().map(|g| g.tx_in_flight).collect();
-        assert_eq!(in_flight, [4, 4, 4, 4, 8, 8, 8, 8]);
+        let two_skbs = |reads: bool| {
+            let mut s = sender(Some(4), true, 12_500_000);
+            s.cc_tx_in_flight = reads; // as a CC that reads it (BBRv2/v3) would set
+            let mut out = Vec::new();
+            s.write_xmit(1_000_000, &mut out, false);
+            s.write_xmit(s.tp.wstamp_ns, &mut out, false);
+            assert_eq!(out.len(), 8, "two skbs of four");
+            s.rtx.iter().map(|g| g.tx_in_flight).collect::<Vec<u32>>()
+        };
+        assert_eq!(two_skbs(true), [4, 4, 4, 4, 8, 8, 8, 8]);
+        // A CC that reads no send-time flight: the segments keep their own stamps.
+        assert_eq!(two_skbs(false), [1, 2, 3, 4, 5, 6, 7, 8]);
         // One segment per skb: each its own flight, itself included.
         let mut s = sender(Some(4), false, 12_500_000);
         let mut out = Vec::new();

@@ -172,6 +172,9 @@ pub struct TcpSender {
     /// The CC's ECT codepoint for new data (`ect_codepoint`), read as `cc_cong_control`
     /// instead of through its vtable for every data segment.
     pub(super) cc_ect: Ecn,
+    /// Whether the CC reads the send-time flight (`reads_tx_in_flight`), read as
+    /// `cc_cong_control`.
+    pub(super) cc_tx_in_flight: bool,
     /// TSO deferral (`tcp_tso_should_defer`) on.
     pub(super) tso_defer: bool,
     /// Deferral's head-ACK rule is the pre-2025 srtt/2 age (`TsoDeferAck::HalfSrtt`).
@@ -247,6 +250,7 @@ impl TcpSender {
         let paced = cc.flags().needs_pacing || cfg.fq_pacing;
         let cc_cong_control = cc.has_cong_control();
         let cc_ect = cc.ect_codepoint();
+        let cc_tx_in_flight = cc.reads_tx_in_flight();
         let mut tp = CcSock::new(cfg.mss, cfg.init_cwnd);
         tp.paced = paced;
         tp.ecn_low = cfg.ecn_low;
@@ -300,6 +304,7 @@ impl TcpSender {
             tso: cfg.tso,
             cc_cong_control,
             cc_ect,
+            cc_tx_in_flight,
             tso_defer: cfg.tso && cfg.tso_defer,
             tso_defer_half_srtt: cfg.tso_defer_ack == crate::config::TsoDeferAck::HalfSrtt,
             pacing_timer: None,

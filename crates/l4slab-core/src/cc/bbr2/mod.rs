@@ -873,6 +873,11 @@ impl CongestionControl for Bbr2 {
         true
     }
 
+    /// `inflight_hi` from `rs->tx_in_flight` and a lost skb's `tx.in_flight`.
+    fn reads_tx_in_flight(&self) -> bool {
+        true
+    }
+
     /// `bbr2_main`.
     fn cong_control(&mut self, tp: &mut CcSock, rs: &RateSample) {
         self.update_round_start(tp, rs);

@@ -784,6 +784,11 @@ impl CongestionControl for Bbr3 {
         true
     }
 
+    /// `inflight_hi` from `rs->tx_in_flight` and a lost skb's `tx.in_flight`.
+    fn reads_tx_in_flight(&self) -> bool {
+        true
+    }
+
     fn cong_control(&mut self, tp: &mut CcSock, rs: &RateSample) {
         self.main(tp, rs);
     }
