@@ -208,6 +208,11 @@ PRAGUE_PAM_PARAMS = {"ecn_fallback": 1, "fallback_constants": "pam2025", "growth
 PRAGUE_VINTAGE = "pam2025"
 #: What ``prague_pam`` reads of the engine's ``cc_params`` under its own ``pam_*`` names.
 _PRAGUE_PAM_OWN = ("version", "ecn_fallback", "fallback_constants", "growth_gate")
+#: The Prague module's parameters both its ops read (the vintage's three are ``prague``'s own
+#: and ``prague_pam``'s ``pam_*``).
+_PRAGUE_SHARED = frozenset(
+    {"burst_shift", "max_tso_segs", "rtt_transition", "rtt_target_us", "alpha_mode", "cwnd_mode", "cwnd_transit"}
+)
 #: The project's Prague module's parameters that carry an engine ``cc_params`` key of the same
 #: name (tcp_l4slab_prague.c ``module_param``), written to ``/sys/module/<module>/parameters/``
 #: before the flows start. They are global in a kernel: every ``prague`` flow of a scenario
@@ -223,16 +228,8 @@ _BBR2_SHARED = frozenset({
     "bw_probe_rand_us", "undo", "fast_path", "fast_ack_mode", "refill_add_inc",
 })
 KERNEL_MODULE_PARAMS = {
-    "prague": (
-        "tcp_l4slab_prague",
-        frozenset({"burst_shift", "max_tso_segs", "rtt_transition", "rtt_target_us", "alpha_mode", "cwnd_mode",
-                   "cwnd_transit", "ecn_fallback", "fallback_constants", "growth_gate"}),
-    ),
-    "prague_pam": (
-        "tcp_l4slab_prague",
-        frozenset({"burst_shift", "max_tso_segs", "rtt_transition", "rtt_target_us", "alpha_mode", "cwnd_mode",
-                   "cwnd_transit", *_PRAGUE_PAM_OWN}),
-    ),
+    "prague": ("tcp_l4slab_prague", _PRAGUE_SHARED | {"ecn_fallback", "fallback_constants", "growth_gate"}),
+    "prague_pam": ("tcp_l4slab_prague", _PRAGUE_SHARED | set(_PRAGUE_PAM_OWN)),
     "l4slab_bbr2": ("tcp_l4slab_bbr2", _BBR2_SHARED | {"ecn_enable", "ecn_max_rtt_us", "ecn_bw_lo", "ecn_bw_hi"}),
     "l4slab_bbr2_l4s": (
         "tcp_l4slab_bbr2",
@@ -359,8 +356,8 @@ def _kernel_cc(flow: Mapping[str, Any], where: str, own: Collection[str] = ()) -
         # The vintage's own defaults differ from v0.7's (the module's pam_* defaults are
         # the vintage's, but for ecn_fallback: written always), so what was given counts.
         module = "prague_pam"
-        params = {**params, "ecn_fallback": given.get("ecn_fallback", defaults.get("ecn_fallback"))}
-        params.update({k: given[k] for k in ("fallback_constants", "growth_gate") if k in given})
+        params.update({k: given[k] for k in _PRAGUE_PAM_OWN if k in given})
+        params.setdefault("ecn_fallback", defaults.get("ecn_fallback"))
     honoured = KERNEL_MODULE_PARAMS.get(module, ("", frozenset()))[1]
     out: dict[str, str] = {}
     for key, value in params.items():
