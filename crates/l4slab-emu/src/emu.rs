@@ -7,6 +7,7 @@
 use crate::clock;
 use crate::forward::{FlowPorts, Forwarder, LoopStats};
 use crate::netns::{self, fmt_addr, receiver_addr, sender_addr, Namespaces, MAX_EMU_FLOWS};
+use crate::tap::Tap;
 use l4slab_core::config::{FlowConfig, ScenarioConfig};
 use serde_json::json;
 use std::fs;
@@ -383,9 +384,16 @@ pub fn run(opts: &RunOpts) -> Result<(), Fail> {
         let (sa, ra) = (sender_addr(i), receiver_addr(i));
         let sn = format!("{}-{pid}-s{i}", opts.prefix);
         let rn = format!("{}-{pid}-r{i}", opts.prefix);
-        let sfd = guard.add(&sn, sa, ra, &s.route_opts, &s.sysctls, s.gso).map_err(fail)?;
-        let rfd = guard.add(&rn, ra, sa, &r.route_opts, &r.sysctls, r.gso).map_err(fail)?;
-        ports.push(FlowPorts { sender_fd: sfd, receiver_fd: rfd, sender_addr: sa, receiver_addr: ra });
+        let (sfd, stap) = guard.add(&sn, sa, ra, &s.route_opts, &s.sysctls, s.gso).map_err(fail)?;
+        let (rfd, rtap) = guard.add(&rn, ra, sa, &r.route_opts, &r.sysctls, r.gso).map_err(fail)?;
+        ports.push(FlowPorts {
+            sender_fd: sfd,
+            receiver_fd: rfd,
+            sender_addr: sa,
+            receiver_addr: ra,
+            sender_tap: Tap::new(stap),
+            receiver_tap: Tap::new(rtap),
+        });
         ready_flows.push(json!({"flow": i, "sender_ns": sn, "receiver_ns": rn,
             "sender_addr": fmt_addr(sa), "receiver_addr": fmt_addr(ra), "port": IPERF_PORT}));
     }
@@ -438,6 +446,8 @@ pub fn run(opts: &RunOpts) -> Result<(), Fail> {
             "p90": stats.response_p90_ns, "p99": stats.response_p99_ns},
         "receiver_ack_time_ns": {"count": stats.ack_time_count, "p50": stats.ack_time_p50_ns,
             "p90": stats.ack_time_p90_ns, "p99": stats.ack_time_p99_ns},
+        "arrival_late_ns": {"stamped": stats.arrival_stamped, "unstamped": stats.arrival_unstamped,
+            "p50": stats.arrival_late_p50_ns, "p99": stats.arrival_late_p99_ns, "max": stats.arrival_late_max_ns},
     });
     let body = serde_json::to_vec(&results).map_err(|e| fail(format!("results: {e}")))?;
     write_atomic(&opts.out.join("emu_results.json"), &body).map_err(fail)?;

@@ -21,6 +21,7 @@ use crate::clock::{self, Waiter};
 use crate::link::{DelayFifo, ShapedQueue};
 use crate::measure::Measure;
 use crate::packet::{write_udp, EmuPacket, Pool, BUF_LEN, L2_OVERHEAD};
+use crate::tap::{Lateness, Tap};
 use l4slab_core::config::{FlowConfig, ScenarioConfig};
 use l4slab_core::qdisc::{Ecn, QdiscStats};
 use l4slab_core::rng::{stream, Stream};
@@ -41,12 +42,14 @@ pub const UDP_DPORT: u16 = 9;
 /// Source port of flow `i`'s UDP datagrams: `UDP_SPORT_BASE + i`.
 pub const UDP_SPORT_BASE: u16 = 40_000;
 
-/// One flow's two TUNs and its two propagation delays.
+/// One flow's two TUNs (with their taps) and addresses.
 pub struct FlowPorts {
     pub sender_fd: RawFd,
     pub receiver_fd: RawFd,
     pub sender_addr: [u8; 4],
     pub receiver_addr: [u8; 4],
+    pub sender_tap: Tap,
+    pub receiver_tap: Tap,
 }
 
 struct FlowState {
@@ -60,6 +63,10 @@ struct FlowState {
     /// When the last packet written to the receiver since its last ACK was read was
     /// written (ns since t0): the start of the receiver host's ACK time.
     data_last: Option<Time>,
+    /// The latest arrival time given to a packet from the sender / the receiver (ns
+    /// since t0): kernel stamps of concurrent transmits may cross; the lines stay FIFO.
+    fwd_last: Time,
+    rev_last: Time,
 }
 
 /// A constant-rate UDP source (the engine's `UdpFlowConfig`: `rate_bps` counted on
@@ -124,6 +131,16 @@ pub struct LoopStats {
     pub ack_time_p50_ns: u64,
     pub ack_time_p90_ns: u64,
     pub ack_time_p99_ns: u64,
+    /// How late the loop read packets after they reached their TUN (`tap.rs`: the tap's
+    /// kernel stamp to the read), and how many packets had a stamp / had none (kept
+    /// the read time). Arrivals are stamped with the kernel's time, so this lateness is
+    /// not in the queue's sojourn; it is the part of a host's response and ACK times
+    /// above that the loop itself adds.
+    pub arrival_stamped: u64,
+    pub arrival_unstamped: u64,
+    pub arrival_late_p50_ns: u64,
+    pub arrival_late_p99_ns: u64,
+    pub arrival_late_max_ns: u64,
 }
 
 /// A departure later than this fails the run (`emu::kept_up`): 5 ms, CoDel's target
@@ -153,6 +170,10 @@ pub struct Forwarder {
     late: u64,
     write_max: u64,
     read_pass_max: u64,
+    /// How late packets were read after reaching their TUN (`tap.rs`).
+    arrival_late: Lateness,
+    /// Stamp arrivals with the read time, not the tap's (`L4SLAB_EMU_READ_STAMPS`).
+    read_stamps: bool,
     err_max_at: Time,
     stalls: u64,
     stalled: u64,
@@ -223,6 +244,8 @@ impl Forwarder {
                     udp,
                     ack_since: None,
                     data_last: None,
+                    fwd_last: 0,
+                    rev_last: 0,
                 }
             })
             .collect();
@@ -242,6 +265,8 @@ impl Forwarder {
             late: 0,
             write_max: 0,
             read_pass_max: 0,
+            arrival_late: Lateness::new(),
+            read_stamps: std::env::var_os("L4SLAB_EMU_READ_STAMPS").is_some(),
             err_max_at: 0,
             stalls: 0,
             stalled: 0,
@@ -441,8 +466,10 @@ impl Forwarder {
         }
     }
 
-    /// Read what the TUNs of every flow have, stamping it `now`.
-    fn read_all(&mut self, now: Time) {
+    /// Read what the TUNs of every flow have (the pass began at `now`, ns since `t0`),
+    /// each packet stamped with when it reached its TUN (its tap's kernel stamp, else
+    /// the read).
+    fn read_all(&mut self, now: Time, t0: u64) {
         for i in 0..self.flows.len() {
             for dir in [true, false] {
                 for _ in 0..READ_BURST {
@@ -467,6 +494,20 @@ impl Forwarder {
                         break;
                     }
                     let peer = if dir { f.io.receiver_addr } else { f.io.sender_addr };
+                    // When the packet reached the TUN: the tap's kernel stamp (tap.rs).
+                    let read_unix = clock::unix_ns();
+                    let read = clock::now_ns().saturating_sub(t0).max(now);
+                    let tap = if dir { &mut f.io.sender_tap } else { &mut f.io.receiver_tap };
+                    let late = if self.read_stamps { None } else { tap.lateness(&buf[..r as usize], read_unix) };
+                    let last = if dir { &mut f.fwd_last } else { &mut f.rev_last };
+                    let now = match late {
+                        Some(l) => {
+                            self.arrival_late.record(l);
+                            read.saturating_sub(l).max(*last)
+                        }
+                        None => read.max(*last),
+                    };
+                    *last = now;
                     match EmuPacket::parse(buf, r as usize, i as u16) {
                         // Only packets for the peer of this pair are forwarded.
                         Ok(p) if p.bytes()[16..20] == peer => {
@@ -530,7 +571,7 @@ impl Forwarder {
             }
             self.run_due(now, t0);
             let before = clock::now_ns();
-            self.read_all(before - t0);
+            self.read_all(before - t0, t0);
             let now = clock::now_ns() - t0;
             self.read_pass_max = self.read_pass_max.max(now + t0 - before);
             self.run_due(now, t0);
@@ -545,8 +586,19 @@ impl Forwarder {
         self.measure.counts.in_flight = self.in_flight();
         let h = self.err.stats_ms();
         let resp = self.response.stats_ms();
+        let arr = self.arrival_late.hist.stats_ms();
+        let (stamped, unstamped) = self
+            .flows
+            .iter()
+            .flat_map(|f| [&f.io.sender_tap, &f.io.receiver_tap])
+            .fold((0, 0), |(m, u), t| (m + t.matched, u + t.unmatched));
         let ack = self.ack_time.stats_ms();
         LoopStats {
+            arrival_stamped: stamped,
+            arrival_unstamped: unstamped,
+            arrival_late_p50_ns: (arr.p50 * 1e6).round() as u64,
+            arrival_late_p99_ns: (arr.p99 * 1e6).round() as u64,
+            arrival_late_max_ns: self.arrival_late.max,
             ack_time_count: ack.count,
             ack_time_p50_ns: (ack.p50 * 1e6).round() as u64,
             ack_time_p90_ns: (ack.p90 * 1e6).round() as u64,

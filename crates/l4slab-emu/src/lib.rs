@@ -10,6 +10,7 @@
 //!   `QdiscPacket` (IPv4 ECN field read/written, header checksum fixed, RFC 1624).
 //! - [`netns`]: namespaces, TUN devices, addresses, routes, sysctls, the cleanup guard.
 //! - [`clock`]: `CLOCK_MONOTONIC`, sleeping until a deadline (ppoll) then spinning.
+//! - [`tap`]: each TUN's packet tap, the kernel's stamp of when a packet reached it.
 //! - [`link`]: a shaped queue (HTB class + qdisc, `sch_htb.c`) and constant delay lines.
 //! - [`measure`]: the bottleneck measurement into the engine's `RunResults`.
 //! - [`forward`]: the forwarding loop.
@@ -26,4 +27,5 @@ pub mod link;
 pub mod measure;
 pub mod netns;
 pub mod packet;
+pub mod tap;
 pub mod udp_prague_cli;

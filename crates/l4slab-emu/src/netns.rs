@@ -95,10 +95,10 @@ impl Namespaces {
         route_opts: &[String],
         sysctls: &[(String, String)],
         gso: bool,
-    ) -> Result<RawFd, String> {
+    ) -> Result<(RawFd, OwnedFd), String> {
         ip(&["netns", "add", name])?;
         self.pending.push(name.to_string());
-        let tun = open_tun_in(name, sysctls, gso)?;
+        let (tun, tap) = open_tun_in(name, sysctls, gso)?;
         let fd = tun.as_raw_fd();
         self.pending.pop();
         self.list.push(Netns { name: name.to_string(), tun });
@@ -110,7 +110,7 @@ impl Namespaces {
         let mut args: Vec<&str> = vec!["-n", name, "route", "add", &p, "dev", TUN_NAME];
         args.extend(route_opts.iter().map(String::as_str));
         ip(&args)?;
-        Ok(fd)
+        Ok((fd, tap))
     }
 
     /// Close every TUN and delete every namespace, after ending every process still
@@ -210,11 +210,11 @@ fn gso_off() -> Result<(), String> {
 }
 
 /// In a thread inside namespace `name`: write `sysctls`, create the TUN device
-/// (with GSO off unless `gso`).
-fn open_tun_in(name: &str, sysctls: &[(String, String)], gso: bool) -> Result<OwnedFd, String> {
+/// (with GSO off unless `gso`) and its packet tap (`tap.rs`).
+fn open_tun_in(name: &str, sysctls: &[(String, String)], gso: bool) -> Result<(OwnedFd, OwnedFd), String> {
     let path = format!("{NETNS_DIR}/{name}");
     let sysctls = sysctls.to_vec();
-    let h = std::thread::spawn(move || -> Result<OwnedFd, String> {
+    let h = std::thread::spawn(move || -> Result<(OwnedFd, OwnedFd), String> {
         let nsf = fs::File::open(&path).map_err(|e| format!("open {path}: {e}"))?;
         // SAFETY: setns on an open namespace file; affects only this thread, which ends here.
         if unsafe { libc::setns(nsf.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
@@ -249,7 +249,8 @@ fn open_tun_in(name: &str, sysctls: &[(String, String)], gso: bool) -> Result<Ow
         if !gso {
             gso_off()?;
         }
-        Ok(owned)
+        let tap = crate::tap::open(TUN_NAME)?;
+        Ok((owned, tap))
     });
     h.join().map_err(|_| "the namespace thread panicked".to_string())?
 }

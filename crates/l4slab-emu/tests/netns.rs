@@ -156,6 +156,18 @@ fn twenty_mbit_ten_ms_each_way_rtt_throughput_and_cleanup() {
     // iperf3's goodput: payload 1448 of each 1514-B frame, ≈ 19.1 Mbit/s at most, less the start.
     assert!(goodput > 17.0 && goodput < 19.2, "iperf3 goodput {goodput:.2} Mbit/s");
     assert!(meta["packets_forwarded"].as_u64().unwrap() > 4000);
+    // Every packet read from a TUN entered the links at its tap's kernel stamp (tap.rs):
+    // the data, the ACKs and the echoes (a tap that takes nothing, or a filter that lets
+    // the emulator's own writes in, leaves packets unmatched).
+    let arr = &meta["arrival_late_ns"];
+    let (stamped, unstamped) = (arr["stamped"].as_u64().unwrap(), arr["unstamped"].as_u64().unwrap());
+    assert!(
+        stamped >= meta["packets_forwarded"].as_u64().unwrap(),
+        "stamped {stamped} of {}",
+        meta["packets_forwarded"]
+    );
+    assert!(unstamped * 1000 <= stamped, "{unstamped} packets without a stamp ({stamped} with)");
+    assert!(arr["p50"].as_u64().unwrap() < 1_000_000, "arrival lateness P50 {} ns", arr["p50"]);
     eprintln!(
         "rtt median {median:.3} ms, bottleneck {mbps:.2} Mbit/s, goodput {goodput:.2} Mbit/s, departure error p50 {} ns p99 {} ns, kept_up {}, exit {st}",
         meta["departure_error_ns"]["p50"], meta["departure_error_ns"]["p99"], meta["kept_up"]

@@ -98,7 +98,13 @@ def emulator_line(emulator) -> str:
     return (
         f"emulator: departure error P50/P99/max {fmt(emulator.get('departure_error_p50_us'))}/"
         f"{fmt(emulator.get('departure_error_p99_us'))}/{fmt(emulator.get('departure_error_max_us'))} µs, "
-        f"CPU busy {fmt(emulator.get('cpu_busy_fraction'), 2)} (headroom {fmt(emulator.get('cpu_headroom'), 2)}), "
+        + (
+            f"arrivals read P50/P99/max {fmt(emulator.get('arrival_late_p50_us'))}/"
+            f"{fmt(emulator.get('arrival_late_p99_us'))}/{fmt(emulator.get('arrival_late_max_us'))} µs after the kernel's stamp, "
+            if emulator.get("arrival_late_p50_us") is not None
+            else ""
+        )
+        + f"CPU busy {fmt(emulator.get('cpu_busy_fraction'), 2)} (headroom {fmt(emulator.get('cpu_headroom'), 2)}), "
         f"kept up: {'yes' if emulator.get('kept_up') else 'no'}, kernel {emulator.get('kernel') or '?'}"
     )
 
