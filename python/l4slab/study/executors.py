@@ -27,10 +27,14 @@ from typing import Any, Callable, Mapping
 
 from ..errors import EngineError, ScenarioError
 
-__all__ = ["execute", "run_local", "run_dask", "run_sequential", "parse_executor", "worker_count"]
+__all__ = ["execute", "execute_with_part", "run_local", "run_dask", "run_sequential", "parse_executor", "worker_count"]
 
 #: A finished task: (run id, Parquet bytes or None, wall seconds, error or None).
 Outcome = tuple[str, "bytes | None", float, "str | None"]
+#: What a worker of ``study run`` returns: an :data:`Outcome` and the run's catalog part
+#: (:func:`l4slab.study.store.catalog_part`, None for a failed run), taken in the worker
+#: from the table its bytes encode, so that the parent does not decode the file again.
+Finished = tuple[str, "bytes | None", float, "str | None", Any]
 
 
 def _identity(task: Mapping[str, Any]) -> dict[str, Any]:
@@ -53,11 +57,15 @@ def _identity(task: Mapping[str, Any]) -> dict[str, Any]:
 
 def execute(task: Mapping[str, Any]) -> Outcome:
     """Simulate one run (``task``: id, config, scenario data, meta) and serialise it."""
+    return execute_with_part(task)[:4]
+
+
+def execute_with_part(task: Mapping[str, Any]) -> Finished:
+    """:func:`execute`, and the run's catalog part beside its bytes."""
     from .. import engine, memory
     from ..results import RunResult
     from ..scenario import scenario_from_dict
     from ..version import PACKAGE_VERSION
-    from .store import run_file_bytes
 
     rid = task["id"]
     started = time.perf_counter()
@@ -75,9 +83,18 @@ def execute(task: Mapping[str, Any]) -> Outcome:
         result = RunResult(scenario=scenario, config=task["config"], raw=raw, wall_s=wall_s, engine_version=version,
                            model_version=task["meta"].get("model_version"))
         meta = {**identity, "wall_s": wall_s, "engine_version": version, "l4slab_version": PACKAGE_VERSION}
-        return rid, run_file_bytes(result, meta), wall_s, None
+        data, part = _serialised(result, meta)
+        return rid, data, wall_s, None, part
     except Exception as err:  # noqa: BLE001 - one failed run must not stop a study
-        return rid, None, time.perf_counter() - started, _failure(err)
+        return rid, None, time.perf_counter() - started, _failure(err), None
+
+
+def _serialised(result: Any, meta: Mapping[str, Any]) -> tuple[bytes, Any]:
+    """The run file's bytes and the catalog part of the table they encode."""
+    from .store import catalog_part, run_file
+
+    data, table = run_file(result, meta)
+    return data, catalog_part(table)
 
 
 def _failure(err: Exception) -> str:
@@ -90,7 +107,7 @@ def _failure(err: Exception) -> str:
     return f"{type(err).__name__}: {err}{where}"
 
 
-def _execute_emulated(task: Mapping[str, Any]) -> Outcome:
+def _execute_emulated(task: Mapping[str, Any]) -> Finished:
     """One emulated run (``l4slab.emulate``): real kernel TCP through the emulator. A run the
     host did not keep up with is a failed run (retried by the next ``study run``)."""
     from ..emulate import emulate
@@ -98,7 +115,7 @@ def _execute_emulated(task: Mapping[str, Any]) -> Outcome:
     return _execute_backend(task, emulate)
 
 
-def _execute_kernel(task: Mapping[str, Any]) -> Outcome:
+def _execute_kernel(task: Mapping[str, Any]) -> Finished:
     """One kernel-backend run (``l4slab.kernel``): the scenario in its own guest. A guest
     that fails is a failed run (retried by the next ``study run``)."""
     from ..kernel.run import run_kernel
@@ -106,13 +123,12 @@ def _execute_kernel(task: Mapping[str, Any]) -> Outcome:
     return _execute_backend(task, run_kernel)
 
 
-def _execute_backend(task: Mapping[str, Any], backend_run: Callable[[Any], Any]) -> Outcome:
+def _execute_backend(task: Mapping[str, Any], backend_run: Callable[[Any], Any]) -> Finished:
     """One run on a backend other than the engine: ``backend_run(scenario)`` returns its
     :class:`~l4slab.results.BackendRunResult`, whose summary block (the emulator's error,
     the guest's kernel) the run file's meta carries; an exception is a failed run."""
     from ..scenario import scenario_from_dict
     from ..version import PACKAGE_VERSION
-    from .store import run_file_bytes
 
     rid = task["id"]
     started = time.perf_counter()
@@ -123,16 +139,17 @@ def _execute_backend(task: Mapping[str, Any], backend_run: Callable[[Any], Any])
         wall_s = time.perf_counter() - started
         meta = {**identity, "wall_s": wall_s, "engine_version": result.engine_version,
                 "l4slab_version": PACKAGE_VERSION, result.block: result.summary.get(result.block)}  # fmt: skip
-        return rid, run_file_bytes(result, meta), wall_s, None
+        data, part = _serialised(result, meta)
+        return rid, data, wall_s, None, part
     except Exception as err:  # noqa: BLE001 - one failed run must not stop a study
-        return rid, None, time.perf_counter() - started, _failure(err)
+        return rid, None, time.perf_counter() - started, _failure(err), None
 
 
-def run_sequential(tasks: list[dict[str, Any]], on_done: Callable[[Outcome], None]) -> None:
+def run_sequential(tasks: list[dict[str, Any]], on_done: Callable[[Finished], None]) -> None:
     """Every task in this process, one after another (emulated runs use real time and the
     host's network namespaces: never two at once)."""
     for task in tasks:
-        on_done(execute(task))
+        on_done(execute_with_part(task))
 
 
 PR_SET_PDEATHSIG = 1  # include/uapi/linux/prctl.h
@@ -184,7 +201,7 @@ def worker_count(jobs: int | None, tasks: int) -> int:
     return max(1, min(jobs or os.cpu_count() or 1, tasks))
 
 
-def run_local(tasks: list[dict[str, Any]], jobs: int | None, on_done: Callable[[Outcome], None]) -> None:
+def run_local(tasks: list[dict[str, Any]], jobs: int | None, on_done: Callable[[Finished], None]) -> None:
     """Run ``tasks`` in a process pool, calling ``on_done`` in this process as each ends."""
     if not tasks:
         return
@@ -195,7 +212,7 @@ def run_local(tasks: list[dict[str, Any]], jobs: int | None, on_done: Callable[[
     # thread that forked them ends, i.e. when this process does.
     pool = ProcessPoolExecutor(max_workers=workers, initializer=worker_init, initargs=(os.getpid(), held_fd()))
     try:
-        futures = [pool.submit(execute, task) for task in tasks]
+        futures = [pool.submit(execute_with_part, task) for task in tasks]
         for future in as_completed(futures):
             on_done(future.result())
     except BaseException:
@@ -218,7 +235,7 @@ def run_dask(
     tasks: list[dict[str, Any]],
     address: str | None,
     jobs: int | None,
-    on_done: Callable[[Outcome], None],
+    on_done: Callable[[Finished], None],
 ) -> None:
     """Run ``tasks`` on a Dask cluster: ``address`` of a scheduler, or a LocalCluster."""
     if not tasks:
@@ -241,7 +258,7 @@ def run_dask(
             # LocalCluster's worker processes are children of this process: make them die
             # with it (its nannies live in this process and die with it anyway).
             client.run(die_with_parent)
-        futures = [client.submit(execute, task, key=f"l4slab-run-{task['id']}", pure=False) for task in tasks]
+        futures = [client.submit(execute_with_part, task, key=f"l4slab-run-{task['id']}", pure=False) for task in tasks]
         for future in distributed.as_completed(futures):
             on_done(future.result())
             future.release()

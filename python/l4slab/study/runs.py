@@ -331,10 +331,10 @@ def _run_locked(spec, out, kind, address, jobs, progress, on_run, replace=False,
     prepared = store.Prepared(plan_data)
 
     def on_done(outcome) -> None:
-        rid, data, _wall, error = outcome
+        rid, data, _wall, error, part = outcome
         if data is not None:
             store.write_run_file(directory, rid, data)
-            prepared.add(rid, data)
+            prepared.add(rid, data, part)
             counts["done"] += 1
         else:
             store.write_failure(directory, rid, error or "unknown error")

@@ -208,6 +208,13 @@ def content_digest(table: pa.Table, identity: bytes) -> str:
 def run_file_bytes(result: Any, meta: Mapping[str, Any]) -> bytes:
     """Serialise a :class:`~l4slab.results.RunResult` and its identity into one Parquet
     file, with its content digest in the metadata and page checksums on."""
+    return run_file(result, meta)[0]
+
+
+def run_file(result: Any, meta: Mapping[str, Any]) -> tuple[bytes, pa.Table]:
+    """:func:`run_file_bytes` and the table the bytes encode (identity and digest in its
+    schema metadata), from which a worker takes the run's catalog part
+    (:func:`catalog_part`) without decoding the bytes again."""
     frames = {
         "flows": flows_frame(result.summary["flows"]),
         "bottleneck": pd.DataFrame([bottleneck_row(result.summary)]),
@@ -232,7 +239,7 @@ def run_file_bytes(result: Any, meta: Mapping[str, Any]) -> bytes:
     text = [name for name in table.column_names if pa.types.is_string(table.schema.field(name).type)]
     pq.write_table(table, buffer, compression="zstd", write_page_checksum=True, use_dictionary=text,
                    write_statistics=False)  # fmt: skip
-    return buffer.getvalue()
+    return buffer.getvalue(), table
 
 
 def load_records(study_dir: Path) -> dict[str, str]:
@@ -359,7 +366,10 @@ def split_table(table: pa.Table, name: str) -> pd.DataFrame:
     columns = [column for column in table.column_names if column.startswith(prefix)]
     if not columns:
         return pd.DataFrame()
-    rows = table.filter(pc.equal(table.column("table"), name)).select(columns)
+    # The table's own columns first, then its rows: filtering a whole run file's ~100
+    # columns to select a few of them afterwards cost most of a catalog part.
+    rows = table.select(["table", *columns])
+    rows = rows.filter(pc.equal(rows.column("table"), name)).select(columns)
     frame = rows.replace_schema_metadata(None).to_pandas()
     return frame.rename(columns=lambda column: column[len(prefix) :])
 
@@ -574,10 +584,11 @@ def _failure(path: Path) -> str:
 
 
 def run_entry(
-    meta: dict[str, Any], table: pa.Table, planned: Mapping[str, Any]
+    meta: dict[str, Any], table: pa.Table | Mapping[str, pd.DataFrame], planned: Mapping[str, Any]
 ) -> tuple[dict[str, Any], dict[str, pd.DataFrame]] | str:
     """One verified run file's part of the catalog: its ``runs`` row and its summary
-    tables, each with the run's identity columns in front; or why it is left out."""
+    tables (from its ``table``, or already split by :func:`catalog_part`), each with the
+    run's identity columns in front; or why it is left out."""
     if not isinstance(meta.get("factors"), dict) or not all(k in meta for k in ("point", "trial", "seed")):
         return "its identity lacks point, factors, trial or seed"
     why = identity_mismatch(meta)
@@ -588,13 +599,25 @@ def run_entry(
     identity = _identity(meta)
     run_row = {**identity, "status": "done", "wall_s": meta.get("wall_s"), "error": None,
                "in_plan": meta["id"] in planned}  # fmt: skip
-    frames = {}
-    for name in SUMMARY_TABLES:
-        frame = split_table(table, name)
-        for key, value in reversed(identity.items()):
-            frame.insert(0, key, [value] * len(frame))
-        frames[name] = frame
-    return run_row, frames
+    parts = catalog_part(table) if isinstance(table, pa.Table) else table
+    return run_row, {name: _with_identity(identity, parts[name]) for name in SUMMARY_TABLES}
+
+
+def catalog_part(table: pa.Table) -> dict[str, pd.DataFrame]:
+    """A run file's summary tables (:data:`SUMMARY_TABLES`) as the catalog takes them,
+    before the run's identity columns are put in front (:func:`run_entry`)."""
+    return {name: split_table(table, name) for name in SUMMARY_TABLES}
+
+
+def _with_identity(identity: Mapping[str, Any], frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with one column per identity key in front, each holding the key's value
+    in every row (a column's type inferred from its values, as ``DataFrame.insert`` of a
+    list infers it); one concatenation instead of an insert per key."""
+    n = len(frame)
+    front = pd.DataFrame({key: [value] * n for key, value in identity.items()}, index=frame.index)
+    if not len(frame.columns):
+        return front
+    return pd.concat([front, frame], axis=1)
 
 
 class Prepared:
@@ -609,16 +632,23 @@ class Prepared:
         self._planned = {run["id"]: run for run in plan.get("runs", [])}
         self._entries: dict[str, tuple[str, tuple[dict[str, Any], dict[str, pd.DataFrame]]]] = {}
 
-    def add(self, rid: str, data: bytes) -> None:
-        """Decode and verify the file bytes of run ``rid`` just written (the content
-        digest is the one the worker took from the very table these bytes encode)."""
+    def add(self, rid: str, data: bytes, part: Mapping[str, pd.DataFrame] | None = None) -> None:
+        """Prepare the catalog part of run ``rid`` whose file bytes were just written: from
+        ``part``, the summary tables the worker took from the very table these bytes
+        encode (:func:`catalog_part`; only the identity is read from the bytes, in their
+        footer), else by decoding and verifying the bytes (the content digest is the one
+        the worker took from that table)."""
         try:
-            # Only the summary tables' columns: the series are not in the catalog.
-            schema = pq.read_schema(pa.BufferReader(data))
-            columns = [c for c in schema.names if c == "table" or c.split(".", 1)[0] in SUMMARY_TABLES]
-            table = pq.read_table(pa.BufferReader(data), columns=columns, page_checksum_verification=True)
-            meta = json.loads(table.schema.metadata[META_KEY])
-        except (KeyError, OSError, ValueError, UnicodeDecodeError, RecursionError, pa.ArrowException):
+            if part is not None and set(part) == set(SUMMARY_TABLES):
+                meta = json.loads(pq.read_schema(pa.BufferReader(data)).metadata[META_KEY])
+                table: Any = part
+            else:
+                # Only the summary tables' columns: the series are not in the catalog.
+                schema = pq.read_schema(pa.BufferReader(data))
+                columns = [c for c in schema.names if c == "table" or c.split(".", 1)[0] in SUMMARY_TABLES]
+                table = pq.read_table(pa.BufferReader(data), columns=columns, page_checksum_verification=True)
+                meta = json.loads(table.schema.metadata[META_KEY])
+        except (KeyError, TypeError, OSError, ValueError, UnicodeDecodeError, RecursionError, pa.ArrowException):
             return  # left to the catalog's own reading, which names the problem
         if not isinstance(meta, dict) or not meta.get("complete") or meta.get("id") != rid:
             return
