@@ -102,6 +102,8 @@ def emulator_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
 
     busy = meta.get("cpu_busy_fraction")
     arrival = meta.get("arrival_late_ns") or {}
+    if not arrival.get("stamped"):
+        arrival = {}  # no packet had a stamp (`L4SLAB_EMU_READ_STAMPS`): nothing measured
 
     def arrival_us(key: str) -> float | None:
         value = arrival.get(key)
