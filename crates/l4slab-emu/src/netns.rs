@@ -158,7 +158,8 @@ const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 const IFF_TUN: libc::c_short = 0x0001;
 const IFF_NO_PI: libc::c_short = 0x1000;
 
-fn errno_msg(what: &str) -> String {
+/// `what: <the last OS error>`.
+pub(crate) fn errno_msg(what: &str) -> String {
     format!("{what}: {}", std::io::Error::last_os_error())
 }
 

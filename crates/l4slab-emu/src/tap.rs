@@ -21,6 +21,7 @@
 //! reported beside its departure error. A packet without a record (the tap's buffer
 //! overflowed) keeps the read time and is counted.
 
+use crate::netns::errno_msg;
 use l4slab_core::trace::histogram::DelayHistogram;
 use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -44,10 +45,6 @@ const SKF_AD_PKTTYPE: u32 = 4;
 const BPF_LD_W_ABS: u16 = 0x20;
 const BPF_JEQ_K: u16 = 0x15;
 const BPF_RET_K: u16 = 0x06;
-
-fn errno_msg(what: &str) -> String {
-    format!("{what}: {}", std::io::Error::last_os_error())
-}
 
 fn setsockopt<T>(fd: libc::c_int, level: libc::c_int, name: libc::c_int, v: &T, what: &str) -> Result<(), String> {
     // SAFETY: `v` is a live value of the size passed.
