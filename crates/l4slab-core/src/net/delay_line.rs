@@ -204,9 +204,13 @@ impl DelayLine {
             return None;
         }
         node.pending = None;
-        let head = self.fifo.pop_front()?;
+        // Copied to `pkt` from the line's slot, then dropped there (as `pop` does): moved
+        // out whole by `pop_front` it went through the stack first.
+        let head = self.fifo.front()?;
         debug_assert!(head.arrive <= time, "a packet left the delay node before its time_to_send");
         *pkt = head.pkt;
+        let from = head.from;
+        self.fifo.pop_front();
         if let Some(next) = self.fifo.front() {
             if next.arrive <= time {
                 node.run_at(time, self.id, events);
@@ -214,7 +218,7 @@ impl DelayLine {
                 node.arm_watchdog(next.arrive, self.id, events);
             }
         }
-        Some(head.from)
+        Some(from)
     }
 
     /// Packets on the line.

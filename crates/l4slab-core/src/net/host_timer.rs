@@ -60,7 +60,39 @@ impl HostTimer {
     /// How late the next firing is, ns (inverse transform of Exp(1/mean)).
     #[inline]
     pub fn lateness_ns(&mut self) -> u64 {
-        (-self.rng.unit_open0().ln() * self.mean_ns).round() as u64
+        round_ns(-self.rng.unit_open0().ln() * self.mean_ns)
+    }
+}
+
+/// `x.round() as u64` for `x ≥ 0` (or `-0.0`), without the call to libm's `round`
+/// that `f64::round` compiles to on baseline x86-64 (no SSE4.1 `roundsd`): the
+/// conversion truncates, and the fraction `x - trunc(x)` is exact below 2^52 (above,
+/// every double is an integer and the fraction is 0), so a fraction of one half or
+/// more rounds away from zero exactly as `round` does.
+#[inline(always)]
+fn round_ns(x: f64) -> u64 {
+    let whole = x as u64;
+    whole + u64::from(x - whole as f64 >= 0.5)
+}
+
+#[cfg(test)]
+mod round_tests {
+    use super::round_ns;
+
+    #[test]
+    fn rounds_as_f64_round_does() {
+        let mut cases = vec![0.0, -0.0, 0.5, 1.5, 2.5, 0.49999999999999994, 4503599627370495.5, 4503599627370496.0,
+                             9007199254740993.0, 1e18, 12345.499999, 12345.5];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..200_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let u = ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+            cases.push(-u.ln() * 25_000.0);
+            cases.push(f64::from_bits(0x3fe0_0000_0000_0000 + (x >> 40)) * (x >> 54) as f64);
+        }
+        for v in cases {
+            assert_eq!(round_ns(v), v.round() as u64, "{v:e}");
+        }
     }
 }
 
