@@ -114,4 +114,3 @@ fn fifo_loss_allocations(rate_mbit: u64) -> (u64, u64) {
 fn tail_drop_recovery_with_compressed_sacks_allocates_nothing_per_packet() {
     assert_flat_within("fifo loss", fifo_loss_allocations, 96);
 }
-

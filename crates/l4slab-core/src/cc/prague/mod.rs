@@ -463,7 +463,6 @@ trait Version: Send + Sync + std::fmt::Debug {
     fn always_feeds_detector(&self) -> bool;
 }
 
-
 /// The version a [`Prague`] runs, dispatched by a `match` (a direct call the compiler
 /// inlines into the per-ACK skeleton) instead of through a `dyn Version` vtable.
 macro_rules! each_version {
