@@ -51,10 +51,12 @@
  * Mainline 7.2 API differences handled here (cf. the testbed PoC notes):
  *  - no rs->ece_delta: the per-ACK CE delta is tp->delivered_ce minus its
  *    value at the previous cong_control call;
- *  - no tso_segs hook: the burst bound max_tso_burst = rate/MTU >> burst_shift
- *    is applied by setting sk->sk_pacing_shift = burst_shift (mainline's
- *    tcp_tso_autosize() then allows pacing_rate >> burst_shift bytes per
- *    burst) and min_tso_segs() = 1; max_tso_segs caps sk->sk_gso_max_segs;
+ *  - no tso_segs op in mainline: the project's kernel patch
+ *    python/l4slab/kernel/linux/patches/0004-tcp-ca-tso-segs.patch adds it,
+ *    and l4sp_tso_segs returns the burst bound max_tso_burst =
+ *    max(1, rate/MTU >> burst_shift), capped by max_tso_segs, as
+ *    tcp_prague.c:prague_tso_segs (mainline's (pacing_rate >> shift) / MSS
+ *    rounds differently: 2 segments at 95-98 Mbit/s where Prague's gives 1);
  *  - ECT(1) on data: flag TCP_CONG_ECT_1_DATA of the project's kernel patch
  *    python/l4slab/kernel/linux/patches/0001-tcp-ect1-data.patch;
  *  - no tp->mss_cache_set_by_cca: segment sizing writes tp->mss_cache
@@ -133,11 +135,11 @@
 static unsigned int l4sp_burst_shift __read_mostly = 12;
 module_param_named(burst_shift, l4sp_burst_shift, uint, 0644);
 MODULE_PARM_DESC(burst_shift,
-		 "max burst = 2^-burst_shift s at the pacing rate (12; at init: sk_pacing_shift)");
+		 "max burst = 2^-burst_shift s at the pacing rate (12)");
 
 static unsigned int l4sp_max_tso_segs __read_mostly;
 module_param_named(max_tso_segs, l4sp_max_tso_segs, uint, 0644);
-MODULE_PARM_DESC(max_tso_segs, "cap on TSO/GSO segments, 0 = none (0; at init)");
+MODULE_PARM_DESC(max_tso_segs, "cap on TSO/GSO segments, 0 = none (0)");
 
 static unsigned int l4sp_rtt_transition __read_mostly = 4;
 module_param_named(rtt_transition, l4sp_rtt_transition, uint, 0644);
@@ -986,13 +988,16 @@ static void l4sp_cong_control(struct sock *sk, u32 ack, int flag,
 	l4sp_mode_switch(sk);
 }
 
-/* Mainline lets a CC only raise the floor of tcp_tso_autosize(); the burst
- * itself follows sk_pacing_shift = burst_shift (set at init). Prague's
- * tso_segs has no floor above 1 (tcp_prague.c:prague_tso_segs).
+/* tcp_prague.c:prague_tso_segs: the skb's segments are the burst bound
+ * (tcp_output.c:tcp_tso_segs calls it through the op of patch 0004, in place
+ * of tcp_tso_autosize(), and caps it by sk_gso_max_segs).
  */
-static u32 l4sp_min_tso_segs(struct sock *sk)
+static u32 l4sp_tso_segs(struct sock *sk, unsigned int mss_now)
 {
-	return 1;
+	u32 segs = READ_ONCE(l4sp_ca(sk)->max_tso_burst);
+	u32 cap = READ_ONCE(l4sp_max_tso_segs);
+
+	return cap ? min(segs, cap) : segs;
 }
 
 /* ss -i: the DCTCP layout (mainline has no INET_DIAG_PRAGUEINFO); alpha
@@ -1044,7 +1049,6 @@ static void l4sp_release(struct sock *sk)
 	ca->det = NULL;
 	kfree(d);
 	cmpxchg(&sk->sk_pacing_status, SK_PACING_NEEDED, SK_PACING_NONE);
-	WRITE_ONCE(sk->sk_pacing_shift, 10);	/* sk_init_common default */
 }
 
 /* tcp_prague.c:prague_init: no AccECN -> Reno (the CC forbids the RFC 3168
@@ -1055,7 +1059,7 @@ static void l4sp_init(struct sock *sk)
 	struct l4sp *ca = l4sp_ca(sk);
 	struct tcp_sock *tp = tcp_sk(sk);
 	bool pam = inet_csk(sk)->icsk_ca_ops == &l4sp_pam;
-	u32 fb, gate, consts, shift, segs;
+	u32 fb, gate, consts;
 	bool vintage = pam &&
 		READ_ONCE(l4sp_pam_version.val) == L4SP_VER_PAM2025;
 
@@ -1073,11 +1077,6 @@ static void l4sp_init(struct sock *sk)
 	}
 
 	cmpxchg(&sk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
-	shift = min(READ_ONCE(l4sp_burst_shift), 31U);
-	WRITE_ONCE(sk->sk_pacing_shift, shift);
-	segs = READ_ONCE(l4sp_max_tso_segs);
-	if (segs)
-		sk->sk_gso_max_segs = min_t(u32, sk->sk_gso_max_segs, segs);
 
 	ca->alpha_stamp = tp->tcp_mstamp;
 	ca->cwr_stamp = 0;
@@ -1165,7 +1164,7 @@ static struct tcp_congestion_ops l4sp_prague __read_mostly = {
 	.undo_cwnd	= l4sp_undo_cwnd,
 	.pkts_acked	= l4sp_pkts_acked,
 	.set_state	= l4sp_set_state,
-	.min_tso_segs	= l4sp_min_tso_segs,
+	.tso_segs	= l4sp_tso_segs,
 	.get_info	= l4sp_get_info,
 	.flags		= L4SP_FLAGS,
 	.owner		= THIS_MODULE,
@@ -1181,7 +1180,7 @@ static struct tcp_congestion_ops l4sp_pam __read_mostly = {
 	.undo_cwnd	= l4sp_undo_cwnd,
 	.pkts_acked	= l4sp_pkts_acked,
 	.set_state	= l4sp_set_state,
-	.min_tso_segs	= l4sp_min_tso_segs,
+	.tso_segs	= l4sp_tso_segs,
 	.get_info	= l4sp_get_info,
 	.flags		= L4SP_FLAGS,
 	.owner		= THIS_MODULE,
