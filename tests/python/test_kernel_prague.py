@@ -222,6 +222,7 @@ def test_prague_alone_skbs_follow_its_burst_bound(prague_alone):
     assert 1.0 <= per_skb <= 1.5, (per_skb, nstat["TcpOutSegs"], nstat["IpOutRequests"])
 
 
+@needs_guest
 def test_prague_alone_negotiates_accecn_on_both(prague_alone):
     """The engine's negotiated mode, and the kernel's as the run result reports it from
     tcp_info: the sender's and the receiver's ``tcpi_ecn_mode`` and the sender's
