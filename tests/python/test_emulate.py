@@ -460,3 +460,20 @@ def test_a_measured_host_needs_a_program_that_measures_it(host, backend, flows, 
     with pytest.raises(ScenarioError, match="^" + re.escape(message)):
         _check_host(host, backend, scenario)
     _check_host("ideal", backend, scenario)  # the default needs nothing
+
+
+def test_arrival_lateness_reaches_the_summary_and_the_emulator_line():
+    """The emulator's arrival lateness (`emu_meta.json` `arrival_late_ns`, ns) is reported in
+    µs; with no stamped packet (read-time stamps) it is absent, not 0."""
+    from l4slab.cli.runtable import emulator_line
+
+    meta = {"departure_error_ns": {"p50": 5_000, "p99": 50_000, "max": 900_000}, "kept_up": True,
+            "arrival_late_ns": {"stamped": 1000, "unstamped": 2, "p50": 15_000, "p99": 88_000, "max": 1_900_000}}  # fmt: skip
+    summary = emulator_summary(meta)
+    assert (summary["arrival_late_p50_us"], summary["arrival_late_p99_us"]) == (15.0, 88.0)
+    assert summary["arrival_late_max_us"] == 1900.0 and summary["arrivals_unstamped"] == 2
+    assert "arrivals read P50/P99/max 15" in emulator_line(summary)
+    meta["arrival_late_ns"] = {"stamped": 0, "unstamped": 0, "p50": 0, "p99": 0, "max": 0}
+    summary = emulator_summary(meta)
+    assert summary["arrival_late_p50_us"] is None and summary["arrivals_unstamped"] is None
+    assert "arrivals read" not in emulator_line(summary)
