@@ -92,27 +92,24 @@ class EmuRunResult(BackendRunResult):
                 target.write_bytes(data)
 
 
+def _us(block: Mapping[str, Any] | None, key: str) -> float | None:
+    """``block[key]`` (ns, as ``emu_meta.json`` writes times) in µs; None if absent."""
+    value = (block or {}).get(key)
+    return None if not isinstance(value, (int, float)) or isinstance(value, bool) else float(value) / 1e3
+
+
 def emulator_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
     """The summary's ``emulator`` block: departure error in µs, CPU headroom, kept_up."""
-    error = meta.get("departure_error_ns") or {}
-
-    def us(key: str) -> float | None:
-        value = error.get(key)
-        return None if value is None else float(value) / 1e3
-
+    error = meta.get("departure_error_ns")
     busy = meta.get("cpu_busy_fraction")
     arrival = meta.get("arrival_late_ns") or {}
     if not arrival.get("stamped"):
         arrival = {}  # no packet had a stamp (`L4SLAB_EMU_READ_STAMPS`): nothing measured
 
-    def arrival_us(key: str) -> float | None:
-        value = arrival.get(key)
-        return None if not isinstance(value, (int, float)) else float(value) / 1e3
-
     return {
-        "departure_error_p50_us": us("p50"),
-        "departure_error_p99_us": us("p99"),
-        "departure_error_max_us": us("max"),
+        "departure_error_p50_us": _us(error, "p50"),
+        "departure_error_p99_us": _us(error, "p99"),
+        "departure_error_max_us": _us(error, "max"),
         "cpu_busy_fraction": busy,
         "cpu_headroom": None if busy is None else 1.0 - float(busy),
         "packets_forwarded": meta.get("packets_forwarded"),
@@ -120,9 +117,9 @@ def emulator_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
         # How late the loop read packets after their TUN's tap stamped them (µs), and how
         # many packets had no stamp: arrivals enter the links at the kernel's stamp, so
         # this is no error of the emulated path (docs/emulator.md, arrival stamps).
-        "arrival_late_p50_us": arrival_us("p50"),
-        "arrival_late_p99_us": arrival_us("p99"),
-        "arrival_late_max_us": arrival_us("max"),
+        "arrival_late_p50_us": _us(arrival, "p50"),
+        "arrival_late_p99_us": _us(arrival, "p99"),
+        "arrival_late_max_us": _us(arrival, "max"),
         "arrivals_unstamped": arrival.get("unstamped"),
         # Set only when a run that did not keep up was kept on the caller's opt-in
         # (`accept_late`): the one-line reason, so nobody reads its timing unwarned.
@@ -141,14 +138,7 @@ def emulator_summary(meta: Mapping[str, Any]) -> dict[str, Any]:
         "kernel": meta.get("kernel"),
         # The senders' response time, ACK written -> next data segment read (µs): the
         # sending host's own latency plus the loop's read latency (docs/emulator.md).
-        **{
-            f"sender_response_{q}_us": (
-                None
-                if not isinstance((meta.get("sender_response_ns") or {}).get(q), (int, float))
-                else float(meta["sender_response_ns"][q]) / 1e3
-            )
-            for q in ("p50", "p90", "p99")
-        },
+        **{f"sender_response_{q}_us": _us(meta.get("sender_response_ns"), q) for q in ("p50", "p90", "p99")},
         # Per flow, ms the sender was limited by the receiver's window / its send buffer
         # (ss: tcpi_rwnd_limited, tcpi_sndbuf_limited); the engine has neither by default.
         "rwnd_limited_ms": (meta.get("limited_ms") or {}).get("rwnd"),
