@@ -73,8 +73,11 @@ def test_pam_panels_repeat_the_pam2025_study_testbed_settings():
         assert panel["set"]["delay_node_timer_latency"] == pam["base"]["delay_node_timer_latency"], name
         for mine, theirs in zip(panel["set"]["flows"], pam_flows):
             assert {k: mine.get(k) for k in keys} == {k: theirs.get(k) for k in keys}, name
-        assert panel["set"]["flows"][0]["cc_params"] == {"growth_gate": "app_limited"}
-        assert panel["set"]["flows"][1]["cc_params"] == {"hystart_round_reset": "cong_avoid"}
+        prague_cubic = pam["panels"]["prague-cubic"]["set"]
+        assert panel["set"]["flows"][0]["cc_params"] == prague_cubic["flows.0.cc_params"], name
+        assert panel["set"]["flows"][1]["cc_params"] == prague_cubic["flows.1.cc_params"], name
+    # The PAM studies run the testbed's own Prague build (L4STeam/tcp-prague 90aea47f).
+    assert pam["panels"]["prague-cubic"]["set"]["flows.0.cc_params"] == {"version": "pam2025"}
 
 
 def test_mark_probabilities_count_packets_and_a_tampered_value_flips_the_verdict(tmp_path):

@@ -79,9 +79,10 @@ def test_prague_cubic_panels_resolve_as_the_testbed_ran_them():
         assert classic.get("ecn", 0) == (0 if panel == "prague-cubic" else 1)
         if panel != "prague-cubic":
             assert classic["receiver_ecn"] == 1  # tcp_ecn = 1 at both ends
-        # The testbed's 2024 L4STeam Prague grows outside app-limited periods (growth_gate).
-        vintage = {"growth_gate": "app_limited"}
-        fallback = {"ecn_fallback": 1, "fallback_constants": "pam2025", **vintage}
+        # The testbed's 2024 L4STeam 5.15 Prague build (tcp-prague 90aea47f): version pam2025,
+        # whose defaults are its app-limited growth gate and 20-bit detector constants.
+        vintage = {"version": "pam2025"}
+        fallback = {**vintage, "ecn_fallback": 1}
         assert l4s.get("cc_params") == (fallback if panel.startswith("praguefb") else vintage)
         if queue == "dualpi2":
             # The L4STeam sch_dualpi2.c, its default limit in every buffer column, T = 5 ms.
