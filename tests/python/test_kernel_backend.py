@@ -80,7 +80,11 @@ def _refusal(**changes) -> str:
         ({"flows__0__direction": "reverse", "reverse_bottleneck": {"rate": "10Mbit"}}, "flows[0].direction", "reverse"),
         ({"bottleneck__qdisc": "dualpi2 variant l4steam"}, "bottleneck.qdisc.variant", "l4steam"),
         ({"bottleneck__qdisc": "fq nofastpath"}, "bottleneck.qdisc.fastpath", "nofastpath"),
-        ({"bottleneck__qdisc": "codel uptime 1000s"}, "bottleneck.qdisc.uptime", "1000s"),
+        (
+            {"bottleneck__qdisc": "codel uptime 1000s", "reverse_bottleneck": {"rate": "10Mbit", "qdisc": "codel uptime 2000s"}},
+            "reverse_bottleneck.qdisc.uptime",
+            "2000s",
+        ),
         ({"bottleneck__access_rate": "1Gbit"}, "bottleneck.access_rate", "1Gbit"),
         ({"bottleneck__timer_latency": "10us"}, "bottleneck.timer_latency", "10us"),
         ({"delay_node_timer_latency": "10us"}, "delay_node_timer_latency", "10us"),
@@ -92,6 +96,32 @@ def test_a_field_the_kernel_cannot_honour_is_refused_in_one_line(changes, field,
     message = _refusal(**changes)
     assert message.startswith(f"{field}: {value} ")
     assert "kernel backend" in message
+
+
+def test_the_router_clock_runs_to_the_scenarios_uptime_before_t0():
+    """``codel``/``fq_codel`` ``uptime`` is the router's CoDel clock at t0
+    (``include/net/codel.h:codel_get_time``, ``ktime_get_ns() >> 10`` as u32): the guest
+    sleeps before t0 until its CLOCK_MONOTONIC is the value modulo the 2^42-ns wrap, so the
+    word never reaches tc; its virtual-time bound grows by the longest wait, its wall bound
+    does not (the sleep is free under time travel). Unset: no wait, the guest's own clock."""
+    from l4slab.kernel.testbed import CODEL_CLOCK_WRAP_NS
+
+    scenario = _scenario(bottleneck__qdisc="fq_codel ecn uptime 1000s")
+    tb = plan(scenario, scenario.resolve(), offsets_ns=[0])
+    lines = tb.script.splitlines()
+    assert "uptime" not in " ".join(tb.qdisc) and tb.qdisc[0] == "fq_codel"
+    assert tb.router_uptime_ns == 1_000_000_000_000
+    wait = next(i for i, line in enumerate(lines) if line.startswith("W=$(("))
+    t0 = lines.index("T0=$(l4slab-flow now) || fail 'l4slab-flow now'")
+    assert lines[wait - 1].startswith("NOW=$(l4slab-flow now)") and lines[wait + 1].startswith("sleep $((W / 1000000000))")
+    assert wait < t0 and f"(1000000000000 - NOW) % {CODEL_CLOCK_WRAP_NS}" in lines[wait]
+    assert tb.clock_wait_s > CODEL_CLOCK_WRAP_NS / 1e9 and tb.limit_s == pytest.approx(2 + 60 + tb.clock_wait_s)
+    # an uptime beyond one wrap is the same clock (the time words parse through a float)
+    later = _scenario(bottleneck__qdisc=f"fq_codel ecn uptime {1_000_000_000_000 + CODEL_CLOCK_WRAP_NS}ns")
+    assert abs(plan(later, later.resolve(), offsets_ns=[0]).router_uptime_ns - 1_000_000_000_000) < 1000
+    plain = _scenario(bottleneck__qdisc="fq_codel ecn")
+    tb = plan(plain, plain.resolve(), offsets_ns=[0])
+    assert tb.router_uptime_ns is None and tb.clock_wait_s == 0 and "W=$((" not in tb.script
 
 
 def test_the_refusal_is_a_scenario_error_before_any_guest():

@@ -109,6 +109,24 @@ def test_pam_preset_exact_tc_strings(tmp_path):
         "pie limit 667 target 1ms noecn",
     ]
 
+    # `uptime`: the router's CoDel clock (include/net/codel.h:codel_get_time), appended to the
+    # queues that read it only, so every trial runs one router instead of one drawn per seed
+    clocked = text.replace(
+        '"@pam2025.queues"', '{preset = "pam2025.queues", only = ["codel", "fq_codel_l4s", "fq", "pie"], uptime = "1000s"}'
+    )
+    path.write_text("[study]\n" + clocked.replace('["0.5bdp", "2bdp", "8bdp"]', '["2bdp"]'))
+    spec = load_study(path)
+    assert [p.scenario["bottleneck"]["qdisc"] for p in spec.points] == [
+        "codel limit 167 target 5ms interval 100ms noecn uptime 1000s",
+        "fq_codel limit 167 target 5ms interval 100ms ecn ce_threshold 1ms ce_threshold_selector 0x01/0x01 uptime 1000s",
+        "fq limit 167 flow_limit 167 ce_threshold 5ms",
+        "pie limit 167 target 5ms noecn",
+    ]
+    assert spec.points[0].config["bottleneck"]["qdisc"]["uptime_ns"] == 1_000_000_000_000
+    path.write_text("[study]\n" + text.replace('"@pam2025.queues"', '{preset = "pam2025.queues", uptime = "soon"}'))
+    with pytest.raises(ScenarioError, match=r"bottleneck\.qdisc.*\.uptime: "):
+        load_study(path)
+
 
 def test_trial_seeds_are_stable(tmp_path):
     from l4slab.study.spec import trial_seed

@@ -613,6 +613,9 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
         "probe_records_dropped": probe.dropped,
         "probe_error_samples": probe.error_records[:5],
         "virtual_duration_s": None if probe.end_ns is None else (probe.end_ns - probe.start_ns) / 1e9,
+        # the guest's CLOCK_MONOTONIC at t0: the router's uptime, which CoDel's clock reads
+        # (include/net/codel.h:codel_get_time; the scenario's `uptime`, if it sets one)
+        "t0_uptime_ns": probe.start_ns,
         "flows": kernel_flows,
         # When each flow's data began, for `compare`'s alignment (l4slab.emulate.compare):
         # the SYN leaves at the launch, the data one base RTT later.

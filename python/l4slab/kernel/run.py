@@ -208,6 +208,11 @@ def run_kernel(
     try:
         release = getattr(kernel, "release", "?")
         say(f"guest: linux {release}, {len(testbed.flows)} flows, {config['duration_ns'] / 1e9:g} s")
+        if wall_limit_s is None:
+            # the sleep to the router's uptime costs no wall time: bound the run's own part
+            from .guest import default_wall_limit
+
+            wall_limit_s = default_wall_limit(testbed.limit_s - testbed.clock_wait_s)
         guest = boot(kernel, work, testbed.script, limit_s=testbed.limit_s, wall_limit_s=wall_limit_s)
         if guest.rc != 0:
             raise EngineError(_guest_error(work, guest.rc, guest.log, testbed.limit_s))

@@ -135,8 +135,14 @@ flows.ecn_low = true           refused (mainline has no ``features ecn_low``)
 
 Qdiscs: ``bfifo``, ``pfifo``, ``pie``, ``codel``, ``fq_codel``, ``fq`` and ``dualpi2`` with
 every parameter as the engine resolved it. Engine-only words are refused when set:
-``dualpi2 variant l4steam`` (the guest runs mainline's dualpi2), ``codel``/``fq_codel``
-``uptime`` (the guest's clock starts at boot). ``fq``: Linux 7.2's fq always has the
+``dualpi2 variant l4steam`` (the guest runs mainline's dualpi2). ``codel``/``fq_codel``
+``uptime`` is not a tc word but the router's clock (``include/net/codel.h:codel_get_time``,
+``ktime_get_ns() >> 10`` as u32, which wraps every 2^42 ns): unset, the guest's own clock
+runs (it starts at boot, so t0 is about 0.1 s of uptime); set, the script sleeps before t0
+until the guest's CLOCK_MONOTONIC is the value modulo the wrap (to within a millisecond;
+time travel makes the wait, at most 4 398 s of virtual time, cost no wall time), so the
+router's CoDel clock at t0 is the engine's. The bottleneck and the reverse bottleneck share
+the guest's one clock: two different values are refused. ``fq``: Linux 7.2's fq always has the
 >= 6.7 fast path, so an explicit ``nofastpath`` is refused and ``fastpath`` is honoured;
 left unset, the kernel's own fq (with the fast path) runs.
 
@@ -405,13 +411,7 @@ def qdisc_words(qdisc: Mapping[str, Any], where: str, given: Mapping[str, Any] |
                 raise _refuse(f"{where}.variant", value, "the guest runs mainline's dualpi2 (variant mainline)")
             continue
         if kind in ("codel", "fq_codel") and param.name == "uptime":
-            if value is not None:
-                raise _refuse(
-                    f"{where}.uptime",
-                    units.format_time(int(value)),
-                    "the guest's clock starts at its boot; leave it unset",
-                )
-            continue
+            continue  # not a tc word: the guest's clock runs to it before t0 (router_uptime_ns)
         if kind == "fq" and param.name == "fastpath":
             if "fastpath" in given and given["fastpath"] is False:
                 raise _refuse(
@@ -623,11 +623,39 @@ class Testbed:
     #: (namespace, device) of the bottleneck and, if any, the reverse bottleneck
     bottleneck: tuple[str, str]
     reverse_bottleneck: tuple[str, str] | None
-    #: virtual-time bound of the guest script, s
+    #: virtual-time bound of the guest script, s (the clock wait included)
     limit_s: float
     qdisc: list[str] = field(default_factory=list)
     reverse_qdisc: list[str] | None = None
     sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: the router's CoDel clock at t0 the scenario asks for (``uptime``), ns; None: the guest's own
+    router_uptime_ns: int | None = None
+    #: the longest the script may sleep for it, s (virtual time, free in wall time)
+    clock_wait_s: float = 0.0
+
+
+#: ``codel_get_time()`` is ``ktime_get_ns() >> CODEL_SHIFT`` (10) as a u32
+#: (include/net/codel.h): the router's CoDel clock repeats every 2^42 ns (about 4 398 s).
+CODEL_CLOCK_WRAP_NS = 1 << 42
+
+
+def router_uptime_ns(config: Mapping[str, Any]) -> int | None:
+    """The ``uptime`` the scenario's ``codel``/``fq_codel`` qdiscs set (the router's clock at
+    t0, ns, modulo the CoDel clock's wrap), or None when none sets it; refuses two different
+    values, since the guest has one clock."""
+    found: dict[str, int] = {}
+    for which in ("bottleneck", "reverse_bottleneck"):
+        link = config.get(which)
+        qdisc = (link or {}).get("qdisc") or {}
+        if qdisc.get("kind") in ("codel", "fq_codel") and qdisc.get("uptime_ns") is not None:
+            found[which] = int(qdisc["uptime_ns"]) % CODEL_CLOCK_WRAP_NS
+    if len(set(found.values())) > 1:
+        raise _refuse(
+            "reverse_bottleneck.qdisc.uptime",
+            units.format_time(int(config["reverse_bottleneck"]["qdisc"]["uptime_ns"])),
+            "the guest has one clock: the bottleneck's uptime, or leave it unset",
+        )
+    return next(iter(found.values()), None)
 
 
 def _ns_time(ns: int) -> str:
@@ -708,6 +736,7 @@ def plan(scenario: Any, config: Mapping[str, Any], offsets_ns: Sequence[int] | N
     chunks = [tcp_ns[k : k + PROBE_NS] for k in range(0, len(tcp_ns), PROBE_NS)] or [[]]
     probe_files = [f"probe-{k}.jsonl" for k in range(len(chunks))]
     limit_s = duration / 1e9 + 60.0
+    uptime = router_uptime_ns(config)
 
     script = _script(
         config={**config, "name": getattr(scenario, "name", "")},
@@ -719,7 +748,9 @@ def plan(scenario: Any, config: Mapping[str, Any], offsets_ns: Sequence[int] | N
         chunks=chunks,
         probe_files=probe_files,
         limit_s=limit_s,
+        uptime_ns=uptime,
     )
+    clock_wait_s = 0.0 if uptime is None else CODEL_CLOCK_WRAP_NS / 1e9 + 1.0
     return Testbed(
         script=script,
         flows=flows,
@@ -728,10 +759,12 @@ def plan(scenario: Any, config: Mapping[str, Any], offsets_ns: Sequence[int] | N
         probe_files=probe_files,
         bottleneck=("rtr", "bn"),
         reverse_bottleneck=None if reverse is None else ("dly", "rv"),
-        limit_s=limit_s,
+        limit_s=limit_s + clock_wait_s,
         qdisc=qdisc,
         reverse_qdisc=reverse_qdisc,
         sysctls=sysctls,
+        router_uptime_ns=uptime,
+        clock_wait_s=clock_wait_s,
     )
 
 
@@ -745,7 +778,9 @@ def _htb(dev: str, link: Mapping[str, Any], child: list[str]) -> list[str]:
     ]
 
 
-def _script(*, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, probe_files, limit_s) -> str:
+def _script(
+    *, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, probe_files, limit_s, uptime_ns=None
+) -> str:
     q = shlex.quote
     duration = int(config["duration_ns"])
     bin_ns = int(config["bin_ns"])
@@ -893,6 +928,16 @@ def _script(*, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, 
             f"ip netns exec {f.receiver_ns} ss -Hltn 'sport = :{f.port}' | grep -q '{f.receiver_addr}:{f.port}' || "
             f"fail \"the receiver of flow {f.id} is not listening: $(cat $O/receiver-{f.id}.err)\""
         )
+    if uptime_ns is not None:
+        # the router's CoDel clock (ktime_get_ns() >> 10, a u32) at t0 as the scenario's
+        # `uptime`: sleep until CLOCK_MONOTONIC is that value modulo the clock's wrap (time
+        # travel: a sleep costs no wall time); dash's arithmetic is 64-bit
+        lines += [
+            "NOW=$(l4slab-flow now) || fail 'l4slab-flow now'",
+            f"W=$(( ({int(uptime_ns)} - NOW) % {CODEL_CLOCK_WRAP_NS} )); [ $W -ge 0 ] || W=$((W + {CODEL_CLOCK_WRAP_NS}))",
+            'sleep $((W / 1000000000)).$(printf %09d $((W % 1000000000))) || fail "sleep to the router clock"',
+            f"step 'router clock at uptime {int(uptime_ns)} ns'",
+        ]
     # t0: the probes' first tick; every sender sleeps until its own absolute launch time
     # (CLOCK_MONOTONIC, the probe's clock): T0 + start + the engine's jitter draw
     lines.append("T0=$(l4slab-flow now) || fail 'l4slab-flow now'")

@@ -93,15 +93,27 @@ class Preset:
     name: str
     labels: tuple[str, ...]
     target: str = "5ms"
+    #: the router's uptime for the CoDel-clocked queues (``codel``, ``fq_codel``), or None
+    uptime: str | None = None
 
     def qdisc(self, label: str, buffer_bytes: int) -> str:
-        """The tc string of ``label`` for a buffer of ``buffer_bytes`` (PAM: int(n·BDP))."""
+        """The tc string of ``label`` for a buffer of ``buffer_bytes`` (PAM: int(n·BDP)),
+        with ``uptime`` appended when the preset sets it and the queue reads CoDel's clock."""
         packets = buffer_bytes // 1500 + 1
-        return registry.presets()[self.name][label].format(B=buffer_bytes, P=packets, T=self.target)
+        text = registry.presets()[self.name][label].format(B=buffer_bytes, P=packets, T=self.target)
+        if self.uptime is not None and text.split()[0] in CODEL_CLOCKED:
+            text += f" uptime {self.uptime}"
+        return text
+
+
+#: Queues whose state reads the router's clock (include/net/codel.h:codel_get_time): the
+#: engine's ``uptime`` word sets it, the kernel backend lets the guest's clock run to it.
+CODEL_CLOCKED = ("codel", "fq_codel")
 
 
 def _parse_preset(where: str, value: Any) -> Preset | None:
-    """``"@pam2025.queues"`` or ``{preset = "pam2025.queues", target = "1ms", only = [...]}``."""
+    """``"@pam2025.queues"`` or ``{preset = "pam2025.queues", target = "1ms", only = [...],
+    uptime = "1000s"}``."""
     if isinstance(value, str) and value.startswith("@"):
         spec: dict[str, Any] = {"preset": value[1:]}
     elif isinstance(value, Mapping) and "preset" in value:
@@ -115,8 +127,9 @@ def _parse_preset(where: str, value: Any) -> Preset | None:
     table = known[name]
     only = spec.pop("only", list(table))
     target = spec.pop("target", "5ms")
+    uptime = spec.pop("uptime", None)
     if spec:
-        raise ScenarioError(f"{where}: unknown preset option {sorted(spec)[0]!r}; allowed: preset, only, target")
+        raise ScenarioError(f"{where}: unknown preset option {sorted(spec)[0]!r}; allowed: preset, only, target, uptime")
     if isinstance(only, str) or not isinstance(only, list) or not only:
         raise ScenarioError(f"{where}.only: {only!r} is not a non-empty list of labels; known: {', '.join(table)}")
     for label in only:
@@ -126,7 +139,13 @@ def _parse_preset(where: str, value: Any) -> Preset | None:
         target_ns = units.time_ns(target)
     except units.UnitError as err:
         raise ScenarioError(f"{where}.target: {err}") from None
-    return Preset(name, tuple(only), units.format_time(target_ns))
+    uptime_text = None
+    if uptime is not None:
+        try:
+            uptime_text = units.format_time(units.time_ns(uptime))
+        except units.UnitError as err:
+            raise ScenarioError(f"{where}.uptime: {err}") from None
+    return Preset(name, tuple(only), units.format_time(target_ns), uptime_text)
 
 
 # --- model -------------------------------------------------------------------------------------
