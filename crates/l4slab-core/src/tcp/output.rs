@@ -248,6 +248,7 @@ impl TcpSender {
     /// stamped with the flight up to itself as it was queued; nothing in between
     /// changes the flight but the skb's own segments. Only for a CC that reads it
     /// (`reads_tx_in_flight`: BBRv2/v3); for the others the restamp is work nothing reads.
+    #[inline]
     fn new_skb_sent(&mut self, bytes: u64, segs: u32, now: Time) {
         if segs > 1 && self.cc_tx_in_flight {
             self.rtx.set_in_flight_of_last(segs as usize, self.tp.in_flight());
@@ -274,6 +275,7 @@ impl TcpSender {
     }
 
     /// Put one data segment on the wire, applying EDT pacing bookkeeping.
+    #[inline]
     pub(super) fn emit_data(&mut self, seq: u64, len: u32, retrans: bool, now: Time, out: &mut Vec<Packet>) {
         let mut p = Packet::new(self.flow, PacketKind::Data);
         p.payload = len;

@@ -701,6 +701,7 @@ impl TcpReceiver {
     /// `CA_EVENT_ECN_IS_CE` / `CA_EVENT_ECN_NO_CE` (DCTCP and BBRv2 echo it
     /// DCTCP-style); in RFC 3168 mode the echo (RFC 3168 §6.1.3: ECE until CWR) then
     /// runs with what the CC left.
+    #[inline]
     fn ecn_check_ce(&mut self, ip_ecn: Ecn, now: Time, out: &mut Outbox) {
         if self.ecn_mode == EcnMode::AccEcn {
             // `tcp_data_ecn_check` returns only when ECN is off: with AccECN a CC that

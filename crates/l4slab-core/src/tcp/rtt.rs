@@ -43,6 +43,7 @@ impl RttEstimator {
     }
 
     /// `tcp_rtt_estimator` followed by `tcp_set_rto` for a sample `m_us`.
+    #[inline]
     pub fn sample(&mut self, m_us: u64, snd_una: u64, snd_nxt: u64) {
         let mut m = m_us as i64;
         let mut srtt = self.srtt_us8 as i64;
