@@ -66,7 +66,8 @@ def test_pam_panels_repeat_the_pam2025_study_testbed_settings():
     pam, _ = read_toml_file(registry.study_file("pam2025"), "study")
     suite, _ = read_toml_file(registry.study_file("fidelity"), "study")
     pam_flows = pam["base"]["flows"]
-    keys = ("cc", "rtt", "tso", "tso_defer", "receiver_kernel", "receiver_rcvbuf")
+    keys = ("cc", "rtt", "tso", "tso_defer", "tso_defer_ack", "receiver_kernel", "receiver_rcvbuf",
+            "receiver_sack_compression")
     for name, panel in suite["panels"].items():
         if not name.startswith("pam-"):
             continue

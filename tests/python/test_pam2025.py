@@ -356,9 +356,10 @@ def test_prague_cubic_study_runs_the_pam_testbed_settings():
     small = tomllib.loads(registry.study_file("pam2025-prague-cubic").read_text(encoding="utf-8"))
     assert small["base"]["delay_node_timer_latency"] == full["base"]["delay_node_timer_latency"]
     l4s, prague = full["base"]["flows"][0], small["base"]["flows"][0]
-    for key in ("cc", "rtt", "tso", "tso_defer", "receiver_kernel", "receiver_rcvbuf"):
+    for key in ("cc", "rtt", "tso", "tso_defer", "tso_defer_ack", "receiver_kernel", "receiver_rcvbuf",
+                "receiver_sack_compression"):
         assert prague[key] == l4s[key], key
-    for key in ("tso", "tso_defer", "receiver_rcvbuf"):
+    for key in ("tso", "tso_defer", "tso_defer_ack", "receiver_rcvbuf", "receiver_sack_compression"):
         assert small["base"]["flows"][1][key] == full["base"]["flows"][1][key], key
     assert prague["cc_params"] == PANELS["prague-cubic"]["set"]["flows.0.cc_params"]
     assert small["base"]["flows"][1]["cc_params"] == PANELS["prague-cubic"]["set"]["flows.1.cc_params"]
