@@ -98,6 +98,17 @@ struct FlowSlot {
     in_network: u32,
 }
 
+impl FlowSlot {
+    /// Count the `n_out` packets side `side` just emitted into the flow's packets in
+    /// the network, and return what routing them needs of the slot:
+    /// (`arms_timer_first`, `injects_drops`) of that side.
+    #[inline(always)]
+    fn take_out(&mut self, side: usize, n_out: u32) -> (bool, bool) {
+        self.in_network += n_out;
+        (self.arms_timer_first[side], self.injects_drops[side])
+    }
+}
+
 /// Bytes of one flow's slot in the flow table (its endpoints are boxed apart).
 pub(crate) const FLOW_SLOT_BYTES: usize = std::mem::size_of::<Option<FlowSlot>>();
 
@@ -416,7 +427,8 @@ impl Simulation {
                 if f.timer_at[side] == Some(now) {
                     f.timer_at[side] = None;
                     f.ends[side].on_timer(now, &mut self.out);
-                    self.after_endpoint(now, e);
+                    let flags = f.take_out(side, self.out.pkts.len() as u32);
+                    self.route_and_rearm(now, e, flags);
                 }
             }
             Target::ShaperWake(l) => {
@@ -475,12 +487,22 @@ impl Simulation {
     #[inline]
     fn after_endpoint(&mut self, now: Time, e: EndpointId) {
         let side = (e.0 % 2) as usize;
-        if self.flows.slot(e.flow()).arms_timer_first[side] {
+        let n_out = self.out.pkts.len() as u32;
+        let flags = self.flows.slot_mut(e.flow()).take_out(side, n_out);
+        self.route_and_rearm(now, e, flags);
+    }
+
+    /// [`after_endpoint`](Self::after_endpoint) once the slot has been read
+    /// ([`FlowSlot::take_out`]): a caller that holds the slot already (a delivery,
+    /// a timer) reads it there instead of looking it up again for each question.
+    #[inline]
+    fn route_and_rearm(&mut self, now: Time, e: EndpointId, (arms_timer_first, injects_drops): (bool, bool)) {
+        if arms_timer_first {
             self.arm_timer(e);
-            self.emit(now, e);
+            self.emit(now, e, injects_drops);
         } else {
             if !self.out.is_empty() {
-                self.emit(now, e);
+                self.emit(now, e, injects_drops);
             }
             self.arm_timer(e);
         }
@@ -498,15 +520,14 @@ impl Simulation {
         }
     }
 
-    /// Count the packets in `self.out` and send each to its first hop.
-    fn emit(&mut self, now: Time, e: EndpointId) {
+    /// Count the packets in `self.out` and send each to its first hop (the caller
+    /// has counted them into their flow's `in_network`).
+    fn emit(&mut self, now: Time, e: EndpointId, injects_drops: bool) {
         if self.out.is_empty() {
             return;
         }
         let side = (e.0 % 2) as usize;
-        let injects_drops = self.flows.slot(e.flow()).injects_drops[side];
         let mut out = std::mem::take(&mut self.out.pkts);
-        self.flows.slot_mut(e.flow()).in_network += out.len() as u32;
         for pkt in out.iter_mut() {
             self.counts.sent += 1;
             self.observers.on_emit(now, e, pkt, &self.out.sacks);
@@ -652,9 +673,10 @@ impl Simulation {
         };
         f.in_network = f.in_network.saturating_sub(1);
         f.ends[side].on_packet(pkt, now, &mut self.out);
+        let flags = f.take_out(side, self.out.pkts.len() as u32);
         // The endpoint has read the ACK's SACK option (tcp_ack): its entry is free.
         self.out.sacks.free(pkt.tcp.sack);
-        self.after_endpoint(now, e);
+        self.route_and_rearm(now, e, flags);
     }
 
     /// Packets still inside the network (queues and wires).
