@@ -29,6 +29,10 @@ pub const MODELS: &[(u32, &str)] = &[
     // 21: one tx.in_flight per skb (tcp_rate.c:tcp_set_tx_in_flight): every segment of a
     // GSO skb carries the flight with the whole skb counted, as BBRv2/v3 read it.
     (21, "70472a1f3fa10a497cc7c18ac3a6d40cb57846884dc8c07807f0a740c69c8680"),
+    // 22: TSO deferral sends the rest of a write-queue skb that fits the room
+    // (tcp_output.c:tcp_tso_should_defer, the application's skbs of tcp_xmit_size_goal):
+    // no corpus scenario defers, so the corpus is the same; deferring flows' results move.
+    (22, "70472a1f3fa10a497cc7c18ac3a6d40cb57846884dc8c07807f0a740c69c8680"),
 ];
 
 /// The current model version (the last of [`MODELS`]).

@@ -25,6 +25,7 @@ impl TcpSender {
         if !self.rwnd_fixed {
             // `snd_wnd` from the SYN/ACK's unscaled window (tcp_rcv_synsent_state_process).
             self.rwnd_bytes = pkt.tcp.window as u64;
+            self.max_window = self.max_window.max(self.rwnd_bytes);
         }
         self.tp.ecn_mode = ecn::client_on_synack(pkt.tcp.ace, self.syn_ace, self.cc.flags());
         self.ecn_rfc3168 = self.tp.ecn_mode == EcnMode::Rfc3168;
@@ -108,6 +109,7 @@ impl TcpSender {
             let nwin = (pkt.tcp.window as u64) << self.snd_wscale;
             if ack > prior_snd_una || nwin > self.rwnd_bytes {
                 self.rwnd_bytes = nwin;
+                self.max_window = self.max_window.max(nwin);
             }
         }
         // Cumulative clean-up (tcp_clean_rtx_queue) with RTT samples.

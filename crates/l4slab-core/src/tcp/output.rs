@@ -68,7 +68,8 @@ impl TcpSender {
                 }
                 let max_segs = *max_segs.get_or_insert_with(|| self.tso_segs());
                 if self.tso_defer && !probe && max_segs > 1 {
-                    if let Some(cwnd_full) = self.tso_should_defer(now, max_segs) {
+                    let head_len = self.write_queue_head_len(quota.min(max_segs));
+                    if let Some(cwnd_full) = self.tso_should_defer(now, max_segs, head_len) {
                         cwnd_limited |= cwnd_full;
                         break;
                     }
@@ -193,16 +194,45 @@ impl TcpSender {
         (self.tp.cwnd - in_flight).min((self.tp.cwnd >> 1).max(1))
     }
 
+    /// Bytes of the write-queue skb at the send head once `tcp_write_xmit` has grown
+    /// it to the `quota` segments it may send (`tcp_grow_skb`, which moves bytes from
+    /// the next skb when the head is shorter than that).
+    ///
+    /// The application's writes fill skbs of `size_goal` bytes
+    /// (`tcp.c:tcp_sendmsg_locked` appends to the tail skb until it holds
+    /// `tcp_xmit_size_goal`: min(`gso_max_size` 64 KiB, half the largest window the
+    /// peer offered, `tcp_bound_to_half_wnd`) in whole segments, 45 of 1436 B at
+    /// 100 Mbit/s in the kernel backend's guest); `tcp_write_xmit` splits
+    /// `tso_segs`-segment skbs off the head one (`tso_fragment`), so every `size_goal`
+    /// bytes the head holds a remainder shorter than a full burst. The boundaries are
+    /// placed as the sender passes them, with the size goal of that moment (a bulk
+    /// writer's skbs are full: it refills the queue long before the head reaches them).
+    fn write_queue_head_len(&mut self, quota: u32) -> u64 {
+        let seg = self.segment_payload().max(1) as u64;
+        let cutoff = if self.max_window > super::TCP_MSS_DEFAULT as u64 { self.max_window / 2 } else { self.max_window };
+        let bound = if cutoff > 0 { (super::GSO_MAX_SIZE as u64).min(cutoff) } else { super::GSO_MAX_SIZE as u64 };
+        let size_goal = (bound / seg).max(1) * seg;
+        let nxt = self.tp.snd_nxt;
+        if self.wq_skb_end <= nxt {
+            self.wq_skb_end += ((nxt - self.wq_skb_end) / size_goal + 1) * size_goal;
+        }
+        (self.wq_skb_end - nxt).max(quota as u64 * seg)
+    }
+
     /// `tcp_tso_should_defer` (net/ipv4/tcp_output.c), for an skb of `max_segs`
     /// segments at the send head: `Some(cwnd_limited)` to hold it until a later ACK
     /// opens room for a fuller one, `None` to send now. It holds only outside
     /// Recovery/Loss, when the last skb went within 1 ms (`tcp_wstamp_ns`, the last
     /// send for an unpaced socket), a full skb does not fit in min(cwnd room, send
-    /// window), less than 1/`tcp_tso_win_divisor` (3) of min(snd_wnd, cwnd) is
+    /// window), the write-queue skb at the head (`head_len` bytes,
+    /// [`write_queue_head_len`](Self::write_queue_head_len)) does not fit either ("Middle
+    /// in queue won't get any more data, full sendable already?"; a one-segment
+    /// remainder is not even asked: `tcp_write_xmit` defers only an skb of more than
+    /// one segment), less than 1/`tcp_tso_win_divisor` (3) of min(snd_wnd, cwnd) is
     /// available, and the head's ACK is expected within min(srtt/2, 1 ms) (before
     /// Linux's 2025 fix: the head left at least srtt/2 ago, `tso_defer_ack`). The
     /// last data of a sized transfer (the FIN skb) is never held.
-    fn tso_should_defer(&self, now: Time, max_segs: u32) -> Option<bool> {
+    fn tso_should_defer(&self, now: Time, max_segs: u32, head_len: u64) -> Option<bool> {
         if self.tp.ca_state as u8 >= CaState::Recovery as u8 {
             return None;
         }
@@ -216,7 +246,7 @@ impl TcpSender {
         let cong_win = self.tp.cwnd.saturating_sub(in_flight) as u64 * mss;
         let limit = send_win.min(cong_win);
         let skb_len = max_segs as u64 * mss;
-        if limit >= skb_len || self.app_bytes - self.tp.snd_nxt <= limit {
+        if limit >= skb_len || self.app_bytes - self.tp.snd_nxt <= limit || limit >= head_len {
             return None;
         }
         let chunk = self.rwnd_bytes.min(self.tp.cwnd as u64 * mss) / TCP_TSO_WIN_DIVISOR;
@@ -720,6 +750,43 @@ mod tests {
         s.tp.lsndtime = 8_700_000;
         s.write_xmit(9_200_000, &mut out, false);
         assert!(out.is_empty(), "the ACK is 0.8 ms away: hold");
+    }
+
+    /// The rest of a write-queue skb goes out when it fits the room. The application's
+    /// bytes sit in skbs of `size_goal` (`tcp_xmit_size_goal`: 64 KiB, 45 segments of
+    /// 1448 B, while the peer's window is unknown or at least 128 KiB); after 40 segments
+    /// the head skb has 5 left. With 5 segments of room (less than a full skb of 10,
+    /// than cwnd/3, and the head's ACK due) `tcp_tso_should_defer` sends them ("Middle
+    /// in queue won't get any more data, full sendable already?"); with 4 it holds. A
+    /// peer window of 40 segments halves the skbs (`tcp_bound_to_half_wnd`: 20
+    /// segments), so at 40 the head skb is a fresh one and 5 segments of room wait.
+    /// At 100 Mbit/s this is what spends a Prague sender's one-segment room in the
+    /// kernel: its 2-segment bursts leave a one-segment rest every 45 segments, sent
+    /// alone (docs/fidelity-prague.md, "TSO deferral and the write queue's skbs").
+    #[test]
+    fn tso_deferral_sends_the_rest_of_a_write_queue_skb_that_fits() {
+        let run = |cwnd: u32, max_window: u64| {
+            let cfg: TcpFlowConfig = serde_json::from_value(serde_json::json!(
+                {"cc": "unpaced-burst", "rtt_ns": 10_000_000u64, "tso": true, "tso_defer": true}
+            ))
+            .unwrap();
+            let mut s = TcpSender::new(0, &cfg, Box::new(UnpacedBurst(10)), Time::MAX);
+            s.phase = Phase::Established;
+            s.tp.srtt_us = 800;
+            s.stats.data_segments_sent = 10;
+            s.max_window = max_window;
+            s.tp.cwnd = 40;
+            let mut out = Vec::new();
+            s.write_xmit(0, &mut out, false);
+            assert_eq!(s.tp.snd_nxt, 40 * 1448);
+            s.tp.cwnd = cwnd;
+            out.clear();
+            s.write_xmit(500_000, &mut out, false);
+            out.len()
+        };
+        assert_eq!(run(45, 0), 5, "the head skb's last 5 segments fit: sent");
+        assert_eq!(run(44, 0), 0, "4 of room for 5 left: held");
+        assert_eq!(run(45, 40 * 1448), 0, "20-segment skbs: a fresh one at the head, held");
     }
 
     #[test]

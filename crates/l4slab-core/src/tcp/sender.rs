@@ -132,6 +132,12 @@ pub struct TcpSender {
     /// After this time no new data is written (iperf's `-t`).
     pub(super) stop_at: Time,
     pub(super) rwnd_bytes: u64,
+    /// `tp->max_window`: the largest window the peer offered (`tcp_ack_update_window`),
+    /// which bounds the write queue's skbs (`tcp_bound_to_half_wnd`).
+    pub(super) max_window: u64,
+    /// End sequence of the write-queue skb at the send head (`tcp/output.rs`:
+    /// `write_queue_skb_end`): the application's bytes sit in skbs of `size_goal`.
+    pub(super) wq_skb_end: u64,
     /// The scenario fixes the window (`rwnd_bytes`): the ACKs' window fields are not read.
     pub(super) rwnd_fixed: bool,
     /// The receiver's window scale from its SYN/ACK (`rx_opt.snd_wscale`): its kernel's
@@ -269,6 +275,8 @@ impl TcpSender {
             stop_at,
             rwnd_bytes: cfg.rwnd_bytes.unwrap_or(u64::MAX),
             rwnd_fixed: cfg.rwnd_bytes.is_some(),
+            max_window: cfg.rwnd_bytes.unwrap_or(0),
+            wq_skb_end: 0,
             snd_wscale: super::rcvbuf::rcv_wscale(super::rcvbuf::tcp_rmem_max(cfg.receiver_rcvbuf)),
             drop_segments: {
                 let mut v = cfg.drop_segments.clone();
