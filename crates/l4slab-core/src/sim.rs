@@ -574,7 +574,9 @@ impl Simulation {
         if link.queue().is_some() {
             self.observers.on_enqueue(now, l, pkt);
             link.enqueue(now, *pkt);
-            self.drain_reports(now, l);
+            if link.has_reports() {
+                self.drain_nonempty_reports(now, l);
+            }
             self.service(now, l);
             self.net.link_mut(l).arm_qdisc_timer(&mut self.events);
         } else {
@@ -617,8 +619,12 @@ impl Simulation {
     #[inline(never)]
     fn service_ready(&mut self, now: Time, l: LinkId) {
         loop {
-            let ready = self.net.link_mut(l).dequeue_ready(now, &mut self.events, &mut self.scratch);
-            self.drain_reports(now, l);
+            // The link is looked up once for the dequeue and its reports.
+            let link = self.net.link_mut(l);
+            let ready = link.dequeue_ready(now, &mut self.events, &mut self.scratch);
+            if link.has_reports() {
+                self.drain_nonempty_reports(now, l);
+            }
             if !ready {
                 return;
             }

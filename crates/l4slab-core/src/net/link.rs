@@ -391,6 +391,12 @@ impl Link {
         }
     }
 
+    /// Whether the queue has drops or marks for the caller to account.
+    #[inline]
+    pub fn has_reports(&self) -> bool {
+        self.queue.as_ref().is_some_and(|q| !q.dropped.is_empty() || !q.marked.is_empty())
+    }
+
     /// The watchdog fired at `now`: true if it was the pending one (not stale).
     #[inline]
     pub fn take_wake(&mut self, now: Time) -> bool {
