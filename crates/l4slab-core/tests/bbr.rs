@@ -307,7 +307,9 @@ fn prague_vintage_against_bbr1_follows_the_receivers_sack_compression_timer() {
     let slack: Vec<_> = (1..=3).map(|s| vintage_vs_bbr1_mainline_dualpi2(s, "slack")).collect();
     let (pk, rk, ak) = (mean(&kernel, |r| r.0), mean(&kernel, |r| r.1), mean(&kernel, |r| r.2));
     let (ps, rs, as_) = (mean(&slack, |r| r.0), mean(&slack, |r| r.1), mean(&slack, |r| r.2));
-    eprintln!("kernel timer: Prague {pk:.2} Mbit/s, BBRv1 rtx {rk:.0}, ACKs/pkt {ak:.3}; slack: {ps:.2}, {rs:.0}, {as_:.3}");
+    eprintln!(
+        "kernel timer: Prague {pk:.2} Mbit/s, BBRv1 rtx {rk:.0}, ACKs/pkt {ak:.3}; slack: {ps:.2}, {rs:.0}, {as_:.3}"
+    );
     assert!((15.5..=18.5).contains(&pk), "Prague with the kernel's SACK timer: {pk:.2} Mbit/s (kernel 15.75-18.15)");
     assert!((250.0..=330.0).contains(&rk), "BBRv1 retransmissions: {rk:.0} (kernel 215-299)");
     assert!((0.42..=0.49).contains(&ak), "BBRv1's receiver ACKs per packet: {ak:.3} (kernel 0.457-0.467)");

@@ -209,7 +209,8 @@ impl TcpSender {
     /// writer's skbs are full: it refills the queue long before the head reaches them).
     fn write_queue_head_len(&mut self, quota: u32) -> u64 {
         let seg = self.segment_payload().max(1) as u64;
-        let cutoff = if self.max_window > super::TCP_MSS_DEFAULT as u64 { self.max_window / 2 } else { self.max_window };
+        let cutoff =
+            if self.max_window > super::TCP_MSS_DEFAULT as u64 { self.max_window / 2 } else { self.max_window };
         let bound = if cutoff > 0 { (super::GSO_MAX_SIZE as u64).min(cutoff) } else { super::GSO_MAX_SIZE as u64 };
         let size_goal = (bound / seg).max(1) * seg;
         let nxt = self.tp.snd_nxt;
