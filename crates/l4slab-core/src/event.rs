@@ -149,9 +149,14 @@ impl MinHeap {
     #[inline]
     fn replace_top(&mut self, e: Entry) {
         let k = e.key();
+        let n = self.v.len();
+        if n == 0 {
+            // Never on the engine's paths (they replace a root they just read); kept so
+            // that the unchecked writes below always have a slot.
+            self.v.push(e);
+            return;
+        }
         let v = self.v.as_mut_slice();
-        let n = v.len();
-        debug_assert!(n > 0, "replace_top on an empty heap");
         let mut i = 0;
         loop {
             let mut c = 2 * i + 1;
