@@ -644,8 +644,7 @@ impl Simulation {
     /// Account the drops and marks link `l`'s qdisc reported.
     #[inline]
     fn drain_reports(&mut self, now: Time, l: LinkId) {
-        let q = self.net.links[l.0 as usize].queue_mut().expect("queued link");
-        if !q.dropped.is_empty() || !q.marked.is_empty() {
+        if self.net.links[l.0 as usize].has_reports() {
             self.drain_nonempty_reports(now, l);
         }
     }

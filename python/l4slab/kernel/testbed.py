@@ -410,7 +410,7 @@ def qdisc_words(qdisc: Mapping[str, Any], where: str, given: Mapping[str, Any] |
             if value not in (None, "mainline"):
                 raise _refuse(f"{where}.variant", value, "the guest runs mainline's dualpi2 (variant mainline)")
             continue
-        if kind in ("codel", "fq_codel") and param.name == "uptime":
+        if param.name == "uptime":
             continue  # not a tc word: the guest's clock runs to it before t0 (router_uptime_ns)
         if kind == "fq" and param.name == "fastpath":
             if "fastpath" in given and given["fastpath"] is False:
@@ -647,7 +647,7 @@ def router_uptime_ns(config: Mapping[str, Any]) -> int | None:
     for which in ("bottleneck", "reverse_bottleneck"):
         link = config.get(which)
         qdisc = (link or {}).get("qdisc") or {}
-        if qdisc.get("kind") in ("codel", "fq_codel") and qdisc.get("uptime_ns") is not None:
+        if qdisc.get("uptime_ns") is not None:  # only the qdiscs that read CoDel's clock have one
             found[which] = int(qdisc["uptime_ns"]) % CODEL_CLOCK_WRAP_NS
     if len(set(found.values())) > 1:
         raise _refuse(

@@ -101,14 +101,19 @@ class Preset:
         with ``uptime`` appended when the preset sets it and the queue reads CoDel's clock."""
         packets = buffer_bytes // 1500 + 1
         text = registry.presets()[self.name][label].format(B=buffer_bytes, P=packets, T=self.target)
-        if self.uptime is not None and text.split()[0] in CODEL_CLOCKED:
+        if self.uptime is not None and reads_router_clock(text.split()[0]):
             text += f" uptime {self.uptime}"
         return text
 
 
-#: Queues whose state reads the router's clock (include/net/codel.h:codel_get_time): the
-#: engine's ``uptime`` word sets it, the kernel backend lets the guest's clock run to it.
-CODEL_CLOCKED = ("codel", "fq_codel")
+def reads_router_clock(kind: str) -> bool:
+    """Whether qdisc ``kind``'s state reads the router's clock (include/net/codel.h:
+    codel_get_time): the engine's schema gives it an ``uptime`` parameter (codel, fq_codel),
+    which sets that clock; the kernel backend lets the guest's clock run to it."""
+    from ..qdisc import REGISTRY
+
+    spec = REGISTRY.get(kind)
+    return spec is not None and any(param.name == "uptime" for param in spec.params)
 
 
 def _parse_preset(where: str, value: Any) -> Preset | None:

@@ -136,7 +136,7 @@ pub struct TcpSender {
     /// which bounds the write queue's skbs (`tcp_bound_to_half_wnd`).
     pub(super) max_window: u64,
     /// End sequence of the write-queue skb at the send head (`tcp/output.rs`:
-    /// `write_queue_skb_end`): the application's bytes sit in skbs of `size_goal`.
+    /// `write_queue_head_len`): the application's bytes sit in skbs of `size_goal`.
     pub(super) wq_skb_end: u64,
     /// The scenario fixes the window (`rwnd_bytes`): the ACKs' window fields are not read.
     pub(super) rwnd_fixed: bool,
