@@ -78,7 +78,7 @@ def _refusal(**changes) -> str:
         ({"flows__0__receiver_rcvbuf": "5.10"}, "flows[0].receiver_rcvbuf", "5.10"),
         ({"flows__0__drop_segments": [3]}, "flows[0].drop_segments", "[3]"),
         ({"flows__0__direction": "reverse", "reverse_bottleneck": {"rate": "10Mbit"}}, "flows[0].direction", "reverse"),
-        ({"bottleneck__qdisc": "dualpi2 variant l4steam"}, "bottleneck.qdisc.variant", "l4steam"),
+        ({"bottleneck__qdisc": "dualpi2 variant l4steam alpha 0"}, "bottleneck.qdisc.alpha", "0.0"),
         ({"bottleneck__qdisc": "fq nofastpath"}, "bottleneck.qdisc.fastpath", "nofastpath"),
         (
             {"bottleneck__qdisc": "codel uptime 1000s", "reverse_bottleneck": {"rate": "10Mbit", "qdisc": "codel uptime 2000s"}},
@@ -262,6 +262,22 @@ def test_qdisc_words_write_every_resolved_parameter():
     assert " ".join(qdisc_words(fq, "q")).endswith("ecn ce_threshold 1ms memory_limit 33554432 drop_batch 64")
     bfifo = _scenario(bottleneck__qdisc="bfifo", bottleneck__buffer="2bdp").resolve()["bottleneck"]["qdisc"]
     assert qdisc_words(bfifo, "q") == ["bfifo", "limit", "250000"]
+
+
+def test_the_l4steam_dualpi2_runs_as_mainline_with_its_step_rule_and_no_memory_limit():
+    """``variant l4steam`` steps an L4S packet that finds more than one packet in L and has no
+    memory limit: mainline's qdisc with ``min_qlen_step 2`` and the largest ``memlimit``; a
+    threshold in packets is the tree's times 1 000 (the engine's variant, qdisc/dualpi2.rs)."""
+    l4steam = _scenario(bottleneck__qdisc="dualpi2 variant l4steam target 5ms").resolve()["bottleneck"]["qdisc"]
+    words = qdisc_words(l4steam, "q")
+    text = " ".join(words)
+    assert "variant" not in text and "memlimit 4294967295" in text and "min_qlen_step 2" in text
+    assert text.startswith("dualpi2 limit 10000 memlimit 4294967295 target 5ms")
+    mainline = " ".join(qdisc_words(_scenario(bottleneck__qdisc="dualpi2 target 5ms").resolve()["bottleneck"]["qdisc"], "q"))
+    assert "memlimit" not in mainline and "min_qlen_step 0" in mainline
+    assert text.replace("memlimit 4294967295 ", "").replace("min_qlen_step 2", "min_qlen_step 0") == mainline
+    packets = _scenario(bottleneck__qdisc="dualpi2 variant l4steam step_thresh 5pkt").resolve()["bottleneck"]["qdisc"]
+    assert "step_thresh 5000pkt" in " ".join(qdisc_words(packets, "q"))
 
 
 def test_the_script_splits_each_rtt_and_sets_the_hosts():

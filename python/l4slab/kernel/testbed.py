@@ -45,114 +45,9 @@ The testbed (every address and device exists only inside the guest, which has no
   with ``time-travel=inf-cpu``, so the processes the script starts cost no virtual time and
   every launch, stop and tick happens at its exact virtual instant.
 
-Field mapping (every scenario field; ``refused`` = :class:`KernelRefused`, one line)
-
-============================== ===================================================================
-scenario field                 kernel backend
-============================== ===================================================================
-name, seed, label              kept; ``seed`` also selects the engine's start-jitter draw
-duration                       probe ``--duration``; everything is stopped at its end
-bin                            probe ``--interval`` (the series' bins are the probe's ticks)
-warmup                         summary window ``[warmup, duration)`` (:mod:`.collect`)
-start_jitter                   the engine's own draw for the seed, added to each launch
-trace_sojourn = true           refused (no per-packet trace of a real qdisc)
-delay_node_timer_latency > 0   refused (the guest's netem fires as its kernel's timers do)
-capture                        refused
-[[sources]] (web, syn_flood)   refused (the testbed runs the [[flows]] only)
-bottleneck.rate                ``htb rate R ceil R`` in bit/s, exact
-bottleneck.burst               ``burst B cburst B`` (bytes; tc's own default is also 1600 B)
-bottleneck.qdisc, buffer       the resolved qdisc, every parameter explicit (see below)
-bottleneck.access_rate         only the default 10 Gbit/s, as unshaped veth (refused otherwise):
-                               a 10 Gbit/s serialiser adds 1.2 us per 1514-B frame
-bottleneck.timer_latency > 0   refused (the HTB watchdog fires as the guest kernel's)
-bottleneck.bdp_rtt             used by the resolution of ``bdp`` sizes only
-reverse_bottleneck             the same htb + qdisc on ``dly``'s egress ``rv`` (ACK direction)
-flows.count                    expanded: one sender and one receiver namespace per flow
-flows.rtt, fwd_delay           netem delays, ns resolution (see above)
-flows.start, stop              the sender connects at start + jitter; at stop it aborts (reset)
-flows.direction = reverse      refused
-kind = "udp"                   refused
-flows.cc                       reno, cubic, dctcp, bbr (BBRv1), prague, bbr2 (the project's
-                               ``l4slab_bbr2``), bbr2-l4s (``l4slab_bbr2_l4s``), or one the
-                               scenario's ``kernel.cc_sources`` register: the kernel module of
-                               that name, set on the sender's socket (``TCP_CONGESTION``) and
-                               as ``net.ipv4.tcp_congestion_control`` of its namespace (the
-                               socket's own, checked in the probe's samples); prague-v06,
-                               bbr3 refused
-kernel.cc_sources, patches     built into the guest (:func:`l4slab.kernel.build.ensure_kernel`:
-                               a cached variant of the project's kernel); the config holds
-                               each file's content hash, the run checks the guest was built
-                               from the same
-flows.cc_params                prague ``{ecn_fallback = 1, fallback_constants = "pam2025",
-                               growth_gate = "app_limited"}``: the module ``prague_pam``;
-                               prague ``{version = "pam2025", ...}`` (the PAM 2025 testbed's
-                               build): ``prague_pam`` with ``pam_version = pam2025``, its
-                               ecn_fallback, fallback_constants and growth_gate as the
-                               module's ``pam_*`` parameters;
-                               other prague keys the module has (burst_shift, max_tso_segs,
-                               rtt_transition, rtt_target_us, alpha_mode, cwnd_mode,
-                               cwnd_transit, ecn_fallback, fallback_constants, growth_gate):
-                               written to /sys/module/tcp_l4slab_prague/parameters/ before the
-                               flows start, the same for every prague flow (they are global
-                               in a kernel); parameters at the engine's default need nothing;
-                               bbr2 / bbr2-l4s: their scalar keys, to
-                               /sys/module/tcp_l4slab_bbr2/parameters/ (bbr2-l4s's ecn_enable
-                               and ecn_max_rtt_us as l4s_*; the gain vectors refused);
-                               anything else refused
-flows.receiver_cc              ``tcp_congestion_control`` of the receiver's namespace
-                               (default cubic, as the engine's receiver)
-flows.receiver_cc_params       refused
-flows.ecn, receiver_ecn        ``net.ipv4.tcp_ecn`` of the sender's / receiver's namespace
-flows.ecn_option               ``net.ipv4.tcp_ecn_option`` of both namespaces
-flows.bytes                    ``l4slab-flow send --bytes``: a FIN after the last byte
-flows.mss                      ``advmss mss+12`` on both hosts' routes (12 = timestamps);
-                               larger than 1448 refused (the veth MTU is 1500)
-flows.init_cwnd                ``initcwnd`` on the sender's route
-flows.rto_min                  ``rto_min`` on the sender's route (locked); whole milliseconds
-                               only (the route metric's unit; the guest runs at HZ = 1000)
-flows.rwnd                     ``window`` on the receiver's route (its window clamp,
-                               tcp_minisocks.c:tcp_openreq_init_rwin)
-flows.delayed_ack = false      ``quickack 1`` on the receiver's route; true: Linux's own
-flows.drop_segments            refused (a simulator test aid)
-flows.fq_pacing = true         ``fq`` (defaults) as the sender's root qdisc; false/unset: the
-                               veth's ``noqueue`` (TCP paces internally where the CC asks)
-flows.tso, tso_defer           unset or true: Linux's own (TCP always builds GSO skbs and
-                               defers, tcp_output.c:tcp_tso_should_defer); false refused.
-                               The sender's veth has ``ethtool -K tso off gso off``, so the
-                               stack segments in software at transmit and the router sees
-                               wire-sized packets, as behind a real NIC
-flows.tso_defer_ack            unset or expected: the guest's tcp_tso_should_defer (the
-                               2025 rule, min(srtt/2, 1 ms)); half_srtt refused
-flows.gro                      unset or false: the veth's default (GRO off); true refused
-flows.receiver_sack_compression unset or kernel: the guest's receivers arm SACK compression's
-                               hrtimer as 7.2 does (tcp_input.c:__tcp_ack_snd_check); the
-                               engine's slack refused
-flows.rx_usecs, sender_rx_usecs unset or 0 only (veth has no interrupt moderation)
-flows.receiver_kernel          mainline only (l4steam refused)
-flows.receiver_rcvbuf          mainline only (the guest's receive-buffer autotuning is 7.2's)
-flows.ecn_low = true           refused (mainline has no ``features ecn_low``)
-============================== ===================================================================
-
-Qdiscs: ``bfifo``, ``pfifo``, ``pie``, ``codel``, ``fq_codel``, ``fq`` and ``dualpi2`` with
-every parameter as the engine resolved it. Engine-only words are refused when set:
-``dualpi2 variant l4steam`` (the guest runs mainline's dualpi2). ``codel``/``fq_codel``
-``uptime`` is not a tc word but the router's clock (``include/net/codel.h:codel_get_time``,
-``ktime_get_ns() >> 10`` as u32, which wraps every 2^42 ns): unset, the guest's own clock
-runs (it starts at boot, so t0 is about 0.1 s of uptime); set, the script sleeps before t0
-until the guest's CLOCK_MONOTONIC is the value modulo the wrap (to within a millisecond;
-time travel makes the wait, at most 4 398 s of virtual time, cost no wall time), so the
-router's CoDel clock at t0 is the engine's. The bottleneck and the reverse bottleneck share
-the guest's one clock: two different values are refused. ``fq``: Linux 7.2's fq always has the
->= 6.7 fast path, so an explicit ``nofastpath`` is refused and ``fastpath`` is honoured;
-left unset, the kernel's own fq (with the fast path) runs.
-
-Host settings the engine does not have and the guest sets: ``net.ipv4.tcp_no_metrics_save
-= 1`` (no metrics cached across connections); ``tcp_rmem`` is Linux's
-default on a host with the RAM, as the engine's receiver has it (tcp_rmem[2] 32 MiB, which
-the guest's 512 MB would scale down); ``tcp_wmem`` keeps Linux's default unless
-``2 * rate * (max rtt + 200 ms)`` is larger, which then becomes its maximum (the engine's
-sender has no send buffer; the summary's
-``kernel`` block reports the time each sender was rwnd- or sndbuf-limited).
+Every scenario field, what the guest does with it and what is refused (:func:`check_config`,
+:func:`qdisc_words`, :func:`_dualpi2_l4steam_as_mainline`) is the table of
+``docs/kernel-mapping.md``, the one place it is written.
 """
 
 from __future__ import annotations
@@ -389,6 +284,46 @@ def _user_qdisc_params(scenario: Any, which: str) -> Mapping[str, Any]:
     return dict(getattr(request, "params", {}) or {})
 
 
+#: The largest ``memlimit`` mainline's dualpi2 takes (``TCA_DUALPI2_MEMORY_LIMIT`` is a u32 of bytes).
+DUALPI2_MEMLIMIT_MAX = 2**32 - 1
+
+
+def _dualpi2_l4steam_as_mainline(values: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The engine's ``variant l4steam`` (the L4STeam testing tree's sch_dualpi2 of 2023-24)
+    as mainline's dualpi2 with the two settings that make it that tree's qdisc. Its step
+    applies to an L4S packet that finds more than one packet in the L queue
+    (``dualpi2_enqueue_skb``: ``qdisc_qlen(q->l_queue) > 1``), which is mainline's
+    ``skb_apply_step`` (``qdisc_qlen(q->l_queue) >= q->min_qlen_step``) with ``min_qlen_step
+    2``; it has no memory limit, which is mainline's ``memlimit`` at its largest, so that
+    only the packet limit drops (mainline's default, ``get_memory_limit``: limit x 2 x MTU of
+    ``skb->truesize``, can bind first). A ``step_thresh`` in packets is the tree's
+    threshold multiplied by 1 000 (it scales the attribute by ``NSEC_PER_USEC`` even for
+    packets), as the engine's variant has it. Everything else is the same code in both."""
+    out = dict(values)
+    for gain in ("alpha", "beta"):
+        value = out.get(gain)
+        if value is not None and float(value) * 256 < 1:
+            raise _refuse(
+                f"{where}.{gain}",
+                value,
+                "mainline's dualpi2 takes at least 1/256 Hz (the l4steam tree's 0 cannot run on the guest)",
+            )
+    out["min_qlen_step"] = 2
+    out["memlimit"] = DUALPI2_MEMLIMIT_MAX
+    step = out.get("step_thresh")
+    count = getattr(step, "count", None)
+    if count is not None:
+        scaled = count * 1000
+        if scaled > DUALPI2_MEMLIMIT_MAX:
+            raise _refuse(
+                f"{where}.step_thresh",
+                f"{count}pkt",
+                "variant l4steam multiplies a packet threshold by 1000; at most 4294967pkt",
+            )
+        out["step_thresh"] = type(step)(scaled)
+    return out
+
+
 def qdisc_words(qdisc: Mapping[str, Any], where: str, given: Mapping[str, Any] | None = None) -> list[str]:
     """``tc qdisc add ... <words>`` for a resolved engine qdisc: every parameter explicit,
     engine-only words refused when set (``given``: what the scenario wrote, for ``fq``'s
@@ -403,12 +338,12 @@ def qdisc_words(qdisc: Mapping[str, Any], where: str, given: Mapping[str, Any] |
     if kind == "bfifo":
         return ["bfifo", "limit", str(int(qdisc["limit_bytes"]))]
     values = spec.resolved_values(qdisc)
+    if kind == "dualpi2" and values.get("variant") == "l4steam":
+        values = _dualpi2_l4steam_as_mainline(values, where)
     words = [kind]
     for param in spec.params:
         value = values.get(param.name)
         if kind == "dualpi2" and param.name == "variant":
-            if value not in (None, "mainline"):
-                raise _refuse(f"{where}.variant", value, "the guest runs mainline's dualpi2 (variant mainline)")
             continue
         if param.name == "uptime":
             continue  # not a tc word: the guest's clock runs to it before t0 (router_uptime_ns)
