@@ -708,10 +708,13 @@ tcp_flow_config! {
         /// 32 MiB, the measured len/truesize `scaling_ratio`); `6.6` (6.6–6.15: the
         /// `scaling_ratio`, the older DRS formula, 6 MiB); `5.15` and `5.10` (≤ 6.5:
         /// `tcp_adv_win_scale` 1, half the buffer is window, the older DRS formula, 6 MiB).
-        /// Default `mainline`.
+        /// It also says whether the receiver ACKs a full-sized PSH segment (each GSO
+        /// skb's last) at once, as Linux 6.6 on does (`tcp_input.c:tcp_measure_rcv_mss`):
+        /// `mainline` and `6.6` do, `5.15` and `5.10` (the testbeds' L4STeam trees) do not
+        /// (`tcp/rcvbuf.rs:psh_pushes`). Default `mainline`.
         #[serde(default)]
         pub receiver_rcvbuf: RcvbufKernel => Choice,
-            "Receiving host's Linux version for receive-buffer autotuning (tcp_rcv_space_adjust, tcp_rmem): mainline = 6.16 on (tcp_rcvbuf_grow, tcp_rmem[2] 32 MiB, scaling_ratio); 6.6 = older DRS, scaling_ratio, 6 MiB; 5.15 / 5.10 = older DRS, tcp_adv_win_scale 1, 6 MiB.",
+            "Receiving host's Linux version for receive-buffer autotuning (tcp_rcv_space_adjust, tcp_rmem) and the ACK of a full-sized PSH segment: mainline = 6.16 on (tcp_rcvbuf_grow, tcp_rmem[2] 32 MiB, scaling_ratio); 6.6 = older DRS, scaling_ratio, 6 MiB; 5.15 / 5.10 = older DRS, tcp_adv_win_scale 1, 6 MiB. mainline and 6.6 ACK a full-sized PSH segment at once (tcp_input.c:tcp_measure_rcv_mss, Linux 6.6); the 5.15 / 5.10 L4STeam trees delay it.",
             choices(&["mainline", "6.6", "5.15", "5.10"]);
         /// How the receiving host's SACK compression times a held SACK
         /// (`tcp_input.c:__tcp_ack_snd_check`: after the first three dupACKs for one

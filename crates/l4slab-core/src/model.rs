@@ -33,6 +33,15 @@ pub const MODELS: &[(u32, &str)] = &[
     // (tcp_output.c:tcp_tso_should_defer, the application's skbs of tcp_xmit_size_goal):
     // no corpus scenario defers, so the corpus is the same; deferring flows' results move.
     (22, "70472a1f3fa10a497cc7c18ac3a6d40cb57846884dc8c07807f0a740c69c8680"),
+    // 23: PSH on the last segment of every multi-segment skb (tcp_output.c:
+    // __tcp_transmit_skb, kept on the last segment by tcp_offload.c:tcp_gso_segment); a
+    // receiver of Linux 6.6 on ACKs a full-sized PSH segment at once
+    // (tcp_input.c:tcp_measure_rcv_mss sets ICSK_ACK_PUSHED, tcp.c:tcp_cleanup_rbuf), and
+    // GRO flushes at a PSH segment (tcp_offload.c:tcp_gro_receive). With it, the AccECN
+    // sender's option check as Linux's (tcp_input.c:tcp_accecn_process_option: the byte
+    // counters are usable when the ACK moved only the counter it moved before, none
+    // backwards), which no corpus scenario reaches.
+    (23, "2079623edc369298ac427cc556c50207624531b2a4c43ccc6159709983377c6b"),
 ];
 
 /// The current model version (the last of [`MODELS`]).

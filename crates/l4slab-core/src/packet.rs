@@ -257,7 +257,9 @@ pub struct TcpHeader {
     pub tsecr: u32,
     /// The header's AE, CWR and ECE bits (`0b100`, `0b010`, `0b001`): read as the ECE
     /// and CWR flags of RFC 3168 feedback ([`TcpHeader::ece`], [`TcpHeader::cwr`]) or
-    /// as AccECN's 3-bit ACE counter, as the negotiated mode says.
+    /// as AccECN's 3-bit ACE counter, as the negotiated mode says; and PSH
+    /// ([`TCP_FLAG_PSH`], [`TcpHeader::psh`]), which only data segments carry. Read the
+    /// counter as `ace & ACE_MASK`.
     pub ace: u8,
     /// The window field of an ACK (`th->window`): the receive window right-shifted by
     /// the receiver's window scale (RFC 7323 §2; `tcp_select_window`). 0 on packets of
@@ -269,7 +271,23 @@ pub struct TcpHeader {
     pub sack: SackRef,
 }
 
+/// The bits of [`TcpHeader::ace`] that are the AE, CWR and ECE flags (AccECN's ACE).
+pub const ACE_MASK: u8 = 0b111;
+/// The bit of [`TcpHeader::ace`] that is the PSH flag (`TCPHDR_PSH`), kept beside the
+/// ACE bits so that a packet stays 64 bytes.
+pub const TCP_FLAG_PSH: u8 = 0b1000;
+
 impl TcpHeader {
+    /// The PSH flag.
+    #[inline]
+    pub fn psh(&self) -> bool {
+        self.ace & TCP_FLAG_PSH != 0
+    }
+    /// Sets or clears the PSH flag.
+    #[inline]
+    pub fn set_psh(&mut self, on: bool) {
+        self.ace = (self.ace & !TCP_FLAG_PSH) | ((on as u8) << 3);
+    }
     /// The ECE flag.
     #[inline]
     pub fn ece(&self) -> bool {

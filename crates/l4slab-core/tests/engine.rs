@@ -29,6 +29,7 @@ mod memory_sizes;
 mod pam_limits;
 mod prague_liveness;
 mod properties;
+mod psh;
 mod qdisc_scenarios;
 mod scenarios;
 mod slow_start_acks;

@@ -49,12 +49,16 @@ fn shares(rate_mbit: u64, rtt_ms: u64, secs: u64, settings: &[u64]) -> Vec<(f64,
 #[test]
 fn a_cubic_flows_bursts_at_the_bottleneck_grow_with_the_senders_rx_usecs() {
     // 200 Mbit/s: a frame every 60.6 µs, the receiver ACKs every 2nd (121 µs apart).
-    // Off, each ACK releases 2–3 segments. The ITR throttle (tcp/gro.rs) then
+    // Off, each ACK releases 2–3 segments; a 3-segment skb (an ACK's 2 and CUBIC's
+    // growth) ends in PSH, which the receiver ACKs alone one frame time after the pair
+    // (tcp_input.c:tcp_measure_rcv_mss), so the 2 + 1 segments the two ACKs release reach
+    // the bottleneck within a frame time: 20.8 % of packets in bursts ≥ 3, none ≥ 6. The
+    // ITR throttle (tcp/gro.rs) then
     // interrupts every 250 µs while ACKs keep coming: each poll holds 2 ACKs (250 / 121)
     // and releases 4–5 segments back to back (6+ only with the window growth of CUBIC's
     // increase); a 1 ms interval holds ~8 ACKs, 16 segments.
     let s = shares(200, 10, 5, &[0, 250, 1000]);
-    assert!(s[0].0 < 0.05, "off: bursts ≥ 3 {:?} (each ACK releases 2 segments)", s[0]);
+    assert!(s[0].0 < 0.25 && s[0].1 < 0.01, "off: bursts {:?} (each ACK releases 2 segments, or 2 + 1)", s[0]);
     assert!(s[1].0 > 0.9, "bursts ≥ 3 at 250 µs {:?} vs off {:?}", s[1], s[0]);
     assert!(s[1].1 < 0.5, "bursts ≥ 6 at 250 µs {:?}: a poll holds ~2 ACKs", s[1]);
     assert!(s[2].1 > 0.9, "bursts ≥ 6 at 1 ms {:?} vs 250 µs {:?}", s[2], s[1]);

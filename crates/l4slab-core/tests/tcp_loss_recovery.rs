@@ -102,11 +102,14 @@ fn a_sack_only_ack_of_many_segments_counts_no_phantom_ce() {
 /// ACK, so the ACK rate in recovery sets its pace: with the receivers' SACK-compression
 /// timer as the kernel arms it (33 % of the RTT, at most 1 ms, and the flush before a
 /// third SACK block) the engine (`l4slab run`, seeds 1–5) gives the same two outcomes in the same
-/// proportion (74.1 / 20.2 with 942 drops; one seed 76.8 / 17.5 with 669, which before
-/// the write queue's skbs in TSO deferral was 80.6 with 710: the kernel's second outcome
-/// is one run, so it is checked as what sets it apart, a larger Prague share with fewer
-/// drops); with the slack alone Prague recovers within 100 ms and the split scatters
-/// (78.8 / 15.5, 67.7 / 26.7, ...).
+/// proportion (74.0 / 20.3 with 940–942 drops; one seed 80.6 / 13.7 with 677: the kernel's
+/// second outcome is one run in five (two in seeds 1–10), so it is checked as what sets it
+/// apart, a larger Prague share with fewer drops); with the slack alone Prague recovers
+/// within 100 ms and the split scatters (78.8 / 15.5, 67.7 / 26.7, ...). Prague sees no
+/// CE here (a tail-drop FIFO): an AccECN check that took an ECT(1)-only stretch ACK's
+/// option as unusable counted ACE's safe estimate, 8 phantom CE, halving Prague inside
+/// its recovery (64.2 / 30.3 in 6 of 12 seeds; `tcp/ecn.rs`, Linux's
+/// `tcp_accecn_process_option`).
 #[test]
 fn prague_recovers_from_an_8_bdp_overshoot_at_the_kernels_pace() {
     let flow = |cc: &str| {

@@ -186,6 +186,20 @@ pub struct AccEcnSender {
     pub ceb: u32,
     /// EWMA of packets delivered per ACK, ×64 (weight 1/64).
     pub pkts_per_ack_x64: u32,
+    /// `tp->est_ecnfield`: the byte counter the ACKs move alone (an [`OptField`] + 1),
+    /// 0 when none or ambiguous.
+    est_field: u8,
+    /// `tp->saw_accecn_opt`: an ACK with the option's counters was seen.
+    saw_option: bool,
+}
+
+/// The option's byte counters in the order of its fields (`TCPOPT_ACCECN1`: ECT(1), CE,
+/// ECT(0)).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OptField {
+    E1b = 0,
+    Ceb = 1,
+    E0b = 2,
 }
 
 impl Default for AccEcnSender {
@@ -196,6 +210,8 @@ impl Default for AccEcnSender {
             e1b: ACCECN_E1B_INIT,
             ceb: ACCECN_CEB_INIT,
             pkts_per_ack_x64: 2 * 64,
+            est_field: 0,
+            saw_option: false,
         }
     }
 }
@@ -213,24 +229,60 @@ impl AccEcnSender {
         mss: u32,
         sack_or_open: bool,
     ) -> u32 {
-        // Option byte deltas (24-bit wrapping).
+        // `tcp_accecn_process_option`: the option's byte deltas (24-bit, sign-extended,
+        // `tcp_update_ecn_bytes`) can be used when the ACK moves only the counter it moved
+        // before (`est_ecnfield`) and none backwards; an ACK without the option (SACK
+        // blocks took its room) counts its delivered bytes in that counter. The CE bytes
+        // this ACK reported, when usable.
         let mut ce_bytes: Option<u64> = None;
         if let Some(o) = opt.filter(|o| o.fields > 0) {
-            let d = |new: u32, old: u32| new.wrapping_sub(old) & ACCECN_FIELD_MASK;
-            let de1 = d(o.e1b, self.e1b);
-            let dce = if o.fields >= 2 { d(o.ceb, self.ceb) } else { 0 };
-            let de0 = if o.fields >= 3 { d(o.e0b, self.e0b) } else { 0 };
-            self.e1b = o.e1b;
-            if o.fields >= 2 {
-                self.ceb = o.ceb;
+            self.saw_option = true;
+            let mut res = self.est_field != 0;
+            let (mut first_changed, mut ambiguous) = (false, false);
+            let mut dce = 0i32;
+            for (field, new) in [(OptField::E1b, o.e1b), (OptField::Ceb, o.ceb), (OptField::E0b, o.e0b)]
+                .into_iter()
+                .take(o.fields as usize)
+            {
+                let cnt = match field {
+                    OptField::E1b => &mut self.e1b,
+                    OptField::Ceb => &mut self.ceb,
+                    OptField::E0b => &mut self.e0b,
+                };
+                let raw = new.wrapping_sub(*cnt) & ACCECN_FIELD_MASK;
+                let delta = if raw & 0x80_0000 != 0 { (raw | 0xFF00_0000) as i32 } else { raw as i32 };
+                *cnt = cnt.wrapping_add(delta as u32) & ACCECN_FIELD_MASK;
+                if field == OptField::Ceb {
+                    dce = delta;
+                }
+                if delta < 0 {
+                    res = false;
+                    ambiguous = true;
+                }
+                if delta != 0 && field as u8 + 1 != self.est_field {
+                    if !first_changed {
+                        self.est_field = field as u8 + 1;
+                        first_changed = true;
+                    } else {
+                        res = false;
+                        ambiguous = true;
+                    }
+                }
             }
-            if o.fields >= 3 {
-                self.e0b = o.e0b;
+            if ambiguous {
+                self.est_field = 0;
             }
-            // Valid only if unambiguous: the deltas are consistent with the ACK.
-            if de1 as u64 + dce as u64 + de0 as u64 <= delivered_bytes.max(1) * 2 {
-                ce_bytes = Some(dce as u64);
+            if res {
+                ce_bytes = Some(dce.max(0) as u64);
             }
+        } else if self.saw_option && self.est_field != 0 {
+            let cnt = match self.est_field - 1 {
+                0 => &mut self.e1b,
+                1 => &mut self.ceb,
+                _ => &mut self.e0b,
+            };
+            *cnt = cnt.wrapping_add(delivered_bytes as u32) & ACCECN_FIELD_MASK;
+            ce_bytes = Some(if self.est_field - 1 == OptField::Ceb as u8 { delivered_bytes } else { 0 });
         }
         // EWMA of packets per ACK, weight 1/64.
         let e = self.pkts_per_ack_x64 as i64;
@@ -337,19 +389,48 @@ mod tests {
         assert_eq!(r.ceb, 4 * 1436);
     }
 
+    /// `tcp_accecn_process_option`: the option's byte counters resolve ACE's wrap when
+    /// the ACK moved one counter only, and the one it moved last (`est_ecnfield`); an ACK
+    /// that moves two (ECT(1) and CE) is ambiguous and ACE stands alone.
     #[test]
     fn ace_wrap_with_more_than_seven_marks_between_acks() {
         let mut s = AccEcnSender::default();
         let mut r = AccEcnCounters::default();
-        // 10 CE packets of 20 covered by one stretch ACK: ACE alone shows 10 mod 8 = 2.
+        let opt = |r: &AccEcnCounters| Some(AccEcnOption { fields: 3, e1b: r.e1b, ceb: r.ceb, e0b: r.e0b });
+        // Two ECT(1) packets: e1b alone moves, the estimate becomes ECT(1), no CE.
+        for _ in 0..2 {
+            r.on_packet(Ecn::Ect1, 1000);
+        }
+        assert_eq!(s.process(r.ace(), opt(&r), 2, 2000, 1000, true), 0);
+        // 10 CE packets under one stretch ACK: ACE alone shows 10 mod 8 = 2; ceb alone
+        // moved, by 10 000 B, more than 2 packets' worth: the wrap is resolved, 10.
+        for _ in 0..10 {
+            r.on_packet(Ecn::Ce, 1000);
+        }
+        assert_eq!(s.process(r.ace(), opt(&r), 10, 10_000, 1000, true), 10);
+        assert_eq!(s.cep, r.cep);
+        // 10 CE among 20 under one ACK: e1b and ceb both moved, the counters are
+        // ambiguous; with few packets per ACK so far, ACE's safe estimate: 18.
         for i in 0..20 {
             r.on_packet(if i % 2 == 0 { Ecn::Ce } else { Ecn::Ect1 }, 1000);
         }
-        let opt = AccEcnOption { fields: 3, e1b: r.e1b, ceb: r.ceb, e0b: r.e0b };
-        // With the option's CE byte count the wrap is resolved: 10, not 2.
-        let n = s.process(r.ace(), Some(opt), 20, 20_000, 1000, true);
-        assert_eq!(n, 10);
-        assert_eq!(s.cep, r.cep);
+        assert_eq!(s.process(r.ace(), opt(&r), 20, 20_000, 1000, true), 18);
+    }
+
+    /// An ACK that moves only ECT(1) bytes reports no CE however many packets it covers,
+    /// whatever the delivered bytes the sender counted (a cumulative advance replaces the
+    /// newly SACKed bytes): Linux checks the counters' directions, not their sum.
+    #[test]
+    fn an_ect1_only_stretch_ack_reports_no_ce() {
+        let mut s = AccEcnSender::default();
+        let mut r = AccEcnCounters::default();
+        let opt = |r: &AccEcnCounters| Some(AccEcnOption { fields: 2, e1b: r.e1b, ceb: r.ceb, e0b: r.e0b });
+        r.on_packet(Ecn::Ect1, 1436);
+        assert_eq!(s.process(r.ace(), opt(&r), 1, 1436, 1448, true), 0);
+        for _ in 0..8 {
+            r.on_packet(Ecn::Ect1, 1436);
+        }
+        assert_eq!(s.process(r.ace(), opt(&r), 8, 3 * 1436, 1448, true), 0);
     }
 
     #[test]

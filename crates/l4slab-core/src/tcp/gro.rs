@@ -34,10 +34,13 @@
 //! flush), the same ACK number, identical options (so the same TSval: a millisecond
 //! tick splits a train), and the same IP TOS byte, i.e. the same ECN codepoint (a CE
 //! mark starts a new GRO packet); a segment shorter than `gso_size` ends the packet
-//! (`flush = len < mss`), and the packet stays below `gro_max_size` = 65 536 bytes
+//! (`flush = len < mss`), and so does a segment with PSH, merged first (`flush |= flags &
+//! (URG | PSH | ...)`; the packet's header takes its PSH: `tcp_flag_word(th2) |= flags &
+//! (FIN | PSH)`), which is the sender's reason to set PSH on the last segment of each
+//! GSO skb; the packet stays below `gro_max_size` = 65 536 bytes
 //! (`GRO_LEGACY_MAX_SIZE`, `skb_gro_receive`).
 
-use crate::packet::Packet;
+use crate::packet::{Packet, TCP_FLAG_PSH};
 use crate::time::Time;
 
 /// `NAPI_POLL_WEIGHT`: packets one NAPI poll handles at most.
@@ -141,12 +144,14 @@ pub fn can_merge(first: &Packet, last: &Packet, bytes: u32, next: &Packet) -> bo
     let gso_size = first.payload;
     // `flush = len < mss` at out_check_final: a short segment closed the packet.
     last.payload == gso_size
+        && !last.tcp.psh()
         && next.payload > 0
         && next.payload <= gso_size
         && next.tcp.seq == last.tcp.seq + last.payload as u64
         && !next.tcp.cwr()
-        // The flags must match, CWR aside (`tcp_gro_receive`: `~(TCP_FLAG_CWR | FIN | PSH)`).
-        && (next.tcp.ace ^ first.tcp.ace) & !0b010 == 0
+        // The flags must match, CWR, FIN and PSH aside (`tcp_gro_receive`: `~(FIN | PSH)`,
+        // a CWR segment flushed above).
+        && (next.tcp.ace ^ first.tcp.ace) & !(0b010 | TCP_FLAG_PSH) == 0
         && next.tcp.ack == first.tcp.ack
         && next.tcp.tsval == first.tcp.tsval
         && next.tcp.tsecr == first.tcp.tsecr
@@ -218,6 +223,11 @@ mod tests {
         let mut held: Vec<Packet> = (0..3).map(|i| seg(i * 1448, 1448)).collect();
         held[1].tcp.set_cwr(true);
         assert_eq!(runs(&held), vec![1, 2]);
+        // PSH (the last segment of each GSO skb) joins, then closes the packet.
+        let mut held: Vec<Packet> = (0..6).map(|i| seg(i * 1448, 1448)).collect();
+        held[0].tcp.set_psh(true);
+        held[3].tcp.set_psh(true);
+        assert_eq!(runs(&held), vec![1, 3, 2]);
     }
 
     #[test]

@@ -47,7 +47,7 @@ impl TcpSender {
         while self.tp.snd_nxt < self.app_bytes && now < self.stop_at {
             if skb_room == 0 {
                 if skb_bytes > 0 {
-                    self.new_skb_sent(std::mem::take(&mut skb_bytes), std::mem::take(&mut skb_segs), now);
+                    self.new_skb_sent(std::mem::take(&mut skb_bytes), std::mem::take(&mut skb_segs), now, out);
                 }
                 if self.fq_pacing {
                     // fq paces below TCP; TCP Small Queues bounds what waits there
@@ -111,7 +111,7 @@ impl TcpSender {
             }
         }
         if skb_bytes > 0 {
-            self.new_skb_sent(skb_bytes, skb_segs, now);
+            self.new_skb_sent(skb_bytes, skb_segs, now, out);
         }
         if !probe && (self.tp.snd_nxt >= self.app_bytes || now >= self.stop_at) {
             // The application has nothing more to write.
@@ -279,10 +279,24 @@ impl TcpSender {
     /// stamped with the flight up to itself as it was queued; nothing in between
     /// changes the flight but the skb's own segments. Only for a CC that reads it
     /// (`reads_tx_in_flight`: BBRv2/v3); for the others the restamp is work nothing reads.
+    ///
+    /// An skb of more than one segment carries PSH (`tcp_output.c:__tcp_transmit_skb`:
+    /// "Force a PSH flag on all (GSO) packets to expedite GRO flush at receiver", set on
+    /// the transmitted clone, so the write queue keeps none), and GSO keeps it on the
+    /// last segment only (`tcp_offload.c:tcp_gso_segment` clears PSH and FIN on every
+    /// segment but the last): the segment just emitted, the last packet in `out` or in
+    /// the host's fq queue.
     #[inline]
-    fn new_skb_sent(&mut self, bytes: u64, segs: u32, now: Time) {
-        if segs > 1 && self.cc_tx_in_flight {
-            self.rtx.set_in_flight_of_last(segs as usize, self.tp.in_flight());
+    fn new_skb_sent(&mut self, bytes: u64, segs: u32, now: Time, out: &mut [Packet]) {
+        if segs > 1 {
+            if self.cc_tx_in_flight {
+                self.rtx.set_in_flight_of_last(segs as usize, self.tp.in_flight());
+            }
+            let last = if self.fq_pacing { self.host_q.back_mut().map(|q| &mut q.1) } else { out.last_mut() };
+            if let Some(p) = last {
+                debug_assert!(p.kind == PacketKind::Data);
+                p.tcp.set_psh(true);
+            }
         }
         self.skb_sent(bytes, now);
     }

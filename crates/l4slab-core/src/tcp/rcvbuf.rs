@@ -68,6 +68,22 @@ pub fn tcp_rmem_max(kernel: RcvbufKernel) -> u64 {
         RcvbufKernel::V6_6 | RcvbufKernel::V5_15 | RcvbufKernel::V5_10 => TCP_RMEM[2],
     }
 }
+/// Whether a receiving host running `kernel` ACKs a full-sized segment with PSH at
+/// once (`tcp_input.c:tcp_measure_rcv_mss` sets `ICSK_ACK_PUSHED` for it,
+/// `tcp.c:tcp_cleanup_rbuf` ACKs after the read): "tcp: fix delayed ACKs for MSS
+/// boundary condition" (4720852ed9af, Linux 6.6-rc5, October 2023), so mainline and
+/// 6.6 have it. It carries a `Fixes:` tag and reached the 5.15 and 5.10 stable
+/// series (Ubuntu's 5.15.0-93, January 2024), but the 5.10 and 5.15 receivers here are
+/// the testbeds' L4STeam trees, forks that do not carry it (the DualQ paper's 5.10.31 of
+/// April 2021; L4STeam/linux's pre-6.6 `tcp_input.c` at 01266553 has no PSH clause in
+/// `tcp_measure_rcv_mss`): they keep delaying the ACK of a full-sized PSH segment.
+pub fn psh_pushes(kernel: RcvbufKernel) -> bool {
+    match kernel {
+        RcvbufKernel::Mainline | RcvbufKernel::V6_6 => true,
+        RcvbufKernel::V5_15 | RcvbufKernel::V5_10 => false,
+    }
+}
+
 /// Each receiver version's `tcp_rmem` (min, default, max) as the schema publishes it, by
 /// the name a flow's `receiver_rcvbuf` takes: the kernel backend sets its guest's sysctl
 /// from these (a guest has less RAM than a testbed host, so `tcp_init` would cap the

@@ -4,9 +4,10 @@
 //! out of order (then SACK compression), and the 40 ms delayed-ACK timer with `ato`
 //! adaptation, bounded by the receiver's handshake RTT (`tcp_send_delayed_ack`).
 //! Segments smaller than the learned MSS (`tcp_measure_rcv_mss`) set
-//! `ICSK_ACK_PUSHED`, and the application's read then ACKs at once
-//! (`tcp_cleanup_rbuf`): the application is taken to read every in-order byte as
-//! soon as it arrives (iperf3 blocked in `read`). While receive-buffer autotuning
+//! `ICSK_ACK_PUSHED`, and so, on a receiver of Linux 6.6 or later, does a full-sized
+//! one with PSH (the last segment of each GSO skb, `tcp/output.rs`); the application's
+//! read then ACKs at once (`tcp_cleanup_rbuf`): the application is taken to read every
+//! in-order byte as soon as it arrives (iperf3 blocked in `read`). While receive-buffer autotuning
 //! opens room (`tcp_grow_window`, `tcp/rcvbuf.rs`) every segment gets its own ACK.
 //!
 //! With GRO on ([`TcpReceiver::set_gro`], `tcp/gro.rs`) data segments wait for the
@@ -79,6 +80,9 @@ pub struct TcpReceiver {
     /// `icsk_ack.pending & ICSK_ACK_PUSHED` / `ICSK_ACK_PUSHED2`.
     pushed: bool,
     pushed2: bool,
+    /// The receiving kernel sets `ICSK_ACK_PUSHED` for a full-sized segment with PSH
+    /// (Linux 6.6 on; see [`TcpReceiver::measure_rcv_mss`]).
+    psh_pushes: bool,
     /// When the last SYN/ACK left (`tcp_synack_rtt_meas` measures from it).
     synack_sent: Option<Time>,
     /// `tp->srtt_us` of the receiving socket, ns: its only RTT sample is the
@@ -155,6 +159,8 @@ pub struct TcpReceiver {
     /// Payload bytes and segments of the current GRO packet (`skb->len`, for truesize).
     gro_len: u32,
     gro_segs: u32,
+    /// The current GRO packet's header carries PSH (its last segment's).
+    gro_psh: bool,
 }
 
 impl TcpReceiver {
@@ -225,6 +231,7 @@ impl TcpReceiver {
             last_seg_size: 0,
             pushed: false,
             pushed2: false,
+            psh_pushes: true,
             synack_sent: None,
             srtt_ns: 0,
             quick: 0,
@@ -263,6 +270,7 @@ impl TcpReceiver {
             gro_gso_size: 0,
             gro_len: 0,
             gro_segs: 0,
+            gro_psh: false,
         }
     }
 
@@ -292,6 +300,7 @@ impl TcpReceiver {
     /// host's Linux version (`tcp/rcvbuf.rs`).
     pub fn with_rcvbuf_kernel(mut self, kernel: crate::config::RcvbufKernel) -> Self {
         self.rcvbuf = RcvBuf::new(kernel);
+        self.psh_pushes = super::rcvbuf::psh_pushes(kernel);
         self
     }
 
@@ -327,6 +336,8 @@ impl TcpReceiver {
             self.gro_gso_size = if end - start > 1 { held[start].payload } else { 0 };
             self.gro_len = held[start..end].iter().map(|p| p.payload).sum();
             self.gro_segs = (end - start) as u32;
+            // The GRO packet's header takes a merged segment's PSH, and PSH closes it.
+            self.gro_psh = held[end - 1].tcp.psh();
             for (k, pkt) in held[start..end].iter().enumerate() {
                 self.gro_cont = k > 0;
                 self.gro_more = start + k + 1 < end;
@@ -341,6 +352,7 @@ impl TcpReceiver {
         self.gro_gso_size = 0;
         self.gro_len = 0;
         self.gro_segs = 0;
+        self.gro_psh = false;
         if let Some(g) = self.gro.as_mut() {
             g.give_back(held);
         }
@@ -542,32 +554,38 @@ impl TcpReceiver {
     }
 
     /// `tcp_measure_rcv_mss` (net/ipv4/tcp_input.c): a segment at least as long as
-    /// `rcv_mss` sets it (≤ advmss); a shorter one whose length, header included, is
-    /// ≥ TCP_MSS_DEFAULT + 20, or ≥ TCP_MIN_MSS + 20 without PSH/FIN/URG/SYN (the
-    /// engine sends no PSH), is remembered in `last_seg_size` and becomes `rcv_mss`
-    /// when two in a row have the same length; any other short segment marks the ACK
-    /// `ICSK_ACK_PUSHED` (then `ICSK_ACK_PUSHED2`). Without GRO the length is the
-    /// segment's payload. (Linux ≥ 6.3 also sets PUSHED for a full-MSS segment with
-    /// PSH; the engine's segments carry no PSH.)
+    /// `rcv_mss` sets it (≤ advmss) and, if it carries PSH, marks the ACK
+    /// `ICSK_ACK_PUSHED` ("tcp: fix delayed ACKs for MSS boundary condition", Linux
+    /// 6.6: "likely the end of an application write"; the receiver vintages that have
+    /// it: [`super::rcvbuf::psh_pushes`]); a shorter one whose length, header
+    /// included, is ≥ TCP_MSS_DEFAULT + 20, or ≥ TCP_MIN_MSS + 20 without
+    /// PSH/FIN/URG/SYN (`TCP_REMNANT`), is remembered in `last_seg_size` and becomes
+    /// `rcv_mss` when two in a row have the same length; any other short segment marks
+    /// the ACK `ICSK_ACK_PUSHED` (then `ICSK_ACK_PUSHED2`). Without GRO the length is
+    /// the segment's payload, with GRO the packet's `gso_size` and its flags those of
+    /// its merged header.
     fn measure_rcv_mss(&mut self, pkt: &Packet) {
         let lss = self.last_seg_size;
         self.last_seg_size = 0;
         // A GRO packet is measured by its gso_size (`skb_shinfo(skb)->gso_size ?: skb->len`).
         let len = if self.gro_gso_size > 0 { self.gro_gso_size } else { pkt.payload };
+        let psh = if self.gro_segs > 1 { self.gro_psh } else { pkt.tcp.psh() };
         if len >= self.rcv_mss {
             if len != self.rcv_mss {
                 // The len/truesize ratio of receive-buffer autotuning (`scaling_ratio`).
                 self.rcvbuf.measure_ratio(self.skb_len(pkt), self.skb_truesize());
             }
             self.rcv_mss = len.min(TCP_ADVMSS);
+            if psh && self.psh_pushes {
+                self.pushed = true;
+            }
             return;
         }
         // "len" including the TCP header, then less the fixed header + timestamps
         // (`tcp_header_len`): what varies is the option space beyond the timestamps.
         let tcp_hlen = pkt.wire_len.saturating_sub(ETH_HLEN + IP_HLEN + pkt.payload).max(TCP_HEADER_LEN);
         let with_hdr = len + tcp_hlen;
-        // (The PSH clause of the second test always holds: no PSH is sent.)
-        if with_hdr >= TCP_MSS_DEFAULT + TCPHDR_LEN || with_hdr >= TCP_MIN_MSS + TCPHDR_LEN {
+        if with_hdr >= TCP_MSS_DEFAULT + TCPHDR_LEN || (with_hdr >= TCP_MIN_MSS + TCPHDR_LEN && !psh) {
             let l = with_hdr - TCP_HEADER_LEN;
             self.last_seg_size = l;
             if l == lss {
@@ -1373,6 +1391,115 @@ mod tests {
         out.clear();
         r.on_packet(&data(seq + 1448, 1448), t + 2000, &mut out);
         assert!(out.is_empty());
+    }
+
+    /// A full-sized segment with PSH, the last of a GSO skb, opening a delayed-ACK pair:
+    /// a receiver of Linux 6.6 or later ACKs it at once (`tcp_measure_rcv_mss` sets
+    /// `ICSK_ACK_PUSHED`, `tcp_cleanup_rbuf` ACKs after the read), an older one (the
+    /// testbeds' 5.10 and 5.15 L4STeam trees) waits for the pair as without PSH. Short
+    /// segments with PSH are never taken as the MSS (`TCP_REMNANT`).
+    #[test]
+    fn a_full_sized_psh_segment_is_acked_at_once_from_linux_6_6() {
+        use crate::config::RcvbufKernel;
+        use crate::time::NS_PER_MS;
+        for (kernel, at_once) in [
+            (RcvbufKernel::Mainline, true),
+            (RcvbufKernel::V6_6, true),
+            (RcvbufKernel::V5_15, false),
+            (RcvbufKernel::V5_10, false),
+        ] {
+            let mut r = TcpReceiver::new(0, true, 2, 2, "cubic").with_rcvbuf_kernel(kernel);
+            let mut out = Outbox::default();
+            r.on_packet(&Packet::new(0, PacketKind::Syn), 0, &mut out);
+            // Past the quick ACKs and the window's growth: segments until one is held.
+            let (mut seq, mut t) = (0u64, 10 * NS_PER_MS);
+            loop {
+                out.clear();
+                r.on_packet(&data(seq, 1448), t, &mut out);
+                seq += 1448;
+                t += 100_000;
+                if out.is_empty() {
+                    break;
+                }
+            }
+            assert!(seq < 200 * 1448, "{kernel:?}: no delayed ACK");
+            out.clear();
+            r.on_packet(&data(seq, 1448), t, &mut out);
+            assert_eq!(out.len(), 1, "{kernel:?}: the pair is ACKed");
+            seq += 1448;
+            t += 100_000;
+            // Without PSH the first of the next pair waits on every vintage.
+            out.clear();
+            r.on_packet(&data(seq, 1448), t, &mut out);
+            assert!(out.is_empty(), "{kernel:?}");
+            seq += 1448;
+            t += 100_000;
+            out.clear();
+            r.on_packet(&data(seq, 1448), t, &mut out);
+            assert_eq!(out.len(), 1, "{kernel:?}");
+            seq += 1448;
+            t += 100_000;
+            // With PSH: at once from 6.6.
+            let mut p = data(seq, 1448);
+            p.tcp.set_psh(true);
+            out.clear();
+            r.on_packet(&p, t, &mut out);
+            assert_eq!(out.len(), at_once as usize, "{kernel:?}");
+            if at_once {
+                assert_eq!(out[0].tcp.ack, seq + 1448);
+                assert!(!out[0].tcp.psh(), "an ACK carries no PSH");
+            }
+        }
+        // A segment shorter than TCP_MSS_DEFAULT (536 B with its header) is learnt as the
+        // MSS only without PSH: with it each one is pushed (ACKed at once), without it the
+        // second of the same length sets rcv_mss.
+        for psh in [true, false] {
+            let (mut r, mut seq, mut t) = past_quickacks(true, 10 * NS_PER_MS);
+            let mut out = Outbox::default();
+            let mut acks = Vec::new();
+            for _ in 0..4 {
+                let mut p = data(seq, 400);
+                p.tcp.set_psh(psh);
+                out.clear();
+                r.on_packet(&p, t, &mut out);
+                acks.push(out.len());
+                seq += 400;
+                t += 1000;
+            }
+            if psh {
+                assert_eq!((acks, r.rcv_mss), (vec![1, 1, 1, 1], 1448));
+            } else {
+                assert_eq!((acks, r.rcv_mss), (vec![1, 0, 1, 0], 400));
+            }
+        }
+    }
+
+    /// With GRO, a GSO skb's PSH segment closes its GRO packet (`tcp_gro_receive`), and the
+    /// packet's header carries the PSH: a 3-segment packet is ACKed at once as a stretch
+    /// ACK, and the next skb's segments form their own packet.
+    #[test]
+    fn gro_packets_end_at_psh_and_take_its_flag() {
+        let (mut r, mut seq, mut t) = past_quickacks(true, 10 * NS_PER_MS);
+        r.set_gro(gro::DEFAULT_RX_USECS_NS);
+        let mut out = Outbox::default();
+        // Let the throttle interval since the last poll run out, then two skbs of 3
+        // segments back to back within one interval.
+        t += 1_000_000;
+        let first = t;
+        for k in 0..6u64 {
+            let mut p = data(seq, 1448);
+            p.tcp.set_psh(k % 3 == 2);
+            r.on_packet(&p, t, &mut out);
+            seq += 1448;
+            t += 1_000;
+        }
+        if let Some(due) = r.next_timer() {
+            r.on_timer(due, &mut out);
+        }
+        let g = r.gro.as_ref().unwrap();
+        // The first segment was polled alone (a quiet port); then [2 + PSH] and [3 + PSH].
+        assert_eq!((g.gro_packets, g.gro_segments), (3, 6), "{first}");
+        assert_eq!(out.last().map(|a| a.tcp.ack), Some(seq));
     }
 
     /// Feeds `r` an AccECN SYN (ECT(1), the AccECN ACE codepoint) so it negotiates AccECN.

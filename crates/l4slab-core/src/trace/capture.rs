@@ -476,7 +476,7 @@ fn build_frame(
         tcp.acknowledgment_number = ack;
         tcp.ack = pkt.kind != PacketKind::Syn;
         tcp.syn = syn;
-        tcp.psh = false;
+        tcp.psh = t.psh();
         // AccECN's ACE field uses the AE (ex-NS), CWR and ECE bits (RFC 9768 §3.2.1); a
         // data segment of an AccECN sender carries it too, so it is written whenever set.
         tcp.ns = t.ace & 0b100 != 0;
