@@ -60,7 +60,7 @@ import pyarrow.parquet as pq
 from ..errors import ScenarioError
 from ..io import MAX_RUN_FILE_BYTES, atomic_write, read_input, remove_leftovers, write_bytes, write_json
 from ..limits import show
-from ..results import flows_frame
+from ..results import CC_STATE_SERIES, flows_frame
 
 __all__ = [
     "META_KEY",
@@ -243,11 +243,12 @@ def run_file_with_part(result: Any, meta: Mapping[str, Any]) -> tuple[bytes, pa.
     would select from the whole table are those tables' own rows, in the same columns and
     types, so a worker converts three small tables to pandas instead of filtering the
     run file's 100 columns for them."""
+    flow_series = _flow_series_arrow(result.raw)
     frames = {
         "flows": flows_frame(result.summary["flows"]),
         "bottleneck": pd.DataFrame([bottleneck_row(result.summary)]),
         "classes": result.classes,
-        "flow_series": result.flow_series,
+        "flow_series": result.flow_series if flow_series is None else flow_series,
         "bottleneck_series": result.bottleneck_series,
     }
     # Web sources' per-request records (DualQ paper App. C: size, FCT, completion efficiency),
@@ -255,7 +256,11 @@ def run_file_with_part(result: Any, meta: Mapping[str, Any]) -> tuple[bytes, pa.
     requests = getattr(result, "requests", None)
     if requests is not None and len(requests):
         frames["requests"] = requests
-    pieces = {name: _arrow(frame, name) for name, frame in frames.items() if len(frame.columns)}
+    pieces = {
+        name: frame if isinstance(frame, pa.Table) else _arrow(frame, name)
+        for name, frame in frames.items()
+        if len(frame.column_names if isinstance(frame, pa.Table) else frame.columns)
+    }
     table = _concat(list(pieces.values()))
     table = table.select(["table", *[c for c in table.column_names if c != "table"]])
     identity = json.dumps({**meta, "complete": True}).encode()
@@ -270,6 +275,49 @@ def run_file_with_part(result: Any, meta: Mapping[str, Any]) -> tuple[bytes, pa.
                    write_statistics=False)  # fmt: skip
     part = {name: _piece_frame(pieces.get(name), name) for name in SUMMARY_TABLES}
     return buffer.getvalue(), table, part
+
+
+def _flow_series_arrow(raw: Mapping[str, Any]) -> pa.Table | None:
+    """The ``flow_series`` table as ``_arrow(flow_series_frame(raw), "flow_series")`` gives
+    it, built from the engine's arrays without the per-flow frames and their
+    concatenation (most of a run file's series cost): ``time_s`` and ``flow`` per flow,
+    then every series in the order the flows first name it, a series a flow lacks as NaN
+    (an integer series then float, as the concatenation makes it), the CC-state series
+    (:data:`~l4slab.results.CC_STATE_SERIES`) all six when any is there, ``cc_mode`` as
+    text with ``""`` for a missing value; NaN is null, as in :func:`_arrow`. None (the
+    frame's own path) for anything else: no flows, a series that is not a float, integer
+    or, for ``cc_mode``, text array."""
+    flows, per_flow, time_s = raw.get("flows") or [], raw.get("flow_series") or [], raw.get("time_s")
+    if not flows or len(flows) != len(per_flow) or not isinstance(time_s, np.ndarray) or time_s.dtype != np.float64:
+        return None
+    n = len(time_s)
+    names: dict[str, None] = {}
+    for series in per_flow:
+        for name, values in series.items():
+            if not isinstance(values, np.ndarray) or len(values) != n:
+                return None
+            if values.dtype.kind not in "if" if name != "cc_mode" else values.dtype != object:
+                return None
+            if name != "time_s" and name != "flow":
+                names[name] = None
+    if any(name in names for name in CC_STATE_SERIES):
+        names.update({name: None for name in CC_STATE_SERIES})
+    columns = {
+        "time_s": np.tile(time_s, len(flows)),
+        "flow": np.repeat(np.asarray([int(flow["id"]) for flow in flows], dtype=np.int64), n),
+    }
+    for name in names:
+        parts = [series.get(name) for series in per_flow]
+        if name == "cc_mode":
+            text = [v if isinstance(v, str) else "" for p in parts for v in (p if p is not None else [None] * n)]
+            columns[name] = np.asarray(text, dtype=object)
+        elif all(p is not None for p in parts):
+            columns[name] = np.concatenate(parts)
+        else:
+            columns[name] = np.concatenate([np.full(n, np.nan) if p is None else p.astype(np.float64) for p in parts])
+    arrays = [pa.array(values, from_pandas=True) for values in columns.values()]
+    arrays.append(pa.array(["flow_series"] * (n * len(flows)), pa.string()))
+    return pa.Table.from_arrays(arrays, names=[*(f"flow_series.{name}" for name in columns), "table"])
 
 
 def _piece_frame(piece: pa.Table | None, name: str) -> pd.DataFrame:
