@@ -298,8 +298,9 @@ def _flow_series_arrow(raw: Mapping[str, Any]) -> pa.Table | None:
                 return None
             if values.dtype.kind not in "if" if name != "cc_mode" else values.dtype != object:
                 return None
-            if name != "time_s" and name != "flow":
-                names[name] = None
+            if name in ("time_s", "flow"):
+                return None
+            names[name] = None
     if any(name in names for name in CC_STATE_SERIES):
         names.update({name: None for name in CC_STATE_SERIES})
     columns = {
