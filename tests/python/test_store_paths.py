@@ -73,3 +73,24 @@ def test_the_digest_of_numeric_columns_read_from_their_buffers_equals_the_genera
     for name in table.column_names:
         store._column_digest(fast, table.column(name))
     assert fast.hexdigest() == _general_digest(table)
+
+
+def test_the_arrow_table_from_the_column_arrays_equals_the_one_from_each_series():
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {
+            "text": ["a", None],
+            "count": [1, 2],
+            "share": [0.5, np.nan],
+            "flag": [True, False],
+            "maybe": pd.Series([1, None], dtype="Int64"),
+            "none": [None, None],
+        }
+    )
+    general = [pa.array(column, from_pandas=True) for _, column in frame.items()]
+    general.append(pa.array(["t", "t"], pa.string()))
+    expected = pa.Table.from_arrays(general, names=[*(f"t.{name}" for name in frame.columns), "table"])
+    table = store._arrow(frame, "t")
+    assert table.schema.equals(expected.schema)
+    assert table.equals(expected)

@@ -152,7 +152,13 @@ def _arrow(frame: pd.DataFrame, table: str) -> pa.Table:
     # Column by column as `pa.Table.from_pandas` converts them (NaN and None → null), without
     # the pandas metadata it builds for a round trip (about half its time; dropped here anyway).
     names = [f"{table}.{name}" for name in frame.columns]
-    arrays = [pa.array(column, from_pandas=True) for _, column in frame.items()]
+    # The column arrays themselves where pandas offers them (`_iter_column_arrays`, pandas
+    # 1.3 and later): the same arrays `pa.array` reads out of each column's Series, without
+    # building a Series per column (nine tenths of the conversion of the one- and two-row
+    # tables with 90 columns).
+    columns = getattr(frame, "_iter_column_arrays", None)
+    columns = columns() if columns is not None else (column for _, column in frame.items())
+    arrays = [pa.array(column, from_pandas=True) for column in columns]
     arrays.append(pa.array([table] * len(frame), pa.string()))
     return pa.Table.from_arrays(arrays, names=[*names, "table"])
 
