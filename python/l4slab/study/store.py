@@ -332,7 +332,7 @@ def _piece_frame(piece: pa.Table | None, name: str) -> pd.DataFrame:
     if piece is None:
         return pd.DataFrame()
     prefix = len(name) + 1
-    frame = piece.drop_columns(["table"]).to_pandas()
+    frame = piece.select([column for column in piece.column_names if column != "table"]).to_pandas()
     return frame.rename(columns=lambda column: column[prefix:])
 
 
