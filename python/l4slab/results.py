@@ -210,11 +210,16 @@ def _series_frame(time_s: list[float], series: Mapping[str, list[Any]], **leadin
 def flows_frame(flows: list[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per flow; numeric columns with nulls (e.g. ``fct_s``) become float with NaN."""
     frame = pd.DataFrame(list(flows))
+    # The numeric columns replaced in one construction, not one assignment each (an
+    # assignment splits the frame's blocks: most of the function's time).
+    columns: dict[Any, Any] = {}
     for name in frame.columns:
         values = frame[name].tolist()
         if all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in values):
-            frame[name] = _column(values)
-    return frame
+            columns[name] = _column(values)
+        else:
+            columns[name] = frame[name]
+    return pd.DataFrame(columns, index=frame.index) if columns else frame
 
 
 #: The congestion control's model state (BBR's bandwidth estimate, min RTT, pacing gain,

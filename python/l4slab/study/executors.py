@@ -91,10 +91,10 @@ def execute_with_part(task: Mapping[str, Any]) -> Finished:
 
 def _serialised(result: Any, meta: Mapping[str, Any]) -> tuple[bytes, Any]:
     """The run file's bytes and the catalog part of the table they encode."""
-    from .store import catalog_part, run_file
+    from .store import run_file_with_part
 
-    data, table = run_file(result, meta)
-    return data, catalog_part(table)
+    data, _, part = run_file_with_part(result, meta)
+    return data, part
 
 
 def _failure(err: Exception) -> str:

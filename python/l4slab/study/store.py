@@ -60,7 +60,7 @@ import pyarrow.parquet as pq
 from ..errors import ScenarioError
 from ..io import MAX_RUN_FILE_BYTES, atomic_write, read_input, remove_leftovers, write_bytes, write_json
 from ..limits import show
-from ..results import flows_frame
+from ..results import CC_STATE_SERIES, flows_frame
 
 __all__ = [
     "META_KEY",
@@ -152,7 +152,13 @@ def _arrow(frame: pd.DataFrame, table: str) -> pa.Table:
     # Column by column as `pa.Table.from_pandas` converts them (NaN and None → null), without
     # the pandas metadata it builds for a round trip (about half its time; dropped here anyway).
     names = [f"{table}.{name}" for name in frame.columns]
-    arrays = [pa.array(column, from_pandas=True) for _, column in frame.items()]
+    # The column arrays themselves where pandas offers them (`_iter_column_arrays`, pandas
+    # 1.3 and later): the same arrays `pa.array` reads out of each column's Series, without
+    # building a Series per column (nine tenths of the conversion of the one- and two-row
+    # tables with 90 columns).
+    columns = getattr(frame, "_iter_column_arrays", None)
+    columns = columns() if columns is not None else (column for _, column in frame.items())
+    arrays = [pa.array(column, from_pandas=True) for column in columns]
     arrays.append(pa.array([table] * len(frame), pa.string()))
     return pa.Table.from_arrays(arrays, names=[*names, "table"])
 
@@ -170,9 +176,28 @@ def _column_digest(digest: Any, column: pa.ChunkedArray) -> None:
     lengths and characters, anything else as the repr of its Python values)."""
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     kind = array.type
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind):
+        # Read from the buffers: the validity bits unpacked and the values with nulls as 0,
+        # the bytes `is_valid` and `fill_null(0)` give, without their per-call overhead
+        # (two thirds of a run file's digest: most columns are null in most rows).
+        n, offset = len(array), array.offset
+        validity, data = array.buffers()[:2]
+        dtype = np.dtype(kind.to_pandas_dtype())
+        values = np.zeros(n, dtype=dtype)
+        if array.null_count == 0:
+            valid = np.ones(n, dtype=bool)
+        else:
+            valid = np.unpackbits(np.frombuffer(validity, np.uint8), count=offset + n, bitorder="little")[offset:]
+            valid = valid.view(bool)
+        if array.null_count < n:
+            raw = np.frombuffer(data, dtype=dtype, count=offset + n)[offset:]
+            np.copyto(values, raw, where=valid)
+        digest.update(np.packbits(valid).tobytes())
+        digest.update(values.dtype.str.encode() + b"\0" + values.tobytes())
+        return
     digest.update(np.packbits(array.is_valid().to_numpy(zero_copy_only=False)).tobytes())
-    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
-        filled = pc.fill_null(array, False if pa.types.is_boolean(kind) else 0)
+    if pa.types.is_boolean(kind):
+        filled = pc.fill_null(array, False)
         values = filled.to_numpy(zero_copy_only=False)
         digest.update(values.dtype.str.encode() + b"\0" + values.tobytes())
     elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
@@ -213,13 +238,23 @@ def run_file_bytes(result: Any, meta: Mapping[str, Any]) -> bytes:
 
 def run_file(result: Any, meta: Mapping[str, Any]) -> tuple[bytes, pa.Table]:
     """:func:`run_file_bytes` and the table the bytes encode (identity and digest in its
-    schema metadata), from which a worker takes the run's catalog part
-    (:func:`catalog_part`) without decoding the bytes again."""
+    schema metadata)."""
+    data, table, _ = run_file_with_part(result, meta)
+    return data, table
+
+
+def run_file_with_part(result: Any, meta: Mapping[str, Any]) -> tuple[bytes, pa.Table, dict[str, pd.DataFrame]]:
+    """:func:`run_file` and the run's catalog part (:func:`catalog_part` of the table), taken
+    from the logical tables before they are concatenated: the rows :func:`split_table`
+    would select from the whole table are those tables' own rows, in the same columns and
+    types, so a worker converts three small tables to pandas instead of filtering the
+    run file's 100 columns for them."""
+    flow_series = _flow_series_arrow(result.raw)
     frames = {
         "flows": flows_frame(result.summary["flows"]),
         "bottleneck": pd.DataFrame([bottleneck_row(result.summary)]),
         "classes": result.classes,
-        "flow_series": result.flow_series,
+        "flow_series": result.flow_series if flow_series is None else flow_series,
         "bottleneck_series": result.bottleneck_series,
     }
     # Web sources' per-request records (DualQ paper App. C: size, FCT, completion efficiency),
@@ -227,7 +262,12 @@ def run_file(result: Any, meta: Mapping[str, Any]) -> tuple[bytes, pa.Table]:
     requests = getattr(result, "requests", None)
     if requests is not None and len(requests):
         frames["requests"] = requests
-    table = _concat([_arrow(frame, name) for name, frame in frames.items() if len(frame.columns)])
+    pieces = {
+        name: frame if isinstance(frame, pa.Table) else _arrow(frame, name)
+        for name, frame in frames.items()
+        if len(frame.column_names if isinstance(frame, pa.Table) else frame.columns)
+    }
+    table = _concat(list(pieces.values()))
     table = table.select(["table", *[c for c in table.column_names if c != "table"]])
     identity = json.dumps({**meta, "complete": True}).encode()
     table = table.replace_schema_metadata({META_KEY: identity, CHECKSUM_KEY: content_digest(table, identity).encode()})
@@ -239,7 +279,61 @@ def run_file(result: Any, meta: Mapping[str, Any]) -> tuple[bytes, pa.Table]:
     text = [name for name in table.column_names if pa.types.is_string(table.schema.field(name).type)]
     pq.write_table(table, buffer, compression="zstd", write_page_checksum=True, use_dictionary=text,
                    write_statistics=False)  # fmt: skip
-    return buffer.getvalue(), table
+    part = {name: _piece_frame(pieces.get(name), name) for name in SUMMARY_TABLES}
+    return buffer.getvalue(), table, part
+
+
+def _flow_series_arrow(raw: Mapping[str, Any]) -> pa.Table | None:
+    """The ``flow_series`` table as ``_arrow(flow_series_frame(raw), "flow_series")`` gives
+    it, built from the engine's arrays without the per-flow frames and their
+    concatenation (most of a run file's series cost): ``time_s`` and ``flow`` per flow,
+    then every series in the order the flows first name it, a series a flow lacks as NaN
+    (an integer series then float, as the concatenation makes it), the CC-state series
+    (:data:`~l4slab.results.CC_STATE_SERIES`) all six when any is there, ``cc_mode`` as
+    text with ``""`` for a missing value; NaN is null, as in :func:`_arrow`. None (the
+    frame's own path) for anything else: no flows, a series that is not a float, integer
+    or, for ``cc_mode``, text array."""
+    flows, per_flow, time_s = raw.get("flows") or [], raw.get("flow_series") or [], raw.get("time_s")
+    if not flows or len(flows) != len(per_flow) or not isinstance(time_s, np.ndarray) or time_s.dtype != np.float64:
+        return None
+    n = len(time_s)
+    names: dict[str, None] = {}
+    for series in per_flow:
+        for name, values in series.items():
+            if not isinstance(values, np.ndarray) or len(values) != n:
+                return None
+            if values.dtype.kind not in "if" if name != "cc_mode" else values.dtype != object:
+                return None
+            if name in ("time_s", "flow"):
+                return None
+            names[name] = None
+    if any(name in names for name in CC_STATE_SERIES):
+        names.update({name: None for name in CC_STATE_SERIES})
+    columns = {
+        "time_s": np.tile(time_s, len(flows)),
+        "flow": np.repeat(np.asarray([int(flow["id"]) for flow in flows], dtype=np.int64), n),
+    }
+    for name in names:
+        parts = [series.get(name) for series in per_flow]
+        if name == "cc_mode":
+            text = [v if isinstance(v, str) else "" for p in parts for v in (p if p is not None else [None] * n)]
+            columns[name] = np.asarray(text, dtype=object)
+        elif all(p is not None for p in parts):
+            columns[name] = np.concatenate(parts)
+        else:
+            columns[name] = np.concatenate([np.full(n, np.nan) if p is None else p.astype(np.float64) for p in parts])
+    arrays = [pa.array(values, from_pandas=True) for values in columns.values()]
+    arrays.append(pa.array(["flow_series"] * (n * len(flows)), pa.string()))
+    return pa.Table.from_arrays(arrays, names=[*(f"flow_series.{name}" for name in columns), "table"])
+
+
+def _piece_frame(piece: pa.Table | None, name: str) -> pd.DataFrame:
+    """One logical table (its :func:`_arrow` form) as :func:`split_table` gives it."""
+    if piece is None:
+        return pd.DataFrame()
+    prefix = len(name) + 1
+    frame = piece.select([column for column in piece.column_names if column != "table"]).to_pandas()
+    return frame.rename(columns=lambda column: column[prefix:])
 
 
 def load_records(study_dir: Path) -> dict[str, str]:

@@ -68,12 +68,14 @@ def _numeric_metrics(frame: pd.DataFrame, wanted: Sequence[str] | None) -> list[
     return names
 
 
-def _stats(values: np.ndarray) -> dict[str, float]:
+def _stats(values: np.ndarray, t975: dict[int, float]) -> dict[str, float]:
     values = values[~np.isnan(values)]
     n = len(values)
     mean = float(values.mean()) if n else math.nan
     std = float(values.std(ddof=1)) if n > 1 else math.nan
-    half = t_quantile(0.975, n - 1) * std / math.sqrt(n) if n > 1 else math.nan
+    if n > 1 and n not in t975:
+        t975[n] = t_quantile(0.975, n - 1)
+    half = t975[n] * std / math.sqrt(n) if n > 1 else math.nan
     return {"n": n, "mean": mean, "std": std, "ci95_low": mean - half, "ci95_high": mean + half, "ci95_half": half}
 
 
@@ -81,11 +83,16 @@ def _long(frame: pd.DataFrame, keys: list[str], metrics: list[str], scope: str) 
     rows: list[dict[str, Any]] = []
     if frame.empty:
         return rows
+    # Student's t quantile by sample size (a SciPy call costs more than the rest of a row),
+    # and each group's metrics as one float block: the values, and so the statistics, are
+    # those of one column at a time (each column's non-NaN values are copied out before
+    # they are summed).
+    t975: dict[int, float] = {}
     for group_key, group in frame.groupby(keys, sort=True, dropna=False):
         ident = dict(zip(keys, group_key if isinstance(group_key, tuple) else (group_key,), strict=True))
-        for metric in metrics:
-            values = group[metric].to_numpy(dtype=np.float64, na_value=np.nan)
-            rows.append({**ident, "scope": scope, "metric": metric, **_stats(values)})
+        block = group[metrics].to_numpy(dtype=np.float64, na_value=np.nan) if metrics else None
+        for j, metric in enumerate(metrics):
+            rows.append({**ident, "scope": scope, "metric": metric, **_stats(block[:, j], t975)})
     return rows
 
 

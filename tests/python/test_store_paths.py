@@ -1,0 +1,96 @@
+"""A run file's shortcuts give what the general paths give: the ``flow_series`` table built
+from the engine's arrays equals the one converted from ``flow_series_frame``, and the
+content digest read from the column buffers equals the digest of ``is_valid`` and
+``fill_null`` (so the files, their digests and the catalog do not change)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from l4slab.results import flow_series_frame
+from l4slab.study import store
+
+T = 5
+TIME_S = np.arange(T) * 0.1
+
+FLOW_SERIES = {
+    "an integer series one flow lacks": (
+        [{"goodput_mbps": np.ones(T), "ce_packets": np.arange(T)}, {"goodput_mbps": np.full(T, np.nan)}]
+    ),
+    "part of the CC state, a missing mode": (
+        [
+            {"goodput_mbps": np.ones(T)},
+            {
+                "goodput_mbps": np.ones(T),
+                "bw_est_mbps": np.ones(T),
+                "cc_mode": np.array(["A", None, "B", "C", "D"], dtype=object),
+            },
+        ]
+    ),
+    "a later flow's new series, integer and float": [{"a": np.arange(T)}, {"a": np.ones(T) * 0.5, "b": np.arange(T)}],
+    "a flow without series": [{}, {"a": np.arange(T)}],
+}
+
+
+@pytest.mark.parametrize("case", FLOW_SERIES)
+def test_the_flow_series_table_from_the_engine_arrays_equals_the_frames(case):
+    per_flow = FLOW_SERIES[case]
+    raw = {"time_s": TIME_S, "flows": [{"id": 2 * i + 1} for i in range(len(per_flow))], "flow_series": per_flow}
+    direct = store._flow_series_arrow(raw)
+    assert direct is not None
+    general = store._arrow(flow_series_frame(raw), "flow_series")
+    assert direct.schema.equals(general.schema)
+    assert direct.equals(general)
+
+
+def test_anything_else_takes_the_frames_path():
+    assert store._flow_series_arrow({"time_s": TIME_S, "flows": [], "flow_series": []}) is None
+    text = {"time_s": TIME_S, "flows": [{"id": 0}], "flow_series": [{"x": np.array(list("abcde"), dtype=object)}]}
+    assert store._flow_series_arrow(text) is None
+
+
+def _general_digest(table: pa.Table) -> str:
+    """The digest of every numeric column through ``is_valid`` and ``fill_null``."""
+    digest = hashlib.sha256()
+    for name in table.column_names:
+        array = table.column(name).combine_chunks()
+        digest.update(np.packbits(array.is_valid().to_numpy(zero_copy_only=False)).tobytes())
+        values = pc.fill_null(array, 0).to_numpy(zero_copy_only=False)
+        digest.update(values.dtype.str.encode() + b"\0" + values.tobytes())
+    return digest.hexdigest()
+
+
+def test_the_digest_of_numeric_columns_read_from_their_buffers_equals_the_general_one():
+    ints = pa.chunked_array([pa.array([1, None, 3], pa.int64()), pa.nulls(4, pa.int64()), pa.array([7, 8])])
+    floats = pa.chunked_array([pa.array([np.nan, -0.0, None, 2.5]), pa.array([None, 1.0, None, None, 3.0], pa.float64())])
+    small = pa.array([1, 2, None, 4, 5, 6, 7, 8, 9, 10, None], pa.int32()).slice(1, 9)  # an offset into its buffers
+    table = pa.table({"i": ints, "f": floats, "s": pa.chunked_array([small])})
+    fast = hashlib.sha256()
+    for name in table.column_names:
+        store._column_digest(fast, table.column(name))
+    assert fast.hexdigest() == _general_digest(table)
+
+
+def test_the_arrow_table_from_the_column_arrays_equals_the_one_from_each_series():
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {
+            "text": ["a", None],
+            "count": [1, 2],
+            "share": [0.5, np.nan],
+            "flag": [True, False],
+            "maybe": pd.Series([1, None], dtype="Int64"),
+            "none": [None, None],
+        }
+    )
+    general = [pa.array(column, from_pandas=True) for _, column in frame.items()]
+    general.append(pa.array(["t", "t"], pa.string()))
+    expected = pa.Table.from_arrays(general, names=[*(f"t.{name}" for name in frame.columns), "table"])
+    table = store._arrow(frame, "t")
+    assert table.schema.equals(expected.schema)
+    assert table.equals(expected)
