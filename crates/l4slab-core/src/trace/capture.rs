@@ -45,9 +45,10 @@
 use crate::config::{CaptureConfig, CapturePoint, FlowConfig};
 use crate::event::EndpointId;
 use crate::event::LinkId;
-use crate::packet::{Packet, PacketKind, SackBlock, SackSet, SackTable};
+use crate::packet::{AccEcnOption, Packet, PacketKind, SackBlock, SackSet, SackTable};
 use crate::qdisc::Ecn;
 use crate::results::{CaptureResult, OutputFile, RunResults};
+use crate::tcp::ecn::{ACCECN_CEB_INIT, ACCECN_E0B_INIT, ACCECN_E1B_INIT};
 use crate::time::Time;
 use crate::trace::{NetworkView, Observer};
 
@@ -488,6 +489,19 @@ fn build_frame(
         let mut opts = [0u8; 40];
         let n = if syn {
             syn_options(tsval, tsecr, host, &mut opts)
+        } else if pkt.kind == PacketKind::Data && t.accecn.get().is_none() && data_carries_accecn(pkt, sack) {
+            // An AccECN sender's data segments carry the option (`tcp_ecn_option` 2, the
+            // sender's `data_option_len`, already in the packet's wire length). Its counters
+            // are the sender's own receive counters, which no payload has moved on a
+            // one-way flow: their initial values (RFC 9768 §3.2.3; `tcp/ecn.rs`).
+            let mut with_option = *t;
+            with_option.accecn.set(Some(AccEcnOption {
+                fields: 3,
+                e1b: ACCECN_E1B_INIT,
+                ceb: ACCECN_CEB_INIT,
+                e0b: ACCECN_E0B_INIT,
+            }));
+            tcp_options(tsval, tsecr, &with_option, sack, &mut opts)
         } else {
             tcp_options(tsval, tsecr, t, sack, &mut opts)
         };
@@ -504,6 +518,13 @@ fn build_frame(
     let headers = out.len();
     out.extend_from_slice(&zeros[..payload.min((SNAPLEN as usize).saturating_sub(headers))]);
     Ok((headers + payload) as u32)
+}
+
+/// Whether a data segment's modelled wire length holds the AccECN option beside its
+/// headers and payload (an AccECN sender's `data_option_len`, `tcp/input.rs`).
+fn data_carries_accecn(pkt: &Packet, sack: &SackSet) -> bool {
+    let plain = crate::packet::tcp_wire_len(pkt.payload, sack.num);
+    pkt.wire_len == plain + crate::tcp::ecn::accecn_option_len(3)
 }
 
 /// The engine's byte offsets as wire sequence numbers (modulo 2^32): with both initial
@@ -603,6 +624,33 @@ mod tests {
         p.tcp.seq = seq;
         p.ecn = Ecn::Ect1;
         p
+    }
+
+    #[test]
+    fn an_accecn_senders_data_segment_carries_the_option_its_wire_length_holds() {
+        // tcp/input.rs: an AccECN sender with tcp_ecn_option 2 gives 12 B of each data
+        // segment to the option (mss 1448 -> 1436 payload), so the frame is 1514 B.
+        let zeros = vec![0u8; 65_536];
+        let mut p = data(0, 0, 1436);
+        p.wire_len = tcp_wire_len(1436, 0) + crate::tcp::ecn::accecn_option_len(3);
+        let mut f = Vec::new();
+        let len = build_frame(&p, &SackSet::default(), 7, &HostHeaders::of(None), 0, &zeros, &mut f).unwrap();
+        assert_eq!(len, 1514);
+        assert_eq!(len, p.wire_len);
+        let tcp = TcpHeader::from_slice(&f[34..]).unwrap().0;
+        let opts = tcp.options.as_slice();
+        let at = opts.iter().position(|&b| b == TCPOPT_ACCECN1).expect("the AccECN option");
+        assert_eq!(opts[at + 1], 11, "three 24-bit counters");
+        assert_eq!(&opts[at + 2..at + 11], &[0, 0, 1, 0, 0, 0, 0, 0, 1], "E1B 1, CEB 0, E0B 1: no payload received");
+        // A segment of a sender without the option is written as before (1502 + 12 = its wire length).
+        let plain = data(0, 0, 1448);
+        let mut g = Vec::new();
+        assert_eq!(
+            build_frame(&plain, &SackSet::default(), 7, &HostHeaders::of(None), 0, &zeros, &mut g).unwrap(),
+            1514
+        );
+        let tcp = TcpHeader::from_slice(&g[34..]).unwrap().0;
+        assert!(!tcp.options.as_slice().contains(&TCPOPT_ACCECN1));
     }
 
     #[test]
