@@ -42,6 +42,12 @@ pub const MODELS: &[(u32, &str)] = &[
     // counters are usable when the ACK moved only the counter it moved before, none
     // backwards), which no corpus scenario reaches.
     (23, "2079623edc369298ac427cc556c50207624531b2a4c43ccc6159709983377c6b"),
+    // 24: skbs sized in mss_now (tcp_output.c:tcp_tso_segs, tcp_current_mss: the MSS less
+    // the AccECN option every data segment carries), for a CC's tso_segs op (BBRv2/v3's
+    // bbr_tso_segs) and tcp_tso_autosize alike; BBR's goal stays in mss_cache. No corpus
+    // scenario sends GSO skbs with the option, so the corpus is the same; AccECN flows
+    // with GSO move (L4S-BBRv2 at 100 Mbit/s: 8-segment skbs, not 7).
+    (24, "2079623edc369298ac427cc556c50207624531b2a4c43ccc6159709983377c6b"),
 ];
 
 /// The current model version (the last of [`MODELS`]).

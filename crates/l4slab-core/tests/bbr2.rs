@@ -341,20 +341,9 @@ fn two_flows_in_a_lossless_2_bdp_fifo_split_unevenly_because_drain_to_target_hol
     assert!(down < 0.2, "DOWN {down:.2} of PROBE_BW time without drain_to_target");
 }
 
-#[test]
-fn bbr2_l4s_with_gso_sets_inflight_hi_from_the_whole_skbs_flight() {
-    // L4S-BBRv2 alone in DualPI2, 100 Mbit/s, 10 ms, as Linux sends (GSO skbs of
-    // ≈ 8 segments, TSO deferral), 20 s from 5 s. A probe's CE (the L queue's 1 ms step)
-    // sets inflight_hi from the sampled skb's tx.in_flight, which Linux stamps once per
-    // skb with the whole skb counted (tcp_rate.c:tcp_set_tx_in_flight): an ACK for the
-    // skb's first two segments reads the flight its last segment reached. CRUISE then
-    // holds cwnd at inflight_hi less 15 % (bbr2_inflight_with_headroom). Per-segment
-    // stamps (in flight up to each segment) left inflight_hi at 90-93, CRUISE at 77-80
-    // and the flow at 83.5-83.8 Mbit/s (seeds 1-3). The kernel backend (Linux 7.2, the
-    // project's BBRv2 module; docs/fidelity-pam-aqm.md): inflight_hi 99, CRUISE cwnd 85,
-    // 88.8-91.0 Mbit/s over 5 runs; the engine 96, 82, 87.7 before the write queue's
-    // skbs (a one-skb rest that fits the room is not deferred, tcp/output.rs
-    // `write_queue_head_len`), 86.2 Mbit/s with them, whose cause is open.
+/// L4S-BBRv2 alone in DualPI2, 100 Mbit/s, 10 ms, as Linux sends (GSO skbs, TSO
+/// deferral, the AccECN option on every segment), 20 s from 5 s, bins of 10 ms.
+fn bbr2_l4s_alone_in_dualpi2() -> l4slab_core::RunResults {
     let mut f = tcp("bbr2-l4s", 10);
     f["ecn"] = json!(3);
     f["receiver_ecn"] = json!(3);
@@ -363,7 +352,21 @@ fn bbr2_l4s_with_gso_sets_inflight_hi_from_the_whole_skbs_flight() {
     let mut s = scenario(100, json!({"kind": "dualpi2"}), vec![f], 20);
     s["warmup_ns"] = json!(5 * SEC);
     s["bin_ns"] = json!(10 * MS);
-    let r = run(&s);
+    run(&s)
+}
+
+#[test]
+fn bbr2_l4s_with_gso_sets_inflight_hi_from_the_whole_skbs_flight() {
+    // A probe's CE (the L queue's 1 ms step) sets inflight_hi from the sampled skb's
+    // tx.in_flight, which Linux stamps once per skb with the whole skb counted
+    // (tcp_rate.c:tcp_set_tx_in_flight): an ACK for the skb's first two segments reads
+    // the flight its last segment reached. CRUISE then holds cwnd at inflight_hi less 15 %
+    // (bbr2_inflight_with_headroom). Per-segment stamps (in flight up to each segment)
+    // left inflight_hi at 90-93, CRUISE at 77-80 and the flow at 83.5-83.8 Mbit/s (seeds
+    // 1-3). Seeds 1-20: inflight_hi 96-99 (97 in 11), CRUISE cwnd 82-85, 86.9-89.1 Mbit/s;
+    // the kernel backend (Linux 7.2, the project's BBRv2 module; docs/fidelity-pam-aqm.md),
+    // 20 runs: 96-99 (99 in 11), 82-85, 88.2-91.0.
+    let r = bbr2_l4s_alone_in_dualpi2();
     let fs = &r.flow_series[0];
     let (mut hi, mut cwnd) = (Vec::new(), Vec::new());
     for i in 500..fs.cwnd.len() {
@@ -380,6 +383,25 @@ fn bbr2_l4s_with_gso_sets_inflight_hi_from_the_whole_skbs_flight() {
     assert!(cwnd >= 81.0, "median CRUISE cwnd {cwnd}");
     let g = r.flows[0].goodput_mbps;
     assert!(g >= 86.0, "goodput {g} Mbit/s");
+}
+
+#[test]
+fn bbr2_l4s_sizes_its_gso_skbs_in_mss_now_so_its_acks_come_in_pairs() {
+    // tcp_write_xmit sizes an skb in mss_now (tcp_current_mss: 1436 B, the MSS less the
+    // AccECN option every segment carries), for the CC's tso_segs op as for
+    // tcp_tso_autosize (tcp_output.c:tcp_tso_segs; google/bbr bbr_tso_segs(sk, mss_now)),
+    // while BBR's own TSO goal stays in mss_cache (bbr_tso_segs_goal). At ≈ 94.7 Mbit/s,
+    // 11 559 B a millisecond: 8 segments of 1436 B, 7 of 1448. The last segment of every
+    // skb carries PSH, and a 6.6+ receiver ACKs a full-sized PSH segment at once
+    // (tcp_input.c:tcp_measure_rcv_mss, tcp.c:tcp_cleanup_rbuf): 7-segment skbs end in a
+    // PSH segment ACKed alone, 8-segment skbs in an ACK of two. The kernel backend, 20
+    // runs: 0.515-0.520 ACKs per data segment (nstat: 79 525 ACKs for 154 689 segments),
+    // skbs 77 % of 8 segments (the traced module's count of the retransmission queue);
+    // the engine, seeds 1-20: 0.515-0.519, 0.572-0.576 with skbs sized in mss_cache.
+    let r = bbr2_l4s_alone_in_dualpi2();
+    let f = &r.flows[0];
+    assert_eq!(f.mean_payload_bytes, 1436.0);
+    assert!((0.50..=0.53).contains(&f.acks_per_packet), "ACKs per data segment {}", f.acks_per_packet);
 }
 
 /// BBRv2 (no `ecn_enable`, RFC 3168 ECN at both ends, so its packets are CE-marked but it

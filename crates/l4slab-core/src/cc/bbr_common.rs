@@ -91,9 +91,17 @@ pub fn bw_sample_round_up(delivered: i64, interval_us: i64) -> Option<u32> {
 
 /// `bbr_tso_segs_generic` (v2alpha, L4STeam, v3): ≈ 1 ms of data at the pacing rate plus
 /// 64 KB » (min_rtt_us » `tso_rtt_shift`) while that shift leaves < 32, capped by the GSO
-/// size less a header, in segments, at least `min_segs`.
+/// size less a header, in segments of `mss` (`bbr_tso_segs`: the skb's `mss_now`;
+/// `bbr_tso_segs_goal`: `mss_cache`), at least `min_segs`.
 #[inline]
-pub fn tso_segs_generic(tp: &CcSock, min_rtt_us: u32, tso_rtt_shift: u32, gso_max_size: u64, min_segs: u32) -> u32 {
+pub fn tso_segs_generic(
+    tp: &CcSock,
+    mss: u32,
+    min_rtt_us: u32,
+    tso_rtt_shift: u32,
+    gso_max_size: u64,
+    min_segs: u32,
+) -> u32 {
     let mut bytes = tp.pacing_rate >> SK_PACING_SHIFT;
     if tso_rtt_shift != 0 {
         let r = min_rtt_us >> tso_rtt_shift;
@@ -102,7 +110,7 @@ pub fn tso_segs_generic(tp: &CcSock, min_rtt_us: u32, tso_rtt_shift: u32, gso_ma
         }
     }
     bytes = bytes.min(gso_max_size - 1 - MAX_TCP_HEADER);
-    ((bytes / tp.mss.max(1) as u64) as u32).max(min_segs)
+    ((bytes / mss.max(1) as u64) as u32).max(min_segs)
 }
 
 /// The end of `bbr_set_pacing_rate` (all three files), after the caller's pacing rate

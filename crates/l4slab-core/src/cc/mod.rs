@@ -536,8 +536,11 @@ pub trait CongestionControl: Send {
         tp.cwnd.max(tp.prior_cwnd)
     }
 
-    /// Segments per TSO burst (`tso_segs`), `None` to use the stack's autosizing.
-    fn tso_segs(&self, _tp: &CcSock) -> Option<u32> {
+    /// Segments per TSO burst (`tso_segs(sk, mss_now)`), `None` to use the stack's
+    /// autosizing. `mss_now` is `tcp_current_mss`: a full segment's payload less the
+    /// options every data segment carries (the AccECN option), which `tcp_write_xmit`
+    /// sizes the skb in (`tcp_tso_segs`).
+    fn tso_segs(&self, _tp: &CcSock, _mss_now: u32) -> Option<u32> {
         None
     }
 

@@ -193,11 +193,11 @@ impl<C: CongestionControl + EcnRequirement> CongestionControl for RenoFallback<C
             self.inner.undo_cwnd(tp)
         }
     }
-    fn tso_segs(&self, tp: &CcSock) -> Option<u32> {
+    fn tso_segs(&self, tp: &CcSock, mss_now: u32) -> Option<u32> {
         if self.reno {
             None
         } else {
-            self.inner.tso_segs(tp)
+            self.inner.tso_segs(tp, mss_now)
         }
     }
     /// The metric keeps reporting the (frozen) α after a fallback.

@@ -140,9 +140,11 @@ impl TcpSender {
         }
     }
 
-    /// Segments per skb (`tcp_tso_segs`): 1 without TSO/GSO; else the CC's
-    /// `tso_segs` hook (Prague's `prague_tso_segs`), else `tcp_tso_autosize`; never
-    /// more than the device's `gso_max_size` holds.
+    /// Segments per skb (`tcp_tso_segs(sk, mss_now)`): 1 without TSO/GSO; else the
+    /// CC's `tso_segs` hook (Prague's `prague_tso_segs`), else `tcp_tso_autosize`;
+    /// never more than the device's `gso_max_size` holds. Both size in `mss_now`
+    /// (`tcp_current_mss`: the MSS less the options every data segment carries, 1436 B
+    /// with the AccECN option), as `tcp_write_xmit` does, not in `mss_cache`.
     pub(super) fn tso_segs(&self) -> u32 {
         if !self.tso {
             return 1;
@@ -150,21 +152,23 @@ impl TcpSender {
         // No skb grows beyond the device's gso_max_size (`tcp_xmit_size_goal`).
         let div = self.mss_div();
         let size_goal = div.size_goal;
-        match self.cc.tso_segs(&self.tp) {
+        match self.cc.tso_segs(&self.tp, div.mss) {
             Some(segs) => segs.clamp(1, size_goal),
             None => self.tso_autosize(div).min(size_goal),
         }
     }
 
-    /// The divisions by the MSS `tso_segs` needs, kept until the MSS changes (a CC
-    /// may change it: Prague's segment sizing): one per MSS instead of two per call.
+    /// The divisions by `mss_now` (`segment_payload`) `tso_segs` needs, kept until it
+    /// changes (a CC may change the MSS: Prague's segment sizing): one per MSS instead of
+    /// two per call.
     #[inline]
     fn mss_div(&self) -> MssDiv {
         let d = self.mss_div.get();
-        if d.mss == self.tp.mss {
+        let mss_now = self.segment_payload();
+        if d.mss == mss_now {
             return d;
         }
-        let d = MssDiv::new(self.tp.mss);
+        let d = MssDiv::new(mss_now);
         self.mss_div.set(d);
         d
     }
@@ -580,7 +584,7 @@ mod tests {
         fn ssthresh(&mut self, tp: &CcSock) -> u32 {
             tp.cwnd
         }
-        fn tso_segs(&self, _tp: &CcSock) -> Option<u32> {
+        fn tso_segs(&self, _tp: &CcSock, _mss_now: u32) -> Option<u32> {
             self.0
         }
     }
@@ -692,7 +696,7 @@ mod tests {
         fn ssthresh(&mut self, tp: &CcSock) -> u32 {
             tp.cwnd
         }
-        fn tso_segs(&self, _tp: &CcSock) -> Option<u32> {
+        fn tso_segs(&self, _tp: &CcSock, _mss_now: u32) -> Option<u32> {
             Some(self.0)
         }
     }

@@ -208,10 +208,10 @@ impl Bbr2 {
     }
 
     /// `bbr_tso_segs_generic`: ≈1 ms at the pacing rate plus the min_rtt allowance.
-    fn tso_segs_generic(&self, tp: &CcSock, gso_max_size: u64) -> u32 {
+    fn tso_segs_generic(&self, tp: &CcSock, mss: u32, gso_max_size: u64) -> u32 {
         // The parameter is a 4-bit field (`bbr_tso_rtt_shift`, 0..=15).
         let shift = self.p.tso_rtt_shift.min(15);
-        common::tso_segs_generic(tp, self.min_rtt_us, shift, gso_max_size, self.min_tso_segs(tp))
+        common::tso_segs_generic(tp, mss, self.min_rtt_us, shift, gso_max_size, self.min_tso_segs(tp))
     }
 
     /// `bbr_ack_aggregation_cwnd`.
@@ -683,9 +683,10 @@ impl BbrModel for Bbr2 {
         self.max_bw().min(self.bw_lo.min(self.bw_hi))
     }
 
-    /// `bbr_tso_segs_goal`: with the generic GSO size, whatever the device.
+    /// `bbr_tso_segs_goal`: in `mss_cache` segments with the generic GSO size, whatever
+    /// the device.
     fn tso_segs_goal(&self, tp: &CcSock) -> u32 {
-        self.tso_segs_generic(tp, GSO_MAX_SIZE)
+        self.tso_segs_generic(tp, tp.mss, GSO_MAX_SIZE)
     }
 
     /// `bbr2_inflight_with_headroom`: inflight_hi less 15 %, at least cwnd_min_target.
@@ -996,8 +997,8 @@ impl CongestionControl for Bbr2 {
     }
 
     /// `bbr_tso_segs`.
-    fn tso_segs(&self, tp: &CcSock) -> Option<u32> {
-        Some(self.tso_segs_generic(tp, GSO_MAX_SIZE))
+    fn tso_segs(&self, tp: &CcSock, mss_now: u32) -> Option<u32> {
+        Some(self.tso_segs_generic(tp, mss_now, GSO_MAX_SIZE))
     }
 
     fn alpha(&self) -> Option<f64> {

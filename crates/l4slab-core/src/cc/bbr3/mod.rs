@@ -171,8 +171,8 @@ impl Bbr3 {
     }
 
     /// `bbr_tso_segs_generic`.
-    fn tso_segs_generic(&self, tp: &CcSock, gso_max_size: u64) -> u32 {
-        common::tso_segs_generic(tp, self.min_rtt_us, self.p.tso_rtt_shift, gso_max_size, self.p.min_tso_segs)
+    fn tso_segs_generic(&self, tp: &CcSock, mss: u32, gso_max_size: u64) -> u32 {
+        common::tso_segs_generic(tp, mss, self.min_rtt_us, self.p.tso_rtt_shift, gso_max_size, self.p.min_tso_segs)
     }
 
     /// `bbr_ack_aggregation_cwnd`.
@@ -620,7 +620,7 @@ impl BbrModel for Bbr3 {
 
     /// `bbr_tso_segs_goal`.
     fn tso_segs_goal(&self, tp: &CcSock) -> u32 {
-        self.tso_segs_generic(tp, GSO_LEGACY_MAX_SIZE)
+        self.tso_segs_generic(tp, tp.mss, GSO_LEGACY_MAX_SIZE)
     }
 
     /// `bbr_inflight_with_headroom`.
@@ -863,8 +863,8 @@ impl CongestionControl for Bbr3 {
     }
 
     /// `bbr_tso_segs` (the device's GSO limit is the legacy 64 KB here).
-    fn tso_segs(&self, tp: &CcSock) -> Option<u32> {
-        Some(self.tso_segs_generic(tp, GSO_LEGACY_MAX_SIZE))
+    fn tso_segs(&self, tp: &CcSock, mss_now: u32) -> Option<u32> {
+        Some(self.tso_segs_generic(tp, mss_now, GSO_LEGACY_MAX_SIZE))
     }
 
     /// `ecn_alpha` while the flow is ECN-eligible (it is updated only then).

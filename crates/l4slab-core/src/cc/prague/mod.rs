@@ -1023,7 +1023,7 @@ impl CongestionControl for Prague {
     }
 
     /// `prague_tso_segs`: the burst bound, optionally capped.
-    fn tso_segs(&self, _tp: &CcSock) -> Option<u32> {
+    fn tso_segs(&self, _tp: &CcSock, _mss_now: u32) -> Option<u32> {
         let mut segs = self.max_tso_burst.max(self.ver.min_tso_segs());
         if self.params.max_tso_segs > 0 {
             segs = segs.min(self.params.max_tso_segs);

@@ -68,7 +68,7 @@ fn defaults_and_flags() {
     assert_eq!(pr.mtu_cache, 1500);
     assert_eq!(pr.rate, 1_500_000);
     assert_eq!(tp.pacing_rate, 3_000_000);
-    assert_eq!(pr.tso_segs(&tp), Some(1));
+    assert_eq!(pr.tso_segs(&tp, tp.mss), Some(1));
 }
 
 #[test]
@@ -86,7 +86,7 @@ fn falls_back_to_reno_without_accecn() {
         assert_eq!(p.flags(), CcFlags::default());
         assert_eq!(p.ect_codepoint(), Ecn::Ect0); // unused: the stack sends Not-ECT with ECN off
         assert!(!p.has_cong_control());
-        assert_eq!(p.tso_segs(&tp), None);
+        assert_eq!(p.tso_segs(&tp, tp.mss), None);
         // Reno: ½ on loss, +1 per delivered packet in slow start, undo to prior_cwnd.
         tp.cwnd = 40;
         assert_eq!(p.ssthresh(&tp), 20);
@@ -406,20 +406,20 @@ fn tso_burst_is_244us_of_data() {
     p.frac = 833 << 20;
     p.update_pacing_rate(&mut tp);
     assert_eq!(tp.pacing_rate, 124_950_000);
-    assert_eq!(p.tso_segs(&tp), Some(20));
+    assert_eq!(p.tso_segs(&tp, tp.mss), Some(20));
     // 100 Mb/s ⇒ 2; below ≈ 98 Mb/s ⇒ 1.
     p.frac = 84 << 20;
     p.update_pacing_rate(&mut tp);
-    assert_eq!(p.tso_segs(&tp), Some(2));
+    assert_eq!(p.tso_segs(&tp, tp.mss), Some(2));
     p.frac = 80 << 20;
     p.update_pacing_rate(&mut tp);
-    assert_eq!(p.tso_segs(&tp), Some(1));
+    assert_eq!(p.tso_segs(&tp, tp.mss), Some(1));
     // prague_max_tso_segs caps.
     let (mut p, mut tp) = setup(PragueParams { max_tso_segs: 8, ..PragueParams::default() }, 10, 10_000);
     tp.ssthresh = 10;
     p.frac = 833 << 20;
     p.update_pacing_rate(&mut tp);
-    assert_eq!(p.tso_segs(&tp), Some(8));
+    assert_eq!(p.tso_segs(&tp, tp.mss), Some(8));
 }
 
 #[test]

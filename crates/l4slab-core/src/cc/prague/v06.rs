@@ -214,7 +214,7 @@ mod tests {
         // α₀ = 1 (20 bits), min 2 TSO segments, no floor on the pacing rate.
         assert_eq!(p.alpha(), 1.0);
         assert_eq!(p.upscaled_alpha, (1 << 20) << 4);
-        assert_eq!(p.tso_segs(&tp), Some(2));
+        assert_eq!(p.tso_segs(&tp, tp.mss), Some(2));
         // First CE: no halving in update_cwnd; the CWR entry halves (α = 1).
         ack(&mut p, &mut tp, 2, 2);
         assert_eq!(p.frac, 5 << 20);
