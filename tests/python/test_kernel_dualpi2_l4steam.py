@@ -15,10 +15,10 @@ The cell is ``examples/kernel/dualq-coexistence/prague-cubic-4mbit.toml`` (the D
 Table I DualPI2, Prague v0.7 and CUBIC at 20 ms, fq on the hosts, 40 s from 10 s).
 Prague:CUBIC goodput, measured:
 
-* ``variant l4steam``: kernel 1.96-2.80, mean 2.37 (15 boots, seeds 1-15); engine 2.00-3.11,
-  mean 2.39 (seeds 1-30), seeds 1-3 2.66 / 2.76 / 2.39;
-* mainline's rule: kernel 0.06-0.14 (6 boots), engine 0.08-0.14 (10 seeds)
-  (``docs/fidelity-prague.md``, "Receive-buffer autotuning in the DualQ cells").
+* ``variant l4steam``: kernel 1.96-2.80, mean 2.37 (15 boots, seeds 1-15); engine (model
+  version 24) 1.80-2.75, mean 2.31 (seeds 1-30), seeds 1-3 2.39 / 2.30 / 2.25;
+* mainline's rule: kernel 0.06-0.14 (6 boots), engine 0.05-0.16 (10 seeds)
+  (``docs/fidelity-dualq.md``, "DualPI2 at 4 Mbit/s").
 
 Cost: four kernel runs of about 1 s of guest wall time each. Skips when no guest kernel is
 cached (``l4slab kernel build``).
@@ -72,7 +72,7 @@ def kernel_ratios():
 def test_the_l4steam_step_rule_gives_prague_the_link_on_the_kernel_as_in_the_engine(kernel_ratios):
     """Every boot of the L4STeam rule leaves Prague well above CUBIC (the 15 boots' lowest is
     1.96), mainline's hands CUBIC the link (0.06-0.14): the rule, not the boot, decides. The
-    engine's mean over the same seeds lies within the kernel's 15-boot range."""
+    engine's mean over the same seeds (2.31) lies within the kernel's 15-boot range."""
     l4steam, mainline = kernel_ratios
     assert min(l4steam) > 1.6, l4steam
     assert 1.8 <= statistics.mean(l4steam) <= 2.9, l4steam
