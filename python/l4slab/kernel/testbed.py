@@ -284,8 +284,9 @@ def _user_qdisc_params(scenario: Any, which: str) -> Mapping[str, Any]:
     return dict(getattr(request, "params", {}) or {})
 
 
-#: The largest ``memlimit`` mainline's dualpi2 takes (``TCA_DUALPI2_MEMORY_LIMIT`` is a u32 of bytes).
-DUALPI2_MEMLIMIT_MAX = 2**32 - 1
+#: The largest value of a u32 netlink attribute: mainline dualpi2's ``memlimit`` (bytes,
+#: ``TCA_DUALPI2_MEMORY_LIMIT``) and its ``step_thresh`` in packets.
+U32_MAX = 2**32 - 1
 
 
 def _dualpi2_l4steam_as_mainline(values: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -302,19 +303,23 @@ def _dualpi2_l4steam_as_mainline(values: Mapping[str, Any], where: str) -> dict[
     out = dict(values)
     for gain in ("alpha", "beta"):
         value = out.get(gain)
-        if value is not None and float(value) * 256 < 1:
+        try:
+            below = value is not None and float(value) * 256 < 1
+        except (TypeError, ValueError):
+            below = False  # not a number: the engine's own check names it
+        if below:
             raise _refuse(
                 f"{where}.{gain}",
                 value,
                 "mainline's dualpi2 takes at least 1/256 Hz (the l4steam tree's 0 cannot run on the guest)",
             )
     out["min_qlen_step"] = 2
-    out["memlimit"] = DUALPI2_MEMLIMIT_MAX
+    out["memlimit"] = U32_MAX
     step = out.get("step_thresh")
     count = getattr(step, "count", None)
     if count is not None:
         scaled = count * 1000
-        if scaled > DUALPI2_MEMLIMIT_MAX:
+        if scaled > U32_MAX:
             raise _refuse(
                 f"{where}.step_thresh",
                 f"{count}pkt",
