@@ -642,7 +642,7 @@ mod tests {
         let at = opts.iter().position(|&b| b == TCPOPT_ACCECN1).expect("the AccECN option");
         assert_eq!(opts[at + 1], 11, "three 24-bit counters");
         assert_eq!(&opts[at + 2..at + 11], &[0, 0, 1, 0, 0, 0, 0, 0, 1], "E1B 1, CEB 0, E0B 1: no payload received");
-        // A segment of a sender without the option is written as before (1502 + 12 = its wire length).
+        // A sender without the option fills the 12 B with payload (1448 B): 1514 B, no option.
         let plain = data(0, 0, 1448);
         let mut g = Vec::new();
         assert_eq!(
