@@ -23,6 +23,13 @@ BUILT_TEST := $(VENV)/.l4slab-built-test
 # The emulator binary (target/release/l4slab-emu, found there by `l4slab emulate`); stamped
 # like the extension, rebuilt when a Rust source changed.
 EMU_BUILT := $(VENV)/.l4slab-emu-built
+# Profile-guided optimisation of the release builds (tools/pgo-profile; docs/performance.md,
+# "The profile-guided build"): the engine built instrumented into target/pgo-gen, trained
+# on the bench cases and the corpus, its profile named by its content; this file holds the
+# rustc flag that uses it (empty where the toolchain has no llvm-profdata, or with
+# L4SLAB_PGO=0). The extension and the emulator share the flag, so neither rebuilds the other's crates.
+PGO_FLAGS := $(CARGO_TARGET_DIR)/pgo/rustflags
+RELEASE_ENV = RUSTFLAGS="$${RUSTFLAGS:-} $$(cat $(PGO_FLAGS))"
 
 .PHONY: demo test test-slow install bench venv clean-venv kernel kernel-if-possible browser-if-possible
 
@@ -90,17 +97,22 @@ $(MATURIN):
 	$(PY) -m pip install --disable-pip-version-check -q 'maturin>=1.5,<2'
 
 # The engine and the package's dependencies (maturin installs them from pyproject.toml).
-$(BUILT): $(ENGINE_SOURCES) | $(MATURIN)
-	VIRTUAL_ENV=$(abspath $(VENV)) $(MATURIN) develop --release
+$(BUILT): $(ENGINE_SOURCES) $(PGO_FLAGS) | $(MATURIN)
+	$(RELEASE_ENV) VIRTUAL_ENV=$(abspath $(VENV)) $(MATURIN) develop --release
 	@touch $@
 
 # The same build with the test extras; it also stands for $(BUILT) (a superset of its packages).
-$(BUILT_TEST): $(ENGINE_SOURCES) | $(MATURIN)
-	VIRTUAL_ENV=$(abspath $(VENV)) $(MATURIN) develop --release --extras test
+$(BUILT_TEST): $(ENGINE_SOURCES) $(PGO_FLAGS) | $(MATURIN)
+	$(RELEASE_ENV) VIRTUAL_ENV=$(abspath $(VENV)) $(MATURIN) develop --release --extras test
 	@touch $@ $(BUILT)
 
-$(EMU_BUILT): $(ENGINE_SOURCES) | $(MATURIN)
-	cargo build --release -p l4slab-emu
+$(EMU_BUILT): $(ENGINE_SOURCES) $(PGO_FLAGS) | $(MATURIN)
+	$(RELEASE_ENV) cargo build --release -p l4slab-emu
+
+$(PGO_FLAGS): $(ENGINE_SOURCES) tools/pgo-profile
+	@mkdir -p $(@D)
+	tools/pgo-profile > $@.tmp
+	@mv $@.tmp $@
 	@touch $@
 
 clean-venv:

@@ -20,6 +20,7 @@ use crate::time::{jiffies, Time, HZ, NS_PER_JIFFY, NS_PER_MS, NS_PER_US};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, DefaultHasher};
 
 /// Detached flows older than this are garbage-collected (`FQ_GC_AGE` = 3 s).
 const GC_AGE_JIFFIES: u64 = 3 * HZ;
@@ -194,7 +195,9 @@ pub struct Fq<P> {
 
     flows: Vec<Flow<P>>,
     free_slots: Vec<u32>,
-    index: HashMap<u64, u32>,
+    /// Flow key -> slot. Hashed with fixed keys (`DefaultHasher::new`), not std's per-process
+    /// random ones: the lookups, not only their answers, are then the same on every run.
+    index: HashMap<u64, u32, BuildHasherDefault<DefaultHasher>>,
     bucket_members: Vec<Vec<u32>>,
     new_flows: VecDeque<u32>,
     old_flows: VecDeque<u32>,
@@ -228,7 +231,7 @@ impl<P: QdiscPacket> Fq<P> {
             buckets_log,
             flows: Vec::with_capacity(n_flows_hint),
             free_slots: Vec::new(),
-            index: HashMap::with_capacity(n_flows_hint),
+            index: HashMap::with_capacity_and_hasher(n_flows_hint, BuildHasherDefault::default()),
             bucket_members: (0..1usize << buckets_log).map(|_| Vec::new()).collect(),
             new_flows: VecDeque::with_capacity(64),
             old_flows: VecDeque::with_capacity(64),
