@@ -235,12 +235,14 @@ def test_dualq_4mbit_ratio_follows_from_the_l4steam_step_rule():
     and the DualQ paper's Prague:CUBIC 0.85-2.5 follows.
 
     The ratio is judged as the paper ran it (250 s) and over seeds: one 40-s run varies by
-    seed far more than the band's margin (v0.7, seeds 1-30: 1.96-3.13, 7 of 30 above 2.5),
-    so a single draw passes or fails by its seed. At 250 s, seeds 1-10 give v0.7 2.16-2.51
-    (mean 2.29) and v0.6 1.90-1.98 (mean 1.93) with the testbed's 5.10 receivers (2.12-2.46,
-    2.30 and 1.87-1.99, 1.93 with every window fixed); the kernel backend cannot run `variant
-    l4steam`, and on mainline DualPI2 it gives 0.06-0.14 (6 boots, 40 s; the engine 0.06-0.15
-    over 10 seeds; docs/fidelity-prague.md, "Receive-buffer autotuning in the DualQ cells")."""
+    seed far more than the band's margin (v0.7 with the 5.10 receivers, seeds 1-30:
+    1.83-2.69, 5 of 30 above 2.5), so a single draw passes or fails by its seed. At 250 s,
+    seeds 1-10 give v0.7 2.16-2.51 (mean 2.29) and v0.6 1.90-1.98 (mean 1.93) with the
+    testbed's 5.10 receivers (2.15-2.37, 2.27 and 1.96-2.17, 2.06 with every window fixed).
+    The kernel backend runs `variant l4steam` as mainline's qdisc with `min_qlen_step 2`:
+    1.96-2.80, mean 2.37 over 15 boots of 40 s (tests/python/test_kernel_dualpi2_l4steam.py);
+    on mainline DualPI2 it gives 0.06-0.14 (6 boots, 40 s; the engine 0.05-0.16 over 10
+    seeds; docs/fidelity-prague.md, "Receive-buffer autotuning in the DualQ cells")."""
     from l4slab.scenario import scenario_from_toml
 
     def ratio(variant, cc, seed):
