@@ -44,6 +44,13 @@ impl TcpSender {
         let mut skb_room = 0u32;
         let mut skb_bytes = 0u64;
         let mut skb_segs = 0u32;
+        // tcp_event_new_data_sent's `tcp_rearm_rto`, due once a segment went out with
+        // no flight before it or with the loss probe pending. Done after the loop, and
+        // only where the loss probe scheduled there does not replace the timer it sets:
+        // nothing in between reads the timer, and what the re-arm reads (the pending
+        // timer's kind, the RTO, the head's send time, now) is what it was at that
+        // segment, so the timer ends as Linux leaves it.
+        let mut rearm_due = false;
         while self.tp.snd_nxt < self.app_bytes && now < self.stop_at {
             if skb_room == 0 {
                 if skb_bytes > 0 {
@@ -102,9 +109,7 @@ impl TcpSender {
             skb_bytes += len as u64;
             skb_segs += 1;
             // tcp_event_new_data_sent: start the RTO if this is the only flight.
-            if was_empty || matches!(self.xmit_timer, Some((XmitTimer::LossProbe, _))) {
-                self.rearm_rto(now);
-            }
+            rearm_due |= was_empty || matches!(self.xmit_timer, Some((XmitTimer::LossProbe, _)));
             sent_any = true;
             if probe {
                 break;
@@ -135,8 +140,9 @@ impl TcpSender {
             self.tp.max_packets_out = self.tp.packets_out;
             self.cwnd_usage_seq = self.tp.snd_nxt;
         }
-        if sent_any && !probe {
-            self.schedule_loss_probe(now, false);
+        let probe_armed = sent_any && !probe && self.schedule_loss_probe(now, false);
+        if rearm_due && !probe_armed {
+            self.rearm_rto(now);
         }
     }
 
