@@ -151,6 +151,7 @@ impl TcpSender {
     /// never more than the device's `gso_max_size` holds. Both size in `mss_now`
     /// (`tcp_current_mss`: the MSS less the options every data segment carries, 1436 B
     /// with the AccECN option), as `tcp_write_xmit` does, not in `mss_cache`.
+    #[inline(always)]
     pub(super) fn tso_segs(&self) -> u32 {
         if !self.tso {
             return 1;
@@ -296,7 +297,7 @@ impl TcpSender {
     /// last segment only (`tcp_offload.c:tcp_gso_segment` clears PSH and FIN on every
     /// segment but the last): the segment just emitted, the last packet in `out` or in
     /// the host's fq queue.
-    #[inline]
+    #[inline(always)]
     fn new_skb_sent(&mut self, bytes: u64, segs: u32, now: Time, out: &mut [Packet]) {
         if segs > 1 {
             if self.cc_tx_in_flight {
@@ -330,7 +331,7 @@ impl TcpSender {
     }
 
     /// Put one data segment on the wire, applying EDT pacing bookkeeping.
-    #[inline]
+    #[inline(always)]
     pub(super) fn emit_data(&mut self, seq: u64, len: u32, retrans: bool, now: Time, out: &mut Vec<Packet>) {
         let mut p = Packet::new(self.flow, PacketKind::Data);
         p.payload = len;
