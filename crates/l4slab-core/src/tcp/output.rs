@@ -44,6 +44,13 @@ impl TcpSender {
         let mut skb_room = 0u32;
         let mut skb_bytes = 0u64;
         let mut skb_segs = 0u32;
+        // tcp_event_new_data_sent's `tcp_rearm_rto`, due once a segment went out with
+        // no flight before it or with the loss probe pending. Done after the loop, and
+        // only where the loss probe scheduled there does not replace the timer it sets:
+        // nothing in between reads the timer, and what the re-arm reads (the pending
+        // timer's kind, the RTO, the head's send time, now) is what it was at that
+        // segment, so the timer ends as Linux leaves it.
+        let mut rearm_due = false;
         while self.tp.snd_nxt < self.app_bytes && now < self.stop_at {
             if skb_room == 0 {
                 if skb_bytes > 0 {
@@ -102,9 +109,7 @@ impl TcpSender {
             skb_bytes += len as u64;
             skb_segs += 1;
             // tcp_event_new_data_sent: start the RTO if this is the only flight.
-            if was_empty || matches!(self.xmit_timer, Some((XmitTimer::LossProbe, _))) {
-                self.rearm_rto(now);
-            }
+            rearm_due |= was_empty || matches!(self.xmit_timer, Some((XmitTimer::LossProbe, _)));
             sent_any = true;
             if probe {
                 break;
@@ -135,8 +140,9 @@ impl TcpSender {
             self.tp.max_packets_out = self.tp.packets_out;
             self.cwnd_usage_seq = self.tp.snd_nxt;
         }
-        if sent_any && !probe {
-            self.schedule_loss_probe(now, false);
+        let probe_armed = sent_any && !probe && self.schedule_loss_probe(now, false);
+        if rearm_due && !probe_armed {
+            self.rearm_rto(now);
         }
     }
 
@@ -145,6 +151,7 @@ impl TcpSender {
     /// never more than the device's `gso_max_size` holds. Both size in `mss_now`
     /// (`tcp_current_mss`: the MSS less the options every data segment carries, 1436 B
     /// with the AccECN option), as `tcp_write_xmit` does, not in `mss_cache`.
+    #[inline(always)]
     pub(super) fn tso_segs(&self) -> u32 {
         if !self.tso {
             return 1;
@@ -290,7 +297,7 @@ impl TcpSender {
     /// last segment only (`tcp_offload.c:tcp_gso_segment` clears PSH and FIN on every
     /// segment but the last): the segment just emitted, the last packet in `out` or in
     /// the host's fq queue.
-    #[inline]
+    #[inline(always)]
     fn new_skb_sent(&mut self, bytes: u64, segs: u32, now: Time, out: &mut [Packet]) {
         if segs > 1 {
             if self.cc_tx_in_flight {
@@ -324,7 +331,7 @@ impl TcpSender {
     }
 
     /// Put one data segment on the wire, applying EDT pacing bookkeeping.
-    #[inline]
+    #[inline(always)]
     pub(super) fn emit_data(&mut self, seq: u64, len: u32, retrans: bool, now: Time, out: &mut Vec<Packet>) {
         let mut p = Packet::new(self.flow, PacketKind::Data);
         p.payload = len;

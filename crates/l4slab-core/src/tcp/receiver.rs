@@ -402,6 +402,7 @@ impl TcpReceiver {
         }
     }
 
+    #[inline(always)]
     fn on_data(&mut self, pkt: &Packet, now: Time, out: &mut Outbox) {
         self.segments_received += 1;
         if let Some(sent) = self.synack_sent.take() {
