@@ -573,7 +573,7 @@ impl Simulation {
         let link = self.net.link_mut(l);
         if link.queue().is_some() {
             self.observers.on_enqueue(now, l, pkt);
-            link.enqueue(now, *pkt);
+            link.enqueue(now, pkt);
             if link.has_reports() {
                 self.drain_nonempty_reports(now, l);
             }

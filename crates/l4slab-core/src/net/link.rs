@@ -335,11 +335,15 @@ impl Link {
     }
 
     /// Offer `pkt` to the queue (the caller drains `dropped`/`marked` afterwards).
+    /// A FIFO copies it once, from `pkt` into its ring.
     #[inline]
-    pub fn enqueue(&mut self, now: Time, pkt: Packet) {
+    pub fn enqueue(&mut self, now: Time, pkt: &Packet) {
         let q = self.queue.as_mut().expect("enqueue on a link without a queue");
         let (qdisc, mut ctx) = q.ctx();
-        qdisc.enqueue(pkt, now, &mut ctx);
+        match qdisc {
+            LinkQdisc::Fifo(f) => f.enqueue_ref(pkt, now, &mut ctx),
+            qdisc => qdisc.enqueue(*pkt, now, &mut ctx),
+        }
     }
 
     /// Whether the shaper watchdog is pending (then it, not the caller, dequeues).
@@ -381,6 +385,14 @@ impl Link {
         // Sending now: a watchdog still pending (only a late one can be) is stale.
         q.wake_at = None;
         let (qdisc, mut ctx) = q.ctx();
+        if let LinkQdisc::Fifo(f) = qdisc {
+            // Straight from the ring's slot to `out`.
+            if !f.dequeue_into(out) {
+                return false;
+            }
+            q.shaper.charge(now, out.wire_len);
+            return true;
+        }
         match qdisc.dequeue(now, &mut ctx) {
             Some(pkt) => {
                 q.shaper.charge(now, pkt.wire_len);
