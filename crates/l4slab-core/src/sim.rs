@@ -432,8 +432,10 @@ impl Simulation {
                 }
             }
             Target::ShaperWake(l) => {
+                // `take_wake` cleared the pending watchdog, so `service`'s test for one
+                // (`waiting_for_tokens`) is false: straight to the dequeue loop.
                 if self.net.link_mut(l).take_wake(now) {
-                    self.service(now, l);
+                    self.service_ready(now, l);
                 }
             }
             Target::QdiscTimer(l) => {
