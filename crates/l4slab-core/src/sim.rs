@@ -270,9 +270,10 @@ pub struct Simulation {
     /// side table of the SACK options of the ACKs in the network (each entry freed
     /// where its ACK is delivered or dropped).
     out: Outbox,
-    /// The packet leaving a delay line or a qdisc, written in place by the network
-    /// (`Network::arrive`, `Link::dequeue_ready`) and copied out before it moves on:
-    /// one 64-byte copy instead of building a blank packet per event to write over.
+    /// The packet leaving a qdisc, written in place by the link
+    /// (`Link::dequeue_ready`) and copied out before it moves on: one 64-byte copy
+    /// instead of building a blank packet per event to write over. (A packet leaving
+    /// a delay line goes to a buffer of `run`'s own instead, and on from there.)
     scratch: Packet,
     counts: Counts,
     end: Time,
@@ -358,8 +359,13 @@ impl Simulation {
 
     /// Run until the configured duration.
     pub fn run(&mut self) {
+        // The packet arriving from a delay line, written in place by the line and
+        // handed on from here: it is no part of `self`, so the hop it goes to may
+        // borrow the simulation while it reads the packet (no copy out of `scratch`).
+        // Only the loop's own events use it; what they cause nested takes `scratch`.
+        let mut arriving = Packet::new(0, PacketKind::Data);
         while let Some((now, target)) = self.events.pop_until(self.end) {
-            self.dispatch(now, target);
+            self.dispatch(now, target, &mut arriving);
         }
         for source in self.sources.iter_mut() {
             let mut opener = Opener {
@@ -410,14 +416,13 @@ impl Simulation {
         }
     }
 
-    fn dispatch(&mut self, now: Time, target: Target) {
+    fn dispatch(&mut self, now: Time, target: Target, arriving: &mut Packet) {
         match target {
             Target::LineHead(line) => {
                 let seq = self.events.last_seq();
-                if let Some(from) = self.net.arrive(line, now, seq, &mut self.events, &mut self.scratch) {
-                    let pkt = self.scratch;
-                    let hop = self.net.next_hop(&pkt, Some(from));
-                    self.forward(now, hop, &pkt);
+                if let Some(from) = self.net.arrive(line, now, seq, &mut self.events, arriving) {
+                    let hop = self.net.next_hop(arriving, Some(from));
+                    self.forward(now, hop, arriving);
                 }
             }
             Target::EndpointTimer(e) => {
