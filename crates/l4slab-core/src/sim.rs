@@ -628,8 +628,8 @@ impl Simulation {
         loop {
             // The link is looked up once for the dequeue and its reports.
             let link = self.net.link_mut(l);
-            let ready = link.dequeue_ready(now, &mut self.events, &mut self.scratch);
-            if link.has_reports() {
+            let (ready, may_report) = link.dequeue_ready(now, &mut self.events, &mut self.scratch);
+            if may_report && link.has_reports() {
                 self.drain_nonempty_reports(now, l);
             }
             if !ready {

@@ -359,16 +359,17 @@ impl Link {
     /// One step of `htb_dequeue`: if the class has tokens and the qdisc a packet,
     /// dequeue and charge it, write it to `out` and return true; false if there is
     /// nothing for the wire now (empty, or no tokens: then the watchdog is armed
-    /// for when there are). The caller drains `dropped`/`marked` after every call.
-    /// The packet goes to the caller's buffer rather than out through an enum: a
+    /// for when there are). The second answer: whether the qdisc may have reported
+    /// drops or marks (its dequeue ran, and it is not a FIFO, whose dequeue reports
+    /// none), which the caller then drains. The packet goes to the caller's buffer rather than out through an enum: a
     /// packet moved through its niche byte is written in overlapping pieces, and
     /// the caller's immediate read of it then stalls on store forwarding.
     #[inline]
-    pub fn dequeue_ready(&mut self, now: Time, events: &mut EventQueue, out: &mut Packet) -> bool {
+    pub fn dequeue_ready(&mut self, now: Time, events: &mut EventQueue, out: &mut Packet) -> (bool, bool) {
         let id = self.id;
-        let Some(q) = self.queue.as_mut() else { return false };
+        let Some(q) = self.queue.as_mut() else { return (false, false) };
         if q.qdisc.is_empty() {
-            return false;
+            return (false, false);
         }
         if !q.shaper.can_send(now) {
             let mut t = q.shaper.next_send_time(now);
@@ -380,7 +381,7 @@ impl Link {
                 Some(pin) => events.push_pinned(pin, t, Target::ShaperWake(id)),
                 None => events.push(t, Target::ShaperWake(id)),
             }
-            return false;
+            return (false, false);
         }
         // Sending now: a watchdog still pending (only a late one can be) is stale.
         q.wake_at = None;
@@ -388,18 +389,18 @@ impl Link {
         if let LinkQdisc::Fifo(f) = qdisc {
             // Straight from the ring's slot to `out`.
             if !f.dequeue_into(out) {
-                return false;
+                return (false, false);
             }
             q.shaper.charge(now, out.wire_len);
-            return true;
+            return (true, false);
         }
         match qdisc.dequeue(now, &mut ctx) {
             Some(pkt) => {
                 q.shaper.charge(now, pkt.wire_len);
                 *out = pkt;
-                true
+                (true, true)
             }
-            None => false,
+            None => (false, true),
         }
     }
 
