@@ -440,14 +440,14 @@ impl Simulation {
                 // `take_wake` cleared the pending watchdog, so `service`'s test for one
                 // (`waiting_for_tokens`) is false: straight to the dequeue loop.
                 if self.net.link_mut(l).take_wake(now) {
-                    self.service_ready(now, l);
+                    self.service_ready(now, l, arriving);
                 }
             }
             Target::QdiscTimer(l) => {
                 if self.net.link_mut(l).fire_qdisc_timer(now) {
                     self.drain_reports(now, l);
                     self.net.link_mut(l).arm_qdisc_timer(&mut self.events);
-                    self.service(now, l);
+                    self.service_into(now, l, arriving);
                 }
             }
             Target::LinkChange(l) => {
@@ -455,7 +455,7 @@ impl Simulation {
                 if let Some(t) = next {
                     self.events.push(t, Target::LinkChange(l));
                 }
-                self.service(now, l);
+                self.service_into(now, l, arriving);
             }
             Target::FlowStart { flow } => {
                 let e = EndpointId::sender(flow);
@@ -612,38 +612,52 @@ impl Simulation {
 
     /// The HTB dequeue loop of link `l`: while the class has tokens and the qdisc
     /// has packets, dequeue and transmit (`sch_htb.c:htb_dequeue`).
+    /// The packets dequeued go through a copy of `scratch` (this may run inside
+    /// another packet's handling, which holds the loop's buffer).
     #[inline]
     fn service(&mut self, now: Time, l: LinkId) {
         if self.net.link(l).waiting_for_tokens(now) {
             return; // the watchdog will dequeue
         }
-        self.service_ready(now, l);
+        let mut buf = self.scratch;
+        self.service_ready(now, l, &mut buf);
+    }
+
+    /// [`service`](Self::service) from the event loop's own event: the packets
+    /// dequeued go through the loop's buffer `buf`.
+    #[inline]
+    fn service_into(&mut self, now: Time, l: LinkId, buf: &mut Packet) {
+        if self.net.link(l).waiting_for_tokens(now) {
+            return;
+        }
+        self.service_ready(now, l, buf);
     }
 
     /// [`service`](Self::service) once the shaper is not waiting for tokens: the
     /// check above is inlined into every caller (most enqueues on a busy link stop
-    /// there), this loop is not.
+    /// there), this loop is not. Each packet is dequeued into `pkt` (no part of
+    /// `self`) and handed on from there.
     #[inline(never)]
-    fn service_ready(&mut self, now: Time, l: LinkId) {
+    fn service_ready(&mut self, now: Time, l: LinkId, pkt: &mut Packet) {
         loop {
             // The link is looked up once for the dequeue and its reports.
             let link = self.net.link_mut(l);
-            let (ready, may_report) = link.dequeue_ready(now, &mut self.events, &mut self.scratch);
+            let (ready, may_report) = link.dequeue_ready(now, &mut self.events, pkt);
             if may_report && link.has_reports() {
                 self.drain_nonempty_reports(now, l);
             }
             if !ready {
                 return;
             }
-            let pkt = self.scratch;
-            self.observers.on_dequeue(now, l, &pkt, now - pkt.enqueue_ts, &self.out.sacks);
-            match self.net.transmit(l, now, &pkt, &mut self.events) {
+            let pkt = &*pkt;
+            self.observers.on_dequeue(now, l, pkt, now - pkt.enqueue_ts, &self.out.sacks);
+            match self.net.transmit(l, now, pkt, &mut self.events) {
                 Sent::Now => {
-                    let hop = self.net.next_hop(&pkt, Some(l));
-                    self.forward(now, hop, &pkt);
+                    let hop = self.net.next_hop(pkt, Some(l));
+                    self.forward(now, hop, pkt);
                 }
                 Sent::Later => {}
-                Sent::Lost => self.lost_on_wire(now, l, &pkt),
+                Sent::Lost => self.lost_on_wire(now, l, pkt),
             }
         }
     }
