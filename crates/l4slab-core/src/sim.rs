@@ -270,10 +270,9 @@ pub struct Simulation {
     /// side table of the SACK options of the ACKs in the network (each entry freed
     /// where its ACK is delivered or dropped).
     out: Outbox,
-    /// The packet leaving a qdisc, written in place by the link
-    /// (`Link::dequeue_ready`) and copied out before it moves on: one 64-byte copy
-    /// instead of building a blank packet per event to write over. (A packet leaving
-    /// a delay line goes to a buffer of `run`'s own instead, and on from there.)
+    /// A blank packet, copied (one 64-byte copy, not a packet built field by field)
+    /// for the buffer of a dequeue loop that runs inside another packet's handling
+    /// ([`service`](Self::service)); the event loop's own events use `run`'s buffer.
     scratch: Packet,
     counts: Counts,
     end: Time,
@@ -361,8 +360,10 @@ impl Simulation {
     pub fn run(&mut self) {
         // The packet arriving from a delay line, written in place by the line and
         // handed on from here: it is no part of `self`, so the hop it goes to may
-        // borrow the simulation while it reads the packet (no copy out of `scratch`).
-        // Only the loop's own events use it; what they cause nested takes `scratch`.
+        // borrow the simulation while it reads the packet (no copy out of a buffer of
+        // the simulation's). The dequeue loop of a shaper's watchdog, a qdisc timer or a
+        // rate step uses it too. Only the loop's own events use it; a dequeue loop
+        // they cause inside their handling takes a copy of `scratch`.
         let mut arriving = Packet::new(0, PacketKind::Data);
         while let Some((now, target)) = self.events.pop_until(self.end) {
             self.dispatch(now, target, &mut arriving);
