@@ -581,8 +581,13 @@ impl Simulation {
         let link = self.net.link_mut(l);
         if link.queue().is_some() {
             self.observers.on_enqueue(now, l, pkt);
-            link.enqueue(now, pkt);
-            if link.has_reports() {
+            // Most enqueues on a busy link report nothing and find the shaper waiting
+            // for tokens: done there (the steps below, without their look-ups of the
+            // link and its queue).
+            if link.enqueue_busy(now, pkt, &mut self.events) {
+                return;
+            }
+            if self.net.link(l).has_reports() {
                 self.drain_nonempty_reports(now, l);
             }
             self.service(now, l);

@@ -334,16 +334,31 @@ impl Link {
         self.queue.as_ref().map_or(0, |q| q.qdisc.len() as u64)
     }
 
-    /// Offer `pkt` to the queue (the caller drains `dropped`/`marked` afterwards).
-    /// A FIFO copies it once, from `pkt` into its ring.
+    /// Offer `pkt` to the queue (a FIFO copies it once, from `pkt` into its ring),
+    /// then finish what most enqueues on a busy link come to: true if the qdisc
+    /// reported no drop or mark and the shaper is waiting for tokens (its watchdog
+    /// will dequeue), the qdisc's timer then re-armed
+    /// ([`arm_qdisc_timer`](Self::arm_qdisc_timer)) and the enqueue done; false
+    /// otherwise, with only the enqueue done (the caller accounts the reports, runs
+    /// the dequeue loop and re-arms the timer). The queue is looked up once for all.
     #[inline]
-    pub fn enqueue(&mut self, now: Time, pkt: &Packet) {
+    pub fn enqueue_busy(&mut self, now: Time, pkt: &Packet, events: &mut EventQueue) -> bool {
         let q = self.queue.as_mut().expect("enqueue on a link without a queue");
         let (qdisc, mut ctx) = q.ctx();
         match qdisc {
             LinkQdisc::Fifo(f) => f.enqueue_ref(pkt, now, &mut ctx),
             qdisc => qdisc.enqueue(*pkt, now, &mut ctx),
         }
+        if !q.dropped.is_empty() || !q.marked.is_empty() {
+            return false;
+        }
+        if !(q.wake_at.is_some() && (q.host_timer.is_none() || !q.shaper.can_send(now))) {
+            return false;
+        }
+        if q.timed && !(q.periodic && q.timer_at.is_some()) {
+            self.arm_timed_qdisc(events);
+        }
+        true
     }
 
     /// Whether the shaper watchdog is pending (then it, not the caller, dequeues).
