@@ -51,7 +51,9 @@ const ENDPOINT: u32 = 1 << 31;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Route {
     hops: [LinkId; MAX_ROUTE_LINKS + 1],
-    len: u8,
+    /// The number of links plus one: never zero, so an `Option` of routes needs no
+    /// tag of its own (a flow's two routes fill one cache line, `FlowRoutes`).
+    len1: std::num::NonZeroU8,
 }
 
 impl Route {
@@ -63,16 +65,22 @@ impl Route {
         let mut hops = [LinkId(u32::MAX); MAX_ROUTE_LINKS + 1];
         hops[..links.len()].copy_from_slice(links);
         hops[links.len()] = LinkId(to.0 | ENDPOINT);
-        Route { hops, len: links.len() as u8 }
+        Route { hops, len1: std::num::NonZeroU8::MIN.saturating_add(links.len() as u8) }
     }
 
     #[inline]
     pub fn links(&self) -> &[LinkId] {
-        &self.hops[..self.len as usize]
+        &self.hops[..self.len()]
     }
 
     pub fn to(&self) -> EndpointId {
-        EndpointId(self.hops[self.len as usize].0 & !ENDPOINT)
+        EndpointId(self.hops[self.len()].0 & !ENDPOINT)
+    }
+
+    /// The number of links.
+    #[inline]
+    fn len(&self) -> usize {
+        self.len1.get() as usize - 1
     }
 
     /// Entry `i` as a hop.
