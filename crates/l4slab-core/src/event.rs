@@ -221,8 +221,9 @@ pub struct EventQueue {
     timers: MinHeap,
     pins: [Option<Entry>; MAX_PINS],
     n_pins: usize,
-    /// Index of the earliest occupied pin, if any.
-    first_pin: Option<usize>,
+    /// Index of the earliest occupied pin; meaningful only while `pin_key` is not
+    /// `u128::MAX`.
+    first_pin: usize,
     /// The (time, sequence) key of `first_pin`'s event, `u128::MAX` if none:
     /// read by every pop without touching the pins.
     pin_key: u128,
@@ -242,7 +243,7 @@ impl EventQueue {
             timers: MinHeap::with_capacity(n),
             pins: [None; MAX_PINS],
             n_pins: 0,
-            first_pin: None,
+            first_pin: 0,
             pin_key: u128::MAX,
             consumed: Consumed::None,
             last_seq: 0,
@@ -264,26 +265,33 @@ impl EventQueue {
     #[inline]
     pub fn push_pinned(&mut self, pin: PinId, time: Time, target: Target) {
         let seq = self.reserve_seq();
-        let slot = &mut self.pins[pin.0 as usize];
-        debug_assert!(slot.is_none(), "pinned slot already holds an event");
-        *slot = Some(Entry { time, seq, target });
-        self.update_first_pin();
+        let e = Entry { time, seq, target };
+        // A pin's index is below MAX_PINS (`pin`), which the mask tells the compiler.
+        let i = pin.0 as usize % MAX_PINS;
+        debug_assert!(self.pins[i].is_none(), "pinned slot already holds an event");
+        self.pins[i] = Some(e);
+        // The slot was empty: the earliest pin is now the earlier of the one before
+        // and this one (keys are unique), without a scan of the pins.
+        if e.key() < self.pin_key {
+            self.pin_key = e.key();
+            self.first_pin = i;
+        }
     }
 
     #[inline]
     fn update_first_pin(&mut self) {
         if self.n_pins == 1 {
-            self.first_pin = self.pins[0].map(|_| 0);
+            self.first_pin = 0;
             self.pin_key = self.pins[0].map_or(u128::MAX, |e| e.key());
             return;
         }
-        self.first_pin = None;
+        self.first_pin = 0;
         let mut best = u128::MAX;
         for (i, p) in self.pins[..self.n_pins].iter().enumerate() {
             if let Some(e) = p {
                 if e.key() < best {
                     best = e.key();
-                    self.first_pin = Some(i);
+                    self.first_pin = i;
                 }
             }
         }
@@ -364,9 +372,15 @@ impl EventQueue {
             self.consumed = Consumed::Timers;
             *self.timers.peek()?
         } else {
-            let i = self.first_pin?;
+            // `first` is not u128::MAX, so neither is `pin_key`: `first_pin` is occupied.
+            let i = self.first_pin % MAX_PINS;
             let e = self.pins[i].take().expect("first pin");
-            self.update_first_pin();
+            if self.n_pins == 1 {
+                // The only pin is now empty.
+                self.pin_key = u128::MAX;
+            } else {
+                self.update_first_pin();
+            }
             e
         };
         self.processed += 1;
@@ -398,7 +412,7 @@ impl EventQueue {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        match self.first_pin.and_then(|i| self.pins[i]) {
+        match (self.pin_key != u128::MAX).then(|| self.pins[self.first_pin]).flatten() {
             Some(p) => Some(h.map_or(p.time, |h| h.min(p.time))),
             None => h,
         }

@@ -270,9 +270,9 @@ pub struct Simulation {
     /// side table of the SACK options of the ACKs in the network (each entry freed
     /// where its ACK is delivered or dropped).
     out: Outbox,
-    /// The packet leaving a delay line or a qdisc, written in place by the network
-    /// (`Network::arrive`, `Link::dequeue_ready`) and copied out before it moves on:
-    /// one 64-byte copy instead of building a blank packet per event to write over.
+    /// A blank packet, copied (one 64-byte copy, not a packet built field by field)
+    /// for the buffer of a dequeue loop that runs inside another packet's handling
+    /// ([`service`](Self::service)); the event loop's own events use `run`'s buffer.
     scratch: Packet,
     counts: Counts,
     end: Time,
@@ -358,8 +358,15 @@ impl Simulation {
 
     /// Run until the configured duration.
     pub fn run(&mut self) {
+        // The packet arriving from a delay line, written in place by the line and
+        // handed on from here: it is no part of `self`, so the hop it goes to may
+        // borrow the simulation while it reads the packet (no copy out of a buffer of
+        // the simulation's). The dequeue loop of a shaper's watchdog, a qdisc timer or a
+        // rate step uses it too. Only the loop's own events use it; a dequeue loop
+        // they cause inside their handling takes a copy of `scratch`.
+        let mut arriving = Packet::new(0, PacketKind::Data);
         while let Some((now, target)) = self.events.pop_until(self.end) {
-            self.dispatch(now, target);
+            self.dispatch(now, target, &mut arriving);
         }
         for source in self.sources.iter_mut() {
             let mut opener = Opener {
@@ -410,14 +417,13 @@ impl Simulation {
         }
     }
 
-    fn dispatch(&mut self, now: Time, target: Target) {
+    fn dispatch(&mut self, now: Time, target: Target, arriving: &mut Packet) {
         match target {
             Target::LineHead(line) => {
                 let seq = self.events.last_seq();
-                if let Some(from) = self.net.arrive(line, now, seq, &mut self.events, &mut self.scratch) {
-                    let pkt = self.scratch;
-                    let hop = self.net.next_hop(&pkt, Some(from));
-                    self.forward(now, hop, &pkt);
+                if let Some(from) = self.net.arrive(line, now, seq, &mut self.events, arriving) {
+                    let hop = self.net.next_hop(arriving, Some(from));
+                    self.forward(now, hop, arriving);
                 }
             }
             Target::EndpointTimer(e) => {
@@ -432,15 +438,17 @@ impl Simulation {
                 }
             }
             Target::ShaperWake(l) => {
+                // `take_wake` cleared the pending watchdog, so `service`'s test for one
+                // (`waiting_for_tokens`) is false: straight to the dequeue loop.
                 if self.net.link_mut(l).take_wake(now) {
-                    self.service(now, l);
+                    self.service_ready(now, l, arriving);
                 }
             }
             Target::QdiscTimer(l) => {
                 if self.net.link_mut(l).fire_qdisc_timer(now) {
                     self.drain_reports(now, l);
                     self.net.link_mut(l).arm_qdisc_timer(&mut self.events);
-                    self.service(now, l);
+                    self.service_into(now, l, arriving);
                 }
             }
             Target::LinkChange(l) => {
@@ -448,7 +456,7 @@ impl Simulation {
                 if let Some(t) = next {
                     self.events.push(t, Target::LinkChange(l));
                 }
-                self.service(now, l);
+                self.service_into(now, l, arriving);
             }
             Target::FlowStart { flow } => {
                 let e = EndpointId::sender(flow);
@@ -573,8 +581,13 @@ impl Simulation {
         let link = self.net.link_mut(l);
         if link.queue().is_some() {
             self.observers.on_enqueue(now, l, pkt);
-            link.enqueue(now, *pkt);
-            if link.has_reports() {
+            // Most enqueues on a busy link report nothing and find the shaper waiting
+            // for tokens: done there (the steps below, without their look-ups of the
+            // link and its queue).
+            if link.enqueue_busy(now, pkt, &mut self.events) {
+                return;
+            }
+            if self.net.link(l).has_reports() {
                 self.drain_nonempty_reports(now, l);
             }
             self.service(now, l);
@@ -605,38 +618,52 @@ impl Simulation {
 
     /// The HTB dequeue loop of link `l`: while the class has tokens and the qdisc
     /// has packets, dequeue and transmit (`sch_htb.c:htb_dequeue`).
+    /// The packets dequeued go through a copy of `scratch` (this may run inside
+    /// another packet's handling, which holds the loop's buffer).
     #[inline]
     fn service(&mut self, now: Time, l: LinkId) {
         if self.net.link(l).waiting_for_tokens(now) {
             return; // the watchdog will dequeue
         }
-        self.service_ready(now, l);
+        let mut buf = self.scratch;
+        self.service_ready(now, l, &mut buf);
+    }
+
+    /// [`service`](Self::service) from the event loop's own event: the packets
+    /// dequeued go through the loop's buffer `buf`.
+    #[inline]
+    fn service_into(&mut self, now: Time, l: LinkId, buf: &mut Packet) {
+        if self.net.link(l).waiting_for_tokens(now) {
+            return;
+        }
+        self.service_ready(now, l, buf);
     }
 
     /// [`service`](Self::service) once the shaper is not waiting for tokens: the
     /// check above is inlined into every caller (most enqueues on a busy link stop
-    /// there), this loop is not.
+    /// there), this loop is not. Each packet is dequeued into `pkt` (no part of
+    /// `self`) and handed on from there.
     #[inline(never)]
-    fn service_ready(&mut self, now: Time, l: LinkId) {
+    fn service_ready(&mut self, now: Time, l: LinkId, pkt: &mut Packet) {
         loop {
             // The link is looked up once for the dequeue and its reports.
             let link = self.net.link_mut(l);
-            let ready = link.dequeue_ready(now, &mut self.events, &mut self.scratch);
-            if link.has_reports() {
+            let (ready, may_report) = link.dequeue_ready(now, &mut self.events, pkt);
+            if may_report && link.has_reports() {
                 self.drain_nonempty_reports(now, l);
             }
             if !ready {
                 return;
             }
-            let pkt = self.scratch;
-            self.observers.on_dequeue(now, l, &pkt, now - pkt.enqueue_ts, &self.out.sacks);
-            match self.net.transmit(l, now, &pkt, &mut self.events) {
+            let pkt = &*pkt;
+            self.observers.on_dequeue(now, l, pkt, now - pkt.enqueue_ts, &self.out.sacks);
+            match self.net.transmit(l, now, pkt, &mut self.events) {
                 Sent::Now => {
-                    let hop = self.net.next_hop(&pkt, Some(l));
-                    self.forward(now, hop, &pkt);
+                    let hop = self.net.next_hop(pkt, Some(l));
+                    self.forward(now, hop, pkt);
                 }
                 Sent::Later => {}
-                Sent::Lost => self.lost_on_wire(now, l, &pkt),
+                Sent::Lost => self.lost_on_wire(now, l, pkt),
             }
         }
     }

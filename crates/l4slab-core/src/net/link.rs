@@ -334,12 +334,31 @@ impl Link {
         self.queue.as_ref().map_or(0, |q| q.qdisc.len() as u64)
     }
 
-    /// Offer `pkt` to the queue (the caller drains `dropped`/`marked` afterwards).
+    /// Offer `pkt` to the queue (a FIFO copies it once, from `pkt` into its ring),
+    /// then finish what most enqueues on a busy link come to: true if the qdisc
+    /// reported no drop or mark and the shaper is waiting for tokens (its watchdog
+    /// will dequeue), the qdisc's timer then re-armed
+    /// ([`arm_qdisc_timer`](Self::arm_qdisc_timer)) and the enqueue done; false
+    /// otherwise, with only the enqueue done (the caller accounts the reports, runs
+    /// the dequeue loop and re-arms the timer). The queue is looked up once for all.
     #[inline]
-    pub fn enqueue(&mut self, now: Time, pkt: Packet) {
+    pub fn enqueue_busy(&mut self, now: Time, pkt: &Packet, events: &mut EventQueue) -> bool {
         let q = self.queue.as_mut().expect("enqueue on a link without a queue");
         let (qdisc, mut ctx) = q.ctx();
-        qdisc.enqueue(pkt, now, &mut ctx);
+        match qdisc {
+            LinkQdisc::Fifo(f) => f.enqueue_ref(pkt, now, &mut ctx),
+            qdisc => qdisc.enqueue(*pkt, now, &mut ctx),
+        }
+        if !q.dropped.is_empty() || !q.marked.is_empty() {
+            return false;
+        }
+        if !(q.wake_at.is_some() && (q.host_timer.is_none() || !q.shaper.can_send(now))) {
+            return false;
+        }
+        if q.timed && !(q.periodic && q.timer_at.is_some()) {
+            self.arm_timed_qdisc(events);
+        }
+        true
     }
 
     /// Whether the shaper watchdog is pending (then it, not the caller, dequeues).
@@ -355,16 +374,17 @@ impl Link {
     /// One step of `htb_dequeue`: if the class has tokens and the qdisc a packet,
     /// dequeue and charge it, write it to `out` and return true; false if there is
     /// nothing for the wire now (empty, or no tokens: then the watchdog is armed
-    /// for when there are). The caller drains `dropped`/`marked` after every call.
-    /// The packet goes to the caller's buffer rather than out through an enum: a
+    /// for when there are). The second answer: whether the qdisc may have reported
+    /// drops or marks (its dequeue ran, and it is not a FIFO, whose dequeue reports
+    /// none), which the caller then drains. The packet goes to the caller's buffer rather than out through an enum: a
     /// packet moved through its niche byte is written in overlapping pieces, and
     /// the caller's immediate read of it then stalls on store forwarding.
     #[inline]
-    pub fn dequeue_ready(&mut self, now: Time, events: &mut EventQueue, out: &mut Packet) -> bool {
+    pub fn dequeue_ready(&mut self, now: Time, events: &mut EventQueue, out: &mut Packet) -> (bool, bool) {
         let id = self.id;
-        let Some(q) = self.queue.as_mut() else { return false };
+        let Some(q) = self.queue.as_mut() else { return (false, false) };
         if q.qdisc.is_empty() {
-            return false;
+            return (false, false);
         }
         if !q.shaper.can_send(now) {
             let mut t = q.shaper.next_send_time(now);
@@ -376,18 +396,26 @@ impl Link {
                 Some(pin) => events.push_pinned(pin, t, Target::ShaperWake(id)),
                 None => events.push(t, Target::ShaperWake(id)),
             }
-            return false;
+            return (false, false);
         }
         // Sending now: a watchdog still pending (only a late one can be) is stale.
         q.wake_at = None;
         let (qdisc, mut ctx) = q.ctx();
+        if let LinkQdisc::Fifo(f) = qdisc {
+            // Straight from the ring's slot to `out`.
+            if !f.dequeue_into(out) {
+                return (false, false);
+            }
+            q.shaper.charge(now, out.wire_len);
+            return (true, false);
+        }
         match qdisc.dequeue(now, &mut ctx) {
             Some(pkt) => {
                 q.shaper.charge(now, pkt.wire_len);
                 *out = pkt;
-                true
+                (true, true)
             }
-            None => false,
+            None => (false, true),
         }
     }
 

@@ -103,8 +103,11 @@ pub enum Sent {
     Lost,
 }
 
-/// The forward and reverse route of one flow slot.
+/// The forward and reverse route of one flow slot: 64 bytes, aligned to a cache
+/// line (and so is an `Option` of them, the routes' niche serving as its tag), so
+/// that with hundreds of flows a packet's route costs one line, not two.
 #[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
 pub struct FlowRoutes {
     pub forward: Route,
     pub reverse: Route,
@@ -254,6 +257,7 @@ impl Network {
 
     /// Set (or replace, when a slot is reused) the routes of flow slot `flow`.
     pub fn set_routes(&mut self, flow: u32, routes: FlowRoutes) {
+        const _: () = assert!(std::mem::size_of::<Option<FlowRoutes>>() == 64);
         let i = flow as usize;
         if self.routes.len() <= i {
             self.routes.resize(i + 1, None);

@@ -39,13 +39,21 @@ pub enum Hop {
 /// Most links a route may cross (a dumbbell uses two each way).
 pub const MAX_ROUTE_LINKS: usize = 6;
 
+/// The bit that marks a route's last entry as its endpoint (link and endpoint ids
+/// stay below it).
+const ENDPOINT: u32 = 1 << 31;
+
 /// The links of one direction of a flow, then the endpoint it ends at. Stored
-/// inline (no pointer to chase per packet).
+/// inline (no pointer to chase per packet), the endpoint as the entry after the last
+/// link (its id with [`ENDPOINT`] set) and every entry after that `u32::MAX`, which
+/// no link has: the hop after a link is the entry after the link's own, found by a
+/// scan that stops at the link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Route {
-    hops: [LinkId; MAX_ROUTE_LINKS],
-    len: u8,
-    to: EndpointId,
+    hops: [LinkId; MAX_ROUTE_LINKS + 1],
+    /// The number of links plus one: never zero, so an `Option` of routes needs no
+    /// tag of its own (a flow's two routes fill one cache line, `FlowRoutes`).
+    len1: std::num::NonZeroU8,
 }
 
 impl Route {
@@ -53,32 +61,55 @@ impl Route {
     /// slice: a source of short connections builds two routes per connection.
     pub fn new(links: &[LinkId], to: EndpointId) -> Self {
         assert!(links.len() <= MAX_ROUTE_LINKS, "a route crosses at most {MAX_ROUTE_LINKS} links");
-        let mut hops = [LinkId(u32::MAX); MAX_ROUTE_LINKS];
+        assert!(links.iter().all(|l| l.0 < ENDPOINT) && to.0 < ENDPOINT, "link and endpoint ids below 2^31");
+        let mut hops = [LinkId(u32::MAX); MAX_ROUTE_LINKS + 1];
         hops[..links.len()].copy_from_slice(links);
-        Route { hops, len: links.len() as u8, to }
+        hops[links.len()] = LinkId(to.0 | ENDPOINT);
+        Route { hops, len1: std::num::NonZeroU8::MIN.saturating_add(links.len() as u8) }
     }
 
     #[inline]
     pub fn links(&self) -> &[LinkId] {
-        &self.hops[..self.len as usize]
+        &self.hops[..self.len()]
     }
 
     pub fn to(&self) -> EndpointId {
-        self.to
+        EndpointId(self.hops[self.len()].0 & !ENDPOINT)
+    }
+
+    /// The number of links.
+    #[inline]
+    fn len(&self) -> usize {
+        self.len1.get() as usize - 1
+    }
+
+    /// Entry `i` as a hop.
+    #[inline(always)]
+    fn hop(&self, i: usize) -> Hop {
+        let h = self.hops[i].0;
+        if h & ENDPOINT == 0 {
+            Hop::Link(LinkId(h))
+        } else {
+            Hop::Endpoint(EndpointId(h & !ENDPOINT))
+        }
     }
 
     /// The first hop of a packet leaving its endpoint.
     #[inline]
     pub fn first(&self) -> Hop {
-        self.links().first().map_or(Hop::Endpoint(self.to), |&l| Hop::Link(l))
+        self.hop(0)
     }
 
     /// The hop after link `from`.
     #[inline]
     pub fn after(&self, from: LinkId) -> Hop {
-        let links = self.links();
-        let i = links.iter().position(|&l| l == from).expect("link is on the packet's route");
-        links.get(i + 1).map_or(Hop::Endpoint(self.to), |&l| Hop::Link(l))
+        // `from` (below 2^31) matches neither the endpoint's entry nor those after it.
+        let mut i = 0;
+        while i < MAX_ROUTE_LINKS && self.hops[i] != from {
+            i += 1;
+        }
+        assert!(i < MAX_ROUTE_LINKS, "link is on the packet's route");
+        self.hop(i + 1)
     }
 }
 
@@ -98,6 +129,7 @@ mod tests {
             vec![Hop::Link(LinkId(4)), Hop::Link(LinkId(0)), Hop::Link(LinkId(7)), Hop::Endpoint(EndpointId(3))]
         );
         assert_eq!(Route::new(&[], EndpointId(1)).first(), Hop::Endpoint(EndpointId(1)));
+        assert_eq!((r.links(), r.to()), (&[LinkId(4), LinkId(0), LinkId(7)][..], EndpointId(3)));
     }
 
     #[test]

@@ -113,6 +113,41 @@ impl<P> Fifo<P> {
     }
 }
 
+impl<P: QdiscPacket + Copy> Fifo<P> {
+    /// [`Qdisc::enqueue`] of a packet the caller holds by reference: copied once,
+    /// from there into the ring's slot (the link's per-packet path; by value it was
+    /// copied to the stack first).
+    #[inline]
+    pub fn enqueue_ref(&mut self, pkt: &P, now: Time, ctx: &mut QdiscCtx<P>) {
+        let fits = match self.limit {
+            Limit::Bytes(limit) => self.stats.backlog_bytes + pkt.wire_len() as u64 <= limit,
+            Limit::Packets(limit) => self.queue.len() < limit as usize,
+        };
+        if !fits {
+            ctx.drop_counted(&mut self.stats, *pkt);
+            return;
+        }
+        self.stats.on_enqueue(pkt);
+        self.queue.push_back(*pkt);
+        if let Some(p) = self.queue.back_mut() {
+            p.set_enqueue_ts(now);
+        }
+    }
+
+    /// [`Qdisc::dequeue`] into `out`: the head is copied from its slot to `out` and
+    /// the slot dropped, instead of moved out through an `Option` and copied again.
+    /// False (and `out` untouched) if the queue is empty.
+    #[inline]
+    pub fn dequeue_into(&mut self, out: &mut P) -> bool {
+        let Some(pkt) = self.queue.front() else { return false };
+        *out = *pkt;
+        self.queue.pop_front();
+        self.stats.on_remove(out);
+        self.stats.on_sent(out);
+        true
+    }
+}
+
 impl<P: QdiscPacket> Qdisc<P> for Fifo<P> {
     fn kind(&self) -> &'static str {
         match self.limit {
