@@ -272,7 +272,13 @@ pub struct TcpHeader {
 }
 
 /// The bits of [`TcpHeader::ace`] that are the AE, CWR and ECE flags (AccECN's ACE).
-pub const ACE_MASK: u8 = 0b111;
+pub const ACE_MASK: u8 = TCP_FLAG_AE | TCP_FLAG_CWR | TCP_FLAG_ECE;
+/// The bit of [`TcpHeader::ace`] that is the AE flag (ex-NS; RFC 9768 §3.2.1: ACE's high bit).
+pub const TCP_FLAG_AE: u8 = 0b100;
+/// The bit of [`TcpHeader::ace`] that is the CWR flag.
+pub const TCP_FLAG_CWR: u8 = 0b010;
+/// The bit of [`TcpHeader::ace`] that is the ECE flag.
+pub const TCP_FLAG_ECE: u8 = 0b001;
 /// The bit of [`TcpHeader::ace`] that is the PSH flag (`TCPHDR_PSH`), kept beside the
 /// ACE bits so that a packet stays 64 bytes.
 pub const TCP_FLAG_PSH: u8 = 0b1000;
@@ -291,22 +297,22 @@ impl TcpHeader {
     /// The ECE flag.
     #[inline]
     pub fn ece(&self) -> bool {
-        self.ace & 0b001 != 0
+        self.ace & TCP_FLAG_ECE != 0
     }
     /// The CWR flag.
     #[inline]
     pub fn cwr(&self) -> bool {
-        self.ace & 0b010 != 0
+        self.ace & TCP_FLAG_CWR != 0
     }
     /// Sets or clears the ECE flag.
     #[inline]
     pub fn set_ece(&mut self, on: bool) {
-        self.ace = (self.ace & !0b001) | on as u8;
+        self.ace = (self.ace & !TCP_FLAG_ECE) | on as u8;
     }
     /// Sets or clears the CWR flag.
     #[inline]
     pub fn set_cwr(&mut self, on: bool) {
-        self.ace = (self.ace & !0b010) | ((on as u8) << 1);
+        self.ace = (self.ace & !TCP_FLAG_CWR) | ((on as u8) << 1);
     }
 }
 

@@ -40,7 +40,7 @@
 //! GSO skb; the packet stays below `gro_max_size` = 65 536 bytes
 //! (`GRO_LEGACY_MAX_SIZE`, `skb_gro_receive`).
 
-use crate::packet::{Packet, TCP_FLAG_PSH};
+use crate::packet::{Packet, TCP_FLAG_CWR, TCP_FLAG_PSH};
 use crate::time::Time;
 
 /// `NAPI_POLL_WEIGHT`: packets one NAPI poll handles at most.
@@ -151,7 +151,7 @@ pub fn can_merge(first: &Packet, last: &Packet, bytes: u32, next: &Packet) -> bo
         && !next.tcp.cwr()
         // The flags must match, CWR, FIN and PSH aside (`tcp_gro_receive`: `~(FIN | PSH)`,
         // a CWR segment flushed above).
-        && (next.tcp.ace ^ first.tcp.ace) & !(0b010 | TCP_FLAG_PSH) == 0
+        && (next.tcp.ace ^ first.tcp.ace) & !(TCP_FLAG_CWR | TCP_FLAG_PSH) == 0
         && next.tcp.ack == first.tcp.ack
         && next.tcp.tsval == first.tcp.tsval
         && next.tcp.tsecr == first.tcp.tsecr

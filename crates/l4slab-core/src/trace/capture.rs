@@ -45,7 +45,7 @@
 use crate::config::{CaptureConfig, CapturePoint, FlowConfig};
 use crate::event::EndpointId;
 use crate::event::LinkId;
-use crate::packet::{AccEcnOption, Packet, PacketKind, SackBlock, SackSet, SackTable};
+use crate::packet::{AccEcnOption, Packet, PacketKind, SackBlock, SackSet, SackTable, TCP_FLAG_AE};
 use crate::qdisc::Ecn;
 use crate::results::{CaptureResult, OutputFile, RunResults};
 use crate::tcp::ecn::{ACCECN_CEB_INIT, ACCECN_E0B_INIT, ACCECN_E1B_INIT};
@@ -480,9 +480,9 @@ fn build_frame(
         tcp.psh = t.psh();
         // AccECN's ACE field uses the AE (ex-NS), CWR and ECE bits (RFC 9768 §3.2.1); a
         // data segment of an AccECN sender carries it too, so it is written whenever set.
-        tcp.ns = t.ace & 0b100 != 0;
-        tcp.cwr = t.ace & 0b010 != 0;
-        tcp.ece = t.ace & 0b001 != 0;
+        tcp.ns = t.ace & TCP_FLAG_AE != 0;
+        tcp.cwr = t.cwr();
+        tcp.ece = t.ece();
         // Each host's TSval clock with its offset; a SYN echoes nothing (TSecr 0, RFC 7323 §4.1).
         let tsval = t.tsval.wrapping_add(ts_offset(pkt.flow, back));
         let tsecr = if pkt.kind == PacketKind::Syn { 0 } else { tsecr.wrapping_add(ts_offset(pkt.flow, !back)) };
