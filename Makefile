@@ -109,7 +109,8 @@ $(BUILT_TEST): $(ENGINE_SOURCES) $(PGO_FLAGS) | $(MATURIN)
 $(EMU_BUILT): $(ENGINE_SOURCES) $(PGO_FLAGS) | $(MATURIN)
 	$(RELEASE_ENV) cargo build --release -p l4slab-emu
 
-$(PGO_FLAGS): $(ENGINE_SOURCES) tools/pgo-profile $(wildcard crates/l4slab-core/tests/corpus/scenarios/*.json)
+# After the venv (order-only): a Python without venv gets its one-line hint before any build.
+$(PGO_FLAGS): $(ENGINE_SOURCES) tools/pgo-profile $(wildcard crates/l4slab-core/tests/corpus/scenarios/*.json) | $(MATURIN)
 	@mkdir -p $(@D)
 	tools/pgo-profile > $@.tmp
 	@mv $@.tmp $@
