@@ -108,13 +108,13 @@ $(BUILT_TEST): $(ENGINE_SOURCES) $(PGO_FLAGS) | $(MATURIN)
 
 $(EMU_BUILT): $(ENGINE_SOURCES) $(PGO_FLAGS) | $(MATURIN)
 	$(RELEASE_ENV) cargo build --release -p l4slab-emu
+	@touch $@
 
 # After the venv (order-only): a Python without venv gets its one-line hint before any build.
 $(PGO_FLAGS): $(ENGINE_SOURCES) tools/pgo-profile $(wildcard crates/l4slab-core/tests/corpus/scenarios/*.json) | $(MATURIN)
 	@mkdir -p $(@D)
 	tools/pgo-profile > $@.tmp
 	@mv $@.tmp $@
-	@touch $@
 
 clean-venv:
 	rm -rf $(VENV)
