@@ -94,3 +94,23 @@ def test_the_arrow_table_from_the_column_arrays_equals_the_one_from_each_series(
     table = store._arrow(frame, "t")
     assert table.schema.equals(expected.schema)
     assert table.equals(expected)
+
+
+def test_the_catalog_parts_concatenated_kind_by_kind_equal_one_concatenation():
+    # Parts of several kinds interleaved, as a study's bottleneck parts are (each qdisc its
+    # own counters): columns missing in some kinds (an integer becomes float with NaN, a
+    # bool and a string object), a kind whose column is all missing, an empty part.
+    import pandas as pd
+
+    fifo = lambda i: pd.DataFrame({"run_id": [f"r{i}"], "point": [i], "qdisc_backlog": [i * 10]})  # noqa: E731
+    pie = lambda i: pd.DataFrame(  # noqa: E731
+        {"run_id": [f"r{i}"], "point": [i], "qdisc_prob": [0.5 * i], "qdisc_ecn": [i % 2 == 0], "mode": ["x"]}
+    )
+    dual = lambda i: pd.DataFrame({"run_id": [f"r{i}"] * 2, "qdisc_backlog": [float("nan")] * 2, "point": [i, i]})  # noqa: E731
+    empty = pd.DataFrame({"run_id": pd.Series([], dtype=object), "point": pd.Series([], dtype="int64")})
+    frames = [make(i) for i in range(30) for make in (fifo, pie, dual)][::-1] + [empty, fifo(99)]
+    expected = pd.concat(frames, ignore_index=True)
+    got = store._concat_parts(frames)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert list(got.columns) == list(expected.columns)
+    assert store._concat_parts([fifo(1), fifo(2)]).equals(pd.concat([fifo(1), fifo(2)], ignore_index=True))

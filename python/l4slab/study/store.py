@@ -815,7 +815,7 @@ def collect(study_dir: Path, prepared: Prepared | None = None) -> dict[str, pd.D
         ["in_plan", "point", "trial"], ascending=[False, True, True], ignore_index=True
     )
     for name, frames in rows.items():
-        tables[name] = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run_id", "point"])
+        tables[name] = _concat_parts(frames) if frames else pd.DataFrame(columns=["run_id", "point"])
     for frame in tables.values():
         _factor_frame(frame, factor_columns)
     in_plan = set(planned) if planned else found
@@ -829,6 +829,30 @@ def collect(study_dir: Path, prepared: Prepared | None = None) -> dict[str, pd.D
         _typed_factors(frame, plan["factors"])
     tables["catalog_format"] = pd.DataFrame({"version": [CATALOG_FORMAT]})
     return tables
+
+
+def _concat_parts(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """``pd.concat(frames, ignore_index=True)``, the same frame, in a fraction of the time
+    for a study's thousands of small parts whose columns differ between many kinds (the
+    bottleneck parts carry their qdisc's own counters): the parts are concatenated kind by
+    kind (same columns and dtypes: pandas' uniform path), the kinds in the order they first
+    appear (so the union of the columns comes in the order the plain concatenation gives),
+    and the rows put back in the parts' order. The 9 990 bottleneck parts of `pam2025`, of
+    11 kinds: 7.7 s plain, 2.7 s by kind; with two kinds (its flows and classes parts) the
+    plain concatenation is the faster (2.9 against 4.0 s, 1.2 against 3.1 s), and is kept."""
+    kinds: dict[tuple[Any, ...], list[int]] = {}
+    for i, frame in enumerate(frames):
+        kinds.setdefault((tuple(frame.columns), tuple(frame.dtypes)), []).append(i)
+    if len(kinds) <= 2:
+        return pd.concat(frames, ignore_index=True)
+    starts = np.cumsum([0] + [len(frame) for frame in frames])
+    pieces, positions = [], []
+    for members in kinds.values():
+        pieces.append(pd.concat([frames[i] for i in members], ignore_index=True))
+        positions.extend(np.arange(starts[i], starts[i + 1]) for i in members)
+    joined = pd.concat(pieces, ignore_index=True)
+    order = np.argsort(np.concatenate(positions), kind="stable")
+    return joined.take(order).reset_index(drop=True)
 
 
 CATALOG = "catalog.duckdb"
