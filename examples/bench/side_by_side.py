@@ -19,30 +19,58 @@ import json
 import os
 import statistics
 import subprocess
+import sys
+from pathlib import Path
 
+BENCH = Path(__file__).resolve().parent
 SCENARIOS = {
     "reference": [],
-    "l4s": ["--scenario", "examples/bench/prague-dualpi2.toml"],
-    "512": ["--scenario", "examples/bench/512-flows.toml"],
-    "10g": ["--scenario", "examples/bench/10gbit.toml"],
+    "l4s": ["--scenario", str(BENCH / "prague-dualpi2.toml")],
+    "512": ["--scenario", str(BENCH / "512-flows.toml")],
+    "10g": ["--scenario", str(BENCH / "10gbit.toml")],
 }
+# A bench run of these takes seconds; one that hangs is stopped and named.
+TIMEOUT_S = 600
+
+
+def _build(text: str) -> tuple[str, str]:
+    name, sep, exe = text.partition("=")
+    if not sep or not name or not os.access(exe, os.X_OK):
+        raise argparse.ArgumentTypeError(f"build {text!r}: expected NAME=PATH of an l4slab executable")
+    return name, exe
+
+
+def _rounds(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 50:
+        raise argparse.ArgumentTypeError(f"rounds {text!r}: expected a whole number from 1 to 50")
+    return int(text)
+
+
+def _bench(name: str, exe: str, extra: list[str]) -> dict:
+    argv = [exe, "bench", "--json", "--repeat", "3", *extra]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        sys.exit(f"side_by_side: build {name}: `{' '.join(argv)}` did not finish in {TIMEOUT_S} s")
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        sys.exit(f"side_by_side: build {name}: `{' '.join(argv)}` failed: {last}")
+    return json.loads(done.stdout)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("builds", nargs="+", metavar="NAME=L4SLAB")
+    parser.add_argument("--rounds", type=_rounds, default=5)
+    parser.add_argument("builds", nargs="+", type=_build, metavar="NAME=L4SLAB")
     args = parser.parse_args()
-    builds = dict(b.split("=", 1) for b in args.builds)
+    builds = dict(args.builds)
     rates: dict[tuple[str, str], list[float]] = {}
     acks: dict[tuple[str, str], float] = {}
     loads = [os.getloadavg()[0]]
     for _ in range(args.rounds):
         for scenario, extra in SCENARIOS.items():
             for name, exe in builds.items():
-                out = subprocess.run([exe, "bench", "--json", "--repeat", "3", *extra], check=True,
-                                     capture_output=True, text=True).stdout  # fmt: skip
-                d = json.loads(out)
+                d = _bench(name, exe, extra)
                 rates.setdefault((scenario, name), []).append(d["data_packets"] / d["wall_s"] / 1e6)
                 acks[(scenario, name)] = d["ack_packets"] / d["data_packets"]
         loads.append(os.getloadavg()[0])

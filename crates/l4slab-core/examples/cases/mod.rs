@@ -8,37 +8,43 @@ fn cubic_flows(n: usize, rtt_ns: u64) -> Vec<serde_json::Value> {
     (0..n).map(|_| json!({"kind": "tcp", "cc": "cubic", "rtt_ns": rtt_ns})).collect()
 }
 
+/// A case's config: seed 1, 100-ms bins, starts spread over 1 ms.
+fn case(duration_ns: u64, bottleneck: serde_json::Value, flows: serde_json::Value) -> serde_json::Value {
+    json!({"seed": 1, "duration_ns": duration_ns, "bin_ns": 100_000_000, "start_jitter_ns": 1_000_000,
+           "bottleneck": bottleneck, "flows": flows})
+}
+
 pub fn scenario(name: &str) -> serde_json::Value {
     match name {
         // python/l4slab/scenarios/reference.toml: 2 CUBIC, 100 Mbit/s, bfifo 250000, 10 ms, 60 s.
-        "reference" => json!({
-            "seed": 1, "duration_ns": 60_000_000_000u64, "bin_ns": 100_000_000, "start_jitter_ns": 1_000_000,
-            "bottleneck": {"rate_bps": 100_000_000u64, "qdisc": {"kind": "bfifo", "limit_bytes": 250_000}},
-            "flows": cubic_flows(2, 10_000_000),
-        }),
+        "reference" => case(
+            60_000_000_000,
+            json!({"rate_bps": 100_000_000u64, "qdisc": {"kind": "bfifo", "limit_bytes": 250_000}}),
+            json!(cubic_flows(2, 10_000_000)),
+        ),
         // 4 CUBIC at 10 Gbit/s, bfifo 2 BDP at 10 ms (25 MB), 5 s.
-        "10g" => json!({
-            "seed": 1, "duration_ns": 5_000_000_000u64, "bin_ns": 100_000_000, "start_jitter_ns": 1_000_000,
-            "bottleneck": {"rate_bps": 10_000_000_000u64, "access_rate_bps": 40_000_000_000u64,
-                           "qdisc": {"kind": "bfifo", "limit_bytes": 25_000_000}},
-            "flows": cubic_flows(4, 10_000_000),
-        }),
+        "10g" => case(
+            5_000_000_000,
+            json!({"rate_bps": 10_000_000_000u64, "access_rate_bps": 40_000_000_000u64,
+                   "qdisc": {"kind": "bfifo", "limit_bytes": 25_000_000}}),
+            json!(cubic_flows(4, 10_000_000)),
+        ),
         // 512 CUBIC at 1 Gbit/s, 20 ms, bfifo 2 BDP (5 MB), 10 s.
-        "512" => json!({
-            "seed": 1, "duration_ns": 10_000_000_000u64, "bin_ns": 100_000_000, "start_jitter_ns": 1_000_000,
-            "bottleneck": {"rate_bps": 1_000_000_000u64, "qdisc": {"kind": "bfifo", "limit_bytes": 5_000_000}},
-            "flows": cubic_flows(512, 20_000_000),
-        }),
+        "512" => case(
+            10_000_000_000,
+            json!({"rate_bps": 1_000_000_000u64, "qdisc": {"kind": "bfifo", "limit_bytes": 5_000_000}}),
+            json!(cubic_flows(512, 20_000_000)),
+        ),
         // examples/bench/prague-dualpi2.toml (the L4S path): the reference with one Prague
         // (AccECN, pacing, TSO deferral) and one CUBIC flow over DualPI2's defaults.
-        "l4s" => json!({
-            "seed": 1, "duration_ns": 60_000_000_000u64, "bin_ns": 100_000_000, "start_jitter_ns": 1_000_000,
-            "bottleneck": {"rate_bps": 100_000_000u64, "qdisc": {"kind": "dualpi2"}},
-            "flows": [
+        "l4s" => case(
+            60_000_000_000,
+            json!({"rate_bps": 100_000_000u64, "qdisc": {"kind": "dualpi2"}}),
+            json!([
                 {"kind": "tcp", "cc": "prague", "rtt_ns": 10_000_000, "tso": true, "tso_defer": true, "receiver_ecn": 3},
                 {"kind": "tcp", "cc": "cubic", "rtt_ns": 10_000_000, "tso": true, "tso_defer": true},
-            ],
-        }),
+            ]),
+        ),
         // One run of the `pam2025` study as its plan makes it (the plan's run 999): Prague
         // (the study's build) against BBRv1 over PIE at 8 BDP, both through the delay node's
         // netem (its watchdog's lateness drawn per arming), the testbed's hosts.
