@@ -96,21 +96,37 @@ def test_the_arrow_table_from_the_column_arrays_equals_the_one_from_each_series(
     assert table.equals(expected)
 
 
-def test_the_catalog_parts_concatenated_kind_by_kind_equal_one_concatenation():
+def test_the_catalog_parts_assembled_kind_by_kind_equal_one_concatenation():
     # Parts of several kinds interleaved, as a study's bottleneck parts are (each qdisc its
     # own counters): columns missing in some kinds (an integer becomes float with NaN, a
-    # bool and a string object), a kind whose column is all missing, an empty part.
+    # bool and a string object), nulls in some parts of a kind and not others, identity
+    # values of several types (a factor that is a number in some runs and text in others,
+    # None, a seed beyond int64), parts without rows and without columns.
     import pandas as pd
+    import pyarrow as pa
 
-    fifo = lambda i: pd.DataFrame({"run_id": [f"r{i}"], "point": [i], "qdisc_backlog": [i * 10]})  # noqa: E731
-    pie = lambda i: pd.DataFrame(  # noqa: E731
-        {"run_id": [f"r{i}"], "point": [i], "qdisc_prob": [0.5 * i], "qdisc_ecn": [i % 2 == 0], "mode": ["x"]}
+    def part(i, rows, **factors):
+        identity = {"run_id": f"r{i}", "point": i, **factors, "trial": i % 3, "seed": i}
+        return store.Part(identity, None if rows is None else pa.table(rows))
+
+    fifo = lambda i: part(i, {"qdisc_backlog": [i * 10]}, buffer="2bdp")  # noqa: E731
+    pie = lambda i: part(  # noqa: E731
+        i, {"qdisc_prob": [0.5 * i], "qdisc_ecn": [i % 2 == 0], "mode": ["x" if i % 4 else None]}, buffer=i
     )
-    dual = lambda i: pd.DataFrame({"run_id": [f"r{i}"] * 2, "qdisc_backlog": [float("nan")] * 2, "point": [i, i]})  # noqa: E731
-    empty = pd.DataFrame({"run_id": pd.Series([], dtype=object), "point": pd.Series([], dtype="int64")})
-    frames = [make(i) for i in range(30) for make in (fifo, pie, dual)][::-1] + [empty, fifo(99)]
-    expected = pd.concat(frames, ignore_index=True)
-    got = store._concat_parts(frames)
+    dual = lambda i: part(  # noqa: E731
+        i, {"qdisc_backlog": pa.array([None, i], pa.int64()), "flag": [True, None if i % 2 else False]}, buffer=1.5
+    )
+    odd = [
+        part(97, {"qdisc_backlog": pa.array([], pa.int64())}, buffer="0.5bdp"),
+        part(98, None, buffer=None),
+        store.Part({"run_id": "r99", "point": 99, "buffer": "x", "trial": 0, "seed": 2**64 - 1},
+                   pa.table({"qdisc_backlog": [3]})),
+    ]  # fmt: skip
+    parts = [make(i) for i in range(30) for make in (fifo, pie, dual)][::-1] + odd + [fifo(100)]
+    expected = pd.concat([p.frame() for p in parts], ignore_index=True)
+    got = store._assemble(parts)
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
     assert list(got.columns) == list(expected.columns)
-    assert store._concat_parts([fifo(1), fifo(2)]).equals(pd.concat([fifo(1), fifo(2)], ignore_index=True))
+    assert list(got.dtypes) == list(expected.dtypes)
+    one_kind = [fifo(1), fifo(2)]
+    pd.testing.assert_frame_equal(store._assemble(one_kind), pd.concat([p.frame() for p in one_kind], ignore_index=True))

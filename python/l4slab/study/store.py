@@ -243,12 +243,13 @@ def run_file(result: Any, meta: Mapping[str, Any]) -> tuple[bytes, pa.Table]:
     return data, table
 
 
-def run_file_with_part(result: Any, meta: Mapping[str, Any]) -> tuple[bytes, pa.Table, dict[str, pd.DataFrame]]:
+def run_file_with_part(result: Any, meta: Mapping[str, Any]) -> tuple[bytes, pa.Table, dict[str, pa.Table | None]]:
     """:func:`run_file` and the run's catalog part (:func:`catalog_part` of the table), taken
-    from the logical tables before they are concatenated: the rows :func:`split_table`
+    from the logical tables before they are concatenated: the rows :func:`split_arrow`
     would select from the whole table are those tables' own rows, in the same columns and
-    types, so a worker converts three small tables to pandas instead of filtering the
-    run file's 100 columns for them."""
+    types, so a worker renames three small tables instead of filtering the run file's 100
+    columns for them. The part stays in Arrow (no pandas conversion per run): the catalog
+    converts all runs' parts of one kind at once (:func:`_assemble`)."""
     flow_series = _flow_series_arrow(result.raw)
     frames = {
         "flows": flows_frame(result.summary["flows"]),
@@ -279,7 +280,7 @@ def run_file_with_part(result: Any, meta: Mapping[str, Any]) -> tuple[bytes, pa.
     text = [name for name in table.column_names if pa.types.is_string(table.schema.field(name).type)]
     pq.write_table(table, buffer, compression="zstd", write_page_checksum=True, use_dictionary=text,
                    write_statistics=False)  # fmt: skip
-    part = {name: _piece_frame(pieces.get(name), name) for name in SUMMARY_TABLES}
+    part = {name: _piece_table(pieces.get(name), name) for name in SUMMARY_TABLES}
     return buffer.getvalue(), table, part
 
 
@@ -327,13 +328,13 @@ def _flow_series_arrow(raw: Mapping[str, Any]) -> pa.Table | None:
     return pa.Table.from_arrays(arrays, names=[*(f"flow_series.{name}" for name in columns), "table"])
 
 
-def _piece_frame(piece: pa.Table | None, name: str) -> pd.DataFrame:
-    """One logical table (its :func:`_arrow` form) as :func:`split_table` gives it."""
+def _piece_table(piece: pa.Table | None, name: str) -> pa.Table | None:
+    """One logical table (its :func:`_arrow` form) as :func:`split_arrow` gives it."""
     if piece is None:
-        return pd.DataFrame()
+        return None
     prefix = len(name) + 1
-    frame = piece.select([column for column in piece.column_names if column != "table"]).to_pandas()
-    return frame.rename(columns=lambda column: column[prefix:])
+    columns = [column for column in piece.column_names if column != "table"]
+    return piece.select(columns).rename_columns([column[prefix:] for column in columns]).replace_schema_metadata(None)
 
 
 def load_records(study_dir: Path) -> dict[str, str]:
@@ -399,16 +400,20 @@ def _study_of(path: Path) -> Path:
 
 
 def verify_run_file(
-    path: Path, records: Mapping[str, str] | None = None, *, decode: bool = True
-) -> tuple[dict[str, Any], pa.Table | None]:
+    path: Path, records: Mapping[str, str] | None = None, *, decode: bool = True,
+    tables: tuple[str, ...] | None = None,
+) -> tuple[dict[str, Any], pa.Table | None]:  # fmt: skip
     """Read and verify a run file: its bytes against ``records.jsonl`` (when the run is
     recorded there), every page's CRC, the identity and the content digest. Returns
     (identity, table); raises :class:`CorruptRunFile` naming the file and the failed
     check, or ``FileNotFoundError`` when there is no file.
 
     Bytes that match their record are exactly the bytes written, whose digest was taken
-    from the very table they encode: the digest is not recomputed then, and with
-    ``decode=False`` nothing is decoded (``status``: ({}, None), a hash per file)."""
+    from the very table they encode: the digest is not recomputed then, with
+    ``decode=False`` nothing is decoded (``status``: ({}, None), a hash per file), and
+    with ``tables`` only those logical tables' columns are decoded (the catalog's
+    summary tables: not the series, most of a file's pages). A file without a record is
+    decoded whole, to check its digest."""
     path = Path(path)
     data = read_input(path, "run file", MAX_RUN_FILE_BYTES, error=CorruptRunFile)
     if records is None:
@@ -424,7 +429,7 @@ def verify_run_file(
     if recorded and not decode:
         return {}, None
     try:
-        table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
+        table = _read_parquet(data, tables if recorded else None)
         metadata = table.schema.metadata or {}
         identity = metadata[META_KEY]
         stored = metadata[CHECKSUM_KEY].decode("ascii")
@@ -446,6 +451,18 @@ def verify_run_file(
     return meta, table
 
 
+def _read_parquet(data: bytes, tables: tuple[str, ...] | None = None) -> pa.Table:
+    """The table a run file's bytes encode, every page's CRC checked (only the columns of
+    the logical ``tables`` and ``table``, when given). One thread: ``pq.read_table``'s
+    dataset layer and thread pool cost more than decoding a run file's pages (8 against
+    3 ms of CPU per file)."""
+    file = pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True)
+    columns = None
+    if tables is not None:
+        columns = [c for c in file.schema_arrow.names if c == "table" or c.split(".", 1)[0] in tables]
+    return file.read(columns=columns, use_threads=False)
+
+
 def read_run_meta(path: Path) -> dict[str, Any] | None:
     """The run's identity if the file verifies (:func:`verify_run_file`), else None."""
     try:
@@ -456,16 +473,21 @@ def read_run_meta(path: Path) -> dict[str, Any] | None:
 
 def split_table(table: pa.Table, name: str) -> pd.DataFrame:
     """One logical table of a (verified) run file, with its own column names."""
+    rows = split_arrow(table, name)
+    return pd.DataFrame() if rows is None else rows.to_pandas()
+
+
+def split_arrow(table: pa.Table, name: str) -> pa.Table | None:
+    """:func:`split_table` before its conversion to pandas (None: the file has no such table)."""
     prefix = f"{name}."
     columns = [column for column in table.column_names if column.startswith(prefix)]
     if not columns:
-        return pd.DataFrame()
+        return None
     # The table's own columns first, then its rows: filtering a whole run file's ~100
     # columns to select a few of them afterwards cost most of a catalog part.
     rows = table.select(["table", *columns])
     rows = rows.filter(pc.equal(rows.column("table"), name)).select(columns)
-    frame = rows.replace_schema_metadata(None).to_pandas()
-    return frame.rename(columns=lambda column: column[len(prefix) :])
+    return rows.rename_columns([column[len(prefix) :] for column in columns]).replace_schema_metadata(None)
 
 
 def read_run_table(path: Path, table: str) -> pd.DataFrame:
@@ -678,11 +700,11 @@ def _failure(path: Path) -> str:
 
 
 def run_entry(
-    meta: dict[str, Any], table: pa.Table | Mapping[str, pd.DataFrame], planned: Mapping[str, Any]
-) -> tuple[dict[str, Any], dict[str, pd.DataFrame]] | str:
+    meta: dict[str, Any], table: pa.Table | Mapping[str, pa.Table | None], planned: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Part]] | str:
     """One verified run file's part of the catalog: its ``runs`` row and its summary
     tables (from its ``table``, or already split by :func:`catalog_part`), each with the
-    run's identity columns in front; or why it is left out."""
+    run's identity to put in front; or why it is left out."""
     if not isinstance(meta.get("factors"), dict) or not all(k in meta for k in ("point", "trial", "seed")):
         return "its identity lacks point, factors, trial or seed"
     why = identity_mismatch(meta)
@@ -694,24 +716,90 @@ def run_entry(
     run_row = {**identity, "status": "done", "wall_s": meta.get("wall_s"), "error": None,
                "in_plan": meta["id"] in planned}  # fmt: skip
     parts = catalog_part(table) if isinstance(table, pa.Table) else table
-    return run_row, {name: _with_identity(identity, parts[name]) for name in SUMMARY_TABLES}
+    return run_row, {name: Part(identity, parts[name]) for name in SUMMARY_TABLES}
 
 
-def catalog_part(table: pa.Table) -> dict[str, pd.DataFrame]:
-    """A run file's summary tables (:data:`SUMMARY_TABLES`) as the catalog takes them,
-    before the run's identity columns are put in front (:func:`run_entry`)."""
-    return {name: split_table(table, name) for name in SUMMARY_TABLES}
+def catalog_part(table: pa.Table) -> dict[str, pa.Table | None]:
+    """A run file's summary tables (:data:`SUMMARY_TABLES`) as the catalog takes them
+    (:func:`split_arrow`), before the run's identity columns are put in front."""
+    return {name: split_arrow(table, name) for name in SUMMARY_TABLES}
 
 
-def _with_identity(identity: Mapping[str, Any], frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with one column per identity key in front, each holding the key's value
-    in every row (a column's type inferred from its values, as ``DataFrame.insert`` of a
-    list infers it); one concatenation instead of an insert per key."""
-    n = len(frame)
-    front = pd.DataFrame({key: [value] * n for key, value in identity.items()}, index=frame.index)
-    if not len(frame.columns):
-        return front
-    return pd.concat([front, frame], axis=1)
+class Part:
+    """One run's rows of one catalog table: the run's identity (its columns in front, one
+    value each) and the rows (:func:`split_arrow`; None: the run has no such table)."""
+
+    __slots__ = ("identity", "rows")
+
+    def __init__(self, identity: Mapping[str, Any], rows: pa.Table | None) -> None:
+        self.identity, self.rows = identity, rows
+
+    def frame(self) -> pd.DataFrame:
+        """This part alone as a DataFrame: one column per identity key in front, each
+        holding the key's value in every row (its type inferred from its values, as
+        ``DataFrame.insert`` of a list infers it), then the rows."""
+        rows = pd.DataFrame() if self.rows is None else self.rows.to_pandas()
+        n = len(rows)
+        front = pd.DataFrame({key: [value] * n for key, value in self.identity.items()}, index=rows.index)
+        if not len(rows.columns):
+            return front
+        return pd.concat([front, rows], axis=1)
+
+    def kind(self) -> tuple[Any, ...] | None:
+        """Parts of one kind make the same columns of the same types: the rows' schema and
+        each identity column's type (:func:`_value_dtype`). None for a part without rows,
+        whose identity columns' types pandas takes from no value (it stays alone)."""
+        if self.rows is None or self.rows.num_rows == 0:
+            return None
+        return (self.rows.schema, *((key, _value_dtype(value)) for key, value in self.identity.items()))
+
+
+_DTYPES: dict[type, Any] = {}
+
+
+def _value_dtype(value: Any) -> Any:
+    """The dtype pandas gives a column of rows that all hold ``value`` (``[value] * n``)."""
+    kind = type(value)
+    if kind is int and not -(2**63) <= value < 2**63:
+        return pd.Series([value]).dtype  # uint64 or object: by the value, not its type
+    if kind not in _DTYPES:
+        _DTYPES[kind] = pd.Series([value]).dtype
+    return _DTYPES[kind]
+
+
+def _assemble(parts: list[Part]) -> pd.DataFrame:
+    """``pd.concat([part.frame() for part in parts], ignore_index=True)``, the same frame,
+    in a fraction of the time: the parts of one kind (:meth:`Part.kind`: the same columns of
+    the same types) are concatenated in Arrow and converted to pandas at once, their
+    identity columns built from one list each, the kinds concatenated in the order they
+    first appear (so the union of the columns comes in the order the plain concatenation
+    gives) and the rows put back in the parts' order. A study's thousands of one- and
+    two-row parts spent most of their catalog time in pandas' per-part conversions and
+    concatenation."""
+    kinds: dict[Any, list[int]] = {}
+    for i, part in enumerate(parts):
+        kind = part.kind()
+        kinds.setdefault(("alone", i) if kind is None else kind, []).append(i)
+    starts = np.cumsum([0] + [0 if part.rows is None else part.rows.num_rows for part in parts])
+    pieces, positions = [], []
+    for kind, members in kinds.items():
+        if kind[0] == "alone":
+            pieces.append(parts[members[0]].frame())
+        else:
+            rows = pa.concat_tables([parts[i].rows for i in members]).to_pandas()
+            counts = [parts[i].rows.num_rows for i in members]
+            front = pd.DataFrame(
+                {key: pd.Series([parts[i].identity[key] for i, n in zip(members, counts) for _ in range(n)],
+                                dtype=dtype, index=rows.index)
+                 for key, dtype in kind[1:]}  # fmt: skip
+            )
+            pieces.append(pd.concat([front, rows], axis=1))
+        positions.extend(np.arange(starts[i], starts[i + 1]) for i in members)
+    if len(pieces) == 1:
+        return pieces[0]
+    joined = pd.concat(pieces, ignore_index=True)
+    order = np.argsort(np.concatenate(positions), kind="stable")
+    return joined.take(order).reset_index(drop=True)
 
 
 class Prepared:
@@ -724,9 +812,9 @@ class Prepared:
 
     def __init__(self, plan: Mapping[str, Any]) -> None:
         self._planned = {run["id"]: run for run in plan.get("runs", [])}
-        self._entries: dict[str, tuple[str, tuple[dict[str, Any], dict[str, pd.DataFrame]]]] = {}
+        self._entries: dict[str, tuple[str, tuple[dict[str, Any], dict[str, Part]]]] = {}
 
-    def add(self, rid: str, data: bytes, part: Mapping[str, pd.DataFrame] | None = None) -> None:
+    def add(self, rid: str, data: bytes, part: Mapping[str, pa.Table | None] | None = None) -> None:
         """Prepare the catalog part of run ``rid`` whose file bytes were just written: from
         ``part``, the summary tables the worker took from the very table these bytes
         encode (:func:`catalog_part`; only the identity is read from the bytes, in their
@@ -738,9 +826,7 @@ class Prepared:
                 table: Any = part
             else:
                 # Only the summary tables' columns: the series are not in the catalog.
-                schema = pq.read_schema(pa.BufferReader(data))
-                columns = [c for c in schema.names if c == "table" or c.split(".", 1)[0] in SUMMARY_TABLES]
-                table = pq.read_table(pa.BufferReader(data), columns=columns, page_checksum_verification=True)
+                table = _read_parquet(data, SUMMARY_TABLES)
                 meta = json.loads(table.schema.metadata[META_KEY])
         except (KeyError, TypeError, OSError, ValueError, UnicodeDecodeError, RecursionError, pa.ArrowException):
             return  # left to the catalog's own reading, which names the problem
@@ -753,9 +839,7 @@ class Prepared:
         if not isinstance(entry, str):
             self._entries[rid] = (hashlib.sha256(data).hexdigest(), entry)
 
-    def take(
-        self, path: Path, records: Mapping[str, str]
-    ) -> tuple[dict[str, Any], dict[str, pd.DataFrame]] | None:
+    def take(self, path: Path, records: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Part]] | None:
         """The prepared entry of the run file at ``path`` if its bytes are those it was
         prepared from (and recorded with), else None."""
         held = self._entries.pop(path.stem, None)
@@ -777,7 +861,7 @@ def collect(study_dir: Path, prepared: Prepared | None = None) -> dict[str, pd.D
     plan = load_plan(study_dir) or {"factors": [], "runs": [], "points": [], "metrics": None}
     factor_columns = [f["column"] for f in plan["factors"]]
     planned = {run["id"]: run for run in plan["runs"]}
-    rows: dict[str, list[pd.DataFrame]] = {name: [] for name in SUMMARY_TABLES}
+    rows: dict[str, list[Part]] = {name: [] for name in SUMMARY_TABLES}
     runs: list[dict[str, Any]] = []
     found: set[str] = set()
     records = load_records(study_dir)
@@ -785,7 +869,7 @@ def collect(study_dir: Path, prepared: Prepared | None = None) -> dict[str, pd.D
         entry = prepared.take(path, records) if prepared is not None else None
         if entry is None:
             try:
-                meta, table = verify_run_file(path, records)
+                meta, table = verify_run_file(path, records, tables=SUMMARY_TABLES)
             except FileNotFoundError:
                 continue
             except (OSError, CorruptRunFile) as err:
@@ -815,7 +899,7 @@ def collect(study_dir: Path, prepared: Prepared | None = None) -> dict[str, pd.D
         ["in_plan", "point", "trial"], ascending=[False, True, True], ignore_index=True
     )
     for name, frames in rows.items():
-        tables[name] = _concat_parts(frames) if frames else pd.DataFrame(columns=["run_id", "point"])
+        tables[name] = _assemble(frames) if frames else pd.DataFrame(columns=["run_id", "point"])
     for frame in tables.values():
         _factor_frame(frame, factor_columns)
     in_plan = set(planned) if planned else found
@@ -829,30 +913,6 @@ def collect(study_dir: Path, prepared: Prepared | None = None) -> dict[str, pd.D
         _typed_factors(frame, plan["factors"])
     tables["catalog_format"] = pd.DataFrame({"version": [CATALOG_FORMAT]})
     return tables
-
-
-def _concat_parts(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """``pd.concat(frames, ignore_index=True)``, the same frame, in a fraction of the time
-    for a study's thousands of small parts whose columns differ between many kinds (the
-    bottleneck parts carry their qdisc's own counters): the parts are concatenated kind by
-    kind (same columns and dtypes: pandas' uniform path), the kinds in the order they first
-    appear (so the union of the columns comes in the order the plain concatenation gives),
-    and the rows put back in the parts' order. The 9 990 bottleneck parts of `pam2025`, of
-    11 kinds: 7.7 s plain, 2.7 s by kind; with two kinds (its flows and classes parts) the
-    plain concatenation is the faster (2.9 against 4.0 s, 1.2 against 3.1 s), and is kept."""
-    kinds: dict[tuple[Any, ...], list[int]] = {}
-    for i, frame in enumerate(frames):
-        kinds.setdefault((tuple(frame.columns), tuple(frame.dtypes)), []).append(i)
-    if len(kinds) <= 2:
-        return pd.concat(frames, ignore_index=True)
-    starts = np.cumsum([0] + [len(frame) for frame in frames])
-    pieces, positions = [], []
-    for members in kinds.values():
-        pieces.append(pd.concat([frames[i] for i in members], ignore_index=True))
-        positions.extend(np.arange(starts[i], starts[i + 1]) for i in members)
-    joined = pd.concat(pieces, ignore_index=True)
-    order = np.argsort(np.concatenate(positions), kind="stable")
-    return joined.take(order).reset_index(drop=True)
 
 
 CATALOG = "catalog.duckdb"
