@@ -174,27 +174,38 @@ def _column_digest(digest: Any, column: pa.ChunkedArray) -> None:
     """Feed one column's decoded values into ``digest``: validity, then values by kind
     (numbers and booleans as their numpy bytes with nulls filled, strings as their
     lengths and characters, anything else as the repr of its Python values)."""
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    kind = array.type
+    kind = column.type
     if pa.types.is_integer(kind) or pa.types.is_floating(kind):
-        # Read from the buffers: the validity bits unpacked and the values with nulls as 0,
-        # the bytes `is_valid` and `fill_null(0)` give, without their per-call overhead
-        # (two thirds of a run file's digest: most columns are null in most rows).
-        n, offset = len(array), array.offset
-        validity, data = array.buffers()[:2]
+        # Read from each chunk's buffers into one validity and one value array: the
+        # validity bits unpacked and the values with nulls as 0, the bytes `is_valid` and
+        # `fill_null(0)` give, without their per-call overhead (most columns are null in
+        # most rows), and without combining the chunks first (a copy of every column: the
+        # run file's table is its logical tables concatenated, five chunks a column, most
+        # of them all null).
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        n = len(column)
         dtype = np.dtype(kind.to_pandas_dtype())
         values = np.zeros(n, dtype=dtype)
-        if array.null_count == 0:
-            valid = np.ones(n, dtype=bool)
-        else:
-            valid = np.unpackbits(np.frombuffer(validity, np.uint8), count=offset + n, bitorder="little")[offset:]
-            valid = valid.view(bool)
-        if array.null_count < n:
-            raw = np.frombuffer(data, dtype=dtype, count=offset + n)[offset:]
-            np.copyto(values, raw, where=valid)
+        valid = np.zeros(n, dtype=bool)
+        start = 0
+        for chunk in chunks:
+            m, offset, nulls = len(chunk), chunk.offset, chunk.null_count
+            if nulls < m:
+                bits, data = chunk.buffers()[:2]
+                raw = np.frombuffer(data, dtype=dtype, count=offset + m)[offset:]
+                if nulls == 0:
+                    valid[start : start + m] = True
+                    values[start : start + m] = raw
+                else:
+                    unpacked = np.unpackbits(np.frombuffer(bits, np.uint8), count=offset + m, bitorder="little")
+                    chunk_valid = unpacked[offset:].view(bool)
+                    valid[start : start + m] = chunk_valid
+                    np.copyto(values[start : start + m], raw, where=chunk_valid)
+            start += m
         digest.update(np.packbits(valid).tobytes())
         digest.update(values.dtype.str.encode() + b"\0" + values.tobytes())
         return
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     digest.update(np.packbits(array.is_valid().to_numpy(zero_copy_only=False)).tobytes())
     if pa.types.is_boolean(kind):
         filled = pc.fill_null(array, False)
