@@ -99,6 +99,26 @@ def test_run_files_carry_checksums(finished):
         assert meta["id"] == file.stem and table.num_rows > 0
 
 
+def test_a_recorded_file_decodes_only_the_tables_asked_for(finished):
+    """The catalog's reading of a recorded file (its bytes match records.jsonl) decodes the
+    summary tables' columns only, with the values a full read gives; a file without a record
+    is decoded whole, its content digest checked."""
+    from l4slab.study import store
+
+    _, out, _ = finished
+    file = run_files(out)[0]
+    records = store.load_records(out)
+    meta, whole = store.verify_run_file(file, records)
+    meta_part, part = store.verify_run_file(file, records, tables=store.SUMMARY_TABLES)
+    assert meta_part == meta
+    assert all(c == "table" or c.split(".", 1)[0] in store.SUMMARY_TABLES for c in part.column_names)
+    assert any(c.startswith("flow_series.") for c in whole.column_names)
+    for name in store.SUMMARY_TABLES:
+        assert store.split_arrow(part, name).equals(store.split_arrow(whole, name)), name
+    _, unrecorded = store.verify_run_file(file, {}, tables=store.SUMMARY_TABLES)
+    assert unrecorded.column_names == whole.column_names
+
+
 def test_byte_flips_are_all_detected(finished, tmp_path):
     """Random single-bit flips anywhere in a run file: every one is refused with the
     file's records (the bytes' sha256); without them (the in-file content digest and
