@@ -269,6 +269,17 @@ def test_catalog_parts_prepared_as_runs_finish_equal_a_rebuild_from_the_files(tm
     assert used == [False, True, True, True]
     assert files[0].stem not in set(tables["runs"].loc[tables["runs"]["status"] == "done", "run_id"])
 
+    # A part in another form (pandas frames, as a worker of an earlier version sent them) is
+    # not used: the part is decoded from the bytes, and the catalog is the same.
+    prepared = store.Prepared(plan)
+    for f in files[1:]:
+        prepared.add(f.stem, f.read_bytes(), {name: pd.DataFrame({"x": [1]}) for name in store.SUMMARY_TABLES})
+    used.clear()
+    again = store.collect(out, prepared)
+    assert used == [False, True, True, True]
+    for name in ("runs", "flows", "bottleneck", "classes", "summaries"):
+        pd.testing.assert_frame_equal(again[name], tables[name], check_exact=True)
+
 
 def test_emit_jobs_and_run_one(tmp_path):
     import l4slab.study as study

@@ -832,7 +832,12 @@ class Prepared:
         footer), else by decoding and verifying the bytes (the content digest is the one
         the worker took from that table)."""
         try:
-            if part is not None and set(part) == set(SUMMARY_TABLES):
+            # A part in another form (a worker of another version) is not used: the bytes are.
+            if (
+                part is not None
+                and set(part) == set(SUMMARY_TABLES)
+                and all(rows is None or isinstance(rows, pa.Table) for rows in part.values())
+            ):
                 meta = json.loads(pq.read_schema(pa.BufferReader(data)).metadata[META_KEY])
                 table: Any = part
             else:
