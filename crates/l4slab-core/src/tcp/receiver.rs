@@ -1036,6 +1036,42 @@ impl TcpReceiver {
 
     /// Add `[seq, end)` to the out-of-order set and to the recency list.
     fn insert_ooo(&mut self, seq: u64, end: u64) {
+        // Most segments extend the last range or open a new one after it
+        // (`tcp_input.c:tcp_data_queue_ofo`'s fast path: "In the typical case, we are
+        // adding an skb to the end of the list", by `ooo_last_skb`, without the rb-tree
+        // lookup). The ranges are sorted, disjoint and not adjacent, so every range
+        // before the last ends before the last's start: if that start is at or below
+        // `seq`, the last is the only range the segment can touch.
+        match self.ooo.back_mut() {
+            Some(last) if last.start <= seq => {
+                let blk = if seq <= last.end {
+                    // Overlapping or adjacent: merged into the last range.
+                    if end <= last.end {
+                        // Duplicate of out-of-order data: D-SACK it (tcp_data_queue_ofo).
+                        self.dsack = Some(SackBlock { start: seq, end });
+                    }
+                    let merged = last.end - last.start;
+                    last.end = last.end.max(end);
+                    self.ooo_bytes = self.ooo_bytes - merged + (last.end - last.start);
+                    *last
+                } else {
+                    let blk = SackBlock { start: seq, end };
+                    self.ooo.push_back(blk);
+                    self.ooo_bytes += end - seq;
+                    blk
+                };
+                self.note_recent(blk);
+                return;
+            }
+            None => {
+                let blk = SackBlock { start: seq, end };
+                self.ooo.push_back(blk);
+                self.ooo_bytes += end - seq;
+                self.note_recent(blk);
+                return;
+            }
+            Some(_) => {}
+        }
         let mut blk = SackBlock { start: seq, end };
         // Merge with every overlapping/adjacent range: sorted and disjoint, they are
         // a run from the first that does not end before the segment (a binary
@@ -1067,8 +1103,14 @@ impl TcpReceiver {
         } else {
             self.ooo.insert(lo, blk);
         }
-        // Recency list: the block containing the newest segment goes first
-        // (`tcp_sack_new_ofo_skb`); blocks merged into it disappear.
+        self.note_recent(blk);
+    }
+
+    /// Recency list: the block containing the newest segment (`blk`, the out-of-order
+    /// range it is now part of) goes first (`tcp_sack_new_ofo_skb`); blocks merged into
+    /// it disappear.
+    #[inline]
+    fn note_recent(&mut self, blk: SackBlock) {
         let mut kept = [SackBlock::default(); MAX_SACK_BLOCKS + 1];
         kept[0] = blk;
         let mut n = 1;
