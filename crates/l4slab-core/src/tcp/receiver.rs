@@ -1111,12 +1111,20 @@ impl TcpReceiver {
     /// it disappear.
     #[inline]
     fn note_recent(&mut self, blk: SackBlock) {
+        let overlaps = |b: &SackBlock| !(b.end < blk.start || b.start > blk.end);
+        // Most often the newest segment grew the block that was already first, and
+        // it touches no other: the list then only has that block replaced, in place
+        // (the general path below gives the same list through a copy).
+        let n = self.num_recent;
+        if n > 0 && overlaps(&self.recent[0]) && !self.recent[1..n].iter().any(overlaps) {
+            self.recent[0] = blk;
+            return;
+        }
         let mut kept = [SackBlock::default(); MAX_SACK_BLOCKS + 1];
         kept[0] = blk;
         let mut n = 1;
         for b in self.recent[..self.num_recent].iter() {
-            let overlaps = !(b.end < blk.start || b.start > blk.end);
-            if !overlaps && n < kept.len() {
+            if !overlaps(b) && n < kept.len() {
                 kept[n] = *b;
                 n += 1;
             }
