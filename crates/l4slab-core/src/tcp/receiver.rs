@@ -1035,6 +1035,7 @@ impl TcpReceiver {
     }
 
     /// Add `[seq, end)` to the out-of-order set and to the recency list.
+    #[inline]
     fn insert_ooo(&mut self, seq: u64, end: u64) {
         // Most segments extend the last range or open a new one after it
         // (`tcp_input.c:tcp_data_queue_ofo`'s fast path: "In the typical case, we are
@@ -1061,17 +1062,20 @@ impl TcpReceiver {
                     blk
                 };
                 self.note_recent(blk);
-                return;
             }
             None => {
                 let blk = SackBlock { start: seq, end };
                 self.ooo.push_back(blk);
                 self.ooo_bytes += end - seq;
                 self.note_recent(blk);
-                return;
             }
-            Some(_) => {}
+            Some(_) => self.insert_ooo_before_last(seq, end),
         }
+    }
+
+    /// [`insert_ooo`](Self::insert_ooo) of a segment that starts before the last range.
+    #[inline(never)]
+    fn insert_ooo_before_last(&mut self, seq: u64, end: u64) {
         let mut blk = SackBlock { start: seq, end };
         // Merge with every overlapping/adjacent range: sorted and disjoint, they are
         // a run from the first that does not end before the segment (a binary
@@ -1120,6 +1124,14 @@ impl TcpReceiver {
             self.recent[0] = blk;
             return;
         }
+        self.rebuild_recent(blk);
+    }
+
+    /// [`note_recent`](Self::note_recent)'s general case: the list rebuilt with `blk`
+    /// first.
+    #[inline(never)]
+    fn rebuild_recent(&mut self, blk: SackBlock) {
+        let overlaps = |b: &SackBlock| !(b.end < blk.start || b.start > blk.end);
         let mut kept = [SackBlock::default(); MAX_SACK_BLOCKS + 1];
         kept[0] = blk;
         let mut n = 1;
