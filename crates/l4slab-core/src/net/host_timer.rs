@@ -103,7 +103,7 @@ mod round_tests {
             1e18,
             9223372036854774784.0,
             9223372036854775808.0,
-            1.8446744073709550e19,
+            f64::from_bits(0x43ef_ffff_ffff_ffff), // the largest double below 2^64
             1e20,
             f64::INFINITY,
             12345.499999,

@@ -975,7 +975,6 @@ mod tests {
         let (mut ba, mut bb) = (Bufs::new(), Bufs::new());
         let ecns = [Ecn::NotEct, Ecn::Ect0, Ecn::Ect1, Ecn::Ce];
         let mut next_timer = FIRST_UPDATE_NS;
-        let mut id = 0u64;
         // Arrivals every 100 µs, departures every 121 µs (a 20 % overload), 5 s.
         for step in 0..50_000u64 {
             let now = step * 100_000;
@@ -985,9 +984,8 @@ mod tests {
                 next_timer = a.next_timer().unwrap();
                 assert_eq!(b.next_timer(), Some(next_timer));
             }
-            let mut p = frame(id, ecns[(id % 7 % 4) as usize]);
+            let mut p = frame(step, ecns[(step % 7 % 4) as usize]);
             p.qclass = 9;
-            id += 1;
             a.enqueue(p, now, &mut ba.ctx());
             b.enqueue_ref(&p, now, &mut bb.ctx());
             if step % 6 != 5 {
