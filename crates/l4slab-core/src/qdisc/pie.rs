@@ -481,6 +481,73 @@ impl<P: QdiscPacket> Qdisc<P> for Pie<P> {
     }
 }
 
+impl<P: QdiscPacket + Copy> Pie<P> {
+    /// [`Qdisc::enqueue`] of a packet the caller keeps: the same decisions on `pkt`,
+    /// then the packet copied once, into its slot, and classed, marked and stamped
+    /// there (as `Fifo::enqueue_ref`), instead of copied into the call, changed and
+    /// copied again into the queue.
+    #[inline]
+    pub fn enqueue_ref(&mut self, pkt: &P, now: Time, ctx: &mut QdiscCtx<P>) {
+        // sch_pie.c:pie_qdisc_enqueue step 1: tail drop at limit (counts overlimit and dropped).
+        if self.queue.len() >= self.params.limit_packets as usize {
+            self.overlimit += 1;
+            return self.drop_copy(pkt, ctx);
+        }
+        // Step 2: backlog before this packet; size = skb->len = L2 length.
+        let backlog = self.stats.backlog_bytes as u32;
+        let mut accept = !self.drop_early(backlog, pkt.wire_len(), ctx);
+        // Step 3: mark instead of drop only while the global p <= 10 % and set-CE
+        // succeeds (`INET_ECN_set_ce` of an ECN-capable packet).
+        let mut mark = false;
+        if !accept && self.params.ecn && self.prob <= MAX_PROB / 10 && pkt.ecn().is_ect() {
+            self.ecn_mark += 1;
+            ctx.mark_counted(&mut self.stats, pkt.flow_key());
+            accept = true;
+            mark = true;
+        }
+        if !accept {
+            // Step 4.
+            return self.drop_copy(pkt, ctx);
+        }
+        // Step 5 (stamped always: see `enqueue`).
+        self.packets_in += 1;
+        self.maxq = self.maxq.max(self.queue.len() as u64);
+        self.stats.on_enqueue(pkt);
+        self.queue.push_back(*pkt);
+        if let Some(p) = self.queue.back_mut() {
+            p.set_qclass(0);
+            if mark {
+                p.set_ecn(super::Ecn::Ce);
+            }
+            p.set_enqueue_ts(now);
+        }
+    }
+
+    /// The drop of [`enqueue_ref`](Self::enqueue_ref): the copy reported is classed as
+    /// `enqueue` classes every packet.
+    #[cold]
+    fn drop_copy(&mut self, pkt: &P, ctx: &mut QdiscCtx<P>) {
+        let mut pkt = *pkt;
+        pkt.set_qclass(0);
+        self.drop_packet(pkt, ctx);
+    }
+
+    /// [`Qdisc::dequeue`] into `out`: the head is copied from its slot to `out` and
+    /// the slot dropped, instead of moved out through an `Option` and copied again.
+    /// False (and `out` untouched) if the queue is empty.
+    #[inline]
+    pub fn dequeue_into(&mut self, now: Time, out: &mut P) -> bool {
+        // sch_pie.c:pie_qdisc_dequeue: plain FIFO, no AQM action at dequeue.
+        let Some(pkt) = self.queue.front() else { return false };
+        *out = *pkt;
+        self.queue.pop_front();
+        self.stats.on_remove(out);
+        self.process_dequeue(out, now, self.stats.backlog_bytes as u32);
+        self.stats.on_sent(out);
+        true
+    }
+}
+
 impl<P: QdiscPacket> Pie<P> {
     /// Drop at enqueue: `dropped++`, accu_prob = 0 (sch_pie.c:pie_qdisc_enqueue steps 1 and 4).
     fn drop_packet(&mut self, pkt: P, ctx: &mut QdiscCtx<P>) {
@@ -895,5 +962,44 @@ mod tests {
         assert!((0.085..0.10).contains(&drop_frac), "drop fraction {drop_frac}");
         assert!((0.10..0.25).contains(&q.prob_fraction()), "prob {}", q.prob_fraction());
         assert_eq!(q.overlimit, 0);
+    }
+
+    /// `enqueue_ref` and `dequeue_into` (the link's calls) take the same decisions,
+    /// draws and counts as `enqueue` and `dequeue`, and hand out the same packets: two
+    /// queues driven side by side past the tail-drop limit, with ECN marking, a mix of
+    /// codepoints and the probability updates.
+    #[test]
+    fn by_reference_calls_match_enqueue_and_dequeue() {
+        let params = PieParams { limit_packets: 1000, target_ns: 2_000_000, ecn: true, ..PieParams::default() };
+        let (mut a, mut b) = (Pie::<TestPacket>::new(params.clone()), Pie::<TestPacket>::new(params));
+        let (mut ba, mut bb) = (Bufs::new(), Bufs::new());
+        let ecns = [Ecn::NotEct, Ecn::Ect0, Ecn::Ect1, Ecn::Ce];
+        let mut next_timer = FIRST_UPDATE_NS;
+        // Arrivals every 100 µs, departures every 121 µs (a 20 % overload), 5 s.
+        for step in 0..50_000u64 {
+            let now = step * 100_000;
+            while next_timer <= now {
+                a.on_timer(next_timer, &mut ba.ctx());
+                b.on_timer(next_timer, &mut bb.ctx());
+                next_timer = a.next_timer().unwrap();
+                assert_eq!(b.next_timer(), Some(next_timer));
+            }
+            let mut p = frame(step, ecns[(step % 7 % 4) as usize]);
+            p.qclass = 9;
+            a.enqueue(p, now, &mut ba.ctx());
+            b.enqueue_ref(&p, now, &mut bb.ctx());
+            if step % 6 != 5 {
+                let got = a.dequeue(now, &mut ba.ctx());
+                let mut out = frame(u64::MAX, Ecn::NotEct);
+                let ok = b.dequeue_into(now, &mut out);
+                assert_eq!(got, ok.then_some(out), "step {step}");
+            }
+            assert_eq!((ba.dropped.len(), ba.marked.len()), (bb.dropped.len(), bb.marked.len()), "step {step}");
+        }
+        assert_eq!(ba.dropped, bb.dropped);
+        assert_eq!(ba.marked, bb.marked);
+        assert_eq!(a.stats, b.stats);
+        assert_eq!(a.extra_stats(), b.extra_stats());
+        assert!(a.overlimit > 0 && a.dropped > a.overlimit && a.ecn_mark > 0, "every path taken");
     }
 }

@@ -1035,7 +1035,47 @@ impl TcpReceiver {
     }
 
     /// Add `[seq, end)` to the out-of-order set and to the recency list.
+    #[inline]
     fn insert_ooo(&mut self, seq: u64, end: u64) {
+        // Most segments extend the last range or open a new one after it
+        // (`tcp_input.c:tcp_data_queue_ofo`'s fast path: "In the typical case, we are
+        // adding an skb to the end of the list", by `ooo_last_skb`, without the rb-tree
+        // lookup). The ranges are sorted, disjoint and not adjacent, so every range
+        // before the last ends before the last's start: if that start is at or below
+        // `seq`, the last is the only range the segment can touch.
+        match self.ooo.back_mut() {
+            Some(last) if last.start <= seq => {
+                let blk = if seq <= last.end {
+                    // Overlapping or adjacent: merged into the last range.
+                    if end <= last.end {
+                        // Duplicate of out-of-order data: D-SACK it (tcp_data_queue_ofo).
+                        self.dsack = Some(SackBlock { start: seq, end });
+                    }
+                    let merged = last.end - last.start;
+                    last.end = last.end.max(end);
+                    self.ooo_bytes = self.ooo_bytes - merged + (last.end - last.start);
+                    *last
+                } else {
+                    let blk = SackBlock { start: seq, end };
+                    self.ooo.push_back(blk);
+                    self.ooo_bytes += end - seq;
+                    blk
+                };
+                self.note_recent(blk);
+            }
+            None => {
+                let blk = SackBlock { start: seq, end };
+                self.ooo.push_back(blk);
+                self.ooo_bytes += end - seq;
+                self.note_recent(blk);
+            }
+            Some(_) => self.insert_ooo_before_last(seq, end),
+        }
+    }
+
+    /// [`insert_ooo`](Self::insert_ooo) of a segment that starts before the last range.
+    #[inline(never)]
+    fn insert_ooo_before_last(&mut self, seq: u64, end: u64) {
         let mut blk = SackBlock { start: seq, end };
         // Merge with every overlapping/adjacent range: sorted and disjoint, they are
         // a run from the first that does not end before the segment (a binary
@@ -1067,14 +1107,36 @@ impl TcpReceiver {
         } else {
             self.ooo.insert(lo, blk);
         }
-        // Recency list: the block containing the newest segment goes first
-        // (`tcp_sack_new_ofo_skb`); blocks merged into it disappear.
+        self.note_recent(blk);
+    }
+
+    /// Recency list: the block containing the newest segment (`blk`, the out-of-order
+    /// range it is now part of) goes first (`tcp_sack_new_ofo_skb`); blocks merged into
+    /// it disappear.
+    #[inline]
+    fn note_recent(&mut self, blk: SackBlock) {
+        let overlaps = |b: &SackBlock| !(b.end < blk.start || b.start > blk.end);
+        // Most often the newest segment grew the block that was already first, and
+        // it touches no other: the list then only has that block replaced, in place
+        // (the general path below gives the same list through a copy).
+        let n = self.num_recent;
+        if n > 0 && overlaps(&self.recent[0]) && !self.recent[1..n].iter().any(overlaps) {
+            self.recent[0] = blk;
+            return;
+        }
+        self.rebuild_recent(blk);
+    }
+
+    /// [`note_recent`](Self::note_recent)'s general case: the list rebuilt with `blk`
+    /// first.
+    #[inline(never)]
+    fn rebuild_recent(&mut self, blk: SackBlock) {
+        let overlaps = |b: &SackBlock| !(b.end < blk.start || b.start > blk.end);
         let mut kept = [SackBlock::default(); MAX_SACK_BLOCKS + 1];
         kept[0] = blk;
         let mut n = 1;
         for b in self.recent[..self.num_recent].iter() {
-            let overlaps = !(b.end < blk.start || b.start > blk.end);
-            if !overlaps && n < kept.len() {
+            if !overlaps(b) && n < kept.len() {
                 kept[n] = *b;
                 n += 1;
             }
