@@ -104,7 +104,7 @@ impl TcpSender {
             if self.tp.ca_state == CaState::Cwr || self.tp.ca_state == CaState::Recovery {
                 self.prr_out += 1;
             }
-            self.emit_data(seq, len, false, now, out);
+            self.emit_data(seq, len, false, stamp, now, out);
             skb_room -= 1;
             skb_bytes += len as u64;
             skb_segs += 1;
@@ -330,9 +330,20 @@ impl TcpSender {
         }
     }
 
-    /// Put one data segment on the wire, applying EDT pacing bookkeeping.
+    /// Put one data segment on the wire, applying EDT pacing bookkeeping. `stamp` is
+    /// the skb's timestamp, [`departure`](Self::departure)`(now)`, which the caller
+    /// has just stamped the segment's queue entry with.
     #[inline(always)]
-    pub(super) fn emit_data(&mut self, seq: u64, len: u32, retrans: bool, now: Time, out: &mut Vec<Packet>) {
+    pub(super) fn emit_data(
+        &mut self,
+        seq: u64,
+        len: u32,
+        retrans: bool,
+        stamp: Time,
+        now: Time,
+        out: &mut Vec<Packet>,
+    ) {
+        debug_assert_eq!(stamp, self.departure(now));
         let mut p = Packet::new(self.flow, PacketKind::Data);
         p.payload = len;
         p.wire_len = tcp_wire_len(len, 0) + self.data_option_len;
@@ -340,7 +351,6 @@ impl TcpSender {
         p.ecn = self.data_codepoint(retrans);
         p.tcp.seq = seq;
         // TSval from the skb's timestamp (tcp_skb_timestamp_ts: the EDT departure).
-        let stamp = self.departure(now);
         p.tcp.tsval = ts_clock(stamp);
         // TSecr: the newest TSval of the peer's ACKs (`ts_recent`, RFC 7323 §4.3), which
         // the receiver's receive-RTT estimate reads (`tcp_rcv_rtt_measure_ts`).
@@ -485,7 +495,7 @@ impl TcpSender {
         self.rtx.retransmit(i, s);
         self.stats.retransmits += 1;
         self.skb_overhead_due = true;
-        self.emit_data(seq, len, true, now, out);
+        self.emit_data(seq, len, true, stamp, now, out);
         self.skb_sent(len as u64, now);
     }
 
