@@ -53,6 +53,8 @@ impl TcpSender {
         self.cc_cong_control = self.cc.has_cong_control();
         self.cc_ect = self.cc.ect_codepoint();
         self.cc_tx_in_flight = self.cc.reads_tx_in_flight();
+        self.cc_pkts_acked = self.cc.has_pkts_acked();
+        self.cc_in_ack_event = self.cc.has_in_ack_event();
         if !self.cc_cong_control {
             self.update_pacing_rate();
         }
@@ -199,16 +201,18 @@ impl TcpSender {
             && ack - prior_snd_una < self.segment_payload() as u64
             && rs.prior_delivered + 1 == self.tp.delivered
             && fl & flag::CA_ALERT == 0;
-        if acked_sacked > 0 {
+        if acked_sacked > 0 && self.cc_pkts_acked {
             let sample = AckSample { pkts_acked: acked_sacked, rtt_us: ca_rtt_us, in_flight: prior_in_flight };
             self.cc.pkts_acked(&mut self.tp, &sample);
         }
 
         // in_ack_event (DCTCP's α update happens here, before the state machine).
-        self.cc.in_ack_event(
-            &mut self.tp,
-            AckEventFlags { window_update: fl & flag::SND_UNA_ADVANCED != 0, ece: fl & flag::ECE != 0 },
-        );
+        if self.cc_in_ack_event {
+            self.cc.in_ack_event(
+                &mut self.tp,
+                AckEventFlags { window_update: fl & flag::SND_UNA_ADVANCED != 0, ece: fl & flag::ECE != 0 },
+            );
+        }
 
         // TLP bookkeeping (tcp_process_tlp_ack).
         if self.tlp_high_seq != 0 {
