@@ -51,6 +51,9 @@ impl TcpSender {
         // timer's kind, the RTO, the head's send time, now) is what it was at that
         // segment, so the timer ends as Linux leaves it.
         let mut rearm_due = false;
+        // A pending loss probe makes every segment's re-arm due; nothing in the loop
+        // sets the timer, so it is read once.
+        let probe_pending = matches!(self.xmit_timer, Some((XmitTimer::LossProbe, _)));
         while self.tp.snd_nxt < self.app_bytes && now < self.stop_at {
             if skb_room == 0 {
                 if skb_bytes > 0 {
@@ -109,7 +112,7 @@ impl TcpSender {
             skb_bytes += len as u64;
             skb_segs += 1;
             // tcp_event_new_data_sent: start the RTO if this is the only flight.
-            rearm_due |= was_empty || matches!(self.xmit_timer, Some((XmitTimer::LossProbe, _)));
+            rearm_due |= was_empty || probe_pending;
             sent_any = true;
             if probe {
                 break;
