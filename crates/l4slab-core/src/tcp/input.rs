@@ -272,6 +272,7 @@ impl TcpSender {
         } else {
             0
         };
+        let mut walk = self.rate_walk(rs);
         let mut blocks = sack.blocks;
         let blocks = &mut blocks[skip..n];
         blocks.sort_unstable_by_key(|b| b.start);
@@ -314,11 +315,15 @@ impl TcpSender {
                     }
                 }
                 self.rack_advance(s.has(EVER_RETRANS), s.end, s.xmit, now);
-                self.rate_skb_delivered(&mut seg, rs);
+                walk.delivered(&seg, self.rtx.slot(i));
+                // Linux zeroes tx.delivered_mstamp so a SACKed packet is not sampled
+                // again when it is cumulatively acknowledged.
+                seg.flags |= DELIVERED;
                 self.fack = self.fack.max(seg.end);
                 self.rtx.replace(i, seg);
             }
         }
+        self.rate_walk_end(walk, rs);
         if reord != u64::MAX {
             self.check_sack_reordering(reord);
         }
@@ -343,11 +348,13 @@ impl TcpSender {
         // latest passing (xmit, end_seq). A packet never retransmitted always passes.
         let mut rack_last: Option<Time> = None;
         let mut rack_latest: (Time, u64) = (0, 0);
+        let mut walk = self.rate_walk(rs);
         while let Some(front) = self.rtx.front() {
             if front.end > ack {
                 break;
             }
-            let mut s = self.rtx.pop_front().unwrap();
+            let slot = self.rtx.slot(0);
+            let s = self.rtx.pop_front().unwrap();
             self.tp.packets_out -= 1;
             if s.has(SACKED) {
                 self.tp.sacked_out -= 1;
@@ -379,9 +386,10 @@ impl TcpSender {
                     rack_last = Some(s.xmit);
                 }
             }
-            self.rate_skb_delivered(&mut s, rs);
+            walk.delivered(&s, slot);
             fl |= flag::DATA_ACKED | flag::SET_XMIT_TIMER;
         }
+        self.rate_walk_end(walk, rs);
         if let Some(last_xmit) = rack_last {
             self.rack_advance_folded(last_xmit, rack_latest, now);
         }

@@ -581,6 +581,20 @@ impl RtxQueue {
         Some(s)
     }
 
+    /// The ring slot of the segment at index `i`, for [`slot_seg`](Self::slot_seg).
+    #[inline]
+    pub(super) fn slot(&self, i: usize) -> usize {
+        self.segs.slot(i)
+    }
+
+    /// The segment last written to ring slot `k`: one of the queue, or one popped
+    /// since the last [`push_back`](Self::push_back) (a pop leaves its slot as it was
+    /// until a push reuses it).
+    #[inline]
+    pub(super) fn slot_seg(&self, k: usize) -> &Seg {
+        &self.segs.buf[k]
+    }
+
     /// Stamp the last `n` segments (one skb's, sent back to back) with the skb's
     /// `tx.in_flight`; no scoreboard bit depends on it.
     #[inline]
