@@ -293,16 +293,14 @@ impl TcpSender {
                 if r.end > b.end {
                     continue;
                 }
-                // Newly SACKed.
+                // Newly SACKed (tcp_sacktag_one).
                 let s = *r;
-                let mut seg = s;
-                if seg.has(LOST) {
+                if s.has(LOST) {
                     self.tp.lost_out -= 1;
                 }
-                if seg.has(RETRANS) {
+                if s.has(RETRANS) {
                     self.tp.retrans_out -= 1;
                 }
-                seg.flags = (seg.flags | SACKED) & !(LOST | RETRANS);
                 self.tp.sacked_out += 1;
                 self.tp.delivered += 1;
                 self.sacked_bytes += s.end - s.seq;
@@ -315,12 +313,12 @@ impl TcpSender {
                     }
                 }
                 self.rack_advance(s.has(EVER_RETRANS), s.end, s.xmit, now);
-                walk.delivered(&seg, self.rtx.slot(i));
-                // Linux zeroes tx.delivered_mstamp so a SACKed packet is not sampled
-                // again when it is cumulatively acknowledged.
-                seg.flags |= DELIVERED;
-                self.fack = self.fack.max(seg.end);
-                self.rtx.replace(i, seg);
+                walk.delivered(&s, self.rtx.slot(i));
+                self.fack = self.fack.max(s.end);
+                // SACKED, no longer LOST or RETRANS, and DELIVERED: Linux zeroes
+                // tx.delivered_mstamp so a SACKed packet is not sampled again when it
+                // is cumulatively acknowledged.
+                self.rtx.mark_sacked(i);
             }
         }
         self.rate_walk_end(walk, rs);

@@ -620,6 +620,28 @@ impl RtxQueue {
         self.update(self.base + i as u64, old, seg.flags);
     }
 
+    /// Tag the segment at index `i`, not SACKed yet, as SACKed and sampled:
+    /// `(flags | SACKED | DELIVERED) & !(LOST | RETRANS)` (`tcp_sacktag_one`, with the
+    /// rate sample `tcp_rate_skb_delivered` took). Its position leaves every set it
+    /// was in, as [`set_flags`](Self::set_flags) would remove it, without the general
+    /// class comparison.
+    #[inline]
+    pub(super) fn mark_sacked(&mut self, i: usize) {
+        let s = self.segs.get_mut(i);
+        let old = s.flags;
+        debug_assert!(old & SACKED == 0);
+        s.flags = (old | SACKED | DELIVERED) & !(LOST | RETRANS);
+        let a = self.base + i as u64;
+        let c = classes(old);
+        self.unsacked.remove(a);
+        if c & C_ORIG != 0 {
+            self.orig.remove(a);
+        }
+        if c & C_LOST != 0 {
+            self.lost.remove(a);
+        }
+    }
+
     #[inline]
     fn next_in(&self, bits: &Bits, from: usize) -> Option<usize> {
         let to = self.base + self.segs.len as u64;
@@ -733,8 +755,12 @@ mod tests {
                 let joins = classes(f) & C_RETRANS != 0 && classes(q[i].flags) & C_RETRANS == 0;
                 if r >= 90 || joins {
                     q.retransmit(i, Seg { flags: f | RETRANS | e, xmit: clock, ..q[i] });
-                } else if r < 85 {
+                } else if r < 80 {
                     q.set_flags(i, f);
+                } else if r < 85 && !q[i].has(SACKED) {
+                    let old = q[i].flags;
+                    q.mark_sacked(i);
+                    assert_eq!(q[i].flags, (old | SACKED | DELIVERED) & !(LOST | RETRANS));
                 } else {
                     q.replace(i, Seg { flags: f, ..q[i] });
                 }
