@@ -29,10 +29,38 @@ impl TcpSender {
 
     /// `tcp_write_xmit` for new data. `probe` sends one segment
     /// regardless of cwnd (TLP).
+    ///
+    /// Most calls of an internally paced flow (every ACK between its pacing
+    /// releases) find the next skb held by `tcp_pacing_check`; they are answered here,
+    /// without the send loop's frame: arm the pacing timer, then what the end of
+    /// the loop does when nothing was sent (`tcp_cwnd_validate` only when the window
+    /// is full; with data left to send `tcp_rate_check_app_limited` is not due).
+    #[inline]
     pub(super) fn write_xmit(&mut self, now: Time, out: &mut Vec<Packet>, probe: bool) {
         if self.phase != Phase::Established {
             return;
         }
+        if !probe
+            && !self.fq_pacing
+            && self.tp.paced
+            && self.tp.wstamp_ns > now
+            && self.tp.snd_nxt < self.app_bytes
+            && now < self.stop_at
+        {
+            self.pacing_timer = Some(self.tp.wstamp_ns);
+            if self.tp.in_flight() >= self.tp.cwnd {
+                self.tp.is_cwnd_limited = true;
+                self.tp.max_packets_out = self.tp.packets_out;
+                self.cwnd_usage_seq = self.tp.snd_nxt;
+            }
+            return;
+        }
+        self.write_xmit_skbs(now, out, probe);
+    }
+
+    /// The send loop of [`write_xmit`](Self::write_xmit).
+    #[inline(never)]
+    fn write_xmit_skbs(&mut self, now: Time, out: &mut Vec<Packet>, probe: bool) {
         let mut sent_any = false;
         let mut cwnd_limited = false;
         // Segments per skb, computed once, when the first skb is built (nothing it
