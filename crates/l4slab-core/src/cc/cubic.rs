@@ -635,6 +635,9 @@ impl CongestionControl for Cubic {
         }
     }
 
+    fn has_pkts_acked(&self) -> bool {
+        true
+    }
     /// `cubictcp_acked`: delay_min and HyStart.
     fn pkts_acked(&mut self, tp: &mut CcSock, sample: &AckSample) {
         let now = jiffies32(tp);

@@ -251,6 +251,9 @@ impl CongestionControl for Dctcp {
         }
     }
 
+    fn has_in_ack_event(&self) -> bool {
+        true
+    }
     /// `dctcp_update_alpha` runs as `in_ack_event`.
     fn in_ack_event(&mut self, tp: &mut CcSock, _flags: AckEventFlags) {
         self.update_alpha(tp);

@@ -521,12 +521,28 @@ pub trait CongestionControl: Send {
     /// `cwnd_event`.
     fn cwnd_event(&mut self, _tp: &mut CcSock, _ev: CaEvent) {}
 
+    /// Whether this CC implements `in_ack_event` (Linux's `icsk_ca_ops->in_ack_event`
+    /// is optional: `tcp_input.c:tcp_in_ack_event` calls it only when set). A CC that
+    /// overrides `in_ack_event` says so here; the sender reads it as
+    /// `has_cong_control` and does not call the hook otherwise.
+    fn has_in_ack_event(&self) -> bool {
+        false
+    }
+
     /// `in_ack_event`: once per ACK, before the recovery state machine.
     fn in_ack_event(&mut self, _tp: &mut CcSock, _flags: AckEventFlags) {}
 
     /// `skb_marked_lost`: a packet was just marked lost (google/bbr v3, called from
     /// `tcp_mark_skb_lost` after `tp->lost` counted it; BBRv3 `bbr_skb_marked_lost`).
     fn skb_marked_lost(&mut self, _tp: &mut CcSock, _skb: &SkbLostInfo) {}
+
+    /// Whether this CC implements `pkts_acked` (optional in Linux:
+    /// `tcp_input.c:tcp_clean_rtx_queue` calls `icsk_ca_ops->pkts_acked` only when
+    /// set). A CC that overrides `pkts_acked` says so here; the sender reads it as
+    /// `has_cong_control` and does not call the hook otherwise.
+    fn has_pkts_acked(&self) -> bool {
+        false
+    }
 
     /// `pkts_acked`: once per ACK that delivered packets.
     fn pkts_acked(&mut self, _tp: &mut CcSock, _sample: &AckSample) {}

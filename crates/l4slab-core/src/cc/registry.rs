@@ -119,6 +119,20 @@ mod tests {
         }
     }
 
+    /// The CCs that implement the optional per-ACK hooks say so, and no other does:
+    /// the sender calls `pkts_acked` and `in_ack_event` only where declared (as Linux
+    /// calls an `icsk_ca_ops` hook only when set). CUBIC's HyStart and Prague's RTT
+    /// take `pkts_acked`, DCTCP's α update `in_ack_event`.
+    #[test]
+    fn the_optional_per_ack_hooks_are_declared_by_the_ccs_that_implement_them() {
+        for d in TABLE {
+            let cc = (d.build)(None).unwrap();
+            let pkts_acked = matches!(d.name, "cubic" | "prague" | "prague-v06");
+            assert_eq!(cc.has_pkts_acked(), pkts_acked, "{}", d.name);
+            assert_eq!(cc.has_in_ack_event(), d.name == "dctcp", "{}", d.name);
+        }
+    }
+
     #[test]
     fn unknown_parameter_is_a_one_line_error_naming_it() {
         for d in TABLE {

@@ -171,10 +171,16 @@ impl<C: CongestionControl + EcnRequirement> CongestionControl for RenoFallback<C
             self.inner.cwnd_event(tp, ev)
         }
     }
+    fn has_in_ack_event(&self) -> bool {
+        !self.reno && self.inner.has_in_ack_event()
+    }
     fn in_ack_event(&mut self, tp: &mut CcSock, flags: AckEventFlags) {
         if !self.reno {
             self.inner.in_ack_event(tp, flags)
         }
+    }
+    fn has_pkts_acked(&self) -> bool {
+        !self.reno && self.inner.has_pkts_acked()
     }
     fn pkts_acked(&mut self, tp: &mut CcSock, sample: &AckSample) {
         if !self.reno {

@@ -53,6 +53,8 @@ impl TcpSender {
         self.cc_cong_control = self.cc.has_cong_control();
         self.cc_ect = self.cc.ect_codepoint();
         self.cc_tx_in_flight = self.cc.reads_tx_in_flight();
+        self.cc_pkts_acked = self.cc.has_pkts_acked();
+        self.cc_in_ack_event = self.cc.has_in_ack_event();
         if !self.cc_cong_control {
             self.update_pacing_rate();
         }
@@ -199,16 +201,18 @@ impl TcpSender {
             && ack - prior_snd_una < self.segment_payload() as u64
             && rs.prior_delivered + 1 == self.tp.delivered
             && fl & flag::CA_ALERT == 0;
-        if acked_sacked > 0 {
+        if acked_sacked > 0 && self.cc_pkts_acked {
             let sample = AckSample { pkts_acked: acked_sacked, rtt_us: ca_rtt_us, in_flight: prior_in_flight };
             self.cc.pkts_acked(&mut self.tp, &sample);
         }
 
         // in_ack_event (DCTCP's α update happens here, before the state machine).
-        self.cc.in_ack_event(
-            &mut self.tp,
-            AckEventFlags { window_update: fl & flag::SND_UNA_ADVANCED != 0, ece: fl & flag::ECE != 0 },
-        );
+        if self.cc_in_ack_event {
+            self.cc.in_ack_event(
+                &mut self.tp,
+                AckEventFlags { window_update: fl & flag::SND_UNA_ADVANCED != 0, ece: fl & flag::ECE != 0 },
+            );
+        }
 
         // TLP bookkeeping (tcp_process_tlp_ack).
         if self.tlp_high_seq != 0 {
@@ -268,6 +272,7 @@ impl TcpSender {
         } else {
             0
         };
+        let mut walk = self.rate_walk(rs);
         let mut blocks = sack.blocks;
         let blocks = &mut blocks[skip..n];
         blocks.sort_unstable_by_key(|b| b.start);
@@ -288,16 +293,14 @@ impl TcpSender {
                 if r.end > b.end {
                     continue;
                 }
-                // Newly SACKed.
+                // Newly SACKed (tcp_sacktag_one).
                 let s = *r;
-                let mut seg = s;
-                if seg.has(LOST) {
+                if s.has(LOST) {
                     self.tp.lost_out -= 1;
                 }
-                if seg.has(RETRANS) {
+                if s.has(RETRANS) {
                     self.tp.retrans_out -= 1;
                 }
-                seg.flags = (seg.flags | SACKED) & !(LOST | RETRANS);
                 self.tp.sacked_out += 1;
                 self.tp.delivered += 1;
                 self.sacked_bytes += s.end - s.seq;
@@ -310,11 +313,15 @@ impl TcpSender {
                     }
                 }
                 self.rack_advance(s.has(EVER_RETRANS), s.end, s.xmit, now);
-                self.rate_skb_delivered(&mut seg, rs);
-                self.fack = self.fack.max(seg.end);
-                self.rtx.replace(i, seg);
+                walk.delivered(&s, self.rtx.slot(i));
+                self.fack = self.fack.max(s.end);
+                // SACKED, no longer LOST or RETRANS, and DELIVERED: Linux zeroes
+                // tx.delivered_mstamp so a SACKed packet is not sampled again when it
+                // is cumulatively acknowledged.
+                self.rtx.mark_sacked(i);
             }
         }
+        self.rate_walk_end(walk, rs);
         if reord != u64::MAX {
             self.check_sack_reordering(reord);
         }
@@ -339,11 +346,13 @@ impl TcpSender {
         // latest passing (xmit, end_seq). A packet never retransmitted always passes.
         let mut rack_last: Option<Time> = None;
         let mut rack_latest: (Time, u64) = (0, 0);
+        let mut walk = self.rate_walk(rs);
         while let Some(front) = self.rtx.front() {
             if front.end > ack {
                 break;
             }
-            let mut s = self.rtx.pop_front().unwrap();
+            let slot = self.rtx.slot(0);
+            let s = self.rtx.pop_front().unwrap();
             self.tp.packets_out -= 1;
             if s.has(SACKED) {
                 self.tp.sacked_out -= 1;
@@ -375,9 +384,10 @@ impl TcpSender {
                     rack_last = Some(s.xmit);
                 }
             }
-            self.rate_skb_delivered(&mut s, rs);
+            walk.delivered(&s, slot);
             fl |= flag::DATA_ACKED | flag::SET_XMIT_TIMER;
         }
+        self.rate_walk_end(walk, rs);
         if let Some(last_xmit) = rack_last {
             self.rack_advance_folded(last_xmit, rack_latest, now);
         }

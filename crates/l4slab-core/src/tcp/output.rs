@@ -29,10 +29,38 @@ impl TcpSender {
 
     /// `tcp_write_xmit` for new data. `probe` sends one segment
     /// regardless of cwnd (TLP).
+    ///
+    /// Most calls of an internally paced flow (every ACK between its pacing
+    /// releases) find the next skb held by `tcp_pacing_check`; they are answered here,
+    /// without the send loop's frame: arm the pacing timer, then what the end of
+    /// the loop does when nothing was sent (`tcp_cwnd_validate` only when the window
+    /// is full; with data left to send `tcp_rate_check_app_limited` is not due).
+    #[inline]
     pub(super) fn write_xmit(&mut self, now: Time, out: &mut Vec<Packet>, probe: bool) {
         if self.phase != Phase::Established {
             return;
         }
+        if !probe
+            && !self.fq_pacing
+            && self.tp.paced
+            && self.tp.wstamp_ns > now
+            && self.tp.snd_nxt < self.app_bytes
+            && now < self.stop_at
+        {
+            self.pacing_timer = Some(self.tp.wstamp_ns);
+            if self.tp.in_flight() >= self.tp.cwnd {
+                self.tp.is_cwnd_limited = true;
+                self.tp.max_packets_out = self.tp.packets_out;
+                self.cwnd_usage_seq = self.tp.snd_nxt;
+            }
+            return;
+        }
+        self.write_xmit_skbs(now, out, probe);
+    }
+
+    /// The send loop of [`write_xmit`](Self::write_xmit).
+    #[inline(never)]
+    fn write_xmit_skbs(&mut self, now: Time, out: &mut Vec<Packet>, probe: bool) {
         let mut sent_any = false;
         let mut cwnd_limited = false;
         // Segments per skb, computed once, when the first skb is built (nothing it
@@ -51,6 +79,9 @@ impl TcpSender {
         // timer's kind, the RTO, the head's send time, now) is what it was at that
         // segment, so the timer ends as Linux leaves it.
         let mut rearm_due = false;
+        // A pending loss probe makes every segment's re-arm due; nothing in the loop
+        // sets the timer, so it is read once.
+        let probe_pending = matches!(self.xmit_timer, Some((XmitTimer::LossProbe, _)));
         while self.tp.snd_nxt < self.app_bytes && now < self.stop_at {
             if skb_room == 0 {
                 if skb_bytes > 0 {
@@ -104,12 +135,12 @@ impl TcpSender {
             if self.tp.ca_state == CaState::Cwr || self.tp.ca_state == CaState::Recovery {
                 self.prr_out += 1;
             }
-            self.emit_data(seq, len, false, now, out);
+            self.emit_data(seq, len, false, stamp, now, out);
             skb_room -= 1;
             skb_bytes += len as u64;
             skb_segs += 1;
             // tcp_event_new_data_sent: start the RTO if this is the only flight.
-            rearm_due |= was_empty || matches!(self.xmit_timer, Some((XmitTimer::LossProbe, _)));
+            rearm_due |= was_empty || probe_pending;
             sent_any = true;
             if probe {
                 break;
@@ -330,9 +361,20 @@ impl TcpSender {
         }
     }
 
-    /// Put one data segment on the wire, applying EDT pacing bookkeeping.
+    /// Put one data segment on the wire, applying EDT pacing bookkeeping. `stamp` is
+    /// the skb's timestamp, [`departure`](Self::departure)`(now)`, which the caller
+    /// has just stamped the segment's queue entry with.
     #[inline(always)]
-    pub(super) fn emit_data(&mut self, seq: u64, len: u32, retrans: bool, now: Time, out: &mut Vec<Packet>) {
+    pub(super) fn emit_data(
+        &mut self,
+        seq: u64,
+        len: u32,
+        retrans: bool,
+        stamp: Time,
+        now: Time,
+        out: &mut Vec<Packet>,
+    ) {
+        debug_assert_eq!(stamp, self.departure(now));
         let mut p = Packet::new(self.flow, PacketKind::Data);
         p.payload = len;
         p.wire_len = tcp_wire_len(len, 0) + self.data_option_len;
@@ -340,7 +382,6 @@ impl TcpSender {
         p.ecn = self.data_codepoint(retrans);
         p.tcp.seq = seq;
         // TSval from the skb's timestamp (tcp_skb_timestamp_ts: the EDT departure).
-        let stamp = self.departure(now);
         p.tcp.tsval = ts_clock(stamp);
         // TSecr: the newest TSval of the peer's ACKs (`ts_recent`, RFC 7323 §4.3), which
         // the receiver's receive-RTT estimate reads (`tcp_rcv_rtt_measure_ts`).
@@ -485,7 +526,7 @@ impl TcpSender {
         self.rtx.retransmit(i, s);
         self.stats.retransmits += 1;
         self.skb_overhead_due = true;
-        self.emit_data(seq, len, true, now, out);
+        self.emit_data(seq, len, true, stamp, now, out);
         self.skb_sent(len as u64, now);
     }
 

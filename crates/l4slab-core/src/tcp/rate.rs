@@ -38,31 +38,59 @@ impl TcpSender {
     /// `tcp_rate_skb_delivered`: when `s` is the most recently sent packet this ACK
     /// delivered so far (`tcp_skb_sent_after`: later send time, ties broken by the
     /// higher end_seq; mainline since Linux 5.18, google/bbr v3), take the sample's
-    /// starting point from it.
+    /// starting point from it. One packet's walk ([`RateWalk`]); the ACK walks use
+    /// [`rate_walk`](Self::rate_walk) over all they deliver.
+    #[cfg(test)]
     pub(super) fn rate_skb_delivered(&mut self, s: &mut Seg, rs: &mut RateSample) {
-        if s.has(DELIVERED) {
-            return;
+        let mut w = self.rate_walk(rs);
+        if w.delivered(s, 0) {
+            self.rate_sample_from(s, rs);
         }
-        let tx_us = s.xmit / NS_PER_US;
-        if rs.prior_delivered == 0 || skb_sent_after(tx_us, self.tp.first_tx_mstamp / NS_PER_US, s.end, rs.last_end_seq)
-        {
-            rs.prior_delivered = s.tx_delivered;
-            rs.prior_delivered_ce = s.tx_delivered_ce(self.tp.delivered_ce);
-            rs.is_app_limited = s.tx_app_limited;
-            rs.is_retrans = s.has(EVER_RETRANS);
-            rs.tx_in_flight = s.tx_in_flight;
-            rs.lost = s.lost_since_tx(self.tp.lost) as i64;
-            rs.last_end_seq = s.end;
-            rs.prior_mstamp = s.tx_delivered_mstamp;
-            // Send time of the most recently delivered packet.
-            self.tp.first_tx_mstamp = s.xmit;
-            // Send phase of this flight (tcp_stamp_us_delta on µs stamps), kept in
-            // `interval_us` for rate_gen.
-            rs.interval_us = tx_us.saturating_sub(s.tx_first_tx_mstamp / NS_PER_US) as i64;
-        }
-        // Linux zeroes tx.delivered_mstamp so a SACKed packet is not sampled again
-        // when it is cumulatively acknowledged.
         s.flags |= DELIVERED;
+    }
+
+    /// Start a walk of `tcp_rate_skb_delivered` calls over packets an ACK delivers,
+    /// in the order Linux calls it, from the sample `rs` has so far.
+    #[inline(always)]
+    pub(super) fn rate_walk(&self, rs: &RateSample) -> RateWalk {
+        RateWalk {
+            prior_delivered: rs.prior_delivered,
+            first_tx_us: self.tp.first_tx_mstamp / NS_PER_US,
+            last_end_seq: rs.last_end_seq,
+            winner: RateWalk::NONE,
+        }
+    }
+
+    /// End a walk: the sample takes its starting point from the last packet that
+    /// won (the last for which `tcp_rate_skb_delivered` rewrote it), as the calls
+    /// would have left it, read from its slot of the retransmit queue's ring (a
+    /// segment of the queue, or one popped since: nothing is pushed during a walk).
+    #[inline(always)]
+    pub(super) fn rate_walk_end(&mut self, w: RateWalk, rs: &mut RateSample) {
+        if w.winner != RateWalk::NONE {
+            let s = *self.rtx.slot_seg(w.winner);
+            self.rate_sample_from(&s, rs);
+        }
+    }
+
+    /// `tcp_rate_skb_delivered`'s rewrite of the sample's starting point from `s`.
+    /// Neither `tp->delivered_ce` nor `tp->lost`, which the 32-bit send-time copies
+    /// are widened against, changes during a walk.
+    #[inline(always)]
+    fn rate_sample_from(&mut self, s: &Seg, rs: &mut RateSample) {
+        rs.prior_delivered = s.tx_delivered;
+        rs.prior_delivered_ce = s.tx_delivered_ce(self.tp.delivered_ce);
+        rs.is_app_limited = s.tx_app_limited;
+        rs.is_retrans = s.has(EVER_RETRANS);
+        rs.tx_in_flight = s.tx_in_flight;
+        rs.lost = s.lost_since_tx(self.tp.lost) as i64;
+        rs.last_end_seq = s.end;
+        rs.prior_mstamp = s.tx_delivered_mstamp;
+        // Send time of the most recently delivered packet.
+        self.tp.first_tx_mstamp = s.xmit;
+        // Send phase of this flight (tcp_stamp_us_delta on µs stamps), kept in
+        // `interval_us` for rate_gen.
+        rs.interval_us = (s.xmit / NS_PER_US).saturating_sub(s.tx_first_tx_mstamp / NS_PER_US) as i64;
     }
 
     /// `tcp_rate_gen`: finish the rate sample of this ACK.
@@ -105,6 +133,43 @@ impl TcpSender {
         if unsent < self.tp.mss as u64 && in_flight < self.tp.cwnd && self.tp.lost_out <= self.tp.retrans_out {
             self.tp.app_limited = (self.tp.delivered + in_flight as u64).max(1);
         }
+    }
+}
+
+/// A run of `tcp_rate_skb_delivered` calls within one ACK (SACK tagging, then the
+/// cumulative clean-up). Each call compares the packet with the sample's current
+/// starting point and, when the packet was sent later, rewrites the whole starting
+/// point from it; the comparison reads only `rs.prior_delivered`, the send time
+/// (`tp->first_tx_mstamp`, in µs) and `rs.last_end_seq`. The walk keeps those three
+/// and the last winner, and [`TcpSender::rate_walk_end`] writes the sample once:
+/// the same sample and `first_tx_mstamp` as a rewrite per winner.
+pub(super) struct RateWalk {
+    prior_delivered: u64,
+    first_tx_us: u64,
+    last_end_seq: u64,
+    /// Ring slot of the last winner (`RtxQueue::slot_seg`), `NONE` before one.
+    winner: usize,
+}
+
+impl RateWalk {
+    const NONE: usize = usize::MAX;
+
+    /// `tcp_rate_skb_delivered` of `s`, held in ring slot `slot` (the caller marks
+    /// it `DELIVERED`); whether it became the sample's starting point.
+    #[inline(always)]
+    pub(super) fn delivered(&mut self, s: &Seg, slot: usize) -> bool {
+        if s.has(DELIVERED) {
+            return false;
+        }
+        let tx_us = s.xmit / NS_PER_US;
+        if self.prior_delivered == 0 || skb_sent_after(tx_us, self.first_tx_us, s.end, self.last_end_seq) {
+            self.prior_delivered = s.tx_delivered;
+            self.first_tx_us = tx_us;
+            self.last_end_seq = s.end;
+            self.winner = slot;
+            return true;
+        }
+        false
     }
 }
 
@@ -338,5 +403,104 @@ mod tests {
         let mut seg = s.rtx[0];
         s.rate_skb_delivered(&mut seg, &mut rs);
         assert_eq!((rs.tx_in_flight, rs.lost, rs.is_retrans), (6, 1, true));
+    }
+
+    /// A walk over an ACK's delivered packets leaves the sample and
+    /// `first_tx_mstamp` as one rewrite per winning packet does (the per-call
+    /// `tcp_rate_skb_delivered`, written out here): packets sent in and out of order,
+    /// within one µs of each other, some already sampled, some of them popped.
+    #[test]
+    fn a_walk_leaves_the_sample_a_rewrite_per_winner_leaves() {
+        fn per_call(s: &mut TcpSender, g: &Seg, rs: &mut RateSample) {
+            if g.has(DELIVERED) {
+                return;
+            }
+            let tx_us = g.xmit / NS_PER_US;
+            if rs.prior_delivered == 0
+                || skb_sent_after(tx_us, s.tp.first_tx_mstamp / NS_PER_US, g.end, rs.last_end_seq)
+            {
+                rs.prior_delivered = g.tx_delivered;
+                rs.prior_delivered_ce = g.tx_delivered_ce(s.tp.delivered_ce);
+                rs.is_app_limited = g.tx_app_limited;
+                rs.is_retrans = g.has(EVER_RETRANS);
+                rs.tx_in_flight = g.tx_in_flight;
+                rs.lost = g.lost_since_tx(s.tp.lost) as i64;
+                rs.last_end_seq = g.end;
+                rs.prior_mstamp = g.tx_delivered_mstamp;
+                s.tp.first_tx_mstamp = g.xmit;
+                rs.interval_us = tx_us.saturating_sub(g.tx_first_tx_mstamp / NS_PER_US) as i64;
+            }
+        }
+        let key = |rs: &RateSample, s: &TcpSender| {
+            (
+                (rs.prior_delivered, rs.prior_delivered_ce, rs.is_app_limited, rs.is_retrans, rs.tx_in_flight),
+                (rs.lost, rs.last_end_seq, rs.prior_mstamp, rs.interval_us, s.tp.first_tx_mstamp),
+            )
+        };
+        let mut rng = crate::rng::stream(7, crate::rng::Stream::Flow(0));
+        for round in 0..200u64 {
+            let mut s = sender(Box::new(Reno));
+            s.tp.first_tx_mstamp = rng.next_u32() as u64 % 3_000;
+            let n = 1 + (rng.next_u32() % 12) as usize;
+            for k in 0..n {
+                // Send times jump back and forth within a few µs; every stamp differs.
+                let xmit = 1_000 + (rng.next_u32() as u64 % 5_000) + k as u64;
+                let tx = SkbTx {
+                    first_tx_mstamp: rng.next_u32() as u64 % 1_000,
+                    delivered_mstamp: xmit / 2,
+                    delivered: (rng.next_u32() % 3) as u64,
+                    delivered_ce: k as u64,
+                    in_flight: k as u32 + 1,
+                    lost: 0,
+                    is_app_limited: rng.next_u32() % 2 == 0,
+                };
+                let seq = k as u64 * 1448;
+                let mut g = Seg::sent(seq, seq + 1448, xmit, &tx);
+                if rng.next_u32() % 4 == 0 {
+                    g.flags |= DELIVERED;
+                }
+                if rng.next_u32() % 4 == 0 {
+                    g.flags |= EVER_RETRANS;
+                }
+                s.rtx.push_back(g);
+                s.tp.packets_out += 1;
+            }
+            s.tp.delivered_ce = n as u64 + 3;
+            s.tp.lost = 2;
+            // The reference, per call, on a copy of the sender.
+            let mut r = sender(Box::new(Reno));
+            r.tp.first_tx_mstamp = s.tp.first_tx_mstamp;
+            r.tp.delivered_ce = s.tp.delivered_ce;
+            r.tp.lost = s.tp.lost;
+            let start = RateSample { prior_delivered: round % 2, last_end_seq: 3 * 1448, ..RateSample::default() };
+            let mut rs_ref = start;
+            let segs: Vec<Seg> = s.rtx.iter().copied().collect();
+            // SACK tagging of every other packet by index, then the cumulative pops.
+            let tagged: Vec<usize> = (0..n).filter(|i| i % 2 == 1).collect();
+            for &i in &tagged {
+                per_call(&mut r, &segs[i], &mut rs_ref);
+            }
+            for (i, g) in segs.iter().enumerate() {
+                if !tagged.contains(&i) {
+                    per_call(&mut r, g, &mut rs_ref);
+                }
+            }
+            let mut rs = start;
+            let mut w = s.rate_walk(&rs);
+            for &i in &tagged {
+                let g = s.rtx[i];
+                w.delivered(&g, s.rtx.slot(i));
+                s.rtx.set_flags(i, g.flags | DELIVERED);
+            }
+            s.rate_walk_end(w, &mut rs);
+            let mut w = s.rate_walk(&rs);
+            for _ in 0..n {
+                let slot = s.rtx.slot(0);
+                let g = s.rtx.pop_front().unwrap();
+                w.delivered(&g, slot);
+            }
+            s.rate_walk_end(w, &mut rs);
+            assert_eq!(key(&rs, &s), key(&rs_ref, &r), "round {round}");
+        }
     }
 }

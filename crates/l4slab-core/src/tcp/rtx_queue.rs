@@ -581,6 +581,20 @@ impl RtxQueue {
         Some(s)
     }
 
+    /// The ring slot of the segment at index `i`, for [`slot_seg`](Self::slot_seg).
+    #[inline]
+    pub(super) fn slot(&self, i: usize) -> usize {
+        self.segs.slot(i)
+    }
+
+    /// The segment last written to ring slot `k`: one of the queue, or one popped
+    /// since the last [`push_back`](Self::push_back) (a pop leaves its slot as it was
+    /// until a push reuses it).
+    #[inline]
+    pub(super) fn slot_seg(&self, k: usize) -> &Seg {
+        &self.segs.buf[k]
+    }
+
     /// Stamp the last `n` segments (one skb's, sent back to back) with the skb's
     /// `tx.in_flight`; no scoreboard bit depends on it.
     #[inline]
@@ -604,6 +618,28 @@ impl RtxQueue {
         debug_assert_eq!((seg.seq, seg.end), (self.segs[i].seq, self.segs[i].end));
         let old = std::mem::replace(self.segs.get_mut(i), seg).flags;
         self.update(self.base + i as u64, old, seg.flags);
+    }
+
+    /// Tag the segment at index `i`, not SACKed yet, as SACKed and sampled:
+    /// `(flags | SACKED | DELIVERED) & !(LOST | RETRANS)` (`tcp_sacktag_one`, with the
+    /// rate sample `tcp_rate_skb_delivered` took). Its position leaves every set it
+    /// was in, as [`set_flags`](Self::set_flags) would remove it, without the general
+    /// class comparison.
+    #[inline]
+    pub(super) fn mark_sacked(&mut self, i: usize) {
+        let s = self.segs.get_mut(i);
+        let old = s.flags;
+        debug_assert!(old & SACKED == 0);
+        s.flags = (old | SACKED | DELIVERED) & !(LOST | RETRANS);
+        let a = self.base + i as u64;
+        let c = classes(old);
+        self.unsacked.remove(a);
+        if c & C_ORIG != 0 {
+            self.orig.remove(a);
+        }
+        if c & C_LOST != 0 {
+            self.lost.remove(a);
+        }
     }
 
     #[inline]
@@ -719,8 +755,12 @@ mod tests {
                 let joins = classes(f) & C_RETRANS != 0 && classes(q[i].flags) & C_RETRANS == 0;
                 if r >= 90 || joins {
                     q.retransmit(i, Seg { flags: f | RETRANS | e, xmit: clock, ..q[i] });
-                } else if r < 85 {
+                } else if r < 80 {
                     q.set_flags(i, f);
+                } else if r < 85 && !q[i].has(SACKED) {
+                    let old = q[i].flags;
+                    q.mark_sacked(i);
+                    assert_eq!(q[i].flags, (old | SACKED | DELIVERED) & !(LOST | RETRANS));
                 } else {
                     q.replace(i, Seg { flags: f, ..q[i] });
                 }

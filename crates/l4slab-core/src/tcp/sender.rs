@@ -181,6 +181,11 @@ pub struct TcpSender {
     /// Whether the CC reads the send-time flight (`reads_tx_in_flight`), read as
     /// `cc_cong_control`.
     pub(super) cc_tx_in_flight: bool,
+    /// Whether the CC implements `pkts_acked` and `in_ack_event` (`has_pkts_acked`,
+    /// `has_in_ack_event`: Linux's NULL tests of the optional hooks), read as
+    /// `cc_cong_control` instead of calling an empty hook through the vtable per ACK.
+    pub(super) cc_pkts_acked: bool,
+    pub(super) cc_in_ack_event: bool,
     /// TSO deferral (`tcp_tso_should_defer`) on.
     pub(super) tso_defer: bool,
     /// Deferral's head-ACK rule is the pre-2025 srtt/2 age (`TsoDeferAck::HalfSrtt`).
@@ -257,6 +262,8 @@ impl TcpSender {
         let cc_cong_control = cc.has_cong_control();
         let cc_ect = cc.ect_codepoint();
         let cc_tx_in_flight = cc.reads_tx_in_flight();
+        let cc_pkts_acked = cc.has_pkts_acked();
+        let cc_in_ack_event = cc.has_in_ack_event();
         let mut tp = CcSock::new(cfg.mss, cfg.init_cwnd);
         tp.paced = paced;
         tp.ecn_low = cfg.ecn_low;
@@ -313,6 +320,8 @@ impl TcpSender {
             cc_cong_control,
             cc_ect,
             cc_tx_in_flight,
+            cc_pkts_acked,
+            cc_in_ack_event,
             tso_defer: cfg.tso && cfg.tso_defer,
             tso_defer_half_srtt: cfg.tso_defer_ack == crate::config::TsoDeferAck::HalfSrtt,
             pacing_timer: None,

@@ -1008,6 +1008,9 @@ impl CongestionControl for Prague {
         }
     }
 
+    fn has_pkts_acked(&self) -> bool {
+        true
+    }
     /// `prague_pkts_acked`: feeds the classic-ECN detector's RTT filter.
     fn pkts_acked(&mut self, _tp: &mut CcSock, sample: &AckSample) {
         if self.feeds_detector() && sample.rtt_us >= 0 {
