@@ -635,8 +635,8 @@ impl CongestionControl for Cubic {
         }
     }
 
-    fn has_pkts_acked(&self) -> bool {
-        true
+    fn has_in_ack_event(&self) -> bool {
+        false
     }
     /// `cubictcp_acked`: delay_min and HyStart.
     fn pkts_acked(&mut self, tp: &mut CcSock, sample: &AckSample) {

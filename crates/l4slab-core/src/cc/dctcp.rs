@@ -251,8 +251,8 @@ impl CongestionControl for Dctcp {
         }
     }
 
-    fn has_in_ack_event(&self) -> bool {
-        true
+    fn has_pkts_acked(&self) -> bool {
+        false
     }
     /// `dctcp_update_alpha` runs as `in_ack_event`.
     fn in_ack_event(&mut self, tp: &mut CcSock, _flags: AckEventFlags) {

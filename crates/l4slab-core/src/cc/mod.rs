@@ -522,11 +522,12 @@ pub trait CongestionControl: Send {
     fn cwnd_event(&mut self, _tp: &mut CcSock, _ev: CaEvent) {}
 
     /// Whether this CC implements `in_ack_event` (Linux's `icsk_ca_ops->in_ack_event`
-    /// is optional: `tcp_input.c:tcp_in_ack_event` calls it only when set). A CC that
-    /// overrides `in_ack_event` says so here; the sender reads it as
-    /// `has_cong_control` and does not call the hook otherwise.
+    /// is optional: `tcp_input.c:tcp_in_ack_event` calls it only when set). The sender
+    /// reads it as `has_cong_control` and does not call the hook where it is false. True
+    /// unless the CC says otherwise: a CC without the hook answers false (one virtual call
+    /// per ACK saved); one that forgets to is only called for nothing.
     fn has_in_ack_event(&self) -> bool {
-        false
+        true
     }
 
     /// `in_ack_event`: once per ACK, before the recovery state machine.
@@ -538,10 +539,9 @@ pub trait CongestionControl: Send {
 
     /// Whether this CC implements `pkts_acked` (optional in Linux:
     /// `tcp_input.c:tcp_clean_rtx_queue` calls `icsk_ca_ops->pkts_acked` only when
-    /// set). A CC that overrides `pkts_acked` says so here; the sender reads it as
-    /// `has_cong_control` and does not call the hook otherwise.
+    /// set). As `has_in_ack_event`: true unless the CC, having no such hook, says false.
     fn has_pkts_acked(&self) -> bool {
-        false
+        true
     }
 
     /// `pkts_acked`: once per ACK that delivered packets.

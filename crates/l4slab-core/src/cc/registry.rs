@@ -119,9 +119,9 @@ mod tests {
         }
     }
 
-    /// The CCs that implement the optional per-ACK hooks say so, and no other does:
-    /// the sender calls `pkts_acked` and `in_ack_event` only where declared (as Linux
-    /// calls an `icsk_ca_ops` hook only when set). CUBIC's HyStart and Prague's RTT
+    /// The CCs without the optional per-ACK hooks say so, and those with them do not:
+    /// the sender skips `pkts_acked` and `in_ack_event` where a CC answers false (as
+    /// Linux calls an `icsk_ca_ops` hook only when set). CUBIC's HyStart and Prague's RTT
     /// take `pkts_acked`, DCTCP's α update `in_ack_event`.
     #[test]
     fn the_optional_per_ack_hooks_are_declared_by_the_ccs_that_implement_them() {

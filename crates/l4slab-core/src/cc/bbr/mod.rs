@@ -810,6 +810,13 @@ impl Bbr {
 }
 
 impl CongestionControl for Bbr {
+    /// No `pkts_acked` or `in_ack_event` hook (the sender skips both calls).
+    fn has_pkts_acked(&self) -> bool {
+        false
+    }
+    fn has_in_ack_event(&self) -> bool {
+        false
+    }
     fn name(&self) -> &'static str {
         "bbr"
     }

@@ -825,6 +825,13 @@ impl BbrModel for Bbr2 {
 }
 
 impl CongestionControl for Bbr2 {
+    /// No `pkts_acked` or `in_ack_event` hook (the sender skips both calls).
+    fn has_pkts_acked(&self) -> bool {
+        false
+    }
+    fn has_in_ack_event(&self) -> bool {
+        false
+    }
     fn name(&self) -> &'static str {
         match self.flavour {
             Flavour::V2Alpha => "bbr2",

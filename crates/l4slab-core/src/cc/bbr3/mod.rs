@@ -748,6 +748,13 @@ fn below(tp: &mut CcSock, n: u32) -> u32 {
 }
 
 impl CongestionControl for Bbr3 {
+    /// No `pkts_acked` or `in_ack_event` hook (the sender skips both calls).
+    fn has_pkts_acked(&self) -> bool {
+        false
+    }
+    fn has_in_ack_event(&self) -> bool {
+        false
+    }
     fn name(&self) -> &'static str {
         "bbr3"
     }

@@ -1008,8 +1008,8 @@ impl CongestionControl for Prague {
         }
     }
 
-    fn has_pkts_acked(&self) -> bool {
-        true
+    fn has_in_ack_event(&self) -> bool {
+        false
     }
     /// `prague_pkts_acked`: feeds the classic-ECN detector's RTT filter.
     fn pkts_acked(&mut self, _tp: &mut CcSock, sample: &AckSample) {
