@@ -13,6 +13,7 @@ use super::link_model::{LinkModel, RateSchedule};
 use super::shaper::Shaper;
 use crate::event::{EventQueue, LineId, LinkId, PinId, Target};
 use crate::packet::Packet;
+use crate::qdisc::codel::{draw_uptime_ns, Codel, CodelParams};
 use crate::qdisc::dualpi2::DualPi2;
 use crate::qdisc::fifo::Fifo;
 use crate::qdisc::pie::Pie;
@@ -48,7 +49,7 @@ impl Serialiser {
     }
 }
 
-/// A link's qdisc. The FIFOs, PIE and DualPI2 are held by their own type, so the calls
+/// A link's qdisc. The FIFOs, PIE, CoDel and DualPI2 are held by their own type, so the calls
 /// the link makes per packet (`is_empty` twice, `enqueue`, `dequeue`) are direct
 /// and may be inlined, as the flow table holds the TCP endpoints (`sim.rs`,
 /// `FlowEnd`); the other qdiscs through `dyn Qdisc`. Behaviour is the wrapped
@@ -59,6 +60,7 @@ impl Serialiser {
 pub enum LinkQdisc {
     Fifo(Fifo<Packet>),
     Pie(Pie<Packet>),
+    Codel(Codel<Packet>),
     DualPi2(DualPi2<Packet>),
     Other(Box<dyn Qdisc<Packet>>),
 }
@@ -70,6 +72,11 @@ impl LinkQdisc {
             QdiscConfig::Bfifo(p) => LinkQdisc::Fifo(Fifo::bfifo(p.limit_bytes)),
             QdiscConfig::Pfifo(p) => LinkQdisc::Fifo(Fifo::pfifo(p.limit_packets)),
             QdiscConfig::Pie(p) => LinkQdisc::Pie(Pie::new(p.clone())),
+            // As `CodelParams::build` draws it.
+            QdiscConfig::Codel(p) => {
+                let uptime = draw_uptime_ns(p.uptime_ns, rng);
+                LinkQdisc::Codel(Codel::new(CodelParams { uptime_ns: Some(uptime), ..p.clone() }))
+            }
             QdiscConfig::Dualpi2(p) => LinkQdisc::DualPi2(DualPi2::new(p.clone(), rng)),
             other => LinkQdisc::Other(qdisc::build(other, rng)),
         }
@@ -88,6 +95,7 @@ macro_rules! on_qdisc {
         match $self {
             LinkQdisc::Fifo($q) => $call,
             LinkQdisc::Pie($q) => $call,
+            LinkQdisc::Codel($q) => $call,
             LinkQdisc::DualPi2($q) => $call,
             LinkQdisc::Other($q) => $call,
         }
@@ -355,6 +363,7 @@ impl Link {
         match qdisc {
             LinkQdisc::Fifo(f) => f.enqueue_ref(pkt, now, &mut ctx),
             LinkQdisc::Pie(p) => p.enqueue_ref(pkt, now, &mut ctx),
+            LinkQdisc::Codel(c) => c.enqueue_ref(pkt, now, &mut ctx),
             qdisc => qdisc.enqueue(*pkt, now, &mut ctx),
         }
         if !q.dropped.is_empty() || !q.marked.is_empty() {
@@ -424,6 +433,14 @@ impl Link {
             }
             q.shaper.charge(now, out.wire_len);
             return (true, false);
+        }
+        if let LinkQdisc::Codel(c) = qdisc {
+            // CoDel drops and marks at dequeue (`sch_codel.c:codel_qdisc_dequeue`).
+            if !c.dequeue_into(now, &mut ctx, out) {
+                return (false, true);
+            }
+            q.shaper.charge(now, out.wire_len);
+            return (true, true);
         }
         match qdisc.dequeue(now, &mut ctx) {
             Some(pkt) => {
