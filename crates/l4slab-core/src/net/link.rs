@@ -91,7 +91,7 @@ impl LinkQdisc {
 impl LinkQdisc {
     /// The enqueue of CoDel and fq_codel, by reference. Out of line, as their
     /// dequeue: inlined, their code made the link's FIFO path longer (reference +0.7 %).
-    #[inline(never)]
+    #[inline]
     fn enqueue_codel(&mut self, pkt: &Packet, now: Time, ctx: &mut QdiscCtx<Packet>) {
         match self {
             LinkQdisc::Codel(c) => match &mut **c {
@@ -103,7 +103,7 @@ impl LinkQdisc {
     }
 
     /// The dequeue of CoDel and fq_codel into `out` (out of line, see `enqueue_codel`).
-    #[inline(never)]
+    #[inline]
     fn dequeue_codel(&mut self, now: Time, ctx: &mut QdiscCtx<Packet>, out: &mut Packet) -> bool {
         match self {
             LinkQdisc::Codel(c) => match &mut **c {

@@ -708,7 +708,7 @@ impl<P: QdiscPacket + Copy> Codel<P> {
     /// [`codel_dequeue_into`]): the packet sent is copied once, from its slot to
     /// `out`, unless CoDel dropped before it. Drops and marks are reported through
     /// `ctx` as `dequeue` reports them. False (and `out` untouched) if nothing is sent.
-    #[inline]
+    #[inline(never)]
     pub fn dequeue_into(&mut self, now: Time, ctx: &mut QdiscCtx<P>, out: &mut P) -> bool {
         self.last_now = self.cfg.now(now);
         let mut fifo = QdiscFifo { queue: &mut self.queue, stats: &mut self.stats, ctx, on_remove: |_: &P| {} };

@@ -382,7 +382,7 @@ impl<P: QdiscPacket + Copy> FqCodel<P> {
     /// once, from its slot to `out`, unless CoDel dropped before it. Drops and marks
     /// are reported through `ctx` as `dequeue` reports them. False (and `out`
     /// untouched) if nothing is sent.
-    #[inline]
+    #[inline(never)]
     pub fn dequeue_into(&mut self, now: Time, ctx: &mut QdiscCtx<P>, out: &mut P) -> bool {
         loop {
             // Step 1: new flows first.
