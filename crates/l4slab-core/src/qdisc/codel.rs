@@ -1117,14 +1117,16 @@ mod tests {
 
     /// `enqueue_ref` and `dequeue_into` (the link's calls) take the same decisions
     /// and counts as `enqueue` and `dequeue`, report the same drops and marks and hand
-    /// out the same packets: two queues driven side by side through an overload past
-    /// the tail-drop limit, a drain and a second overload (the re-entry rule), with
-    /// and without ECN, with ce_threshold marking, a mix of codepoints and sizes.
+    /// out the same packets (and the same CoDel state after every step): two queues
+    /// driven side by side through overloads past the tail-drop limit alternating with
+    /// phases that drain the queue below target while dropping, a second overload after
+    /// a pause (the re-entry rule), with and without ECN, with ce_threshold marking, a
+    /// mix of codepoints and sizes.
     #[test]
     fn by_reference_calls_match_enqueue_and_dequeue() {
         for (ecn, ce_threshold_ns) in [(false, None), (true, None), (true, Some(MS)), (false, Some(3 * MS))] {
             let params = CodelParams {
-                limit_packets: 100,
+                limit_packets: 1000,
                 ecn,
                 ce_threshold_ns,
                 uptime_ns: Some(5_000_000_000),
@@ -1150,7 +1152,11 @@ mod tests {
                     a.enqueue(p, now, &mut ha.ctx());
                     b.enqueue_ref(&p, now, &mut hb.ctx());
                 }
-                if step % 6 != 5 {
+                // Every other 0.3 s, eleven departures per ten arrivals: the queue drains
+                // below target while CoDel is dropping, without emptying.
+                let departures =
+                    if (step / 3_000) % 2 == 1 { 1 + (step % 10 == 0) as u32 } else { (step % 6 != 5) as u32 };
+                for _ in 0..departures {
                     let got = a.dequeue(now, &mut ha.ctx());
                     let mut out = frame(u64::MAX, Ecn::NotEct);
                     let ok = b.dequeue_into(now, &mut hb.ctx(), &mut out);
@@ -1158,6 +1164,7 @@ mod tests {
                     sent += ok as u64;
                 }
                 assert_eq!((ha.dropped.len(), ha.marked.len()), (hb.dropped.len(), hb.marked.len()), "step {step}");
+                assert_eq!(a.vars(), b.vars(), "step {step}");
             }
             assert_eq!(ha.dropped, hb.dropped);
             assert_eq!(ha.marked, hb.marked);

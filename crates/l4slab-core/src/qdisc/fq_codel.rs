@@ -957,10 +957,11 @@ mod tests {
 
     /// `enqueue_ref` and `dequeue_into` (the link's calls) take the same decisions
     /// and counts as `enqueue` and `dequeue`, report the same drops and marks and hand
-    /// out the same packets: two queues driven side by side, five flows of mixed
-    /// codepoints and sizes through an overload past the packet limit (batch drops),
-    /// a drain and a second overload, with and without ECN, plain and L4S-aware
-    /// ce_threshold, and once under a memory limit.
+    /// out the same packets (and the same per-bucket CoDel state after every step): two
+    /// queues driven side by side, five flows of mixed codepoints and sizes through
+    /// overloads and bursts past the packet limit (batch drops) alternating with phases
+    /// that drain the queue below target, a pause and a second overload, with and
+    /// without ECN, plain and L4S-aware ce_threshold, and once under a memory limit.
     #[test]
     fn by_reference_calls_match_enqueue_and_dequeue() {
         let l4s = (Some(MS), Some((0x01, 0x01)));
@@ -1001,7 +1002,11 @@ mod tests {
                     a.enqueue(p, now, &mut ha.ctx());
                     b.enqueue_ref(&p, now, &mut hb.ctx());
                 }
-                if step % 6 != 5 {
+                // Every other 0.3 s, eleven departures per ten arrivals: the queue drains
+                // below target while CoDel is dropping, without emptying.
+                let departures =
+                    if (step / 3_000) % 2 == 1 { 1 + (step % 10 == 0) as u32 } else { (step % 6 != 5) as u32 };
+                for _ in 0..departures {
                     let got = a.dequeue(now, &mut ha.ctx());
                     let mut out = pkt(0, u64::MAX, 1, Ecn::NotEct);
                     let ok = b.dequeue_into(now, &mut hb.ctx(), &mut out);
@@ -1009,6 +1014,10 @@ mod tests {
                     sent += ok as u64;
                 }
                 assert_eq!((ha.dropped.len(), ha.marked.len()), (hb.dropped.len(), hb.marked.len()), "step {step}");
+                for f in 0..5 {
+                    let k = a.bucket_of(f);
+                    assert_eq!(a.bucket_vars(k), b.bucket_vars(k), "step {step}");
+                }
             }
             assert_eq!(ha.dropped, hb.dropped);
             assert_eq!(ha.marked, hb.marked);
