@@ -262,11 +262,25 @@ pub fn codel_dequeue<Q: CodelQueue>(
         return None;
     };
     let now = cfg.now(now_ns);
+    // Step 2.
+    let drop = should_drop(Some(&first), now, q.backlog_bytes(), cfg, vars, stats);
+    codel_dequeue_rest(q, first, drop, now, cfg, vars, stats)
+}
+
+/// Steps 3 to 5 of `codel_dequeue` (codel_impl.h:codel_dequeue), for the head packet
+/// `first` already removed and its `should_drop` answer `drop`.
+fn codel_dequeue_rest<Q: CodelQueue>(
+    q: &mut Q,
+    first: Q::Pkt,
+    drop: bool,
+    now: CodelTime,
+    cfg: &CodelConfig,
+    vars: &mut CodelVars,
+    stats: &mut CodelStats,
+) -> Option<Q::Pkt> {
     let mut skb = Some(first);
     // Whether the packet to be returned got a CoDel-law mark in this call.
     let mut law_marked = false;
-    // Step 2.
-    let drop = should_drop(skb.as_ref(), now, q.backlog_bytes(), cfg, vars, stats);
     'end: {
         if vars.dropping {
             // Step 3.
@@ -343,10 +357,26 @@ pub fn codel_dequeue<Q: CodelQueue>(
             vars.drop_next = control_law(now, cfg.interval, vars.rec_inv_sqrt);
         }
     }
-    // Step 5 (codel_impl.h:codel_dequeue; selector of Linux 5.16 commit dfcb63ce1de6): ce_threshold step marking of the returned packet,
-    // on the ldelay of the last packet examined (which is this one), strictly above
-    // the threshold, only if the selector matches; no effect on the CoDel state.
-    if let (Some(pkt), Some(thr)) = (skb.as_mut(), cfg.ce_threshold) {
+    if let Some(pkt) = skb.as_mut() {
+        ce_threshold_mark(q, pkt, law_marked, cfg, vars, stats);
+    }
+    skb
+}
+
+/// Step 5 of `codel_dequeue` (codel_impl.h:codel_dequeue; selector of Linux 5.16 commit
+/// dfcb63ce1de6): ce_threshold step marking of the returned packet, on the ldelay of
+/// the last packet examined (which is this one), strictly above the threshold, only
+/// if the selector matches; no effect on the CoDel state.
+#[inline]
+fn ce_threshold_mark<Q: CodelQueue>(
+    q: &mut Q,
+    pkt: &mut Q::Pkt,
+    law_marked: bool,
+    cfg: &CodelConfig,
+    vars: &CodelVars,
+    stats: &mut CodelStats,
+) {
+    if let Some(thr) = cfg.ce_threshold {
         if time_after(vars.ldelay, thr) {
             // The DS-field byte is DSCP << 2 | ECN (`ipv4_get_dsfield`); the
             // simulator's packets carry DSCP 0, so there the selector sees the ECN field.
@@ -363,7 +393,51 @@ pub fn codel_dequeue<Q: CodelQueue>(
             }
         }
     }
-    skb
+}
+
+/// [`codel_dequeue`] into `out`, for a qdisc's FIFO of packets the link copies: the
+/// same steps, calls and counts, but when the head is not to be dropped (step 2
+/// false: the sojourn below target, or not yet an interval above it) it is copied
+/// once from its slot to `out` instead of moved out through an `Option`. Its
+/// `should_drop` runs on the head in place, with the backlog it would leave (what
+/// `dequeue_func` lowers the qdisc's backlog to before `codel_should_drop` reads
+/// it). False (and `out` untouched) if the queue is empty.
+#[inline]
+pub(crate) fn codel_dequeue_into<P: QdiscPacket + Copy, F: FnMut(&P)>(
+    q: &mut QdiscFifo<'_, '_, P, F>,
+    out: &mut P,
+    now_ns: Time,
+    cfg: &CodelConfig,
+    vars: &mut CodelVars,
+    stats: &mut CodelStats,
+) -> bool {
+    // Step 1.
+    let Some(head) = q.queue.front() else {
+        vars.dropping = false;
+        return false;
+    };
+    let now = cfg.now(now_ns);
+    // Step 2, on the backlog left once the head is removed.
+    let backlog = q.stats.backlog_bytes - head.wire_len() as u64;
+    let drop = should_drop(Some(head), now, backlog, cfg, vars, stats);
+    if !drop {
+        // Step 3 leaves the dropping state (or stays out of it), step 4 does not run.
+        *out = *head;
+        q.queue.pop_front();
+        q.stats.on_remove(out);
+        (q.on_remove)(out);
+        vars.dropping = false;
+        ce_threshold_mark(q, out, false, cfg, vars, stats);
+        return true;
+    }
+    let first = q.dequeue_head().expect("the head was there");
+    match codel_dequeue_rest(q, first, drop, now, cfg, vars, stats) {
+        Some(pkt) => {
+            *out = pkt;
+            true
+        }
+        None => false,
+    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -602,6 +676,47 @@ impl<P: QdiscPacket> Codel<P> {
     /// The CoDel core counters.
     pub fn codel_stats(&self) -> &CodelStats {
         &self.cstats
+    }
+}
+
+impl<P: QdiscPacket + Copy> Codel<P> {
+    /// [`Qdisc::enqueue`] of a packet the caller keeps: the same decision, then the
+    /// packet copied once, into its slot, and stamped and classed there (as
+    /// `Fifo::enqueue_ref`), instead of copied into the call, changed and copied again.
+    #[inline]
+    pub fn enqueue_ref(&mut self, pkt: &P, now: Time, ctx: &mut QdiscCtx<P>) {
+        // sch_codel.c:codel_qdisc_enqueue: tail drop when qlen >= limit.
+        if self.queue.len() >= self.params.limit_packets as usize {
+            return self.drop_copy(pkt, ctx);
+        }
+        self.stats.on_enqueue(pkt);
+        self.queue.push_back(*pkt);
+        if let Some(p) = self.queue.back_mut() {
+            p.set_enqueue_ts(now);
+            p.set_qclass(0);
+        }
+    }
+
+    /// The tail drop of [`enqueue_ref`](Self::enqueue_ref).
+    #[cold]
+    fn drop_copy(&mut self, pkt: &P, ctx: &mut QdiscCtx<P>) {
+        self.drop_overlimit += 1;
+        ctx.drop_counted(&mut self.stats, *pkt);
+    }
+
+    /// [`Qdisc::dequeue`] into `out` (sch_codel.c:codel_qdisc_dequeue through
+    /// [`codel_dequeue_into`]): the packet sent is copied once, from its slot to
+    /// `out`, unless CoDel dropped before it. Drops and marks are reported through
+    /// `ctx` as `dequeue` reports them. False (and `out` untouched) if nothing is sent.
+    #[inline(never)]
+    pub fn dequeue_into(&mut self, now: Time, ctx: &mut QdiscCtx<P>, out: &mut P) -> bool {
+        self.last_now = self.cfg.now(now);
+        let mut fifo = QdiscFifo { queue: &mut self.queue, stats: &mut self.stats, ctx, on_remove: |_: &P| {} };
+        if !codel_dequeue_into(&mut fifo, out, now, &self.cfg, &mut self.vars, &mut self.cstats) {
+            return false;
+        }
+        self.stats.on_sent(out);
+        true
     }
 }
 
@@ -998,5 +1113,69 @@ mod tests {
         let p: CodelParams = serde_json::from_str(r#"{"limit_packets": 84, "ecn": true}"#).unwrap();
         assert_eq!((p.limit_packets, p.ecn, p.target_ns), (84, true, 5_000_000));
         assert!(serde_json::from_str::<CodelParams>(r#"{"limt": 1}"#).is_err());
+    }
+
+    /// `enqueue_ref` and `dequeue_into` (the link's calls) take the same decisions
+    /// and counts as `enqueue` and `dequeue`, report the same drops and marks and hand
+    /// out the same packets (and the same CoDel state after every step): two queues
+    /// driven side by side through overloads past the tail-drop limit alternating with
+    /// phases that drain the queue below target while dropping, a second overload after
+    /// a pause (the re-entry rule), with and without ECN, with ce_threshold marking, a
+    /// mix of codepoints and sizes.
+    #[test]
+    fn by_reference_calls_match_enqueue_and_dequeue() {
+        for (ecn, ce_threshold_ns) in [(false, None), (true, None), (true, Some(MS)), (false, Some(3 * MS))] {
+            let params = CodelParams {
+                limit_packets: 1000,
+                ecn,
+                ce_threshold_ns,
+                uptime_ns: Some(5_000_000_000),
+                ..CodelParams::default()
+            };
+            let (mut a, mut b) = (Codel::<TestPacket>::new(params.clone()), Codel::<TestPacket>::new(params));
+            let (mut ha, mut hb) = (Harness::new(), Harness::new());
+            let ecns = [Ecn::NotEct, Ecn::Ect0, Ecn::Ect1, Ecn::Ce];
+            let (mut sent, mut id) = (0u64, 0u64);
+            // Arrivals every 100 µs; departures every 121 µs (a 20 % overload), then
+            // none arriving for a second, then the overload again.
+            for step in 0..80_000u64 {
+                let now = step * 100_000;
+                if !(30_000..40_000).contains(&step) {
+                    let mut p = crate::qdisc::testutil::packet(
+                        0,
+                        id,
+                        [1514, 66, 800][(id % 3) as usize],
+                        ecns[(id % 7 % 4) as usize],
+                    );
+                    p.qclass = 9;
+                    id += 1;
+                    a.enqueue(p, now, &mut ha.ctx());
+                    b.enqueue_ref(&p, now, &mut hb.ctx());
+                }
+                // Every other 0.3 s, eleven departures per ten arrivals: the queue drains
+                // below target while CoDel is dropping, without emptying.
+                let departures =
+                    if (step / 3_000) % 2 == 1 { 1 + (step % 10 == 0) as u32 } else { (step % 6 != 5) as u32 };
+                for _ in 0..departures {
+                    let got = a.dequeue(now, &mut ha.ctx());
+                    let mut out = frame(u64::MAX, Ecn::NotEct);
+                    let ok = b.dequeue_into(now, &mut hb.ctx(), &mut out);
+                    assert_eq!(got, ok.then_some(out), "step {step}");
+                    sent += ok as u64;
+                }
+                assert_eq!((ha.dropped.len(), ha.marked.len()), (hb.dropped.len(), hb.marked.len()), "step {step}");
+                assert_eq!(a.vars(), b.vars(), "step {step}");
+            }
+            assert_eq!(ha.dropped, hb.dropped);
+            assert_eq!(ha.marked, hb.marked);
+            assert_eq!(a.stats, b.stats);
+            assert_eq!(a.codel_stats(), b.codel_stats());
+            assert_eq!(a.vars(), b.vars());
+            assert_eq!(a.extra_stats(), b.extra_stats());
+            let c = a.codel_stats();
+            assert!(sent > 0 && a.drop_overlimit > 0 && c.drop_count > 0, "every path taken");
+            assert_eq!(c.ecn_mark > 0, ecn);
+            assert_eq!(c.ce_mark > 0, ce_threshold_ns.is_some());
+        }
     }
 }

@@ -5,8 +5,8 @@
 //! is dropped from the head of the fattest bucket.
 
 use super::codel::{
-    codel_dequeue, codel_time_specs, draw_uptime_ns, mtu_spec, uptime_spec, CodelConfig, CodelStats, CodelVars,
-    QdiscFifo, MAX_LIMIT_PACKETS,
+    codel_dequeue, codel_dequeue_into, codel_time_specs, draw_uptime_ns, mtu_spec, uptime_spec, CodelConfig,
+    CodelStats, CodelVars, QdiscFifo, MAX_LIMIT_PACKETS,
 };
 use super::{flow_hash, Qdisc, QdiscCtx, QdiscKind, QdiscPacket, QdiscStats, PSCHED_MTU};
 use crate::rng::SimRng;
@@ -325,6 +325,117 @@ impl<P: QdiscPacket> FqCodel<P> {
     }
 }
 
+impl<P: QdiscPacket> FqCodel<P> {
+    /// Step 5 of `fq_codel_enqueue` (sch_fq_codel.c), past a limit: the fat-flow
+    /// batch drop (RFC 8290 §4.1). The arriving packet survives unless the victim is
+    /// its own bucket and the batch reaches the tail.
+    #[cold]
+    fn overlimit(&mut self, memory_limited: bool, maxq_before: u64, ctx: &mut QdiscCtx<P>) {
+        let (_victim, dropped) = self.drop_fattest(self.params.drop_batch_size, ctx);
+        self.drop_overlimit += dropped;
+        if memory_limited {
+            self.drop_overmemory += dropped;
+        }
+        // Linux's qlen exceeds the limit only inside this call; keep maxq at the
+        // largest backlog left between calls.
+        self.stats.maxq_packets = maxq_before.max(self.stats.backlog_packets);
+    }
+}
+
+impl<P: QdiscPacket + Copy> FqCodel<P> {
+    /// [`Qdisc::enqueue`] of a packet the caller keeps: the same steps, the packet
+    /// copied once, into its bucket's slot, and stamped and classed there (as
+    /// `Fifo::enqueue_ref`), instead of copied into the call, changed and copied again.
+    #[inline]
+    pub fn enqueue_ref(&mut self, pkt: &P, now: Time, ctx: &mut QdiscCtx<P>) {
+        // sch_fq_codel.c:fq_codel_enqueue step 1: classify by hashed flow.
+        let idx = self.bucket_of(pkt.flow_key());
+        // Step 2: tail-append, stamp, account.
+        let len = pkt.wire_len();
+        let maxq_before = self.stats.maxq_packets;
+        self.stats.on_enqueue(pkt);
+        let flow = &mut self.flows[idx];
+        flow.queue.push_back(*pkt);
+        if let Some(p) = flow.queue.back_mut() {
+            p.set_enqueue_ts(now);
+            p.set_qclass(0);
+        }
+        flow.backlog += len as u64;
+        // Step 3 (as `enqueue`).
+        if flow.list == List::None {
+            flow.list = List::New;
+            flow.deficit = self.params.quantum_bytes as i32;
+            self.new_flows.push_back(idx as u32);
+            self.new_flow_count += 1;
+        }
+        // Step 4.
+        self.memory_usage += truesize(len);
+        let memory_limited = self.memory_usage > self.params.memory_limit_bytes as u64;
+        if self.stats.backlog_packets <= self.params.limit_packets as u64 && !memory_limited {
+            return;
+        }
+        self.overlimit(memory_limited, maxq_before, ctx);
+    }
+
+    /// [`Qdisc::dequeue`] into `out`: the same DRR++ walk (sch_fq_codel.c:fq_codel_dequeue),
+    /// each bucket's CoDel through [`codel_dequeue_into`], so the packet sent is copied
+    /// once, from its slot to `out`, unless CoDel dropped before it. Drops and marks
+    /// are reported through `ctx` as `dequeue` reports them. False (and `out`
+    /// untouched) if nothing is sent.
+    #[inline(never)]
+    pub fn dequeue_into(&mut self, now: Time, ctx: &mut QdiscCtx<P>, out: &mut P) -> bool {
+        loop {
+            // Step 1: new flows first.
+            let (from_new, idx) = if let Some(&i) = self.new_flows.front() {
+                (true, i as usize)
+            } else if let Some(&i) = self.old_flows.front() {
+                (false, i as usize)
+            } else {
+                return false;
+            };
+            let flow = &mut self.flows[idx];
+            // Step 2: quantum exhausted -> refill and move to the tail of old_flows.
+            if flow.deficit <= 0 {
+                flow.deficit += self.params.quantum_bytes as i32;
+                if from_new {
+                    self.new_flows.pop_front();
+                } else {
+                    self.old_flows.pop_front();
+                }
+                flow.list = List::Old;
+                self.old_flows.push_back(idx as u32);
+                continue;
+            }
+            // Step 3: per-bucket CoDel; the minimum-backlog rule sees the qdisc backlog.
+            let Flow { queue, backlog, cvars, .. } = &mut *flow;
+            let memory_usage = &mut self.memory_usage;
+            let on_remove = |p: &P| {
+                *backlog -= p.wire_len() as u64;
+                *memory_usage -= truesize(p.wire_len());
+            };
+            let mut bq = QdiscFifo { queue, stats: &mut self.stats, ctx, on_remove };
+            if codel_dequeue_into(&mut bq, out, now, &self.cfg, cvars, &mut self.cstats) {
+                // Step 5: charge the deficit.
+                flow.deficit -= out.wire_len() as i32;
+                self.stats.on_sent(out);
+                return true;
+            }
+            // Step 4: empty bucket (as `dequeue`).
+            if from_new {
+                self.new_flows.pop_front();
+            } else {
+                self.old_flows.pop_front();
+            }
+            if from_new && !self.old_flows.is_empty() {
+                flow.list = List::Old;
+                self.old_flows.push_back(idx as u32);
+            } else {
+                flow.list = List::None;
+            }
+        }
+    }
+}
+
 impl<P: QdiscPacket> Qdisc<P> for FqCodel<P> {
     fn kind(&self) -> &'static str {
         "fq_codel"
@@ -356,16 +467,7 @@ impl<P: QdiscPacket> Qdisc<P> for FqCodel<P> {
         if self.stats.backlog_packets <= self.params.limit_packets as u64 && !memory_limited {
             return;
         }
-        // Step 5: fat-flow batch drop (RFC 8290 §4.1). The arriving packet survives
-        // unless the victim is its own bucket and the batch reaches the tail.
-        let (_victim, dropped) = self.drop_fattest(self.params.drop_batch_size, ctx);
-        self.drop_overlimit += dropped;
-        if memory_limited {
-            self.drop_overmemory += dropped;
-        }
-        // Linux's qlen exceeds the limit only inside this call; keep maxq at the
-        // largest backlog left between calls.
-        self.stats.maxq_packets = maxq_before.max(self.stats.backlog_packets);
+        self.overlimit(memory_limited, maxq_before, ctx);
     }
 
     fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<P>) -> Option<P> {
@@ -851,5 +953,91 @@ mod tests {
         assert_eq!(truesize(1514), 2304);
         assert_eq!(truesize(66), 2304);
         assert_eq!(truesize(3000), 256 + 4096);
+    }
+
+    /// `enqueue_ref` and `dequeue_into` (the link's calls) take the same decisions
+    /// and counts as `enqueue` and `dequeue`, report the same drops and marks and hand
+    /// out the same packets (and the same per-bucket CoDel state after every step): two
+    /// queues driven side by side, five flows of mixed codepoints and sizes through
+    /// overloads and bursts past the packet limit (batch drops) alternating with phases
+    /// that drain the queue below target, a pause and a second overload, with and
+    /// without ECN, plain and L4S-aware ce_threshold, and once under a memory limit.
+    #[test]
+    fn by_reference_calls_match_enqueue_and_dequeue() {
+        let l4s = (Some(MS), Some((0x01, 0x01)));
+        for (ecn, (ce_threshold_ns, ce_threshold_selector), memory_limit_bytes) in [
+            (true, (None, None), 32 << 20),
+            (false, (None, None), 32 << 20),
+            (true, l4s, 32 << 20),
+            (true, (Some(2 * MS), None), 32 << 20),
+            (true, (None, None), 400_000),
+        ] {
+            let params = FqCodelParams {
+                limit_packets: 1000,
+                ecn,
+                ce_threshold_ns,
+                ce_threshold_selector,
+                memory_limit_bytes,
+                ..Default::default()
+            };
+            let (mut a, mut ha) = build(params.clone());
+            let (mut b, mut hb) = build(params);
+            let ecns = [Ecn::NotEct, Ecn::Ect0, Ecn::Ect1, Ecn::Ce];
+            let (mut sent, mut id) = (0u64, 0u64);
+            // Arrivals every 100 µs; departures every 121 µs (a 20 % overload), then
+            // none arriving for a second, then the overload again.
+            for step in 0..80_000u64 {
+                let now = step * 100_000;
+                // And a burst of 150 every half second, past the packet limit.
+                let arrivals = match step {
+                    30_000..40_000 => 0,
+                    _ if step % 5_000 == 0 => 150,
+                    _ => 1,
+                };
+                for _ in 0..arrivals {
+                    let flow = (id % 5) as u32;
+                    let mut p = pkt(flow, id, [1514, 66, 800][(id % 3) as usize], ecns[(id % 7 % 4) as usize]);
+                    p.qclass = 9;
+                    id += 1;
+                    a.enqueue(p, now, &mut ha.ctx());
+                    b.enqueue_ref(&p, now, &mut hb.ctx());
+                }
+                // Every other 0.3 s, eleven departures per ten arrivals: the queue drains
+                // below target while CoDel is dropping, without emptying.
+                let departures =
+                    if (step / 3_000) % 2 == 1 { 1 + (step % 10 == 0) as u32 } else { (step % 6 != 5) as u32 };
+                for _ in 0..departures {
+                    let got = a.dequeue(now, &mut ha.ctx());
+                    let mut out = pkt(0, u64::MAX, 1, Ecn::NotEct);
+                    let ok = b.dequeue_into(now, &mut hb.ctx(), &mut out);
+                    assert_eq!(got, ok.then_some(out), "step {step}");
+                    sent += ok as u64;
+                }
+                assert_eq!((ha.dropped.len(), ha.marked.len()), (hb.dropped.len(), hb.marked.len()), "step {step}");
+                for f in 0..5 {
+                    let k = a.bucket_of(f);
+                    assert_eq!(a.bucket_vars(k), b.bucket_vars(k), "step {step}");
+                }
+            }
+            assert_eq!(ha.dropped, hb.dropped);
+            assert_eq!(ha.marked, hb.marked);
+            assert_eq!(a.stats, b.stats);
+            assert_eq!(a.codel_stats(), b.codel_stats());
+            assert_eq!(a.memory_usage(), b.memory_usage());
+            assert_eq!(a.extra_stats(), b.extra_stats());
+            for f in 0..5 {
+                let k = a.bucket_of(f);
+                assert_eq!(a.bucket_vars(k), b.bucket_vars(k));
+            }
+            let c = a.codel_stats();
+            assert!(
+                sent > 0 && a.drop_overlimit > 0 && c.drop_count > 0,
+                "every path taken: {c:?} {}",
+                a.drop_overlimit
+            );
+            assert_eq!(c.ecn_mark > 0, ecn);
+            assert_eq!(c.ce_mark > 0, ce_threshold_ns.is_some());
+            assert_eq!(a.drop_overmemory() > 0, memory_limit_bytes < 1 << 20);
+        }
     }
 }
