@@ -377,13 +377,85 @@ impl<P: QdiscPacket + Copy> FqCodel<P> {
         self.overlimit(memory_limited, maxq_before, ctx);
     }
 
-    /// [`Qdisc::dequeue`] into `out`: the same DRR++ walk (sch_fq_codel.c:fq_codel_dequeue),
-    /// each bucket's CoDel through [`codel_dequeue_into`], so the packet sent is copied
-    /// once, from its slot to `out`, unless CoDel dropped before it. Drops and marks
-    /// are reported through `ctx` as `dequeue` reports them. False (and `out`
-    /// untouched) if nothing is sent.
+    /// [`Qdisc::dequeue`] into `out`: the same DRR++ walk (sch_fq_codel.c:fq_codel_dequeue,
+    /// [`drr_dequeue`](Self::drr_dequeue)), each bucket's CoDel through
+    /// [`codel_dequeue_into`], so the packet sent is copied once, from its slot to `out`,
+    /// unless CoDel dropped before it. Drops and marks are reported through `ctx` as
+    /// `dequeue` reports them. False (and `out` untouched) if nothing is sent.
     #[inline(never)]
     pub fn dequeue_into(&mut self, now: Time, ctx: &mut QdiscCtx<P>, out: &mut P) -> bool {
+        self.drr_dequeue(now, ctx, &mut IntoSlot(out))
+    }
+}
+
+/// Where one bucket's CoDel puts the packet it sends: [`Qdisc::dequeue`]'s by-value
+/// result or [`FqCodel::dequeue_into`]'s slot. The DRR++ walk around it is one
+/// ([`FqCodel::drr_dequeue`]).
+trait BucketSink<P: QdiscPacket> {
+    /// Run the bucket's CoDel (`codel_dequeue` or `codel_dequeue_into`) and keep the packet
+    /// it sends; that packet's wire length, or None if the bucket sent nothing.
+    fn codel<F: FnMut(&P)>(
+        &mut self,
+        q: &mut QdiscFifo<'_, '_, P, F>,
+        now: Time,
+        cfg: &CodelConfig,
+        vars: &mut CodelVars,
+        stats: &mut CodelStats,
+    ) -> Option<u32>;
+    /// The packet kept by the last `codel` that sent one.
+    fn sent(&self) -> Option<&P>;
+}
+
+/// [`Qdisc::dequeue`]'s sink: the packet by value.
+struct ByValue<P>(Option<P>);
+
+impl<P: QdiscPacket> BucketSink<P> for ByValue<P> {
+    #[inline(always)]
+    fn codel<F: FnMut(&P)>(
+        &mut self,
+        q: &mut QdiscFifo<'_, '_, P, F>,
+        now: Time,
+        cfg: &CodelConfig,
+        vars: &mut CodelVars,
+        stats: &mut CodelStats,
+    ) -> Option<u32> {
+        let pkt = codel_dequeue(q, now, cfg, vars, stats)?;
+        let len = pkt.wire_len();
+        self.0 = Some(pkt);
+        Some(len)
+    }
+    #[inline(always)]
+    fn sent(&self) -> Option<&P> {
+        self.0.as_ref()
+    }
+}
+
+/// [`FqCodel::dequeue_into`]'s sink: the caller's buffer.
+struct IntoSlot<'a, P>(&'a mut P);
+
+impl<P: QdiscPacket + Copy> BucketSink<P> for IntoSlot<'_, P> {
+    #[inline(always)]
+    fn codel<F: FnMut(&P)>(
+        &mut self,
+        q: &mut QdiscFifo<'_, '_, P, F>,
+        now: Time,
+        cfg: &CodelConfig,
+        vars: &mut CodelVars,
+        stats: &mut CodelStats,
+    ) -> Option<u32> {
+        codel_dequeue_into(q, self.0, now, cfg, vars, stats).then(|| self.0.wire_len())
+    }
+    #[inline(always)]
+    fn sent(&self) -> Option<&P> {
+        Some(&*self.0)
+    }
+}
+
+impl<P: QdiscPacket> FqCodel<P> {
+    /// sch_fq_codel.c:fq_codel_dequeue, DRR++ with per-bucket CoDel, the packet sent going
+    /// to `sink`: true if one was sent.
+    #[inline(always)]
+    fn drr_dequeue<S: BucketSink<P>>(&mut self, now: Time, ctx: &mut QdiscCtx<P>, sink: &mut S) -> bool {
         loop {
             // Step 1: new flows first.
             let (from_new, idx) = if let Some(&i) = self.new_flows.front() {
@@ -414,13 +486,17 @@ impl<P: QdiscPacket + Copy> FqCodel<P> {
                 *memory_usage -= truesize(p.wire_len());
             };
             let mut bq = QdiscFifo { queue, stats: &mut self.stats, ctx, on_remove };
-            if codel_dequeue_into(&mut bq, out, now, &self.cfg, cvars, &mut self.cstats) {
+            if let Some(len) = sink.codel(&mut bq, now, &self.cfg, cvars, &mut self.cstats) {
                 // Step 5: charge the deficit.
-                flow.deficit -= out.wire_len() as i32;
-                self.stats.on_sent(out);
+                flow.deficit -= len as i32;
+                if let Some(pkt) = sink.sent() {
+                    self.stats.on_sent(pkt);
+                }
                 return true;
             }
-            // Step 4: empty bucket (as `dequeue`).
+            // Step 4: empty bucket. From new_flows with old_flows non-empty: to the tail
+            // of old_flows (prevents starvation of old flows); otherwise off the lists (it
+            // is "new" again on its next arrival).
             if from_new {
                 self.new_flows.pop_front();
             } else {
@@ -472,62 +548,9 @@ impl<P: QdiscPacket> Qdisc<P> for FqCodel<P> {
 
     fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<P>) -> Option<P> {
         // sch_fq_codel.c:fq_codel_dequeue (DRR++ with per-bucket CoDel).
-        loop {
-            // Step 1: new flows first.
-            let (from_new, idx) = if let Some(&i) = self.new_flows.front() {
-                (true, i as usize)
-            } else if let Some(&i) = self.old_flows.front() {
-                (false, i as usize)
-            } else {
-                return None;
-            };
-            let flow = &mut self.flows[idx];
-            // Step 2: quantum exhausted -> refill and move to the tail of old_flows.
-            if flow.deficit <= 0 {
-                flow.deficit += self.params.quantum_bytes as i32;
-                if from_new {
-                    self.new_flows.pop_front();
-                } else {
-                    self.old_flows.pop_front();
-                }
-                flow.list = List::Old;
-                self.old_flows.push_back(idx as u32);
-                continue;
-            }
-            // Step 3: per-bucket CoDel; the minimum-backlog rule sees the qdisc backlog.
-            let Flow { queue, backlog, cvars, .. } = &mut *flow;
-            let memory_usage = &mut self.memory_usage;
-            let on_remove = |p: &P| {
-                *backlog -= p.wire_len() as u64;
-                *memory_usage -= truesize(p.wire_len());
-            };
-            let mut bq = QdiscFifo { queue, stats: &mut self.stats, ctx, on_remove };
-            let pkt = codel_dequeue(&mut bq, now, &self.cfg, cvars, &mut self.cstats);
-            match pkt {
-                None => {
-                    // Step 4: empty bucket. From new_flows with old_flows non-empty:
-                    // to the tail of old_flows (prevents starvation of old flows);
-                    // otherwise off the lists (it is "new" again on its next arrival).
-                    if from_new {
-                        self.new_flows.pop_front();
-                    } else {
-                        self.old_flows.pop_front();
-                    }
-                    if from_new && !self.old_flows.is_empty() {
-                        flow.list = List::Old;
-                        self.old_flows.push_back(idx as u32);
-                    } else {
-                        flow.list = List::None;
-                    }
-                }
-                Some(pkt) => {
-                    // Step 5: charge the deficit.
-                    flow.deficit -= pkt.wire_len() as i32;
-                    self.stats.on_sent(&pkt);
-                    return Some(pkt);
-                }
-            }
-        }
+        let mut sink = ByValue(None);
+        self.drr_dequeue(now, ctx, &mut sink);
+        sink.0
     }
 
     fn peek(&self) -> Option<&P> {
