@@ -326,6 +326,29 @@ impl<P: QdiscPacket> FqCodel<P> {
 }
 
 impl<P: QdiscPacket> FqCodel<P> {
+    /// sch_fq_codel.c:fq_codel_enqueue steps 3 and 4, once bucket `idx` has the packet of
+    /// `len` bytes at its tail: a bucket on neither list joins the tail of new_flows with a
+    /// fresh quantum (one already on old_flows stays there, even if it was empty); then
+    /// the memory and packet limits (qlen counts the new packet).
+    #[inline(always)]
+    fn schedule_and_limit(&mut self, idx: usize, len: u32, maxq_before: u64, ctx: &mut QdiscCtx<P>) {
+        let flow = &mut self.flows[idx];
+        if flow.list == List::None {
+            flow.list = List::New;
+            flow.deficit = self.params.quantum_bytes as i32;
+            self.new_flows.push_back(idx as u32);
+            self.new_flow_count += 1;
+        }
+        self.memory_usage += truesize(len);
+        let memory_limited = self.memory_usage > self.params.memory_limit_bytes as u64;
+        if self.stats.backlog_packets <= self.params.limit_packets as u64 && !memory_limited {
+            return;
+        }
+        self.overlimit(memory_limited, maxq_before, ctx);
+    }
+}
+
+impl<P: QdiscPacket> FqCodel<P> {
     /// Step 5 of `fq_codel_enqueue` (sch_fq_codel.c), past a limit: the fat-flow
     /// batch drop (RFC 8290 §4.1). The arriving packet survives unless the victim is
     /// its own bucket and the batch reaches the tail.
@@ -361,20 +384,7 @@ impl<P: QdiscPacket + Copy> FqCodel<P> {
             p.set_qclass(0);
         }
         flow.backlog += len as u64;
-        // Step 3 (as `enqueue`).
-        if flow.list == List::None {
-            flow.list = List::New;
-            flow.deficit = self.params.quantum_bytes as i32;
-            self.new_flows.push_back(idx as u32);
-            self.new_flow_count += 1;
-        }
-        // Step 4.
-        self.memory_usage += truesize(len);
-        let memory_limited = self.memory_usage > self.params.memory_limit_bytes as u64;
-        if self.stats.backlog_packets <= self.params.limit_packets as u64 && !memory_limited {
-            return;
-        }
-        self.overlimit(memory_limited, maxq_before, ctx);
+        self.schedule_and_limit(idx, len, maxq_before, ctx);
     }
 
     /// [`Qdisc::dequeue`] into `out`: the same DRR++ walk (sch_fq_codel.c:fq_codel_dequeue,
@@ -529,21 +539,7 @@ impl<P: QdiscPacket> Qdisc<P> for FqCodel<P> {
         let flow = &mut self.flows[idx];
         flow.queue.push_back(pkt);
         flow.backlog += len as u64;
-        // Step 3: a bucket on neither list joins the tail of new_flows with a fresh
-        // quantum (one already on old_flows stays there, even if it was empty).
-        if flow.list == List::None {
-            flow.list = List::New;
-            flow.deficit = self.params.quantum_bytes as i32;
-            self.new_flows.push_back(idx as u32);
-            self.new_flow_count += 1;
-        }
-        // Step 4: memory and packet limits (qlen counts the new packet).
-        self.memory_usage += truesize(len);
-        let memory_limited = self.memory_usage > self.params.memory_limit_bytes as u64;
-        if self.stats.backlog_packets <= self.params.limit_packets as u64 && !memory_limited {
-            return;
-        }
-        self.overlimit(memory_limited, maxq_before, ctx);
+        self.schedule_and_limit(idx, len, maxq_before, ctx);
     }
 
     fn dequeue(&mut self, now: Time, ctx: &mut QdiscCtx<P>) -> Option<P> {
