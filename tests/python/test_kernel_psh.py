@@ -68,20 +68,22 @@ CUBIC_FIFO = {
 @needs_guest
 def test_dctcp_in_the_l_queue_fills_the_link_as_the_kernel():
     """DCTCP alone in DualPI2's L queue (``any_ect``), 100 Mbit/s, 10 ms, 20 s from 5 s.
-    Kernel, 5 runs: utilisation 0.9884-0.9904, 4 608-4 732 marks, 0.5807-0.5828 ACKs per
-    data segment. Engine, seeds 1-5: 0.9914-0.9960, 4 793-5 036, 0.5807-0.5814; without PSH
+    Kernel, 12 runs: utilisation 0.9843-0.9904 (ten of them 0.9884-0.9904), 4 557-4 732
+    marks, 0.5807-0.5920 ACKs per data segment (eleven 0.5807-0.5828): a boot now and then
+    lands apart. Engine, seeds 1-5: 0.9914-0.9960, 4 793-5 036, 0.5807-0.5814; without PSH
     it left the link idle 3-4 % of the time (0.958-0.969, 3 156-3 297 marks, 0.521-0.529
     ACKs per segment: the ECE of a CE change came mid-deferral and CWR ran its round low).
-    Bounds: utilisation within 0.01 (the runs' largest gap 0.008), marks within 0.93-1.15
-    of the kernel's run (engine/kernel ratios of the runs 1.01-1.09), ACKs per segment
-    within 0.01."""
+    Bounds: utilisation within 0.015 (the runs' largest gap 0.0117; without PSH at least
+    0.015 below every kernel run), marks within 0.93-1.15 of the kernel's run
+    (engine/kernel ratios of the runs 1.01-1.11), ACKs per segment within 0.015 (largest gap
+    0.0113; without PSH 0.05 and more)."""
     engine, kernel = _pair(DCTCP_L)
     ue, uk = engine["bottleneck"]["utilisation"], kernel["bottleneck"]["utilisation"]
-    assert abs(ue - uk) <= 0.01, (ue, uk)
+    assert abs(ue - uk) <= 0.015, (ue, uk)
     me, mk = engine["bottleneck"]["marks"], kernel["bottleneck"]["marks"]
     assert 0.93 <= me / mk <= 1.15, (me, mk)
     ae, ak = engine["flows"][0]["acks_per_packet"], kernel["flows"][0]["acks_per_packet"]
-    assert abs(ae - ak) <= 0.01, (ae, ak)
+    assert abs(ae - ak) <= 0.015, (ae, ak)
 
 
 @needs_guest
