@@ -23,7 +23,8 @@ fallback_constants = "pam2025", growth_gate = "app_limited"``; the kernel backen
 exactly these three keys to that module, and the test checks the module the sender's
 socket ran.
 
-Cost: six scenarios of 6-30 s virtual time (Prague against CUBIC three times), about 90 s of guest wall time on a quiet
+Cost: six scenarios of 6-30 s virtual time (Prague against CUBIC three times, Prague without an
+AccECN receiver five), about 95 s of guest wall time on a quiet
 2-core machine (the engine's runs take well under a second each). The kernel tests skip, with the
 reason, when no guest kernel is cached (``l4slab kernel build``; ``.ci/run`` builds it
 first) or named by ``L4SLAB_TEST_KERNEL=LINUX:INITRAMFS``.
@@ -381,19 +382,33 @@ def test_prague_without_accecn_receiver_is_prague_reno_not_ect_in_c_on_engine():
     assert _pkts_in(summary, "l") <= 0.001 * _pkts_in(summary, "c")
 
 
+#: Kernel runs of NO_ACCECN per test session (about 1.2 s of wall time each).
+NO_ACCECN_KERNEL_RUNS = 5
+
+
 @needs_guest
 def test_prague_without_accecn_receiver_is_prague_reno_not_ect_in_c():
     """Receiver ``tcp_ecn = 0``: on both, the connection runs Prague's Reno (the kernel's
     sender socket reports ``prague-reno``), not-ECT (``ecn_mode`` off, no CE), its data in
     DualPI2's C queue (at most 0.1 % of the packets in L: the one seen is the handshake's).
-    Goodput within 3 Mbit/s and the C-queue delay within 3 ms (a fifth of the 15-ms PI
-    target) of each other (measured: 95.6/95.6 Mbit/s,
-    12.0/11.8 ms)."""
-    pair = Pair(NO_ACCECN)
+    Goodput within 3 Mbit/s of each other in every run (measured 95.6 Mbit/s on both; a
+    kernel run now and then 94.0-94.6).
+
+    The C-queue delay is a Reno sawtooth under the 15-ms PI target, and one 4-s window of
+    it varies from run to run: over 70 kernel runs its mean was 11.7 ms, standard deviation
+    0.87 ms, range 9.5-13.2 ms (the kernel's figure is also a sample: ``delay_c`` at 100-ms
+    ticks); over engine seeds 1-8, 10.5-12.8 ms, mean 11.6 ms. So the means are compared:
+    the engine's over 8 seeds and the kernel's over NO_ACCECN_KERNEL_RUNS runs, within 2 ms
+    (about four standard deviations of that difference; a Reno whose sawtooth peaked a
+    window's worth higher or lower would be several ms apart)."""
+    pair = Repeated(NO_ACCECN, runs=NO_ACCECN_KERNEL_RUNS, seeds=range(1, 9))
     assert pair.sender_cc() == "prague-reno" and pair.e["flows"][0]["cc"] == "prague-reno"
-    for name, summary in pair.both():
+    for name, summary in [("engine", s) for s in pair.engine_seeds] + [("kernel", s) for s in pair.kernel_runs]:
         flow = summary["flows"][0]
         assert flow["ecn_mode"] == "off" and flow["ce_packets"] == 0, name
         assert _pkts_in(summary, "l") <= 0.001 * _pkts_in(summary, "c"), name
-    assert abs(_goodput(pair.e) - _goodput(pair.k)) <= 3.0
-    assert abs(_class_mean(pair.e, "C") - _class_mean(pair.k, "C")) <= 3.0
+        assert abs(_goodput(summary) - _goodput(pair.e)) <= 3.0, name
+    engine = statistics.mean(_class_mean(s, "C") for s in pair.engine_seeds)
+    kernel = statistics.mean(_class_mean(s, "C") for s in pair.kernel_runs)
+    assert 5.0 < kernel < 15.0, kernel
+    assert abs(engine - kernel) <= 2.0, (engine, kernel)
