@@ -11,10 +11,12 @@ delayed-ACK pair").
 
 The bounds come from five kernel runs and five engine seeds of each scenario
 (``l4slab run FILE --seed N [--backend kernel]``, seeds 1-5, Linux 7.2.13); each test runs
-one kernel boot (about 5 s of wall time) and the engine's seed 1.
+one kernel boot (about 2-5 s of wall time; DCTCP in the L queue three) and the engine's seed 1.
 """
 
 from __future__ import annotations
+
+import statistics
 
 import l4slab
 import pytest
@@ -48,6 +50,9 @@ DCTCP_L = {
     ],
 }
 
+#: Kernel boots of DCTCP_L per test session (about 2 s of wall time each).
+DCTCP_L_KERNEL_RUNS = 3
+
 CUBIC_FIFO = {
     "name": "cubic-bfifo-1bdp",
     "duration": "12s",
@@ -76,13 +81,26 @@ def test_dctcp_in_the_l_queue_fills_the_link_as_the_kernel():
     Bounds: utilisation within 0.015 (the runs' largest gap 0.0117; without PSH at least
     0.015 below every kernel run), marks within 0.93-1.15 of the kernel's run
     (engine/kernel ratios of the runs 1.01-1.11), ACKs per segment within 0.015 (largest gap
-    0.0113; without PSH 0.05 and more)."""
-    engine, kernel = _pair(DCTCP_L)
-    ue, uk = engine["bottleneck"]["utilisation"], kernel["bottleneck"]["utilisation"]
+    0.0113; without PSH 0.05 and more).
+
+    A boot now and then runs in another regime: of 80 more (30 alone, 30 beside a second
+    guest, 20 beside busy host processes) 79 gave 0.9854-0.9914, 4 435-4 788 marks,
+    0.5795-0.5827 ACKs per segment, but one, beside a second guest, held cwnd at 92 from 1 s
+    to 8 s with 3.5 times the marks (0.9919, 9 320, 0.6157); one of eight passes of the
+    kernel tests gave 0.6001 ACKs per segment. So the kernel's figure is the median of
+    DCTCP_L_KERNEL_RUNS boots, each metric's own."""
+    from l4slab.kernel.run import run_kernel
+
+    engine = l4slab.run(DCTCP_L).summary
+    kernels = [run_kernel(dict(DCTCP_L, seed=seed), kernel=KERNEL).summary for seed in range(1, DCTCP_L_KERNEL_RUNS + 1)]
+    ue = engine["bottleneck"]["utilisation"]
+    uk = statistics.median(k["bottleneck"]["utilisation"] for k in kernels)
     assert abs(ue - uk) <= 0.015, (ue, uk)
-    me, mk = engine["bottleneck"]["marks"], kernel["bottleneck"]["marks"]
+    me = engine["bottleneck"]["marks"]
+    mk = statistics.median(k["bottleneck"]["marks"] for k in kernels)
     assert 0.93 <= me / mk <= 1.15, (me, mk)
-    ae, ak = engine["flows"][0]["acks_per_packet"], kernel["flows"][0]["acks_per_packet"]
+    ae = engine["flows"][0]["acks_per_packet"]
+    ak = statistics.median(k["flows"][0]["acks_per_packet"] for k in kernels)
     assert abs(ae - ak) <= 0.015, (ae, ak)
 
 
