@@ -5,7 +5,7 @@ Prague (v0.7, app-limited growth gate, as the PAM study runs it) against ECN-CUB
 100 Mbit/s, 10 ms, 20 s with the summary from 5 s. Both senders use GSO with TSO
 deferral (``tso_defer = true``), which is what the kernel's TCP always does
 (``tcp_output.c:tcp_tso_should_defer``). The kernel's spread comes from 5 runs of each
-scenario (the guest's randomness differs per boot), measured on Linux 7.2.13; the
+scenario (boots with their own randomness), measured on Linux 7.2.13; the
 tolerances below are set from those runs, with margin.
 
 * **CoDel+ECN at 1 BDP** (``codel limit 84 target 5ms interval 100ms ecn``). CoDel's ECN

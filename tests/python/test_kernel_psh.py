@@ -83,12 +83,14 @@ def test_dctcp_in_the_l_queue_fills_the_link_as_the_kernel():
     (engine/kernel ratios of the runs 1.01-1.11), ACKs per segment within 0.015 (largest gap
     0.0113; without PSH 0.05 and more).
 
-    A boot now and then runs in another regime: of 80 more (30 alone, 30 beside a second
-    guest, 20 beside busy host processes) 79 gave 0.9854-0.9914, 4 435-4 788 marks,
-    0.5795-0.5827 ACKs per segment, but one, beside a second guest, held cwnd at 92 from 1 s
-    to 8 s with 3.5 times the marks (0.9919, 9 320, 0.6157); one of eight passes of the
-    kernel tests gave 0.6001 ACKs per segment. So the kernel's figure is the median of
-    DCTCP_L_KERNEL_RUNS boots, each metric's own."""
+    The guest's randomness now and then puts the run in another regime: 80 boots with the
+    host's randomness (before the guest took it from the seed; 30 alone, 30 beside a second
+    guest, 20 beside busy host processes): 79 gave 0.9854-0.9914, 4 435-4 788 marks,
+    0.5795-0.5827 ACKs per segment, but one held cwnd at 92 from 1 s to 8 s with 3.5 times
+    the marks (0.9919, 9 320, 0.6157); one of eight passes of the kernel tests gave 0.6001
+    ACKs per segment. So the kernel's figure is the median of DCTCP_L_KERNEL_RUNS seeds,
+    each metric's own (seeds 1-3: 0.9902, 0.9896, 0.9891; 4 755, 4 690, 4 745 marks; 0.5814,
+    0.5812, 0.5816 ACKs per segment)."""
     from l4slab.kernel.run import run_kernel
 
     engine = l4slab.run(DCTCP_L).summary

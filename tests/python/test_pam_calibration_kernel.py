@@ -2,7 +2,7 @@
 
 Engine-only checks against figures measured on the kernel backend (Linux 7.2.13 guest,
 ``l4slab run SCENARIO --backend kernel --seed N``; the seed sets the start jitter on both
-backends, the guest's own randomness differs per boot). Each cell runs with mainline hosts
+backends and, on the kernel, the guest's own randomness). Each cell runs with mainline hosts
 as the kernel does: Prague v0.7 with the app-limited growth gate against CUBIC, GSO with TSO
 deferral on both senders, 100 Mbit/s, 10 ms (docs/fidelity-pam-kernel.md).
 

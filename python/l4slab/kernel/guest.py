@@ -8,7 +8,17 @@ wall time does (``arch/um/kernel/time.c``; Documentation/virt/uml/user_mode_linu
 
 One boot: the host run directory is mounted in the guest at ``/l4slab`` (hostfs), the
 guest's ``/init`` (``guest/init``) runs ``/l4slab/guest.sh`` under a virtual-time bound,
-writes ``guest.rc`` and powers off. The guest has no network device: the testbed's links
+writes ``guest.rc`` and powers off.
+
+Repeatable: given a ``seed``, a boot's randomness is a function of it alone, so the same
+script and seed give the same guest, bit for bit. The kernel seeds its random pool from
+the host (``os_getrandom``, UML's hwrng driver), the wall clock and its command line; the
+project's kernel draws the first from ``random-seed=`` (``0005-um-seeded-random.patch``)
+and leaves the driver out (``CONFIG_UML_RANDOM=n``), the clock starts at
+:data:`GUEST_EPOCH_NS` (``time-travel-start``), and the command line holds no host path:
+UML runs in a private directory holding ``run`` (a link to the run directory) and
+``initramfs.cpio``, and the guest mounts ``/proc/self/cwd/run/.`` (hostfs resolves host
+paths in the UML process). Without a seed the host's randomness is used, as a stock UML. The guest has no network device: the testbed's links
 are veth pairs between namespaces that ``guest.sh`` creates, so nothing it sends can
 leave the guest.
 
@@ -37,6 +47,9 @@ __all__ = ["GuestFailed", "GuestRun", "boot", "default_wall_limit"]
 DEFAULT_MEM = "512M"
 #: Longest virtual-time bound a caller may ask for (a day); longer is a mistake.
 MAX_LIMIT_S = 86_400
+#: The guest's wall clock at boot (``time-travel-start``): 2026-01-01 00:00:00 UTC, so no
+#: boot reads the host's clock. Nothing in a run depends on the date.
+GUEST_EPOCH_NS = 1_767_225_600 * 10**9
 
 
 class GuestFailed(EngineError):
@@ -111,9 +124,11 @@ def boot(
     limit_s: float,
     wall_limit_s: float | None = None,
     mem: str = DEFAULT_MEM,
+    seed: int | None = None,
 ) -> GuestRun:
     """Run ``script`` as ``/l4slab/guest.sh`` in a fresh guest of ``kernel`` (a
-    :class:`~l4slab.kernel.build.Kernel`); ``run_dir`` is the guest's ``/l4slab``.
+    :class:`~l4slab.kernel.build.Kernel`); ``run_dir`` is the guest's ``/l4slab``;
+    ``seed`` (0..2^64-1) makes the guest's randomness its function (module docstring).
 
     Raises :class:`GuestFailed` (one line) when the guest exceeds its wall bound, crashes,
     or ends without ``guest.rc``; the caller decides what a non-zero ``rc`` means.
@@ -123,23 +138,27 @@ def boot(
     wall = default_wall_limit(limit_s) if wall_limit_s is None else float(wall_limit_s)
     if not wall > 0:
         raise GuestFailed(f"guest wall_limit_s: {wall_limit_s!r} is not a positive number of seconds")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
+        raise GuestFailed(f"guest seed: {seed!r} is not an integer in 0..2^64-1")
     directory = Path(run_dir).resolve()
     directory.mkdir(parents=True, exist_ok=True)
-    if any(c.isspace() for c in str(directory)):
-        # The kernel command line splits on spaces: hostfs could not be given this path.
-        raise GuestFailed(f"guest run directory: {str(directory)!r} contains white space, which a kernel command line cannot carry")
     for stale in ("guest.rc", "guest.log", "guest.uname", "dmesg.txt"):
         (directory / stale).unlink(missing_ok=True)
     (directory / "guest.sh").write_text(script)
 
+    # Every argument after the binary is the kernel's command line, which it mixes into its
+    # random pool: no host path and nothing of the host's in it (module docstring).
     cmd = [
-        str(kernel.linux),
+        str(Path(kernel.linux).resolve()),
         f"mem={mem}",
-        f"initrd={kernel.initramfs}",
+        "initrd=initramfs.cpio",
         "con=null",
         "con0=null,fd:1",
         "umid=guest",
+        "uml_dir=.",
         "time-travel=inf-cpu",
+        f"time-travel-start={GUEST_EPOCH_NS}",
+        *([] if seed is None else [f"random-seed={seed}"]),
         # Guest processes talk to the UML kernel through a seccomp filter instead of ptrace:
         # fewer host context switches per system call and page fault (6.2 s instead of 9.9 s
         # of wall time for 10 s of two Prague flows at 100 Mbit/s). Only the project's own
@@ -152,7 +171,7 @@ def boot(
         # The testbed is IPv4 only: its receivers then listen on IPv4 sockets, which the
         # probe's sock_diag dump (AF_INET) sees.
         "ipv6.disable=1",
-        f"l4slab.dir={directory}",
+        "l4slab.dir=/proc/self/cwd/run/.",
         f"l4slab.limit={max(1, int(limit_s))}",
     ]
     t0 = time.monotonic()
@@ -162,11 +181,13 @@ def boot(
     shm = Path("/dev/shm")
     uml_dir = Path(tempfile.mkdtemp(prefix="l4slab-uml-", dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None))
     try:
-        cmd += [f"uml_dir={uml_dir}"]
+        (uml_dir / "run").symlink_to(directory, target_is_directory=True)
+        (uml_dir / "initramfs.cpio").symlink_to(Path(kernel.initramfs).resolve())
         env = dict(os.environ, TMPDIR=str(uml_dir))
         with open(directory / "console.log", "wb") as console:
             proc = subprocess.Popen(
                 cmd,
+                cwd=uml_dir,
                 stdin=subprocess.DEVNULL,
                 stdout=console,
                 stderr=subprocess.STDOUT,

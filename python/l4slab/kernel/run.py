@@ -213,7 +213,9 @@ def run_kernel(
             from .guest import default_wall_limit
 
             wall_limit_s = default_wall_limit(testbed.limit_s - testbed.clock_wait_s)
-        guest = boot(kernel, work, testbed.script, limit_s=testbed.limit_s, wall_limit_s=wall_limit_s)
+        guest = boot(
+            kernel, work, testbed.script, limit_s=testbed.limit_s, wall_limit_s=wall_limit_s, seed=int(config["seed"])
+        )
         if guest.rc != 0:
             raise EngineError(_guest_error(work, guest.rc, guest.log, testbed.limit_s))
         raw, measured = collect(testbed, config, work)
