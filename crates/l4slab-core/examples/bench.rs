@@ -19,11 +19,18 @@ fn thread_cpu_ns() -> Option<u64> {
 }
 
 fn main() {
-    for (name, value) in cases::configs(std::env::args().skip(1).collect()) {
-        let cfg: l4slab_core::ScenarioConfig = serde_json::from_value(value).expect("bench config");
+    if let Err(error) = bench(std::env::args().skip(1).collect()) {
+        eprintln!("bench: error: {error}");
+        std::process::exit(2);
+    }
+}
+
+fn bench(args: Vec<String>) -> Result<(), String> {
+    for (name, value) in cases::configs(args)? {
+        let cfg = cases::engine_config(&name, value)?;
         let cpu0 = thread_cpu_ns();
         let t = std::time::Instant::now();
-        let r = l4slab_core::run(&cfg).expect("run");
+        let r = l4slab_core::run(&cfg).map_err(|e| format!("{name}: {e}"))?;
         let wall = t.elapsed().as_secs_f64();
         let cpu = match (cpu0, thread_cpu_ns()) {
             (Some(a), Some(b)) => (b - a) as f64 / 1e9,
@@ -45,4 +52,5 @@ fn main() {
             r.bottleneck.utilisation
         );
     }
+    Ok(())
 }

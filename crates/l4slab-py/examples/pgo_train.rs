@@ -12,9 +12,17 @@
 mod cases;
 
 fn main() {
-    for (name, value) in cases::configs(std::env::args().skip(1).collect()) {
-        let cfg: l4slab_core::ScenarioConfig = serde_json::from_value(value).expect("training config");
-        let r = l4slab_core::run(&cfg).expect("training run");
+    if let Err(error) = train(std::env::args().skip(1).collect()) {
+        eprintln!("pgo_train: error: {error}");
+        std::process::exit(2);
+    }
+}
+
+fn train(args: Vec<String>) -> Result<(), String> {
+    for (name, value) in cases::configs(args)? {
+        let cfg = cases::engine_config(&name, value)?;
+        let r = l4slab_core::run(&cfg).map_err(|e| format!("{name}: {e}"))?;
         println!("{name}: {} events", r.events);
     }
+    Ok(())
 }

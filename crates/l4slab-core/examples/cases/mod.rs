@@ -14,8 +14,9 @@ fn case(duration_ns: u64, bottleneck: serde_json::Value, flows: serde_json::Valu
            "bottleneck": bottleneck, "flows": flows})
 }
 
-pub fn scenario(name: &str) -> serde_json::Value {
-    match name {
+/// The case's config, or `None` for a name that is none of them.
+pub fn scenario(name: &str) -> Option<serde_json::Value> {
+    Some(match name {
         // python/l4slab/scenarios/reference.toml: 2 CUBIC, 100 Mbit/s, bfifo 250000, 10 ms, 60 s.
         "reference" => case(
             60_000_000_000,
@@ -70,36 +71,92 @@ pub fn scenario(name: &str) -> serde_json::Value {
                 "flows": [prague, bbr],
             })
         }
-        other => panic!("unknown bench scenario {other:?} (reference, 10g, 512, l4s, pam, FILE.json, DIR)"),
-    }
+        _ => return None,
+    })
 }
 
 /// The configs that `bench` and `pgo_train` run, in order: each argument a case name, an
 /// engine config file (`.json`) or a directory (its `.json` files, by name); none, the four
-/// cases the benchmark reports.
-pub fn configs(args: Vec<String>) -> Vec<(String, serde_json::Value)> {
+/// cases the benchmark reports. A bad argument is one line: the argument and what is allowed.
+pub fn configs(args: Vec<String>) -> Result<Vec<(String, serde_json::Value)>, String> {
     let args = if args.is_empty() { ["reference", "10g", "512", "l4s"].map(String::from).to_vec() } else { args };
     let mut out = Vec::new();
     for arg in args {
         let path = std::path::Path::new(&arg);
         let mut files: Vec<std::path::PathBuf> = if path.is_dir() {
-            std::fs::read_dir(path)
-                .expect("read the config directory")
-                .map(|e| e.expect("directory entry").path())
-                .filter(|p| p.extension().is_some_and(|x| x == "json"))
-                .collect()
+            let entries = std::fs::read_dir(path).map_err(|e| format!("{arg}: cannot read the directory: {e}"))?;
+            let mut files = Vec::new();
+            for entry in entries {
+                let file = entry.map_err(|e| format!("{arg}: cannot read the directory: {e}"))?.path();
+                if file.extension().is_some_and(|x| x == "json") {
+                    files.push(file);
+                }
+            }
+            files
         } else if arg.ends_with(".json") {
             vec![path.to_path_buf()]
         } else {
-            out.push((arg.clone(), scenario(&arg)));
+            let value = scenario(&arg).ok_or_else(|| {
+                format!(
+                    "{arg}: not a case, a .json engine config or a directory (cases: reference, 10g, 512, l4s, pam)"
+                )
+            })?;
+            out.push((arg.clone(), value));
             continue;
         };
         files.sort();
         for file in files {
-            let text = std::fs::read_to_string(&file).expect("read the config file");
-            let value = serde_json::from_str(&text).expect("the config file is JSON");
-            out.push((file.to_string_lossy().into_owned(), value));
+            let name = file.to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(&file).map_err(|e| format!("{name}: cannot read: {e}"))?;
+            let value = serde_json::from_str(&text).map_err(|e| format!("{name}: not JSON: {e}"))?;
+            out.push((name, value));
         }
     }
-    out
+    Ok(out)
+}
+
+/// `value` as an engine config, or one line naming the config and what serde found.
+pub fn engine_config(name: &str, value: serde_json::Value) -> Result<l4slab_core::ScenarioConfig, String> {
+    serde_json::from_value(value).map_err(|e| format!("{name}: not an engine config: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_argument_is_one_line_naming_it() {
+        let dir = std::env::temp_dir().join(format!("l4slab-bench-cases-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let not_json = dir.join("broken.json");
+        std::fs::write(&not_json, "{").unwrap();
+        let foreign = dir.join("foreign.json");
+        std::fs::write(&foreign, r#"{"a": 1}"#).unwrap();
+        let unknown = configs(vec!["nope".into()]).unwrap_err();
+        assert!(
+            unknown.starts_with("nope: not a case") && unknown.contains("reference, 10g, 512, l4s, pam"),
+            "{unknown}"
+        );
+        let missing = configs(vec![dir.join("missing.json").to_string_lossy().into_owned()]).unwrap_err();
+        assert!(missing.contains("missing.json: cannot read"), "{missing}");
+        let broken = configs(vec![not_json.to_string_lossy().into_owned()]).unwrap_err();
+        assert!(broken.contains("broken.json: not JSON"), "{broken}");
+        let (name, value) = configs(vec![foreign.to_string_lossy().into_owned()]).unwrap().remove(0);
+        let error = engine_config(&name, value).err().unwrap();
+        assert!(error.contains("foreign.json: not an engine config: unknown field `a`"), "{error}");
+        for message in [unknown, missing, broken, error] {
+            assert!(!message.contains('\n'), "{message}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn every_case_is_an_engine_config_and_no_argument_is_the_four() {
+        let four: Vec<String> = configs(vec![]).unwrap().into_iter().map(|(name, _)| name).collect();
+        assert_eq!(four, ["reference", "10g", "512", "l4s"]);
+        for name in ["reference", "10g", "512", "l4s", "pam"] {
+            let cfg = engine_config(name, scenario(name).unwrap()).unwrap();
+            assert!(cfg.duration_ns > 0, "{name}");
+        }
+    }
 }
