@@ -220,6 +220,26 @@ def test_module_parameters_are_written_once_and_must_agree_across_flows():
         plan(scenario, config)
 
 
+def test_dctcp_parameters_are_mainlines_module_parameters():
+    """DCTCP's ``shift_g`` and ``alpha_on_init`` are tcp_dctcp.c's ``dctcp_shift_g`` and
+    ``dctcp_alpha_on_init``, written before the flows; a key the module lacks is refused."""
+    from l4slab.kernel.run import resolve
+    from l4slab.kernel.testbed import plan
+
+    def script(cc_params):
+        flows = [{"cc": "dctcp", "rtt": "10ms", "cc_params": cc_params}]
+        scenario, config = resolve({"name": "d", "duration": "1s", "flows": flows,
+                                    "bottleneck": {"rate": "10Mbit", "qdisc": "dualpi2 any_ect"}})  # fmt: skip
+        return plan(scenario, config).script
+
+    lines = [line for line in script({"shift_g": 6, "alpha_on_init": 0}).splitlines() if "/sys/module/" in line]
+    assert sorted(line.split(" || ")[0] for line in lines) == [
+        "echo 0 > /sys/module/tcp_dctcp/parameters/dctcp_alpha_on_init",
+        "echo 6 > /sys/module/tcp_dctcp/parameters/dctcp_shift_g",
+    ]
+    assert "/sys/module/" not in script({"shift_g": 4})  # the default: nothing to write
+
+
 def test_bbr2_flows_run_the_projects_bbr2_module_and_its_parameters():
     """bbr2 and bbr2-l4s are the two ops of tcp_l4slab_bbr2.c; their cc_params go to one sysfs
     directory (bbr2-l4s's ECN keys under l4s_*, a bool as 1/0); a key both read must agree."""

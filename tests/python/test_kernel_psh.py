@@ -89,8 +89,10 @@ def test_dctcp_in_the_l_queue_fills_the_link_as_the_kernel():
     0.5795-0.5827 ACKs per segment, but one held cwnd at 92 from 1 s to 8 s with 3.5 times
     the marks (0.9919, 9 320, 0.6157); one of eight passes of the kernel tests gave 0.6001
     ACKs per segment. So the kernel's figure is the median of DCTCP_L_KERNEL_RUNS seeds,
-    each metric's own (seeds 1-3: 0.9902, 0.9896, 0.9891; 4 755, 4 690, 4 745 marks; 0.5814,
-    0.5812, 0.5816 ACKs per segment)."""
+    each metric's own (seeds 1-3: 0.9895, 0.9882, 0.9900; 4 634, 4 624, 4 708 marks; 0.5810,
+    0.5808, 0.5815 ACKs per segment). The other regime is DCTCP's α trap
+    (``test_kernel_dctcp.py``): seeds 1-80 put the kernel in it in 4 (5 201 and 5 704 marks in
+    the two deepest), the engine in 6 (14 587 and 9 730)."""
     from l4slab.kernel.run import run_kernel
 
     engine = l4slab.run(DCTCP_L).summary

@@ -62,7 +62,18 @@ __all__ = [
 FILES = Path(__file__).resolve().parent
 #: Bumped when the guest's assembly below changes in a way the input files do not show
 #: (a new entry; the kernel tree is kept).
-RECIPE_VERSION = 2
+RECIPE_VERSION = 3
+#: What the kernel records of its build, fixed: the build's time, user and host are part of
+#: ``uname -v`` and the banner, and the kernel mixes its ``utsname`` into its random pool
+#: (``random.c:random_init_early``), so a guest's randomness would differ per build. Fixed,
+#: a build of the same inputs by the same compiler is the same binary, and a seeded run on
+#: it the same run (``guest.py``).
+KBUILD_ENV = {
+    "KBUILD_BUILD_TIMESTAMP": "Thu Jan  1 00:00:00 UTC 2026",
+    "KBUILD_BUILD_USER": "l4slab",
+    "KBUILD_BUILD_HOST": "l4slab",
+    "KBUILD_BUILD_VERSION": "1",
+}
 #: Bumped when the kernel tree's recipe (unpack, patch, configure) changes: a full rebuild.
 TREE_RECIPE_VERSION = 1
 #: Debian source package name pattern and suite.
@@ -669,7 +680,8 @@ def _make_user_objects(src: Path, out: Path, user: list[Path], patches: list[tup
         say(f"compiling your {path.name}")
         done = subprocess.run(
             ["nice", "-n", "5", "make", "ARCH=um", f"O={out}", target],
-            cwd=src, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900,
+            cwd=src, env=dict(os.environ, **KBUILD_ENV), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=900,
         )  # fmt: skip
         if done.returncode != 0:
             user_files = {f"net/ipv4/{path.name}": ("kernel cc_sources", str(path))}
@@ -794,7 +806,15 @@ def _make_kernel(
     shown = -1
     tail: list[str] = []
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, cwd=src, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=src,
+            env=dict(os.environ, **KBUILD_ENV),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
         assert proc.stdout is not None
         for line in proc.stdout:
             log.write(line)

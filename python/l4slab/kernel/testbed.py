@@ -129,6 +129,7 @@ _BBR2_SHARED = frozenset({
     "bw_probe_rand_us", "undo", "fast_path", "fast_ack_mode", "refill_add_inc",
 })
 KERNEL_MODULE_PARAMS = {
+    "dctcp": ("tcp_dctcp", frozenset({"shift_g", "alpha_on_init"})),
     "prague": ("tcp_l4slab_prague", _PRAGUE_SHARED | {"ecn_fallback", "fallback_constants", "growth_gate"}),
     "prague_pam": ("tcp_l4slab_prague", _PRAGUE_SHARED | set(_PRAGUE_PAM_OWN)),
     "l4slab_bbr2": ("tcp_l4slab_bbr2", _BBR2_SHARED | {"ecn_enable", "ecn_max_rtt_us", "ecn_bw_lo", "ecn_bw_hi"}),
@@ -141,6 +142,7 @@ KERNEL_MODULE_PARAMS = {
 #: A module parameter under another sysfs name than the engine's ``cc_params`` key (the two
 #: BBRv2 ops share one parameter set; L4STeam's ECN defaults differ, so they are their own).
 KERNEL_PARAM_NAMES = {
+    "dctcp": {"shift_g": "dctcp_shift_g", "alpha_on_init": "dctcp_alpha_on_init"},
     "l4slab_bbr2_l4s": {"ecn_enable": "l4s_ecn_enable", "ecn_max_rtt_us": "l4s_ecn_max_rtt_us"},
     "prague_pam": {key: f"pam_{key}" for key in _PRAGUE_PAM_OWN},
 }
