@@ -556,15 +556,9 @@ def test_kernel_a_hung_guest_ends_within_its_bound_and_leaves_nothing(kernel, tm
 
     monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
     from l4slab.kernel import guest
+    from test_kernel_build import recording_popen
 
-    guests: list = []
-    popen = subprocess.Popen
-
-    def recording_popen(*args, **kwargs):
-        guests.append(popen(*args, **kwargs))
-        return guests[-1]
-
-    monkeypatch.setattr(guest.subprocess, "Popen", recording_popen)
+    guests = recording_popen(monkeypatch)
     started = time.monotonic()
     with pytest.raises(EngineError) as info:
         run_kernel({**PRAGUE_ALONE, "duration": "600s"}, kernel=kernel, wall_limit_s=3.0)

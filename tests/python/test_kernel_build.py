@@ -182,7 +182,7 @@ def test_guest_bounds_are_checked_before_anything_runs(tmp_path):
             kg.boot(fake, tmp_path / "run", "true", limit_s=1, seed=seed)
 
 
-def _recording_popen(monkeypatch) -> list:
+def recording_popen(monkeypatch) -> list:
     """Record the guest processes :func:`kg.boot` starts."""
     started: list = []
     popen = subprocess.Popen
@@ -245,7 +245,7 @@ def test_guest_boots_runs_its_script_and_leaves_nothing(tmp_path, monkeypatch):
 def test_a_hanging_guest_ends_at_its_wall_bound_in_one_line(tmp_path, monkeypatch):
     """A script that never ends (in virtual time too: it spins without sleeping) is killed
     at the wall bound; nothing of it is left running."""
-    started = _recording_popen(monkeypatch)
+    started = recording_popen(monkeypatch)
     t0 = time.monotonic()
     with pytest.raises(kg.GuestFailed) as err:
         kg.boot(CACHED, tmp_path, "while :; do :; done\n", limit_s=600, wall_limit_s=4)

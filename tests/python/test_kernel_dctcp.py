@@ -26,18 +26,12 @@ import copy
 import l4slab
 from conftest import requires_engine
 from test_kernel_prague import KERNEL, needs_guest
+from test_kernel_psh import DCTCP_L
 
 pytestmark = requires_engine
 
-BASE = {
-    "name": "dctcp-l-trap",
-    "duration": "10s",
-    "warmup": "2s",
-    "bottleneck": {"rate": "100Mbit", "bdp_rtt": "10ms", "qdisc": "dualpi2 any_ect"},
-    "flows": [
-        {"cc": "dctcp", "rtt": "10ms", "tso": True, "tso_defer": True, "receiver_sack_compression": "kernel"}
-    ],
-}
+#: test_kernel_psh's DCTCP alone in the L queue, 10 s from 2 s.
+BASE = {**DCTCP_L, "name": "dctcp-l-trap", "duration": "10s", "warmup": "2s"}
 TRAPPED = {"shift_g": 6, "alpha_on_init": 0}
 
 
