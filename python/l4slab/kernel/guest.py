@@ -18,9 +18,10 @@ and leaves the driver out (``CONFIG_UML_RANDOM=n``), the clock starts at
 :data:`GUEST_EPOCH_NS` (``time-travel-start``), and the command line holds no host path:
 UML runs in a private directory holding ``run`` (a link to the run directory) and
 ``initramfs.cpio``, and the guest mounts ``/proc/self/cwd/run/.`` (hostfs resolves host
-paths in the UML process). Without a seed the host's randomness is used, as a stock UML. The guest has no network device: the testbed's links
-are veth pairs between namespaces that ``guest.sh`` creates, so nothing it sends can
-leave the guest.
+paths in the UML process). Without a seed the host's randomness is used, as a stock UML.
+
+The guest has no network device: the testbed's links are veth pairs between namespaces
+that ``guest.sh`` creates, so nothing it sends can leave the guest.
 
 Bounds: the guest script is killed inside the guest after ``limit_s`` virtual seconds; the
 whole UML process group is killed after ``wall_limit_s`` host seconds. Either way the call
