@@ -431,7 +431,7 @@ mod tests {
         assert_eq!(t.get(SackRef::NONE), SackSet::default());
         let set = |k: u64| SackSet {
             num: 2,
-            dsack: k % 2 == 0,
+            dsack: k.is_multiple_of(2),
             blocks: [SackBlock { start: k, end: k + 1 }, SackBlock { start: k + 5, end: k + 9 }, SackBlock::default()],
         };
         let refs: Vec<SackRef> = (0..300).map(|k| t.insert(set(k))).collect();

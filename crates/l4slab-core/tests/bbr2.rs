@@ -271,13 +271,13 @@ fn a_bad_receiver_cc_params_is_one_line_naming_the_field() {
     let mut f = bbr2("two-sided");
     f["receiver_cc_params"] = json!({"ecn_enabled": true});
     let cfg: l4slab_core::ScenarioConfig = serde_json::from_value(scenario(100, bfifo(250_000), vec![f], 1)).unwrap();
-    let e = l4slab_core::run(&cfg).err().expect("refused");
+    let e = l4slab_core::run(&cfg).expect_err("refused");
     assert!(e.starts_with("flows[0].receiver_cc_params: ecn_enabled: unknown bbr2 parameter"), "{e}");
     assert!(!e.contains('\n'));
     let mut f = bbr2("two-sided");
     f["receiver_cc_params"] = json!({"fast_ack_mode": 3});
     let cfg: l4slab_core::ScenarioConfig = serde_json::from_value(scenario(100, bfifo(250_000), vec![f], 1)).unwrap();
-    let e = l4slab_core::run(&cfg).err().expect("refused");
+    let e = l4slab_core::run(&cfg).expect_err("refused");
     assert_eq!(e, "flows[0].receiver_cc_params: fast_ack_mode: 3 is out of range (allowed 0..=2)");
 }
 

@@ -38,7 +38,7 @@ fn fq_codel_first_episode_follows_the_router_uptime() {
     // Fresh: the control law spaces marks by interval/sqrt(count), so Prague's small
     // alpha-scaled cuts let its queue stand well above TARGET with few marks (PAM 2025
     // FQ-CoDel 1-8 BDP: 6.9-9.3 ms).
-    assert!(d_fresh >= 6.5 && d_fresh <= 10.0, "fresh: Prague queuing delay {d_fresh} ms");
+    assert!((6.5..=10.0).contains(&d_fresh), "fresh: Prague queuing delay {d_fresh} ms");
     assert!(ce(&fresh) < 0.5 * ce(&stuck), "fresh CE {} vs stuck {}", ce(&fresh), ce(&stuck));
     // Flow isolation: either way each flow gets half the link, i.e. 50 Mbit/s of
     // 1514-B frames = 47.8 Mbit/s of CUBIC's 1448-B and 47.4 of Prague's 1436-B payloads.

@@ -89,7 +89,7 @@ fn the_reverse_queue_is_measured() {
     let v = json!({
         "seed": 1, "duration_ns": 5 * SEC,
         "bottleneck": {"rate_bps": 20 * MBIT, "qdisc": {"kind": "pfifo", "limit_packets": 100}},
-        "reverse_bottleneck": {"rate_bps": 1 * MBIT, "qdisc": {"kind": "pfifo", "limit_packets": 100}},
+        "reverse_bottleneck": {"rate_bps": MBIT, "qdisc": {"kind": "pfifo", "limit_packets": 100}},
         "flows": [tcp("cubic", 20)],
     });
     let r = run(&v);

@@ -512,7 +512,7 @@ impl Measure {
                     .zip(&self.by_class)
                     .map(|(c, h)| ClassSojourn { class: (*c).to_string(), sojourn_ms: null_if_empty(h.stats_ms()) })
                     .collect(),
-                qdisc: QdiscStatsOut::new(kind, &stats, extra),
+                qdisc: QdiscStatsOut::new(kind, stats, extra),
             },
             packets: self.counts.clone(),
             events: 0,

@@ -657,11 +657,13 @@ impl CongestionControl for Cubic {
         }
         // HyStart while in slow start and no exit found yet; before 6.11 only from
         // hystart_low_window (`cubictcp_acked`: `... && tp->snd_cwnd >= hystart_low_window`).
-        if !self.found && tp.in_slow_start() && self.params.hystart {
-            if self.params.hystart_round_reset == HystartRoundReset::Update || tp.cwnd >= self.params.hystart_low_window
-            {
-                self.hystart_update(tp, delay);
-            }
+        if !self.found
+            && tp.in_slow_start()
+            && self.params.hystart
+            && (self.params.hystart_round_reset == HystartRoundReset::Update
+                || tp.cwnd >= self.params.hystart_low_window)
+        {
+            self.hystart_update(tp, delay);
         }
     }
 

@@ -610,9 +610,9 @@ impl DataMsg {
     }
     /// Read a data packet; `None` if `buf` is not one.
     pub fn decode(buf: &[u8]) -> Option<DataMsg> {
-        let frame = match buf.first()? {
-            &BULK_DATA_TYPE if buf.len() >= DATA_HEADER_LEN => None,
-            &RT_DATA_TYPE if buf.len() >= FRAME_HEADER_LEN => Some((get(buf, 13), get(buf, 17), get(buf, 21))),
+        let frame = match *buf.first()? {
+            BULK_DATA_TYPE if buf.len() >= DATA_HEADER_LEN => None,
+            RT_DATA_TYPE if buf.len() >= FRAME_HEADER_LEN => Some((get(buf, 13), get(buf, 17), get(buf, 21))),
             _ => return None,
         };
         Some(DataMsg { timestamp: get(buf, 1), echoed_timestamp: get(buf, 5), seq: get(buf, 9), frame })

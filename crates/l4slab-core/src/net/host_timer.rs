@@ -54,7 +54,7 @@ pub struct HostTimer {
 impl HostTimer {
     /// `None` when `mean_ns` is 0 (off).
     pub fn new(mean_ns: u64, rng: SimRng) -> Option<Self> {
-        (mean_ns > 0).then(|| HostTimer { mean_ns: mean_ns as f64, rng })
+        (mean_ns > 0).then_some(HostTimer { mean_ns: mean_ns as f64, rng })
     }
 
     /// How late the next firing is, ns (inverse transform of Exp(1/mean)).

@@ -114,7 +114,7 @@ impl Gro {
     /// from the last interrupt.
     #[inline]
     pub fn take(&mut self, now: Time) -> Vec<Packet> {
-        if self.poll_at.map_or(true, |t| t <= now) {
+        if self.poll_at.is_none_or(|t| t <= now) {
             self.last_irq = Some(now);
         }
         self.poll_at = None;

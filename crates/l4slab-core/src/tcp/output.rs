@@ -253,7 +253,7 @@ impl TcpSender {
         let seg = self.segment_payload().max(1) as u64;
         let cutoff =
             if self.max_window > super::TCP_MSS_DEFAULT as u64 { self.max_window / 2 } else { self.max_window };
-        let bound = if cutoff > 0 { (super::GSO_MAX_SIZE as u64).min(cutoff) } else { super::GSO_MAX_SIZE as u64 };
+        let bound = if cutoff > 0 { super::GSO_MAX_SIZE.min(cutoff) } else { super::GSO_MAX_SIZE };
         let size_goal = (bound / seg).max(1) * seg;
         let nxt = self.tp.snd_nxt;
         if self.wq_skb_end <= nxt {

@@ -452,14 +452,14 @@ mod tests {
                     delivered_ce: k as u64,
                     in_flight: k as u32 + 1,
                     lost: 0,
-                    is_app_limited: rng.next_u32() % 2 == 0,
+                    is_app_limited: rng.next_u32().is_multiple_of(2),
                 };
                 let seq = k as u64 * 1448;
                 let mut g = Seg::sent(seq, seq + 1448, xmit, &tx);
-                if rng.next_u32() % 4 == 0 {
+                if rng.next_u32().is_multiple_of(4) {
                     g.flags |= DELIVERED;
                 }
-                if rng.next_u32() % 4 == 0 {
+                if rng.next_u32().is_multiple_of(4) {
                     g.flags |= EVER_RETRANS;
                 }
                 s.rtx.push_back(g);

@@ -1205,7 +1205,7 @@ mod tests {
             r.insert_ooo(seq, end);
             assert_eq!(r.dsack.is_some(), dup);
             assert!(r.ooo.iter().eq(want.iter()));
-            if rng.next_u32() % 50 == 0 {
+            if rng.next_u32().is_multiple_of(50) {
                 // The hole at the front fills: everything is delivered.
                 r.rcv_nxt = want.last().map_or(0, |b| b.end);
                 r.pull_ooo();

@@ -164,7 +164,7 @@ impl LinkRecord {
                     .map(|(name, h)| ClassSojourn { class: name.to_string(), sojourn_ms: h.stats_ms() })
                     .collect()
             },
-            qdisc: QdiscStatsOut::new(q.qdisc.kind(), &st, q.qdisc.extra_stats()),
+            qdisc: QdiscStatsOut::new(q.qdisc.kind(), st, q.qdisc.extra_stats()),
         }
     }
 
