@@ -8,8 +8,8 @@ window under 2048 / α. A DCTCP that has let α decay to 0 (rounds without marks
 start) can stay there while the L queue's step marks a fifth of its packets: its window
 frozen (every round has an ECE, so CWR, so no growth, and no cut), 3-4 times the marks.
 It leaves when one round's F reaches 0.25. Alone in DualPI2's L queue at 100 Mbit/s, 10 ms,
-seeds 1-80: the kernel held it for about 7 s in one seed on two kernel builds (with the
-host's randomness: one boot in 80), the engine for 4-11 s in 2 of 160 seeds (63 and 53)
+seeds 1-240: it held the kernel more than a tenth of the run in 4 seeds (8.3 s the longest),
+the engine in 7 (10.3 s the longest); both entered it in 10-11 seeds
 (docs/fidelity-dualq.md, "DCTCP's α trap").
 
 With ``shift_g = 6`` (g = 1/64) the trap has no way out: α < 64 updates to 16 F ≤ 16, so
