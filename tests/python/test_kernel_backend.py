@@ -8,8 +8,8 @@ the real kernel, every asserted number measured in the guest: AccECN negotiated 
 two Prague hosts (``tcpi_ecn_mode``), Prague alone in DualPI2 at 100 Mbit/s and 10 ms with
 a mean L-queue delay under 1 ms, CUBIC's C-queue delay near the PI target and Prague
 against CUBIC within the DualQ paper's 0.5-2 rate band, the same scenario and seed twice
-bit for bit, two seeds within 2 % in goodput, and a guest that hangs ending within its wall bound, in one line, leaving
-no process and no temporary directory.
+bit for bit, two seeds within 2 % in goodput, and a guest that hangs ending within its
+wall bound, in one line, leaving no process and no temporary directory.
 """
 
 from __future__ import annotations
@@ -524,6 +524,7 @@ def test_kernel_the_same_seed_repeats_bit_for_bit(prague_alone_runs):
     records = [(d / "probe-0.jsonl").read_bytes() for d in (first_dir, second_dir, other_dir)]
     assert len(records[0]) > 100_000 and records[0] == records[1]
     assert records[2] != records[0]
+
     def without_wall_time(summary):
         summary = json.loads(json.dumps(summary))
         assert summary["kernel"].pop("guest_wall_s") > 0
