@@ -23,10 +23,9 @@ fallback_constants = "pam2025", growth_gate = "app_limited"``; the kernel backen
 exactly these three keys to that module, and the test checks the module the sender's
 socket ran.
 
-Cost: six scenarios of 6-30 s virtual time (Prague against CUBIC three times, Prague without an
-AccECN receiver five), about 95 s of guest wall time on a quiet
-2-core machine (the engine's runs take well under a second each). The kernel tests skip, with the
-reason, when no guest kernel is cached (``l4slab kernel build``; ``.ci/run`` builds it
+Cost: six scenarios of 6-30 s virtual time (Prague against CUBIC three times, Prague
+without an AccECN receiver five), about 95 s of guest wall time on a quiet 2-core machine
+(the engine's runs take well under a second each). The kernel tests skip, with the reason, when no guest kernel is cached (``l4slab kernel build``; ``.ci/run`` builds it
 first) or named by ``L4SLAB_TEST_KERNEL=LINUX:INITRAMFS``.
 """
 
@@ -395,7 +394,8 @@ def test_prague_without_accecn_receiver_is_prague_reno_not_ect_in_c():
     kernel run now and then 94.0-94.6).
 
     The C-queue delay is a Reno sawtooth under the 15-ms PI target, and one 4-s window of
-    it varies from run to run: over 70 kernel runs its mean was 11.7 ms, standard deviation
+    it varies from run to run: over 70 kernel boots of one seed (before the guest's
+    randomness came from the seed) its mean was 11.7 ms, standard deviation
     0.87 ms, range 9.5-13.2 ms (the kernel's figure is also a sample: ``delay_c`` at 100-ms
     ticks); over engine seeds 1-8, 10.5-12.8 ms, mean 11.6 ms. So the means are compared:
     the engine's over 8 seeds and the kernel's over NO_ACCECN_KERNEL_RUNS runs, within 2 ms
