@@ -25,8 +25,9 @@ socket ran.
 
 Cost: six scenarios of 6-30 s virtual time (Prague against CUBIC three times, Prague
 without an AccECN receiver five), about 95 s of guest wall time on a quiet 2-core machine
-(the engine's runs take well under a second each). The kernel tests skip, with the reason, when no guest kernel is cached (``l4slab kernel build``; ``.ci/run`` builds it
-first) or named by ``L4SLAB_TEST_KERNEL=LINUX:INITRAMFS``.
+(the engine's runs take well under a second each). The kernel tests skip, with the reason,
+when no guest kernel is cached (``l4slab kernel build``; ``.ci/run`` builds it first) or
+named by ``L4SLAB_TEST_KERNEL=LINUX:INITRAMFS``.
 """
 
 from __future__ import annotations
