@@ -19,6 +19,7 @@
 //!   marks are sparse, and most episodes end after one reduction: Prague 4.6 ms,
 //!   CUBIC 2.4 ms. The kernel backend gives the same (Linux 7.2: one reduction in
 //!   64–90 % of episodes, 4.53–4.75 / 2.09–2.35 ms), as did the testbed (4.7–4.8 / 2.5).
+//!
 //! See docs/fidelity-pam-aqm.md (FQ and L4S-aware FQ-CoDel beside ECN-CUBIC).
 
 use crate::common;

@@ -115,6 +115,7 @@ fn prague_loses_its_share_only_when_the_codel_ecn_limit_meets_its_standing_queue
 ///   its α term is ≤ 0 below TARGET, and `pie_drop_early` returns early below TARGET/2
 ///   with p < 20 %; so every loss is the `qdisc_qlen(sch) >= sch->limit` tail drop of
 ///   `pie_qdisc_enqueue` / `codel_qdisc_enqueue`, as in `pfifo_enqueue`.
+///
 /// The testbed's cells agree among themselves as this predicts (Prague FIFO 40.4/40.6,
 /// PIE 39.7/40.2, CoDel 41.3/42.1 Mbit/s, non-ECN/ECN CUBIC): what they share with
 /// FIFO, not the AQMs, is what the engine misses there.

@@ -119,6 +119,7 @@ fn the_reverse_queue_is_measured() {
 /// - up (capacity × 5): the flows must grow by 4/5 of the new BDP (132 packets of 1514 B
 ///   at 20 ms); Prague alone adds 1 segment per RTT, so the link is full within 132
 ///   RTTs = 2.64 s however little CUBIC adds.
+///
 /// The L queue's delay spike after the down-step: until Prague reacts, the excess
 /// (100 − 20) Mbit/s × RTT of its share piles up: at most 4 RTTs of queue at 20 Mbit/s.
 #[test]

@@ -531,8 +531,9 @@ impl TcpReceiver {
 
     /// The L4STeam tree's AccECN receive path (L4STeam/linux net/ipv4/tcp_input.c),
     /// called before the segment updates `ts_recent`:
-    /// `tcp_ecn_received_counters` sets `received_ce_pending = max(received_ce_pending
-    /// + pcount, 0xfU)` for every ECT or CE segment (mainline: `min`, which caps the
+    /// `tcp_ecn_received_counters` sets
+    /// `received_ce_pending = max(received_ce_pending + pcount, 0xfU)` for every ECT or CE
+    /// segment (mainline: `min`, which caps the
     /// count of unreported CE marks), so the count is 15 whatever was marked. A data
     /// segment that carries options beyond the timestamps (the AccECN option, sent on
     /// every packet with `tcp_ecn_option` 2 or 3) misses header prediction and goes
