@@ -624,6 +624,12 @@ def collect(testbed: Testbed, config: Mapping[str, Any], run_dir: str | Path) ->
         ],
         "softnet_dropped": _softnet_dropped(run_dir),
     }
+    if testbed.capture is not None:
+        from .capture import read_capture
+
+        capture = read_capture(run_dir, testbed.capture)
+        raw["capture"] = {"packets": capture.packets, "missed": capture.missed}
+        raw["files"] = {"capture.pcapng": capture.pcapng}
     if testbed.reverse_bottleneck is not None:
         reverse, _series, _dropped = _bottleneck(
             probe,

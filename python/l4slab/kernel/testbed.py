@@ -424,8 +424,6 @@ def check_config(config: Mapping[str, Any], scenario: Any = None) -> None:
     resolved config holds engine defaults."""
     for index, source in enumerate(config.get("sources") or []):
         raise _refuse(f"sources[{index}].kind", source.get("kind"), "the kernel backend runs [[flows]] (bulk TCP)")
-    if config.get("capture") is not None:
-        raise _refuse("capture", "a capture", "leave [capture] unset (no per-packet capture in the guest yet)")
     if config.get("trace_sojourn"):
         raise _refuse("trace_sojourn", True, "a real qdisc has no per-packet sojourn trace; leave it false")
     if config.get("delay_node_timer_latency_ns"):
@@ -552,6 +550,30 @@ class FlowPlan:
     receiver_cc: str
 
 
+#: Bytes of each captured packet kept (``tcpdump -s``): Ethernet, IPv4 and TCP headers with
+#: the largest options, as the engine's capture keeps (``trace/capture.rs`` ``SNAPLEN``).
+CAPTURE_SNAPLEN = 14 + 20 + 60
+
+
+@dataclass(frozen=True)
+class CapturePlan:
+    """The scenario's ``[capture]`` in the guest: ``tcpdump`` on one interface from t0 +
+    ``start_ns`` to t0 + ``stop_ns``, every packet of the window written to
+    ``capture.pcap``; the collector keeps the first ``max_packets`` (the rest missed)."""
+
+    namespace: str
+    device: str
+    #: ``-Q out`` at the bottleneck (its egress, after the qdisc); both ways at a host
+    egress_only: bool
+    #: the pcap filter: IPv4 (no ARP), and the flow's two addresses when one is named
+    pcap_filter: str
+    start_ns: int
+    stop_ns: int
+    max_packets: int
+    #: the pcapng interface name, as the engine's capture names it
+    name: str
+
+
 @dataclass
 class Testbed:
     """The guest script and what the collector needs to read the run."""
@@ -574,6 +596,8 @@ class Testbed:
     router_uptime_ns: int | None = None
     #: the longest the script may sleep for it, s (virtual time, free in wall time)
     clock_wait_s: float = 0.0
+    #: the packet capture, if the scenario asks for one
+    capture: CapturePlan | None = None
 
 
 #: ``codel_get_time()`` is ``ktime_get_ns() >> CODEL_SHIFT`` (10) as a u32
@@ -680,6 +704,7 @@ def plan(scenario: Any, config: Mapping[str, Any], offsets_ns: Sequence[int] | N
     limit_s = duration / 1e9 + 60.0
     uptime = router_uptime_ns(config)
 
+    capture = _capture_plan(config.get("capture"), flows, duration)
     script = _script(
         config={**config, "name": getattr(scenario, "name", "")},
         flows=flows,
@@ -691,6 +716,7 @@ def plan(scenario: Any, config: Mapping[str, Any], offsets_ns: Sequence[int] | N
         probe_files=probe_files,
         limit_s=limit_s,
         uptime_ns=uptime,
+        capture=capture,
     )
     clock_wait_s = 0.0 if uptime is None else CODEL_CLOCK_WRAP_NS / 1e9 + 1.0
     return Testbed(
@@ -707,7 +733,63 @@ def plan(scenario: Any, config: Mapping[str, Any], offsets_ns: Sequence[int] | N
         sysctls=sysctls,
         router_uptime_ns=uptime,
         clock_wait_s=clock_wait_s,
+        capture=capture,
     )
+
+
+def _capture_plan(capture: Mapping[str, Any] | None, flows: Sequence[FlowPlan], duration: int) -> CapturePlan | None:
+    """Where and when ``tcpdump`` runs for the engine config's ``capture`` (its fields
+    checked by the engine: a host point names a flow, the window is inside the run)."""
+    if capture is None:
+        return None
+    point = str(capture["point"])
+    flow = capture.get("flow")
+    chosen = None if flow is None else flows[int(flow)]
+    pcap_filter = "ip" if chosen is None else f"ip and host {chosen.sender_addr} and host {chosen.receiver_addr}"
+    start = int(capture.get("start_ns") or 0)
+    stop = min(duration, int(capture["stop_ns"])) if capture.get("stop_ns") is not None else duration
+    if point == "bottleneck":
+        where, device, egress, name = "rtr", "bn", True, "bottleneck-egress"
+    elif point in ("sender", "receiver") and chosen is not None:
+        where = chosen.sender_ns if point == "sender" else chosen.receiver_ns
+        device, egress, name = "eth0", False, f"{point}-{chosen.id}"
+    else:
+        raise _refuse("capture.point", point, "bottleneck, or sender / receiver with capture.flow")
+    return CapturePlan(
+        namespace=where,
+        device=device,
+        egress_only=egress,
+        pcap_filter=pcap_filter,
+        start_ns=start,
+        stop_ns=max(start, stop),
+        max_packets=int(capture.get("max_packets") or 0),
+        name=name,
+    )
+
+
+def _capture_lines(capture: CapturePlan) -> list[str]:
+    """``tcpdump`` in the capture's namespace from t0 + start to t0 + stop (``timeout``
+    sends SIGINT: tcpdump writes out and says what it counted), in immediate mode (a
+    packet is handed over when it arrives, not when a ring block fills), nanosecond
+    timestamps. Its clock is CLOCK_REALTIME: ``capture-clocks.txt`` holds t0 and the two
+    clocks read together, so the collector puts each packet on the probe's clock."""
+    q = shlex.quote
+    # busybox's timeout counts whole seconds: it runs to the next one, and the collector
+    # keeps the packets of [start, stop) on the probe's clock
+    seconds = max(1, math.ceil((capture.stop_ns - capture.start_ns) / 1e9))
+    direction = " -Q out" if capture.egress_only else ""
+    tcpdump = (
+        f"ip netns exec {capture.namespace} timeout -s INT {seconds} "
+        f"tcpdump -Z root --immediate-mode -i {capture.device}{direction} -n -s {CAPTURE_SNAPLEN} "
+        f"--time-stamp-precision=nano -U -w $O/capture.pcap {q(capture.pcap_filter)}"
+    )
+    return [
+        'echo "$T0 $(l4slab-flow clocks)" > $O/capture-clocks.txt || fail "l4slab-flow clocks"',
+        f"( W=$((T0 + {capture.start_ns} - $(l4slab-flow now))); "
+        '[ $W -gt 0 ] && sleep $((W / 1000000000)).$(printf %09d $((W % 1000000000))); '
+        f"exec {tcpdump} ) > $O/capture.err 2>&1 &",
+        "CAP=$!",
+    ]
 
 
 def _htb(dev: str, link: Mapping[str, Any], child: list[str]) -> list[str]:
@@ -721,7 +803,8 @@ def _htb(dev: str, link: Mapping[str, Any], child: list[str]) -> list[str]:
 
 
 def _script(
-    *, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, probe_files, limit_s, uptime_ns=None
+    *, config, flows, flows_cfg, qdisc, reverse_qdisc, sysctls, chunks, probe_files, limit_s, uptime_ns=None,
+    capture=None,
 ) -> str:
     q = shlex.quote
     duration = int(config["duration_ns"])
@@ -892,6 +975,8 @@ def _script(
             args.append(qdisc_args)
         lines.append(f"timeout -s KILL {bound} l4slab-probe {' '.join(args)} > $O/probe-{k}.err 2>&1 &")
         lines.append(f"P{k}=$!")
+    if capture is not None and capture.stop_ns > capture.start_ns:
+        lines += _capture_lines(capture)
     # the senders: l4slab-flow send connects at its launch (the SYN leaves then, as the
     # engine's flow opens at its start) and writes until killed (bulk), until BYTES are
     # written (then a FIN: the receiver reads to EOF), or until the flow's stop, where it
@@ -910,6 +995,8 @@ def _script(
     lines.append("step 'all flows launched'")
     for k in range(len(probe_files)):
         lines.append(f"wait $P{k}; echo $? > $O/probe-{k}.rc")
+    if capture is not None and capture.stop_ns > capture.start_ns:
+        lines.append("wait $CAP; echo $? > $O/capture.rc")
     lines.append("step 'run done'")
     for f in flows:
         lines.append(f"ip netns exec {f.sender_ns} nstat -asz --json > $O/nstat-{f.sender_ns}.json 2>&1")

@@ -5,6 +5,8 @@
  *
  *   l4slab-flow now
  *       print CLOCK_MONOTONIC in ns (the clock of --at and of every *_ns below)
+ *   l4slab-flow clocks
+ *       print CLOCK_MONOTONIC and CLOCK_REALTIME in ns, read together (a capture's clock)
  *   l4slab-flow recv --bind ADDR:PORT [--count N] [--netns NS] [--timeout D]
  *       listen on ADDR:PORT; accept N connections (default 1) one after another, read each
  *       until the peer's FIN (or a reset), count its bytes, close it; one JSON line per
@@ -511,6 +513,7 @@ int main(int argc, char **argv)
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		printf("usage: l4slab-flow now\n"
+		       "       l4slab-flow clocks\n"
 		       "       l4slab-flow recv --bind ADDR:PORT [--count N] [--netns NS] [--timeout D]\n"
 		       "       l4slab-flow send --to ADDR:PORT --cc NAME [--bytes N | --duration D] [--at T_NS]\n"
 		       "                        [--netns NS] [--timeout D]\n"
@@ -523,6 +526,19 @@ int main(int argc, char **argv)
 		printf("%lld\n", now_ns());
 		return 0;
 	}
+	if (!strcmp(argv[1], "clocks")) {
+		/* CLOCK_MONOTONIC and CLOCK_REALTIME read together: a packet capture's
+		 * timestamps (CLOCK_REALTIME) on the probe's clock. Under time travel
+		 * (inf-cpu) no time passes between the two reads. */
+		struct timespec real;
+
+		if (argc != 2)
+			usage_error("clocks takes no arguments");
+		long long mono = now_ns();
+		clock_gettime(CLOCK_REALTIME, &real);
+		printf("%lld %lld\n", mono, (long long)real.tv_sec * NSEC + real.tv_nsec);
+		return 0;
+	}
 	if (!strcmp(argv[1], "recv")) {
 		g_role = "recv";
 		return cmd_recv(argc - 2, argv + 2);
@@ -531,5 +547,5 @@ int main(int argc, char **argv)
 		g_role = "send";
 		return cmd_send(argc - 2, argv + 2);
 	}
-	usage_error("unknown command '%s': allowed now, recv, send", argv[1]);
+	usage_error("unknown command '%s': allowed now, clocks, recv, send", argv[1]);
 }
