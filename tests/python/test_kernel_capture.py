@@ -171,13 +171,16 @@ def test_the_sender_capture_holds_both_directions_of_its_flow(tmp_path):
     receiver, 10.2.0.1), the window's packets within [1 s, 1.5 s) of t0. Measured: 4 031
     out, 2 013 in (an ACK per two segments: the receiver's delayed ACK); the engine's
     capture of the same window 3 935 and 1 964 (its synthesised addresses are 10.1.0.0 and
-    10.2.0.0 for flow 0)."""
+    10.2.0.0 for flow 0). Run again, the file is the same, byte for byte (the guest's
+    randomness from the seed; ``tcpdump`` draws from it too, so a run with a capture is not
+    the same draw as the run without)."""
     from l4slab.kernel.run import run_kernel
 
     scenario = {**SCENARIO, "capture": {"point": "sender", "flow": 0, "start": "1s", "stop": "1500ms"}}
     run = run_kernel(scenario, kernel=KERNEL)
     data = run.capture_pcapng
     assert b"sender-0" in data
+    assert run_kernel(scenario, kernel=KERNEL).capture_pcapng == data  # the same seed and capture: the same file
     packets = _epbs(data)
     times = [t for t, _, _ in packets]
     assert len(packets) > 1000 and 1_000_000_000 <= min(times) and max(times) < 1_500_000_000
