@@ -762,7 +762,7 @@ def _capture_plan(capture: Mapping[str, Any] | None, flows: Sequence[FlowPlan], 
         pcap_filter=pcap_filter,
         start_ns=start,
         stop_ns=max(start, stop),
-        max_packets=int(capture.get("max_packets") or 0),
+        max_packets=int(capture.get("max_packets", schema.limit("capture_max_packets_default"))),
         name=name,
     )
 
