@@ -109,6 +109,22 @@ def one_line_error(proc: "subprocess.CompletedProcess", code: int = 2) -> str:
     return lines[0]
 
 
+def recording_popen(monkeypatch) -> list:
+    """Every process ``subprocess.Popen`` starts while the test runs (e.g. a guest's UML
+    process, whose group a test checks is gone afterwards)."""
+    import subprocess
+
+    started: list = []
+    popen = subprocess.Popen
+
+    def recording(*args, **kwargs):
+        started.append(popen(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(subprocess, "Popen", recording)
+    return started
+
+
 def emulation_skip_reason() -> str | None:
     """Why the emulated (real-time, root) tests cannot run here, or None: they need Linux
     network namespaces, root, /dev/net/tun, iperf3 and the emulator (binary or extension)."""

@@ -556,8 +556,8 @@ def test_kernel_a_hung_guest_ends_within_its_bound_and_leaves_nothing(kernel, tm
         return made[-1]
 
     monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
+    from conftest import recording_popen
     from l4slab.kernel import guest
-    from test_kernel_build import recording_popen
 
     guests = recording_popen(monkeypatch)
     started = time.monotonic()

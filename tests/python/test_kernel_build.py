@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import recording_popen
 from l4slab.kernel import build as kb
 from l4slab.kernel import cpio
 from l4slab.kernel import guest as kg
@@ -180,19 +181,6 @@ def test_guest_bounds_are_checked_before_anything_runs(tmp_path):
     for seed in (-1, 2**64, 1.5, True):
         with pytest.raises(kg.GuestFailed, match=r"^guest seed: .* is not an integer in 0\.\.2\^64-1$"):
             kg.boot(fake, tmp_path / "run", "true", limit_s=1, seed=seed)
-
-
-def recording_popen(monkeypatch) -> list:
-    """Record the guest processes :func:`kg.boot` starts."""
-    started: list = []
-    popen = subprocess.Popen
-
-    def recording(*args, **kwargs):
-        started.append(popen(*args, **kwargs))
-        return started[-1]
-
-    monkeypatch.setattr(kg.subprocess, "Popen", recording)
-    return started
 
 
 # --- with a cached guest ------------------------------------------------------------------

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from ..errors import EngineError
 from ..version import PACKAGE_VERSION
-from .testbed import CAPTURE_SNAPLEN
+from .guest import _last_line
+from .testbed import CAPTURE_SNAPLEN, CapturePlan
 
 __all__ = ["CaptureError", "KernelCapture", "read_capture"]
 
@@ -47,7 +48,7 @@ class KernelCapture:
     pcapng: bytes
 
 
-def read_capture(run_dir: Path, plan) -> KernelCapture:
+def read_capture(run_dir: Path, plan: CapturePlan) -> KernelCapture:
     """Read ``capture.pcap`` of ``run_dir`` (``plan``: the testbed's ``CapturePlan``); t0
     is the script's ``T0``, the instant every flow's launch is counted from.
 
@@ -57,12 +58,13 @@ def read_capture(run_dir: Path, plan) -> KernelCapture:
     if plan.stop_ns <= plan.start_ns:  # an empty window: tcpdump was not started
         return KernelCapture(packets=0, missed=0, pcapng=_pcapng(plan.name, []))
     err = _text(run_dir / "capture.err")
+    last = _last_line(run_dir / "capture.err")
     rc = _text(run_dir / "capture.rc").strip()
     if rc not in ("0", ""):
-        raise CaptureError(f"kernel run: the guest's tcpdump failed (exit status {rc}): {_last(err)}")
+        raise CaptureError(f"kernel run: the guest's tcpdump failed (exit status {rc}): {last}")
     dropped = re.search(r"(\d+) packets? dropped by kernel", err)
     if dropped is None:
-        raise CaptureError(f"kernel run: the guest's tcpdump did not finish its capture: {_last(err) or 'no output'}")
+        raise CaptureError(f"kernel run: the guest's tcpdump did not finish its capture: {last or 'no output'}")
     if int(dropped.group(1)) > 0:
         raise CaptureError(
             f"kernel run: the guest's kernel dropped {dropped.group(1)} packets before tcpdump read them; "
@@ -75,7 +77,7 @@ def read_capture(run_dir: Path, plan) -> KernelCapture:
     try:
         data = (run_dir / "capture.pcap").read_bytes()
     except OSError:
-        raise CaptureError(f"kernel run: the guest's tcpdump wrote no capture.pcap: {_last(err)}") from None
+        raise CaptureError(f"kernel run: the guest's tcpdump wrote no capture.pcap: {last}") from None
     offset = real - mono  # CLOCK_REALTIME - CLOCK_MONOTONIC, fixed for the run (no NTP in the guest)
     packets, missed = [], 0
     for stamp, caplen, origlen, frame in _pcap_records(data):
@@ -138,8 +140,3 @@ def _text(path: Path) -> str:
         return path.read_text(errors="replace")
     except OSError:
         return ""
-
-
-def _last(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:200] if lines else ""
